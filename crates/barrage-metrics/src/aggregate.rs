@@ -1,0 +1,506 @@
+//! The aggregator: merges worker deltas into one tick per timeline segment and, at the end,
+//! into the run's summary.
+//!
+//! Owned by the coordinating thread. A segment is final once every worker has delivered it or
+//! moved past it (workers deliver in timeline order), so ticks come out in order, once each,
+//! whatever the interleaving of workers. Headline figures cover what followed the warm-up;
+//! rates divide by the measured window only; `totals` covers the whole run so that counts can
+//! be reconciled against what the server saw.
+
+use crate::counters::Counters;
+use crate::error::ErrorCounts;
+use crate::histogram::{LatencyHistogram, LatencyStats};
+use crate::recorder::Delta;
+use crate::timeline::{Phase, Timeline, DRAIN_KEY};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One entry of the per-second time series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tick {
+    /// End of the segment, seconds since the run's start.
+    pub t: f64,
+    /// Length of the segment in seconds (1 except at warm-up end, load end and drain).
+    pub dt: f64,
+    pub phase: Phase,
+    /// Exchanges completed in the segment.
+    pub requests: u64,
+    /// `requests / dt`.
+    pub rps: f64,
+    pub sent: u64,
+    pub failed: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub connects: u64,
+    pub connect_failures: u64,
+    pub closed_by_peer: u64,
+    /// Connections open at the segment's end, and the most open at once during it (upper bound:
+    /// the sum of each worker's own peak).
+    pub open: u64,
+    pub open_peak: u64,
+    pub in_flight: u64,
+    pub backlog: u64,
+    pub errors: ErrorCounts,
+    pub latency_us: TickLatency,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TickLatency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rps {
+    /// Rate in the last full second of the measured window.
+    pub current: f64,
+    /// Completed exchanges in the measured window divided by its length.
+    pub avg: f64,
+    /// The best full one-second segment.
+    pub peak: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Io {
+    pub reads: u64,
+    pub writes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub reads_per_s: f64,
+    pub writes_per_s: f64,
+    pub bytes_read_per_s: f64,
+    pub bytes_written_per_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Connections {
+    pub target: u64,
+    /// Open when the load stopped.
+    pub open: u64,
+    pub peak: u64,
+    pub attempts: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub closed_by_peer: u64,
+}
+
+/// Conservation over the whole run: `sent = completed + failed + in_flight_at_end`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exchanges {
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub in_flight_at_end: u64,
+    pub not_sent: u64,
+    pub unexpected_replies: u64,
+}
+
+impl Exchanges {
+    pub fn balanced(&self) -> bool {
+        self.sent == self.completed + self.failed + self.in_flight_at_end
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyBasis {
+    /// Closed loop: from the moment the request was written (service time).
+    #[default]
+    ActualSend,
+    /// Open loop: from the moment the request was due (no coordinated omission).
+    IntendedSend,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Length of the measured window (load phase after warm-up), seconds.
+    pub duration_s: f64,
+    /// Exchanges completed after the warm-up (measured window and drain).
+    pub requests: u64,
+    pub rps: Rps,
+    pub latency_basis: LatencyBasis,
+    pub latency_us: LatencyStats,
+    pub connect_us: LatencyStats,
+    pub io: Io,
+    pub connections: Connections,
+    /// Errors after the warm-up, by class.
+    pub errors: ErrorCounts,
+    pub exchanges: Exchanges,
+    /// Whole-run counters, warm-up included: what the server saw.
+    pub totals: Counters,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub duration_s: f64,
+    pub requests: u64,
+    pub rps: f64,
+    pub latency_us: LatencyStats,
+    pub errors: ErrorCounts,
+}
+
+#[derive(Default)]
+struct Acc {
+    counters: Counters,
+    latency: LatencyHistogram,
+    ns: u64,
+}
+
+impl Acc {
+    fn add(&mut self, d: &Delta) {
+        self.counters.merge(&d.counters);
+        self.latency.merge(&d.latency);
+        if d.key != DRAIN_KEY {
+            self.ns += d.end_ns.saturating_sub(d.start_ns);
+        }
+    }
+}
+
+/// Everything the aggregator knows at the end of a run.
+pub struct Outcome {
+    pub summary: Summary,
+    pub warmup: Option<PhaseSummary>,
+    pub timeseries: Vec<Tick>,
+    /// After warm-up; the histogram behind `summary.latency_us`.
+    pub latency: LatencyHistogram,
+    pub connect: LatencyHistogram,
+    pub warmup_latency: LatencyHistogram,
+}
+
+pub struct Aggregator {
+    timeline: Timeline,
+    last_key: Vec<Option<u64>>,
+    pending: BTreeMap<u64, Delta>,
+    ticks: Vec<Tick>,
+    warmup: Acc,
+    measured: Acc,
+    drain: Acc,
+    connect: LatencyHistogram,
+    measured_counts: Vec<(f64, u64)>,
+    last_open: u64,
+    peak_open: u64,
+    in_flight_end: u64,
+}
+
+impl Aggregator {
+    pub fn new(timeline: Timeline, workers: usize) -> Self {
+        Self {
+            timeline,
+            last_key: vec![None; workers],
+            pending: BTreeMap::new(),
+            ticks: Vec::new(),
+            warmup: Acc::default(),
+            measured: Acc::default(),
+            drain: Acc::default(),
+            connect: LatencyHistogram::new(),
+            measured_counts: Vec::new(),
+            last_open: 0,
+            peak_open: 0,
+            in_flight_end: 0,
+        }
+    }
+
+    /// Add one worker's delta; returns the ticks that became final, in order.
+    pub fn push(&mut self, d: Delta) -> Vec<Tick> {
+        let w = d.worker as usize;
+        debug_assert!(
+            self.last_key[w].is_none_or(|k| k <= d.key),
+            "deltas out of order"
+        );
+        self.last_key[w] = Some(d.key);
+        match self.pending.get_mut(&d.key) {
+            Some(acc) => acc.merge(&d),
+            None => {
+                self.pending.insert(d.key, d);
+            }
+        }
+        let mut out = Vec::new();
+        while let Some((&key, _)) = self.pending.first_key_value() {
+            if !self.last_key.iter().all(|k| k.is_some_and(|k| k >= key)) {
+                break;
+            }
+            let d = self.pending.remove(&key).expect("key just seen");
+            out.push(self.finalize(d));
+        }
+        out
+    }
+
+    /// Whether every worker has delivered its drain delta.
+    pub fn complete(&self) -> bool {
+        self.pending.is_empty() && self.last_key.iter().all(|k| *k == Some(DRAIN_KEY))
+    }
+
+    fn finalize(&mut self, d: Delta) -> Tick {
+        let phase = self.timeline.phase(d.key);
+        let dt_ns = d.end_ns.saturating_sub(d.start_ns.min(d.end_ns));
+        let dt = dt_ns as f64 / 1e9;
+        let c = &d.counters;
+        let l = d.latency.stats();
+        let tick = Tick {
+            t: d.end_ns as f64 / 1e9,
+            dt,
+            phase,
+            requests: c.completed,
+            rps: if dt > 0.0 {
+                c.completed as f64 / dt
+            } else {
+                0.0
+            },
+            sent: c.sent,
+            failed: c.failed,
+            reads: c.reads,
+            writes: c.writes,
+            bytes_read: c.bytes_read,
+            bytes_written: c.bytes_written,
+            connects: c.connects,
+            connect_failures: c.connect_failures,
+            closed_by_peer: c.closed_by_peer,
+            open: d.open,
+            open_peak: d.open_peak,
+            in_flight: d.in_flight,
+            backlog: d.backlog,
+            errors: c.errors,
+            latency_us: TickLatency {
+                p50: l.p50,
+                p90: l.p90,
+                p99: l.p99,
+                max: l.max,
+                mean: l.mean,
+            },
+        };
+        self.connect.merge(&d.connect);
+        self.peak_open = self.peak_open.max(d.open_peak);
+        match phase {
+            Phase::Warmup => self.warmup.add(&d),
+            Phase::Measured => {
+                self.measured.add(&d);
+                self.measured_counts.push((dt, c.completed));
+            }
+            Phase::Drain => {
+                self.drain.add(&d);
+                self.in_flight_end = d.in_flight;
+            }
+        }
+        if phase != Phase::Drain {
+            self.last_open = d.open;
+            self.in_flight_end = d.in_flight;
+        }
+        self.ticks.push(tick.clone());
+        tick
+    }
+
+    /// Everything after warm-up so far (for live views): completed, errors, latency.
+    pub fn running(&self) -> (u64, f64, &LatencyHistogram, u64) {
+        let secs = self.measured.ns as f64 / 1e9;
+        let avg = if secs > 0.0 {
+            self.measured.counters.completed as f64 / secs
+        } else {
+            0.0
+        };
+        (
+            self.measured.counters.completed,
+            avg,
+            &self.measured.latency,
+            self.measured.counters.errors.total(),
+        )
+    }
+
+    pub fn finish(self, target_connections: u64, basis: LatencyBasis) -> Outcome {
+        let mut after = Counters::default();
+        after.merge(&self.measured.counters);
+        after.merge(&self.drain.counters);
+        let mut latency = self.measured.latency.clone();
+        latency.merge(&self.drain.latency);
+        let mut totals = after;
+        totals.merge(&self.warmup.counters);
+
+        let secs = self.measured.ns as f64 / 1e9;
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let m = &self.measured.counters;
+        let avg = per_s(m.completed);
+        let full: Vec<f64> = self
+            .measured_counts
+            .iter()
+            .filter(|(dt, _)| *dt >= 0.999)
+            .map(|(dt, n)| *n as f64 / dt)
+            .collect();
+        let peak = full.iter().copied().fold(f64::NAN, f64::max);
+        let current = full.last().copied().unwrap_or(avg);
+
+        let summary = Summary {
+            duration_s: secs,
+            requests: after.completed,
+            rps: Rps {
+                current,
+                avg,
+                peak: if peak.is_nan() { avg } else { peak },
+            },
+            latency_basis: basis,
+            latency_us: latency.stats(),
+            connect_us: self.connect.stats(),
+            io: Io {
+                reads: after.reads,
+                writes: after.writes,
+                bytes_read: after.bytes_read,
+                bytes_written: after.bytes_written,
+                reads_per_s: per_s(m.reads),
+                writes_per_s: per_s(m.writes),
+                bytes_read_per_s: per_s(m.bytes_read),
+                bytes_written_per_s: per_s(m.bytes_written),
+            },
+            connections: Connections {
+                target: target_connections,
+                open: self.last_open,
+                peak: self.peak_open,
+                attempts: totals.connect_attempts,
+                succeeded: totals.connects,
+                failed: totals.connect_failures,
+                closed_by_peer: totals.closed_by_peer,
+            },
+            errors: after.errors,
+            exchanges: Exchanges {
+                sent: totals.sent,
+                completed: totals.completed,
+                failed: totals.failed,
+                in_flight_at_end: self.in_flight_end,
+                not_sent: totals.errors.get(crate::ErrorClass::NotSent),
+                unexpected_replies: totals.unexpected,
+            },
+            totals,
+        };
+        let warmup = (self.warmup.ns > 0).then(|| {
+            let s = self.warmup.ns as f64 / 1e9;
+            PhaseSummary {
+                duration_s: s,
+                requests: self.warmup.counters.completed,
+                rps: self.warmup.counters.completed as f64 / s,
+                latency_us: self.warmup.latency.stats(),
+                errors: self.warmup.counters.errors,
+            }
+        });
+        Outcome {
+            summary,
+            warmup,
+            timeseries: self.ticks,
+            latency,
+            connect: self.connect,
+            warmup_latency: self.warmup.latency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::SECOND_NS as S;
+
+    fn delta(worker: u32, key: u64, start: u64, end: u64, completed: u64) -> Delta {
+        let mut d = Delta {
+            worker,
+            key,
+            start_ns: start,
+            end_ns: end,
+            ..Default::default()
+        };
+        d.counters.sent = completed;
+        d.counters.completed = completed;
+        for _ in 0..completed {
+            d.latency.record_us(100);
+        }
+        d
+    }
+
+    #[test]
+    fn ticks_are_final_only_when_every_worker_delivered() {
+        let tl = Timeline {
+            warmup_ns: 0,
+            load_end_ns: Some(2 * S),
+        };
+        let mut a = Aggregator::new(tl, 2);
+        assert!(a.push(delta(0, 0, 0, S, 10)).is_empty());
+        assert!(a.push(delta(0, S, S, 2 * S, 20)).is_empty());
+        let t = a.push(delta(1, 0, 0, S, 5));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].requests, 15);
+        assert_eq!(t[0].rps, 15.0);
+        let t = a.push(delta(1, S, S, 2 * S, 1));
+        assert_eq!(t[0].requests, 21);
+        a.push(delta(0, DRAIN_KEY, 2 * S, 2 * S + 1000, 0));
+        assert!(!a.complete());
+        let t = a.push(delta(1, DRAIN_KEY, 2 * S, 2 * S + 5000, 2));
+        assert_eq!(t[0].phase, Phase::Drain);
+        assert!(a.complete());
+        let o = a.finish(2, LatencyBasis::ActualSend);
+        assert_eq!(o.summary.requests, 38);
+        assert_eq!(o.summary.rps.avg, 18.0);
+        assert_eq!(o.summary.rps.peak, 21.0);
+        assert_eq!(o.summary.rps.current, 21.0);
+        assert_eq!(o.summary.duration_s, 2.0);
+        assert_eq!(o.summary.latency_us.count, 38);
+        assert!(o.summary.exchanges.balanced());
+    }
+
+    #[test]
+    fn warmup_is_reported_apart_from_the_headline() {
+        let tl = Timeline {
+            warmup_ns: S,
+            load_end_ns: Some(3 * S),
+        };
+        let mut a = Aggregator::new(tl, 1);
+        a.push(delta(0, 0, 0, S, 1000));
+        a.push(delta(0, S, S, 2 * S, 10));
+        a.push(delta(0, 2 * S, 2 * S, 3 * S, 30));
+        a.push(delta(0, DRAIN_KEY, 3 * S, 3 * S, 0));
+        let o = a.finish(1, LatencyBasis::IntendedSend);
+        assert_eq!(o.summary.requests, 40);
+        assert_eq!(o.summary.rps.avg, 20.0);
+        assert_eq!(o.summary.totals.completed, 1040);
+        let w = o.warmup.unwrap();
+        assert_eq!((w.requests, w.rps), (1000, 1000.0));
+        assert_eq!(o.timeseries.len(), 4);
+        assert_eq!(o.timeseries[0].phase, Phase::Warmup);
+    }
+
+    #[test]
+    fn a_worker_that_finished_early_does_not_hold_back_ticks() {
+        let tl = Timeline {
+            warmup_ns: 0,
+            load_end_ns: None,
+        };
+        let mut a = Aggregator::new(tl, 2);
+        a.push(delta(0, 0, 0, S / 2, 5));
+        a.push(delta(0, DRAIN_KEY, S / 2, S / 2, 0));
+        let t = a.push(delta(1, 0, 0, S, 7));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].requests, 12);
+        let t = a.push(delta(1, S, S, S + S / 4, 3));
+        assert_eq!(t.len(), 1);
+        let t = a.push(delta(1, DRAIN_KEY, S + S / 4, S + S / 4, 0));
+        assert_eq!(t.len(), 1);
+        assert!(a.complete());
+    }
+
+    #[test]
+    fn conservation_counts_failures_and_in_flight() {
+        let tl = Timeline {
+            warmup_ns: 0,
+            load_end_ns: Some(S),
+        };
+        let mut a = Aggregator::new(tl, 1);
+        let mut d = delta(0, 0, 0, S, 10);
+        d.counters.sent = 15;
+        d.counters.failed = 3;
+        a.push(d);
+        let mut d = delta(0, DRAIN_KEY, S, S, 0);
+        d.in_flight = 2;
+        a.push(d);
+        let o = a.finish(1, LatencyBasis::ActualSend);
+        assert_eq!(o.summary.exchanges.in_flight_at_end, 2);
+        assert!(o.summary.exchanges.balanced());
+    }
+}

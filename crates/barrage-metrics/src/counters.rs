@@ -1,0 +1,87 @@
+//! Event counters of one worker (or many, merged): exchanges, IO, connections, errors.
+//!
+//! Plain `u64` fields owned by exactly one worker thread while recording, so incrementing them
+//! costs an add, no atomics. Merging is field-wise addition, which makes every total exact.
+
+use crate::error::{ErrorClass, ErrorCounts};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Exchanges whose request was handed to the connection (written or queued for writing).
+    pub sent: u64,
+    /// Exchanges whose reply arrived complete (and matched, under `--verify`).
+    pub completed: u64,
+    /// Exchanges that were sent and then failed: their connection broke or timed out while
+    /// they were in flight, or their reply mismatched.
+    pub failed: u64,
+    /// Replies that arrived with no exchange in flight (a server that talks unasked).
+    pub unexpected: u64,
+    /// Bytes the server sent without a reply being due (`--expect none` counts all bytes here).
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// `read`/`write` system calls that moved at least one byte.
+    pub reads: u64,
+    pub writes: u64,
+    pub connect_attempts: u64,
+    pub connects: u64,
+    pub connect_failures: u64,
+    /// Established connections that the peer closed or reset, or that timed out.
+    pub closed_by_peer: u64,
+    pub errors: ErrorCounts,
+}
+
+impl Counters {
+    #[inline]
+    pub fn error(&mut self, class: ErrorClass, n: u64) {
+        self.errors.add(class, n);
+    }
+
+    pub fn merge(&mut self, o: &Counters) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.unexpected += o.unexpected;
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.connect_attempts += o.connect_attempts;
+        self.connects += o.connects;
+        self.connect_failures += o.connect_failures;
+        self.closed_by_peer += o.closed_by_peer;
+        self.errors.merge(&o.errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_every_field() {
+        let mut a = Counters {
+            sent: 1,
+            completed: 2,
+            failed: 3,
+            unexpected: 4,
+            bytes_read: 5,
+            bytes_written: 6,
+            reads: 7,
+            writes: 8,
+            connect_attempts: 9,
+            connects: 10,
+            connect_failures: 11,
+            closed_by_peer: 12,
+            errors: ErrorCounts::default(),
+        };
+        a.error(ErrorClass::Reset, 1);
+        let b = a;
+        a.merge(&b);
+        assert_eq!(a.sent, 2);
+        assert_eq!(a.closed_by_peer, 24);
+        assert_eq!(a.connect_failures, 22);
+        assert_eq!(a.errors.get(ErrorClass::Reset), 2);
+        assert_eq!(a.reads + a.writes, 30);
+    }
+}

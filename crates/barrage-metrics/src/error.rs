@@ -1,0 +1,177 @@
+//! Error classes: the closed vocabulary every failure is counted under.
+//!
+//! A failure under load is data, never a reason to stop: the engine maps each failed connect,
+//! broken connection, timed-out or mismatched exchange and unsent message to exactly one class
+//! here and counts it. The set is closed so that every output can list all of them.
+
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// One class of failure. `as_str` is the stable name used in every output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// The target actively refused the connection (RST to SYN, `ECONNREFUSED`).
+    Refused,
+    /// The connect did not complete within the connect timeout.
+    ConnectTimeout,
+    /// The connection was reset by the peer (`ECONNRESET`, `EPIPE`).
+    Reset,
+    /// The peer closed the connection (FIN) while it was in use.
+    ClosedByPeer,
+    /// An exchange was not complete within `--timeout`.
+    Timeout,
+    /// A reply differed from what was expected (`--verify`).
+    Mismatch,
+    /// This process ran out of file descriptors (`EMFILE`, `ENFILE`).
+    LocalFdExhausted,
+    /// No local port was free for a new connection (`EADDRNOTAVAIL`).
+    LocalPortExhausted,
+    /// Anything else, e.g. an unreachable network.
+    Other,
+    /// A due message could not be sent because the backlog was full (open-loop modes).
+    NotSent,
+}
+
+impl ErrorClass {
+    pub const COUNT: usize = 10;
+    pub const ALL: [ErrorClass; Self::COUNT] = [
+        Self::Refused,
+        Self::ConnectTimeout,
+        Self::Reset,
+        Self::ClosedByPeer,
+        Self::Timeout,
+        Self::Mismatch,
+        Self::LocalFdExhausted,
+        Self::LocalPortExhausted,
+        Self::Other,
+        Self::NotSent,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Refused => "refused",
+            Self::ConnectTimeout => "connect_timeout",
+            Self::Reset => "reset",
+            Self::ClosedByPeer => "closed_by_peer",
+            Self::Timeout => "timeout",
+            Self::Mismatch => "mismatch",
+            Self::LocalFdExhausted => "local_fd_exhausted",
+            Self::LocalPortExhausted => "local_port_exhausted",
+            Self::Other => "other",
+            Self::NotSent => "not_sent",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Count per error class. Serialized as an object with every class name plus `total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ErrorCounts([u64; ErrorClass::COUNT]);
+
+impl ErrorCounts {
+    #[inline]
+    pub fn add(&mut self, class: ErrorClass, n: u64) {
+        self.0[class.index()] += n;
+    }
+
+    pub fn get(&self, class: ErrorClass) -> u64 {
+        self.0[class.index()]
+    }
+
+    /// All errors, `not_sent` included.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Classes with a non-zero count, in declaration order.
+    pub fn nonzero(&self) -> impl Iterator<Item = (ErrorClass, u64)> + '_ {
+        ErrorClass::ALL
+            .into_iter()
+            .map(|c| (c, self.get(c)))
+            .filter(|(_, n)| *n > 0)
+    }
+}
+
+impl Serialize for ErrorCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(ErrorClass::COUNT + 1))?;
+        for c in ErrorClass::ALL {
+            m.serialize_entry(c.as_str(), &self.get(c))?;
+        }
+        m.serialize_entry("total", &self.total())?;
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCounts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ErrorCounts;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of error class counts")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ErrorCounts, A::Error> {
+                let mut out = ErrorCounts::default();
+                while let Some((k, v)) = map.next_entry::<String, u64>()? {
+                    // `total` is derived; unknown classes from newer versions are ignored.
+                    if let Some(c) = ErrorClass::from_name(&k) {
+                        out.add(c, v);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::from_name(c.as_str()), Some(c));
+        }
+        let mut names: Vec<_> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        names.dedup();
+        assert_eq!(names.len(), ErrorClass::COUNT);
+    }
+
+    #[test]
+    fn counts_serialize_every_class_and_total() {
+        let mut e = ErrorCounts::default();
+        e.add(ErrorClass::Timeout, 3);
+        e.add(ErrorClass::NotSent, 2);
+        let v = serde_json::to_value(e).unwrap();
+        assert_eq!(v["timeout"], 3);
+        assert_eq!(v["not_sent"], 2);
+        assert_eq!(v["refused"], 0);
+        assert_eq!(v["total"], 5);
+        let back: ErrorCounts = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
+    }
+}

@@ -1,0 +1,247 @@
+//! Latency histograms: HdrHistogram in microseconds, 1 µs .. 1 h, 3 significant digits.
+//!
+//! Values above the range are recorded at the top of the range and counted in `overflow`, so
+//! nothing is lost and the loss of precision is visible. Histograms merge exactly and serialize
+//! to the HdrHistogram V2 format in base64, so saved runs can be merged and re-rendered.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest trackable value: one hour in microseconds.
+pub const MAX_US: u64 = 3_600_000_000;
+const SIGFIG: u8 = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramError {
+    #[error("histogram is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("histogram is not a valid HdrHistogram V2 encoding: {0}")]
+    Decode(String),
+}
+
+/// A latency histogram in whole microseconds.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    h: Histogram<u64>,
+    overflow: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    pub fn new() -> Self {
+        let h = Histogram::new_with_bounds(1, MAX_US, SIGFIG).expect("static histogram bounds");
+        Self { h, overflow: 0 }
+    }
+
+    /// Record one value given in nanoseconds (rounded to the nearest microsecond).
+    #[inline]
+    pub fn record_ns(&mut self, ns: u64) {
+        self.record_us((ns + 500) / 1000)
+    }
+
+    #[inline]
+    pub fn record_us(&mut self, us: u64) {
+        if us > MAX_US {
+            self.overflow += 1;
+        }
+        self.h.saturating_record(us.min(MAX_US));
+    }
+
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        // Both sides share bounds unless one was deserialized from a foreign file with other
+        // bounds; `add` then re-records value by value, which is still exact.
+        self.h
+            .add(&other.h)
+            .expect("histograms with auto-resize off and equal bounds merge");
+        self.overflow += other.overflow;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    pub fn overflow(&self) -> u64 {
+        self.overflow
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    pub fn reset(&mut self) {
+        self.h.reset();
+        self.overflow = 0;
+    }
+
+    /// Value at quantile `q` in [0, 1], in microseconds (0 when empty).
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.h.is_empty() {
+            0
+        } else {
+            self.h.value_at_quantile(q)
+        }
+    }
+
+    pub fn stats(&self) -> LatencyStats {
+        if self.h.is_empty() {
+            return LatencyStats::default();
+        }
+        let h = &self.h;
+        LatencyStats {
+            count: h.len(),
+            min: h.min(),
+            mean: h.mean(),
+            stdev: h.stdev(),
+            p50: h.value_at_quantile(0.50),
+            p75: h.value_at_quantile(0.75),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+            overflow: self.overflow,
+        }
+    }
+
+    /// Percentile spectrum points (percentile, value µs) for reports: quantiles
+    /// 1 - 10^-k/2 steps, as HdrHistogram's percentile distribution does.
+    pub fn spectrum(&self) -> Vec<(f64, u64)> {
+        let mut out = Vec::new();
+        if self.h.is_empty() {
+            return out;
+        }
+        for v in self.h.iter_quantiles(2) {
+            let p = v.quantile_iterated_to() * 100.0;
+            if out.last().map(|(lp, _)| *lp < p).unwrap_or(true) {
+                out.push((p, v.value_iterated_to()));
+            }
+        }
+        out
+    }
+
+    /// HdrHistogram V2 encoding, base64 (standard alphabet, padded).
+    pub fn to_base64(&self) -> String {
+        let mut buf = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.h, &mut buf)
+            .expect("serializing to a Vec cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    /// Decode what `to_base64` wrote. `overflow` is not part of the V2 format; pass it along.
+    pub fn from_base64(s: &str, overflow: u64) -> Result<Self, HistogramError> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(s.trim())?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        let mut out = Self::new();
+        out.h
+            .add(&decoded)
+            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        out.overflow = overflow;
+        Ok(out)
+    }
+}
+
+/// Descriptive statistics of a latency histogram, all in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: u64,
+    pub p75: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+    /// Values above the histogram's range (1 h), recorded at its top.
+    pub overflow: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_reports_percentiles() {
+        let mut h = LatencyHistogram::new();
+        for us in 1..=1000 {
+            h.record_us(us);
+        }
+        let s = h.stats();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.min, 1);
+        assert_eq!(s.max, 1000);
+        assert_eq!(s.p50, 500);
+        assert_eq!(s.p99, 990);
+        assert!((s.mean - 500.5).abs() < 0.5);
+    }
+
+    #[test]
+    fn nanoseconds_round_to_microseconds() {
+        let mut h = LatencyHistogram::new();
+        h.record_ns(1_499);
+        h.record_ns(1_500);
+        assert_eq!(h.stats().min, 1);
+        assert_eq!(h.stats().max, 2);
+    }
+
+    #[test]
+    fn out_of_range_values_are_counted_not_lost() {
+        let mut h = LatencyHistogram::new();
+        h.record_us(MAX_US * 10);
+        h.record_us(5);
+        assert_eq!(h.count(), 2);
+        assert_eq!(h.overflow(), 1);
+        assert!(h.stats().max >= MAX_US);
+    }
+
+    #[test]
+    fn merge_equals_recording_into_one() {
+        let (mut a, mut b, mut all) = (
+            LatencyHistogram::new(),
+            LatencyHistogram::new(),
+            LatencyHistogram::new(),
+        );
+        for v in [3u64, 70, 900, 12_000, 61_000_000] {
+            a.record_us(v);
+            all.record_us(v);
+        }
+        for v in [1u64, 44, 44, 5_000_000] {
+            b.record_us(v);
+            all.record_us(v);
+        }
+        a.merge(&b);
+        assert_eq!(a.stats(), all.stats());
+    }
+
+    #[test]
+    fn base64_round_trip_is_exact() {
+        let mut h = LatencyHistogram::new();
+        for v in [1u64, 2, 3, 1000, 123_456, 59_000_000] {
+            h.record_us(v);
+        }
+        let s = h.to_base64();
+        let back = LatencyHistogram::from_base64(&s, 0).unwrap();
+        assert_eq!(back.stats(), h.stats());
+        assert!(LatencyHistogram::from_base64("not base64!", 0).is_err());
+        assert!(LatencyHistogram::from_base64("AAAA", 0).is_err());
+    }
+
+    #[test]
+    fn empty_histogram_has_zero_stats_and_spectrum() {
+        let h = LatencyHistogram::new();
+        assert_eq!(h.stats(), LatencyStats::default());
+        assert!(h.spectrum().is_empty());
+    }
+}

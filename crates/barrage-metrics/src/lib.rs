@@ -1,0 +1,25 @@
+//! barrage-metrics: the measurement records of a run, as pure data.
+//!
+//! One record family flows through everything: a worker's [`Recorder`] yields a [`Delta`] per
+//! timeline segment; the [`Aggregator`] merges deltas into [`Tick`]s and a [`Summary`]; the
+//! [`RunResult`] wraps them for every report. All of it is mergeable (counts add, histograms
+//! merge exactly) and serializable; nothing here does I/O, spawns threads or knows sockets.
+
+pub mod aggregate;
+pub mod counters;
+pub mod error;
+pub mod histogram;
+pub mod recorder;
+pub mod result;
+pub mod timeline;
+
+pub use aggregate::{
+    Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Rps, Summary,
+    Tick, TickLatency,
+};
+pub use counters::Counters;
+pub use error::{ErrorClass, ErrorCounts};
+pub use histogram::{LatencyHistogram, LatencyStats};
+pub use recorder::{Delta, Recorder};
+pub use result::{Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status};
+pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};

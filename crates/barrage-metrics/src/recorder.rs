@@ -1,0 +1,117 @@
+//! The per-worker recorder and the delta it hands over at every segment boundary.
+//!
+//! One recorder per worker thread, owned by that thread only: recording is a plain add or a
+//! histogram increment, no locks, no atomics. At each timeline boundary the worker calls
+//! `take`, which moves the interval's counts into a `Delta` (sent to the aggregator) and starts
+//! a fresh interval; gauges (open connections, in flight, backlog) carry over.
+
+use crate::counters::Counters;
+use crate::histogram::LatencyHistogram;
+
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub c: Counters,
+    pub latency: LatencyHistogram,
+    pub connect: LatencyHistogram,
+    /// Gauges owned by the worker: connections open now, exchanges in flight now, due
+    /// messages waiting in backlogs now.
+    pub open: u64,
+    pub in_flight: u64,
+    pub backlog: u64,
+    open_peak: u64,
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn conn_opened(&mut self) {
+        self.open += 1;
+        self.open_peak = self.open_peak.max(self.open);
+    }
+
+    #[inline]
+    pub fn conn_closed(&mut self) {
+        self.open = self.open.saturating_sub(1);
+    }
+
+    /// Close the interval `[start_ns, end_ns)` identified by `key` and start the next one.
+    pub fn take(&mut self, worker: u32, key: u64, start_ns: u64, end_ns: u64) -> Delta {
+        let d = Delta {
+            worker,
+            key,
+            start_ns,
+            end_ns,
+            counters: std::mem::take(&mut self.c),
+            latency: std::mem::take(&mut self.latency),
+            connect: std::mem::take(&mut self.connect),
+            open: self.open,
+            open_peak: self.open_peak,
+            in_flight: self.in_flight,
+            backlog: self.backlog,
+        };
+        self.open_peak = self.open;
+        d
+    }
+}
+
+/// What one worker recorded during one segment of the timeline.
+#[derive(Clone, Debug, Default)]
+pub struct Delta {
+    pub worker: u32,
+    /// Segment key: its start in ns since the run's start, or `DRAIN_KEY`.
+    pub key: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub counters: Counters,
+    pub latency: LatencyHistogram,
+    pub connect: LatencyHistogram,
+    pub open: u64,
+    pub open_peak: u64,
+    pub in_flight: u64,
+    pub backlog: u64,
+}
+
+impl Delta {
+    /// Merge another worker's delta for the same segment: counts add, gauges add (they are
+    /// per-worker shares of one total), the segment spans both.
+    pub fn merge(&mut self, o: &Delta) {
+        self.counters.merge(&o.counters);
+        self.latency.merge(&o.latency);
+        self.connect.merge(&o.connect);
+        self.open += o.open;
+        self.open_peak += o.open_peak;
+        self.in_flight += o.in_flight;
+        self.backlog += o.backlog;
+        self.start_ns = self.start_ns.min(o.start_ns);
+        self.end_ns = self.end_ns.max(o.end_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorClass;
+
+    #[test]
+    fn take_moves_counts_and_keeps_gauges() {
+        let mut r = Recorder::new();
+        r.conn_opened();
+        r.conn_opened();
+        r.conn_closed();
+        r.c.sent = 5;
+        r.c.error(ErrorClass::Timeout, 1);
+        r.latency.record_us(10);
+        let d = r.take(0, 0, 0, 1_000);
+        assert_eq!(d.counters.sent, 5);
+        assert_eq!(d.latency.count(), 1);
+        assert_eq!((d.open, d.open_peak), (1, 2));
+        let d2 = r.take(0, 1_000, 1_000, 2_000);
+        assert_eq!(d2.counters.sent, 0);
+        assert_eq!(d2.counters.errors.total(), 0);
+        assert!(d2.latency.is_empty());
+        assert_eq!((d2.open, d2.open_peak), (1, 1));
+    }
+}

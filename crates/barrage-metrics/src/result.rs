@@ -1,0 +1,153 @@
+//! The canonical result of a run: the one record every report is rendered from.
+//!
+//! Its JSON form is a documented interface (docs/result-schema.md): fields are added, never
+//! renamed or removed, within one `schema` version.
+
+use crate::aggregate::{Outcome, PhaseSummary, Summary, Tick};
+use crate::histogram::{HistogramError, LatencyHistogram};
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "barrage.result/1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The run reached its duration or request count.
+    Completed,
+    /// A signal stopped it early; the figures cover the time until then.
+    Interrupted,
+    /// It could not do its job (e.g. nothing could connect).
+    Failed,
+}
+
+/// The plan as the user will want to read it back: plain values, resolved defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub target: String,
+    pub protocol: String,
+    pub connections: u64,
+    pub threads: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    /// `ping-pong`, `think`, `interval` or `rate`.
+    pub mode: String,
+    pub pipeline: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
+    pub timeout_ms: f64,
+    pub connect_timeout_ms: f64,
+    pub max_backlog: u64,
+    /// The message with non-printable bytes escaped (first 256 bytes).
+    pub message: String,
+    pub message_bytes: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_message: Option<String>,
+    pub expect: String,
+    pub verify: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub barrage_version: String,
+    pub os: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub hostname: String,
+}
+
+/// A histogram as stored in the result: HdrHistogram V2, base64, values in microseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    pub encoding: String,
+    pub unit: String,
+    pub overflow: u64,
+    pub data: String,
+}
+
+impl HistogramRecord {
+    pub fn encode(h: &LatencyHistogram) -> Self {
+        Self {
+            encoding: "hdrhistogram-v2+base64".into(),
+            unit: "us".into(),
+            overflow: h.overflow(),
+            data: h.to_base64(),
+        }
+    }
+
+    pub fn decode(&self) -> Result<LatencyHistogram, HistogramError> {
+        LatencyHistogram::from_base64(&self.data, self.overflow)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Histograms {
+    /// Exchange latency after the warm-up (behind `summary.latency_us`).
+    pub latency: HistogramRecord,
+    /// Connect time, whole run.
+    pub connect: HistogramRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_latency: Option<HistogramRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub status: Status,
+    /// Why the run failed or was interrupted, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub command_line: Vec<String>,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    pub config: RunConfig,
+    pub environment: Environment,
+    pub summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<PhaseSummary>,
+    pub timeseries: Vec<Tick>,
+    pub histograms: Histograms,
+}
+
+impl RunResult {
+    pub fn new(
+        status: Status,
+        message: Option<String>,
+        command_line: Vec<String>,
+        started_at: String,
+        config: RunConfig,
+        environment: Environment,
+        outcome: Outcome,
+    ) -> Self {
+        let histograms = Histograms {
+            latency: HistogramRecord::encode(&outcome.latency),
+            connect: HistogramRecord::encode(&outcome.connect),
+            warmup_latency: outcome
+                .warmup
+                .as_ref()
+                .map(|_| HistogramRecord::encode(&outcome.warmup_latency)),
+        };
+        Self {
+            schema: SCHEMA.into(),
+            status,
+            message,
+            command_line,
+            started_at,
+            config,
+            environment,
+            summary: outcome.summary,
+            warmup: outcome.warmup,
+            timeseries: outcome.timeseries,
+            histograms,
+        }
+    }
+}
