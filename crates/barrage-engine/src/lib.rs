@@ -1,1 +1,22 @@
-//! placeholder
+//! barrage-engine: executes a plan against a target.
+//!
+//! A [`Plan`] (validated by the binary) splits into shares; each share runs on one worker
+//! thread with its own mio event loop, its connections as state machines, and its own
+//! recorder. Protocol knowledge lives in sans-IO codecs ([`framing`]) that see byte slices,
+//! never sockets; pacing is pure functions of time ([`pacer`]). The coordinator ([`run()`])
+//! merges the workers' per-segment deltas into ticks and the final outcome.
+
+pub mod classify;
+pub mod clock;
+mod conn;
+pub mod framing;
+pub mod message;
+pub mod pacer;
+pub mod plan;
+pub mod run;
+mod worker;
+
+pub use framing::{Delimiter, Framing, LenPrefix};
+pub use message::{escape, unescape, EscapeError, Template};
+pub use plan::{Mode, Plan, Share, Target};
+pub use run::{run, End, EngineError, RunOutput};

@@ -17,7 +17,7 @@ pub struct Counters {
     pub failed: u64,
     /// Replies that arrived with no exchange in flight (a server that talks unasked).
     pub unexpected: u64,
-    /// Bytes the server sent without a reply being due (`--expect none` counts all bytes here).
+    /// Bytes received, whatever they were (replies, unexpected data).
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// `read`/`write` system calls that moved at least one byte.

@@ -2,10 +2,10 @@
 //!
 //! Values above the range are recorded at the top of the range and counted in `overflow`, so
 //! nothing is lost and the loss of precision is visible. Histograms merge exactly and serialize
-//! to the HdrHistogram V2 format in base64, so saved runs can be merged and re-rendered.
+//! to the compressed HdrHistogram V2 format in base64, so saved runs can be merged and re-rendered.
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -126,10 +126,11 @@ impl LatencyHistogram {
         out
     }
 
-    /// HdrHistogram V2 encoding, base64 (standard alphabet, padded).
+    /// HdrHistogram V2 compressed (deflate) encoding, base64 (standard alphabet, padded): the
+    /// form HdrHistogram's own tools and libraries (Java, Python `hdrh`, Go) read.
     pub fn to_base64(&self) -> String {
         let mut buf = Vec::new();
-        V2Serializer::new()
+        V2DeflateSerializer::new()
             .serialize(&self.h, &mut buf)
             .expect("serializing to a Vec cannot fail");
         base64::engine::general_purpose::STANDARD.encode(buf)

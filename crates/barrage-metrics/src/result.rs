@@ -65,7 +65,7 @@ pub struct Environment {
     pub hostname: String,
 }
 
-/// A histogram as stored in the result: HdrHistogram V2, base64, values in microseconds.
+/// A histogram as stored in the result: compressed HdrHistogram V2, base64, microseconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistogramRecord {
     pub encoding: String,
@@ -77,7 +77,7 @@ pub struct HistogramRecord {
 impl HistogramRecord {
     pub fn encode(h: &LatencyHistogram) -> Self {
         Self {
-            encoding: "hdrhistogram-v2+base64".into(),
+            encoding: "hdrhistogram-v2-deflate+base64".into(),
             unit: "us".into(),
             overflow: h.overflow(),
             data: h.to_base64(),

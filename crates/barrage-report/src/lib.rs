@@ -1,1 +1,178 @@
-//! placeholder until written
+//! barrage-report: renders a run's [`RunResult`] for people and for programs.
+//!
+//! One [`Renderer`] trait, one file per format (`text.rs`, `json.rs`), one [`Format`] arm per
+//! file: adding a format is one file plus one arm, as in hyperfine's `src/export/`. Renderers
+//! read only the [`RunResult`], never live state, so every report can be produced again offline
+//! from a saved JSON result ([`load`]), like `vegeta attack | vegeta report`.
+//!
+//! Rendering writes to any `io::Write` and returns plain I/O errors; the functions that touch
+//! files ([`load`], [`save`]) return a [`ReportError`] that names the file.
+
+pub mod fmt;
+mod json;
+mod text;
+
+pub use json::JsonRenderer;
+pub use text::TextRenderer;
+
+use barrage_metrics::result::SCHEMA;
+use barrage_metrics::RunResult;
+use serde::Deserialize;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Renders a finished run into one output format.
+pub trait Renderer {
+    fn render(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The output formats, by the names the CLI accepts (`text`, `json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// The human summary (what the binary prints on stdout).
+    Text,
+    /// The canonical result, schema `barrage.result/1` (docs/result-schema.md).
+    Json,
+}
+
+impl Format {
+    pub const ALL: [Format; 2] = [Format::Text, Format::Json];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+        }
+    }
+
+    /// The usual file extension for this format, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Text => "txt",
+            Format::Json => "json",
+        }
+    }
+
+    pub fn renderer(self) -> Box<dyn Renderer> {
+        match self {
+            Format::Text => Box::new(TextRenderer),
+            Format::Json => Box::new(JsonRenderer),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = ReportError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| ReportError::UnknownFormat(s.to_string()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read result file {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write report {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    #[error("{} is not a valid barrage result (JSON): {source}", path.display())]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// `found` is the `schema` value as written in the file (`None` when absent).
+    #[error("{}", schema_message(path, found.as_deref()))]
+    Schema {
+        path: PathBuf,
+        found: Option<String>,
+    },
+    #[error("unknown report format {0:?} (expected one of: text, json)")]
+    UnknownFormat(String),
+}
+
+fn schema_message(path: &Path, found: Option<&str>) -> String {
+    match found {
+        None => format!(
+            "{} is not a barrage result: it has no \"schema\" field (expected {SCHEMA:?})",
+            path.display()
+        ),
+        Some(s) => format!(
+            "{} has schema {s:?}, but this barrage reads {SCHEMA:?} only",
+            path.display()
+        ),
+    }
+}
+
+/// Render `r` in `format` to `out`.
+pub fn render(r: &RunResult, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    format.renderer().render(r, out)
+}
+
+/// Render `r` in `format` into a string (reports are UTF-8).
+pub fn render_to_string(r: &RunResult, format: Format) -> String {
+    let mut buf = Vec::new();
+    render(r, format, &mut buf).expect("rendering into a Vec cannot fail");
+    String::from_utf8(buf).expect("renderers write UTF-8")
+}
+
+/// Write `r` in `format` to the file at `path` (created or truncated).
+pub fn save(r: &RunResult, format: Format, path: impl AsRef<Path>) -> Result<(), ReportError> {
+    let path = path.as_ref();
+    let write = || -> io::Result<()> {
+        let mut out = io::BufWriter::new(std::fs::File::create(path)?);
+        render(r, format, &mut out)?;
+        out.flush()
+    };
+    write().map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Read a result saved as JSON, for re-rendering offline. Unknown fields are ignored (newer
+/// writers may add some); a missing or different `schema` is refused before anything else is
+/// looked at, so that feeding the wrong file gives one clear message.
+pub fn load(path: impl AsRef<Path>) -> Result<RunResult, ReportError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// What [`load`] does after reading; `path` only names the origin in errors.
+pub fn parse(text: &str, path: &Path) -> Result<RunResult, ReportError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        schema: Option<serde_json::Value>,
+    }
+    let json_err = |source| ReportError::Json {
+        path: path.to_path_buf(),
+        source,
+    };
+    let probe: Probe = serde_json::from_str(text).map_err(json_err)?;
+    match probe.schema {
+        Some(serde_json::Value::String(s)) if s == SCHEMA => {}
+        other => {
+            return Err(ReportError::Schema {
+                path: path.to_path_buf(),
+                found: other.map(|v| match v {
+                    serde_json::Value::String(s) => s,
+                    v => v.to_string(),
+                }),
+            })
+        }
+    }
+    serde_json::from_str(text).map_err(json_err)
+}

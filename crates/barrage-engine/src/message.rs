@@ -1,0 +1,225 @@
+//! Messages: escape parsing, placeholders and rendering.
+//!
+//! A message is parsed once into a template. Without placeholders it is one pre-built byte
+//! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
+//! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+
+use std::fmt;
+use std::io::Write as _;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EscapeError {
+    #[error("dangling backslash at the end; write \\\\ for a backslash")]
+    Dangling,
+    #[error("unknown escape \\{0}; known: \\r \\n \\t \\\\ \\0 \\xHH")]
+    Unknown(char),
+    #[error("\\x must be followed by two hex digits, e.g. \\x0a")]
+    BadHex,
+}
+
+/// Turn `\r \n \t \\ \0 \xHH` into bytes; everything else is taken literally (as UTF-8).
+pub fn unescape(s: &str) -> Result<Vec<u8>, EscapeError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let c = *b.get(i + 1).ok_or(EscapeError::Dangling)?;
+        i += 2;
+        out.push(match c {
+            b'r' => b'\r',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'\\' => b'\\',
+            b'0' => 0,
+            b'x' => {
+                let hex = b.get(i..i + 2).ok_or(EscapeError::BadHex)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| EscapeError::BadHex)?;
+                i += 2;
+                u8::from_str_radix(hex, 16).map_err(|_| EscapeError::BadHex)?
+            }
+            _ => {
+                let ch = s[i - 1..].chars().next().unwrap_or('?');
+                return Err(EscapeError::Unknown(ch));
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// Printable form of bytes with the same escapes `unescape` reads (for reports).
+pub fn escape(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len());
+    for &c in b {
+        match c {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Piece {
+    Lit(Box<[u8]>),
+    Conn,
+    Seq,
+    TsUs,
+}
+
+/// A message with its placeholders located.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Template {
+    raw: Box<[u8]>,
+    /// `None` when the message has no placeholder: then `raw` is sent as is.
+    pieces: Option<Box<[Piece]>>,
+}
+
+impl fmt::Debug for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Template({:?})", escape(&self.raw))
+    }
+}
+
+/// Values for the placeholders of one message.
+#[derive(Clone, Copy, Debug)]
+pub struct Fill {
+    pub conn: u64,
+    pub seq: u64,
+    pub ts_us: u64,
+}
+
+impl Template {
+    /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes.
+    pub fn new(raw: Vec<u8>) -> Self {
+        const TAGS: [(&[u8], Piece); 3] = [
+            (b"{conn}", Piece::Conn),
+            (b"{seq}", Piece::Seq),
+            (b"{ts_us}", Piece::TsUs),
+        ];
+        let mut pieces = Vec::new();
+        let (mut lit_start, mut i) = (0, 0);
+        while i < raw.len() {
+            let hit = TAGS.iter().find(|(tag, _)| raw[i..].starts_with(tag));
+            match hit {
+                Some((tag, piece)) => {
+                    if lit_start < i {
+                        pieces.push(Piece::Lit(raw[lit_start..i].into()));
+                    }
+                    pieces.push(piece.clone());
+                    i += tag.len();
+                    lit_start = i;
+                }
+                None => i += 1,
+            }
+        }
+        let dynamic = pieces.iter().any(|p| !matches!(p, Piece::Lit(_)));
+        if dynamic && lit_start < raw.len() {
+            pieces.push(Piece::Lit(raw[lit_start..].into()));
+        }
+        Self {
+            pieces: dynamic.then(|| pieces.into()),
+            raw: raw.into(),
+        }
+    }
+
+    pub fn is_static(&self) -> bool {
+        self.pieces.is_none()
+    }
+
+    /// The message bytes as written by the user (placeholders unexpanded).
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// Append the message for `fill` to `out`; returns its length.
+    pub fn render_into(&self, fill: Fill, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        match &self.pieces {
+            None => out.extend_from_slice(&self.raw),
+            Some(pieces) => {
+                for p in pieces.iter() {
+                    // Writing a number into a Vec cannot fail.
+                    let _ = match p {
+                        Piece::Lit(b) => {
+                            out.extend_from_slice(b);
+                            Ok(())
+                        }
+                        Piece::Conn => write!(out, "{}", fill.conn),
+                        Piece::Seq => write!(out, "{}", fill.seq),
+                        Piece::TsUs => write!(out, "{}", fill.ts_us),
+                    };
+                }
+            }
+        }
+        out.len() - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_table() {
+        let ok: [(&str, &[u8]); 7] = [
+            ("PING\\r\\n", b"PING\r\n"),
+            ("a\\tb", b"a\tb"),
+            ("\\\\", b"\\"),
+            ("\\0", b"\0"),
+            ("\\x41\\xff", b"A\xff"),
+            ("plain", b"plain"),
+            ("é", "é".as_bytes()),
+        ];
+        for (input, want) in ok {
+            assert_eq!(unescape(input).unwrap(), want, "{input}");
+        }
+        assert_eq!(unescape("x\\"), Err(EscapeError::Dangling));
+        assert_eq!(unescape("\\q"), Err(EscapeError::Unknown('q')));
+        assert_eq!(unescape("\\x4"), Err(EscapeError::BadHex));
+        assert_eq!(unescape("\\xzz"), Err(EscapeError::BadHex));
+        assert_eq!(escape(b"A\r\n\x01\\"), "A\\r\\n\\x01\\\\");
+        assert_eq!(unescape(&escape(b"\x00\xfe\t")).unwrap(), b"\x00\xfe\t");
+    }
+
+    #[test]
+    fn placeholders_are_filled_per_message() {
+        let t = Template::new(b"c={conn} s={seq} t={ts_us}!".to_vec());
+        assert!(!t.is_static());
+        let mut out = Vec::new();
+        let n = t.render_into(
+            Fill {
+                conn: 7,
+                seq: 42,
+                ts_us: 1000,
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"c=7 s=42 t=1000!");
+        assert_eq!(n, out.len());
+    }
+
+    #[test]
+    fn messages_without_placeholders_are_static() {
+        let t = Template::new(b"hello {world}".to_vec());
+        assert!(t.is_static());
+        let mut out = vec![b'>'];
+        t.render_into(
+            Fill {
+                conn: 1,
+                seq: 1,
+                ts_us: 1,
+            },
+            &mut out,
+        );
+        assert_eq!(out, b">hello {world}");
+    }
+}

@@ -1,0 +1,215 @@
+//! Pacing as pure functions of time: when is message k of a connection due?
+//!
+//! Both open-loop modes reduce to one per-connection schedule: `--interval D` gives every
+//! connection period D, `--rate R` gives every connection period C/R (C connections in total).
+//! Connection i of C starts at phase i*period/C, so the phases are spread evenly over all
+//! connections of all shares and the aggregate schedule is exactly uniform. Because message
+//! k's intended time is a function of k alone, a backlog needs no storage (it is the index
+//! range [sent, due)), and latency is timed from `intended(k)`, never from when the loop got
+//! round to it (no coordinated omission).
+
+/// One connection's send schedule, in nanoseconds since the run's start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    pub phase_ns: u64,
+    pub period_ns: f64,
+    /// No message is due at or after this time (the end of the load phase).
+    pub end_ns: Option<u64>,
+}
+
+/// What a connection should do next, given the time and how many messages it has sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Message `sent` is due (or overdue) now.
+    Now,
+    /// Message `sent` becomes due in this many nanoseconds.
+    Wait(u64),
+    /// The schedule has no more messages.
+    Stop,
+}
+
+impl Schedule {
+    /// Schedule of global connection `conn` of `connections` with the given period.
+    pub fn spread(conn: u64, connections: u64, period_ns: f64, end_ns: Option<u64>) -> Self {
+        let phase = period_ns * conn as f64 / connections.max(1) as f64;
+        Self {
+            phase_ns: phase.round() as u64,
+            period_ns,
+            end_ns,
+        }
+    }
+
+    /// The intended send time of message `k`.
+    #[inline]
+    pub fn intended(&self, k: u64) -> u64 {
+        self.phase_ns + (k as f64 * self.period_ns).round() as u64
+    }
+
+    /// How many messages (indices 0..n) are due by `elapsed`, capped by the schedule's end.
+    pub fn due(&self, elapsed: u64) -> u64 {
+        let mut t = elapsed;
+        if let Some(end) = self.end_ns {
+            if end == 0 {
+                return 0;
+            }
+            t = t.min(end - 1);
+        }
+        if t < self.phase_ns {
+            return 0;
+        }
+        // Estimate, then correct for floating-point rounding at the edges.
+        let mut n = ((t - self.phase_ns) as f64 / self.period_ns).floor() as u64 + 1;
+        while n > 0 && self.intended(n - 1) > t {
+            n -= 1;
+        }
+        while self.intended(n) <= t {
+            n += 1;
+        }
+        n
+    }
+
+    /// vegeta-style pacer: given the time and the count sent so far, wait or go or stop.
+    pub fn pace(&self, elapsed: u64, sent: u64) -> Pace {
+        let at = self.intended(sent);
+        if self.end_ns.is_some_and(|end| at >= end) {
+            Pace::Stop
+        } else if at <= elapsed {
+            Pace::Now
+        } else {
+            Pace::Wait(at - elapsed)
+        }
+    }
+}
+
+/// Delay before reconnect attempt number `failures` (1-based): exponential from 10 ms, capped
+/// at 2 s, with jitter in [50 %, 100 %] drawn from `rand` in [0, 1) so that connections that
+/// failed together do not come back together.
+pub fn backoff_ns(failures: u32, rand: f64) -> u64 {
+    const BASE_NS: f64 = 10e6;
+    const CAP_NS: f64 = 2e9;
+    let exp = BASE_NS * 2f64.powi(failures.saturating_sub(1).min(20) as i32);
+    (exp.min(CAP_NS) * (0.5 + 0.5 * rand.clamp(0.0, 1.0))) as u64
+}
+
+/// A tiny xorshift generator: seeded per worker, so runs are reproducible and no global state
+/// or lock is touched on the hot path.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_f64(&mut self) -> f64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn pace_table() {
+        let s = Schedule {
+            phase_ns: 5 * MS,
+            period_ns: 50e6,
+            end_ns: Some(200 * MS),
+        };
+        let table = [
+            (0, 0, Pace::Wait(5 * MS)),
+            (5 * MS, 0, Pace::Now),
+            (6 * MS, 1, Pace::Wait(49 * MS)),
+            (100 * MS, 1, Pace::Now),
+            (100 * MS, 2, Pace::Wait(5 * MS)),
+            (300 * MS, 3, Pace::Now),
+            (300 * MS, 4, Pace::Stop),
+        ];
+        for (elapsed, sent, want) in table {
+            assert_eq!(s.pace(elapsed, sent), want, "elapsed {elapsed} sent {sent}");
+        }
+    }
+
+    #[test]
+    fn due_counts_messages_whose_time_has_come() {
+        let s = Schedule {
+            phase_ns: 10,
+            period_ns: 100.0,
+            end_ns: Some(1000),
+        };
+        assert_eq!(s.due(0), 0);
+        assert_eq!(s.due(9), 0);
+        assert_eq!(s.due(10), 1);
+        assert_eq!(s.due(109), 1);
+        assert_eq!(s.due(110), 2);
+        assert_eq!(s.due(10_000), 10, "capped by the end: 10, 110, .. 910");
+    }
+
+    #[test]
+    fn virtual_time_interval_schedule_is_uniform_across_connections() {
+        // 1000 connections x 50 ms over 20 s of virtual time: every 1 s window holds exactly
+        // 20,000 intended sends, and in total 400,000.
+        let conns = 1000u64;
+        let end = 20_000 * MS;
+        let mut per_second = vec![0u64; 20];
+        for c in 0..conns {
+            let s = Schedule::spread(c, conns, 50e6, Some(end));
+            let mut k = 0;
+            while let Pace::Now | Pace::Wait(_) = s.pace(0, k) {
+                per_second[(s.intended(k) / (1000 * MS)) as usize] += 1;
+                k += 1;
+            }
+            assert_eq!(s.due(u64::MAX / 2), k);
+        }
+        assert!(per_second.iter().all(|&n| n == 20_000), "{per_second:?}");
+    }
+
+    #[test]
+    fn rate_schedule_spreads_sends_evenly() {
+        // rate 1000/s over 10 connections: period 10 ms, phases 1 ms apart.
+        let conns = 10;
+        let period = conns as f64 * 1e9 / 1000.0;
+        let mut times: Vec<u64> = (0..conns)
+            .flat_map(|c| {
+                let s = Schedule::spread(c, conns, period, Some(100 * MS));
+                (0..s.due(u64::MAX / 2)).map(move |k| s.intended(k))
+            })
+            .collect();
+        times.sort();
+        assert_eq!(times.len(), 100);
+        for (i, t) in times.iter().enumerate() {
+            assert_eq!(*t, i as u64 * MS);
+        }
+    }
+
+    #[test]
+    fn fractional_periods_do_not_drift() {
+        let s = Schedule {
+            phase_ns: 0,
+            period_ns: 1e9 / 3.0,
+            end_ns: None,
+        };
+        assert_eq!(s.intended(3_000_000), 1_000_000 * 1_000_000_000);
+        assert_eq!(s.due(1_000_000_000 * 1_000_000), 3_000_001);
+    }
+
+    #[test]
+    fn backoff_grows_caps_and_jitters() {
+        assert_eq!(backoff_ns(1, 1.0), 10 * MS);
+        assert_eq!(backoff_ns(1, 0.0), 5 * MS);
+        assert_eq!(backoff_ns(3, 1.0), 40 * MS);
+        assert_eq!(backoff_ns(40, 1.0), 2000 * MS);
+        let mut r = Rng::new(7);
+        let xs: Vec<f64> = (0..1000).map(|_| r.next_f64()).collect();
+        assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
+        let mean = xs.iter().sum::<f64>() / 1000.0;
+        assert!((mean - 0.5).abs() < 0.05);
+    }
+}

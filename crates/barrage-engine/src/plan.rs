@@ -1,0 +1,223 @@
+//! The plan: a validated, fully resolved description of one run, and its split into shares.
+//!
+//! The binary turns the user's words into a `Plan` (every default resolved, every value
+//! checked); the engine only ever sees plans. A plan splits into n disjoint shares that
+//! together are exactly the plan: connections by stride (global ids i, i+n, i+2n ...), the
+//! request count and the connect rate by proportion. Threads take one share each today;
+//! processes and machines can take one each tomorrow, with the same code.
+
+use crate::framing::Framing;
+use crate::message::Template;
+use crate::pacer::Schedule;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Closed loop: the next request when the reply arrives (`pipeline` in flight).
+    PingPong,
+    /// Closed loop with a pause after each reply.
+    Think(Duration),
+    /// Open loop: every connection sends one message every period.
+    Interval(Duration),
+    /// Open loop: this many messages per second in total.
+    Rate(f64),
+}
+
+impl Mode {
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self, Mode::Interval(_) | Mode::Rate(_))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::PingPong => "ping-pong",
+            Mode::Think(_) => "think",
+            Mode::Interval(_) => "interval",
+            Mode::Rate(_) => "rate",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// As the user wrote it, e.g. `tcp://localhost:7000`.
+    pub url: String,
+    pub addr: SocketAddr,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub target: Target,
+    pub connections: u64,
+    pub threads: usize,
+    /// New connections per second, all shares together; `None` = as fast as allowed.
+    pub connect_rate: Option<f64>,
+    /// Connects in flight at once, all shares together.
+    pub max_connecting: u32,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub message: Template,
+    pub first_message: Option<Template>,
+    pub framing: Framing,
+    pub verify: bool,
+    pub mode: Mode,
+    pub pipeline: u32,
+    pub max_backlog: u64,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// How long to wait for replies in flight once the load stops.
+    pub drain: Duration,
+}
+
+/// One worker's part of a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share {
+    pub index: usize,
+    pub count: usize,
+    /// Global ids of this share's connections: `index + k * count`.
+    pub connections: u64,
+    pub requests: Option<u64>,
+    pub connect_rate: Option<f64>,
+    pub max_connecting: u32,
+}
+
+impl Share {
+    pub fn global_id(&self, local: u64) -> u64 {
+        self.index as u64 + local * self.count as u64
+    }
+}
+
+/// `total` split into `n` parts that differ by at most one and add up exactly.
+fn part(total: u64, index: usize, n: usize) -> u64 {
+    total / n as u64 + u64::from((index as u64) < total % n as u64)
+}
+
+impl Plan {
+    /// Latency is timed from the intended send time in open-loop modes.
+    pub fn latency_basis(&self) -> barrage_metrics::LatencyBasis {
+        if self.mode.is_open_loop() {
+            barrage_metrics::LatencyBasis::IntendedSend
+        } else {
+            barrage_metrics::LatencyBasis::ActualSend
+        }
+    }
+
+    /// Share `index` of `n`. Shares with no connection are possible when n > connections;
+    /// `shares` leaves them out.
+    pub fn share(&self, index: usize, n: usize) -> Share {
+        let connections = part(self.connections, index, n);
+        let frac = connections as f64 / self.connections as f64;
+        Share {
+            index,
+            count: n,
+            connections,
+            requests: self.requests.map(|r| {
+                // Split requests in proportion to connections, exactly.
+                let before: u64 = (0..index)
+                    .map(|i| part(self.connections, i, n))
+                    .sum::<u64>();
+                let upto = before + connections;
+                r * upto / self.connections - r * before / self.connections
+            }),
+            connect_rate: self.connect_rate.map(|r| r * frac),
+            max_connecting: ((self.max_connecting as f64 * frac).ceil() as u32).max(1),
+        }
+    }
+
+    /// The non-empty shares for `n` workers (never more shares than connections).
+    pub fn shares(&self, n: usize) -> Vec<Share> {
+        let n = n.clamp(1, self.connections.max(1) as usize);
+        (0..n).map(|i| self.share(i, n)).collect()
+    }
+
+    /// The send schedule of global connection `conn` in open-loop modes.
+    pub fn schedule(&self, conn: u64) -> Option<Schedule> {
+        let end = self.load_end_ns();
+        let period_ns = match self.mode {
+            Mode::Interval(d) => d.as_nanos() as f64,
+            Mode::Rate(r) => self.connections as f64 * 1e9 / r,
+            _ => return None,
+        };
+        Some(Schedule::spread(conn, self.connections, period_ns, end))
+    }
+
+    pub fn load_end_ns(&self) -> Option<u64> {
+        self.duration
+            .map(|d| (self.warmup + d).as_nanos().min(u64::MAX as u128 / 2) as u64)
+    }
+
+    pub fn timeline(&self) -> barrage_metrics::Timeline {
+        barrage_metrics::Timeline {
+            warmup_ns: self.warmup.as_nanos() as u64,
+            load_end_ns: self.load_end_ns(),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn plan(connections: u64, mode: Mode) -> Plan {
+        Plan {
+            target: Target {
+                url: "tcp://127.0.0.1:1".into(),
+                addr: "127.0.0.1:1".parse().unwrap(),
+            },
+            connections,
+            threads: 1,
+            connect_rate: Some(100.0),
+            max_connecting: 64,
+            duration: Some(Duration::from_secs(2)),
+            requests: Some(1001),
+            warmup: Duration::ZERO,
+            message: Template::new(b"x".to_vec()),
+            first_message: None,
+            framing: Framing::Echo,
+            verify: false,
+            mode,
+            pipeline: 1,
+            max_backlog: 16,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            drain: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn shares_are_disjoint_and_cover_the_plan() {
+        for (conns, n) in [(10u64, 3usize), (1, 4), (7, 7), (1000, 2), (5, 1)] {
+            let p = plan(conns, Mode::PingPong);
+            let shares = p.shares(n);
+            let mut ids: Vec<u64> = shares
+                .iter()
+                .flat_map(|s| (0..s.connections).map(move |k| s.global_id(k)))
+                .collect();
+            ids.sort();
+            assert_eq!(ids, (0..conns).collect::<Vec<_>>(), "{conns} over {n}");
+            let reqs: u64 = shares.iter().map(|s| s.requests.unwrap()).sum();
+            assert_eq!(reqs, 1001);
+            let rate: f64 = shares.iter().map(|s| s.connect_rate.unwrap()).sum();
+            assert!((rate - 100.0).abs() < 1e-9);
+            assert!(shares.iter().all(|s| s.connections > 0));
+        }
+    }
+
+    #[test]
+    fn open_loop_modes_have_schedules() {
+        let p = plan(10, Mode::Rate(1000.0));
+        let s = p.schedule(3).unwrap();
+        assert_eq!(s.period_ns, 10e6);
+        assert_eq!(s.phase_ns, 3_000_000);
+        assert!(plan(10, Mode::PingPong).schedule(0).is_none());
+        assert_eq!(
+            plan(10, Mode::Interval(Duration::from_millis(50)))
+                .schedule(0)
+                .unwrap()
+                .period_ns,
+            50e6
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! Running a plan: spawn one worker per share, merge their deltas, decide how the run ended.
+//!
+//! The coordinator is the calling thread. It never touches sockets: it receives deltas over a
+//! channel, merges them in the aggregator (ticks come out in order), reports each tick to the
+//! caller's callback (the live view), watches the stop flag and wakes the workers when it is
+//! set, and stops the run early when the target cannot be reached at all.
+
+use crate::clock::mono_ns;
+use crate::plan::Plan;
+use crate::worker::{Worker, WorkerEvent};
+use barrage_metrics::{Aggregator, Outcome, Tick};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot start worker {0}: {1}")]
+    Setup(usize, std::io::Error),
+    #[error("worker failed: {0}")]
+    Worker(String),
+}
+
+/// How the run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    Completed,
+    /// The stop flag was set (a signal): figures cover the time until then.
+    Interrupted,
+    /// The target could not be reached: nothing ever connected.
+    Unreachable(String),
+}
+
+pub struct RunOutput {
+    pub outcome: Outcome,
+    pub end: End,
+}
+
+/// Execute `plan`. `stop` may be set from another thread (e.g. a signal handler) to end the
+/// load early; `on_tick` sees every tick of the time series as it becomes final.
+pub fn run(
+    plan: Plan,
+    stop: Arc<AtomicBool>,
+    mut on_tick: impl FnMut(&Tick, &Aggregator),
+) -> Result<RunOutput, EngineError> {
+    let plan = Arc::new(plan);
+    let shares = plan.shares(plan.threads);
+    let mut agg = Aggregator::new(plan.timeline(), shares.len());
+    let (tx, rx) = mpsc::channel();
+    let halt = Arc::new(AtomicBool::new(false));
+    let base = mono_ns();
+    let wall_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0);
+    let mut wakers = Vec::new();
+    let mut handles = Vec::new();
+    for share in shares {
+        let index = share.index;
+        let (w, waker) = Worker::new(
+            Arc::clone(&plan),
+            share,
+            base,
+            wall_us,
+            Arc::clone(&halt),
+            tx.clone(),
+        )
+        .map_err(|e| EngineError::Setup(index, e))?;
+        wakers.push(waker);
+        let h = std::thread::Builder::new()
+            .name(format!("barrage-w{index}"))
+            .spawn(move || w.run())
+            .map_err(|e| EngineError::Setup(index, e))?;
+        handles.push(h);
+    }
+    drop(tx);
+
+    let mut end = End::Completed;
+    let mut connected = false;
+    let mut halted = false;
+    while !agg.complete() {
+        if !halted && stop.load(Ordering::Relaxed) {
+            end = End::Interrupted;
+            halted = true;
+        }
+        if halted && !halt.swap(true, Ordering::Relaxed) {
+            for w in &wakers {
+                let _ = w.wake();
+            }
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(WorkerEvent::Delta(d)) => {
+                for t in agg.push(d) {
+                    on_tick(&t, &agg);
+                }
+            }
+            Ok(WorkerEvent::Connected) => connected = true,
+            Ok(WorkerEvent::Unreachable { detail, .. }) => {
+                if !connected && !halted {
+                    end = End::Unreachable(detail);
+                    halted = true;
+                }
+            }
+            Ok(WorkerEvent::Failed(msg)) => {
+                halt.store(true, Ordering::Relaxed);
+                for w in &wakers {
+                    let _ = w.wake();
+                }
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(EngineError::Worker(msg));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    for h in handles {
+        if h.join().is_err() {
+            return Err(EngineError::Worker("a worker thread panicked".into()));
+        }
+    }
+    let outcome = agg.finish(plan.connections, plan.latency_basis());
+    Ok(RunOutput { outcome, end })
+}

@@ -1,0 +1,344 @@
+//! A worker: one thread, one event loop (mio/epoll), one share of the plan.
+//!
+//! Every mode runs through the same loop: what differs is only which values feed it (a
+//! schedule for open-loop modes, a pipeline depth and an optional think time for closed-loop
+//! modes, an optional request quota, a stop time). Connections are state machines driven by
+//! readiness events and by timers; recording goes to the worker's own `Recorder`, handed to
+//! the aggregator as one `Delta` per timeline segment.
+
+use crate::classify::classify;
+use crate::clock::{mono_ns, Alarm, Timers};
+use crate::conn::{Conn, Inflight, Replies, State};
+use crate::framing::Framing;
+use crate::message::Fill;
+use crate::pacer::{backoff_ns, Rng};
+use crate::plan::{Mode, Plan, Share};
+use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+pub(crate) const WAKER: Token = Token(usize::MAX - 1);
+const ALARM: Token = Token(usize::MAX - 2);
+const WORKER: u32 = u32::MAX;
+const T_WAKE: u8 = 0;
+const T_TIMEOUT: u8 = 1;
+const T_CONNECT: u8 = 2;
+const READ_BUF: usize = 64 * 1024;
+
+/// What a worker tells the coordinator.
+pub enum WorkerEvent {
+    Delta(Delta),
+    /// The first connection of this worker succeeded.
+    Connected,
+    /// Several connects failed and none ever succeeded.
+    Unreachable {
+        detail: String,
+    },
+    /// The worker could not start (setup error).
+    Failed(String),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Load,
+    Drain { until: u64 },
+}
+
+pub struct Worker {
+    id: u32,
+    plan: Arc<Plan>,
+    share: Share,
+    poll: Poll,
+    alarm: Alarm,
+    timers: Timers,
+    conns: Vec<Conn>,
+    rec: Recorder,
+    rbuf: Box<[u8]>,
+    scratch: Vec<u8>,
+    connect_queue: VecDeque<u32>,
+    ready: VecDeque<u32>,
+    connecting: u32,
+    next_connect: u64,
+    connect_timer: u64,
+    /// Requests this share may still start (`-n`): quota - completed - in flight.
+    allowance: Option<u64>,
+    rng: Rng,
+    phase: Phase,
+    timeline: Timeline,
+    seg_start: u64,
+    seg_end: u64,
+    base_ns: u64,
+    wall_base_us: u64,
+    ever_connected: bool,
+    fails_unconnected: u32,
+    stop: Arc<AtomicBool>,
+    tx: Sender<WorkerEvent>,
+}
+
+impl Worker {
+    pub fn new(
+        plan: Arc<Plan>,
+        share: Share,
+        base_ns: u64,
+        wall_base_us: u64,
+        stop: Arc<AtomicBool>,
+        tx: Sender<WorkerEvent>,
+    ) -> io::Result<(Self, Arc<Waker>)> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let alarm = Alarm::new(base_ns)?;
+        if let Some(fd) = alarm.raw_fd() {
+            poll.registry()
+                .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
+        }
+        let conns = (0..share.connections)
+            .map(|k| Conn::new(share.global_id(k)))
+            .collect();
+        let timeline = plan.timeline();
+        let w = Self {
+            id: share.index as u32,
+            allowance: share.requests,
+            rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
+            connect_queue: (0..share.connections as u32).collect(),
+            plan,
+            share,
+            poll,
+            alarm,
+            timers: Timers::default(),
+            conns,
+            rec: Recorder::new(),
+            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            scratch: Vec::with_capacity(4096),
+            ready: VecDeque::new(),
+            connecting: 0,
+            next_connect: 0,
+            connect_timer: u64::MAX,
+            phase: Phase::Load,
+            seg_start: 0,
+            seg_end: timeline.next_boundary(0),
+            timeline,
+            base_ns,
+            wall_base_us,
+            ever_connected: false,
+            fails_unconnected: 0,
+            stop,
+            tx,
+        };
+        Ok((w, waker))
+    }
+
+    fn now(&self) -> u64 {
+        mono_ns().saturating_sub(self.base_ns)
+    }
+
+    /// Run until the share is done; every outcome is reported through the channel.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        if let Mode::Interval(_) | Mode::Rate(_) = self.plan.mode {
+            let now = self.now();
+            for i in 0..self.conns.len() as u32 {
+                self.service(i, now);
+            }
+        }
+        loop {
+            let now = self.now();
+            self.advance_segments(now);
+            if self.check_phase(now) {
+                break;
+            }
+            self.pump_connects(now);
+            while let Some((at, idx, kind)) = self.timers.pop_due(now) {
+                self.on_timer(at, idx, kind, now);
+            }
+            while let Some(idx) = self.ready.pop_front() {
+                self.conns[idx as usize].ready_queued = false;
+                self.service(idx, self.now());
+            }
+            let mut next = self.seg_end;
+            if let Some(t) = self.timers.next() {
+                next = next.min(t);
+            }
+            if let Phase::Drain { until } = self.phase {
+                next = next.min(until);
+            }
+            let now = self.now();
+            let timeout = if !self.ready.is_empty() || next <= now {
+                Some(std::time::Duration::ZERO)
+            } else {
+                self.alarm.arm(next, now)
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    let _ = self.tx.send(WorkerEvent::Failed(format!("poll: {e}")));
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    ALARM => self.alarm.fired(),
+                    Token(i) => self.on_event(i as u32, ev, self.now()),
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Close finished segments, handing their deltas to the aggregator.
+    fn advance_segments(&mut self, now: u64) {
+        while now >= self.seg_end && self.seg_end != DRAIN_KEY {
+            let d = self
+                .rec
+                .take(self.id, self.seg_start, self.seg_start, self.seg_end);
+            let _ = self.tx.send(WorkerEvent::Delta(d));
+            self.seg_start = self.seg_end;
+            self.seg_end = self.timeline.next_boundary(self.seg_start);
+        }
+    }
+
+    /// Move from load to drain and from drain to done. Returns true when the worker is done.
+    fn check_phase(&mut self, now: u64) -> bool {
+        match self.phase {
+            Phase::Load => {
+                let stopped = self.stop.load(Ordering::Relaxed);
+                let out_of_time = self.seg_end == DRAIN_KEY;
+                let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
+                if stopped || out_of_time || quota_done {
+                    self.enter_drain(now);
+                    return self.rec.in_flight == 0;
+                }
+                false
+            }
+            Phase::Drain { until } => self.rec.in_flight == 0 || now >= until,
+        }
+    }
+
+    fn enter_drain(&mut self, now: u64) {
+        if self.seg_end != DRAIN_KEY {
+            // Stopped early (signal or request count): close the current segment now.
+            let d = self.rec.take(self.id, self.seg_start, self.seg_start, now);
+            let _ = self.tx.send(WorkerEvent::Delta(d));
+        }
+        self.seg_start = now;
+        self.seg_end = DRAIN_KEY;
+        self.phase = Phase::Drain {
+            until: now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64,
+        };
+        // Due messages that never went out are accounted for as not sent.
+        let backlog = std::mem::take(&mut self.rec.backlog);
+        self.rec.c.error(ErrorClass::NotSent, backlog);
+        self.connect_queue.clear();
+        for c in &mut self.conns {
+            c.owed = 0;
+            c.thinking.clear();
+            c.due_k = c.sent_k;
+            if c.state == State::Connecting || c.state == State::Waiting {
+                c.stream = None;
+                c.state = State::Closed;
+            }
+        }
+    }
+
+    /// Close every connection and deliver the final (drain) delta.
+    fn finish(mut self) {
+        let now = self.now();
+        for c in &mut self.conns {
+            if matches!(c.state, State::Login | State::Ready) {
+                self.rec.conn_closed();
+            }
+            c.stream = None;
+            c.state = State::Closed;
+        }
+        // Exchanges still in flight stay counted in the `in_flight` gauge.
+        let d = self.rec.take(self.id, DRAIN_KEY, self.seg_start, now);
+        let _ = self.tx.send(WorkerEvent::Delta(d));
+    }
+
+    fn schedule_wake(&mut self, idx: u32, at: u64) {
+        let c = &mut self.conns[idx as usize];
+        if at < c.wake_at {
+            c.wake_at = at;
+            self.timers.push(at, idx, T_WAKE);
+        }
+    }
+
+    fn arm_timeout(&mut self, idx: u32, at: u64) {
+        let c = &mut self.conns[idx as usize];
+        if c.timeout_at == u64::MAX {
+            c.timeout_at = at;
+            self.timers.push(at, idx, T_TIMEOUT);
+        }
+    }
+
+    fn on_timer(&mut self, at: u64, idx: u32, kind: u8, now: u64) {
+        if idx == WORKER {
+            return; // connect pacing: pump_connects runs every iteration
+        }
+        let c = &mut self.conns[idx as usize];
+        match kind {
+            T_WAKE if c.wake_at == at => {
+                c.wake_at = u64::MAX;
+                self.service(idx, now);
+            }
+            T_TIMEOUT if c.timeout_at == at => {
+                c.timeout_at = u64::MAX;
+                self.check_timeout(idx, now);
+            }
+            _ => {} // superseded entry
+        }
+    }
+
+    fn check_timeout(&mut self, idx: u32, now: u64) {
+        let c = &self.conns[idx as usize];
+        let deadline = match c.state {
+            State::Connecting => c.connect_started + self.plan.connect_timeout.as_nanos() as u64,
+            State::Login | State::Ready => match c.inflight.front() {
+                Some(f) => f.sent + self.plan.timeout.as_nanos() as u64,
+                None => return,
+            },
+            _ => return,
+        };
+        if deadline <= now {
+            let class = if c.state == State::Connecting {
+                ErrorClass::ConnectTimeout
+            } else {
+                ErrorClass::Timeout
+            };
+            self.fail(idx, class, None, now);
+        } else {
+            self.arm_timeout(idx, deadline);
+        }
+    }
+
+    /// Start queued connects while the in-flight bound and the connect rate allow.
+    fn pump_connects(&mut self, now: u64) {
+        if self.phase != Phase::Load {
+            return;
+        }
+        while self.connecting < self.share.max_connecting {
+            let Some(&idx) = self.connect_queue.front() else {
+                return;
+            };
+            if let Some(rate) = self.share.connect_rate {
+                let period = (1e9 / rate) as u64;
+                if self.next_connect > now {
+                    if self.connect_timer != self.next_connect {
+                        self.connect_timer = self.next_connect;
+                        self.timers.push(self.next_connect, WORKER, T_CONNECT);
+                    }
+                    return;
+                }
+                self.next_connect = self.next_connect.max(now.saturating_sub(period)) + period;
+            }
+            self.connect_queue.pop_front();
+            self.start_connect(idx, now);
+        }
+    }
+}
+
+mod conn_io;

@@ -1,0 +1,378 @@
+//! Text: the human summary printed at the end of a run, as compact as wrk's output.
+//!
+//! About thirty lines, in the order a reader asks: what ran, how fast, how slow, what the wire
+//! saw, what went wrong, do the counts add up. Every figure is read from the result as it is;
+//! the only arithmetic here is display ratios (bytes per call) and the conservation check, so
+//! the text can never disagree with the JSON it was rendered from.
+
+use crate::fmt::{bytes, duration_us, real, setting_s, setting_us, thousands};
+use crate::Renderer;
+use barrage_metrics::{ErrorCounts, LatencyBasis, LatencyStats, RunConfig, RunResult, Status};
+use std::io::{self, Write};
+
+pub struct TextRenderer;
+
+/// Width of the label column; section names and row labels live there.
+const LABEL: usize = 14;
+/// Width of one table column.
+const COL: usize = 10;
+
+impl Renderer for TextRenderer {
+    fn render(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let mut lines = header(r);
+        for section in [throughput(r), latency(r), io(r), health(r), warmup(r)] {
+            if !section.is_empty() {
+                lines.push(String::new());
+                lines.extend(section);
+            }
+        }
+        for line in lines {
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+fn row(label: &str, rest: impl AsRef<str>) -> String {
+    format!("{label:<LABEL$}{}", rest.as_ref())
+}
+
+/// A label followed by right-aligned columns.
+fn table_row<S: AsRef<str>>(label: &str, cells: impl IntoIterator<Item = S>) -> String {
+    let cells: String = cells
+        .into_iter()
+        .map(|c| format!("{:>COL$}", c.as_ref()))
+        .collect();
+    row(label, cells)
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+fn header(r: &RunResult) -> Vec<String> {
+    let c = &r.config;
+    let target = if c.target.contains("://") || c.protocol.is_empty() {
+        c.target.clone()
+    } else {
+        format!("{}://{}", c.protocol, c.target)
+    };
+    let mut lines = vec![format!(
+        "barrage {} — {target}",
+        r.environment.barrage_version
+    )];
+    let status = match r.status {
+        Status::Completed => None,
+        Status::Interrupted => Some("INTERRUPTED"),
+        Status::Failed => Some("FAILED"),
+    };
+    if let Some(status) = status {
+        let mut line = format!("  {status}");
+        if let Some(m) = &r.message {
+            line += &format!(": {m}");
+        }
+        if r.status == Status::Interrupted {
+            line += " (figures cover the run until then)";
+        }
+        lines.push(line);
+    }
+
+    let mut who = format!(
+        "  {} on {}",
+        plural(c.connections, "connection", "connections"),
+        plural(c.threads as u64, "thread", "threads"),
+    );
+    if let Some(rate) = c.connect_rate {
+        who += &format!(", connecting {}/s", real(rate));
+    }
+    lines.push(format!("{who}, {}", mode(c)));
+
+    let mut what = match (c.duration_s, c.requests) {
+        (Some(d), Some(n)) => format!(
+            "for {} or {}",
+            setting_s(d),
+            plural(n, "request", "requests")
+        ),
+        (Some(d), None) => format!("for {}", setting_s(d)),
+        (None, Some(n)) => format!("up to {}", plural(n, "request", "requests")),
+        (None, None) => "until stopped".into(),
+    };
+    if c.warmup_s > 0.0 {
+        what += &format!(", warm-up {}", setting_s(c.warmup_s));
+    }
+    what += &format!(
+        "; message {}, expect {}{}, timeout {}",
+        bytes(c.message_bytes as f64),
+        c.expect,
+        if c.verify { " (verified)" } else { "" },
+        setting_us(c.timeout_ms * 1e3),
+    );
+    lines.push(format!("  {what}"));
+    lines
+}
+
+/// The load mode with the one parameter that defines it.
+fn mode(c: &RunConfig) -> String {
+    let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
+    let pipeline = if c.pipeline > 1 {
+        format!(", pipeline {}", c.pipeline)
+    } else {
+        String::new()
+    };
+    match c.mode.as_str() {
+        "ping-pong" => format!("ping-pong, pipeline {}", c.pipeline),
+        "think" => format!("think {}{pipeline}", ms(c.think_ms)),
+        "interval" => format!("interval {} per connection{pipeline}", ms(c.interval_ms)),
+        "rate" => format!(
+            "rate {}/s{pipeline}",
+            c.rate.map(real).unwrap_or_else(|| "?".into())
+        ),
+        other => format!("{other}{pipeline}"),
+    }
+}
+
+fn throughput(r: &RunResult) -> Vec<String> {
+    let s = &r.summary;
+    vec![
+        table_row("Throughput", ["current", "average", "peak"]),
+        table_row("  req/s", [s.rps.current, s.rps.avg, s.rps.peak].map(real)),
+        row(
+            "  requests",
+            format!(
+                "{} in {}",
+                thousands(s.requests),
+                duration_us(s.duration_s * 1e6)
+            ),
+        ),
+    ]
+}
+
+fn latency(r: &RunResult) -> Vec<String> {
+    let s = &r.summary;
+    let l = &s.latency_us;
+    let mut lines = if l.count == 0 {
+        vec![row("Latency", "no completed exchanges")]
+    } else {
+        let us = |v: u64| duration_us(v as f64);
+        vec![
+            table_row("Latency", ["min", "mean", "stdev", "max"]),
+            table_row(
+                "",
+                [
+                    us(l.min),
+                    duration_us(l.mean),
+                    duration_us(l.stdev),
+                    us(l.max),
+                ],
+            ),
+            table_row("", ["p50", "p75", "p90", "p99", "p99.9", "p99.99"]),
+            table_row("", [l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999].map(us)),
+        ]
+    };
+    if l.count > 0 {
+        lines.push(match s.latency_basis {
+            LatencyBasis::IntendedSend => "  latency measured from the intended send time \
+                                           (open loop, corrected for coordinated omission)"
+                .to_string(),
+            LatencyBasis::ActualSend => {
+                "  service time: measured from the actual send (closed loop)".to_string()
+            }
+        });
+    }
+    if l.overflow > 0 {
+        lines.push(format!(
+            "  {} above the 1 h range, counted as 1 h",
+            plural(l.overflow, "value", "values")
+        ));
+    }
+    if s.connect_us.count > 0 {
+        lines.push(row("  connect", percentiles(&s.connect_us)));
+    }
+    lines
+}
+
+fn percentiles(l: &LatencyStats) -> String {
+    format!(
+        "p50 {}, p99 {}, max {} ({})",
+        duration_us(l.p50 as f64),
+        duration_us(l.p99 as f64),
+        duration_us(l.max as f64),
+        plural(l.count, "connect", "connects"),
+    )
+}
+
+fn io(r: &RunResult) -> Vec<String> {
+    let io = &r.summary.io;
+    let per_call = |b: u64, n: u64| {
+        if n == 0 {
+            "-".to_string()
+        } else {
+            bytes(b as f64 / n as f64)
+        }
+    };
+    let line = |label, calls: u64, calls_s: f64, b: u64, b_s: f64| {
+        table_row(
+            label,
+            [
+                thousands(calls),
+                real(calls_s),
+                bytes(b as f64),
+                bytes(b_s),
+                per_call(b, calls),
+            ],
+        )
+    };
+    vec![
+        table_row("IO", ["calls", "calls/s", "bytes", "bytes/s", "per call"]),
+        line(
+            "  reads",
+            io.reads,
+            io.reads_per_s,
+            io.bytes_read,
+            io.bytes_read_per_s,
+        ),
+        line(
+            "  writes",
+            io.writes,
+            io.writes_per_s,
+            io.bytes_written,
+            io.bytes_written_per_s,
+        ),
+    ]
+}
+
+fn errors(e: &ErrorCounts) -> String {
+    if e.total() == 0 {
+        return "none".into();
+    }
+    let classes: Vec<String> = e
+        .nonzero()
+        .map(|(c, n)| format!("{c} {}", thousands(n)))
+        .collect();
+    format!("{} ({})", thousands(e.total()), classes.join(", "))
+}
+
+/// Connections, errors and the exchange conservation line: is the run to be trusted?
+fn health(r: &RunResult) -> Vec<String> {
+    let s = &r.summary;
+    let c = &s.connections;
+    let x = &s.exchanges;
+    let mut lines = vec![
+        row(
+            "Connections",
+            format!(
+                "target {}, open {} at end, peak {}",
+                thousands(c.target),
+                thousands(c.open),
+                thousands(c.peak)
+            ),
+        ),
+        row(
+            "",
+            format!(
+                "attempts {}, succeeded {}, failed {}, closed by peer {}",
+                thousands(c.attempts),
+                thousands(c.succeeded),
+                thousands(c.failed),
+                thousands(c.closed_by_peer)
+            ),
+        ),
+        row("Errors", errors(&s.errors)),
+    ];
+    let mut conservation = format!(
+        "sent {} = completed {} + failed {} + in flight {} at end",
+        thousands(x.sent),
+        thousands(x.completed),
+        thousands(x.failed),
+        thousands(x.in_flight_at_end)
+    );
+    if !x.balanced() {
+        let rhs = x.completed + x.failed + x.in_flight_at_end;
+        conservation += &format!(" (DOES NOT BALANCE: off by {})", x.sent.abs_diff(rhs));
+    }
+    lines.push(row("Exchanges", conservation));
+    let mut extra = Vec::new();
+    if r.warmup.is_some() {
+        extra.push("whole run, warm-up included".to_string());
+    }
+    if x.not_sent > 0 {
+        extra.push(format!("not sent {}", thousands(x.not_sent)));
+    }
+    if x.unexpected_replies > 0 {
+        extra.push(format!(
+            "unexpected replies {}",
+            thousands(x.unexpected_replies)
+        ));
+    }
+    if !extra.is_empty() {
+        lines.push(row("", extra.join("; ")));
+    }
+    lines
+}
+
+fn warmup(r: &RunResult) -> Vec<String> {
+    let Some(w) = &r.warmup else {
+        return Vec::new();
+    };
+    let mut detail = format!(
+        "{} ({} req/s), p99 {}",
+        plural(w.requests, "request", "requests"),
+        real(w.rps),
+        duration_us(w.latency_us.p99 as f64)
+    );
+    if w.errors.total() > 0 {
+        detail += &format!(", errors {}", errors(&w.errors));
+    }
+    vec![
+        row(
+            "Warm-up",
+            format!(
+                "{}, excluded from the figures above",
+                duration_us(w.duration_s * 1e6)
+            ),
+        ),
+        row("", detail),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(mode: &str) -> RunConfig {
+        RunConfig {
+            mode: mode.into(),
+            pipeline: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn mode_names_its_parameter() {
+        let mut c = config("ping-pong");
+        assert_eq!(mode(&c), "ping-pong, pipeline 1");
+        c = config("interval");
+        c.interval_ms = Some(50.0);
+        assert_eq!(mode(&c), "interval 50 ms per connection");
+        c = config("rate");
+        c.rate = Some(1000.0);
+        c.pipeline = 4;
+        assert_eq!(mode(&c), "rate 1,000/s, pipeline 4");
+        c = config("think");
+        c.think_ms = Some(10.0);
+        assert_eq!(mode(&c), "think 10 ms");
+        c = config("think");
+        assert_eq!(mode(&c), "think ?");
+        assert_eq!(mode(&config("burst")), "burst");
+    }
+
+    #[test]
+    fn errors_list_only_nonzero_classes() {
+        use barrage_metrics::ErrorClass;
+        let mut e = ErrorCounts::default();
+        assert_eq!(errors(&e), "none");
+        e.add(ErrorClass::Timeout, 1_200);
+        e.add(ErrorClass::NotSent, 3);
+        assert_eq!(errors(&e), "1,203 (timeout 1,200, not_sent 3)");
+    }
+}

@@ -1,0 +1,424 @@
+//! Fixed, realistic run results for the renderer tests.
+//!
+//! Each fixture is produced the way the binary produces one: per-worker deltas for every
+//! timeline segment go through the real `Aggregator`, whose outcome becomes a `RunResult`. So
+//! the summary, time series, warm-up and histograms agree with each other by construction, and
+//! conservation holds because `sent` is derived from it. Latencies come from a seeded integer
+//! generator: the same numbers on every machine.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use barrage_metrics::{
+    Aggregator, Delta, Environment, ErrorClass, LatencyBasis, LatencyHistogram, RunConfig,
+    RunResult, Status, Timeline, DRAIN_KEY, SECOND_NS as S,
+};
+
+/// xorshift64*: tiny, seeded, integer-only.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// A latency shape: `base + U(0, jitter)`, one value in `slow_every` up to `slow` more, one in
+/// `tail_every` up to `tail` more.
+#[derive(Clone, Copy)]
+pub struct Shape {
+    pub base: u64,
+    pub jitter: u64,
+    pub slow_every: u64,
+    pub slow: u64,
+    pub tail_every: u64,
+    pub tail: u64,
+}
+
+impl Shape {
+    pub fn record(&self, rng: &mut Rng, h: &mut LatencyHistogram, n: u64) {
+        for _ in 0..n {
+            let mut v = self.base + rng.below(self.jitter);
+            if rng.below(self.slow_every) == 0 {
+                v += rng.below(self.slow);
+            }
+            if rng.below(self.tail_every) == 0 {
+                v += rng.below(self.tail);
+            }
+            h.record_us(v);
+        }
+    }
+}
+
+/// Runs segments through the aggregator. `fill(worker, segment index, delta, rng)` sets what the
+/// worker did (completed, failed, errors, in_flight, connections, latencies); gauges carry over
+/// from the worker's previous segment, as in a `Recorder`. The IO counters
+/// and `sent` are derived here: one write per sent message, one read per reply (plus one in
+/// forty split across two reads), `message_bytes` each way.
+pub fn aggregate(
+    workers: u32,
+    timeline: Timeline,
+    segments: &[(u64, u64)],
+    message_bytes: u64,
+    target: u64,
+    basis: LatencyBasis,
+    mut fill: impl FnMut(u32, usize, &mut Delta, &mut Rng),
+) -> barrage_metrics::Outcome {
+    let mut rng = Rng::new(0x5eed);
+    let mut agg = Aggregator::new(timeline, workers as usize);
+    let mut in_flight = vec![0u64; workers as usize];
+    let keys: Vec<u64> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, &(start, _))| {
+            if i == segments.len() - 1 {
+                DRAIN_KEY
+            } else {
+                start
+            }
+        })
+        .collect();
+    for (i, &(start, end)) in segments.iter().enumerate() {
+        for w in 0..workers {
+            let mut d = Delta {
+                worker: w,
+                key: keys[i],
+                start_ns: start,
+                end_ns: end,
+                in_flight: in_flight[w as usize],
+                ..Default::default()
+            };
+            fill(w, i, &mut d, &mut rng);
+            let c = &mut d.counters;
+            let prev = std::mem::replace(&mut in_flight[w as usize], d.in_flight);
+            c.sent = (c.completed + c.failed + d.in_flight).saturating_sub(prev);
+            c.writes = c.sent;
+            c.bytes_written = c.sent * message_bytes;
+            c.reads = c.completed + c.completed / 40;
+            c.bytes_read = c.completed * message_bytes;
+            agg.push(d);
+        }
+    }
+    assert!(agg.complete(), "fixture must deliver every segment");
+    agg.finish(target, basis)
+}
+
+fn environment() -> Environment {
+    Environment {
+        barrage_version: "0.1.0".into(),
+        os: "linux".into(),
+        kernel: "6.1.0-18-amd64".into(),
+        cpu_model: "AMD EPYC 7B13".into(),
+        cores: 2,
+        hostname: "bench-1".into(),
+    }
+}
+
+fn config(mode: &str, connections: u64) -> RunConfig {
+    RunConfig {
+        target: "127.0.0.1:7000".into(),
+        protocol: "tcp".into(),
+        connections,
+        threads: 2,
+        duration_s: None,
+        requests: None,
+        warmup_s: 0.0,
+        mode: mode.into(),
+        pipeline: 1,
+        think_ms: None,
+        interval_ms: None,
+        rate: None,
+        connect_rate: None,
+        timeout_ms: 5_000.0,
+        connect_timeout_ms: 2_000.0,
+        max_backlog: 16,
+        message: "barrage says hello, please echo\\n".into(),
+        message_bytes: 32,
+        first_message: None,
+        expect: "echo".into(),
+        verify: false,
+    }
+}
+
+fn args(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn seconds(n: u64) -> Vec<(u64, u64)> {
+    (0..n).map(|i| (i * S, (i + 1) * S)).collect()
+}
+
+/// Open `n` connections in this segment, with their connect times.
+fn connect(d: &mut Delta, rng: &mut Rng, n: u64) {
+    d.counters.connect_attempts += n;
+    d.counters.connects += n;
+    for _ in 0..n {
+        d.connect
+            .record_us(90 + rng.below(220) + rng.below(40) * rng.below(8));
+    }
+}
+
+/// 64 connections, 2 threads, ping-pong for 5 s; 32 exchanges in flight per worker at the end
+/// complete during the drain.
+pub fn ping_pong_completed() -> RunResult {
+    let per_s = [
+        [9_871, 10_020, 10_114, 10_062, 9_990],
+        [9_802, 10_075, 10_093, 10_121, 10_037],
+    ];
+    let shape = Shape {
+        base: 2_400,
+        jitter: 1_400,
+        slow_every: 20,
+        slow: 2_500,
+        tail_every: 2_000,
+        tail: 14_000,
+    };
+    let mut segs = seconds(5);
+    segs.push((5 * S, 5 * S + 3_800_000));
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: Some(5 * S),
+    };
+    let outcome = aggregate(
+        2,
+        tl,
+        &segs,
+        32,
+        64,
+        LatencyBasis::ActualSend,
+        |w, i, d, rng| {
+            if i == 0 {
+                connect(d, rng, 32);
+            }
+            let n = if i < 5 { per_s[w as usize][i] } else { 32 };
+            d.counters.completed = n;
+            shape.record(rng, &mut d.latency, n);
+            d.open = 32;
+            d.open_peak = 32;
+            d.in_flight = if i < 5 { 32 } else { 0 };
+        },
+    );
+    let mut c = config("ping-pong", 64);
+    c.duration_s = Some(5.0);
+    RunResult::new(
+        Status::Completed,
+        None,
+        args("barrage tcp://127.0.0.1:7000 -c 64 -t 2 -d 5s"),
+        "2025-05-14T09:30:00Z".into(),
+        c,
+        environment(),
+        outcome,
+    )
+}
+
+/// 100 connections sending every 50 ms (2,000/s), 2 s warm-up then 5 s measured. A server stall
+/// in the fourth measured second: timeouts, a full backlog (not sent), latency from the
+/// intended send time shows the queueing. Two resets and reconnects, one stray reply.
+pub fn open_loop_with_errors() -> RunResult {
+    let calm = Shape {
+        base: 180,
+        jitter: 260,
+        slow_every: 25,
+        slow: 900,
+        tail_every: 1_000,
+        tail: 6_000,
+    };
+    let cold = Shape {
+        base: 350,
+        jitter: 900,
+        slow_every: 8,
+        slow: 4_000,
+        ..calm
+    };
+    let stall = Shape {
+        base: 200,
+        jitter: 400,
+        slow_every: 6,
+        slow: 180_000,
+        tail_every: 40,
+        tail: 700_000,
+    };
+    let mut segs = seconds(7);
+    segs.push((7 * S, 7 * S + 1_000_000_000));
+    let tl = Timeline {
+        warmup_ns: 2 * S,
+        load_end_ns: Some(7 * S),
+    };
+    let outcome = aggregate(
+        2,
+        tl,
+        &segs,
+        32,
+        100,
+        LatencyBasis::IntendedSend,
+        |w, i, d, rng| {
+            let prev = d.in_flight;
+            let c = &mut d.counters;
+            d.open = 50;
+            d.open_peak = 50;
+            d.in_flight = 1 + rng.below(2);
+            let (n, shape) = match i {
+                0 => (962 + w as u64 * 9, cold),
+                1 => (998, calm),
+                5 => (948 - w as u64 * 11, stall),
+                7 => (0, calm),
+                _ => (999 + rng.below(3), calm),
+            };
+            c.completed = n;
+            shape.record(rng, &mut d.latency, n);
+            match (i, w) {
+                (0, _) => {
+                    connect(d, rng, 50);
+                    d.counters.error(ErrorClass::Timeout, 1);
+                    d.counters.failed = 1;
+                }
+                (5, 0) => {
+                    d.counters.error(ErrorClass::Timeout, 5);
+                    d.counters.error(ErrorClass::NotSent, 31);
+                    d.counters.failed = 5;
+                    d.backlog = 16;
+                }
+                (5, 1) => {
+                    d.counters.error(ErrorClass::Timeout, 2);
+                    d.counters.error(ErrorClass::NotSent, 9);
+                    d.counters.failed = 2;
+                }
+                (6, 1) => {
+                    d.counters.error(ErrorClass::Reset, 2);
+                    d.counters.closed_by_peer = 2;
+                    d.counters.failed = 2;
+                    d.counters.unexpected = 1;
+                    connect(d, rng, 2);
+                    d.open_peak = 50;
+                }
+                (7, _) => {
+                    // Drain: what was in flight completes, except one reply that times out.
+                    let failed = u64::from(w == 0);
+                    d.counters.completed = prev - failed;
+                    calm.record(rng, &mut d.latency, prev - failed);
+                    d.counters.failed = failed;
+                    d.counters.error(ErrorClass::Timeout, failed);
+                    d.in_flight = 0;
+                }
+                _ => {}
+            }
+        },
+    );
+    let mut c = config("interval", 100);
+    c.duration_s = Some(5.0);
+    c.warmup_s = 2.0;
+    c.interval_ms = Some(50.0);
+    c.timeout_ms = 1_000.0;
+    c.verify = true;
+    RunResult::new(
+        Status::Completed,
+        None,
+        args("barrage tcp://127.0.0.1:7000 -c 100 -t 2 --interval 50ms -d 5s --warmup 2s --verify"),
+        "2025-05-14T09:41:12Z".into(),
+        c,
+        environment(),
+        outcome,
+    )
+}
+
+/// 50 connections with 10 ms think time, bounded by 1,000,000 requests, stopped by SIGINT at
+/// 3.4 s; the drain was skipped, so 3 exchanges were still in flight.
+pub fn interrupted() -> RunResult {
+    let shape = Shape {
+        base: 110,
+        jitter: 150,
+        slow_every: 30,
+        slow: 600,
+        tail_every: 5_000,
+        tail: 3_000,
+    };
+    let mut segs = seconds(3);
+    segs.push((3 * S, 3 * S + 400_000_000));
+    segs.push((3 * S + 400_000_000, 3 * S + 400_000_000));
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: None,
+    };
+    let outcome = aggregate(
+        2,
+        tl,
+        &segs,
+        32,
+        50,
+        LatencyBasis::ActualSend,
+        |w, i, d, rng| {
+            if i == 0 {
+                connect(d, rng, 25);
+            }
+            let n = match i {
+                0 => 2_391 + w as u64 * 7,
+                3 => 981 - w as u64 * 4,
+                4 => 0,
+                _ => 2_440 + rng.below(12),
+            };
+            d.counters.completed = n;
+            shape.record(rng, &mut d.latency, n);
+            d.open = 25;
+            d.open_peak = 25;
+            d.in_flight = match (i, w) {
+                (4, 0) => 2,
+                (4, 1) => 1,
+                _ => rng.below(2),
+            };
+        },
+    );
+    let mut c = config("think", 50);
+    c.requests = Some(1_000_000);
+    c.think_ms = Some(10.0);
+    RunResult::new(
+        Status::Interrupted,
+        Some("stopped by SIGINT at 3.40 s".into()),
+        args("barrage tcp://127.0.0.1:7000 -c 50 -t 2 --think 10ms -n 1000000"),
+        "2025-05-14T10:02:47Z".into(),
+        c,
+        environment(),
+        outcome,
+    )
+}
+
+/// Nothing listens on the target: every connect is refused, no exchange ever happens.
+pub fn failed_refused() -> RunResult {
+    let segs = vec![(0, 250_000_000), (250_000_000, 250_000_000)];
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: Some(10 * S),
+    };
+    let outcome = aggregate(
+        1,
+        tl,
+        &segs,
+        32,
+        8,
+        LatencyBasis::ActualSend,
+        |_, i, d, _| {
+            if i == 0 {
+                d.counters.connect_attempts = 8;
+                d.counters.connect_failures = 8;
+                d.counters.error(ErrorClass::Refused, 8);
+            }
+        },
+    );
+    let mut c = config("ping-pong", 8);
+    c.threads = 1;
+    c.duration_s = Some(10.0);
+    RunResult::new(
+        Status::Failed,
+        Some("no connection could be established: 8 of 8 refused".into()),
+        args("barrage tcp://127.0.0.1:7000 -c 8 -t 1 -d 10s"),
+        "2025-05-14T10:15:03Z".into(),
+        c,
+        environment(),
+        outcome,
+    )
+}

@@ -1,0 +1,195 @@
+//! The command line as the user writes it (clap). Nothing here is validated beyond the shape
+//! of single values; `config.rs` turns it into a plan.
+
+use crate::units;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "barrage",
+    version,
+    about = "Stress-test network servers: how many connections and requests per second they hold, at what latency.",
+    long_about = "Stress-test network servers: how many connections and requests per second they \
+hold, at what latency, and where they break.\n\n\
+Start with `barrage demo` (an echo server and two short tests, all on loopback), then point it \
+at your own server:\n\n  \
+barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
+barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50  # ping-pong against redis\n  \
+barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
+`barrage URL ...` is short for `barrage run URL ...`.\n\
+Exit codes: 0 completed, 1 the run failed (e.g. nothing could connect), 2 bad usage, \
+130 interrupted (results are still written).",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a load test against a target (tcp://HOST:PORT).
+    Run(Box<RunArgs>),
+    /// Start a reference server (echo) to test against.
+    Serve(ServeArgs),
+    /// Start an echo server on loopback and run a short ping-pong and interval test against it.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Load")]
+pub struct RunArgs {
+    /// Target, e.g. tcp://127.0.0.1:7000
+    #[arg(value_name = "URL")]
+    pub target: String,
+
+    /// Connections to open and keep open
+    #[arg(short = 'c', long, default_value = "10", value_parser = units::count, value_name = "N")]
+    pub connections: u64,
+
+    /// New connections per second (default: as fast as allowed)
+    #[arg(long, value_parser = units::rate, value_name = "N")]
+    pub connect_rate: Option<f64>,
+
+    /// Connects in flight at once
+    #[arg(long, default_value = "1024", value_parser = units::count, value_name = "N")]
+    pub max_connecting: u64,
+
+    /// How long to apply load after the warm-up [default: 10s; none with -n]
+    #[arg(short = 'd', long, value_parser = units::positive_duration, value_name = "D")]
+    pub duration: Option<Duration>,
+
+    /// Stop after N completed exchanges
+    #[arg(short = 'n', long, value_parser = units::count, value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Load before measuring; reported apart from the headline figures
+    #[arg(long, default_value = "0s", value_parser = units::duration, value_name = "D")]
+    pub warmup: Duration,
+
+    /// Worker threads, one event loop each [default: cores]
+    #[arg(short = 't', long, value_parser = units::count, value_name = "N")]
+    pub threads: Option<u64>,
+
+    /// Message to send; escapes \r \n \t \\ \0 \xHH; placeholders {conn} {seq} {ts_us}
+    #[arg(short = 'm', long, value_name = "TEXT", help_heading = "Messages")]
+    pub message: Option<String>,
+
+    /// Read the message from a file (sent as is, placeholders filled)
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "message",
+        help_heading = "Messages"
+    )]
+    pub message_file: Option<PathBuf>,
+
+    /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
+    #[arg(long, value_name = "TEXT", help_heading = "Messages")]
+    pub first_message: Option<String>,
+
+    /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
+    #[arg(
+        long,
+        default_value = "echo",
+        value_name = "SPEC",
+        help_heading = "Messages"
+    )]
+    pub expect: String,
+
+    /// Compare echoed bytes with what was sent (--expect echo); a difference is a `mismatch`
+    #[arg(long, help_heading = "Messages")]
+    pub verify: bool,
+
+    /// Closed loop: exchanges kept in flight per connection
+    #[arg(long, default_value = "1", value_parser = units::count, value_name = "K", help_heading = "Modes (default: ping-pong)")]
+    pub pipeline: u64,
+
+    /// Closed loop with a pause of D after each reply
+    #[arg(long, value_parser = units::positive_duration, value_name = "D", conflicts_with_all = ["interval", "rate"], help_heading = "Modes (default: ping-pong)")]
+    pub think: Option<Duration>,
+
+    /// Open loop: every connection sends one message every D (phases spread evenly)
+    #[arg(long, value_parser = units::positive_duration, value_name = "D", conflicts_with = "rate", help_heading = "Modes (default: ping-pong)")]
+    pub interval: Option<Duration>,
+
+    /// Open loop: R messages per second in total, spread over the connections
+    #[arg(long, value_parser = units::rate, value_name = "R", help_heading = "Modes (default: ping-pong)")]
+    pub rate: Option<f64>,
+
+    /// Open loop: due messages a connection may hold back before they count as not_sent
+    #[arg(long, default_value = "1024", value_parser = units::count, value_name = "N", help_heading = "Modes (default: ping-pong)")]
+    pub max_backlog: u64,
+
+    /// An exchange not complete after D is a timeout; its connection is reopened
+    #[arg(long, default_value = "5s", value_parser = units::positive_duration, value_name = "D", help_heading = "Limits")]
+    pub timeout: Duration,
+
+    /// A connect not complete after D is a connect_timeout [default: --timeout]
+    #[arg(long, value_parser = units::positive_duration, value_name = "D", help_heading = "Limits")]
+    pub connect_timeout: Option<Duration>,
+
+    /// No live status line on stderr
+    #[arg(short = 'q', long, help_heading = "Output")]
+    pub quiet: bool,
+
+    /// Write the complete result as JSON to PATH (- for stdout)
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub json: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(subcommand)]
+    pub server: Server,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Server {
+    /// TCP echo server: every byte received is sent back
+    Echo(EchoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EchoArgs {
+    /// Address to listen on; port 0 picks a free port and prints it
+    #[arg(long, default_value = "127.0.0.1:7000", value_name = "ADDR")]
+    pub listen: String,
+
+    /// Event-loop threads (SO_REUSEPORT) [default: cores]
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub threads: Option<u64>,
+
+    /// Write the served counts as JSON to FILE on exit
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+
+    /// Fault: delay every echo by D
+    #[arg(long, value_parser = units::positive_duration, value_name = "D")]
+    pub delay: Option<Duration>,
+
+    /// Fault: freeze all echoing once, T after start ...
+    #[arg(long, value_parser = units::duration, value_name = "T", requires = "stall_for")]
+    pub stall_at: Option<Duration>,
+
+    /// ... for D
+    #[arg(long, value_parser = units::positive_duration, value_name = "D", requires = "stall_at")]
+    pub stall_for: Option<Duration>,
+
+    /// Stop by itself after D (for scripts and tests)
+    #[arg(long, value_parser = units::positive_duration, value_name = "D")]
+    pub exit_after: Option<Duration>,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Length of each of the two demo tests
+    #[arg(short = 'd', long, default_value = "3s", value_parser = units::positive_duration, value_name = "D")]
+    pub duration: Duration,
+
+    /// No live status line on stderr
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}

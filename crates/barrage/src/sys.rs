@@ -1,0 +1,131 @@
+//! What the binary needs from the operating system: open-file limits, a description of the
+//! machine for the result, wall-clock time as RFC 3339, and signals.
+
+use crate::config::Usage;
+use barrage_metrics::Environment;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Descriptors besides the connections: std streams, epoll, timerfd and waker per worker,
+/// result files, slack.
+pub fn fds_needed(connections: u64, threads: usize) -> u64 {
+    connections + 4 * threads as u64 + 32
+}
+
+/// Raise the soft open-file limit to the hard limit if needed; fail with the remedies if even
+/// the hard limit is too low.
+pub fn ensure_fds(needed: u64, flag: &str) -> Result<(), Usage> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to our own struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(()); // cannot tell; let connects report local_fd_exhausted
+    }
+    if lim.rlim_cur as u64 >= needed {
+        return Ok(());
+    }
+    let want = (needed as libc::rlim_t).min(lim.rlim_max);
+    let raised = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: as above.
+    let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
+    if ok && want as u64 >= needed {
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "{flag} needs about {needed} open files but this process may open at most {} \
+         (hard limit); lower {flag}, raise the hard limit (ulimit -Hn, limits.conf, systemd \
+         LimitNOFILE), or split the load over several processes",
+        lim.rlim_max
+    )))
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+pub fn environment() -> Environment {
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    Environment {
+        barrage_version: env!("CARGO_PKG_VERSION").into(),
+        os: std::env::consts::OS.into(),
+        kernel: read_trim("/proc/sys/kernel/osrelease"),
+        cpu_model,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        hostname: read_trim("/proc/sys/kernel/hostname"),
+    }
+}
+
+/// Now, UTC, as `2026-11-21T10:33:44Z`.
+pub fn rfc3339_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// SIGINT/SIGTERM set the returned flag; a second one exits at once with code 130.
+pub fn stop_on_signals() -> Arc<AtomicBool> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // Order matters: the conditional exit must see the flag before this signal sets it.
+        let _ = flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop));
+        let _ = flag::register(sig, Arc::clone(&stop));
+    }
+    stop
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_has_the_right_shape() {
+        let s = rfc3339_now();
+        assert_eq!(s.len(), 20, "{s}");
+        assert!(s.starts_with("20") && s.ends_with('Z'));
+    }
+
+    #[test]
+    fn fd_check_passes_for_few_and_fails_for_absurd_counts() {
+        assert!(ensure_fds(fds_needed(10, 2), "-c").is_ok());
+        let e = ensure_fds(u64::MAX / 4, "-c").unwrap_err().0;
+        assert!(
+            e.contains("-c needs about") && e.contains("hard limit"),
+            "{e}"
+        );
+    }
+}
