@@ -26,7 +26,7 @@ pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 const ALARM: Token = Token(usize::MAX - 2);
 const WORKER: u32 = u32::MAX;
 const T_WAKE: u8 = 0;
-const T_TIMEOUT: u8 = 1;
+pub(crate) const T_TIMEOUT: u8 = 1;
 const T_CONNECT: u8 = 2;
 const READ_BUF: usize = 64 * 1024;
 

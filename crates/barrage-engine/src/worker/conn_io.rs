@@ -158,14 +158,21 @@ impl Worker {
                     dec.feed(&self.plan.framing, &self.rbuf[..n], &mut sink);
                     let login_done = sink.login_done;
                     c.decoder = dec;
-                    if let Mode::Think(d) = self.plan.mode {
+                    let mut think_until = None;
+                    if let (Mode::Think(d), true) = (self.plan.mode, c.owed > 0) {
                         let at = now + d.as_nanos() as u64;
                         for _ in 0..std::mem::take(&mut c.owed) {
                             c.thinking.push_back(at);
                         }
+                        think_until = Some(at);
                     }
                     if login_done {
                         c.timeout_at = u64::MAX;
+                    }
+                    if let Some(at) = think_until {
+                        self.schedule_wake(idx, at);
+                    }
+                    if login_done {
                         self.start_mode(idx, now);
                     }
                     if n < self.rbuf.len() {
@@ -311,6 +318,11 @@ impl Worker {
         self.rec.in_flight += n;
         if sched.is_some() {
             self.rec.backlog -= n;
+        }
+        if plan.framing != Framing::None && c.timeout_at == u64::MAX {
+            let at = now + plan.timeout.as_nanos() as u64;
+            c.timeout_at = at;
+            self.timers.push(at, idx, T_TIMEOUT);
         }
         let data: &[u8] = if zero_copy {
             plan.message.raw()

@@ -1,0 +1,119 @@
+//! Test helpers: plans against a local address, and a tiny thread-per-connection server whose
+//! behaviour each test writes as a closure (replies in another framing, garbage, closes).
+
+#![allow(dead_code)]
+
+use barrage_engine::{Framing, Mode, Plan, Target, Template};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
+    Plan {
+        target: Target {
+            url: format!("tcp://{addr}"),
+            addr,
+        },
+        connections,
+        threads: 2,
+        connect_rate: None,
+        max_connecting: 1024,
+        duration: Some(Duration::from_secs_f64(secs)),
+        requests: None,
+        warmup: Duration::ZERO,
+        message: Template::new(b"hello barrage\n".to_vec()),
+        first_message: None,
+        framing: Framing::Echo,
+        verify: false,
+        mode,
+        pipeline: 1,
+        max_backlog: 1024,
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(5),
+        drain: Duration::from_secs(2),
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+pub fn refused_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap();
+    drop(l);
+    a
+}
+
+/// Thread-per-connection server on 127.0.0.1:0; stops accepting when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    pub fn start(handler: impl Fn(TcpStream) + Send + Sync + 'static) -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (handler, stop2) = (Arc::new(handler), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                if stop2.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(s) = s else { continue };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                let h = Arc::clone(&handler);
+                std::thread::spawn(move || h(s));
+            }
+        });
+        Self { addr, stop }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// For every line received, answer with `reply(line)`.
+pub fn line_server(reply: impl Fn(&[u8]) -> Vec<u8> + Send + Sync + 'static) -> TestServer {
+    TestServer::start(move |s| {
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if w.write_all(&reply(&line)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Reads and discards everything, never answers.
+pub fn sink_server() -> TestServer {
+    TestServer::start(|mut s| {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+        }
+    })
+}
+
+/// Accepts and then never reads: the client's send buffer fills up.
+pub fn deaf_server() -> TestServer {
+    TestServer::start(|s| {
+        std::thread::sleep(Duration::from_secs(10));
+        drop(s);
+    })
+}

@@ -1,0 +1,367 @@
+//! In-process engine runs against the reference echo server and small scripted servers.
+
+mod common;
+
+use barrage_engine::{run, End, Framing, LenPrefix, Mode, RunOutput, Template};
+use barrage_metrics::{ErrorClass, LatencyBasis};
+use barrage_servers::echo::{self, EchoConfig, ServerHandle};
+use common::*;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn echo_server(threads: usize) -> ServerHandle {
+    echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads,
+        ..EchoConfig::default()
+    })
+    .unwrap()
+}
+
+fn go(p: barrage_engine::Plan) -> RunOutput {
+    run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
+}
+
+/// Server counts, once every connection it had is closed.
+fn settled(s: &ServerHandle) -> barrage_servers::ServerStats {
+    let t = Instant::now();
+    loop {
+        let st = s.stats();
+        if st.connections_open == 0 || t.elapsed() > Duration::from_secs(5) {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn assert_balanced(o: &RunOutput) {
+    let e = o.outcome.summary.exchanges;
+    assert!(e.balanced(), "conservation broken: {e:?}");
+}
+
+#[test]
+fn ping_pong_counts_reconcile_exactly_with_the_echo_server() {
+    let server = echo_server(2);
+    let mut p = plan(server.local_addr(), 20, Mode::PingPong, 1.0);
+    p.verify = true;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let st = settled(&server);
+    assert_eq!(o.end, End::Completed);
+    assert!(s.requests > 1000, "{}", s.requests);
+    assert_eq!(
+        s.exchanges.in_flight_at_end, 0,
+        "a clean end drains everything"
+    );
+    assert_eq!(s.totals.bytes_written, st.bytes_read);
+    assert_eq!(s.totals.bytes_read, st.bytes_written);
+    assert_eq!(s.exchanges.completed * 14, st.bytes_read);
+    assert_eq!(st.connections_accepted, 20);
+    assert_eq!(s.errors.total(), 0);
+    assert_eq!(s.latency_basis, LatencyBasis::ActualSend);
+    assert_eq!(s.latency_us.count, s.requests);
+    assert_balanced(&o);
+}
+
+#[test]
+fn pipelining_keeps_k_in_flight_and_still_reconciles() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 4, Mode::PingPong, 0.5);
+    p.pipeline = 8;
+    p.threads = 1;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let st = settled(&server);
+    assert_eq!(s.totals.bytes_written, st.bytes_read);
+    assert_eq!(s.exchanges.completed * 14, st.bytes_written);
+    // 8 in flight per connection: far fewer writes than exchanges.
+    assert!(s.totals.writes * 2 < s.exchanges.sent, "{:?}", s.totals);
+    assert_balanced(&o);
+}
+
+#[test]
+fn request_count_is_exact_across_threads() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 7, Mode::PingPong, 60.0);
+    p.duration = None;
+    p.requests = Some(1234);
+    p.threads = 3;
+    let t = Instant::now();
+    let o = go(p);
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(o.outcome.summary.exchanges.completed, 1234);
+    assert_eq!(o.outcome.summary.requests, 1234);
+    assert_balanced(&o);
+}
+
+#[test]
+fn think_time_paces_a_closed_loop() {
+    let server = echo_server(1);
+    let p = plan(
+        server.local_addr(),
+        5,
+        Mode::Think(Duration::from_millis(20)),
+        1.0,
+    );
+    let o = go(p);
+    let n = o.outcome.summary.requests;
+    // 5 connections x (1 s / ~20 ms) = 250 at most; the round trip makes it a little less.
+    assert!((180..=260).contains(&n), "{n}");
+}
+
+#[test]
+fn rate_mode_sends_the_requested_rate() {
+    let server = echo_server(1);
+    let p = plan(server.local_addr(), 10, Mode::Rate(2000.0), 1.0);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert!((1960..=2040).contains(&s.requests), "{}", s.requests);
+    assert_eq!(s.latency_basis, LatencyBasis::IntendedSend);
+    assert_eq!(s.errors.total(), 0);
+}
+
+#[test]
+fn timeouts_are_counted_and_connections_reopened() {
+    let server = echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        delay: Some(Duration::from_millis(300)),
+        ..EchoConfig::default()
+    })
+    .unwrap();
+    let mut p = plan(server.local_addr(), 3, Mode::PingPong, 1.0);
+    p.timeout = Duration::from_millis(100);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert!(s.errors.get(ErrorClass::Timeout) >= 3, "{:?}", s.errors);
+    assert_eq!(s.exchanges.completed, 0);
+    assert!(
+        s.connections.attempts > 3,
+        "reconnected: {:?}",
+        s.connections
+    );
+    assert!(s.exchanges.failed >= 3);
+    assert_balanced(&o);
+}
+
+#[test]
+fn a_refused_target_fails_fast() {
+    let t = Instant::now();
+    let o = go(plan(refused_addr(), 5, Mode::PingPong, 30.0));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    match &o.end {
+        End::Unreachable(why) => assert!(why.to_lowercase().contains("refused"), "{why}"),
+        e => panic!("expected unreachable, got {e:?}"),
+    }
+    assert!(o.outcome.summary.errors.get(ErrorClass::Refused) >= 3);
+}
+
+#[test]
+fn closed_by_peer_is_classified_and_reconnected() {
+    // Answers two lines, then closes.
+    let server = TestServer::start(|s| {
+        use std::io::{BufRead, BufReader};
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        for _ in 0..2 {
+            let mut line = Vec::new();
+            if r.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let _ = w.write_all(&line);
+        }
+    });
+    let mut p = plan(server.addr, 2, Mode::PingPong, 0.5);
+    p.threads = 1;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert!(
+        s.errors.get(ErrorClass::ClosedByPeer) >= 2,
+        "{:?}",
+        s.errors
+    );
+    assert!(s.connections.closed_by_peer >= 2);
+    assert!(s.connections.succeeded >= 4, "{:?}", s.connections);
+    assert!(s.exchanges.completed >= 4);
+    assert_balanced(&o);
+}
+
+#[test]
+fn verify_counts_mismatches_as_failed_exchanges() {
+    let server = line_server(|l| l.to_ascii_uppercase());
+    let mut p = plan(server.addr, 2, Mode::PingPong, 0.3);
+    p.verify = true;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert_eq!(s.exchanges.completed, 0);
+    assert!(s.errors.get(ErrorClass::Mismatch) > 10);
+    assert_eq!(s.errors.get(ErrorClass::Mismatch), s.exchanges.failed);
+    assert_balanced(&o);
+}
+
+#[test]
+fn placeholders_are_filled_and_verified() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 3, Mode::PingPong, 0.3);
+    p.message = Template::new(b"c{conn} s{seq} t{ts_us}\n".to_vec());
+    p.verify = true;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert!(s.exchanges.completed > 100);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+}
+
+#[test]
+fn line_delim_bytes_and_length_framings() {
+    let pong = line_server(|_| b"+PONG\r\n".to_vec());
+    let cases: Vec<(Framing, common::TestServer)> = vec![
+        (Framing::Line, pong),
+        (
+            Framing::Delim(barrage_engine::Delimiter::new(b"END").unwrap()),
+            line_server(|_| b"aEbENDcEND".to_vec()),
+        ),
+        (Framing::Bytes(3), line_server(|_| b"abcdef".to_vec())),
+        (
+            Framing::Len(LenPrefix::U16Be),
+            line_server(|_| vec![0, 2, b'o', b'k', 0, 0]),
+        ),
+    ];
+    for (framing, server) in cases {
+        let mut p = plan(server.addr, 2, Mode::PingPong, 0.3);
+        p.framing = framing.clone();
+        p.threads = 1;
+        let o = go(p);
+        let s = &o.outcome.summary;
+        assert!(s.exchanges.completed > 20, "{framing:?}: {s:?}");
+        assert_eq!(s.errors.total(), 0, "{framing:?}");
+        assert_balanced(&o);
+    }
+}
+
+#[test]
+fn first_message_is_sent_once_and_not_counted() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 4, Mode::PingPong, 0.5);
+    p.first_message = Some(Template::new(b"LOGIN user\n".to_vec()));
+    p.verify = true;
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let st = settled(&server);
+    assert_eq!(st.bytes_read, 4 * 11 + s.exchanges.completed * 14);
+    assert_eq!(s.errors.total(), 0);
+}
+
+#[test]
+fn expect_none_completes_on_write() {
+    let server = sink_server();
+    let p = {
+        let mut p = plan(
+            server.addr,
+            5,
+            Mode::Interval(Duration::from_millis(10)),
+            1.0,
+        );
+        p.framing = Framing::None;
+        p
+    };
+    let o = go(p);
+    let s = &o.outcome.summary;
+    assert!((480..=520).contains(&s.requests), "{}", s.requests);
+    assert_eq!(s.exchanges.completed, s.exchanges.sent);
+    assert_eq!(s.latency_us.count, 0);
+    assert_eq!(s.totals.bytes_written, s.exchanges.sent * 14);
+}
+
+#[test]
+fn a_full_backlog_counts_not_sent_instead_of_dropping_silently() {
+    let server = deaf_server();
+    let mut p = plan(server.addr, 1, Mode::Rate(200.0), 1.0);
+    p.message = Template::new(vec![b'x'; 256 * 1024]);
+    p.max_backlog = 4;
+    p.timeout = Duration::from_secs(30);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let not_sent = s.errors.get(ErrorClass::NotSent);
+    assert!(not_sent > 100, "{:?}", s.errors);
+    // Every due message is accounted for: sent, or not sent.
+    assert!(
+        s.exchanges.sent + not_sent >= 195,
+        "{:?} {not_sent}",
+        s.exchanges
+    );
+    assert_balanced(&o);
+}
+
+#[test]
+fn stopping_early_interrupts_with_figures_up_to_then() {
+    let server = echo_server(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let o = run(
+        plan(server.local_addr(), 5, Mode::PingPong, 30.0),
+        stop,
+        |_, _| {},
+    )
+    .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3));
+    assert_eq!(o.end, End::Interrupted);
+    let s = &o.outcome.summary;
+    assert!(s.requests > 0);
+    assert!(s.duration_s < 1.0, "{}", s.duration_s);
+    assert_balanced(&o);
+}
+
+#[test]
+fn warmup_is_excluded_from_the_headline() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 5, Mode::Rate(1000.0), 1.0);
+    p.warmup = Duration::from_millis(500);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let w = o.outcome.warmup.as_ref().unwrap();
+    assert!((0.99..1.01).contains(&s.duration_s), "{}", s.duration_s);
+    assert!((980..=1020).contains(&s.requests), "{}", s.requests);
+    assert!((480..=520).contains(&w.requests), "{}", w.requests);
+    assert_eq!(s.totals.completed, s.requests + w.requests);
+}
+
+#[test]
+fn coordinated_omission_stall_shows_in_open_loop_latency() {
+    // Paced 1,000 req/s; the server freezes for 500 ms once. Latency from the intended send
+    // time must show the stall for every message due during it: p99 >= 350 ms.
+    let server = echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall_at: Some(Duration::from_millis(1000)),
+        stall_for: Duration::from_millis(500),
+        ..EchoConfig::default()
+    })
+    .unwrap();
+    let o = go(plan(server.local_addr(), 10, Mode::Rate(1000.0), 3.0));
+    let s = &o.outcome.summary;
+    assert_eq!(s.latency_basis, LatencyBasis::IntendedSend);
+    assert!(s.latency_us.p99 >= 350_000, "p99 {} us", s.latency_us.p99);
+    assert_eq!(s.errors.total(), 0);
+
+    // The same stall in ping-pong: only the few exchanges caught in it are slow (service time).
+    let server = echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall_at: Some(Duration::from_millis(500)),
+        stall_for: Duration::from_millis(500),
+        ..EchoConfig::default()
+    })
+    .unwrap();
+    let o = go(plan(server.local_addr(), 10, Mode::PingPong, 1.5));
+    let s = &o.outcome.summary;
+    assert_eq!(s.latency_basis, LatencyBasis::ActualSend);
+    assert!(s.latency_us.max >= 350_000, "max {}", s.latency_us.max);
+    assert!(s.latency_us.p99 < 350_000, "p99 {}", s.latency_us.p99);
+}
