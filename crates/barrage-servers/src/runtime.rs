@@ -1,0 +1,204 @@
+//! What every reference server shares: its listening sockets, its event-loop threads and the
+//! [`ServerHandle`] that reads their counters and stops them.
+//!
+//! Key decision: one listening socket *per thread*, all bound to the same address with
+//! `SO_REUSEPORT`, so the kernel spreads incoming connections over the threads and no accept
+//! lock or hand-off queue exists. Everything that can fail (bind, epoll, eventfd, spawn) happens
+//! in [`spawn`] before it returns, so a caller may connect as soon as it has the handle.
+//!
+//! Deliberate absence: `SO_REUSEPORT` also lets a *second* server started by the same user on
+//! the same port join the group and take part of the traffic; we accept that for a test tool.
+
+use crate::stats::{CounterWriter, ServerError, ServerStats, ThreadCounters};
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Token, Waker};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+
+/// Listen backlog: large, so that a connection storm from the load generator is queued rather
+/// than refused while a thread is busy.
+pub(crate) const BACKLOG: i32 = 4096;
+/// Token of a thread's listening socket.
+pub(crate) const LISTENER: Token = Token(0);
+/// Token of a thread's waker (shutdown).
+pub(crate) const WAKER: Token = Token(1);
+/// Connection tokens start here: token = slot index + `FIRST_CONN`.
+pub(crate) const FIRST_CONN: usize = 2;
+
+/// Everything one event-loop thread owns. Built by [`spawn`] and moved into the thread, which
+/// drops it (closing its listener) when it exits. A loop must close its connections and count
+/// each close before it returns, so that [`ServerHandle::shutdown`] reports none open.
+pub(crate) struct LoopParts {
+    /// This thread's epoll instance, with `listener` and the waker already registered.
+    pub poll: Poll,
+    pub listener: TcpListener,
+    /// Sole writer of this thread's counters.
+    pub counters: CounterWriter,
+    /// Set once by the handle; the loop checks it after every wakeup.
+    pub stop: Arc<AtomicBool>,
+    /// The server's address (real port), for log messages.
+    pub addr: SocketAddr,
+}
+
+impl LoopParts {
+    pub(crate) fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+}
+
+/// A running server. Dropping it stops and joins its threads, like [`ServerHandle::shutdown`].
+#[derive(Debug)]
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    /// Shared with every loop thread; only the handle sets it.
+    stop: Arc<AtomicBool>,
+    /// One per thread; owned here so the handle can wake a thread blocked in `poll`.
+    wakers: Vec<Waker>,
+    /// One per thread; the handle only reads them.
+    counters: Vec<Arc<ThreadCounters>>,
+    /// Drained (joined) by `stop_and_join`, so a later drop has nothing left to do.
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on, with the real port when port 0 was asked for.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A live snapshot summed over all threads.
+    pub fn stats(&self) -> ServerStats {
+        let mut total = ServerStats::default();
+        for counters in &self.counters {
+            total.merge(&counters.snapshot());
+        }
+        total
+    }
+
+    /// Stops every thread, waits for them to close their connections and exit, and returns the
+    /// final counters (with `connections_open` at 0).
+    pub fn shutdown(mut self) -> ServerStats {
+        self.stop_and_join();
+        self.stats()
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for waker in &self.wakers {
+            // A failed wake can only mean the eventfd is gone, i.e. the thread already exited.
+            let _ = waker.wake();
+        }
+        for thread in self.threads.drain(..) {
+            if thread.join().is_err() {
+                eprintln!(
+                    "barrage-servers: a server thread on {} panicked",
+                    self.local_addr
+                );
+            }
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Binds `threads` listeners on `listen` and runs `run` on a thread for each. `kind` names the
+/// threads (`barrage-<kind>-<i>`).
+pub(crate) fn spawn<F>(
+    kind: &str,
+    listen: SocketAddr,
+    threads: usize,
+    run: F,
+) -> Result<ServerHandle, ServerError>
+where
+    F: Fn(LoopParts) + Clone + Send + 'static,
+{
+    if threads == 0 {
+        return Err(ServerError::Config {
+            addr: listen,
+            reason: "threads must be at least 1".to_owned(),
+        });
+    }
+    let listeners = bind_listeners(listen, threads)?;
+    let local_addr = listeners[0]
+        .local_addr()
+        .map_err(|source| ServerError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let mut handle = ServerHandle {
+        local_addr,
+        stop: Arc::new(AtomicBool::new(false)),
+        wakers: Vec::with_capacity(threads),
+        counters: Vec::with_capacity(threads),
+        threads: Vec::with_capacity(threads),
+    };
+    // On any error below, returning drops `handle`, which stops the threads already running.
+    for (index, mut listener) in listeners.into_iter().enumerate() {
+        let event_loop_err = |source| ServerError::EventLoop {
+            addr: local_addr,
+            source,
+        };
+        let poll = Poll::new().map_err(event_loop_err)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(event_loop_err)?;
+        let waker = Waker::new(poll.registry(), WAKER).map_err(event_loop_err)?;
+        let (writer, shared) = CounterWriter::new();
+        let parts = LoopParts {
+            poll,
+            listener,
+            counters: writer,
+            stop: Arc::clone(&handle.stop),
+            addr: local_addr,
+        };
+        let run = run.clone();
+        let thread = thread::Builder::new()
+            .name(format!("barrage-{kind}-{index}"))
+            .spawn(move || run(parts))
+            .map_err(|source| ServerError::Spawn {
+                addr: local_addr,
+                index,
+                source,
+            })?;
+        handle.wakers.push(waker);
+        handle.counters.push(shared);
+        handle.threads.push(thread);
+    }
+    Ok(handle)
+}
+
+/// Binds `n` non-blocking listeners to the same address. The first one resolves port 0; the
+/// others join its port.
+fn bind_listeners(listen: SocketAddr, n: usize) -> Result<Vec<TcpListener>, ServerError> {
+    let first = bind_one(listen)?;
+    let addr = first.local_addr().map_err(|source| ServerError::Bind {
+        addr: listen,
+        source,
+    })?;
+    let mut all = Vec::with_capacity(n);
+    all.push(first);
+    for _ in 1..n {
+        all.push(bind_one(addr)?);
+    }
+    Ok(all)
+}
+
+fn bind_one(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+    let bind_err = |source| ServerError::Bind { addr, source };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(bind_err)?;
+    // SO_REUSEADDR: restart on a port whose old connections are still in TIME_WAIT.
+    socket.set_reuse_address(true).map_err(bind_err)?;
+    socket.set_reuse_port(true).map_err(bind_err)?;
+    socket.set_nonblocking(true).map_err(bind_err)?;
+    socket.bind(&addr.into()).map_err(bind_err)?;
+    socket.listen(BACKLOG).map_err(bind_err)?;
+    Ok(TcpListener::from_std(socket.into()))
+}
