@@ -90,7 +90,7 @@ pub fn run(
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(WorkerEvent::Delta(d)) => {
-                for t in agg.push(d) {
+                for t in agg.push(*d) {
                     on_tick(&t, &agg);
                 }
             }

@@ -32,7 +32,7 @@ const READ_BUF: usize = 64 * 1024;
 
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
-    Delta(Delta),
+    Delta(Box<Delta>),
     /// The first connection of this worker succeeded.
     Connected,
     /// Several connects failed and none ever succeeded.
@@ -195,7 +195,7 @@ impl Worker {
             let d = self
                 .rec
                 .take(self.id, self.seg_start, self.seg_start, self.seg_end);
-            let _ = self.tx.send(WorkerEvent::Delta(d));
+            let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
             self.seg_start = self.seg_end;
             self.seg_end = self.timeline.next_boundary(self.seg_start);
         }
@@ -222,7 +222,7 @@ impl Worker {
         if self.seg_end != DRAIN_KEY {
             // Stopped early (signal or request count): close the current segment now.
             let d = self.rec.take(self.id, self.seg_start, self.seg_start, now);
-            let _ = self.tx.send(WorkerEvent::Delta(d));
+            let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
         }
         self.seg_start = now;
         self.seg_end = DRAIN_KEY;
@@ -256,7 +256,7 @@ impl Worker {
         }
         // Exchanges still in flight stay counted in the `in_flight` gauge.
         let d = self.rec.take(self.id, DRAIN_KEY, self.seg_start, now);
-        let _ = self.tx.send(WorkerEvent::Delta(d));
+        let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
     }
 
     fn schedule_wake(&mut self, idx: u32, at: u64) {

@@ -15,6 +15,7 @@ pub fn fds_needed(connections: u64, threads: usize) -> u64 {
 
 /// Raise the soft open-file limit to the hard limit if needed; fail with the remedies if even
 /// the hard limit is too low.
+#[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux but not on every Unix
 pub fn ensure_fds(needed: u64, flag: &str) -> Result<(), Usage> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
