@@ -209,7 +209,7 @@ impl Worker {
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
                 if stopped || out_of_time || quota_done {
-                    self.enter_drain(now);
+                    self.enter_drain(now, quota_done);
                     return self.rec.in_flight == 0;
                 }
                 false
@@ -218,7 +218,7 @@ impl Worker {
         }
     }
 
-    fn enter_drain(&mut self, now: u64) {
+    fn enter_drain(&mut self, now: u64, quota_done: bool) {
         if self.seg_end != DRAIN_KEY {
             // Stopped early (signal or request count): close the current segment now.
             let d = self.rec.take(self.id, self.seg_start, self.seg_start, now);
@@ -229,9 +229,12 @@ impl Worker {
         self.phase = Phase::Drain {
             until: now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64,
         };
-        // Due messages that never went out are accounted for as not sent.
+        // Due messages that never went out are accounted for as not sent; once the request
+        // count is reached, messages still scheduled were never part of the plan.
         let backlog = std::mem::take(&mut self.rec.backlog);
-        self.rec.c.error(ErrorClass::NotSent, backlog);
+        if !quota_done {
+            self.rec.c.error(ErrorClass::NotSent, backlog);
+        }
         self.connect_queue.clear();
         for c in &mut self.conns {
             c.owed = 0;

@@ -365,3 +365,23 @@ fn coordinated_omission_stall_shows_in_open_loop_latency() {
     assert!(s.latency_us.max >= 350_000, "max {}", s.latency_us.max);
     assert!(s.latency_us.p99 < 350_000, "p99 {}", s.latency_us.p99);
 }
+
+#[test]
+fn connect_rate_ramps_connections_gradually() {
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 100, Mode::PingPong, 2.5);
+    p.connect_rate = Some(50.0);
+    let o = go(p);
+    let ticks = &o.outcome.timeseries;
+    let open_at = |t: f64| {
+        ticks
+            .iter()
+            .find(|k| (k.t - t).abs() < 0.01)
+            .map(|k| k.open)
+            .unwrap()
+    };
+    assert!((45..=56).contains(&open_at(1.0)), "{}", open_at(1.0));
+    assert!((95..=100).contains(&open_at(2.0)), "{}", open_at(2.0));
+    assert_eq!(o.outcome.summary.connections.peak, 100);
+    assert_eq!(o.outcome.summary.connections.attempts, 100);
+}
