@@ -39,7 +39,15 @@ pub enum Command {
 }
 
 #[derive(Args, Debug, Clone)]
-#[command(next_help_heading = "Load")]
+#[command(
+    next_help_heading = "Load",
+    after_help = "Examples:\n  \
+barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m\n  \
+barrage tcp://127.0.0.1:7000 -c 100 --rate 20k --warmup 5s --json result.json\n  \
+barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50 -n 1M\n\n\
+Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
+Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 130 interrupted."
+)]
 pub struct RunArgs {
     /// Target, e.g. tcp://127.0.0.1:7000
     #[arg(value_name = "URL")]

@@ -44,9 +44,12 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         println!();
     }
     let s = server.shutdown();
+    let n = barrage_report::fmt::thousands;
     println!(
         "the echo server served {} connections, {} bytes in {} reads",
-        s.connections_accepted, s.bytes_read, s.reads
+        n(s.connections_accepted),
+        n(s.bytes_read),
+        n(s.reads)
     );
     Ok(code)
 }

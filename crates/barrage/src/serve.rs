@@ -44,8 +44,9 @@ fn serve_echo(a: &EchoArgs) -> anyhow::Result<i32> {
     let stop = crate::sys::stop_on_signals();
     let server = echo::start(cfg)?;
     println!(
-        "barrage echo server listening on {} ({threads} threads)",
-        server.local_addr()
+        "barrage echo server listening on {} ({threads} thread{})",
+        server.local_addr(),
+        if threads == 1 { "" } else { "s" }
     );
     let deadline = a.exit_after.map(|d| Instant::now() + d);
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
