@@ -385,3 +385,22 @@ fn connect_rate_ramps_connections_gradually() {
     assert_eq!(o.outcome.summary.connections.peak, 100);
     assert_eq!(o.outcome.summary.connections.attempts, 100);
 }
+
+#[test]
+fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
+    let server = echo_server(1);
+    let addr = server.local_addr();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(server); // closes every connection and the listener
+    });
+    let o = go(plan(addr, 5, Mode::PingPong, 1.0));
+    let s = &o.outcome.summary;
+    assert_eq!(o.end, End::Completed, "it had connected: no fail-fast");
+    assert!(s.requests > 0);
+    let broken = s.errors.get(ErrorClass::ClosedByPeer) + s.errors.get(ErrorClass::Reset);
+    assert!(broken >= 5, "{:?}", s.errors);
+    assert!(s.errors.get(ErrorClass::Refused) >= 5, "reconnects refused: {:?}", s.errors);
+    assert_eq!(s.connections.open, 0);
+    assert_balanced(&o);
+}
