@@ -18,6 +18,8 @@ at your own server:\n\n  \
 barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
 barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50  # ping-pong against redis\n  \
 barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
+Modes: ping-pong (default, --pipeline K), --think D, --interval D, --rate R; \
+`barrage run --help` lists every flag.\n\
 `barrage URL ...` is short for `barrage run URL ...`.\n\
 Exit codes: 0 completed, 1 the run failed (e.g. nothing could connect), 2 bad usage, \
 130 interrupted (results are still written).",
@@ -54,31 +56,31 @@ pub struct RunArgs {
     pub target: String,
 
     /// Connections to open and keep open
-    #[arg(short = 'c', long, default_value = "10", value_parser = units::count, value_name = "N")]
+    #[arg(short = 'c', long, default_value = "10", value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub connections: u64,
 
     /// New connections per second (default: as fast as allowed)
-    #[arg(long, value_parser = units::rate, value_name = "N")]
+    #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "N")]
     pub connect_rate: Option<f64>,
 
     /// Connects in flight at once
-    #[arg(long, default_value = "1024", value_parser = units::count, value_name = "N")]
+    #[arg(long, default_value = "1024", value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub max_connecting: u64,
 
     /// How long to apply load after the warm-up [default: 10s; none with -n]
-    #[arg(short = 'd', long, value_parser = units::positive_duration, value_name = "D")]
+    #[arg(short = 'd', long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub duration: Option<Duration>,
 
     /// Stop after N completed exchanges
-    #[arg(short = 'n', long, value_parser = units::count, value_name = "N")]
+    #[arg(short = 'n', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub requests: Option<u64>,
 
     /// Load before measuring; reported apart from the headline figures
-    #[arg(long, default_value = "0s", value_parser = units::duration, value_name = "D")]
+    #[arg(long, default_value = "0s", value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
     pub warmup: Duration,
 
     /// Worker threads, one event loop each [default: cores]
-    #[arg(short = 't', long, value_parser = units::count, value_name = "N")]
+    #[arg(short = 't', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub threads: Option<u64>,
 
     /// Message to send; escapes \r \n \t \\ \0 \xHH; placeholders {conn} {seq} {ts_us}
@@ -112,31 +114,31 @@ pub struct RunArgs {
     pub verify: bool,
 
     /// Closed loop: exchanges kept in flight per connection
-    #[arg(long, default_value = "1", value_parser = units::count, value_name = "K", help_heading = "Modes (default: ping-pong)")]
+    #[arg(long, default_value = "1", value_parser = units::count, allow_hyphen_values = true, value_name = "K", help_heading = "Modes (default: ping-pong)")]
     pub pipeline: u64,
 
     /// Closed loop with a pause of D after each reply
-    #[arg(long, value_parser = units::positive_duration, value_name = "D", conflicts_with_all = ["interval", "rate"], help_heading = "Modes (default: ping-pong)")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", conflicts_with_all = ["interval", "rate"], help_heading = "Modes (default: ping-pong)")]
     pub think: Option<Duration>,
 
     /// Open loop: every connection sends one message every D (phases spread evenly)
-    #[arg(long, value_parser = units::positive_duration, value_name = "D", conflicts_with = "rate", help_heading = "Modes (default: ping-pong)")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", conflicts_with = "rate", help_heading = "Modes (default: ping-pong)")]
     pub interval: Option<Duration>,
 
     /// Open loop: R messages per second in total, spread over the connections
-    #[arg(long, value_parser = units::rate, value_name = "R", help_heading = "Modes (default: ping-pong)")]
+    #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Modes (default: ping-pong)")]
     pub rate: Option<f64>,
 
     /// Open loop: due messages a connection may hold back before they count as not_sent
-    #[arg(long, default_value = "1024", value_parser = units::count, value_name = "N", help_heading = "Modes (default: ping-pong)")]
+    #[arg(long, default_value = "1024", value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
     pub max_backlog: u64,
 
     /// An exchange not complete after D is a timeout; its connection is reopened
-    #[arg(long, default_value = "5s", value_parser = units::positive_duration, value_name = "D", help_heading = "Limits")]
+    #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub timeout: Duration,
 
     /// A connect not complete after D is a connect_timeout [default: --timeout]
-    #[arg(long, value_parser = units::positive_duration, value_name = "D", help_heading = "Limits")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub connect_timeout: Option<Duration>,
 
     /// No live status line on stderr
@@ -167,7 +169,7 @@ pub struct EchoArgs {
     pub listen: String,
 
     /// Event-loop threads (SO_REUSEPORT) [default: cores]
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub threads: Option<u64>,
 
     /// Write the served counts as JSON to FILE on exit
@@ -175,26 +177,26 @@ pub struct EchoArgs {
     pub stats: Option<PathBuf>,
 
     /// Fault: delay every echo by D
-    #[arg(long, value_parser = units::positive_duration, value_name = "D")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub delay: Option<Duration>,
 
     /// Fault: freeze all echoing once, T after start ...
-    #[arg(long, value_parser = units::duration, value_name = "T", requires = "stall_for")]
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
     pub stall_at: Option<Duration>,
 
     /// ... for D
-    #[arg(long, value_parser = units::positive_duration, value_name = "D", requires = "stall_at")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", requires = "stall_at")]
     pub stall_for: Option<Duration>,
 
     /// Stop by itself after D (for scripts and tests)
-    #[arg(long, value_parser = units::positive_duration, value_name = "D")]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub exit_after: Option<Duration>,
 }
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Length of each of the two demo tests
-    #[arg(short = 'd', long, default_value = "3s", value_parser = units::positive_duration, value_name = "D")]
+    #[arg(short = 'd', long, default_value = "3s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub duration: Duration,
 
     /// No live status line on stderr

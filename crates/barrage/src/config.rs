@@ -49,7 +49,13 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         (None, None) => DEFAULT_MESSAGE.to_vec(),
     };
     if raw.is_empty() {
-        return usage("--message is empty; give at least one byte, e.g. -m 'PING\\r\\n'");
+        return usage(match &a.message_file {
+            Some(p) if a.message.is_none() => format!(
+                "--message-file {}: the file is empty; a message needs at least one byte",
+                p.display()
+            ),
+            _ => "--message is empty; give at least one byte, e.g. -m 'PING\\r\\n'".into(),
+        });
     }
     let first = match &a.first_message {
         Some(m) => {

@@ -19,7 +19,7 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     })?;
     let url = format!("tcp://{}", server.local_addr());
     let secs = format!("{}ms", a.duration.as_millis());
-    println!("barrage demo: echo server on {url} (1 thread), two tests of {secs} each\n");
+    say!("barrage demo: echo server on {url} (1 thread), two tests of {secs} each\n");
     let tests: [(&str, Vec<&str>); 2] = [
         (
             "1/2 ping-pong: 50 connections, the next message as soon as the reply arrives",
@@ -32,7 +32,7 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     ];
     let mut code = 0;
     for (title, extra) in tests {
-        println!("== {title}");
+        say!("== {title}");
         let mut argv = vec!["barrage", url.as_str(), "-d", secs.as_str(), "-t", "1"];
         if a.quiet {
             argv.push("-q");
@@ -41,11 +41,11 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         let args = DemoRun::try_parse_from(&argv)?.run;
         let rc = crate::run::run(&args, argv.iter().map(|s| s.to_string()).collect())?;
         code = code.max(rc);
-        println!();
+        say!();
     }
     let s = server.shutdown();
     let n = barrage_report::fmt::thousands;
-    println!(
+    say!(
         "the echo server served {} connections, {} bytes in {} reads",
         n(s.connections_accepted),
         n(s.bytes_read),

@@ -1,6 +1,14 @@
 //! barrage: stress-test network servers. The binary turns arguments into a plan, runs it and
 //! writes the results; every step is one call below.
 
+/// `println!` that does not panic when stdout's reader is gone (e.g. `barrage demo | head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod cli;
 mod config;
 mod demo;
@@ -38,10 +46,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// `barrage tcp://...` is `barrage run tcp://...`.
+/// `barrage tcp://...` (or `barrage -c 5 tcp://...`, or `barrage 127.0.0.1:7000` which then
+/// gets the "no scheme" advice) is `barrage run ...`.
 fn with_run_shortcut(argv: &[String]) -> Vec<String> {
+    const FIRST: [&str; 7] = ["run", "serve", "demo", "help", "-h", "--help", "-V"];
     let mut v = argv.to_vec();
-    if v.get(1).is_some_and(|a| a.contains("://")) {
+    let Some(first) = v.get(1) else { return v };
+    if FIRST.contains(&first.as_str()) || first == "--version" {
+        return v;
+    }
+    let looks_like_target =
+        |a: &String| a.contains("://") || (!a.starts_with('-') && a.contains(':') && a.len() > 2);
+    if v[1..].iter().any(looks_like_target) {
         v.insert(1, "run".into());
     }
     v
@@ -51,18 +67,32 @@ fn with_run_shortcut(argv: &[String]) -> Vec<String> {
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             ExitCode::SUCCESS
         }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
         _ => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: bad usage");
-            eprintln!("{first}");
+            eprintln!("{}", one_line(&e.render().to_string()));
             eprintln!("(barrage --help explains every flag)");
             ExitCode::from(2)
         }
     }
+}
+
+/// clap's message in one line: a first line ending in ':' is joined with what it introduces
+/// (e.g. the names of missing arguments); usage and tips are left out.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut out = lines.next().unwrap_or("error: bad usage").to_string();
+    if out.ends_with(':') {
+        let items: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+            .collect();
+        out = format!("{} {}", out, items.join(", "));
+    }
+    out
 }

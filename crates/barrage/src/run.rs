@@ -47,20 +47,27 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         sys::environment(),
         out.outcome,
     );
-    // With --json -, stdout carries the JSON and the summary goes to stderr.
-    let mut text = Vec::new();
-    Format::Text.renderer().render(&result, &mut text)?;
-    if a.json.as_deref() == Some("-") {
-        std::io::stderr().write_all(&text)?;
-    } else {
-        std::io::stdout().write_all(&text)?;
-    }
+    // The JSON first: it is the complete record, and stdout may be a pipe whose reader is
+    // gone (then the summary is lost, not the result file).
     if let Some((path, mut w)) = json_file {
         Format::Json
             .renderer()
             .render(&result, &mut w)
             .and_then(|_| w.flush())
             .with_context(|| format!("--json {path}: cannot write"))?;
+    }
+    // With --json -, stdout carries the JSON and the summary goes to stderr.
+    let mut text = Vec::new();
+    Format::Text.renderer().render(&result, &mut text)?;
+    let shown = if a.json.as_deref() == Some("-") {
+        std::io::stderr().write_all(&text)
+    } else {
+        std::io::stdout().write_all(&text)
+    };
+    if let Err(e) = shown {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e).context("cannot print the summary");
+        }
     }
     Ok(code)
 }

@@ -5,6 +5,7 @@ use crate::cli::{EchoArgs, ServeArgs, Server};
 use crate::config::Usage;
 use anyhow::Context;
 use barrage_servers::echo::{self, EchoConfig};
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -43,7 +44,8 @@ fn serve_echo(a: &EchoArgs) -> anyhow::Result<i32> {
     let threads = cfg.threads;
     let stop = crate::sys::stop_on_signals();
     let server = echo::start(cfg)?;
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "barrage echo server listening on {} ({threads} thread{})",
         server.local_addr(),
         if threads == 1 { "" } else { "s" }
@@ -54,10 +56,8 @@ fn serve_echo(a: &EchoArgs) -> anyhow::Result<i32> {
     }
     let addr = server.local_addr();
     let s = server.shutdown();
-    println!(
-        "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",
-        s.connections_accepted, s.bytes_read, s.reads, s.bytes_written, s.writes
-    );
+    // The stats file first: it is the record tests and scripts rely on, and stdout may be a
+    // pipe whose reader is gone.
     if let Some(p) = &a.stats {
         let mut v = serde_json::to_value(s)?;
         v["server"] = "echo".into();
@@ -65,5 +65,14 @@ fn serve_echo(a: &EchoArgs) -> anyhow::Result<i32> {
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("--stats {}", p.display()))?;
     }
+    let _ = writeln!(
+        std::io::stdout(),
+        "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",
+        s.connections_accepted,
+        s.bytes_read,
+        s.reads,
+        s.bytes_written,
+        s.writes
+    );
     Ok(0)
 }

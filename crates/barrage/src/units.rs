@@ -6,6 +6,11 @@ use std::time::Duration;
 /// `10s`, `50ms`, `250us`, `2m`, `1h`, `1.5s`; a bare number means seconds.
 pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "'{s}' is negative; write a duration like 10s, 50ms, 250us"
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -41,6 +46,9 @@ pub fn positive_duration(s: &str) -> Result<Duration, String> {
 /// A rate per second, greater than zero (`1000`, `1.5k`, `2M`).
 pub fn rate(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches("/s");
+    if t.starts_with('-') {
+        return Err("must be greater than zero".into());
+    }
     let (num, mult) = match t.chars().last() {
         Some('k') | Some('K') => (&t[..t.len() - 1], 1e3),
         Some('M') => (&t[..t.len() - 1], 1e6),

@@ -1,0 +1,189 @@
+//! Helpers for the black-box CLI tests: the binary, a reference echo server owned by the test,
+//! a port nothing listens on, and bounded waits for background processes.
+//!
+//! Every process started here is a child of the test and is killed by its handle when the
+//! guard that owns it drops, so a failing assertion never leaves a server running. All traffic
+//! goes to 127.0.0.1.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command as StdCommand, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest any single CLI invocation may take before the test calls it hung.
+pub const CMD_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("barrage")
+}
+
+/// `barrage` with a timeout, so that a bug cannot hang the suite.
+pub fn barrage() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::new(bin());
+    c.timeout(CMD_TIMEOUT);
+    c
+}
+
+/// A loopback port with nothing listening on it: bind port 0, note the port, close it.
+pub fn refused_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr").port()
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not valid JSON ({e}):\n{text}", path.display()))
+}
+
+/// `kill -SIG PID` through the `kill` program (the tests have no libc).
+pub fn send_signal(pid: u32, sig: &str) {
+    let st = StdCommand::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -{sig} {pid} failed");
+}
+
+/// Waits for `child` at most `limit`; None if it is still running then.
+pub fn wait_at_most(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return Some(st);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A background process that is killed (by its handle) and reaped when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// `barrage serve echo` on 127.0.0.1:0 with one thread, `--stats` into a temporary directory,
+/// and `--exit-after 20s` as a backstop.
+pub struct EchoServer {
+    /// Declared before `stdout` so the process is gone before its pipe closes.
+    child: Guard,
+    /// Kept open for the server's whole life: it prints its counts on exit, and a closed pipe
+    /// there would be a test artefact, not what we test.
+    stdout: BufReader<ChildStdout>,
+    pub port: u16,
+    url: String,
+    pub stats: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl EchoServer {
+    pub fn start(extra: &[&str]) -> EchoServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stats = dir.path().join("server-stats.json");
+        let mut child = StdCommand::new(bin())
+            .args([
+                "serve",
+                "echo",
+                "--listen",
+                "127.0.0.1:0",
+                "--threads",
+                "1",
+                "--exit-after",
+                "20s",
+                "--stats",
+            ])
+            .arg(&stats)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn barrage serve echo");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let child = Guard(child);
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read server banner");
+        // "barrage echo server listening on 127.0.0.1:PORT (1 threads)"
+        let port = first
+            .split_once("listening on 127.0.0.1:")
+            .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected server banner: {first:?}"));
+        EchoServer {
+            child,
+            stdout,
+            port,
+            url: format!("tcp://127.0.0.1:{port}"),
+            stats,
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// SIGTERM, wait for a clean exit, and return the `--stats` JSON.
+    pub fn stop(mut self) -> Value {
+        send_signal(self.pid(), "TERM");
+        let st = wait_at_most(&mut self.child.0, Duration::from_secs(5))
+            .expect("echo server did not exit within 5 s of SIGTERM");
+        assert!(st.success(), "echo server exited with {st}");
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.stdout, &mut rest);
+        assert!(rest.contains("served:"), "server's last words: {rest:?}");
+        read_json(&self.stats)
+    }
+}
+
+/// The lines of `text` that are live status lines ("[  1.0s] conns ...").
+pub fn status_lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with('[')).collect()
+}
+
+/// `v[path]` for a dotted path, panicking with the path when a field is missing.
+pub fn field<'a>(v: &'a Value, path: &str) -> &'a Value {
+    let mut cur = v;
+    for key in path.split('.') {
+        cur = cur
+            .get(key)
+            .unwrap_or_else(|| panic!("JSON has no field '{path}' (missing '{key}')"));
+    }
+    cur
+}
+
+pub fn u(v: &Value, path: &str) -> u64 {
+    field(v, path)
+        .as_u64()
+        .unwrap_or_else(|| panic!("'{path}' is not an unsigned integer: {}", field(v, path)))
+}
+
+pub fn f(v: &Value, path: &str) -> f64 {
+    field(v, path)
+        .as_f64()
+        .unwrap_or_else(|| panic!("'{path}' is not a number: {}", field(v, path)))
+}
+
+pub fn s<'a>(v: &'a Value, path: &str) -> &'a str {
+    field(v, path)
+        .as_str()
+        .unwrap_or_else(|| panic!("'{path}' is not a string: {}", field(v, path)))
+}
