@@ -400,7 +400,11 @@ fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
     assert!(s.requests > 0);
     let broken = s.errors.get(ErrorClass::ClosedByPeer) + s.errors.get(ErrorClass::Reset);
     assert!(broken >= 5, "{:?}", s.errors);
-    assert!(s.errors.get(ErrorClass::Refused) >= 5, "reconnects refused: {:?}", s.errors);
+    assert!(
+        s.errors.get(ErrorClass::Refused) >= 5,
+        "reconnects refused: {:?}",
+        s.errors
+    );
     assert_eq!(s.connections.open, 0);
     assert_balanced(&o);
 }
