@@ -10,12 +10,9 @@ pub fn line(t: &Tick, agg: &Aggregator, target: u64) -> Option<String> {
         Phase::Measured => "",
         Phase::Drain => return None,
     };
-    let (_, avg, lat, errors) = agg.running();
-    let p99 = if lat.is_empty() {
-        t.latency_us.p99
-    } else {
-        lat.quantile(0.99)
-    };
+    // Rates and p99 of the last second; average and errors since the warm-up ended.
+    let (_, avg, _, errors) = agg.running();
+    let p99 = t.latency_us.p99;
     let errors = if t.phase == Phase::Warmup {
         t.errors.total()
     } else {
