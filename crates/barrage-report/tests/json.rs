@@ -38,7 +38,7 @@ fn json_is_pretty_with_schema_and_trailing_newline() {
     assert_eq!(v["summary"]["errors"]["timeout"], 8);
     assert_eq!(
         v["histograms"]["latency"]["encoding"],
-        "hdrhistogram-v2+base64"
+        "hdrhistogram-v2-deflate+base64"
     );
     let phases: Vec<&str> = v["timeseries"]
         .as_array()
