@@ -9,7 +9,7 @@
 
 use crate::counters::Counters;
 use crate::error::ErrorCounts;
-use crate::histogram::{LatencyHistogram, LatencyStats};
+use crate::histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 use crate::recorder::Delta;
 use crate::timeline::{Phase, Timeline, DRAIN_KEY};
 use serde::{Deserialize, Serialize};
@@ -126,6 +126,15 @@ pub struct Summary {
     pub latency_basis: LatencyBasis,
     pub latency_us: LatencyStats,
     pub connect_us: LatencyStats,
+    /// HTTP: time from the request to the response head (after the warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_us: Option<LatencyStats>,
+    /// TLS handshake time, whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_us: Option<LatencyStats>,
+    /// WebSocket upgrade handshake time, whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake_us: Option<LatencyStats>,
     pub io: Io,
     pub connections: Connections,
     /// Errors after the warm-up, by class.
@@ -148,6 +157,7 @@ pub struct PhaseSummary {
 struct Acc {
     counters: Counters,
     latency: LatencyHistogram,
+    ttfb: OptHistogram,
     ns: u64,
 }
 
@@ -155,6 +165,7 @@ impl Acc {
     fn add(&mut self, d: &Delta) {
         self.counters.merge(&d.counters);
         self.latency.merge(&d.latency);
+        self.ttfb.merge(&d.ttfb);
         if d.key != DRAIN_KEY {
             self.ns += d.end_ns.saturating_sub(d.start_ns);
         }
@@ -170,6 +181,9 @@ pub struct Outcome {
     pub latency: LatencyHistogram,
     pub connect: LatencyHistogram,
     pub warmup_latency: LatencyHistogram,
+    pub ttfb: OptHistogram,
+    pub tls: OptHistogram,
+    pub handshake: OptHistogram,
 }
 
 pub struct Aggregator {
@@ -181,6 +195,8 @@ pub struct Aggregator {
     measured: Acc,
     drain: Acc,
     connect: LatencyHistogram,
+    tls: OptHistogram,
+    handshake: OptHistogram,
     measured_counts: Vec<(f64, u64)>,
     last_open: u64,
     peak_open: u64,
@@ -198,6 +214,8 @@ impl Aggregator {
             measured: Acc::default(),
             drain: Acc::default(),
             connect: LatencyHistogram::new(),
+            tls: OptHistogram::default(),
+            handshake: OptHistogram::default(),
             measured_counts: Vec::new(),
             last_open: 0,
             peak_open: 0,
@@ -274,6 +292,8 @@ impl Aggregator {
             },
         };
         self.connect.merge(&d.connect);
+        self.tls.merge(&d.tls);
+        self.handshake.merge(&d.handshake);
         self.peak_open = self.peak_open.max(d.open_peak);
         match phase {
             Phase::Warmup => self.warmup.add(&d),
@@ -316,7 +336,9 @@ impl Aggregator {
         after.merge(&self.drain.counters);
         let mut latency = self.measured.latency.clone();
         latency.merge(&self.drain.latency);
-        let mut totals = after;
+        let mut ttfb = self.measured.ttfb.clone();
+        ttfb.merge(&self.drain.ttfb);
+        let mut totals = after.clone();
         totals.merge(&self.warmup.counters);
 
         let secs = self.measured.ns as f64 / 1e9;
@@ -343,6 +365,9 @@ impl Aggregator {
             latency_basis: basis,
             latency_us: latency.stats(),
             connect_us: self.connect.stats(),
+            ttfb_us: ttfb.stats(),
+            tls_us: self.tls.stats(),
+            handshake_us: self.handshake.stats(),
             io: Io {
                 reads: after.reads,
                 writes: after.writes,
@@ -390,6 +415,9 @@ impl Aggregator {
             latency,
             connect: self.connect,
             warmup_latency: self.warmup.latency,
+            ttfb,
+            tls: self.tls,
+            handshake: self.handshake,
         }
     }
 }

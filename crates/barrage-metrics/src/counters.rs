@@ -3,10 +3,11 @@
 //! Plain `u64` fields owned by exactly one worker thread while recording, so incrementing them
 //! costs an add, no atomics. Merging is field-wise addition, which makes every total exact.
 
+use crate::codes::CodeCounts;
 use crate::error::{ErrorClass, ErrorCounts};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Exchanges whose request was handed to the connection (written or queued for writing).
     pub sent: u64,
@@ -29,6 +30,16 @@ pub struct Counters {
     /// Established connections that the peer closed or reset, or that timed out.
     pub closed_by_peer: u64,
     pub errors: ErrorCounts,
+    /// Replies received: TCP frames, HTTP responses, WebSocket data messages (expected or not).
+    #[serde(default)]
+    pub replies: u64,
+    /// HTTP: responses per status code.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub status: CodeCounts,
+    /// WebSocket: close frames received from the server, per close code (1006: the connection
+    /// ended without one).
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub ws_close: CodeCounts,
 }
 
 impl Counters {
@@ -51,6 +62,9 @@ impl Counters {
         self.connect_failures += o.connect_failures;
         self.closed_by_peer += o.closed_by_peer;
         self.errors.merge(&o.errors);
+        self.replies += o.replies;
+        self.status.merge(&o.status);
+        self.ws_close.merge(&o.ws_close);
     }
 }
 
@@ -74,14 +88,20 @@ mod tests {
             connect_failures: 11,
             closed_by_peer: 12,
             errors: ErrorCounts::default(),
+            replies: 13,
+            status: CodeCounts::default(),
+            ws_close: CodeCounts::default(),
         };
         a.error(ErrorClass::Reset, 1);
-        let b = a;
+        a.status.add(200, 1);
+        let b = a.clone();
         a.merge(&b);
         assert_eq!(a.sent, 2);
         assert_eq!(a.closed_by_peer, 24);
         assert_eq!(a.connect_failures, 22);
         assert_eq!(a.errors.get(ErrorClass::Reset), 2);
         assert_eq!(a.reads + a.writes, 30);
+        assert_eq!(a.replies, 26);
+        assert_eq!(a.status.get(200), 2);
     }
 }

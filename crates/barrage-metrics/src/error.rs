@@ -32,10 +32,27 @@ pub enum ErrorClass {
     Other,
     /// A due message could not be sent because the backlog was full (open-loop modes).
     NotSent,
+    /// The peer broke the protocol: a malformed HTTP response or WebSocket frame, a failed
+    /// WebSocket handshake, headers over the limits.
+    Protocol,
+    /// An HTTP status outside `--expect-status`.
+    UnexpectedStatus,
+    /// The server closed a WebSocket with a code other than 1000/1001.
+    WsClose,
+    /// TLS: the server's certificate has expired (or is not valid yet).
+    TlsExpired,
+    /// TLS: the certificate chain does not lead to a trusted CA.
+    TlsUnknownCa,
+    /// TLS: the certificate is not valid for the target's host name.
+    TlsBadName,
+    /// TLS: the handshake did not complete within the connect timeout.
+    TlsHandshakeTimeout,
+    /// TLS: any other TLS failure (alert, bad record, ...).
+    TlsOther,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 18;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -47,6 +64,14 @@ impl ErrorClass {
         Self::LocalPortExhausted,
         Self::Other,
         Self::NotSent,
+        Self::Protocol,
+        Self::UnexpectedStatus,
+        Self::WsClose,
+        Self::TlsExpired,
+        Self::TlsUnknownCa,
+        Self::TlsBadName,
+        Self::TlsHandshakeTimeout,
+        Self::TlsOther,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +86,14 @@ impl ErrorClass {
             Self::LocalPortExhausted => "local_port_exhausted",
             Self::Other => "other",
             Self::NotSent => "not_sent",
+            Self::Protocol => "protocol",
+            Self::UnexpectedStatus => "unexpected_status",
+            Self::WsClose => "ws_close",
+            Self::TlsExpired => "tls_expired",
+            Self::TlsUnknownCa => "tls_unknown_ca",
+            Self::TlsBadName => "tls_bad_name",
+            Self::TlsHandshakeTimeout => "tls_handshake_timeout",
+            Self::TlsOther => "tls_other",
         }
     }
 

@@ -246,3 +246,29 @@ mod tests {
         assert!(h.spectrum().is_empty());
     }
 }
+
+/// A histogram that costs nothing until its first value: for measurements only some protocols
+/// make (TLS handshakes, time to first byte).
+#[derive(Clone, Debug, Default)]
+pub struct OptHistogram(Option<LatencyHistogram>);
+
+impl OptHistogram {
+    #[inline]
+    pub fn record_ns(&mut self, ns: u64) {
+        self.0.get_or_insert_with(LatencyHistogram::new).record_ns(ns)
+    }
+
+    pub fn merge(&mut self, o: &OptHistogram) {
+        if let Some(h) = &o.0 {
+            self.0.get_or_insert_with(LatencyHistogram::new).merge(h);
+        }
+    }
+
+    pub fn get(&self) -> Option<&LatencyHistogram> {
+        self.0.as_ref()
+    }
+
+    pub fn stats(&self) -> Option<LatencyStats> {
+        self.0.as_ref().map(LatencyHistogram::stats)
+    }
+}

@@ -6,6 +6,7 @@
 //! merge exactly) and serializable; nothing here does I/O, spawns threads or knows sockets.
 
 pub mod aggregate;
+pub mod codes;
 pub mod counters;
 pub mod error;
 pub mod histogram;
@@ -17,9 +18,10 @@ pub use aggregate::{
     Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Rps, Summary,
     Tick, TickLatency,
 };
+pub use codes::CodeCounts;
 pub use counters::Counters;
 pub use error::{ErrorClass, ErrorCounts};
-pub use histogram::{LatencyHistogram, LatencyStats};
+pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use recorder::{Delta, Recorder};
 pub use result::{Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status};
 pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};

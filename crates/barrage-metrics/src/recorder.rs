@@ -6,13 +6,17 @@
 //! a fresh interval; gauges (open connections, in flight, backlog) carry over.
 
 use crate::counters::Counters;
-use crate::histogram::LatencyHistogram;
+use crate::histogram::{LatencyHistogram, OptHistogram};
 
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub c: Counters,
     pub latency: LatencyHistogram,
     pub connect: LatencyHistogram,
+    /// HTTP: time to the response head; TLS handshake; WebSocket upgrade handshake.
+    pub ttfb: OptHistogram,
+    pub tls: OptHistogram,
+    pub handshake: OptHistogram,
     /// Gauges owned by the worker: connections open now, exchanges in flight now, due
     /// messages waiting in backlogs now.
     pub open: u64,
@@ -47,6 +51,9 @@ impl Recorder {
             counters: std::mem::take(&mut self.c),
             latency: std::mem::take(&mut self.latency),
             connect: std::mem::take(&mut self.connect),
+            ttfb: std::mem::take(&mut self.ttfb),
+            tls: std::mem::take(&mut self.tls),
+            handshake: std::mem::take(&mut self.handshake),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -68,6 +75,9 @@ pub struct Delta {
     pub counters: Counters,
     pub latency: LatencyHistogram,
     pub connect: LatencyHistogram,
+    pub ttfb: OptHistogram,
+    pub tls: OptHistogram,
+    pub handshake: OptHistogram,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -81,6 +91,9 @@ impl Delta {
         self.counters.merge(&o.counters);
         self.latency.merge(&o.latency);
         self.connect.merge(&o.connect);
+        self.ttfb.merge(&o.ttfb);
+        self.tls.merge(&o.tls);
+        self.handshake.merge(&o.handshake);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;

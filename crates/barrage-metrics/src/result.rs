@@ -97,6 +97,14 @@ pub struct Histograms {
     pub connect: HistogramRecord,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup_latency: Option<HistogramRecord>,
+    /// HTTP time to the response head, after the warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb: Option<HistogramRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<HistogramRecord>,
+    /// WebSocket upgrade handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<HistogramRecord>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,6 +143,9 @@ impl RunResult {
                 .warmup
                 .as_ref()
                 .map(|_| HistogramRecord::encode(&outcome.warmup_latency)),
+            ttfb: outcome.ttfb.get().map(HistogramRecord::encode),
+            tls: outcome.tls.get().map(HistogramRecord::encode),
+            handshake: outcome.handshake.get().map(HistogramRecord::encode),
         };
         Self {
             schema: SCHEMA.into(),
