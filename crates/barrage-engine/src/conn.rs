@@ -4,7 +4,8 @@
 //! its send buffer only when a write was short; its queue of exchanges in flight grows to the
 //! most ever in flight and then stays. That keeps an idle connection within a few hundred bytes.
 
-use crate::framing::{Decoder, Sink};
+use crate::framing::Decoder;
+use crate::plan::{Plan, Protocol};
 use barrage_metrics::{ErrorClass, Recorder};
 use mio::net::TcpStream;
 use std::collections::VecDeque;
@@ -14,6 +15,10 @@ pub enum State {
     /// Not connected: waiting for its turn to connect (first time, or backoff after a failure).
     Waiting,
     Connecting,
+    /// TCP connected; the TLS handshake is under way.
+    Tls,
+    /// The WebSocket upgrade request is sent and its 101 awaited.
+    Upgrade,
     /// Connected; the first message is in flight and its reply awaited.
     Login,
     Ready,
@@ -31,13 +36,61 @@ pub struct Inflight {
     pub len: u32,
 }
 
+/// The reply decoder of a connection, by protocol: a few bytes of state, or for HTTP a header
+/// buffer allocated only when a response head spans reads.
+pub enum Codec {
+    Tcp(Decoder),
+    Http(crate::http::ResponseDecoder),
+    Ws {
+        upgrade: Option<Box<crate::ws::HandshakeDecoder>>,
+        frames: crate::ws::FrameDecoder,
+    },
+}
+
+impl Codec {
+    pub fn for_plan(plan: &Plan) -> Self {
+        match &plan.protocol {
+            Protocol::Tcp => Codec::Tcp(Decoder::default()),
+            Protocol::Http(h) => Codec::Http(crate::http::ResponseDecoder::new(
+                crate::http::Limits::default(),
+                h.request.is_head(),
+            )),
+            Protocol::Ws(w) => Codec::Ws {
+                upgrade: None,
+                frames: crate::ws::FrameDecoder::new(w.max_message),
+            },
+        }
+    }
+
+    pub fn reset(&mut self) {
+        match self {
+            Codec::Tcp(d) => d.reset(),
+            Codec::Http(d) => d.reset(),
+            Codec::Ws { upgrade, frames } => {
+                *upgrade = None;
+                frames.reset();
+            }
+        }
+    }
+}
+
 pub struct Conn {
     pub gid: u64,
     pub state: State,
     pub stream: Option<TcpStream>,
+    /// TLS session over `stream` (`https://`, `wss://`).
+    pub tls: Option<Box<rustls::ClientConnection>>,
     pub connect_started: u64,
+    /// When the transport (TCP, then TLS) became usable: handshake times count from here.
+    pub opened_at: u64,
     pub inflight: VecDeque<Inflight>,
-    pub decoder: Decoder,
+    pub codec: Codec,
+    /// WebSocket: payload of a ping to answer with a pong (at most 125 bytes), and whether the
+    /// server closed (with the code it sent, if any).
+    pub pong: Option<Vec<u8>>,
+    pub peer_close: Option<Option<u16>>,
+    /// HTTP: the server announced it closes the connection after the current response.
+    pub server_closes: bool,
     /// Bytes accepted for sending that the socket did not take yet, from `wpos`.
     pub wbuf: Vec<u8>,
     pub wpos: usize,
@@ -67,14 +120,19 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(gid: u64) -> Self {
+    pub fn new(gid: u64, codec: Codec) -> Self {
         Self {
             gid,
             state: State::Waiting,
             stream: None,
+            tls: None,
             connect_started: 0,
+            opened_at: 0,
             inflight: VecDeque::new(),
-            decoder: Decoder::default(),
+            codec,
+            pong: None,
+            peer_close: None,
+            server_closes: false,
             wbuf: Vec::new(),
             wpos: 0,
             vbuf: VecDeque::new(),
@@ -96,7 +154,7 @@ impl Conn {
     }
 
     pub fn pending_write(&self) -> bool {
-        self.wpos < self.wbuf.len()
+        self.wpos < self.wbuf.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Exchanges in flight that count (the login message does not).
@@ -112,8 +170,12 @@ impl Conn {
     /// Forget everything tied to the broken connection; keep the schedule position.
     pub fn reset_io(&mut self) {
         self.stream = None;
+        self.tls = None;
         self.inflight.clear();
-        self.decoder.reset();
+        self.codec.reset();
+        self.pong = None;
+        self.peer_close = None;
+        self.server_closes = false;
         self.wbuf.clear();
         self.wpos = 0;
         self.vbuf.clear();
@@ -127,7 +189,7 @@ impl Conn {
     }
 }
 
-/// Applies decoded replies to one connection.
+/// Applies decoded replies to one connection; the protocol sinks (sinks.rs) build on it.
 pub struct Replies<'a> {
     pub conn: &'a mut Conn,
     pub rec: &'a mut Recorder,
@@ -139,12 +201,9 @@ pub struct Replies<'a> {
     pub login_done: bool,
 }
 
-impl Sink for Replies<'_> {
-    fn expect_len(&mut self) -> Option<u64> {
-        self.conn.inflight.front().map(|f| f.len as u64)
-    }
-
-    fn body(&mut self, bytes: &[u8]) {
+impl Replies<'_> {
+    /// Reply bytes of the exchange at the front, checked under `--verify`.
+    pub fn verify_body(&mut self, bytes: &[u8]) {
         let c = &mut *self.conn;
         if !self.verify_static.is_empty() {
             let end = c.voff + bytes.len();
@@ -161,13 +220,16 @@ impl Sink for Replies<'_> {
         }
     }
 
-    fn frame(&mut self) {
+    /// The exchange at the front got its reply: completed, or failed with `bad` (or a
+    /// verification mismatch). A reply with nothing in flight is counted as unexpected.
+    pub fn complete(&mut self, bad: Option<ErrorClass>) {
         let c = &mut *self.conn;
+        self.rec.c.replies += 1;
         let Some(ex) = c.inflight.pop_front() else {
             self.rec.c.unexpected += 1;
             return;
         };
-        let bad = std::mem::take(&mut c.vbad);
+        let mismatch = std::mem::take(&mut c.vbad);
         c.voff = 0;
         if c.state == State::Login {
             c.state = State::Ready;
@@ -175,21 +237,18 @@ impl Sink for Replies<'_> {
             return;
         }
         self.rec.in_flight -= 1;
-        if bad {
-            self.rec.c.failed += 1;
-            self.rec.c.error(ErrorClass::Mismatch, 1);
-        } else {
-            self.rec.c.completed += 1;
-            self.rec
-                .latency
-                .record_ns(self.now.saturating_sub(ex.start));
+        match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
+            Some(class) => {
+                self.rec.c.failed += 1;
+                self.rec.c.error(class, 1);
+            }
+            None => {
+                self.rec.c.completed += 1;
+                self.rec.latency.record_ns(self.now.saturating_sub(ex.start));
+            }
         }
         if self.closed_loop {
-            self.conn.owed += 1;
+            c.owed += 1;
         }
-    }
-
-    fn unexpected(&mut self, _bytes: &[u8]) {
-        self.rec.c.unexpected += 1;
     }
 }

@@ -10,13 +10,17 @@ pub mod classify;
 pub mod clock;
 mod conn;
 pub mod framing;
+pub mod http;
 pub mod message;
 pub mod pacer;
 pub mod plan;
 pub mod run;
+mod sinks;
 mod worker;
+pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
 pub use message::{escape, unescape, EscapeError, Template};
-pub use plan::{Mode, Plan, Share, Target};
+pub use plan::{HttpPlan, Mode, Plan, Protocol, Share, StatusSet, Target, TlsPlan, WsPlan};
 pub use run::{run, End, EngineError, RunOutput};
+pub use worker::classify_tls;

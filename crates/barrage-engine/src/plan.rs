@@ -39,6 +39,68 @@ impl Mode {
     }
 }
 
+/// What is spoken on a connection once it is open.
+#[derive(Clone, Debug)]
+pub enum Protocol {
+    /// Raw TCP: `Plan::message`, `first_message` and `framing` say everything.
+    Tcp,
+    Http(HttpPlan),
+    Ws(WsPlan),
+}
+
+impl Protocol {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Http(_) => "http",
+            Protocol::Ws(_) => "ws",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct HttpPlan {
+    pub request: crate::http::RequestTemplate,
+    pub expect_status: StatusSet,
+}
+
+#[derive(Clone, Debug)]
+pub struct WsPlan {
+    pub host_header: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub subprotocol: Option<String>,
+    /// Binary frames instead of text.
+    pub binary: bool,
+    /// Largest message accepted from the server.
+    pub max_message: u64,
+}
+
+/// HTTP status codes that count as success, as inclusive ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusSet(pub Vec<(u16, u16)>);
+
+impl Default for StatusSet {
+    /// 2xx and 3xx.
+    fn default() -> Self {
+        Self(vec![(200, 399)])
+    }
+}
+
+impl StatusSet {
+    #[inline]
+    pub fn contains(&self, code: u16) -> bool {
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&code))
+    }
+}
+
+/// TLS on top of TCP (`https://`, `wss://`).
+#[derive(Clone, Debug)]
+pub struct TlsPlan {
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Target {
     /// As the user wrote it, e.g. `tcp://localhost:7000`.
@@ -49,6 +111,8 @@ pub struct Target {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub target: Target,
+    pub protocol: Protocol,
+    pub tls: Option<TlsPlan>,
     pub connections: u64,
     pub threads: usize,
     /// New connections per second, all shares together; `None` = as fast as allowed.
@@ -166,6 +230,8 @@ pub(crate) mod tests {
                 url: "tcp://127.0.0.1:1".into(),
                 addr: "127.0.0.1:1".parse().unwrap(),
             },
+            protocol: Protocol::Tcp,
+            tls: None,
             connections,
             threads: 1,
             connect_rate: Some(100.0),

@@ -8,11 +8,11 @@
 
 use crate::classify::classify;
 use crate::clock::{mono_ns, Alarm, Timers};
-use crate::conn::{Conn, Inflight, Replies, State};
+use crate::conn::{Codec, Conn, Inflight, Replies, State};
 use crate::framing::Framing;
 use crate::message::Fill;
 use crate::pacer::{backoff_ns, Rng};
-use crate::plan::{Mode, Plan, Share};
+use crate::plan::{Mode, Plan, Protocol, Share};
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -59,6 +59,8 @@ pub struct Worker {
     conns: Vec<Conn>,
     rec: Recorder,
     rbuf: Box<[u8]>,
+    /// TLS plaintext, decrypted out of `rbuf`'s ciphertext.
+    pbuf: Box<[u8]>,
     scratch: Vec<u8>,
     connect_queue: VecDeque<u32>,
     ready: VecDeque<u32>,
@@ -97,9 +99,10 @@ impl Worker {
                 .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
         }
         let conns = (0..share.connections)
-            .map(|k| Conn::new(share.global_id(k)))
+            .map(|k| Conn::new(share.global_id(k), Codec::for_plan(&plan)))
             .collect();
         let timeline = plan.timeline();
+        let plan_tls = plan.tls.is_some();
         let w = Self {
             id: share.index as u32,
             allowance: share.requests,
@@ -113,6 +116,7 @@ impl Worker {
             conns,
             rec: Recorder::new(),
             rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            pbuf: if plan_tls { vec![0u8; READ_BUF].into_boxed_slice() } else { Box::default() },
             scratch: Vec::with_capacity(4096),
             ready: VecDeque::new(),
             connecting: 0,
@@ -247,14 +251,28 @@ impl Worker {
         }
     }
 
-    /// Close every connection and deliver the final (drain) delta.
+    /// Close every connection and deliver the final (drain) delta. WebSocket connections get
+    /// a close frame with code 1000 first (best effort: the socket may be full or gone).
     fn finish(mut self) {
         let now = self.now();
-        for c in &mut self.conns {
-            if matches!(c.state, State::Login | State::Ready) {
+        let ws = matches!(self.plan.protocol, Protocol::Ws(_));
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if matches!(c.state, State::Tls | State::Upgrade | State::Login | State::Ready) {
                 self.rec.conn_closed();
             }
+            if ws && c.state == State::Ready && c.stream.is_some() {
+                self.scratch.clear();
+                let mask = (self.rng.next_u64() as u32).to_le_bytes();
+                crate::ws::close_frame(1000, mask, &mut self.scratch);
+                let _ = transfer::write_to(c, &mut self.rec, &self.scratch);
+            }
+            if let Some(t) = c.tls.as_mut() {
+                t.send_close_notify();
+                let _ = transfer::flush_tls(c, &mut self.rec);
+            }
             c.stream = None;
+            c.tls = None;
             c.state = State::Closed;
         }
         // Exchanges still in flight stay counted in the `in_flight` gauge.
@@ -298,20 +316,24 @@ impl Worker {
 
     fn check_timeout(&mut self, idx: u32, now: u64) {
         let c = &self.conns[idx as usize];
-        let deadline = match c.state {
-            State::Connecting => c.connect_started + self.plan.connect_timeout.as_nanos() as u64,
+        let ct = self.plan.connect_timeout.as_nanos() as u64;
+        let (deadline, class) = match c.state {
+            State::Connecting => (c.connect_started + ct, ErrorClass::ConnectTimeout),
+            State::Tls => (c.opened_at + ct, ErrorClass::TlsHandshakeTimeout),
+            State::Upgrade => (
+                c.opened_at + self.plan.timeout.as_nanos() as u64,
+                ErrorClass::Timeout,
+            ),
             State::Login | State::Ready => match c.inflight.front() {
-                Some(f) => f.sent + self.plan.timeout.as_nanos() as u64,
+                Some(f) => (
+                    f.sent + self.plan.timeout.as_nanos() as u64,
+                    ErrorClass::Timeout,
+                ),
                 None => return,
             },
             _ => return,
         };
         if deadline <= now {
-            let class = if c.state == State::Connecting {
-                ErrorClass::ConnectTimeout
-            } else {
-                ErrorClass::Timeout
-            };
             self.fail(idx, class, None, now);
         } else {
             self.arm_timeout(idx, deadline);
@@ -345,3 +367,5 @@ impl Worker {
 }
 
 mod conn_io;
+mod transfer;
+pub use transfer::classify_tls;

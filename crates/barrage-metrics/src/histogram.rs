@@ -255,7 +255,9 @@ pub struct OptHistogram(Option<LatencyHistogram>);
 impl OptHistogram {
     #[inline]
     pub fn record_ns(&mut self, ns: u64) {
-        self.0.get_or_insert_with(LatencyHistogram::new).record_ns(ns)
+        self.0
+            .get_or_insert_with(LatencyHistogram::new)
+            .record_ns(ns)
     }
 
     pub fn merge(&mut self, o: &OptHistogram) {

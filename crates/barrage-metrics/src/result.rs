@@ -53,6 +53,14 @@ pub struct RunConfig {
     pub first_message: Option<String>,
     pub expect: String,
     pub verify: bool,
+    /// HTTP: method, path and body size (headers are not recorded: they may hold secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    /// TLS: "verified" or "verification off (--insecure)".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subprotocol: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -100,14 +100,25 @@ fn header(r: &RunResult) -> Vec<String> {
     if c.warmup_s > 0.0 {
         what += &format!(", warm-up {}", setting_s(c.warmup_s));
     }
-    what += &format!(
-        "; message {}, expect {}{}, timeout {}",
-        bytes(c.message_bytes as f64),
-        c.expect,
-        if c.verify { " (verified)" } else { "" },
-        setting_us(c.timeout_ms * 1e3),
-    );
+    match &c.http {
+        Some(req) => what += &format!("; {req}"),
+        None => {
+            what += &format!(
+                "; message {}, expect {}{}",
+                bytes(c.message_bytes as f64),
+                c.expect,
+                if c.verify { " (verified)" } else { "" },
+            )
+        }
+    }
+    what += &format!(", timeout {}", setting_us(c.timeout_ms * 1e3));
     lines.push(format!("  {what}"));
+    if let Some(tls) = &c.tls {
+        lines.push(format!("  TLS {tls}"));
+    }
+    if let Some(p) = &c.subprotocol {
+        lines.push(format!("  subprotocol {p}"));
+    }
     lines
 }
 
@@ -185,19 +196,31 @@ fn latency(r: &RunResult) -> Vec<String> {
             plural(l.overflow, "value", "values")
         ));
     }
+    if let Some(t) = s.ttfb_us.as_ref().filter(|t| t.count > 0) {
+        lines.push(row("  first byte", percentiles(t, "response", "responses")));
+    }
     if s.connect_us.count > 0 {
-        lines.push(row("  connect", percentiles(&s.connect_us)));
+        lines.push(row(
+            "  connect",
+            percentiles(&s.connect_us, "connect", "connects"),
+        ));
+    }
+    if let Some(t) = s.tls_us.as_ref().filter(|t| t.count > 0) {
+        lines.push(row("  TLS", percentiles(t, "handshake", "handshakes")));
+    }
+    if let Some(t) = s.handshake_us.as_ref().filter(|t| t.count > 0) {
+        lines.push(row("  upgrade", percentiles(t, "handshake", "handshakes")));
     }
     lines
 }
 
-fn percentiles(l: &LatencyStats) -> String {
+fn percentiles(l: &LatencyStats, one: &str, many: &str) -> String {
     format!(
         "p50 {}, p99 {}, max {} ({})",
         duration_us(l.p50 as f64),
         duration_us(l.p99 as f64),
         duration_us(l.max as f64),
-        plural(l.count, "connect", "connects"),
+        plural(l.count, one, many),
     )
 }
 
@@ -279,6 +302,23 @@ fn health(r: &RunResult) -> Vec<String> {
         ),
         row("Errors", errors(&s.errors)),
     ];
+    let t = &s.totals;
+    if !t.status.is_empty() {
+        let codes: Vec<String> = t
+            .status
+            .iter()
+            .map(|(c, n)| format!("{c} {}", thousands(n)))
+            .collect();
+        lines.insert(2, row("HTTP status", codes.join(", ")));
+    }
+    if !t.ws_close.is_empty() {
+        let codes: Vec<String> = t
+            .ws_close
+            .iter()
+            .map(|(c, n)| format!("{c} {}", thousands(n)))
+            .collect();
+        lines.insert(2, row("WS closes", codes.join(", ")));
+    }
     let mut conservation = format!(
         "sent {} = completed {} + failed {} + in flight {} at end",
         thousands(x.sent),

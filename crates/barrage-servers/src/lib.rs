@@ -1,8 +1,10 @@
 //! barrage-servers: the reference servers that barrage is tested and benchmarked against.
 //!
-//! Today this is the TCP [`echo`] server; http, ws and chat servers will follow and reuse what
-//! is not echo-specific: [`ServerStats`] (exact counters a test can reconcile with what its
-//! client saw), [`ServerError`] and [`ServerHandle`] (stop, join, read counters).
+//! The TCP [`echo`] server, the [`http`] server (HTTP/1.1, optional TLS) and the WebSocket
+//! echo server [`ws`]; a chat server will follow. They share what is not protocol-specific:
+//! [`ServerStats`] (exact counters a test can reconcile with what its client saw, with an
+//! [`HttpStats`] or [`WsStats`] part), [`ServerError`], [`ServerHandle`] (stop, join, read
+//! counters), the event loop (`driver`) and the fault knobs (`faults`: delay, stall).
 //!
 //! Key decision: these servers share no code with the client engine (no codec, no I/O loop),
 //! so that a bug on one side cannot hide itself by being present on both. Each server runs one
@@ -10,9 +12,14 @@
 //! fast enough to be a benchmark target rather than the bottleneck. Servers start and stop inside
 //! the calling process: tests bind port 0, the CLI binds what the user asked.
 
+mod driver;
 pub mod echo;
+mod faults;
+pub mod http;
 mod runtime;
+mod sock;
 mod stats;
+pub mod ws;
 
 pub use runtime::ServerHandle;
-pub use stats::{ServerError, ServerStats};
+pub use stats::{HttpStats, ServerError, ServerStats, WsStats};

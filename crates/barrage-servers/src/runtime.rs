@@ -9,7 +9,7 @@
 //! Deliberate absence: `SO_REUSEPORT` also lets a *second* server started by the same user on
 //! the same port join the group and take part of the traffic; we accept that for a test tool.
 
-use crate::stats::{CounterWriter, ServerError, ServerStats, ThreadCounters};
+use crate::stats::{CounterWriter, Kind, ServerError, ServerStats, ThreadCounters};
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -41,6 +41,8 @@ pub(crate) struct LoopParts {
     pub stop: Arc<AtomicBool>,
     /// The server's address (real port), for log messages.
     pub addr: SocketAddr,
+    /// Which server this is, for log messages.
+    pub kind: Kind,
 }
 
 impl LoopParts {
@@ -53,6 +55,8 @@ impl LoopParts {
 #[derive(Debug)]
 pub struct ServerHandle {
     local_addr: SocketAddr,
+    /// Decides which protocol part [`ServerHandle::stats`] fills in.
+    kind: Kind,
     /// Shared with every loop thread; only the handle sets it.
     stop: Arc<AtomicBool>,
     /// One per thread; owned here so the handle can wake a thread blocked in `poll`.
@@ -69,11 +73,12 @@ impl ServerHandle {
         self.local_addr
     }
 
-    /// A live snapshot summed over all threads.
+    /// A live snapshot summed over all threads. Its `http` or `ws` part is `Some` for the
+    /// server of that protocol (even before any traffic), `None` otherwise.
     pub fn stats(&self) -> ServerStats {
         let mut total = ServerStats::default();
         for counters in &self.counters {
-            total.merge(&counters.snapshot());
+            total.merge(&counters.snapshot(self.kind));
         }
         total
     }
@@ -109,9 +114,9 @@ impl Drop for ServerHandle {
 }
 
 /// Binds `threads` listeners on `listen` and runs `run` on a thread for each. `kind` names the
-/// threads (`barrage-<kind>-<i>`).
+/// threads (`barrage-<kind>-<i>`) and decides the protocol part of the stats.
 pub(crate) fn spawn<F>(
-    kind: &str,
+    kind: Kind,
     listen: SocketAddr,
     threads: usize,
     run: F,
@@ -134,6 +139,7 @@ where
         })?;
     let mut handle = ServerHandle {
         local_addr,
+        kind,
         stop: Arc::new(AtomicBool::new(false)),
         wakers: Vec::with_capacity(threads),
         counters: Vec::with_capacity(threads),
@@ -157,10 +163,11 @@ where
             counters: writer,
             stop: Arc::clone(&handle.stop),
             addr: local_addr,
+            kind,
         };
         let run = run.clone();
         let thread = thread::Builder::new()
-            .name(format!("barrage-{kind}-{index}"))
+            .name(format!("barrage-{}-{index}", kind.name()))
             .spawn(move || run(parts))
             .map_err(|source| ServerError::Spawn {
                 addr: local_addr,

@@ -7,6 +7,12 @@
 //! kernel (and corrected if less went out), so a client that has received its echo and then asks
 //! for [`ServerStats`] always finds those bytes counted. Counting after the syscall would leave a
 //! window in which the kernel, waking the client on return from `write`, preempts the server.
+//! Protocol counters follow the same rule: an http request or a ws message is counted when its
+//! answer is queued, before the write that sends it.
+//!
+//! The socket counters are the same for every server; the protocol parts ([`HttpStats`],
+//! [`WsStats`]) are `Some` only for the server that speaks that protocol, and are left out of
+//! the JSON otherwise, so the echo server's record keeps its shape.
 
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -32,6 +38,87 @@ pub struct ServerStats {
     pub reads: u64,
     /// Write syscalls that sent at least one byte.
     pub writes: u64,
+    /// The http server's protocol counters; `None` for other servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpStats>,
+    /// The WebSocket server's protocol counters; `None` for other servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WsStats>,
+}
+
+/// What the http server answered. Byte and syscall counts are in [`ServerStats`] (with TLS:
+/// bytes on the wire, i.e. encrypted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpStats {
+    /// Requests answered, counted when the response is queued for writing; includes requests
+    /// answered with an error status (400, 431, ...). After a client has read every response,
+    /// this equals the number of requests it sent (a malformed request counts as one).
+    pub requests: u64,
+    /// Responses by status class; they add up to `requests` (no 1xx is ever sent).
+    pub responses_2xx: u64,
+    pub responses_3xx: u64,
+    pub responses_4xx: u64,
+    pub responses_5xx: u64,
+    /// TLS handshakes completed (0 without TLS).
+    pub tls_handshakes: u64,
+    /// Connections dropped because of a TLS protocol error (bad handshake, bad record).
+    pub tls_errors: u64,
+}
+
+impl HttpStats {
+    /// Adds `other` field by field.
+    pub fn merge(&mut self, other: &HttpStats) {
+        self.requests += other.requests;
+        self.responses_2xx += other.responses_2xx;
+        self.responses_3xx += other.responses_3xx;
+        self.responses_4xx += other.responses_4xx;
+        self.responses_5xx += other.responses_5xx;
+        self.tls_handshakes += other.tls_handshakes;
+        self.tls_errors += other.tls_errors;
+    }
+}
+
+/// What the WebSocket server did. Byte and syscall counts are in [`ServerStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsStats {
+    /// Upgrades answered with 101.
+    pub handshakes: u64,
+    /// Upgrade requests answered with an error status (400, 426, 431) instead.
+    pub handshakes_rejected: u64,
+    /// Complete text and binary messages received (a fragmented message counts once).
+    pub messages_in: u64,
+    /// Echoes queued for writing, one per message in; after a client has read every echo, this
+    /// equals the number of echoes it received.
+    pub messages_out: u64,
+    /// Pings received, each answered by one pong.
+    pub pings: u64,
+    /// Close frames received from clients.
+    pub closes_received: u64,
+    /// Close frames sent: replies to the client's close and closes the server started.
+    pub closes_sent: u64,
+    /// Closes the server started because the client broke the protocol (1002, 1007, 1009).
+    pub protocol_errors: u64,
+}
+
+impl WsStats {
+    /// Adds `other` field by field.
+    pub fn merge(&mut self, other: &WsStats) {
+        self.handshakes += other.handshakes;
+        self.handshakes_rejected += other.handshakes_rejected;
+        self.messages_in += other.messages_in;
+        self.messages_out += other.messages_out;
+        self.pings += other.pings;
+        self.closes_received += other.closes_received;
+        self.closes_sent += other.closes_sent;
+        self.protocol_errors += other.protocol_errors;
+    }
+}
+
+/// Adds an optional part: `None` stays `None` only if both are.
+fn merge_part<T: Copy + Default>(mine: &mut Option<T>, other: Option<T>, add: fn(&mut T, &T)) {
+    if let Some(other) = other {
+        add(mine.get_or_insert_with(T::default), &other);
+    }
 }
 
 impl ServerStats {
@@ -43,6 +130,27 @@ impl ServerStats {
         self.bytes_written += other.bytes_written;
         self.reads += other.reads;
         self.writes += other.writes;
+        merge_part(&mut self.http, other.http, HttpStats::merge);
+        merge_part(&mut self.ws, other.ws, WsStats::merge);
+    }
+}
+
+/// Which server a set of counters belongs to: decides which protocol part a snapshot carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Echo,
+    Http,
+    Ws,
+}
+
+impl Kind {
+    /// Short name, used in thread names (`barrage-<name>-<i>`) and log messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Echo => "echo",
+            Kind::Http => "http",
+            Kind::Ws => "ws",
+        }
     }
 }
 
@@ -66,6 +174,13 @@ pub enum ServerError {
         addr: SocketAddr,
         #[source]
         source: io::Error,
+    },
+    /// A TLS certificate or key file could not be read or parsed, or rustls refused the pair.
+    #[error("TLS setup for the server on {addr} failed: {}: {reason}", path.display())]
+    Tls {
+        addr: SocketAddr,
+        path: std::path::PathBuf,
+        reason: String,
     },
     /// A server thread could not be spawned.
     #[error("cannot start thread {index} of the server on {addr}: {source}")]
@@ -91,11 +206,50 @@ pub(crate) struct ThreadCounters {
     bytes_written: AtomicU64,
     reads: AtomicU64,
     writes: AtomicU64,
+    /// Indexed by [`Http`]; untouched by other servers.
+    http: [AtomicU64; Http::COUNT],
+    /// Indexed by [`Ws`]; untouched by other servers.
+    ws: [AtomicU64; Ws::COUNT],
+}
+
+/// The http counters, as indices into [`ThreadCounters`]' array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Http {
+    Requests,
+    Class2xx,
+    Class3xx,
+    Class4xx,
+    Class5xx,
+    TlsHandshakes,
+    TlsErrors,
+}
+
+impl Http {
+    const COUNT: usize = 7;
+}
+
+/// The WebSocket counters, as indices into [`ThreadCounters`]' array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ws {
+    Handshakes,
+    HandshakesRejected,
+    MessagesIn,
+    MessagesOut,
+    Pings,
+    ClosesReceived,
+    ClosesSent,
+    ProtocolErrors,
+}
+
+impl Ws {
+    const COUNT: usize = 8;
 }
 
 impl ThreadCounters {
     /// A consistent-enough view: each field is exact, fields may be a few syscalls apart.
-    pub(crate) fn snapshot(&self) -> ServerStats {
+    pub(crate) fn snapshot(&self, kind: Kind) -> ServerStats {
+        let http = |c: Http| self.http[c as usize].load(Relaxed);
+        let ws = |c: Ws| self.ws[c as usize].load(Relaxed);
         ServerStats {
             connections_accepted: self.connections_accepted.load(Relaxed),
             connections_open: self.connections_open.load(Relaxed),
@@ -103,6 +257,25 @@ impl ThreadCounters {
             bytes_written: self.bytes_written.load(Relaxed),
             reads: self.reads.load(Relaxed),
             writes: self.writes.load(Relaxed),
+            http: (kind == Kind::Http).then(|| HttpStats {
+                requests: http(Http::Requests),
+                responses_2xx: http(Http::Class2xx),
+                responses_3xx: http(Http::Class3xx),
+                responses_4xx: http(Http::Class4xx),
+                responses_5xx: http(Http::Class5xx),
+                tls_handshakes: http(Http::TlsHandshakes),
+                tls_errors: http(Http::TlsErrors),
+            }),
+            ws: (kind == Kind::Ws).then(|| WsStats {
+                handshakes: ws(Ws::Handshakes),
+                handshakes_rejected: ws(Ws::HandshakesRejected),
+                messages_in: ws(Ws::MessagesIn),
+                messages_out: ws(Ws::MessagesOut),
+                pings: ws(Ws::Pings),
+                closes_received: ws(Ws::ClosesReceived),
+                closes_sent: ws(Ws::ClosesSent),
+                protocol_errors: ws(Ws::ProtocolErrors),
+            }),
         }
     }
 }
@@ -144,6 +317,28 @@ impl CounterWriter {
         bump(&self.0.reads, 1);
     }
 
+    /// Counts one http event.
+    pub(crate) fn http(&self, counter: Http) {
+        bump(&self.0.http[counter as usize], 1);
+    }
+
+    /// Counts one http response with `status` (and so one request answered).
+    pub(crate) fn http_response(&self, status: u16) {
+        let class = match status {
+            ..300 => Http::Class2xx,
+            300..400 => Http::Class3xx,
+            400..500 => Http::Class4xx,
+            _ => Http::Class5xx,
+        };
+        self.http(Http::Requests);
+        self.http(class);
+    }
+
+    /// Counts one WebSocket event.
+    pub(crate) fn ws(&self, counter: Ws) {
+        bump(&self.0.ws[counter as usize], 1);
+    }
+
     /// Runs one write syscall of `len` bytes, counted before it runs (see the module doc) and
     /// corrected afterwards to what it actually wrote.
     pub(crate) fn counted_write(
@@ -179,7 +374,7 @@ mod tests {
         writer.counted_write(10, || Ok(4)).expect("ok");
         let _ = writer.counted_write(10, || Err(io::ErrorKind::WouldBlock.into()));
         let _ = writer.counted_write(10, || Ok(0));
-        let stats = shared.snapshot();
+        let stats = shared.snapshot(Kind::Echo);
         assert_eq!(stats.bytes_written, 14);
         assert_eq!(stats.writes, 2);
     }
@@ -199,7 +394,7 @@ mod tests {
             reads: 2,
             ..ServerStats::default()
         };
-        assert_eq!(shared.snapshot(), want);
+        assert_eq!(shared.snapshot(Kind::Echo), want);
     }
 
     #[test]
@@ -225,11 +420,47 @@ mod tests {
             bytes_written: 4,
             reads: 5,
             writes: 6,
+            http: None,
+            ws: None,
         };
         let mut sum = one;
         sum.merge(&one);
         assert_eq!(sum.bytes_written, 8);
         assert_eq!(sum.writes, 12);
         assert_eq!(sum.connections_accepted, 2);
+        assert_eq!((sum.http, sum.ws), (None, None));
+    }
+
+    #[test]
+    fn protocol_parts_merge_and_appear_only_for_their_server() {
+        let (writer, shared) = CounterWriter::new();
+        writer.http_response(200);
+        writer.http_response(404);
+        writer.http_response(503);
+        writer.ws(Ws::MessagesIn);
+        assert_eq!(shared.snapshot(Kind::Echo).http, None);
+        assert_eq!(shared.snapshot(Kind::Http).ws, None);
+        let mut sum = ServerStats::default();
+        sum.merge(&shared.snapshot(Kind::Http));
+        sum.merge(&shared.snapshot(Kind::Http));
+        let http = sum.http.expect("http part");
+        assert_eq!(http.requests, 6);
+        assert_eq!(
+            (http.responses_2xx, http.responses_4xx, http.responses_5xx),
+            (2, 2, 2)
+        );
+        assert_eq!(shared.snapshot(Kind::Ws).ws.expect("ws").messages_in, 1);
+    }
+
+    #[test]
+    fn echo_json_has_no_protocol_parts() {
+        let json = serde_json::to_string(&ServerStats::default()).expect("serialize");
+        assert!(!json.contains("http") && !json.contains("ws"), "{json}");
+        let http = ServerStats {
+            http: Some(HttpStats::default()),
+            ..ServerStats::default()
+        };
+        let json = serde_json::to_string(&http).expect("serialize");
+        assert!(json.contains("\"http\":{\"requests\":0"), "{json}");
     }
 }

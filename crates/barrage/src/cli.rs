@@ -17,6 +17,8 @@ Start with `barrage demo` (an echo server and two short tests, all on loopback),
 at your own server:\n\n  \
 barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
 barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50  # ping-pong against redis\n  \
+barrage http://127.0.0.1:8080/ -c 100 -d 30s                     # HTTP/1.1 keep-alive, like wrk\n  \
+barrage ws://127.0.0.1:9000/ -c 100 -m 'hello'                   # WebSocket echo ping-pong\n  \
 barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
 Modes: ping-pong (default, --pipeline K), --think D, --interval D, --rate R; \
 `barrage run --help` lists every flag.\n\
@@ -32,7 +34,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run a load test against a target (tcp://HOST:PORT).
+    /// Run a load test against a target (tcp://, http://, https://, ws://, wss://).
     Run(Box<RunArgs>),
     /// Start a reference server (echo) to test against.
     Serve(ServeArgs),
@@ -46,12 +48,14 @@ pub enum Command {
     after_help = "Examples:\n  \
 barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m\n  \
 barrage tcp://127.0.0.1:7000 -c 100 --rate 20k --warmup 5s --json result.json\n  \
-barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50 -n 1M\n\n\
+barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50 -n 1M\n  \
+barrage http://127.0.0.1:8080/api -X POST -H 'Content-Type: application/json' --body @req.json\n  \
+barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n\n\
 Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
 Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 130 interrupted."
 )]
 pub struct RunArgs {
-    /// Target, e.g. tcp://127.0.0.1:7000
+    /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH or ws(s)://HOST[:PORT]/PATH
     #[arg(value_name = "URL")]
     pub target: String,
 
@@ -101,20 +105,58 @@ pub struct RunArgs {
     pub first_message: Option<String>,
 
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
+    /// (ws: echo or none) [default: echo]
+    #[arg(long, value_name = "SPEC", help_heading = "Messages")]
+    pub expect: Option<String>,
+
+    /// HTTP method [default: GET]
     #[arg(
+        short = 'X',
         long,
-        default_value = "echo",
-        value_name = "SPEC",
-        help_heading = "Messages"
+        value_name = "METHOD",
+        help_heading = "HTTP and WebSocket"
     )]
-    pub expect: String,
+    pub method: Option<String>,
+
+    /// Request header 'Name: value' (repeatable); for ws:// sent with the handshake
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "NAME: VALUE",
+        help_heading = "HTTP and WebSocket"
+    )]
+    pub headers: Vec<String>,
+
+    /// Request body: TEXT, or @FILE to read it from a file
+    #[arg(long, value_name = "TEXT|@FILE", help_heading = "HTTP and WebSocket")]
+    pub body: Option<String>,
+
+    /// Status codes that count as success, e.g. 200,204 or 2xx,3xx or 200-299 [default: 2xx,3xx]
+    #[arg(long, value_name = "LIST", help_heading = "HTTP and WebSocket")]
+    pub expect_status: Option<String>,
+
+    /// Skip TLS certificate and host-name verification (https://, wss://)
+    #[arg(long, help_heading = "HTTP and WebSocket")]
+    pub insecure: bool,
+
+    /// Also trust the CA certificates in this PEM file
+    #[arg(long, value_name = "FILE", help_heading = "HTTP and WebSocket")]
+    pub cacert: Option<PathBuf>,
+
+    /// WebSocket subprotocol to request (Sec-WebSocket-Protocol)
+    #[arg(long, value_name = "NAME", help_heading = "HTTP and WebSocket")]
+    pub subprotocol: Option<String>,
+
+    /// WebSocket: send binary frames instead of text
+    #[arg(long, help_heading = "HTTP and WebSocket")]
+    pub binary: bool,
 
     /// Compare echoed bytes with what was sent (--expect echo); a difference is a `mismatch`
     #[arg(long, help_heading = "Messages")]
     pub verify: bool,
 
-    /// Closed loop: exchanges kept in flight per connection
-    #[arg(long, default_value = "1", value_parser = units::count, allow_hyphen_values = true, value_name = "K", help_heading = "Modes (default: ping-pong)")]
+    /// Closed loop: exchanges kept in flight per connection (HTTP pipelining)
+    #[arg(long, alias = "http-pipeline", default_value = "1", value_parser = units::count, allow_hyphen_values = true, value_name = "K", help_heading = "Modes (default: ping-pong)")]
     pub pipeline: u64,
 
     /// Closed loop with a pause of D after each reply
@@ -158,29 +200,34 @@ pub struct ServeArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Server {
-    /// TCP echo server: every byte received is sent back
-    Echo(EchoArgs),
+    /// TCP echo server: every byte received is sent back [listen: 127.0.0.1:7000]
+    Echo(ServerArgs),
+    /// HTTP/1.1 server: / (small body), /delay/<ms>, /bytes/<n>, /status/<code>, /chunked/<n>
+    /// [listen: 127.0.0.1:8080]
+    Http(ServerArgs),
+    /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
+    Ws(ServerArgs),
 }
 
 #[derive(Args, Debug)]
-pub struct EchoArgs {
+pub struct ServerArgs {
     /// Address to listen on; port 0 picks a free port and prints it
-    #[arg(long, default_value = "127.0.0.1:7000", value_name = "ADDR")]
-    pub listen: String,
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
 
     /// Event-loop threads (SO_REUSEPORT) [default: cores]
-    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
+    #[arg(long, value_parser = units::count, value_name = "N")]
     pub threads: Option<u64>,
 
     /// Write the served counts as JSON to FILE on exit
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
 
-    /// Fault: delay every echo by D
+    /// Fault: delay every reply by D
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub delay: Option<Duration>,
 
-    /// Fault: freeze all echoing once, T after start ...
+    /// Fault: freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
     pub stall_at: Option<Duration>,
 
@@ -191,6 +238,14 @@ pub struct EchoArgs {
     /// Stop by itself after D (for scripts and tests)
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub exit_after: Option<Duration>,
+
+    /// HTTP: serve TLS with this PEM certificate chain (with --tls-key)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// HTTP: the PEM private key for --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -5,9 +5,12 @@
 //! code 2. The engine never sees anything that did not pass through `plan`.
 
 use crate::cli::RunArgs;
-use barrage_engine::{unescape, Delimiter, Framing, LenPrefix, Mode, Plan, Target, Template};
+use crate::url::{self, Scheme};
+use barrage_engine::{
+    unescape, Delimiter, Framing, HttpPlan, LenPrefix, Mode, Plan, Protocol, StatusSet, Target,
+    Template, WsPlan,
+};
 use barrage_metrics::RunConfig;
-use std::net::ToSocketAddrs;
 use std::time::Duration;
 
 /// A mistake in the command line or its files; printed as one line, exit code 2.
@@ -23,12 +26,17 @@ const MAX_MESSAGE: u64 = 16 << 20;
 const DEFAULT_MESSAGE: &[u8] = b"hello from barrage\n";
 
 pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
-    let target = target(&a.target)?;
-    let framing = expect(&a.expect)?;
+    let url = url::parse(&a.target)?;
+    let target = Target {
+        url: a.target.clone(),
+        addr: url.addr,
+    };
+    check_flags_fit(a, url.scheme)?;
+    let expect_spec = a.expect.as_deref().unwrap_or("echo");
+    let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {
         return usage(format!(
-            "--verify compares echoed bytes and needs --expect echo (got --expect {})",
-            a.expect
+            "--verify compares echoed bytes and needs --expect echo (got --expect {expect_spec})"
         ));
     }
     let raw = match (&a.message, &a.message_file) {
@@ -98,10 +106,17 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         (None, None) => Some(Duration::from_secs(10)),
     };
     let connect_timeout = a.connect_timeout.unwrap_or(a.timeout);
+    let headers = headers(&a.headers)?;
+    let (protocol, http_note) = protocol(a, &url, &headers)?;
+    let tls = if url.scheme.tls() {
+        Some(crate::tls::plan(&url, a.insecure, a.cacert.as_deref())?)
+    } else {
+        None
+    };
     let message = Template::new(raw);
     let config = RunConfig {
         target: a.target.clone(),
-        protocol: "tcp".into(),
+        protocol: url.scheme.name().into(),
         connections: a.connections,
         threads: threads.min(a.connections as usize),
         duration_s: duration.map(|d| d.as_secs_f64()),
@@ -119,11 +134,25 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         message: barrage_engine::escape(&message.raw()[..message.raw().len().min(256)]),
         message_bytes: message.raw().len(),
         first_message: first.as_ref().map(|t| barrage_engine::escape(t.raw())),
-        expect: framing.describe(),
+        expect: match url.scheme {
+            Scheme::Http | Scheme::Https => "http response".into(),
+            _ => framing.describe(),
+        },
         verify: a.verify,
+        http: http_note,
+        tls: url.scheme.tls().then(|| {
+            if a.insecure {
+                "verification off (--insecure)".into()
+            } else {
+                "verified".into()
+            }
+        }),
+        subprotocol: a.subprotocol.clone(),
     };
     let plan = Plan {
         target,
+        protocol,
+        tls,
         connections: a.connections,
         threads,
         connect_rate: a.connect_rate,
@@ -145,6 +174,202 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
     Ok((plan, config))
 }
 
+/// Flags that belong to other protocols are mistakes, not silently ignored.
+fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
+    let http = matches!(scheme, Scheme::Http | Scheme::Https);
+    let ws = matches!(scheme, Scheme::Ws | Scheme::Wss);
+    let s = scheme.name();
+    let only =
+        |flag: &str, what: &str| Usage(format!("{flag} applies to {what} targets, not {s}://"));
+    if !http {
+        if a.method.is_some() {
+            return Err(only("-X/--method", "http(s)://"));
+        }
+        if a.body.is_some() {
+            return Err(only("--body", "http(s)://"));
+        }
+        if a.expect_status.is_some() {
+            return Err(only("--expect-status", "http(s)://"));
+        }
+    }
+    if !http && !ws && !a.headers.is_empty() {
+        return Err(only("-H/--header", "http(s):// and ws(s)://"));
+    }
+    if !ws && (a.subprotocol.is_some() || a.binary) {
+        return Err(only("--subprotocol and --binary", "ws(s)://"));
+    }
+    if !scheme.tls() && (a.insecure || a.cacert.is_some()) {
+        return Err(only("--insecure and --cacert", "https:// and wss://"));
+    }
+    if http {
+        for (flag, set) in [
+            ("-m/--message", a.message.is_some()),
+            ("--message-file", a.message_file.is_some()),
+            ("--first-message", a.first_message.is_some()),
+            ("--expect", a.expect.is_some()),
+            ("--verify", a.verify),
+        ] {
+            if set {
+                return Err(Usage(format!(
+                    "{flag} applies to tcp:// and ws:// targets; an HTTP request is -X, -H and --body"
+                )));
+            }
+        }
+    }
+    if ws {
+        if a.first_message.is_some() {
+            return Err(only("--first-message", "tcp://"));
+        }
+        if let Some(e) = &a.expect {
+            if e != "echo" && e != "none" {
+                return Err(Usage(format!(
+                    "--expect {e}: a ws:// reply is one message; use --expect echo or none"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-H 'Name: value'` into pairs; the HTTP codec checks names and values for injection.
+fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
+    raw.iter()
+        .map(|h| {
+            let (n, v) = h
+                .split_once(':')
+                .ok_or_else(|| Usage(format!("-H '{h}': write a header as 'Name: value'")))?;
+            let n = n.trim();
+            if n.is_empty() {
+                return Err(Usage(format!("-H '{h}': the header name is empty")));
+            }
+            Ok((n.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// What is spoken on the connection, from the scheme and the HTTP/WebSocket flags.
+fn protocol(
+    a: &RunArgs,
+    url: &url::Url,
+    headers: &[(String, String)],
+) -> Result<(Protocol, Option<String>), Usage> {
+    match url.scheme {
+        Scheme::Tcp => Ok((Protocol::Tcp, None)),
+        Scheme::Ws | Scheme::Wss => Ok((
+            Protocol::Ws(WsPlan {
+                host_header: url.host_header(),
+                path: url.path.clone(),
+                headers: headers.to_vec(),
+                subprotocol: a.subprotocol.clone(),
+                binary: a.binary,
+                max_message: MAX_MESSAGE,
+            }),
+            None,
+        )),
+        Scheme::Http | Scheme::Https => {
+            let body = match a.body.as_deref() {
+                None => None,
+                Some(b) => Some(match b.strip_prefix('@') {
+                    Some(path) => {
+                        let meta = std::fs::metadata(path)
+                            .map_err(|e| Usage(format!("--body @{path}: {}", io_reason(&e))))?;
+                        if meta.len() > MAX_MESSAGE {
+                            return usage(format!(
+                                "--body @{path}: {} bytes is more than the 16 MiB a body may have",
+                                meta.len()
+                            ));
+                        }
+                        std::fs::read(path)
+                            .map_err(|e| Usage(format!("--body @{path}: {}", io_reason(&e))))?
+                    }
+                    None => b.as_bytes().to_vec(),
+                }),
+            };
+            let method = a.method.clone().unwrap_or_else(|| "GET".into());
+            let host = url.host_header();
+            let spec = barrage_engine::http::RequestSpec {
+                method: &method,
+                path: &url.path,
+                host_header: &host,
+                headers,
+                body: body.as_deref(),
+                keep_alive: true,
+            };
+            let request = barrage_engine::http::RequestTemplate::new(&spec)
+                .map_err(|e| Usage(format!("{}: {e}", request_flag(&e.to_string()))))?;
+            let expect_status = match &a.expect_status {
+                Some(l) => status_set(l)?,
+                None => StatusSet::default(),
+            };
+            let note = format!(
+                "{method} {}{}",
+                url.path,
+                body.as_ref()
+                    .map(|b| format!(", body {} B", b.len()))
+                    .unwrap_or_default()
+            );
+            Ok((
+                Protocol::Http(HttpPlan {
+                    request,
+                    expect_status,
+                }),
+                Some(note),
+            ))
+        }
+    }
+}
+
+/// Which flag a request-building error is about, from its wording.
+fn request_flag(msg: &str) -> &'static str {
+    let m = msg.to_ascii_lowercase();
+    if m.contains("header") {
+        "-H/--header"
+    } else if m.contains("body") {
+        "--body"
+    } else if m.contains("method") {
+        "-X/--method"
+    } else if m.contains("path") {
+        "target"
+    } else {
+        "request"
+    }
+}
+
+/// `--expect-status 200,204`, `2xx,3xx`, `200-299`.
+pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
+    let bad = |item: &str| {
+        Usage(format!(
+            "--expect-status {list}: '{item}' is not a status; write e.g. 200,204 or 2xx,3xx or 200-299"
+        ))
+    };
+    let code = |t: &str| -> Option<u16> { t.parse().ok().filter(|c| (100..=599).contains(c)) };
+    let mut ranges = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let r = if let Some(c) = item.strip_suffix("xx").or_else(|| item.strip_suffix("XX")) {
+            let d: u16 = c
+                .parse()
+                .ok()
+                .filter(|d| (1..=5).contains(d))
+                .ok_or_else(|| bad(item))?;
+            (d * 100, d * 100 + 99)
+        } else if let Some((lo, hi)) = item.split_once('-') {
+            let (lo, hi) = (
+                code(lo).ok_or_else(|| bad(item))?,
+                code(hi).ok_or_else(|| bad(item))?,
+            );
+            if lo > hi {
+                return Err(bad(item));
+            }
+            (lo, hi)
+        } else {
+            let c = code(item).ok_or_else(|| bad(item))?;
+            (c, c)
+        };
+        ranges.push(r);
+    }
+    Ok(StatusSet(ranges))
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -155,61 +380,6 @@ fn io_reason(e: &std::io::Error) -> String {
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
         _ => e.to_string(),
     }
-}
-
-/// `tcp://HOST:PORT`, resolved now so that a bad name fails before any load.
-pub fn target(s: &str) -> Result<Target, Usage> {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return usage(format!(
-            "target '{s}' has no scheme; write it as tcp://HOST:PORT, e.g. tcp://127.0.0.1:7000"
-        ));
-    };
-    if !scheme.eq_ignore_ascii_case("tcp") {
-        return usage(format!(
-            "unknown scheme '{scheme}' in target '{s}'; supported: tcp://HOST:PORT"
-        ));
-    }
-    let hostport = rest.strip_suffix('/').unwrap_or(rest);
-    if hostport.contains('/') {
-        return usage(format!(
-            "target '{s}': a tcp:// target has no path; write tcp://HOST:PORT"
-        ));
-    }
-    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        match v6.split_once("]:") {
-            Some((h, p)) => (h, p),
-            None => return usage(format!("target '{s}' has no port; write tcp://[ADDR]:PORT")),
-        }
-    } else {
-        match hostport.rsplit_once(':') {
-            Some((h, p)) if !h.is_empty() => (h, p),
-            Some(_) => return usage(format!("target '{s}' has no host; write tcp://HOST:PORT")),
-            None => {
-                return usage(format!(
-                    "target '{s}' has no port; write tcp://{hostport}:PORT"
-                ))
-            }
-        }
-    };
-    let port: u32 = port.parse().map_err(|_| {
-        Usage(format!(
-            "target '{s}': port '{port}' is not a number (1-65535)"
-        ))
-    })?;
-    if port == 0 || port > 65535 {
-        return usage(format!(
-            "target '{s}': port {port} is out of range; use 1-65535"
-        ));
-    }
-    let addr = (host, port as u16)
-        .to_socket_addrs()
-        .map_err(|e| Usage(format!("target '{s}': cannot resolve host '{host}': {e}")))?
-        .next()
-        .ok_or_else(|| Usage(format!("target '{s}': host '{host}' has no address")))?;
-    Ok(Target {
-        url: s.to_string(),
-        addr,
-    })
 }
 
 /// `--expect SPEC`.
@@ -255,29 +425,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn targets() {
-        assert_eq!(
-            target("tcp://127.0.0.1:7000").unwrap().addr,
-            "127.0.0.1:7000".parse().unwrap()
-        );
-        assert_eq!(
-            target("tcp://[::1]:80/").unwrap().addr,
-            "[::1]:80".parse().unwrap()
-        );
-        assert!(target("tcp://localhost:9").is_ok());
-        for (bad, needle) in [
-            ("127.0.0.1:7000", "no scheme"),
-            ("udp://127.0.0.1:1", "unknown scheme 'udp'"),
-            ("tcp://127.0.0.1", "no port"),
-            ("tcp://127.0.0.1:0", "out of range"),
-            ("tcp://127.0.0.1:65536", "out of range"),
-            ("tcp://127.0.0.1:http", "not a number"),
-            ("tcp://:80", "no host"),
-            ("tcp://no-such-host.invalid:80", "cannot resolve host"),
-            ("tcp://127.0.0.1:80/x", "no path"),
+    fn status_sets() {
+        let s = status_set("200,204,3xx,500-502").unwrap();
+        for (c, want) in [
+            (200, true),
+            (204, true),
+            (201, false),
+            (302, true),
+            (501, true),
+            (503, false),
         ] {
-            let e = target(bad).unwrap_err().0;
-            assert!(e.contains(needle), "{bad}: {e}");
+            assert_eq!(s.contains(c), want, "{c}");
+        }
+        for bad in ["", "abc", "6xx", "99", "600", "300-200", "2xx,x"] {
+            assert!(
+                status_set(bad)
+                    .unwrap_err()
+                    .0
+                    .starts_with("--expect-status"),
+                "{bad}"
+            );
         }
     }
 

@@ -16,7 +16,9 @@ mod live;
 mod run;
 mod serve;
 mod sys;
+mod tls;
 mod units;
+mod url;
 
 use clap::Parser;
 use cli::{Cli, Command};

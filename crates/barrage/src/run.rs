@@ -16,6 +16,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
     )?;
+    if let (Some(tls), false) = (&plan.tls, a.insecure) {
+        if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout) {
+            eprintln!("error: {}: {why}", plan.target.url);
+            return Ok(1);
+        }
+    }
     let json_file = open_json(a.json.as_deref())?;
     let stop = sys::stop_on_signals();
     let started_at = sys::rfc3339_now();
@@ -41,7 +47,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let result = RunResult::new(
         status,
         message,
-        argv,
+        redact_argv(&argv),
         started_at,
         config,
         sys::environment(),
@@ -85,4 +91,71 @@ fn open_json(path: Option<&str>) -> Result<Option<JsonOut>, Usage> {
             Some((p.into(), Box::new(std::io::BufWriter::new(f))))
         }
     })
+}
+
+/// Header names whose values never reach an output file.
+const SECRET_HEADERS: [&str; 7] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+];
+
+/// The command line with the values of secret headers replaced by `[redacted]`.
+pub fn redact_argv(argv: &[String]) -> Vec<String> {
+    let redact = |h: &str| -> Option<String> {
+        let (name, _) = h.split_once(':')?;
+        SECRET_HEADERS
+            .contains(&name.trim().to_ascii_lowercase().as_str())
+            .then(|| format!("{}: [redacted]", name.trim()))
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut next_is_header = false;
+    for a in argv {
+        if next_is_header {
+            out.push(redact(a).unwrap_or_else(|| a.clone()));
+            next_is_header = false;
+            continue;
+        }
+        if a == "-H" || a == "--header" {
+            next_is_header = true;
+            out.push(a.clone());
+        } else if let Some(h) = a.strip_prefix("--header=") {
+            out.push(redact(h).map_or_else(|| a.clone(), |r| format!("--header={r}")));
+        } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
+            out.push(redact(h).map_or_else(|| a.clone(), |r| format!("-H{r}")));
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_argv;
+
+    #[test]
+    fn secret_headers_are_redacted_in_every_spelling() {
+        let argv: Vec<String> = [
+            "barrage",
+            "http://127.0.0.1/",
+            "-H",
+            "Authorization: Bearer s3cret",
+            "--header=Cookie: id=s3cret",
+            "-HX-Api-Key: s3cret",
+            "-H",
+            "Accept: text/plain",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = redact_argv(&argv).join(" ");
+        assert!(!out.contains("s3cret"), "{out}");
+        assert!(out.contains("Authorization: [redacted]"));
+        assert!(out.contains("Accept: text/plain"));
+    }
 }

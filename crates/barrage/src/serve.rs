@@ -1,19 +1,113 @@
-//! `barrage serve echo`: a reference server in the foreground until a signal (or
+//! `barrage serve echo|http|ws`: a reference server in the foreground until a signal (or
 //! `--exit-after`), then its counts on stdout and, with `--stats`, as JSON.
 
-use crate::cli::{EchoArgs, ServeArgs, Server};
+use crate::cli::{ServeArgs, Server};
 use crate::config::Usage;
 use anyhow::Context;
-use barrage_servers::echo::{self, EchoConfig};
+use barrage_servers::{echo, http, ws, ServerHandle};
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
-    match &a.server {
-        Server::Echo(e) => serve_echo(e),
+    let (name, default_listen, args) = match &a.server {
+        Server::Echo(s) => ("echo", "127.0.0.1:7000", s),
+        Server::Http(s) => ("http", "127.0.0.1:8080", s),
+        Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
+    };
+    let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
+    if name != "http" && args.tls_cert.is_some() {
+        return Err(Usage(format!(
+            "--tls-cert/--tls-key apply to `serve http`, not `serve {name}`"
+        ))
+        .into());
     }
+    if let Some(p) = &args.stats {
+        // Fail now, not after hours of serving.
+        std::fs::write(p, b"{}\n").map_err(|e| Usage(format!("--stats {}: {e}", p.display())))?;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.map_or(cores, |t| t as usize);
+    let stall_for = args.stall_for.unwrap_or_default();
+    let stop = crate::sys::stop_on_signals();
+    let server: ServerHandle = match &a.server {
+        Server::Echo(_) => echo::start(echo::EchoConfig {
+            listen,
+            threads,
+            delay: args.delay,
+            stall_at: args.stall_at,
+            stall_for,
+        })?,
+        Server::Http(_) => http::start(http::HttpConfig {
+            listen,
+            threads,
+            tls: match (&args.tls_cert, &args.tls_key) {
+                (Some(cert), Some(key)) => Some(http::TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }),
+                _ => None,
+            },
+            delay: args.delay,
+            stall_at: args.stall_at,
+            stall_for,
+        })?,
+        Server::Ws(_) => ws::start(ws::WsConfig {
+            listen,
+            threads,
+            delay: args.delay,
+            stall_at: args.stall_at,
+            stall_for,
+        })?,
+    };
+    let scheme = match (name, args.tls_cert.is_some()) {
+        ("http", true) => "https",
+        (n, _) => n,
+    };
+    say!(
+        "barrage {name} server listening on {} ({threads} thread{}){}",
+        server.local_addr(),
+        if threads == 1 { "" } else { "s" },
+        if name == "echo" {
+            String::new()
+        } else {
+            format!(": {scheme}://{}/", server.local_addr())
+        }
+    );
+    let deadline = args.exit_after.map(|d| Instant::now() + d);
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let addr = server.local_addr();
+    let s = server.shutdown();
+    // The stats file first: it is the record tests and scripts rely on, and stdout may be a
+    // pipe whose reader is gone.
+    if let Some(p) = &args.stats {
+        let mut v = serde_json::to_value(s)?;
+        v["server"] = name.into();
+        v["listen"] = addr.to_string().into();
+        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
+            .with_context(|| format!("--stats {}", p.display()))?;
+    }
+    let mut line = format!(
+        "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",
+        s.connections_accepted, s.bytes_read, s.reads, s.bytes_written, s.writes
+    );
+    if let Some(h) = &s.http {
+        line += &format!(
+            "; {} requests (2xx {}, 3xx {}, 4xx {}, 5xx {})",
+            h.requests, h.responses_2xx, h.responses_3xx, h.responses_4xx, h.responses_5xx
+        );
+    }
+    if let Some(w) = &s.ws {
+        line += &format!(
+            "; {} handshakes, {} messages in, {} out",
+            w.handshakes, w.messages_in, w.messages_out
+        );
+    }
+    let _ = writeln!(std::io::stdout(), "{line}");
+    Ok(0)
 }
 
 fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
@@ -25,54 +119,4 @@ fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
         })?
         .next()
         .ok_or_else(|| Usage(format!("--listen {s}: no address")))
-}
-
-fn serve_echo(a: &EchoArgs) -> anyhow::Result<i32> {
-    let listen = listen_addr(&a.listen)?;
-    if let Some(p) = &a.stats {
-        // Fail now, not after hours of serving.
-        std::fs::write(p, b"{}\n").map_err(|e| Usage(format!("--stats {}: {e}", p.display())))?;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cfg = EchoConfig {
-        listen,
-        threads: a.threads.map_or(cores, |t| t as usize),
-        delay: a.delay,
-        stall_at: a.stall_at,
-        stall_for: a.stall_for.unwrap_or_default(),
-    };
-    let threads = cfg.threads;
-    let stop = crate::sys::stop_on_signals();
-    let server = echo::start(cfg)?;
-    let _ = writeln!(
-        std::io::stdout(),
-        "barrage echo server listening on {} ({threads} thread{})",
-        server.local_addr(),
-        if threads == 1 { "" } else { "s" }
-    );
-    let deadline = a.exit_after.map(|d| Instant::now() + d);
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let addr = server.local_addr();
-    let s = server.shutdown();
-    // The stats file first: it is the record tests and scripts rely on, and stdout may be a
-    // pipe whose reader is gone.
-    if let Some(p) = &a.stats {
-        let mut v = serde_json::to_value(s)?;
-        v["server"] = "echo".into();
-        v["listen"] = addr.to_string().into();
-        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
-            .with_context(|| format!("--stats {}", p.display()))?;
-    }
-    let _ = writeln!(
-        std::io::stdout(),
-        "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",
-        s.connections_accepted,
-        s.bytes_read,
-        s.reads,
-        s.bytes_written,
-        s.writes
-    );
-    Ok(0)
 }

@@ -1,5 +1,5 @@
 //! One echo connection: its socket, the bytes it still owes its peer and what it knows about
-//! its readiness; plus [`Conns`], the slot table the event loop keeps them in.
+//! its readiness.
 //!
 //! Key decision: backpressure, not buffering. Without a delay, a connection stops reading as
 //! soon as the kernel refuses part of an echo, and reads again only once that rest is flushed,
@@ -8,7 +8,9 @@
 //! have unread data (`read_ready`) or be unable to write (`write_blocked`): no new edge comes
 //! for readiness we have not consumed.
 
-use super::faults::{after, DelayQueue};
+use super::delay::DelayQueue;
+use crate::driver::{Key, Turn};
+use crate::faults::after;
 use crate::stats::CounterWriter;
 use mio::event::Event;
 use mio::net::TcpStream;
@@ -27,24 +29,12 @@ const RETAIN_PENDING: usize = 128 * 1024;
 pub(crate) struct Hold<'a> {
     pub queue: &'a mut DelayQueue,
     pub delay: Duration,
-    pub slot: usize,
-}
-
-/// What a connection's turn ended with.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Turn {
-    /// Nothing more to do until the next event.
-    Idle,
-    /// It used its read budget and may have more data: give it another turn soon.
-    Yielded,
-    /// The peer closed or the socket failed: drop the connection.
-    Closed,
+    /// The connection the bytes belong to.
+    pub key: Key,
 }
 
 pub(crate) struct Conn {
     stream: TcpStream,
-    /// Unique per thread, so held bytes never reach a later connection in the same slot.
-    pub id: u64,
     /// Echo bytes the kernel refused, `pending[sent..]`; allocated on first use only.
     pending: Vec<u8>,
     sent: usize,
@@ -59,15 +49,12 @@ pub(crate) struct Conn {
     write_blocked: bool,
     /// We read the peer's FIN but still owe it bytes: close once they are written.
     eof: bool,
-    /// Already in the event loop's "give it another turn" list.
-    pub queued: bool,
 }
 
 impl Conn {
-    pub(crate) fn new(stream: TcpStream, id: u64) -> Conn {
+    pub(crate) fn new(stream: TcpStream) -> Conn {
         Conn {
             stream,
-            id,
             pending: Vec::new(),
             sent: 0,
             delayed: 0,
@@ -75,7 +62,6 @@ impl Conn {
             read_closed: false,
             write_blocked: false,
             eof: false,
-            queued: false,
         }
     }
 
@@ -134,7 +120,7 @@ impl Conn {
                             // The clock is read per read, not per loop turn: data that arrived
                             // while this turn ran must not come back early.
                             let due = after(Instant::now(), hold.delay);
-                            hold.queue.push(due, hold.slot, self.id, data);
+                            hold.queue.push(due, hold.key.slot, hold.key.id, data);
                             self.delayed += n;
                         }
                         None => {
@@ -212,47 +198,4 @@ fn write_some(stream: &mut TcpStream, data: &[u8], counters: &CounterWriter) -> 
         }
     }
     Ok(done)
-}
-
-/// Connections by slot; slot `i` has mio token `i + FIRST_CONN`. Freed slots are reused, so
-/// the table stays as large as the peak number of open connections.
-#[derive(Default)]
-pub(crate) struct Conns {
-    slots: Vec<Option<Conn>>,
-    free: Vec<usize>,
-}
-
-impl Conns {
-    /// A free slot number; the caller fills it with [`Conns::fill`] or gives it back with
-    /// [`Conns::release`].
-    pub(crate) fn vacant(&mut self) -> usize {
-        self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        })
-    }
-
-    pub(crate) fn fill(&mut self, slot: usize, conn: Conn) {
-        self.slots[slot] = Some(conn);
-    }
-
-    pub(crate) fn release(&mut self, slot: usize) {
-        self.free.push(slot);
-    }
-
-    pub(crate) fn get_mut(&mut self, slot: usize) -> Option<&mut Conn> {
-        self.slots.get_mut(slot).and_then(Option::as_mut)
-    }
-
-    /// Takes the connection out of its slot and frees the slot.
-    pub(crate) fn remove(&mut self, slot: usize) -> Option<Conn> {
-        let conn = self.slots.get_mut(slot).and_then(Option::take)?;
-        self.free.push(slot);
-        Some(conn)
-    }
-
-    /// One past the highest slot ever used.
-    pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
-    }
 }

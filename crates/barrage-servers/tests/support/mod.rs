@@ -1,7 +1,10 @@
-//! Helpers shared by the echo server's integration tests: blocking std clients with timeouts,
+//! Helpers shared by the servers' integration tests: blocking std clients with timeouts,
 //! so that a server bug fails a test instead of hanging the suite.
 
 #![allow(dead_code)] // each test binary uses a different subset
+
+pub mod http_client;
+pub mod ws_client;
 
 use barrage_servers::echo::{self, EchoConfig};
 use barrage_servers::{ServerHandle, ServerStats};
@@ -27,7 +30,7 @@ pub fn start(cfg: EchoConfig) -> ServerHandle {
 }
 
 pub fn connect(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(addr).expect("connect to the echo server");
+    let stream = TcpStream::connect(addr).expect("connect to the server");
     stream
         .set_read_timeout(Some(IO_TIMEOUT))
         .expect("read timeout");

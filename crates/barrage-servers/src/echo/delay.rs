@@ -1,56 +1,12 @@
-//! The echo server's fault knobs as plain time arithmetic: the stall window and the delay queue.
+//! The echo server's delay queue: echo bytes held until their due time.
 //!
 //! Key decision: the delay is the same for every byte, so echoes fall due in the order the data
 //! was read and a FIFO is a priority queue; the event loop only ever looks at its front (as the
-//! poll timeout) and pops from it. Neither type touches a socket, so both are tested here with
-//! made-up instants.
+//! poll timeout) and pops from it. It touches no socket, so it is tested here with made-up
+//! instants.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
-
-/// Stands in for "never" when a user-given duration does not fit an `Instant`.
-const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// `now + length`, saturating at [`FOREVER`] instead of panicking on absurd user input.
-pub(crate) fn after(now: Instant, length: Duration) -> Instant {
-    now.checked_add(length).unwrap_or_else(|| now + FOREVER)
-}
-
-/// The one period during which the server echoes nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stall {
-    start: Instant,
-    end: Instant,
-}
-
-impl Stall {
-    /// The stall `at` after `started`, lasting `length`; `None` when there is none to do.
-    pub(crate) fn new(started: Instant, at: Option<Duration>, length: Duration) -> Option<Stall> {
-        let start = started.checked_add(at?)?;
-        if length.is_zero() {
-            return None;
-        }
-        Some(Stall {
-            start,
-            end: after(start, length),
-        })
-    }
-
-    pub(crate) fn is_active(&self, now: Instant) -> bool {
-        self.start <= now && now < self.end
-    }
-
-    /// When the stall next starts or ends after `now`, if ever.
-    pub(crate) fn next_edge(&self, now: Instant) -> Option<Instant> {
-        if now < self.start {
-            Some(self.start)
-        } else if now < self.end {
-            Some(self.end)
-        } else {
-            None
-        }
-    }
-}
+use std::time::Instant;
 
 /// Echo bytes waiting for their due time.
 #[derive(Debug)]
@@ -116,42 +72,9 @@ impl DelayQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const MS: Duration = Duration::from_millis(1);
-
-    #[test]
-    fn stall_is_active_from_start_until_end() {
-        let t0 = Instant::now();
-        let stall = Stall::new(t0, Some(100 * MS), 50 * MS).expect("a stall");
-        assert!(!stall.is_active(t0));
-        assert!(!stall.is_active(t0 + 99 * MS));
-        assert!(stall.is_active(t0 + 100 * MS));
-        assert!(stall.is_active(t0 + 149 * MS));
-        assert!(!stall.is_active(t0 + 150 * MS));
-    }
-
-    #[test]
-    fn stall_next_edge_is_start_then_end_then_none() {
-        let t0 = Instant::now();
-        let stall = Stall::new(t0, Some(100 * MS), 50 * MS).expect("a stall");
-        assert_eq!(stall.next_edge(t0), Some(t0 + 100 * MS));
-        assert_eq!(stall.next_edge(t0 + 120 * MS), Some(t0 + 150 * MS));
-        assert_eq!(stall.next_edge(t0 + 150 * MS), None);
-    }
-
-    #[test]
-    fn no_stall_without_start_or_length() {
-        let t0 = Instant::now();
-        assert_eq!(Stall::new(t0, None, 50 * MS), None);
-        assert_eq!(Stall::new(t0, Some(MS), Duration::ZERO), None);
-    }
-
-    #[test]
-    fn endless_stall_does_not_overflow() {
-        let t0 = Instant::now();
-        let stall = Stall::new(t0, Some(MS), Duration::MAX).expect("a stall");
-        assert!(stall.is_active(t0 + 3600 * 1000 * MS));
-    }
 
     #[test]
     fn delay_queue_releases_in_order_only_when_due() {

@@ -1,0 +1,265 @@
+//! Request templates: validated once, built once, rendered per request without allocating.
+//!
+//! Everything up to the body (or, when the body has no placeholders, the whole request) is one
+//! [`Template`]. A body with placeholders stays a template of its own, and its Content-Length
+//! is computed from the placeholders' digit counts, so rendering is a single append.
+
+use std::io::Write as _;
+
+use super::{is_tchar, is_token, RequestError};
+use crate::message::{Fill, Template};
+
+/// `User-Agent` sent unless the user gives one.
+pub(crate) const USER_AGENT: &str = concat!("barrage/", env!("CARGO_PKG_VERSION"));
+
+/// What the user asked for; validated by [`RequestTemplate::new`].
+#[derive(Clone, Copy, Debug)]
+pub struct RequestSpec<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    /// `host:port` or `host`.
+    pub host_header: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: Option<&'a [u8]>,
+    pub keep_alive: bool,
+}
+
+/// A request ready to be written over and over.
+#[derive(Clone, Debug)]
+pub struct RequestTemplate {
+    /// Request line and headers; also Content-Length, the blank line and the body unless the
+    /// body has placeholders.
+    head: Template,
+    /// A body with placeholders: its Content-Length line is rendered per request.
+    body: Option<BodyTemplate>,
+    is_head: bool,
+    closes: bool,
+}
+
+#[derive(Clone, Debug)]
+struct BodyTemplate {
+    template: Template,
+    /// Rendered length without the placeholders.
+    fixed: usize,
+    /// Occurrences of `{conn}`, `{seq}` and `{ts_us}`.
+    counts: [usize; 3],
+}
+
+const TAGS: [&[u8]; 3] = [b"{conn}", b"{seq}", b"{ts_us}"];
+
+impl BodyTemplate {
+    fn new(raw: &[u8]) -> Self {
+        // The same left-to-right scan as `Template::new`, so the counts agree with it.
+        let (mut counts, mut fixed, mut i) = ([0; 3], 0, 0);
+        while i < raw.len() {
+            match TAGS.iter().position(|t| raw[i..].starts_with(t)) {
+                Some(k) => {
+                    counts[k] += 1;
+                    i += TAGS[k].len();
+                }
+                None => {
+                    fixed += 1;
+                    i += 1;
+                }
+            }
+        }
+        Self {
+            template: Template::new(raw.to_vec()),
+            fixed,
+            counts,
+        }
+    }
+
+    fn len(&self, fill: Fill) -> usize {
+        let [c, s, t] = self.counts;
+        self.fixed + c * digits(fill.conn) + s * digits(fill.seq) + t * digits(fill.ts_us)
+    }
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+impl RequestTemplate {
+    pub fn new(spec: &RequestSpec) -> Result<Self, RequestError> {
+        let method = spec.method;
+        if method.is_empty() {
+            return Err(RequestError::EmptyMethod);
+        }
+        if has_crlf(method) {
+            return Err(RequestError::Injection("the HTTP method".into()));
+        }
+        if !is_token(method) {
+            return Err(RequestError::InvalidMethod(method.into()));
+        }
+        validate_path(method, spec.path)?;
+        validate_value("Host", spec.host_header)?;
+        let mut host = spec.host_header;
+        let (mut host_given, mut ua_given, mut accept_given) = (false, false, false);
+        let mut connection: Option<bool> = None;
+        for (name, value) in spec.headers {
+            validate_header(name, value)?;
+            let is = |n: &str| name.eq_ignore_ascii_case(n);
+            if is("host") {
+                if host_given {
+                    return Err(RequestError::DuplicateHeader("Host".into()));
+                }
+                (host, host_given) = (value, true);
+            } else if is("content-length") {
+                return Err(RequestError::ContentLengthGiven);
+            } else if is("transfer-encoding") {
+                return Err(RequestError::TransferEncodingGiven);
+            } else if is("user-agent") {
+                ua_given = true;
+            } else if is("accept") {
+                accept_given = true;
+            } else if is("connection") {
+                let close = value
+                    .split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("close"));
+                connection = Some(connection.unwrap_or(false) || close);
+            }
+        }
+        let bodiless = matches!(method, "GET" | "HEAD" | "TRACE" | "CONNECT");
+        let body = match spec.body {
+            Some(b) if bodiless && !b.is_empty() => {
+                return Err(RequestError::BodyNotAllowed(method.into()))
+            }
+            Some(_) if bodiless => None,
+            Some(b) => Some(b),
+            None if matches!(method, "POST" | "PUT" | "PATCH") => Some(&[][..]),
+            None => None,
+        };
+
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(method.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(spec.path.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        if !ua_given {
+            line(&mut out, "User-Agent", USER_AGENT);
+        }
+        if !accept_given {
+            line(&mut out, "Accept", "*/*");
+        }
+        for (name, value) in spec.headers {
+            if !name.eq_ignore_ascii_case("host") {
+                line(&mut out, name, value);
+            }
+        }
+        if connection.is_none() && !spec.keep_alive {
+            line(&mut out, "Connection", "close");
+        }
+        let mut dynamic_body = None;
+        match body {
+            None => out.extend_from_slice(b"\r\n"),
+            Some(b) => {
+                let bt = BodyTemplate::new(b);
+                if bt.template.is_static() {
+                    let _ = write!(out, "Content-Length: {}\r\n\r\n", b.len());
+                    out.extend_from_slice(b);
+                } else {
+                    dynamic_body = Some(bt);
+                }
+            }
+        }
+        Ok(Self {
+            head: Template::new(out),
+            body: dynamic_body,
+            is_head: method == "HEAD",
+            closes: connection.unwrap_or(!spec.keep_alive),
+        })
+    }
+
+    /// No placeholder anywhere: [`Self::static_bytes`] is the request.
+    pub fn is_static(&self) -> bool {
+        self.head.is_static() && self.body.is_none()
+    }
+
+    /// The whole request when static; empty otherwise (render it instead).
+    pub fn static_bytes(&self) -> &[u8] {
+        if self.is_static() {
+            self.head.raw()
+        } else {
+            &[]
+        }
+    }
+
+    /// Append one request for `fill` to `out`; returns its length.
+    pub fn render_into(&self, fill: Fill, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        self.head.render_into(fill, out);
+        if let Some(body) = &self.body {
+            let len = body.len(fill);
+            // Writing a number into a Vec cannot fail.
+            let _ = write!(out, "Content-Length: {len}\r\n\r\n");
+            let n = body.template.render_into(fill, out);
+            debug_assert_eq!(n, len, "computed Content-Length");
+        }
+        out.len() - before
+    }
+
+    /// Method HEAD: responses carry no body.
+    pub fn is_head(&self) -> bool {
+        self.is_head
+    }
+
+    /// The request asks the server to close the connection after its response
+    /// (`keep_alive: false`, or a user `Connection: close` header).
+    pub fn closes(&self) -> bool {
+        self.closes
+    }
+}
+
+fn line(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn has_crlf(s: &str) -> bool {
+    s.bytes().any(|b| b == b'\r' || b == b'\n')
+}
+
+/// An origin-form path (or `*` for OPTIONS) of printable ASCII.
+pub(crate) fn validate_path(method: &str, path: &str) -> Result<(), RequestError> {
+    if has_crlf(path) {
+        return Err(RequestError::Injection("the path".into()));
+    }
+    if !(path.starts_with('/') || (path == "*" && method == "OPTIONS")) {
+        return Err(RequestError::PathNotAbsolute(path.into()));
+    }
+    if !path.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(RequestError::InvalidPath(path.into()));
+    }
+    Ok(())
+}
+
+/// A field value: no CR/LF (injection), no other control character but HTAB.
+pub(crate) fn validate_value(name: &str, value: &str) -> Result<(), RequestError> {
+    if has_crlf(value) {
+        return Err(RequestError::Injection(format!(
+            "the value of header {name}"
+        )));
+    }
+    if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return Err(RequestError::InvalidHeaderValue(name.into()));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_header(name: &str, value: &str) -> Result<(), RequestError> {
+    if has_crlf(name) {
+        return Err(RequestError::Injection(format!("the header name {name:?}")));
+    }
+    if name.is_empty() || !name.bytes().all(is_tchar) {
+        return Err(RequestError::InvalidHeaderName(name.into()));
+    }
+    validate_value(name, value)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+use super::*;
+
+fn spec<'a>(method: &'a str, path: &'a str, headers: &'a [(String, String)]) -> RequestSpec<'a> {
+    RequestSpec {
+        method,
+        path,
+        host_header: "example.test:8080",
+        headers,
+        body: None,
+        keep_alive: true,
+    }
+}
+
+fn hdrs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
+fn fill(conn: u64, seq: u64, ts_us: u64) -> Fill {
+    Fill { conn, seq, ts_us }
+}
+
+fn text(t: &RequestTemplate, f: Fill) -> String {
+    let mut out = Vec::new();
+    let n = t.render_into(f, &mut out);
+    assert_eq!(n, out.len());
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_static_get_is_built_once() {
+    let t = RequestTemplate::new(&spec("GET", "/index.html?q=1", &[])).unwrap();
+    assert!(t.is_static() && !t.is_head() && !t.closes());
+    let want = format!(
+        "GET /index.html?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nUser-Agent: {USER_AGENT}\r\nAccept: */*\r\n\r\n"
+    );
+    assert_eq!(t.static_bytes(), want.as_bytes());
+    assert_eq!(text(&t, fill(1, 2, 3)), want);
+}
+
+#[test]
+fn a_static_post_carries_its_content_length_and_close() {
+    let s = RequestSpec {
+        body: Some(b"{\"a\":1}"),
+        keep_alive: false,
+        ..spec("POST", "/api", &[])
+    };
+    let t = RequestTemplate::new(&s).unwrap();
+    assert!(t.is_static() && t.closes());
+    let got = String::from_utf8(t.static_bytes().to_vec()).unwrap();
+    assert!(
+        got.ends_with("Connection: close\r\nContent-Length: 7\r\n\r\n{\"a\":1}"),
+        "{got}"
+    );
+}
+
+#[test]
+fn methods_with_a_body_get_content_length_zero_without_one() {
+    for m in ["POST", "PUT", "PATCH"] {
+        let t = RequestTemplate::new(&spec(m, "/", &[])).unwrap();
+        let s = String::from_utf8(t.static_bytes().to_vec()).unwrap();
+        assert!(s.ends_with("Content-Length: 0\r\n\r\n"), "{m}: {s}");
+    }
+    for m in ["GET", "DELETE", "OPTIONS", "PURGE"] {
+        let t = RequestTemplate::new(&spec(m, "/", &[])).unwrap();
+        let s = String::from_utf8(t.static_bytes().to_vec()).unwrap();
+        assert!(!s.contains("Content-Length"), "{m}: {s}");
+    }
+    let empty_get = RequestSpec {
+        body: Some(b""),
+        ..spec("GET", "/", &[])
+    };
+    assert!(RequestTemplate::new(&empty_get).unwrap().is_static());
+}
+
+#[test]
+fn a_templated_body_gets_its_content_length_per_request() {
+    let h = hdrs(&[("X-Conn", "{conn}")]);
+    let s = RequestSpec {
+        body: Some(b"id={seq}&c={conn}&t={ts_us}&{nope}"),
+        ..spec("POST", "/p/{conn}", &h)
+    };
+    let t = RequestTemplate::new(&s).unwrap();
+    assert!(!t.is_static());
+    assert_eq!(t.static_bytes(), b"");
+    for (f, body) in [
+        (fill(0, 0, 0), "id=0&c=0&t=0&{nope}"),
+        (
+            fill(7, 12345, 9_999_999_999),
+            "id=12345&c=7&t=9999999999&{nope}",
+        ),
+        (
+            fill(u64::MAX, 10, 100),
+            "id=10&c=18446744073709551615&t=100&{nope}",
+        ),
+    ] {
+        let got = text(&t, f);
+        let want_cl = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        assert!(got.ends_with(&want_cl), "{got}");
+        assert!(
+            got.starts_with(&format!("POST /p/{} HTTP/1.1\r\n", f.conn)),
+            "{got}"
+        );
+        assert!(got.contains(&format!("X-Conn: {}\r\n", f.conn)), "{got}");
+    }
+}
+
+#[test]
+fn placeholders_in_the_head_alone_keep_a_fixed_content_length() {
+    let s = RequestSpec {
+        body: Some(b"hello"),
+        ..spec("PUT", "/k/{seq}", &[])
+    };
+    let t = RequestTemplate::new(&s).unwrap();
+    assert!(!t.is_static());
+    let got = text(&t, fill(1, 42, 0));
+    assert!(got.starts_with("PUT /k/42 HTTP/1.1\r\n"));
+    assert!(got.ends_with("Content-Length: 5\r\n\r\nhello"), "{got}");
+}
+
+#[test]
+fn user_headers_override_defaults_case_insensitively() {
+    let h = hdrs(&[
+        ("host", "other.test"),
+        ("user-agent", "me/1"),
+        ("ACCEPT", "text/html"),
+        ("X-A", "1"),
+        ("Connection", "Keep-Alive, Close"),
+    ]);
+    let t = RequestTemplate::new(&spec("GET", "/", &h)).unwrap();
+    let s = String::from_utf8(t.static_bytes().to_vec()).unwrap();
+    assert_eq!(
+        s,
+        "GET / HTTP/1.1\r\nHost: other.test\r\nuser-agent: me/1\r\nACCEPT: text/html\r\nX-A: 1\r\nConnection: Keep-Alive, Close\r\n\r\n"
+    );
+    assert!(t.closes());
+    let h = hdrs(&[("Connection", "keep-alive")]);
+    let s = RequestSpec {
+        keep_alive: false,
+        ..spec("GET", "/", &h)
+    };
+    let t = RequestTemplate::new(&s).unwrap();
+    assert!(!t.closes(), "the user's Connection header wins");
+}
+
+#[test]
+fn head_and_options_star() {
+    let t = RequestTemplate::new(&spec("HEAD", "/", &[])).unwrap();
+    assert!(t.is_head());
+    assert!(RequestTemplate::new(&spec("OPTIONS", "*", &[])).is_ok());
+    assert!(RequestTemplate::new(&spec("GET", "*", &[])).is_err());
+}
+
+#[test]
+fn invalid_requests_are_rejected_with_a_named_cause() {
+    use RequestError as E;
+    let h = |n: &str, v: &str| hdrs(&[(n, v)]);
+    let cases = [
+        (spec("", "/", &[]), E::EmptyMethod),
+        (spec("GE T", "/", &[]), E::InvalidMethod("GE T".into())),
+        (
+            spec("GET\r\n", "/", &[]),
+            E::Injection("the HTTP method".into()),
+        ),
+        (
+            spec("GET", "/a\r\nX: y", &[]),
+            E::Injection("the path".into()),
+        ),
+        (spec("GET", "a", &[]), E::PathNotAbsolute("a".into())),
+        (spec("GET", "", &[]), E::PathNotAbsolute("".into())),
+        (spec("GET", "/a b", &[]), E::InvalidPath("/a b".into())),
+        (spec("GET", "/é", &[]), E::InvalidPath("/é".into())),
+    ];
+    for (s, want) in &cases {
+        assert_eq!(RequestTemplate::new(s).unwrap_err(), *want, "{s:?}");
+    }
+    let header_cases = [
+        (
+            h("X-A", "1\r\nEvil: 1"),
+            E::Injection("the value of header X-A".into()),
+        ),
+        (
+            h("X-A\n", "1"),
+            E::Injection("the header name \"X-A\\n\"".into()),
+        ),
+        (h("X A", "1"), E::InvalidHeaderName("X A".into())),
+        (h("", "1"), E::InvalidHeaderName("".into())),
+        (h("X-A:", "1"), E::InvalidHeaderName("X-A:".into())),
+        (h("X-A", "a\0b"), E::InvalidHeaderValue("X-A".into())),
+        (h("content-length", "5"), E::ContentLengthGiven),
+        (h("Transfer-Encoding", "chunked"), E::TransferEncodingGiven),
+        (
+            hdrs(&[("Host", "a"), ("HOST", "b")]),
+            E::DuplicateHeader("Host".into()),
+        ),
+    ];
+    for (headers, want) in &header_cases {
+        assert_eq!(
+            RequestTemplate::new(&spec("GET", "/", headers)).unwrap_err(),
+            *want,
+            "{headers:?}"
+        );
+    }
+    let host = RequestSpec {
+        host_header: "a\r\nb",
+        ..spec("GET", "/", &[])
+    };
+    assert_eq!(
+        RequestTemplate::new(&host).unwrap_err(),
+        E::Injection("the value of header Host".into())
+    );
+    assert!(RequestTemplate::new(&spec("GET", "/", &h("X-Tab", "a\tb"))).is_ok());
+}
+
+#[test]
+fn a_body_is_refused_only_for_methods_without_one() {
+    for m in ["GET", "HEAD", "TRACE", "CONNECT"] {
+        let s = RequestSpec {
+            body: Some(b"x"),
+            ..spec(m, "/", &[])
+        };
+        let e = RequestTemplate::new(&s).unwrap_err();
+        assert_eq!(e, RequestError::BodyNotAllowed(m.into()));
+        assert!(e.to_string().contains("use -X POST"));
+    }
+    assert_eq!(
+        RequestError::BodyNotAllowed("GET".into()).to_string(),
+        "a GET request has no body; use -X POST"
+    );
+    for m in ["DELETE", "OPTIONS", "PROPFIND", "get"] {
+        let s = RequestSpec {
+            body: Some(b"x"),
+            ..spec(m, "/", &[])
+        };
+        assert!(RequestTemplate::new(&s).is_ok(), "{m}");
+    }
+}
+
+#[test]
+fn digit_counts_match_formatting() {
+    for n in [0, 1, 9, 10, 99, 100, 12345, u64::MAX / 10, u64::MAX] {
+        assert_eq!(digits(n), n.to_string().len(), "{n}");
+    }
+}

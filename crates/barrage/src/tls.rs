@@ -1,0 +1,162 @@
+//! TLS for `https://` and `wss://`: the client configuration (verification on unless
+//! `--insecure`; Mozilla's roots plus `--cacert`) and a pre-flight handshake, so that a target
+//! whose certificate fails verification stops the run before any load, with the reason.
+
+use crate::config::Usage;
+use crate::url::{Scheme, Url};
+use barrage_engine::TlsPlan;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan, Usage> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Usage(format!("TLS setup: {e}")))?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = cacert {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?;
+            if certs.is_empty() {
+                return Err(Usage(format!(
+                    "--cacert {}: no PEM certificate in the file",
+                    path.display()
+                )));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    if matches!(url.scheme, Scheme::Https) {
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    }
+    let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
+        Usage(format!(
+            "target '{}': '{}' is not a valid TLS server name",
+            url.host, url.host
+        ))
+    })?;
+    Ok(TlsPlan {
+        config: Arc::new(config),
+        server_name,
+    })
+}
+
+/// One blocking handshake before the load. `Ok(())` also when the target cannot be reached
+/// (the run itself reports that); `Err` with the verification failure otherwise.
+pub fn preflight(
+    addr: std::net::SocketAddr,
+    tls: &TlsPlan,
+    timeout: Duration,
+) -> Result<(), String> {
+    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout) else {
+        return Ok(());
+    };
+    let _ = sock.set_read_timeout(Some(timeout));
+    let _ = sock.set_write_timeout(Some(timeout));
+    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+        .map_err(|e| e.to_string())?;
+    while conn.is_handshaking() {
+        match conn.complete_io(&mut sock) {
+            Ok(_) => {}
+            Err(e) => {
+                let inner = e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<rustls::Error>())
+                    .cloned();
+                return match inner {
+                    Some(te) => Err(describe(&te)),
+                    None => Ok(()), // a network problem: the run will classify it
+                };
+            }
+        }
+    }
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut sock);
+    let _ = sock.flush();
+    let _ = sock.read(&mut [0u8; 1]);
+    Ok(())
+}
+
+fn describe(e: &rustls::Error) -> String {
+    let class = barrage_engine::classify_tls(e);
+    let what = match class.as_str() {
+        "tls_expired" => "the certificate has expired or is not valid yet",
+        "tls_unknown_ca" => "the certificate is not signed by a trusted CA",
+        "tls_bad_name" => "the certificate is not valid for this host name",
+        _ => "the TLS handshake failed",
+    };
+    format!("{what} ({e}); use --cacert FILE to trust its CA, or --insecure to skip verification")
+}
+
+/// `--insecure`: accept any certificate, still check the handshake's signatures.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

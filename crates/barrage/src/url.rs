@@ -1,0 +1,202 @@
+//! Target URLs: `tcp://HOST:PORT`, `http(s)://HOST[:PORT][/PATH]`, `ws(s)://HOST[:PORT][/PATH]`.
+//!
+//! Parsed by hand (the grammar is small) so that every mistake gets its own one-line advice,
+//! and resolved at once so that a bad host name fails before any load.
+
+use crate::config::Usage;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Tcp,
+    Http,
+    Https,
+    Ws,
+    Wss,
+}
+
+impl Scheme {
+    pub fn tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Wss)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Tcp => "tcp",
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+            Scheme::Ws => "ws",
+            Scheme::Wss => "wss",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Url {
+    pub scheme: Scheme,
+    /// Host as written (a name or an address; IPv6 without brackets).
+    pub host: String,
+    pub port: u16,
+    /// Path and query, starting with '/' (http and ws only).
+    pub path: String,
+    pub addr: SocketAddr,
+}
+
+impl Url {
+    /// The Host header: the port is left out when it is the scheme's default.
+    pub fn host_header(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let default = match self.scheme {
+            Scheme::Http | Scheme::Ws => 80,
+            Scheme::Https | Scheme::Wss => 443,
+            Scheme::Tcp => 0,
+        };
+        if self.port == default {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+fn usage<T>(msg: String) -> Result<T, Usage> {
+    Err(Usage(msg))
+}
+
+pub fn parse(s: &str) -> Result<Url, Usage> {
+    let Some((scheme, rest)) = s.split_once("://") else {
+        return usage(format!(
+            "target '{s}' has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH"
+        ));
+    };
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "tcp" => Scheme::Tcp,
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        "ws" => Scheme::Ws,
+        "wss" => Scheme::Wss,
+        other => {
+            return usage(format!(
+                "unknown scheme '{other}' in target '{s}'; supported: tcp://, http://, https://, ws://, wss://"
+            ))
+        }
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if scheme == Scheme::Tcp && !path.is_empty() && path != "/" {
+        return usage(format!(
+            "target '{s}': a tcp:// target has no path; write tcp://HOST:PORT"
+        ));
+    }
+    if path.chars().any(|c| c.is_control() || c == ' ') {
+        return usage(format!(
+            "target '{s}': the path has spaces or control characters; percent-encode them (%20)"
+        ));
+    }
+    if authority.contains('@') {
+        return usage(format!(
+            "target '{s}': user:password@ in the URL is not supported; send -H 'Authorization: ...'"
+        ));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, "")) => (h, None),
+            Some((h, p)) if p.starts_with(':') => (h, Some(&p[1..])),
+            _ => return usage(format!("target '{s}': write an IPv6 host as [ADDR]:PORT")),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return usage(format!("target '{s}' has no host"));
+    }
+    let port: u16 = match (port, scheme) {
+        (None, Scheme::Tcp) => {
+            return usage(format!(
+                "target '{s}' has no port; write tcp://{authority}:PORT"
+            ))
+        }
+        (None, Scheme::Http | Scheme::Ws) => 80,
+        (None, Scheme::Https | Scheme::Wss) => 443,
+        (Some(p), _) => {
+            let n: u32 = p.parse().map_err(|_| {
+                Usage(format!(
+                    "target '{s}': port '{p}' is not a number (1-65535)"
+                ))
+            })?;
+            if n == 0 || n > 65535 {
+                return usage(format!(
+                    "target '{s}': port {n} is out of range; use 1-65535"
+                ));
+            }
+            n as u16
+        }
+    };
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Usage(format!("target '{s}': cannot resolve host '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| Usage(format!("target '{s}': host '{host}' has no address")))?;
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    Ok(Url {
+        scheme,
+        host: host.to_string(),
+        port,
+        path,
+        addr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_scheme() {
+        let u = parse("tcp://127.0.0.1:7000").unwrap();
+        assert_eq!((u.scheme, u.port), (Scheme::Tcp, 7000));
+        let u = parse("http://127.0.0.1/x?y=1").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/x?y=1"));
+        assert_eq!(u.host_header(), "127.0.0.1");
+        let u = parse("https://localhost:8443").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (8443, "/"));
+        assert_eq!(u.host_header(), "localhost:8443");
+        let u = parse("ws://[::1]:9000/chat").unwrap();
+        assert_eq!(u.host_header(), "[::1]:9000");
+        assert_eq!(parse("wss://127.0.0.1").unwrap().port, 443);
+    }
+
+    #[test]
+    fn every_mistake_has_its_advice() {
+        for (bad, needle) in [
+            ("127.0.0.1:7000", "no scheme"),
+            ("udp://127.0.0.1:1", "unknown scheme 'udp'"),
+            ("tcp://127.0.0.1", "no port"),
+            ("tcp://127.0.0.1:0", "out of range"),
+            ("http://127.0.0.1:65536/", "out of range"),
+            ("tcp://127.0.0.1:http", "not a number"),
+            ("tcp://:80", "no host"),
+            ("http:///x", "no host"),
+            ("tcp://no-such-host.invalid:80", "cannot resolve host"),
+            ("tcp://127.0.0.1:80/x", "no path"),
+            ("http://127.0.0.1/a b", "percent-encode"),
+            ("http://127.0.0.1/a\r\nX: y", "percent-encode"),
+            ("http://u:p@127.0.0.1/", "Authorization"),
+        ] {
+            let e = parse(bad).unwrap_err().0;
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+}
