@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
-use barrage_engine::{Framing, Mode, Plan, Target, Template};
+use barrage_engine::http::{RequestSpec, RequestTemplate};
+use barrage_engine::{
+    Framing, HttpPlan, Mode, Plan, Protocol, StatusSet, Target, Template, WsPlan,
+};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +19,8 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
             url: format!("tcp://{addr}"),
             addr,
         },
+        protocol: Protocol::Tcp,
+        tls: None,
         connections,
         threads: 2,
         connect_rate: None,
@@ -116,4 +121,48 @@ pub fn deaf_server() -> TestServer {
         std::thread::sleep(Duration::from_secs(10));
         drop(s);
     })
+}
+
+/// A plan for `GET path` (or another method) against an HTTP server.
+pub fn http_plan(
+    addr: SocketAddr,
+    connections: u64,
+    mode: Mode,
+    secs: f64,
+    method: &str,
+    path: &str,
+) -> Plan {
+    let mut p = plan(addr, connections, mode, secs);
+    let host = addr.to_string();
+    let request = RequestTemplate::new(&RequestSpec {
+        method,
+        path,
+        host_header: &host,
+        headers: &[],
+        body: None,
+        keep_alive: true,
+    })
+    .unwrap();
+    p.target.url = format!("http://{addr}{path}");
+    p.protocol = Protocol::Http(HttpPlan {
+        request,
+        expect_status: StatusSet::default(),
+    });
+    p
+}
+
+/// A plan for a WebSocket echo exchange.
+pub fn ws_plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
+    let mut p = plan(addr, connections, mode, secs);
+    p.target.url = format!("ws://{addr}/");
+    p.message = Template::new(b"hello websocket".to_vec());
+    p.protocol = Protocol::Ws(WsPlan {
+        host_header: addr.to_string(),
+        path: "/".into(),
+        headers: vec![],
+        subprotocol: None,
+        binary: false,
+        max_message: 16 << 20,
+    });
+    p
 }
