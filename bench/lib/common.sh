@@ -26,3 +26,36 @@ need() {
     command -v "$t" >/dev/null || { echo "missing tool: $t (Debian: apt-get install -y redis-server redis-tools util-linux)" >&2; exit 2; }
   done
 }
+
+# The shared peer harness and the tools install-peers.sh put in its .tools/ (oha, k6, npm ws, the
+# python websockets venv). /work/shared/bench is read-only here, so the install runs in a copy
+# (cp -r ../shared/bench /tmp/peerbench && /tmp/peerbench/install-peers.sh). Sets PEERBENCH to
+# $PEERBENCH if given, else the first of ../shared/bench and /tmp/peerbench that has .tools/bin,
+# and puts the harness's tools on PATH (its lib/env.sh), so `need` sees them.
+find_peerbench() {
+  local shared="$REPO/../shared/bench"
+  if [[ -z "${PEERBENCH:-}" ]]; then
+    for d in "$shared" /tmp/peerbench; do
+      [[ -d "$d/.tools/bin" ]] && { PEERBENCH="$(cd "$d" && pwd)"; break; }
+    done
+  fi
+  if [[ -z "${PEERBENCH:-}" || ! -f "$PEERBENCH/lib/bench.py" ]]; then
+    echo "no peer harness with installed tools (looked for .tools/bin in $shared and /tmp/peerbench)." >&2
+    echo "install: rm -rf /tmp/peerbench && cp -r $shared /tmp/peerbench && chmod -R u+w /tmp/peerbench && /tmp/peerbench/install-peers.sh" >&2
+    exit 2
+  fi
+  if [[ -d "$shared" && "$(cd "$shared" && pwd)" != "$PEERBENCH" ]] &&
+     ! diff -rq -x .tools -x results "$shared" "$PEERBENCH" >/dev/null 2>&1; then
+    echo "[bench] warning: harness copy $PEERBENCH differs from $shared (refresh: cp -r $shared/. $PEERBENCH/)" >&2
+  fi
+  # shellcheck disable=SC1091
+  source "$PEERBENCH/lib/env.sh"
+  echo "[bench] peer harness: $PEERBENCH" >&2
+}
+
+# Does the binary know this URL scheme yet? Probes 127.0.0.1:1 (nothing listens: refused at once), 1 s, 1 conn.
+barrage_speaks() {
+  local url="$1" err
+  err="$(timeout 15 "$BARRAGE" "$url" -c 1 -d 1s -q 2>&1 >/dev/null || true)"
+  ! grep -qi "unknown scheme" <<<"$err"
+}

@@ -255,17 +255,36 @@ fn protocol(
 ) -> Result<(Protocol, Option<String>), Usage> {
     match url.scheme {
         Scheme::Tcp => Ok((Protocol::Tcp, None)),
-        Scheme::Ws | Scheme::Wss => Ok((
-            Protocol::Ws(WsPlan {
-                host_header: url.host_header(),
-                path: url.path.clone(),
-                headers: headers.to_vec(),
-                subprotocol: a.subprotocol.clone(),
-                binary: a.binary,
-                max_message: MAX_MESSAGE,
-            }),
-            None,
-        )),
+        Scheme::Ws | Scheme::Wss => {
+            let host = url.host_header();
+            // Build one handshake now: bad headers fail here, not on every connection.
+            let spec = barrage_engine::ws::HandshakeSpec {
+                host_header: &host,
+                path: &url.path,
+                headers,
+                subprotocol: a.subprotocol.as_deref(),
+            };
+            let key = barrage_engine::ws::new_key([0; 16]);
+            barrage_engine::ws::handshake_request(&spec, &key, &mut Vec::new()).map_err(|e| {
+                let flag = if e.to_string().to_ascii_lowercase().contains("protocol") {
+                    "--subprotocol"
+                } else {
+                    request_flag(&e.to_string())
+                };
+                Usage(format!("{flag}: {e}"))
+            })?;
+            Ok((
+                Protocol::Ws(WsPlan {
+                    host_header: host,
+                    path: url.path.clone(),
+                    headers: headers.to_vec(),
+                    subprotocol: a.subprotocol.clone(),
+                    binary: a.binary,
+                    max_message: MAX_MESSAGE,
+                }),
+                None,
+            ))
+        }
         Scheme::Http | Scheme::Https => {
             let body = match a.body.as_deref() {
                 None => None,
