@@ -66,8 +66,11 @@ fn usage<T>(msg: String) -> Result<T, Usage> {
     Err(Usage(msg))
 }
 
-pub fn parse(s: &str) -> Result<Url, Usage> {
-    let Some((scheme, rest)) = s.split_once("://") else {
+pub fn parse(raw: &str) -> Result<Url, Usage> {
+    // Messages show the target with control characters escaped, so they stay one line.
+    let shown = raw.escape_debug().to_string();
+    let s = shown.as_str();
+    let Some((scheme, rest)) = raw.split_once("://") else {
         return usage(format!(
             "target '{s}' has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH"
         ));

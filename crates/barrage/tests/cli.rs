@@ -910,3 +910,93 @@ fn run_writes_json_when_stdout_reader_is_gone() {
     assert_eq!(s(&r, "status"), "completed");
     assert_eq!(u(&r, "summary.requests"), 100);
 }
+
+/// HTTP and WebSocket flags: every mistake is one line naming the flag, exit code 2.
+#[test]
+fn bad_http_and_websocket_input_names_the_flag() {
+    let port = refused_port();
+    let http = format!("http://127.0.0.1:{port}/");
+    let ws = format!("ws://127.0.0.1:{port}/");
+    let tcp = format!("tcp://127.0.0.1:{port}");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec![&http, "-H", "X-A: b\r\nInjected: 1"],
+            vec!["-H", "CR or LF"],
+        ),
+        (vec![&http, "-H", "NoColon"], vec!["-H", "Name: value"]),
+        (vec![&http, "-H", "Bad Name: x"], vec!["-H", "token"]),
+        (
+            vec![&http, "--body", "hi"],
+            vec!["--body", "GET", "-X POST"],
+        ),
+        (vec![&http, "-X", "GE T"], vec!["-X", "token"]),
+        (
+            vec![&http, "-X", "POST", "--body", "@/nonexistent/b"],
+            vec!["--body", "no such file"],
+        ),
+        (
+            vec![&http, "--expect-status", "7xx"],
+            vec!["--expect-status", "7xx"],
+        ),
+        (vec![&http, "-m", "hi"], vec!["-m", "-X", "--body"]),
+        (vec![&http, "--insecure"], vec!["--insecure", "https://"]),
+        (
+            vec!["http://127.0.0.1:1/a\nb"],
+            vec!["target", "percent-encode"],
+        ),
+        (
+            vec!["http://u:p@127.0.0.1:1/"],
+            vec!["target", "Authorization"],
+        ),
+        (vec![&tcp, "-H", "A: b"], vec!["-H", "http(s)://"]),
+        (vec![&tcp, "--body", "x"], vec!["--body", "http(s)://"]),
+        (
+            vec![&ws, "--expect", "line"],
+            vec!["--expect line", "echo or none"],
+        ),
+        (vec![&ws, "-H", "Bad Name: x"], vec!["-H", "token"]),
+        (vec![&ws, "--subprotocol", "a b"], vec!["--subprotocol"]),
+        (
+            vec![&ws, "--first-message", "x"],
+            vec!["--first-message", "tcp://"],
+        ),
+        (
+            vec!["https://127.0.0.1:1/", "--cacert", "/nonexistent/ca.pem"],
+            vec!["--cacert"],
+        ),
+        (vec![&http, "--binary"], vec!["--binary", "ws(s)://"]),
+    ];
+    for (args, words) in cases {
+        let mut a = args.clone();
+        a.extend(["-d", "1s"]);
+        assert_usage(&a, &words);
+    }
+}
+
+/// A secret passed in a header never reaches the JSON result.
+#[test]
+fn secret_headers_are_redacted_from_the_json() {
+    let port = refused_port();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .args([
+            &format!("http://127.0.0.1:{port}/"),
+            "-H",
+            "Authorization: Bearer canary-s3cret",
+            "--header=Cookie: sid=canary-s3cret",
+            "-d",
+            "1s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "refused target");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(!text.contains("canary-s3cret"), "{text}");
+    assert!(text.contains("[redacted]"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("canary-s3cret"));
+}
