@@ -244,7 +244,9 @@ impl Replies<'_> {
             }
             None => {
                 self.rec.c.completed += 1;
-                self.rec.latency.record_ns(self.now.saturating_sub(ex.start));
+                self.rec
+                    .latency
+                    .record_ns(self.now.saturating_sub(ex.start));
             }
         }
         if self.closed_loop {

@@ -116,7 +116,11 @@ impl Worker {
             conns,
             rec: Recorder::new(),
             rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
-            pbuf: if plan_tls { vec![0u8; READ_BUF].into_boxed_slice() } else { Box::default() },
+            pbuf: if plan_tls {
+                vec![0u8; READ_BUF].into_boxed_slice()
+            } else {
+                Box::default()
+            },
             scratch: Vec::with_capacity(4096),
             ready: VecDeque::new(),
             connecting: 0,
@@ -258,7 +262,10 @@ impl Worker {
         let ws = matches!(self.plan.protocol, Protocol::Ws(_));
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
-            if matches!(c.state, State::Tls | State::Upgrade | State::Login | State::Ready) {
+            if matches!(
+                c.state,
+                State::Tls | State::Upgrade | State::Login | State::Ready
+            ) {
                 self.rec.conn_closed();
             }
             if ws && c.state == State::Ready && c.stream.is_some() {

@@ -74,6 +74,17 @@ enum Chunk {
     TrailerLine,
 }
 
+impl Chunk {
+    /// The chunk-size line ended: data, or the trailer section after the last chunk.
+    fn after_size(size: u64) -> Self {
+        if size == 0 {
+            Self::TrailerStart
+        } else {
+            Self::Data(size)
+        }
+    }
+}
+
 /// Largest body or chunk accepted: 2^62 bytes.
 const MAX_LEN: u64 = 1 << 62;
 
@@ -243,20 +254,20 @@ impl ResponseDecoder {
                     _ if !any => return Err(HttpError::BadChunk),
                     b' ' | b'\t' | b';' => Chunk::Ext { size },
                     b'\r' => Chunk::SizeLf { size },
-                    b'\n' => self.size_done(size),
+                    b'\n' => Chunk::after_size(size),
                     _ => return Err(HttpError::BadChunk),
                 },
                 Chunk::Ext { size } => match memchr::memchr(b'\n', &data[i..]) {
                     Some(at) => {
                         i += at;
-                        self.size_done(size)
+                        Chunk::after_size(size)
                     }
                     None => {
                         i = data.len();
                         continue;
                     }
                 },
-                Chunk::SizeLf { size } if b == b'\n' => self.size_done(size),
+                Chunk::SizeLf { size } if b == b'\n' => Chunk::after_size(size),
                 Chunk::Data(left) => {
                     let take = left.min((data.len() - i) as u64) as usize;
                     sink.body(&data[i..i + take]);
@@ -301,15 +312,6 @@ impl ResponseDecoder {
         }
         self.state = State::Chunked(c);
         Ok(data.len())
-    }
-
-    /// The chunk-size line ended.
-    fn size_done(&self, size: u64) -> Chunk {
-        if size == 0 {
-            Chunk::TrailerStart
-        } else {
-            Chunk::Data(size)
-        }
     }
 
     fn trailer_byte(&mut self, next: Chunk) -> Result<Chunk, HttpError> {

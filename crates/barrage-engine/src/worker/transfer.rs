@@ -180,7 +180,9 @@ impl Worker {
             return self.fail(idx, ErrorClass::Protocol, Some(&e), now);
         }
         if let Some(consumed) = upgraded {
-            self.rec.handshake.record_ns(now.saturating_sub(c.opened_at));
+            self.rec
+                .handshake
+                .record_ns(now.saturating_sub(c.opened_at));
             self.become_ready(idx, now);
             if consumed < data.len() {
                 self.deliver(idx, &data[consumed..], now);
