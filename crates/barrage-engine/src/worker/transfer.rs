@@ -170,7 +170,6 @@ impl Worker {
             },
         };
         let login_done = r.login_done;
-        drop(r);
         if let (Some(_), Codec::Ws { upgrade, .. }) = (upgraded, &mut codec) {
             *upgrade = None;
         }

@@ -143,6 +143,7 @@ fn config(mode: &str, connections: u64) -> RunConfig {
         first_message: None,
         expect: "echo".into(),
         verify: false,
+        ..RunConfig::default()
     }
 }
 
