@@ -101,6 +101,12 @@ pub fn run(
                     halted = true;
                 }
             }
+            Ok(WorkerEvent::Misdirected { detail }) => {
+                if !halted {
+                    end = End::Unreachable(detail);
+                    halted = true;
+                }
+            }
             Ok(WorkerEvent::Failed(msg)) => {
                 halt.store(true, Ordering::Relaxed);
                 for w in &wakers {

@@ -39,6 +39,11 @@ pub enum WorkerEvent {
     Unreachable {
         detail: String,
     },
+    /// The target answers in another protocol than the one asked for (e.g. TLS to http://):
+    /// a mistake in the command, so the run stops whatever else connected.
+    Misdirected {
+        detail: String,
+    },
     /// The worker could not start (setup error).
     Failed(String),
 }
@@ -78,6 +83,8 @@ pub struct Worker {
     wall_base_us: u64,
     ever_connected: bool,
     fails_unconnected: u32,
+    /// The "use https://" hint was sent (once per worker).
+    told_tls: bool,
     stop: Arc<AtomicBool>,
     tx: Sender<WorkerEvent>,
 }
@@ -134,6 +141,7 @@ impl Worker {
             wall_base_us,
             ever_connected: false,
             fails_unconnected: 0,
+            told_tls: false,
             stop,
             tx,
         };
@@ -167,6 +175,8 @@ impl Worker {
                 self.conns[idx as usize].ready_queued = false;
                 self.service(idx, self.now());
             }
+            // Timers above may have queued reconnects: start them now, not at the next wake.
+            self.pump_connects(self.now());
             let mut next = self.seg_end;
             if let Some(t) = self.timers.next() {
                 next = next.min(t);

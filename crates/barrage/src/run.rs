@@ -16,13 +16,27 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
     )?;
+    let json_file = open_json(a.json.as_deref())?;
     if let (Some(tls), false) = (&plan.tls, a.insecure) {
         if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout) {
-            eprintln!("error: {}: {why}", plan.target.url);
+            // Stopped before any load: the result says so, with nothing measured.
+            let msg = format!("{}: {why}", plan.target.url);
+            eprintln!("error: {msg}");
+            let outcome = barrage_metrics::Aggregator::new(plan.timeline(), 1)
+                .finish(plan.connections, plan.latency_basis());
+            let result = RunResult::new(
+                Status::Failed,
+                Some(msg),
+                redact_argv(&argv),
+                sys::rfc3339_now(),
+                config,
+                sys::environment(),
+                outcome,
+            );
+            write_json(json_file, &result)?;
             return Ok(1);
         }
     }
-    let json_file = open_json(a.json.as_deref())?;
     let stop = sys::stop_on_signals();
     let started_at = sys::rfc3339_now();
     let (quiet, target) = (a.quiet, plan.connections);
@@ -55,13 +69,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     );
     // The JSON first: it is the complete record, and stdout may be a pipe whose reader is
     // gone (then the summary is lost, not the result file).
-    if let Some((path, mut w)) = json_file {
-        Format::Json
-            .renderer()
-            .render(&result, &mut w)
-            .and_then(|_| w.flush())
-            .with_context(|| format!("--json {path}: cannot write"))?;
-    }
+    write_json(json_file, &result)?;
     // With --json -, stdout carries the JSON and the summary goes to stderr.
     let mut text = Vec::new();
     Format::Text.renderer().render(&result, &mut text)?;
@@ -79,6 +87,17 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
 }
 
 type JsonOut = (String, Box<dyn Write>);
+
+fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
+    if let Some((path, mut w)) = out {
+        Format::Json
+            .renderer()
+            .render(result, &mut w)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("--json {path}: cannot write"))?;
+    }
+    Ok(())
+}
 
 /// Open the JSON destination before the run, so a bad path fails in a second, not after it.
 fn open_json(path: Option<&str>) -> Result<Option<JsonOut>, Usage> {

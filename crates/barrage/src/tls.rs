@@ -103,13 +103,29 @@ pub fn preflight(
 
 fn describe(e: &rustls::Error) -> String {
     let class = barrage_engine::classify_tls(e);
-    let what = match class.as_str() {
-        "tls_expired" => "the certificate has expired or is not valid yet",
-        "tls_unknown_ca" => "the certificate is not signed by a trusted CA",
-        "tls_bad_name" => "the certificate is not valid for this host name",
-        _ => "the TLS handshake failed",
+    let (what, fix) = match class.as_str() {
+        "tls_expired" => (
+            "the certificate has expired or is not valid yet",
+            "renew it, or pass --insecure to skip verification",
+        ),
+        "tls_unknown_ca" => (
+            "the certificate is not signed by a trusted CA",
+            "pass --cacert FILE to trust its CA, or --insecure to skip verification",
+        ),
+        "tls_bad_name" => (
+            "the certificate is not valid for this host name",
+            "use a host name the certificate lists, or --insecure to skip verification",
+        ),
+        _ if format!("{e:?}").contains("CaUsedAsEndEntity") => (
+            "the server presents a CA certificate as its own",
+            "serve a leaf certificate signed by that CA and pass the CA with --cacert, or use --insecure",
+        ),
+        _ => (
+            "the TLS handshake failed",
+            "check the server's TLS setup, or pass --insecure to skip verification",
+        ),
     };
-    format!("{what} ({e}); use --cacert FILE to trust its CA, or --insecure to skip verification")
+    format!("{what} ({e}); {fix}")
 }
 
 /// `--insecure`: accept any certificate, still check the handshake's signatures.

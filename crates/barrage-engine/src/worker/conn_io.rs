@@ -45,7 +45,7 @@ impl Worker {
             State::Connecting => self.on_connect_event(idx, now),
             State::Tls | State::Upgrade | State::Login | State::Ready => {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.read_ready(idx, now);
+                    self.read_ready(idx, now, ev.is_read_closed() || ev.is_error());
                 }
                 let c = &self.conns[idx as usize];
                 if ev.is_writable() && c.stream.is_some() && c.pending_write() {

@@ -10,7 +10,10 @@ use crate::conn::Codec;
 use crate::sinks::{HttpReplies, WsReplies};
 
 impl Worker {
-    pub(super) fn read_ready(&mut self, idx: u32, now: u64) {
+    /// Read until the socket is drained. A short read means drained (edge-triggered epoll
+    /// reports new data as a new event), except when the event also said the peer closed:
+    /// then the FIN is already here and no further event will come, so read on to the EOF.
+    pub(super) fn read_ready(&mut self, idx: u32, now: u64, peer_closed: bool) {
         let mut rbuf = std::mem::take(&mut self.rbuf);
         loop {
             let c = &mut self.conns[idx as usize];
@@ -28,7 +31,7 @@ impl Worker {
                     } else {
                         self.deliver(idx, &rbuf[..n], now);
                     }
-                    if n < rbuf.len() {
+                    if n < rbuf.len() && !peer_closed {
                         break;
                     }
                 }
@@ -136,6 +139,7 @@ impl Worker {
         }
         let mut codec = std::mem::replace(&mut c.codec, Codec::Tcp(Default::default()));
         let mut upgraded = None;
+        let mut tls_answer = false;
         let mut r = replies(c, &mut self.rec, now, &self.plan, c.state == State::Login);
         let res: Result<(), String> = match &mut codec {
             Codec::Tcp(d) => {
@@ -148,7 +152,10 @@ impl Worker {
                     _ => unreachable!("HTTP codec on a non-HTTP plan"),
                 };
                 let mut sink = HttpReplies { r, expect };
-                let res = d.feed(data, &mut sink).map_err(|e| e.to_string());
+                let res = d.feed(data, &mut sink).map_err(|e| {
+                    tls_answer = e == crate::http::HttpError::TlsOnPlainPort;
+                    e.to_string()
+                });
                 r = sink.r;
                 res
             }
@@ -176,6 +183,13 @@ impl Worker {
         let c = &mut self.conns[idx as usize];
         c.codec = codec;
         if let Err(e) = res {
+            if tls_answer && self.rec.c.completed == 0 && !self.told_tls {
+                // A plain-text client at a TLS port: a mistake in the target, not a fault
+                // of the server. Say so once, so the run stops with the remedy.
+                self.told_tls = true;
+                let detail = "the server answered with TLS: use https:// (or wss://)".into();
+                let _ = self.tx.send(WorkerEvent::Misdirected { detail });
+            }
             return self.fail(idx, ErrorClass::Protocol, Some(&e), now);
         }
         if let Some(consumed) = upgraded {
@@ -206,12 +220,11 @@ impl Worker {
             c.timeout_at = u64::MAX;
         }
         if let Some(payload) = c.pong.take() {
+            // Pings are rare: the payload's allocation is not worth keeping.
             self.scratch.clear();
             let mask = (self.rng.next_u64() as u32).to_le_bytes();
             crate::ws::encode_frame(crate::ws::OpCode::Pong, &payload, mask, &mut self.scratch);
             let c = &mut self.conns[idx as usize];
-            c.pong = Some(payload); // keep the allocation for the next ping
-            c.pong.as_mut().map(Vec::clear);
             let res = write_to(c, &mut self.rec, &self.scratch);
             if let Err(e) = res {
                 return self.fail(idx, classify(&e), Some(&e), now);

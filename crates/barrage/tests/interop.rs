@@ -1,0 +1,590 @@
+//! Interop with real third-party servers: nginx (Debian's package) for HTTP/1.1 and the
+//! Python `websockets` package for WebSocket (plain and over TLS). barrage shares no code
+//! with them, so agreement here means the codecs speak the protocols, not just each other.
+//!
+//! Each server is a child of the test on a free port of 127.0.0.1, stopped by its PID through
+//! its guard; nginx runs in the foreground as a single process (`master_process off`) so that
+//! killing the child leaves no worker behind. Counts are reconciled with the servers' own:
+//! nginx's `stub_status` and the Python server's message count.
+//!
+//! When nginx or `websockets` is missing the tests print "skipped: ..." and pass, except under
+//! CI (`CI` set), where a missing server is a failure: `.ci/run` installs both.
+
+mod common;
+mod pki;
+
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// Availability
+
+/// Ok when the tool is there; otherwise skip (return false) locally and fail under CI.
+fn available(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} is not installed, and CI is set: .ci/run must install it");
+    }
+    println!("skipped: {what} not installed");
+    false
+}
+
+fn nginx_bin() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+        .map(|d| d.join("nginx"))
+        .find(|c| c.is_file())
+}
+
+fn python_websockets() -> bool {
+    StdCommand::new("python3")
+        .args(["-c", "import websockets"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Waits until something accepts on 127.0.0.1:`port`, or the child exits, or 5 s pass.
+fn wait_listening(child: &mut Child, port: u16) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn run_json(args: &[&str], json: &Path) -> Value {
+    let out = barrage()
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(json)
+        .output()
+        .expect("run barrage");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "barrage {args:?}:\n{stderr}");
+    read_json(json)
+}
+
+fn assert_no_errors(v: &Value) {
+    assert_eq!(s(v, "status"), "completed");
+    assert_eq!(
+        u(v, "summary.errors.total"),
+        0,
+        "{}",
+        field(v, "summary.errors")
+    );
+    assert!(u(v, "summary.exchanges.completed") > 0);
+    let e = field(v, "summary.exchanges");
+    assert_eq!(
+        u(v, "summary.exchanges.sent"),
+        u(v, "summary.exchanges.completed")
+            + u(v, "summary.exchanges.failed")
+            + u(v, "summary.exchanges.in_flight_at_end"),
+        "conservation: {e}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// nginx
+
+const NGINX_CONF: &str = r#"
+worker_processes 1;
+error_log DIR/error.log;
+pid DIR/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path DIR/client_body;
+    proxy_temp_path DIR/proxy;
+    fastcgi_temp_path DIR/fastcgi;
+    uwsgi_temp_path DIR/uwsgi;
+    scgi_temp_path DIR/scgi;
+    # The default (1000) would close busy keep-alive connections during the run.
+    keepalive_requests 100000000;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:PORT;
+        root DIR/www;
+        location = / { return 200 "hello"; }
+        # A static file, gzipped on the fly: nginx cannot know the length, so it answers chunked.
+        location = /chunked { gzip on; gzip_min_length 0; gzip_types *; }
+        location = /close { keepalive_timeout 0; return 200 "bye"; }
+        location = /nginx_status { stub_status; }
+    }
+}
+"#;
+
+struct Nginx {
+    child: Guard,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    fn start() -> Option<Nginx> {
+        let bin = nginx_bin();
+        if !available("nginx", bin.is_some()) {
+            return None;
+        }
+        let bin = bin.unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::create_dir(d.join("www")).unwrap();
+        let body: String = (0..2000)
+            .map(|i| format!("line {i} of a body that gzip squeezes into chunks\n"))
+            .collect();
+        std::fs::write(d.join("www/chunked"), body).unwrap();
+        {
+            // Readable however nginx's user is set up.
+            use std::os::unix::fs::PermissionsExt;
+            for p in [d.to_path_buf(), d.join("www")] {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        // A free port can be taken between probing and binding: try a few.
+        for _ in 0..3 {
+            let port = refused_port();
+            let conf = NGINX_CONF
+                .replace("DIR", d.to_str().unwrap())
+                .replace("PORT", &port.to_string());
+            std::fs::write(d.join("nginx.conf"), conf).unwrap();
+            let mut child = StdCommand::new(&bin)
+                .arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(d.join("nginx.conf"))
+                .arg("-e")
+                .arg(d.join("error.log"))
+                .args(["-g", "daemon off; master_process off;"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("spawn nginx");
+            if wait_listening(&mut child, port) {
+                return Some(Nginx {
+                    child: Guard(child),
+                    port,
+                    dir,
+                });
+            }
+            drop(Guard(child));
+        }
+        let log = std::fs::read_to_string(d.join("error.log")).unwrap_or_default();
+        panic!("nginx did not start; error.log:\n{log}");
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// One plain GET on a connection of its own; the whole response.
+    fn get_raw(&self, path: &str, headers: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to nginx");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).expect("read response");
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// stub_status's (accepts, handled, requests); the status request counts itself.
+    fn status(&self) -> (u64, u64, u64) {
+        let r = self.get_raw("/nginx_status", "");
+        let line = r
+            .lines()
+            .skip_while(|l| !l.starts_with("server accepts"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("unexpected stub_status: {r}"));
+        let n: Vec<u64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (n[0], n[1], n[2])
+    }
+
+    fn json(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn stop(self) {
+        drop(self.child);
+    }
+}
+
+/// barrage's requests and connections as nginx counted them: after - before, less the
+/// status request (and its connection) made for `after`.
+fn nginx_delta(before: (u64, u64, u64), after: (u64, u64, u64)) -> (u64, u64) {
+    (after.0 - before.0 - 1, after.2 - before.2 - 1)
+}
+
+#[test]
+fn nginx_keep_alive_get_reconciles_with_stub_status() {
+    let Some(ngx) = Nginx::start() else { return };
+    let before = ngx.status();
+    let json = ngx.json("r.json");
+    let v = run_json(&[&ngx.url("/"), "-c", "10", "-d", "1s"], &json);
+    let (accepts, requests) = nginx_delta(before, ngx.status());
+    assert_no_errors(&v);
+    assert_eq!(u(&v, "summary.connections.attempts"), 10, "kept alive");
+    assert_eq!(accepts, 10, "connections nginx accepted");
+    assert_eq!(
+        requests,
+        u(&v, "summary.exchanges.sent"),
+        "nginx counted {requests} requests; barrage: {}",
+        field(&v, "summary.exchanges")
+    );
+    assert_eq!(u(&v, "summary.exchanges.in_flight_at_end"), 0);
+    assert_eq!(u(&v, "summary.totals.status.200"), requests);
+    ngx.stop();
+}
+
+#[test]
+fn nginx_pipelined_requests_reconcile() {
+    let Some(ngx) = Nginx::start() else { return };
+    let before = ngx.status();
+    let json = ngx.json("r.json");
+    let v = run_json(
+        &[&ngx.url("/"), "-c", "4", "--pipeline", "8", "-d", "1s"],
+        &json,
+    );
+    let (_, requests) = nginx_delta(before, ngx.status());
+    assert_no_errors(&v);
+    assert_eq!(requests, u(&v, "summary.exchanges.sent"));
+    assert_eq!(u(&v, "summary.connections.attempts"), 4);
+    ngx.stop();
+}
+
+#[test]
+fn nginx_chunked_gzip_replies_complete_without_errors() {
+    let Some(ngx) = Nginx::start() else { return };
+    // The premise: nginx really answers this one chunked.
+    let raw = ngx.get_raw("/chunked", "Accept-Encoding: gzip\r\n");
+    let head = raw.split("\r\n\r\n").next().unwrap().to_lowercase();
+    assert!(
+        head.contains("transfer-encoding: chunked") && head.contains("content-encoding: gzip"),
+        "nginx did not answer chunked:\n{head}"
+    );
+    let before = ngx.status();
+    let json = ngx.json("r.json");
+    let v = run_json(
+        &[
+            &ngx.url("/chunked"),
+            "-H",
+            "Accept-Encoding: gzip",
+            "-c",
+            "4",
+            "-d",
+            "1s",
+        ],
+        &json,
+    );
+    let (accepts, requests) = nginx_delta(before, ngx.status());
+    assert_no_errors(&v);
+    assert_eq!(accepts, 4, "chunked replies keep the connection alive");
+    assert_eq!(requests, u(&v, "summary.exchanges.sent"));
+    // Each reply is the gzipped file (a few KiB), not just a head.
+    let per_reply = u(&v, "summary.totals.bytes_read") / u(&v, "summary.exchanges.completed");
+    assert!(per_reply > 1000, "{per_reply} bytes per reply");
+    ngx.stop();
+}
+
+#[test]
+fn nginx_head_requests_do_not_wait_for_a_body() {
+    let Some(ngx) = Nginx::start() else { return };
+    let json = ngx.json("r.json");
+    // nginx answers HEAD with the Content-Length of the GET and no body.
+    let v = run_json(
+        &[&ngx.url("/chunked"), "-X", "HEAD", "-c", "2", "-d", "1s"],
+        &json,
+    );
+    assert_no_errors(&v);
+    assert_eq!(u(&v, "summary.connections.attempts"), 2);
+    assert!(u(&v, "summary.exchanges.completed") > 100, "no timeouts");
+    ngx.stop();
+}
+
+#[test]
+fn nginx_post_with_a_body_reconciles() {
+    let Some(ngx) = Nginx::start() else { return };
+    let before = ngx.status();
+    let json = ngx.json("r.json");
+    let v = run_json(
+        &[
+            &ngx.url("/"),
+            "-X",
+            "POST",
+            "--body",
+            "seq={seq}&conn={conn}",
+            "-c",
+            "4",
+            "-d",
+            "1s",
+        ],
+        &json,
+    );
+    let (accepts, requests) = nginx_delta(before, ngx.status());
+    assert_no_errors(&v);
+    assert_eq!(accepts, 4, "nginx read every body and kept the connection");
+    assert_eq!(requests, u(&v, "summary.exchanges.sent"));
+    ngx.stop();
+}
+
+#[test]
+fn nginx_connection_close_reconnects_are_counted_without_errors() {
+    let Some(ngx) = Nginx::start() else { return };
+    let before = ngx.status();
+    let json = ngx.json("r.json");
+    let v = run_json(&[&ngx.url("/close"), "-c", "4", "-d", "1s"], &json);
+    let (accepts, requests) = nginx_delta(before, ngx.status());
+    assert_no_errors(&v);
+    let done = u(&v, "summary.exchanges.completed");
+    let attempts = u(&v, "summary.connections.attempts");
+    // One connection per response: every response closed its connection, gracefully.
+    assert_eq!(u(&v, "summary.connections.closed_by_peer"), done);
+    assert!(
+        (done..=done + 4).contains(&attempts),
+        "{attempts} connects for {done} responses"
+    );
+    assert_eq!(accepts, u(&v, "summary.connections.succeeded"));
+    assert_eq!(requests, u(&v, "summary.exchanges.sent"));
+    ngx.stop();
+}
+
+#[test]
+fn nginx_404_is_unexpected_status_and_keeps_the_connection() {
+    let Some(ngx) = Nginx::start() else { return };
+    let json = ngx.json("r.json");
+    let out = barrage()
+        .args([&ngx.url("/missing"), "-c", "2", "-d", "1s", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run barrage");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v = read_json(&json);
+    let bad = u(&v, "summary.errors.unexpected_status");
+    assert!(bad > 10, "{}", field(&v, "summary.errors"));
+    assert_eq!(u(&v, "summary.errors.total"), bad);
+    assert_eq!(u(&v, "summary.totals.status.404"), bad);
+    assert_eq!(u(&v, "summary.connections.attempts"), 2);
+    ngx.stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python websockets
+
+/// An asyncio echo server; counts the messages it received and, each time a connection
+/// handler ends, writes "<messages> <connections ended>" to the count file.
+const WS_SERVER: &str = r#"
+import asyncio, os, ssl, sys
+try:
+    from websockets.asyncio.server import serve  # websockets >= 13
+except ImportError:
+    from websockets.server import serve  # the legacy API (e.g. Debian's python3-websockets)
+
+count_file = sys.argv[1]
+total = 0
+ended = 0
+
+async def echo(ws):
+    global total, ended
+    n = 0
+    try:
+        async for msg in ws:
+            n += 1
+            await ws.send(msg)
+    except Exception as e:
+        print(f"handler: {e!r}", file=sys.stderr, flush=True)
+    finally:
+        total += n
+        ended += 1
+        with open(count_file + ".tmp", "w") as f:
+            f.write(f"{total} {ended}\n")
+        os.replace(count_file + ".tmp", count_file)
+
+async def main():
+    tls = None
+    if len(sys.argv) > 3:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[2], sys.argv[3])
+    async with serve(echo, "127.0.0.1", 0, ssl=tls, compression=None, ping_interval=None) as server:
+        print("ready", server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.sleep(30)  # backstop: the test kills it long before
+
+asyncio.run(main())
+"#;
+
+struct PyWs {
+    /// Declared first: the process is gone before its directory.
+    _child: Guard,
+    port: u16,
+    count: PathBuf,
+    /// The server's stderr (websockets logs failed handshakes there), shown on failures.
+    log: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl PyWs {
+    fn start(tls: Option<&pki::Pki>) -> Option<PyWs> {
+        if !available("python3 websockets", python_websockets()) {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let count = dir.path().join("count");
+        let log = dir.path().join("server.log");
+        let mut cmd = StdCommand::new("python3");
+        cmd.args(["-c", WS_SERVER]).arg(&count);
+        if let Some(p) = tls {
+            cmd.arg(&p.cert).arg(&p.key);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("create server.log"))
+            .spawn()
+            .expect("spawn python3");
+        let stdout = child.stdout.take().expect("stdout");
+        let child = Guard(child);
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the server's ready line");
+        let port = line
+            .strip_prefix("ready ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| {
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("the Python server did not start: {line:?}\n{log}")
+            });
+        Some(PyWs {
+            _child: child,
+            port,
+            count,
+            log,
+            dir,
+        })
+    }
+
+    /// (messages received, connections ended) once `connections` handlers have ended.
+    fn counts(&self, connections: u64) -> (u64, u64) {
+        let t = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&self.count).unwrap_or_default();
+            let n: Vec<u64> = text
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if n.len() == 2 && n[1] >= connections {
+                return (n[0], n[1]);
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "the server saw {text:?} (messages, connections ended), want {connections} \
+                 ended; its log:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn ws_echo_reconciles(url: &str, server: &PyWs, extra: &[&str]) -> Value {
+    let json = server.dir.path().join("r.json");
+    let mut args = vec![url, "-c", "10", "-d", "1s", "--verify"];
+    args.extend_from_slice(extra);
+    let v = run_json(&args, &json);
+    assert_no_errors(&v);
+    let (messages, ended) = server.counts(10);
+    assert_eq!(ended, 10);
+    assert_eq!(u(&v, "summary.connections.attempts"), 10);
+    assert_eq!(
+        messages,
+        u(&v, "summary.exchanges.sent"),
+        "the server received {messages} messages; barrage: {}",
+        field(&v, "summary.exchanges")
+    );
+    assert_eq!(u(&v, "summary.exchanges.completed"), messages);
+    v
+}
+
+#[test]
+fn python_websockets_echo_reconciles_message_counts() {
+    let Some(server) = PyWs::start(None) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{}/", server.port);
+    let v = ws_echo_reconciles(&url, &server, &[]);
+    assert!(u(&v, "summary.handshake_us.count") >= 10);
+}
+
+#[test]
+fn python_websockets_binary_echo_reconciles() {
+    let Some(server) = PyWs::start(None) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{}/", server.port);
+    ws_echo_reconciles(&url, &server, &["--binary", "-m", "\\x00\\xff{seq}"]);
+}
+
+#[test]
+fn python_websockets_over_tls_with_cacert_reconciles() {
+    if !available("python3 websockets", python_websockets()) {
+        return;
+    }
+    let pki = pki::pki(&["localhost"], pki::Validity::Now);
+    let Some(server) = PyWs::start(Some(&pki)) else {
+        return;
+    };
+    let url = format!("wss://localhost:{}/", server.port);
+    let v = ws_echo_reconciles(&url, &server, &["--cacert", pki.ca.to_str().unwrap()]);
+    assert!(u(&v, "summary.tls_us.count") >= 10);
+}
+
+#[test]
+fn python_websockets_over_tls_without_the_ca_stops_before_load() {
+    if !available("python3 websockets", python_websockets()) {
+        return;
+    }
+    let pki = pki::pki(&["localhost"], pki::Validity::Now);
+    let Some(server) = PyWs::start(Some(&pki)) else {
+        return;
+    };
+    let url = format!("wss://localhost:{}/", server.port);
+    let out = barrage()
+        .args([url.as_str(), "-c", "2", "-d", "1s", "-q"])
+        .output()
+        .expect("run barrage");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--cacert") && err.contains("--insecure"),
+        "{err}"
+    );
+    // The pre-flight handshake failed, so no WebSocket connection was ever opened.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !server.count.exists(),
+        "a WebSocket connection reached the server"
+    );
+}

@@ -1,0 +1,367 @@
+//! `https://` end to end: certificates made with rcgen (tests/pki: a CA, server certificates
+//! signed by it for the right name, another name, and an expired one), `barrage serve http`
+//! with `--tls-cert/--tls-key` as the target, and the CLI as a user runs it.
+//!
+//! Verification is on by default: without `--cacert` the test CA is unknown and the run must
+//! stop before any load, naming the problem and both ways out; `--insecure` skips it. Every
+//! server is a child process killed by its guard; every run is bounded (`-d 1s`) and goes to
+//! 127.0.0.1 (`localhost` resolves there).
+//!
+//! `wss://` is tested in interop.rs against a Python `websockets` server with TLS: `serve ws`
+//! has no TLS option.
+
+mod common;
+mod pki;
+
+use common::*;
+use pki::{pki, Pki, Validity};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Output, Stdio};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// The server and the client
+
+/// `barrage serve http --tls-cert --tls-key` on 127.0.0.1:0 (one thread, `--stats`, a 20 s
+/// backstop), killed by its guard.
+struct HttpsServer {
+    child: Guard,
+    _stdout: BufReader<std::process::ChildStdout>,
+    port: u16,
+    stats: PathBuf,
+}
+
+fn https_server(pki: &Pki) -> HttpsServer {
+    let stats = pki.dir.path().join("server-stats.json");
+    let mut child = StdCommand::new(bin())
+        .args(["serve", "http", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .args(["--exit-after", "20s", "--stats"])
+        .arg(&stats)
+        .arg("--tls-cert")
+        .arg(&pki.cert)
+        .arg("--tls-key")
+        .arg(&pki.key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn barrage serve http");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let child = Guard(child);
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("read server banner");
+    // "barrage http server listening on 127.0.0.1:PORT (1 thread): https://127.0.0.1:PORT/"
+    let port = first
+        .split_once("listening on 127.0.0.1:")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected server banner: {first:?}"));
+    assert!(first.contains("https://"), "not serving TLS: {first:?}");
+    HttpsServer {
+        child,
+        _stdout: stdout,
+        port,
+        stats,
+    }
+}
+
+impl HttpsServer {
+    fn url(&self) -> String {
+        format!("https://localhost:{}/", self.port)
+    }
+
+    /// SIGTERM, a clean exit, and the `--stats` JSON.
+    fn stop(mut self) -> Value {
+        send_signal(self.child.0.id(), "TERM");
+        let st = wait_at_most(&mut self.child.0, Duration::from_secs(5))
+            .expect("server did not exit within 5 s of SIGTERM");
+        assert!(st.success(), "server exited with {st}");
+        read_json(&self.stats)
+    }
+}
+
+struct Ran {
+    out: Output,
+    took: Duration,
+}
+
+impl Ran {
+    fn code(&self) -> i32 {
+        self.out.status.code().expect("exit code")
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+fn barrage_run(url: &str, extra: &[&str]) -> Ran {
+    let t = Instant::now();
+    let out = barrage()
+        .arg(url)
+        .args(["-c", "5", "-d", "1s", "-t", "1", "-q"])
+        .args(extra)
+        .output()
+        .expect("run barrage");
+    Ran {
+        out,
+        took: t.elapsed(),
+    }
+}
+
+/// A load run that must complete cleanly over TLS; returns its JSON result.
+fn assert_clean_tls_run(r: &Ran, json: &Path) -> Value {
+    assert_eq!(r.code(), 0, "stderr:\n{}", r.stderr());
+    let v = read_json(json);
+    assert_eq!(s(&v, "status"), "completed");
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert!(u(&v, "summary.exchanges.completed") > 0);
+    assert!(
+        u(&v, "summary.tls_us.count") >= 5,
+        "one TLS handshake per connection: {}",
+        field(&v, "summary.tls_us")
+    );
+    assert_eq!(
+        u(&v, "summary.totals.status.200"),
+        u(&v, "summary.exchanges.completed")
+    );
+    v
+}
+
+/// The run stopped before any load: exit 1, fast, a message naming the problem and `words`,
+/// and the server saw handshakes but not one HTTP request.
+fn assert_refused_before_load(r: &Ran, server: HttpsServer, words: &[&str]) -> String {
+    assert_eq!(r.code(), 1, "stderr:\n{}", r.stderr());
+    assert!(
+        r.took < Duration::from_secs(5),
+        "a verification failure is known at once, not after the load: {:?}",
+        r.took
+    );
+    let err = r.stderr();
+    let lower = err.to_lowercase();
+    for w in words {
+        assert!(
+            lower.contains(&w.to_lowercase()),
+            "the message does not mention {w:?}:\n{err}"
+        );
+    }
+    let st = server.stop();
+    assert_eq!(u(&st, "http.requests"), 0, "load was sent: {st}");
+    err
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn https_with_cacert_completes_and_reconciles_with_the_server() {
+    let pki = pki(&["localhost", "127.0.0.1"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let ca = pki.ca.to_str().unwrap();
+    let r = barrage_run(
+        &server.url(),
+        &["--cacert", ca, "--json", json.to_str().unwrap()],
+    );
+    let v = assert_clean_tls_run(&r, &json);
+    let st = server.stop();
+    let served = u(&st, "http.requests");
+    let (completed, sent) = (
+        u(&v, "summary.exchanges.completed"),
+        u(&v, "summary.exchanges.sent"),
+    );
+    assert!(
+        (completed..=sent).contains(&served),
+        "server answered {served} requests; barrage sent {sent}, completed {completed}"
+    );
+    assert_eq!(u(&st, "http.tls_errors"), 0, "{st}");
+    // 5 load connections plus the pre-flight handshake.
+    assert_eq!(u(&st, "http.tls_handshakes"), 6, "{st}");
+}
+
+#[test]
+fn https_to_an_ip_address_with_an_ip_san_works() {
+    let pki = pki(&["localhost", "127.0.0.1"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let url = format!("https://127.0.0.1:{}/", server.port);
+    let r = barrage_run(
+        &url,
+        &[
+            "--cacert",
+            pki.ca.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_clean_tls_run(&r, &json);
+}
+
+#[test]
+fn https_without_cacert_stops_before_load_naming_the_unknown_ca() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &[]);
+    let err = assert_refused_before_load(&r, server, &["--cacert", "--insecure"]);
+    let lower = err.to_lowercase();
+    assert!(
+        lower.contains("trusted ca")
+            || lower.contains("unknown issuer")
+            || lower.contains("unknownissuer"),
+        "the message does not name the CA problem:\n{err}"
+    );
+    assert!(
+        err.contains("localhost"),
+        "the message names the target:\n{err}"
+    );
+}
+
+#[test]
+fn https_verification_failure_still_writes_a_failed_json_result() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(&server.url(), &["--json", json.to_str().unwrap()]);
+    assert_eq!(r.code(), 1, "stderr:\n{}", r.stderr());
+    drop(server);
+    let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "failed");
+    assert!(s(&v, "message").contains("CA"), "{v}");
+}
+
+#[test]
+fn https_insecure_works_without_the_ca() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &server.url(),
+        &["--insecure", "--json", json.to_str().unwrap()],
+    );
+    assert_clean_tls_run(&r, &json);
+}
+
+#[test]
+fn https_insecure_accepts_a_wrong_name_and_an_expired_certificate() {
+    for (names, validity) in [
+        (&["example.invalid"][..], Validity::Now),
+        (&["localhost"][..], Validity::Expired),
+    ] {
+        let pki = pki(names, validity);
+        let server = https_server(&pki);
+        let json = pki.dir.path().join("r.json");
+        let r = barrage_run(
+            &server.url(),
+            &["--insecure", "--json", json.to_str().unwrap()],
+        );
+        assert_clean_tls_run(&r, &json);
+    }
+}
+
+#[test]
+fn https_certificate_for_another_name_stops_naming_the_host_name() {
+    let pki = pki(&["example.invalid"], Validity::Now);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    let err = assert_refused_before_load(&r, server, &["host name", "localhost", "--insecure"]);
+    assert!(
+        !err.to_lowercase().contains("expired"),
+        "a name mismatch is not an expiry:\n{err}"
+    );
+}
+
+#[test]
+fn https_expired_certificate_stops_naming_the_expiry() {
+    let pki = pki(&["localhost"], Validity::Expired);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["expired", "--insecure"]);
+}
+
+#[test]
+fn https_to_a_plain_http_port_stops_before_load() {
+    // `serve http` without TLS answers the ClientHello with an HTTP error, not a ServerHello.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = StdCommand::new(bin())
+        .args(["serve", "http", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .args(["--exit-after", "20s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn barrage serve http");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let _guard = Guard(child);
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("banner");
+    let port: u16 = first
+        .split_once("listening on 127.0.0.1:")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected server banner: {first:?}"));
+    let json = dir.path().join("r.json");
+    let r = barrage_run(
+        &format!("https://127.0.0.1:{port}/"),
+        &["--json", json.to_str().unwrap()],
+    );
+    assert_eq!(r.code(), 1, "stderr:\n{}", r.stderr());
+    assert!(r.took < Duration::from_secs(5), "{:?}", r.took);
+    assert!(
+        r.stderr().to_lowercase().contains("tls"),
+        "the message names TLS:\n{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn http_to_a_tls_port_says_to_use_https() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &format!("http://localhost:{}/", server.port),
+        &["--json", json.to_str().unwrap()],
+    );
+    let err = r.stderr();
+    // Every exchange fails as a protocol error (the TLS server answers with an alert record).
+    let v = read_json(&json);
+    assert!(
+        u(&v, "summary.errors.protocol") >= 1,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.completed"), 0);
+    let message = v.get("message").and_then(Value::as_str).unwrap_or_default();
+    assert!(
+        err.contains("https://") || message.contains("https://"),
+        "nothing tells the user to use https://; exit {}, stderr:\n{err}\nmessage: {message:?}",
+        r.code(),
+    );
+}
+
+#[test]
+fn cacert_that_does_not_exist_is_a_usage_error_naming_the_flag() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    let missing = pki.dir.path().join("nope.pem");
+    let r = barrage_run(&server.url(), &["--cacert", missing.to_str().unwrap()]);
+    assert_eq!(r.code(), 2, "stderr:\n{}", r.stderr());
+    assert!(r.stderr().contains("--cacert"), "{}", r.stderr());
+}
+
+#[test]
+fn cacert_without_a_certificate_is_a_usage_error_naming_the_flag() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let server = https_server(&pki);
+    // A key is not a certificate.
+    let r = barrage_run(&server.url(), &["--cacert", pki.key.to_str().unwrap()]);
+    assert_eq!(r.code(), 2, "stderr:\n{}", r.stderr());
+    assert!(r.stderr().contains("--cacert"), "{}", r.stderr());
+}
