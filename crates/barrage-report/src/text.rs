@@ -309,7 +309,18 @@ fn health(r: &RunResult) -> Vec<String> {
             .iter()
             .map(|(c, n)| format!("{c} {}", thousands(n)))
             .collect();
-        lines.insert(2, row("HTTP status", codes.join(", ")));
+        let classes: Vec<String> = (1..=5u16)
+            .map(|d| (d, t.status.range(d * 100, d * 100 + 99)))
+            .filter(|(_, n)| *n > 0)
+            .map(|(d, n)| format!("{d}xx {}", thousands(n)))
+            .collect();
+        lines.insert(
+            2,
+            row(
+                "HTTP status",
+                format!("{} ({})", classes.join(", "), codes.join(", ")),
+            ),
+        );
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

@@ -43,3 +43,13 @@ fn summary_stays_compact_and_narrow() {
         assert!(t.ends_with('\n'));
     }
 }
+
+#[test]
+fn https_run_with_status_codes_ttfb_and_tls() {
+    let t = text(&common::https_with_statuses());
+    assert!(
+        t.contains("HTTP status   2xx 89,120, 5xx 900 (200 89,120, 503 900)"),
+        "{t}"
+    );
+    insta::assert_snapshot!(t);
+}

@@ -423,3 +423,70 @@ pub fn failed_refused() -> RunResult {
         outcome,
     )
 }
+
+/// HTTP keep-alive against a server that answers 1 % of requests with 503: status codes and
+/// classes, time to first byte, TLS handshakes.
+pub fn https_with_statuses() -> RunResult {
+    let shape = Shape {
+        base: 300,
+        jitter: 200,
+        slow_every: 50,
+        slow: 900,
+        tail_every: 5_000,
+        tail: 9_000,
+    };
+    let mut segs = seconds(3);
+    segs.push((3 * S, 3 * S + 1_000_000));
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: Some(3 * S),
+    };
+    let outcome = aggregate(
+        1,
+        tl,
+        &segs,
+        180,
+        20,
+        LatencyBasis::ActualSend,
+        |_, i, d, rng| {
+            if i == 0 {
+                connect(d, rng, 20);
+                for _ in 0..20 {
+                    d.tls.record_ns(1_200_000 + rng.below(300_000));
+                }
+            }
+            let (ok, bad) = if i < 3 { (29_700, 300) } else { (20, 0) };
+            d.counters.completed = ok;
+            d.counters.failed = bad;
+            d.counters
+                .error(barrage_metrics::ErrorClass::UnexpectedStatus, bad);
+            d.counters.status.add(200, ok);
+            d.counters.status.add(503, bad);
+            d.counters.replies = ok + bad;
+            shape.record(rng, &mut d.latency, ok);
+            for _ in 0..ok {
+                d.ttfb.record_ns((250 + rng.below(150)) * 1000);
+            }
+            d.open = 20;
+            d.open_peak = 20;
+            d.in_flight = if i < 3 { 20 } else { 0 };
+        },
+    );
+    let mut c = config("ping-pong", 20);
+    c.target = "https://localhost:8443/api".into();
+    c.protocol = "https".into();
+    c.duration_s = Some(3.0);
+    c.threads = 1;
+    c.expect = "http response".into();
+    c.http = Some("GET /api".into());
+    c.tls = Some("verified".into());
+    RunResult::new(
+        Status::Completed,
+        None,
+        args("barrage https://localhost:8443/api -c 20 -t 1 -d 3s -H Authorization:_[redacted]"),
+        "2025-05-14T09:30:00Z".into(),
+        c,
+        environment(),
+        outcome,
+    )
+}
