@@ -1,0 +1,90 @@
+//! Samples of the server under test and of the machine, on the run's timeline.
+//!
+//! Plain data, produced by `barrage-monitor` (which reads /proc) and consumed by the analysis,
+//! the thresholds and the reports. Times are seconds since the run's start, the same clock as
+//! the ticks, so a server's memory and the client's throughput line up second by second.
+//! Rates (CPU %, per-second network figures, context switches) cover the interval that ends
+//! at `t`.
+
+use serde::{Deserialize, Serialize};
+
+/// TCP sockets by state (as in /proc/net/tcp).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpStates {
+    pub established: u64,
+    pub syn_sent: u64,
+    pub syn_recv: u64,
+    pub fin_wait1: u64,
+    pub fin_wait2: u64,
+    pub time_wait: u64,
+    pub close: u64,
+    pub close_wait: u64,
+    pub last_ack: u64,
+    pub listen: u64,
+    pub closing: u64,
+}
+
+/// One sample of one process (its threads included; children summed in when asked).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub t: f64,
+    /// user + system, in % of one core (200 = two cores busy).
+    pub cpu_pct: f64,
+    pub cpu_user_pct: f64,
+    pub cpu_sys_pct: f64,
+    /// user + system in % of the whole machine (all cores = 100).
+    pub cpu_machine_pct: f64,
+    pub rss_bytes: u64,
+    /// Highest RSS so far (VmHWM).
+    pub rss_peak_bytes: u64,
+    pub threads: u64,
+    pub fds: u64,
+    /// Context switches during the interval.
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    pub tcp: TcpStates,
+}
+
+/// Everything sampled for one monitored process.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSeries {
+    pub pid: u32,
+    /// Its command line, as /proc shows it (arguments joined by spaces).
+    pub command: String,
+    pub samples: Vec<ProcSample>,
+}
+
+/// One network interface's traffic during the interval, per second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetIfSample {
+    pub name: String,
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    pub rx_packets_per_s: f64,
+    pub tx_packets_per_s: f64,
+}
+
+/// One sample of the machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    pub t: f64,
+    /// Busy share of all cores, %.
+    pub cpu_pct: f64,
+    pub per_core_pct: Vec<f64>,
+    pub mem_used_bytes: u64,
+    pub mem_total_bytes: u64,
+    pub net: Vec<NetIfSample>,
+    /// TCP sockets in use and in TIME_WAIT, machine-wide (/proc/net/sockstat).
+    pub tcp_inuse: u64,
+    pub tcp_time_wait: u64,
+}
+
+/// The monitoring part of a run's result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MonitorSeries {
+    pub interval_s: f64,
+    pub processes: Vec<ProcessSeries>,
+    pub host: Vec<HostSample>,
+    /// barrage's own process.
+    pub generator: Vec<ProcSample>,
+}
