@@ -169,6 +169,7 @@ impl Worker {
             }
             self.pump_connects(now);
             while let Some((at, idx, kind)) = self.timers.pop_due(now) {
+                self.rec.lag_max_ns = self.rec.lag_max_ns.max(now - at);
                 self.on_timer(at, idx, kind, now);
             }
             while let Some(idx) = self.ready.pop_front() {

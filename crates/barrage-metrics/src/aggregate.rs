@@ -42,6 +42,9 @@ pub struct Tick {
     pub open_peak: u64,
     pub in_flight: u64,
     pub backlog: u64,
+    /// Worst event-loop lateness of any worker in the segment, microseconds.
+    #[serde(default)]
+    pub lag_us_max: u64,
     pub errors: ErrorCounts,
     pub latency_us: TickLatency,
 }
@@ -282,6 +285,7 @@ impl Aggregator {
             open_peak: d.open_peak,
             in_flight: d.in_flight,
             backlog: d.backlog,
+            lag_us_max: d.lag_max_ns / 1000,
             errors: c.errors,
             latency_us: TickLatency {
                 p50: l.p50,

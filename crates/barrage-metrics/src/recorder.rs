@@ -22,6 +22,9 @@ pub struct Recorder {
     pub open: u64,
     pub in_flight: u64,
     pub backlog: u64,
+    /// Worst lateness of the event loop in this segment: how long after its due time a timer
+    /// was handled, in nanoseconds (scheduler lag; a busy or starved worker shows here).
+    pub lag_max_ns: u64,
     open_peak: u64,
 }
 
@@ -58,6 +61,7 @@ impl Recorder {
             open_peak: self.open_peak,
             in_flight: self.in_flight,
             backlog: self.backlog,
+            lag_max_ns: std::mem::take(&mut self.lag_max_ns),
         };
         self.open_peak = self.open;
         d
@@ -82,6 +86,7 @@ pub struct Delta {
     pub open_peak: u64,
     pub in_flight: u64,
     pub backlog: u64,
+    pub lag_max_ns: u64,
 }
 
 impl Delta {
@@ -98,6 +103,7 @@ impl Delta {
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;
         self.backlog += o.backlog;
+        self.lag_max_ns = self.lag_max_ns.max(o.lag_max_ns);
         self.start_ns = self.start_ns.min(o.start_ns);
         self.end_ns = self.end_ns.max(o.end_ns);
     }
