@@ -23,7 +23,9 @@ pub use codes::CodeCounts;
 pub use counters::Counters;
 pub use error::{ErrorClass, ErrorCounts};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
-pub use monitor::{HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, TcpStates};
+pub use monitor::{
+    HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, SpawnRecord, TcpStates,
+};
 pub use recorder::{Delta, Recorder};
 pub use result::{Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status};
 pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};

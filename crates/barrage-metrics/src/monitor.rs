@@ -88,3 +88,20 @@ pub struct MonitorSeries {
     /// barrage's own process.
     pub generator: Vec<ProcSample>,
 }
+
+/// What happened to a server barrage started with `--spawn`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpawnRecord {
+    pub command: String,
+    pub pid: u32,
+    /// From the start of the command until its port accepted a connection.
+    pub ready_after_ms: f64,
+    /// It exited by itself after SIGTERM, with status 0 (or by the signal, as servers do).
+    pub exited_cleanly: bool,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// From SIGTERM to the end of the process.
+    pub stop_took_ms: f64,
+    /// It ignored SIGTERM for the grace period and was killed (SIGKILL).
+    pub killed: bool,
+}

@@ -132,6 +132,12 @@ pub struct RunResult {
     pub warmup: Option<PhaseSummary>,
     pub timeseries: Vec<Tick>,
     pub histograms: Histograms,
+    /// Samples of the monitored server processes, the machine and barrage itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<crate::monitor::MonitorSeries>,
+    /// The server barrage started (`--spawn`) and how it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn: Option<crate::monitor::SpawnRecord>,
 }
 
 impl RunResult {
@@ -167,6 +173,8 @@ impl RunResult {
             warmup: outcome.warmup,
             timeseries: outcome.timeseries,
             histograms,
+            monitor: None,
+            spawn: None,
         }
     }
 }

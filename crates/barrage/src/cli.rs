@@ -24,7 +24,7 @@ Modes: ping-pong (default, --pipeline K), --think D, --interval D, --rate R; \
 `barrage run --help` lists every flag.\n\
 `barrage URL ...` is short for `barrage run URL ...`.\n\
 Exit codes: 0 completed, 1 the run failed (e.g. nothing could connect), 2 bad usage, \
-130 interrupted (results are still written).",
+3 a --threshold failed, 130 interrupted (results are still written).",
     propagate_version = true
 )]
 pub struct Cli {
@@ -52,7 +52,8 @@ barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50 -n 1M\n  \
 barrage http://127.0.0.1:8080/api -X POST -H 'Content-Type: application/json' --body @req.json\n  \
 barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n\n\
 Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
-Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 130 interrupted."
+Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 3 a --threshold failed,\n\
+130 interrupted."
 )]
 pub struct RunArgs {
     /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH or ws(s)://HOST[:PORT]/PATH
@@ -182,6 +183,30 @@ pub struct RunArgs {
     /// A connect not complete after D is a connect_timeout [default: --timeout]
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub connect_timeout: Option<Duration>,
+
+    /// Watch a server process: a PID (repeatable), or `auto` for the process listening on
+    /// the target's port (local targets, Linux)
+    #[arg(long, value_name = "PID|auto", help_heading = "Server monitoring")]
+    pub monitor: Vec<String>,
+
+    /// Start the server with this command (via sh -c), wait until its port accepts, watch it,
+    /// and stop it with SIGTERM after the test
+    #[arg(long, value_name = "CMD", help_heading = "Server monitoring")]
+    pub spawn: Option<String>,
+
+    /// How often to sample the monitored processes and the machine
+    #[arg(long, default_value = "1s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Server monitoring")]
+    pub monitor_interval: Duration,
+
+    /// Keep sampling this long after the load stops, to see whether memory comes back
+    /// [default: 10s when monitoring]
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Server monitoring")]
+    pub recovery: Option<Duration>,
+
+    /// Pass/fail rule, e.g. 'p99 < 20ms', 'rps.avg >= 15000', 'errors.rate < 0.1%',
+    /// 'server.rss.max < 64MB' (repeatable; any failure makes the exit code 3)
+    #[arg(long, value_name = "EXPR", help_heading = "Server monitoring")]
+    pub threshold: Vec<String>,
 
     /// No live status line on stderr
     #[arg(short = 'q', long, help_heading = "Output")]
