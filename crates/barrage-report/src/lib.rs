@@ -10,6 +10,7 @@
 
 pub mod fmt;
 mod json;
+mod monitor_text;
 mod text;
 
 pub use json::JsonRenderer;

@@ -20,7 +20,14 @@ const COL: usize = 10;
 impl Renderer for TextRenderer {
     fn render(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let mut lines = header(r);
-        for section in [throughput(r), latency(r), io(r), health(r), warmup(r)] {
+        for section in [
+            throughput(r),
+            latency(r),
+            io(r),
+            health(r),
+            crate::monitor_text::monitoring(r),
+            warmup(r),
+        ] {
             if !section.is_empty() {
                 lines.push(String::new());
                 lines.extend(section);

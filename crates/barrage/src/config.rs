@@ -32,6 +32,13 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         addr: url.addr,
     };
     check_flags_fit(a, url.scheme)?;
+    if !a.monitor.is_empty() || a.spawn.is_some() || !a.threshold.is_empty() || a.recovery.is_some()
+    {
+        // Until the monitor is wired in, say so rather than ignore the flags.
+        return usage(
+            "--monitor, --spawn, --recovery and --threshold are not available in this build yet",
+        );
+    }
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {

@@ -17,6 +17,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         "-c/--connections",
     )?;
     let json_file = open_json(a.json.as_deref())?;
+    let stop = sys::stop_on_signals();
+    let started_at = sys::rfc3339_now();
     if let (Some(tls), false) = (&plan.tls, a.insecure) {
         if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout) {
             // Stopped before any load: the result says so, with nothing measured.
@@ -37,10 +39,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             return Ok(1);
         }
     }
-    let stop = sys::stop_on_signals();
-    let started_at = sys::rfc3339_now();
     let (quiet, target) = (a.quiet, plan.connections);
-    let out = barrage_engine::run(plan, stop, |tick, agg| {
+    let out = barrage_engine::run(plan, stop.clone(), |tick, agg| {
         if let (false, Some(l)) = (quiet, live::line(tick, agg, target)) {
             eprintln!("{l}");
         }
