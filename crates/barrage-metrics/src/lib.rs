@@ -6,18 +6,25 @@
 //! merge exactly) and serializable; nothing here does I/O, spawns threads or knows sockets.
 
 pub mod aggregate;
+pub mod analysis;
 pub mod codes;
 pub mod counters;
 pub mod error;
 pub mod histogram;
 pub mod monitor;
+pub mod readiness;
 pub mod recorder;
 pub mod result;
+pub mod thresholds;
 pub mod timeline;
 
 pub use aggregate::{
     Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Rps, Summary,
     Tick, TickLatency,
+};
+pub use analysis::{
+    analyze, AnalysisReport, Fit, LeakStatus, LeakVerdict, Recovery, Stability, Trend, Verdict,
+    Window,
 };
 pub use codes::CodeCounts;
 pub use counters::Counters;
@@ -26,6 +33,8 @@ pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{
     HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, SpawnRecord, TcpStates,
 };
+pub use readiness::{assess, Aspect, Grade, Row};
 pub use recorder::{Delta, Recorder};
 pub use result::{Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status};
+pub use thresholds::{Facts, Threshold, ThresholdError};
 pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};

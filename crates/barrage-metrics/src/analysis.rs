@@ -1,0 +1,293 @@
+//! Analysis of a finished run: steady state, stability, trends, memory, generator saturation.
+//!
+//! Pure functions over the record types (ticks, monitor samples); no I/O, no clocks. Every
+//! judgement carries its rule as text so that a report can print why it said what it said, and
+//! every judgement needs data: without samples a function returns `None` instead of a guess.
+//! [`analyze`] runs all of them on one result; the pieces are public for other callers.
+
+mod fit;
+mod memory;
+mod saturation;
+mod stability;
+#[cfg(test)]
+pub(crate) mod testutil;
+mod trend;
+
+pub use fit::{linear_fit, t_quantile_975, Fit};
+pub use memory::{
+    connection_rss_pairs, leak, per_connection_cost, recovery, LeakStatus, LeakVerdict, Recovery,
+    DEFAULT_TOLERANCE_PCT, LEAK_RULE, RECOVERY_SLACK_BYTES,
+};
+pub use saturation::{saturation, saturation_summary, SaturationSummary, CPU_SATURATED};
+pub use stability::{stability, steady_start, steady_ticks, Stability, RAMP_DONE};
+pub use trend::{
+    error_rate_trend, fd_trend, p99_trend, rss_trend, trend, Trend, TrendMetric, Verdict,
+};
+
+use crate::monitor::{MonitorSeries, ProcSample, ProcessSeries};
+use crate::result::RunResult;
+use crate::timeline::Phase;
+use serde::{Deserialize, Serialize};
+
+/// A span of the run's clock: samples with `from_s < t ≤ to_s`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub from_s: f64,
+    pub to_s: f64,
+}
+
+impl Window {
+    pub fn contains(&self, t: f64) -> bool {
+        t > self.from_s && t <= self.to_s
+    }
+
+    pub fn select<'a>(&self, samples: &'a [ProcSample]) -> impl Iterator<Item = &'a ProcSample> {
+        let w = *self;
+        samples.iter().filter(move |s| w.contains(s.t))
+    }
+}
+
+/// What the monitored server processes used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerUsage {
+    /// Monitored processes, counted together.
+    pub processes: usize,
+    pub samples_under_load: usize,
+    /// Under load, in % of one core.
+    pub cpu_avg_pct: f64,
+    pub cpu_max_pct: f64,
+    /// Under load.
+    pub rss_avg_bytes: f64,
+    /// Over all samples (idle, load, recovery).
+    pub rss_max_bytes: u64,
+    pub fds_max: u64,
+    pub threads_max: u64,
+}
+
+/// The monitored processes as one server: each sample of the longest series plus, from every
+/// other series, the sample nearest in time (within half an interval).
+pub fn combined_server(monitor: &MonitorSeries) -> Vec<ProcSample> {
+    let mut series: Vec<&ProcessSeries> = monitor.processes.iter().collect();
+    series.sort_by_key(|p| std::cmp::Reverse(p.samples.len()));
+    let Some((first, rest)) = series.split_first() else {
+        return Vec::new();
+    };
+    let half = if monitor.interval_s > 0.0 {
+        monitor.interval_s / 2.0
+    } else {
+        0.5
+    };
+    let mut out = first.samples.clone();
+    for s in &mut out {
+        for p in rest {
+            let near = p
+                .samples
+                .iter()
+                .filter(|o| (o.t - s.t).abs() <= half)
+                .min_by(|a, b| (a.t - s.t).abs().total_cmp(&(b.t - s.t).abs()));
+            if let Some(o) = near {
+                s.cpu_pct += o.cpu_pct;
+                s.cpu_user_pct += o.cpu_user_pct;
+                s.cpu_sys_pct += o.cpu_sys_pct;
+                s.cpu_machine_pct += o.cpu_machine_pct;
+                s.rss_bytes += o.rss_bytes;
+                s.rss_peak_bytes += o.rss_peak_bytes;
+                s.threads += o.threads;
+                s.fds += o.fds;
+            }
+        }
+    }
+    out
+}
+
+/// Usage of the server samples; CPU and average RSS under load. `None` without a sample
+/// under load.
+pub fn server_usage(
+    samples: &[ProcSample],
+    under_load: Window,
+    processes: usize,
+) -> Option<ServerUsage> {
+    let load: Vec<&ProcSample> = under_load.select(samples).collect();
+    let n = load.len();
+    if n == 0 {
+        return None;
+    }
+    Some(ServerUsage {
+        processes,
+        samples_under_load: n,
+        cpu_avg_pct: load.iter().map(|s| s.cpu_pct).sum::<f64>() / n as f64,
+        cpu_max_pct: load.iter().map(|s| s.cpu_pct).fold(0.0, f64::max),
+        rss_avg_bytes: load.iter().map(|s| s.rss_bytes as f64).sum::<f64>() / n as f64,
+        rss_max_bytes: samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0),
+        fds_max: samples.iter().map(|s| s.fds).max().unwrap_or(0),
+        threads_max: samples.iter().map(|s| s.threads).max().unwrap_or(0),
+    })
+}
+
+/// Everything [`analyze`] found in one run. Server parts are `None` without monitoring.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisReport {
+    /// The steady state is `(steady_from_s, load_end_s]`.
+    pub steady_from_s: f64,
+    pub load_end_s: f64,
+    pub stability: Option<Stability>,
+    pub p99_trend: Option<Trend>,
+    pub error_rate_trend: Option<Trend>,
+    pub saturation: SaturationSummary,
+    pub server: Option<ServerUsage>,
+    pub rss_trend: Option<Trend>,
+    pub fd_trend: Option<Trend>,
+    /// Only when a recovery phase was measured.
+    pub recovery: Option<Recovery>,
+    pub leak: Option<LeakVerdict>,
+    /// Server RSS against open connections during the ramp: `slope` is bytes per connection.
+    pub bytes_per_connection: Option<Fit>,
+}
+
+/// Analyse one run. `recovery_s`: length of the recovery phase (sampling without load after
+/// the load ended), `None` or 0 when there was none. Idle samples are those at `t ≤ 0`, taken
+/// before the load started; the recovery's samples are all those after the load's end.
+pub fn analyze(
+    result: &RunResult,
+    monitor: Option<&MonitorSeries>,
+    recovery_s: Option<f64>,
+) -> AnalysisReport {
+    let ticks = &result.timeseries;
+    let steady_from_s = steady_start(ticks, result.summary.connections.target);
+    let load_end_s = ticks
+        .iter()
+        .filter(|t| t.phase != Phase::Drain)
+        .map(|t| t.t)
+        .fold(0.0, f64::max);
+    let steady = Window {
+        from_s: steady_from_s,
+        to_s: load_end_s,
+    };
+    let generator = monitor.map_or(&[][..], |m| &m.generator[..]);
+    let procs = monitor.map_or(0, |m| m.processes.len());
+    let server = monitor.map(combined_server).unwrap_or_default();
+    let usage = server_usage(
+        &server,
+        Window {
+            from_s: 0.0,
+            to_s: load_end_s,
+        },
+        procs,
+    );
+    let rec = recovery_s.filter(|r| *r > 0.0).and_then(|_| {
+        recovery(
+            &server,
+            0.0,
+            load_end_s,
+            f64::INFINITY,
+            DEFAULT_TOLERANCE_PCT,
+        )
+    });
+    let under_load: Vec<ProcSample> = steady.select(&server).cloned().collect();
+    let ramp = Window {
+        from_s: 0.0,
+        to_s: steady_from_s,
+    };
+    AnalysisReport {
+        steady_from_s,
+        load_end_s,
+        stability: stability(ticks, steady_from_s),
+        p99_trend: p99_trend(ticks, steady_from_s),
+        error_rate_trend: error_rate_trend(ticks, steady_from_s),
+        saturation: saturation_summary(ticks, generator, result.config.threads),
+        rss_trend: rss_trend(&server, steady),
+        fd_trend: fd_trend(&server, steady),
+        leak: usage.as_ref().map(|_| leak(&under_load, rec.as_ref())),
+        bytes_per_connection: per_connection_cost(&connection_rss_pairs(ticks, &server, ramp)),
+        server: usage,
+        recovery: rec,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{proc, result, MIB};
+    use super::*;
+
+    fn monitor(rss: impl Fn(f64) -> f64, until: i32) -> MonitorSeries {
+        let samples = (-2..=until)
+            .map(|t| {
+                let mut s = proc(t as f64, rss(t as f64));
+                s.cpu_pct = if (1..=60).contains(&t) { 150.0 } else { 1.0 };
+                s.fds = 20;
+                s.threads = 4;
+                s
+            })
+            .collect();
+        MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 1,
+                command: "srv".into(),
+                samples,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_leaking_server_is_found_and_a_healthy_one_passes() {
+        let r = result(60, 1000, 0, 10);
+        let leaky = monitor(|t| 50.0 * MIB + 10.0 * MIB / 60.0 * t.clamp(0.0, 60.0), 70);
+        let a = analyze(&r, Some(&leaky), Some(10.0));
+        assert_eq!(a.steady_from_s, 1.0);
+        assert_eq!(a.load_end_s, 60.0);
+        assert_eq!(a.leak.as_ref().unwrap().verdict, LeakStatus::Leak);
+        assert_eq!(a.rss_trend.as_ref().unwrap().verdict, Verdict::Growing);
+        let u = a.server.as_ref().unwrap();
+        assert_eq!((u.cpu_avg_pct, u.fds_max, u.threads_max), (150.0, 20, 4));
+        assert_eq!(a.stability.as_ref().unwrap().cv_pct, 0.0);
+        assert_eq!(a.saturation.saturated_s, 0);
+
+        let healthy = monitor(
+            |t| {
+                if (1.0..=60.0).contains(&t) {
+                    60.0 * MIB
+                } else {
+                    50.0 * MIB
+                }
+            },
+            70,
+        );
+        let a = analyze(&r, Some(&healthy), Some(10.0));
+        let l = a.leak.unwrap();
+        assert_eq!((l.verdict, l.recovered), (LeakStatus::NoLeak, Some(true)));
+        assert!(a.recovery.unwrap().returned);
+        // Without a recovery phase the same leak is only suspected.
+        let a = analyze(&r, Some(&leaky), None);
+        assert_eq!(a.leak.unwrap().verdict, LeakStatus::Inconclusive);
+    }
+
+    #[test]
+    fn without_monitoring_server_parts_are_absent() {
+        let a = analyze(&result(10, 100, 0, 5), None, Some(10.0));
+        assert!(a.server.is_none() && a.leak.is_none() && a.recovery.is_none());
+        assert!(a.rss_trend.is_none() && a.bytes_per_connection.is_none());
+        assert!(a.stability.is_some());
+        assert!(!a.saturation.cpu_measured);
+        let json = serde_json::to_string(&a).unwrap();
+        let back: AnalysisReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, a);
+    }
+
+    #[test]
+    fn several_processes_count_as_one_server() {
+        let mut m = monitor(|_| 10.0 * MIB, 5);
+        let mut other = m.processes[0].clone();
+        for s in &mut other.samples {
+            s.t += 0.01;
+        }
+        other.samples.pop();
+        m.processes.insert(0, other);
+        let c = combined_server(&m);
+        assert_eq!(c.len(), 8);
+        assert_eq!(c[0].rss_bytes, (20.0 * MIB) as u64);
+        assert_eq!(c[7].rss_bytes, (10.0 * MIB) as u64);
+        assert_eq!(c[3].fds, 40);
+    }
+}

@@ -1,0 +1,119 @@
+//! Generator saturation: seconds in which barrage itself, not the server, may have set the pace.
+//!
+//! A second is saturated when the generator's CPU reached 90 % of its worker threads (a
+//! closed loop is then bounded by the client) or when the open-loop backlog grew compared to
+//! the previous tick (due messages could not be sent on time). Results from saturated seconds
+//! understate what the server can do; reports should say so rather than hide it.
+
+use crate::aggregate::Tick;
+use crate::monitor::ProcSample;
+use crate::timeline::Phase;
+use serde::{Deserialize, Serialize};
+
+/// Share of `threads × 100 %` CPU at which the generator counts as saturated.
+pub const CPU_SATURATED: f64 = 0.9;
+
+/// Mean CPU of the generator samples within half a tick of the tick's end (a sample's CPU
+/// covers the interval that ends at its `t`); `None` when there is none.
+fn cpu_near(tick: &Tick, generator: &[ProcSample]) -> Option<f64> {
+    let half = tick.dt.max(1e-9) / 2.0;
+    let (sum, n) = generator
+        .iter()
+        .filter(|s| s.t > tick.t - half && s.t <= tick.t + half)
+        .fold((0.0, 0usize), |(sum, n), s| (sum + s.cpu_pct, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// End times (`t`) of the saturated ticks of the warm-up and load phases.
+pub fn saturation(ticks: &[Tick], generator: &[ProcSample], threads: usize) -> Vec<f64> {
+    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
+    let mut prev_backlog = 0;
+    let mut out = Vec::new();
+    for tk in ticks.iter().filter(|t| t.phase != Phase::Drain) {
+        let cpu = cpu_near(tk, generator).is_some_and(|c| c >= limit);
+        if cpu || tk.backlog > prev_backlog {
+            out.push(tk.t);
+        }
+        prev_backlog = tk.backlog;
+    }
+    out
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SaturationSummary {
+    /// Saturated ticks, and all ticks of the warm-up and load phases.
+    pub saturated_s: usize,
+    pub of_s: usize,
+    /// End times of the saturated ticks.
+    pub times: Vec<f64>,
+    /// Whether generator CPU samples were available (otherwise only the backlog counted).
+    pub cpu_measured: bool,
+    pub rule: String,
+}
+
+pub fn saturation_summary(
+    ticks: &[Tick],
+    generator: &[ProcSample],
+    threads: usize,
+) -> SaturationSummary {
+    let times = saturation(ticks, generator, threads);
+    SaturationSummary {
+        saturated_s: times.len(),
+        of_s: ticks.iter().filter(|t| t.phase != Phase::Drain).count(),
+        times,
+        cpu_measured: !generator.is_empty(),
+        rule: format!(
+            "a second is saturated when barrage's CPU is at least {:.0} % of its {} worker \
+             thread(s) ({:.0} % of one core) or the open-loop backlog grew since the \
+             previous second",
+            CPU_SATURATED * 100.0,
+            threads.max(1),
+            CPU_SATURATED * threads.max(1) as f64 * 100.0
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::{measured, tick};
+
+    fn gen(t: f64, cpu: f64) -> ProcSample {
+        ProcSample {
+            t,
+            cpu_pct: cpu,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn busy_cpu_and_growing_backlog_are_saturated() {
+        let mut ticks = measured(&[100.0; 6], 10);
+        for (t, b) in ticks.iter_mut().zip([0, 5, 5, 3, 4, 4]) {
+            t.backlog = b;
+        }
+        ticks.push(tick(6.5, Phase::Drain, 0, 0));
+        // Two threads: saturated from 180 %.
+        let g: Vec<_> = [50.0, 60.0, 185.0, 90.0, 100.0, 195.0]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| gen(i as f64 + 1.02, *c))
+            .collect();
+        assert_eq!(saturation(&ticks, &g, 2), vec![2.0, 3.0, 5.0, 6.0]);
+        let s = saturation_summary(&ticks, &[], 2);
+        assert_eq!((s.saturated_s, s.of_s, s.cpu_measured), (2, 6, false));
+        assert_eq!(s.times, vec![2.0, 5.0]);
+        assert!(s.rule.contains("180 %"));
+    }
+
+    #[test]
+    fn several_samples_per_tick_are_averaged() {
+        let ticks = measured(&[100.0; 2], 1);
+        let g: Vec<_> = (1..=8)
+            .map(|i| gen(i as f64 * 0.25, if i % 2 == 0 { 100.0 } else { 70.0 }))
+            .collect();
+        assert!(saturation(&ticks, &g, 1).is_empty());
+        let g: Vec<_> = (1..=8).map(|i| gen(i as f64 * 0.25, 95.0)).collect();
+        assert_eq!(saturation(&ticks, &g, 1), vec![1.0, 2.0]);
+    }
+}

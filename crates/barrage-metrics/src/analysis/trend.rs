@@ -1,0 +1,335 @@
+//! Trends: is a series growing, shrinking or flat over a window, by a rule that ignores noise.
+//!
+//! The rule, per metric: fit a least-squares line; the series is **growing** only if the
+//! *lower* end of the slope's 95 % interval, carried over the whole window, still amounts to
+//! a material change (at least the metric's minimum below); **shrinking** likewise with the
+//! upper end; **flat** otherwise. Requiring the conservative end of the interval to be material
+//! makes the rule both significant (interval clear of 0) and material, and keeps it quiet on
+//! noise, including the autocorrelated noise of allocators for which the OLS interval is too
+//! narrow. Minimum changes over the window:
+//!
+//! | metric | unit of `per_hour` | minimum change |
+//! |---|---|---|
+//! | RSS | bytes/h | 1 MiB or 1 % of the mean, whichever is larger |
+//! | open fds | fds/h | 1 fd |
+//! | p99 latency | % of the mean p99 /h | 5 % of the mean |
+//! | throughput | % of the mean rate /h | 5 % of the mean |
+//! | error rate | percentage points /h | 0.1 points or 5 % of the mean rate, whichever is larger |
+
+use super::fit::linear_fit;
+use super::stability::steady_ticks;
+use super::Window;
+use crate::aggregate::Tick;
+use crate::monitor::ProcSample;
+use serde::{Deserialize, Serialize};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Flat,
+    Growing,
+    Shrinking,
+}
+
+/// What a trend is about; decides the unit and the minimum material change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrendMetric {
+    /// Server resident memory; points in bytes.
+    Rss,
+    /// Server open file descriptors; points in fds.
+    Fds,
+    /// Per-second p99 latency; points in µs.
+    P99,
+    /// Per-second error rate errors / (completed + errors); points as fractions.
+    ErrorRate,
+    /// Per-second completed exchanges; points in exchanges per second.
+    Throughput,
+}
+
+impl TrendMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rss => "server RSS",
+            Self::Fds => "server open fds",
+            Self::P99 => "p99 latency",
+            Self::ErrorRate => "error rate",
+            Self::Throughput => "throughput",
+        }
+    }
+
+    /// Unit of `per_hour`, `ci95_per_hour`, `change` and `min_change`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Self::Rss => "bytes/h",
+            Self::Fds => "fds/h",
+            Self::P99 => "% of mean p99/h",
+            Self::ErrorRate => "percentage points/h",
+            Self::Throughput => "% of mean rate/h",
+        }
+    }
+
+    /// Factor from a point's unit to the reported unit, given the mean of the points.
+    fn scale(self, mean: f64) -> Option<f64> {
+        match self {
+            Self::Rss | Self::Fds => Some(1.0),
+            Self::ErrorRate => Some(100.0),
+            Self::P99 | Self::Throughput => (mean > 0.0).then(|| 100.0 / mean),
+        }
+    }
+
+    /// Minimum material change over the window in the reported unit, and how it reads.
+    fn min_change(self, mean: f64) -> (f64, String) {
+        match self {
+            Self::Rss => {
+                let m = MIB.max(0.01 * mean);
+                (m, format!("{:.1} MiB (1 MiB or 1 % of the mean)", m / MIB))
+            }
+            Self::Fds => (1.0, "1 fd".into()),
+            Self::P99 | Self::Throughput => (5.0, "5 % of the mean".into()),
+            Self::ErrorRate => {
+                let m = 0.1f64.max(0.05 * mean);
+                (
+                    m,
+                    format!("{m:.2} percentage points (0.1 or 5 % of the mean rate)"),
+                )
+            }
+        }
+    }
+}
+
+/// The direction of a series over a window, with the rule that decided it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    pub metric: TrendMetric,
+    /// Unit of `per_hour`, its interval, `change` and `min_change`.
+    pub unit: String,
+    pub per_hour: f64,
+    pub ci95_per_hour: (f64, f64),
+    /// Mean of the points, in the points' unit (bytes, fds, µs, fraction, per second).
+    pub mean: f64,
+    /// Length of the window the points span, seconds.
+    pub window_s: f64,
+    /// Fitted change over the window (`per_hour × window`).
+    pub change: f64,
+    /// The material minimum the conservative end of the interval had to reach.
+    pub min_change: f64,
+    pub verdict: Verdict,
+    pub n: usize,
+    pub rule: String,
+}
+
+/// The trend of `(t seconds, value)` points; `None` with fewer than 3 points, all at one time,
+/// or (for relative metrics) a mean of 0.
+pub fn trend(metric: TrendMetric, points: &[(f64, f64)]) -> Option<Trend> {
+    let xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let fit = linear_fit(&xs, &ys)?;
+    let mean = ys.iter().sum::<f64>() / ys.len() as f64;
+    let scale = metric.scale(mean)?;
+    let (lo_x, hi_x) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    let window_s = hi_x - lo_x;
+    let per_s = |slope: f64| slope * scale;
+    let (lo, hi) = (per_s(fit.slope_ci95.0), per_s(fit.slope_ci95.1));
+    let (min_change, min_text) = metric.min_change(mean * scale);
+    let verdict = if lo * window_s >= min_change {
+        Verdict::Growing
+    } else if hi * window_s <= -min_change {
+        Verdict::Shrinking
+    } else {
+        Verdict::Flat
+    };
+    let rule = format!(
+        "{}: growing if the lower end of the slope's 95 % CI times the {window_s:.0} s window \
+         is at least +{min_text}, shrinking if the upper end times the window is at most \
+         -{min_text}; flat otherwise",
+        metric.as_str()
+    );
+    Some(Trend {
+        metric,
+        unit: metric.unit().into(),
+        per_hour: per_s(fit.slope) * 3600.0,
+        ci95_per_hour: (lo * 3600.0, hi * 3600.0),
+        mean,
+        window_s,
+        change: per_s(fit.slope) * window_s,
+        min_change,
+        verdict,
+        n: fit.n,
+        rule,
+    })
+}
+
+/// Server RSS over the samples inside `window` (bytes per hour).
+pub fn rss_trend(samples: &[ProcSample], window: Window) -> Option<Trend> {
+    let pts: Vec<_> = window
+        .select(samples)
+        .map(|s| (s.t, s.rss_bytes as f64))
+        .collect();
+    trend(TrendMetric::Rss, &pts)
+}
+
+/// Server open file descriptors over the samples inside `window` (fds per hour).
+pub fn fd_trend(samples: &[ProcSample], window: Window) -> Option<Trend> {
+    let pts: Vec<_> = window
+        .select(samples)
+        .map(|s| (s.t, s.fds as f64))
+        .collect();
+    trend(TrendMetric::Fds, &pts)
+}
+
+/// Per-second p99 over the steady state (seconds without a completed exchange are skipped:
+/// they have no p99).
+pub fn p99_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
+    let pts: Vec<_> = steady_ticks(ticks, steady_from_s)
+        .filter(|t| t.requests > 0)
+        .map(|t| (t.t, t.latency_us.p99 as f64))
+        .collect();
+    trend(TrendMetric::P99, &pts)
+}
+
+/// Per-second error rate errors / (completed + errors) over the steady state (seconds with
+/// neither are skipped).
+pub fn error_rate_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
+    let pts: Vec<_> = steady_ticks(ticks, steady_from_s)
+        .filter_map(|t| {
+            let e = t.errors.total();
+            let all = t.requests + e;
+            (all > 0).then(|| (t.t, e as f64 / all as f64))
+        })
+        .collect();
+    trend(TrendMetric::ErrorRate, &pts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::{measured, proc, XorShift, MIB};
+
+    fn all() -> Window {
+        Window {
+            from_s: f64::NEG_INFINITY,
+            to_s: f64::INFINITY,
+        }
+    }
+
+    #[test]
+    fn a_10_mib_per_minute_grower_is_growing_with_the_right_slope() {
+        let mut r = XorShift::new(7);
+        let s: Vec<_> = (0..300)
+            .map(|i| {
+                let t = i as f64;
+                proc(
+                    t,
+                    100.0 * MIB + 10.0 * MIB / 60.0 * t + 2.0 * MIB * r.gauss(),
+                )
+            })
+            .collect();
+        let tr = rss_trend(&s, all()).unwrap();
+        assert_eq!(tr.verdict, Verdict::Growing);
+        let want = 600.0 * MIB;
+        assert!(
+            (tr.per_hour / want - 1.0).abs() < 0.05,
+            "{}",
+            tr.per_hour / MIB
+        );
+        assert!(tr.ci95_per_hour.0 < want && want < tr.ci95_per_hour.1);
+        assert_eq!(tr.unit, "bytes/h");
+        assert!(tr.rule.contains("1 MiB"));
+    }
+
+    #[test]
+    fn flat_series_with_noise_stay_flat_over_100_seeds() {
+        for seed in 0..100 {
+            let mut r = XorShift::new(seed);
+            let rss: Vec<_> = (0..600)
+                .map(|i| proc(i as f64, 200.0 * MIB + 0.5 * MIB * r.gauss()))
+                .collect();
+            let fds: Vec<_> = (0..600)
+                .map(|i| ProcSample {
+                    t: i as f64,
+                    fds: 1000 + (r.next_u64() % 5),
+                    ..Default::default()
+                })
+                .collect();
+            let rates: Vec<f64> = (0..300)
+                .map(|_| 10_000.0 * (1.0 + 0.05 * r.gauss()))
+                .collect();
+            let mut ticks = measured(&rates, 100);
+            for t in &mut ticks {
+                t.latency_us.p99 = (1000.0 * (1.0 + 0.1 * r.gauss())) as u64;
+                t.errors
+                    .add(crate::error::ErrorClass::Timeout, r.next_u64() % 4);
+            }
+            assert_eq!(
+                rss_trend(&rss, all()).unwrap().verdict,
+                Verdict::Flat,
+                "rss {seed}"
+            );
+            assert_eq!(
+                fd_trend(&fds, all()).unwrap().verdict,
+                Verdict::Flat,
+                "fds {seed}"
+            );
+            assert_eq!(
+                p99_trend(&ticks, 0.0).unwrap().verdict,
+                Verdict::Flat,
+                "p99 {seed}"
+            );
+            let et = error_rate_trend(&ticks, 0.0).unwrap();
+            assert_eq!(et.verdict, Verdict::Flat, "errors {seed}");
+        }
+    }
+
+    #[test]
+    fn shrinking_and_immaterial_changes() {
+        let down: Vec<_> = (0..100)
+            .map(|i| proc(i as f64, 500.0 * MIB - 0.1 * MIB * i as f64))
+            .collect();
+        assert_eq!(rss_trend(&down, all()).unwrap().verdict, Verdict::Shrinking);
+        // Clearly significant but only 0.5 MiB over the window: not material.
+        let tiny: Vec<_> = (0..100)
+            .map(|i| proc(i as f64, 50.0 * MIB + 5e3 * i as f64))
+            .collect();
+        let tr = rss_trend(&tiny, all()).unwrap();
+        assert!(tr.ci95_per_hour.0 > 0.0);
+        assert_eq!(tr.verdict, Verdict::Flat);
+    }
+
+    #[test]
+    fn p99_growth_is_relative_to_the_mean() {
+        // 1000 µs rising by 50 % over 100 s, no noise.
+        let mut ticks = measured(&[100.0; 100], 10);
+        for (i, t) in ticks.iter_mut().enumerate() {
+            t.latency_us.p99 = 1000 + 5 * i as u64;
+        }
+        let tr = p99_trend(&ticks, 0.0).unwrap();
+        assert_eq!(tr.verdict, Verdict::Growing);
+        let mean = 1000.0 + 5.0 * 49.5;
+        assert!((tr.per_hour - 5.0 * 3600.0 / mean * 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rising_errors_are_growing_and_windows_select_samples() {
+        let mut ticks = measured(&[1000.0; 60], 10);
+        for (i, t) in ticks.iter_mut().enumerate() {
+            t.errors.add(crate::error::ErrorClass::Timeout, i as u64);
+        }
+        let tr = error_rate_trend(&ticks, 0.0).unwrap();
+        assert_eq!(tr.verdict, Verdict::Growing);
+        assert_eq!(tr.unit, "percentage points/h");
+        let s: Vec<_> = (0..10).map(|i| proc(i as f64, 1.0)).collect();
+        let w = Window {
+            from_s: 2.0,
+            to_s: 6.0,
+        };
+        assert_eq!(rss_trend(&s, w).unwrap().n, 4);
+        assert!(rss_trend(&s[..2], all()).is_none());
+    }
+}

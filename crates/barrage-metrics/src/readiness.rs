@@ -1,0 +1,442 @@
+//! Readiness: one row per aspect of a server (performance, stability, resource use, memory
+//! management, errors), each Pass, Warn, Fail or Not measured, with its figure and its rule.
+//!
+//! Built only from measured data: an aspect without the data to judge it is `NotMeasured`,
+//! never a pass (without monitoring, resource use and memory management are not measured).
+//! Every rule is explicit and printed with its row:
+//!
+//! - **performance**: no completed exchange → Fail. With latency/throughput thresholds
+//!   (`p*`, `latency.*`, `connect.p99`, `rps.*`, `requests`, `connections.peak`): all passed →
+//!   Pass, else Fail. Without: p99 ≤ 10 × p50 → Pass, else Warn (a long tail, never a Fail
+//!   without a user's limit). A Pass becomes Warn when the generator was saturated in more
+//!   than 5 % of the seconds (the figures may be barrage's limit, not the server's).
+//! - **stability**: CV of the steady per-second rate < 5 % → Pass, < 10 % → Warn, else Fail; a
+//!   Pass becomes Warn when throughput drifts or p99 grows (trend rule).
+//! - **resource use**: server CPU on average < 80 % of its usable cores → Pass, < 95 % → Warn,
+//!   else Fail (usable cores: its most threads, at most the machine's cores); a Pass becomes
+//!   Warn when its open fds grow.
+//! - **memory management**: no leak and RSS back after the recovery phase → Pass; leak → Fail;
+//!   anything else (inconclusive, no recovery phase, not back without growth) → Warn.
+//! - **errors**: errors / (completed + errors) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
+//!   else Fail; a Pass becomes Warn when the error rate grows (trend rule).
+
+use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
+use crate::result::RunResult;
+use crate::thresholds::Outcome;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aspect {
+    #[serde(rename = "performance")]
+    Performance,
+    #[serde(rename = "stability")]
+    Stability,
+    #[serde(rename = "resource use")]
+    ResourceUse,
+    #[serde(rename = "memory management")]
+    MemoryManagement,
+    #[serde(rename = "errors")]
+    Errors,
+}
+
+impl Aspect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Performance => "performance",
+            Self::Stability => "stability",
+            Self::ResourceUse => "resource use",
+            Self::MemoryManagement => "memory management",
+            Self::Errors => "errors",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grade {
+    Pass,
+    Warn,
+    Fail,
+    NotMeasured,
+}
+
+impl Grade {
+    /// Pass becomes Warn; the others stay.
+    fn at_most_warn(self) -> Self {
+        if self == Self::Pass {
+            Self::Warn
+        } else {
+            self
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub aspect: Aspect,
+    pub status: Grade,
+    pub figure: String,
+    pub rule: String,
+}
+
+pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/throughput \
+    thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn; Pass \
+    becomes Warn if the generator was saturated in more than 5 % of the seconds";
+pub const STABILITY_RULE: &str = "CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
+    else Fail; Pass becomes Warn if throughput drifts or p99 grows";
+pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (its most \
+    threads, at most the machine's cores): Pass, < 95 %: Warn, else Fail; Pass becomes Warn if \
+    its open fds grow";
+pub const MEMORY_RULE: &str = "no leak and RSS back after the recovery phase: Pass; leak: Fail; \
+    otherwise (inconclusive, no recovery phase, not back): Warn";
+pub const ERRORS_RULE: &str = "errors / (completed + errors) after the warm-up < 0.1 %: Pass, \
+    < 1 %: Warn, else Fail; Pass becomes Warn if the error rate grows";
+
+fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
+    Row {
+        aspect,
+        status,
+        figure,
+        rule: rule.into(),
+    }
+}
+
+/// The readiness table, in the order performance, stability, resource use, memory
+/// management, errors. `outcomes`: the evaluated thresholds (may be empty).
+pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome]) -> Vec<Row> {
+    vec![
+        performance(result, analysis, outcomes),
+        stability(analysis),
+        resource_use(result, analysis),
+        memory(analysis),
+        errors(result, analysis),
+    ]
+}
+
+fn is_performance_metric(m: &str) -> bool {
+    m.starts_with('p') && m[1..].chars().all(|c| c.is_ascii_digit())
+        || m.starts_with("latency.")
+        || m.starts_with("rps.")
+        || matches!(m, "connect.p99" | "requests" | "connections.peak")
+}
+
+fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> Row {
+    let s = &result.summary;
+    let aspect = Aspect::Performance;
+    if s.requests == 0 {
+        return row(
+            aspect,
+            Grade::Fail,
+            "no exchange completed".into(),
+            PERFORMANCE_RULE,
+        );
+    }
+    let perf: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| is_performance_metric(&o.metric))
+        .collect();
+    let (mut grade, mut figure) = if perf.is_empty() {
+        let (p50, p99) = (s.latency_us.p50 as f64, s.latency_us.p99 as f64);
+        let ratio = p99 / p50.max(1.0);
+        let g = if ratio <= 10.0 {
+            Grade::Pass
+        } else {
+            Grade::Warn
+        };
+        let fig = format!(
+            "{:.0} req/s, p50 {p50:.0} µs, p99 {p99:.0} µs (p99/p50 = {ratio:.1})",
+            s.rps.avg
+        );
+        (g, fig)
+    } else {
+        let failed: Vec<&str> = perf
+            .iter()
+            .filter(|o| o.passed != Some(true))
+            .map(|o| o.expr.as_str())
+            .collect();
+        if failed.is_empty() {
+            (
+                Grade::Pass,
+                format!("{} of {} thresholds passed", perf.len(), perf.len()),
+            )
+        } else {
+            let fig = format!(
+                "{} of {} thresholds failed: {}",
+                failed.len(),
+                perf.len(),
+                failed.join(", ")
+            );
+            (Grade::Fail, fig)
+        }
+    };
+    let sat = &a.saturation;
+    if sat.saturated_s > 0 {
+        figure.push_str(&format!(
+            "; generator saturated in {} of {} s",
+            sat.saturated_s, sat.of_s
+        ));
+        if sat.saturated_s * 20 > sat.of_s {
+            grade = grade.at_most_warn();
+        }
+    }
+    row(aspect, grade, figure, PERFORMANCE_RULE)
+}
+
+fn verdict(v: Option<Verdict>) -> &'static str {
+    match v {
+        Some(Verdict::Flat) => "flat",
+        Some(Verdict::Growing) => "growing",
+        Some(Verdict::Shrinking) => "shrinking",
+        None => "not measured",
+    }
+}
+
+fn stability(a: &AnalysisReport) -> Row {
+    let aspect = Aspect::Stability;
+    let Some(st) = &a.stability else {
+        let fig = "fewer than 3 full seconds in the steady state".into();
+        return row(aspect, Grade::NotMeasured, fig, STABILITY_RULE);
+    };
+    let mut g = match st.cv_pct {
+        cv if cv < 5.0 => Grade::Pass,
+        cv if cv < 10.0 => Grade::Warn,
+        _ => Grade::Fail,
+    };
+    let p99 = a.p99_trend.as_ref().map(|t| t.verdict);
+    if st.drift.verdict != Verdict::Flat || p99 == Some(Verdict::Growing) {
+        g = g.at_most_warn();
+    }
+    let fig = format!(
+        "CV {:.1} %, max deviation {:.1} % over {} s; throughput {} ({:+.1} %/h), p99 {}",
+        st.cv_pct,
+        st.max_dev_pct,
+        st.n,
+        verdict(Some(st.drift.verdict)),
+        st.drift.per_hour,
+        verdict(p99)
+    );
+    row(aspect, g, fig, STABILITY_RULE)
+}
+
+fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {
+    let aspect = Aspect::ResourceUse;
+    let Some(u) = &a.server else {
+        return row(
+            aspect,
+            Grade::NotMeasured,
+            "the server was not monitored".into(),
+            RESOURCE_RULE,
+        );
+    };
+    let machine = result.environment.cores as u64;
+    let cores = match (u.threads_max, machine) {
+        (0, 0) => 1,
+        (0, m) | (m, 0) => m,
+        (t, m) => t.min(m),
+    };
+    let share = u.cpu_avg_pct / (cores as f64 * 100.0) * 100.0;
+    let mut g = match share {
+        s if s < 80.0 => Grade::Pass,
+        s if s < 95.0 => Grade::Warn,
+        _ => Grade::Fail,
+    };
+    let fds = a.fd_trend.as_ref().map(|t| t.verdict);
+    if fds == Some(Verdict::Growing) {
+        g = g.at_most_warn();
+    }
+    let fig = format!(
+        "CPU avg {:.0} % of one core = {share:.0} % of {cores} usable core(s); fds max {} ({})",
+        u.cpu_avg_pct,
+        u.fds_max,
+        verdict(fds)
+    );
+    row(aspect, g, fig, RESOURCE_RULE)
+}
+
+fn memory(a: &AnalysisReport) -> Row {
+    let aspect = Aspect::MemoryManagement;
+    let Some(l) = &a.leak else {
+        return row(
+            aspect,
+            Grade::NotMeasured,
+            "the server was not monitored".into(),
+            MEMORY_RULE,
+        );
+    };
+    let g = match (l.verdict, l.recovered) {
+        (LeakStatus::Leak, _) => Grade::Fail,
+        (LeakStatus::NoLeak, Some(true)) => Grade::Pass,
+        _ => Grade::Warn,
+    };
+    let mut fig = l.reason.clone();
+    if let Some(f) = &a.bytes_per_connection {
+        fig.push_str(&format!("; {:.1} KiB per connection", f.slope / 1024.0));
+    }
+    row(aspect, g, fig, MEMORY_RULE)
+}
+
+fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
+    let aspect = Aspect::Errors;
+    let s = &result.summary;
+    let errors = s.errors.total();
+    let all = s.requests + errors;
+    if all == 0 {
+        let fig = "no exchange completed or failed".into();
+        return row(aspect, Grade::NotMeasured, fig, ERRORS_RULE);
+    }
+    let pct = errors as f64 / all as f64 * 100.0;
+    let mut g = match pct {
+        p if p < 0.1 => Grade::Pass,
+        p if p < 1.0 => Grade::Warn,
+        _ => Grade::Fail,
+    };
+    let tr = a.error_rate_trend.as_ref().map(|t| t.verdict);
+    if tr == Some(Verdict::Growing) {
+        g = g.at_most_warn();
+    }
+    let fig = format!("{pct:.3} % ({errors} of {all}); rate {}", verdict(tr));
+    row(aspect, g, fig, ERRORS_RULE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze;
+    use crate::analysis::testutil::{proc, result, MIB};
+    use crate::monitor::{MonitorSeries, ProcessSeries};
+    use crate::thresholds::{evaluate_all, parse, Facts};
+
+    fn server(rss: impl Fn(f64) -> f64, cpu: f64) -> MonitorSeries {
+        let samples = (-2..=40)
+            .map(|t| {
+                let mut s = proc(t as f64, rss(t as f64));
+                s.cpu_pct = cpu;
+                s.threads = 2;
+                s.fds = 30;
+                s
+            })
+            .collect();
+        MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 9,
+                command: "srv".into(),
+                samples,
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn grades(rows: &[Row]) -> Vec<Grade> {
+        rows.iter().map(|r| r.status).collect()
+    }
+
+    #[test]
+    fn without_monitoring_server_rows_are_not_measured() {
+        let r = result(30, 1000, 0, 10);
+        let a = analyze(&r, None, None);
+        let rows = assess(&r, &a, &[]);
+        let names: Vec<&str> = rows.iter().map(|r| r.aspect.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "performance",
+                "stability",
+                "resource use",
+                "memory management",
+                "errors"
+            ]
+        );
+        use Grade::*;
+        assert_eq!(grades(&rows), [Pass, Pass, NotMeasured, NotMeasured, Pass]);
+        assert!(rows
+            .iter()
+            .all(|r| !r.rule.is_empty() && !r.figure.is_empty()));
+        let json = serde_json::to_value(&rows[2]).unwrap();
+        assert_eq!(
+            (json["aspect"].as_str(), json["status"].as_str()),
+            (Some("resource use"), Some("not_measured"))
+        );
+    }
+
+    #[test]
+    fn healthy_monitored_server_passes_everything() {
+        let r = result(30, 1000, 0, 10);
+        let m = server(
+            |t| {
+                if (1.0..=30.0).contains(&t) {
+                    40.0 * MIB
+                } else {
+                    30.0 * MIB
+                }
+            },
+            60.0,
+        );
+        let a = analyze(&r, Some(&m), Some(10.0));
+        assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 5]);
+    }
+
+    #[test]
+    fn failures_are_graded_by_their_rules() {
+        // 2 % errors, a leaking server at 190 % of 2 cores, a failed latency threshold.
+        let r = result(30, 980, 20, 10);
+        let m = server(|t| 30.0 * MIB + MIB * t.clamp(0.0, 30.0), 190.0);
+        let a = analyze(&r, Some(&m), Some(10.0));
+        let f = Facts::from_result(&r, Some(&a));
+        let out = evaluate_all(
+            &[
+                parse("p99 < 50us").unwrap(),
+                parse("server.rss.max < 1GiB").unwrap(),
+            ],
+            &f,
+        );
+        let rows = assess(&r, &a, &out);
+        use Grade::*;
+        assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail]);
+        assert!(
+            rows[0]
+                .figure
+                .contains("1 of 1 thresholds failed: p99 < 50us"),
+            "{}",
+            rows[0].figure
+        );
+        assert!(
+            rows[2].figure.contains("95 % of 2 usable core(s)"),
+            "{}",
+            rows[2].figure
+        );
+        assert!(rows[4].figure.starts_with("2.000 %"), "{}", rows[4].figure);
+        // Without a recovery phase the growth is only a Warn.
+        let a = analyze(&r, Some(&m), None);
+        assert_eq!(assess(&r, &a, &[])[3].status, Warn);
+    }
+
+    #[test]
+    fn warnings_and_nothing_completed() {
+        let r = result(30, 995, 5, 10);
+        let a = analyze(&r, None, None);
+        assert_eq!(assess(&r, &a, &[])[4].status, Grade::Warn);
+        let mut r = result(30, 1000, 0, 10);
+        r.summary.latency_us.p99 = 20 * r.summary.latency_us.p50;
+        let mut a = analyze(&r, None, None);
+        assert_eq!(assess(&r, &a, &[])[0].status, Grade::Warn);
+        r.summary.latency_us.p99 = r.summary.latency_us.p50;
+        a.saturation.saturated_s = 2;
+        let row = &assess(&r, &a, &[])[0];
+        assert_eq!(row.status, Grade::Warn);
+        assert!(row.figure.contains("saturated in 2 of 30 s"));
+        let r = result(5, 0, 0, 10);
+        let a = analyze(&r, None, None);
+        let rows = assess(&r, &a, &[]);
+        assert_eq!(
+            grades(&rows),
+            [
+                Grade::Fail,
+                Grade::NotMeasured,
+                Grade::NotMeasured,
+                Grade::NotMeasured,
+                Grade::NotMeasured
+            ]
+        );
+    }
+}

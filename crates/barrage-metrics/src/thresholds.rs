@@ -1,0 +1,359 @@
+//! Thresholds: pass/fail rules on a run's figures, `METRIC OP VALUE[UNIT]`.
+//!
+//! `OP` is one of `< <= > >= == !=`; spaces are optional (`p99<20ms`, `p99 < 20 ms`). Each
+//! metric has a kind that decides which units its value takes; values are converted to one
+//! canonical unit per kind when parsed, so evaluation is a plain comparison:
+//!
+//! | kind | units | canonical |
+//! |---|---|---|
+//! | duration | `us` `µs` `ms` `s` `m` (required) | µs |
+//! | count | none, `k` (10³), `M` (10⁶) | 1 |
+//! | bytes | `B` `KB` `KiB` `MB` `MiB` `GB` `GiB` (required; KB = 1000 B, KiB = 1024 B) | bytes |
+//! | percent | `%` (required) | % |
+//! | rate | `%`, or none for a fraction 0..1 | fraction |
+//! | yes/no | `yes` or `no`, with `==` or `!=` only | 1 / 0 |
+//!
+//! Metrics (see [`METRICS`]): `p50 p75 p90 p99 p999 p9999 latency.max latency.mean`
+//! (exchange latency after the warm-up), `connect.p99`, `rps.avg rps.peak rps.current`,
+//! `requests`, `errors`, `errors.<class>` (one error class, e.g. `errors.timeout`),
+//! `errors.rate` (errors / (completed + errors)), `connections.peak`, `server.rss.max`,
+//! `server.rss.avg`, `server.rss.after` (after the recovery phase), `server.cpu.avg`,
+//! `server.cpu.max` (% of one core), `server.fds.max`, `stability.cv`, `leak`.
+//!
+//! A metric that was not measured (no monitoring, no recovery phase, nothing completed) makes
+//! its threshold *unmeasured* (`passed: None`), which [`any_failed`] counts as a failure: a
+//! gate that could not be checked must not let a run through.
+
+mod facts;
+mod parse;
+
+pub use facts::Facts;
+pub use parse::{parse, ThresholdError};
+
+use serde::{Deserialize, Serialize};
+
+/// Every metric a threshold can name, with its meaning and unit kind.
+pub const METRICS: &[(&str, &str)] = &[
+    ("p50", "median exchange latency after the warm-up; duration"),
+    ("p75", "75th percentile latency; duration"),
+    ("p90", "90th percentile latency; duration"),
+    ("p99", "99th percentile latency; duration"),
+    ("p999", "99.9th percentile latency; duration"),
+    ("p9999", "99.99th percentile latency; duration"),
+    ("latency.max", "slowest exchange; duration"),
+    ("latency.mean", "mean latency; duration"),
+    (
+        "connect.p99",
+        "99th percentile connect time (whole run); duration",
+    ),
+    (
+        "rps.avg",
+        "completed exchanges per second, measured window; count",
+    ),
+    ("rps.peak", "best full second; count"),
+    ("rps.current", "last full second; count"),
+    ("requests", "exchanges completed after the warm-up; count"),
+    ("errors", "errors after the warm-up, all classes; count"),
+    (
+        "errors.<class>",
+        "errors of one class, e.g. errors.timeout; count",
+    ),
+    (
+        "errors.rate",
+        "errors / (completed + errors); rate (% or fraction)",
+    ),
+    ("connections.peak", "most connections open at once; count"),
+    ("server.rss.max", "highest server RSS sampled; byte size"),
+    ("server.rss.avg", "mean server RSS under load; byte size"),
+    (
+        "server.rss.after",
+        "server RSS after the recovery phase; byte size",
+    ),
+    (
+        "server.cpu.avg",
+        "mean server CPU under load, % of one core; percentage",
+    ),
+    (
+        "server.cpu.max",
+        "highest server CPU sample under load, % of one core; percentage",
+    ),
+    (
+        "server.fds.max",
+        "most open file descriptors of the server; count",
+    ),
+    (
+        "stability.cv",
+        "coefficient of variation of the steady per-second rate; percentage",
+    ),
+    (
+        "leak",
+        "memory leak verdict (needs monitoring and a recovery phase); yes/no",
+    ),
+];
+
+/// How a metric's value is written and stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Canonical unit: µs.
+    Duration,
+    Count,
+    /// Canonical unit: bytes.
+    Bytes,
+    /// Canonical unit: % (may exceed 100, e.g. CPU of several cores).
+    Percent,
+    /// Canonical unit: fraction 0..1.
+    Rate,
+    /// 1 = yes, 0 = no; the `leak` fact is 0.5 when inconclusive, so it is neither.
+    YesNo,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Duration => "duration",
+            Self::Count => "count",
+            Self::Bytes => "byte size",
+            Self::Percent => "percentage",
+            Self::Rate => "rate",
+            Self::YesNo => "yes/no",
+        }
+    }
+
+    /// A value in the canonical unit, for people.
+    pub fn format(self, v: f64) -> String {
+        const MIB: f64 = 1024.0 * 1024.0;
+        match self {
+            Self::Duration if v < 1e3 => format!("{v:.0} µs"),
+            Self::Duration if v < 1e6 => format!("{:.3} ms", v / 1e3),
+            Self::Duration => format!("{:.3} s", v / 1e6),
+            Self::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Self::Count => format!("{v:.1}"),
+            Self::Bytes if v < 1024.0 => format!("{v:.0} B"),
+            Self::Bytes if v < MIB => format!("{:.1} KiB", v / 1024.0),
+            Self::Bytes if v < 1024.0 * MIB => format!("{:.1} MiB", v / MIB),
+            Self::Bytes => format!("{:.2} GiB", v / (1024.0 * MIB)),
+            Self::Percent => format!("{v:.1} %"),
+            Self::Rate => format!("{:.3} %", v * 100.0),
+            Self::YesNo if v == 1.0 => "yes".into(),
+            Self::YesNo if v == 0.0 => "no".into(),
+            Self::YesNo => "inconclusive".into(),
+        }
+    }
+}
+
+/// The kind of a metric name; `None` for an unknown metric.
+pub fn kind_of(metric: &str) -> Option<Kind> {
+    Some(match metric {
+        "p50" | "p75" | "p90" | "p99" | "p999" | "p9999" | "latency.max" | "latency.mean"
+        | "connect.p99" => Kind::Duration,
+        "rps.avg" | "rps.peak" | "rps.current" | "requests" | "errors" | "connections.peak"
+        | "server.fds.max" => Kind::Count,
+        "errors.rate" => Kind::Rate,
+        "server.rss.max" | "server.rss.avg" | "server.rss.after" => Kind::Bytes,
+        "server.cpu.avg" | "server.cpu.max" | "stability.cv" => Kind::Percent,
+        "leak" => Kind::YesNo,
+        m => {
+            let class = m.strip_prefix("errors.")?;
+            crate::error::ErrorClass::from_name(class)?;
+            Kind::Count
+        }
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Lt => "<",
+            Self::Le => "<=",
+            Self::Gt => ">",
+            Self::Ge => ">=",
+            Self::Eq => "==",
+            Self::Ne => "!=",
+        }
+    }
+
+    /// Whether `actual OP limit` holds; `==` and `!=` allow a relative error of 1e-9, since
+    /// limits went through unit conversions.
+    pub fn holds(self, actual: f64, limit: f64) -> bool {
+        let eq = (actual - limit).abs() <= 1e-9 * actual.abs().max(limit.abs()).max(1.0);
+        match self {
+            Self::Lt => actual < limit,
+            Self::Le => actual <= limit,
+            Self::Gt => actual > limit,
+            Self::Ge => actual >= limit,
+            Self::Eq => eq,
+            Self::Ne => !eq,
+        }
+    }
+}
+
+/// A parsed threshold; `limit` is in the canonical unit of `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// As the user wrote it (trimmed).
+    pub expr: String,
+    pub metric: String,
+    pub op: Op,
+    pub limit: f64,
+    pub kind: Kind,
+}
+
+/// A threshold checked against a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub expr: String,
+    pub metric: String,
+    pub op: Op,
+    pub limit: f64,
+    /// Measured value in the canonical unit; `None` when not measured.
+    pub actual: Option<f64>,
+    /// `None`: not measured, which counts as failed (see [`any_failed`]).
+    pub passed: Option<bool>,
+    /// One line for people: the figure, the limit and the result, or why it is missing.
+    pub reason: String,
+}
+
+/// Why a metric may be missing, for the outcome's reason.
+fn missing_hint(metric: &str) -> &'static str {
+    match metric {
+        "server.rss.after" => "no recovery phase was measured",
+        "leak" => "no leak verdict: needs server monitoring",
+        "stability.cv" => "no steady-state seconds to analyse",
+        "errors.rate" => "nothing completed or failed",
+        m if m.starts_with("server.") => "the server was not monitored",
+        _ => "no exchange or connect was timed",
+    }
+}
+
+pub fn evaluate(t: &Threshold, facts: &Facts) -> Outcome {
+    let actual = facts.get(&t.metric);
+    let passed = actual.map(|a| t.op.holds(a, t.limit));
+    let limit = format!("{} {}", t.op.as_str(), t.kind.format(t.limit));
+    let reason = match (actual, passed) {
+        (Some(a), Some(p)) => format!(
+            "{} = {} (limit {limit}): {}",
+            t.metric,
+            t.kind.format(a),
+            if p { "passed" } else { "failed" }
+        ),
+        _ => format!(
+            "{}: not measured ({}), counted as failed",
+            t.metric,
+            missing_hint(&t.metric)
+        ),
+    };
+    Outcome {
+        expr: t.expr.clone(),
+        metric: t.metric.clone(),
+        op: t.op,
+        limit: t.limit,
+        actual,
+        passed,
+        reason,
+    }
+}
+
+pub fn evaluate_all(ts: &[Threshold], facts: &Facts) -> Vec<Outcome> {
+    ts.iter().map(|t| evaluate(t, facts)).collect()
+}
+
+/// Whether any threshold failed or could not be checked.
+pub fn any_failed(outcomes: &[Outcome]) -> bool {
+    outcomes.iter().any(|o| o.passed != Some(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_metric_has_a_kind_and_every_kind_is_described() {
+        for (m, what) in METRICS {
+            let k = if *m == "errors.<class>" {
+                kind_of("errors.timeout")
+            } else {
+                kind_of(m)
+            };
+            let k = k.unwrap_or_else(|| panic!("{m} has no kind"));
+            let described = what.rsplit("; ").next().unwrap();
+            assert!(described.starts_with(k.as_str()), "{m}: {what}");
+        }
+        assert_eq!(kind_of("errors.nope"), None);
+        assert_eq!(kind_of("p95"), None);
+    }
+
+    #[test]
+    fn evaluation_table() {
+        let mut f = Facts::default();
+        f.set("p99", 12_300.0);
+        f.set("rps.avg", 15_000.0);
+        f.set("errors.rate", 0.0004);
+        f.set("leak", 0.5);
+        f.set("server.rss.max", 60.0 * 1024.0 * 1024.0);
+        let table: &[(&str, Option<bool>)] = &[
+            ("p99 < 20ms", Some(true)),
+            ("p99 < 10ms", Some(false)),
+            ("p99 <= 12.3ms", Some(true)),
+            ("p99 == 12300us", Some(true)),
+            ("p99 != 12.3 ms", Some(false)),
+            ("rps.avg >= 15k", Some(true)),
+            ("rps.avg > 15k", Some(false)),
+            ("errors.rate < 0.1%", Some(true)),
+            ("errors.rate < 0.0001", Some(false)),
+            ("server.rss.max < 64MB", Some(true)),
+            ("server.rss.max < 60MB", Some(false)),
+            ("leak == no", Some(false)),
+            ("leak != yes", Some(true)),
+            ("server.cpu.avg < 80%", None),
+            ("stability.cv < 5%", None),
+        ];
+        for (expr, want) in table {
+            let o = evaluate(&parse(expr).unwrap(), &f);
+            assert_eq!(o.passed, *want, "{expr}: {}", o.reason);
+        }
+        let o = evaluate(&parse("p99 < 10ms").unwrap(), &f);
+        assert_eq!(o.reason, "p99 = 12.300 ms (limit < 10.000 ms): failed");
+        let o = evaluate(&parse("server.cpu.avg < 80%").unwrap(), &f);
+        assert!(
+            o.reason.contains("not monitored") && o.reason.contains("failed"),
+            "{}",
+            o.reason
+        );
+        let o = evaluate(&parse("leak == no").unwrap(), &f);
+        assert!(o.reason.contains("inconclusive"), "{}", o.reason);
+    }
+
+    #[test]
+    fn any_failed_counts_unmeasured() {
+        let mut f = Facts::default();
+        f.set("p50", 100.0);
+        let ok = evaluate_all(&[parse("p50 < 1ms").unwrap()], &f);
+        assert!(!any_failed(&ok));
+        assert!(!any_failed(&[]));
+        let missing = evaluate_all(
+            &[parse("p50 < 1ms").unwrap(), parse("p99 < 1ms").unwrap()],
+            &f,
+        );
+        assert!(any_failed(&missing));
+        let json = serde_json::to_value(&missing[1]).unwrap();
+        assert_eq!(json["op"], "<");
+        assert_eq!(json["passed"], serde_json::Value::Null);
+    }
+}
