@@ -138,6 +138,15 @@ pub struct RunResult {
     /// The server barrage started (`--spawn`) and how it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<crate::monitor::SpawnRecord>,
+    /// Stability, trends, recovery, leak and saturation verdicts (see `analysis`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<crate::analysis::AnalysisReport>,
+    /// Every `--threshold` with its measured value and outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::thresholds::Outcome>,
+    /// The readiness assessment: one row per aspect, each with its rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readiness: Vec<crate::readiness::Row>,
 }
 
 impl RunResult {
@@ -175,6 +184,31 @@ impl RunResult {
             histograms,
             monitor: None,
             spawn: None,
+            analysis: None,
+            thresholds: Vec::new(),
+            readiness: Vec::new(),
         }
+    }
+}
+
+impl RunResult {
+    /// Analyse the run (with its monitoring, if any), evaluate `thresholds` and assess
+    /// readiness; everything lands in the record. `recovery_s` is the length of the recovery
+    /// window after the load, when one was sampled.
+    pub fn conclude(
+        &mut self,
+        thresholds: &[crate::thresholds::Threshold],
+        recovery_s: Option<f64>,
+    ) {
+        let analysis = crate::analysis::analyze(self, self.monitor.as_ref(), recovery_s);
+        let facts = crate::thresholds::Facts::from_result(self, Some(&analysis));
+        self.thresholds = crate::thresholds::evaluate_all(thresholds, &facts);
+        self.readiness = crate::readiness::assess(self, &analysis, &self.thresholds);
+        self.analysis = Some(analysis);
+    }
+
+    /// Whether any threshold failed (or could not be measured).
+    pub fn thresholds_failed(&self) -> bool {
+        crate::thresholds::any_failed(&self.thresholds)
     }
 }

@@ -12,6 +12,7 @@ pub mod fmt;
 mod json;
 mod monitor_text;
 mod text;
+mod verdicts;
 
 pub use json::JsonRenderer;
 pub use text::TextRenderer;

@@ -26,6 +26,7 @@ impl Renderer for TextRenderer {
             io(r),
             health(r),
             crate::monitor_text::monitoring(r),
+            crate::verdicts::verdicts(r),
             warmup(r),
         ] {
             if !section.is_empty() {

@@ -12,6 +12,13 @@ use std::io::Write;
 /// Run the test; returns the exit code (0 completed, 1 failed, 130 interrupted).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let (plan, config) = config::plan(a)?;
+    let thresholds = a
+        .threshold
+        .iter()
+        .map(|e| {
+            barrage_metrics::thresholds::parse(e).map_err(|e| Usage(format!("--threshold: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     sys::ensure_fds(
         sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
@@ -58,7 +65,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             (Status::Failed, Some(msg), 1)
         }
     };
-    let result = RunResult::new(
+    let mut result = RunResult::new(
         status,
         message,
         redact_argv(&argv),
@@ -67,6 +74,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         sys::environment(),
         out.outcome,
     );
+    result.conclude(&thresholds, None);
+    let code = if code == 0 && result.thresholds_failed() {
+        3
+    } else {
+        code
+    };
     // The JSON first: it is the complete record, and stdout may be a pipe whose reader is
     // gone (then the summary is lost, not the result file).
     write_json(json_file, &result)?;

@@ -1000,3 +1000,70 @@ fn secret_headers_are_redacted_from_the_json() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("canary-s3cret"));
 }
+
+/// `--threshold`: a malformed expression is a usage error naming it; a failed threshold makes
+/// the exit code 3 and is listed; all outcomes are in the JSON.
+#[test]
+fn thresholds_pass_fail_and_exit_code_3() {
+    assert_usage(
+        &[dead(), "--threshold", "p99 < 20", "-n", "1"],
+        &["--threshold", "p99 < 20", "unit"],
+    );
+    assert_usage(
+        &[dead(), "--threshold", "p98 < 20ms", "-n", "1"],
+        &["unknown metric", "p98"],
+    );
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "-c",
+            "4",
+            "-d",
+            "1s",
+            "-q",
+            "--threshold",
+            "p99 < 10s",
+            "--threshold",
+            "rps.avg >= 100000000",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Thresholds    1 of 2 passed"), "{stdout}");
+    assert!(stdout.contains("FAIL   rps.avg >= 100000000"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let th = v["thresholds"].as_array().unwrap();
+    assert_eq!(th.len(), 2);
+    assert_eq!(th[0]["passed"], true);
+    assert_eq!(th[1]["passed"], false);
+    assert_eq!(v["readiness"].as_array().unwrap().len(), 5);
+
+    let out = barrage()
+        .args([
+            server.url(),
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "-q",
+            "--threshold",
+            "errors.rate < 1%",
+        ])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -1,0 +1,91 @@
+//! The verdict part of the text summary: stability, memory (recovery and leak), generator
+//! saturation, thresholds and the readiness table. Only what was measured is shown.
+
+use crate::fmt::bytes;
+use barrage_metrics::analysis::LeakStatus;
+use barrage_metrics::readiness::Grade;
+use barrage_metrics::RunResult;
+
+pub fn verdicts(r: &RunResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(a) = &r.analysis {
+        if let Some(s) = &a.stability {
+            lines.push(format!(
+                "Stability     CV {:.1} %, largest deviation {:.1} % over {} steady seconds; drift {:?} ({:+.1} %/h)",
+                s.cv_pct, s.max_dev_pct, s.n, s.drift.verdict, s.drift.per_hour
+            ));
+        }
+        if let Some(rec) = &a.recovery {
+            lines.push(format!(
+                "Memory        idle {} -> peak {} under load -> {} after recovery: {}",
+                bytes(rec.idle_before_bytes as f64),
+                bytes(rec.peak_under_load_bytes as f64),
+                bytes(rec.after_recovery_bytes as f64),
+                if rec.returned {
+                    format!("returned (within {:.0} %)", rec.tolerance_pct)
+                } else {
+                    "did NOT return to the idle level".to_string()
+                }
+            ));
+        }
+        if let Some(l) = &a.leak {
+            let word = match l.verdict {
+                LeakStatus::Leak => "LEAK",
+                LeakStatus::NoLeak => "no leak",
+                LeakStatus::Inconclusive => "inconclusive",
+            };
+            lines.push(format!("Leak          {word}: {}", l.reason));
+        }
+        if let Some(b) = &a.bytes_per_connection {
+            lines.push(format!(
+                "Per conn.     {} of server memory per open connection (during the ramp)",
+                bytes(b.slope.max(0.0))
+            ));
+        }
+        let sat = &a.saturation;
+        if sat.saturated_s > 0 {
+            lines.push(format!(
+                "WARNING       the load generator was the bottleneck for {} s of {} s; numbers in those seconds describe barrage, not the server",
+                sat.saturated_s, sat.of_s
+            ));
+        }
+    }
+    if !r.thresholds.is_empty() {
+        let failed = r
+            .thresholds
+            .iter()
+            .filter(|o| o.passed != Some(true))
+            .count();
+        lines.push(format!(
+            "Thresholds    {} of {} passed",
+            r.thresholds.len() - failed,
+            r.thresholds.len()
+        ));
+        for o in &r.thresholds {
+            let mark = match o.passed {
+                Some(true) => "pass",
+                Some(false) => "FAIL",
+                None => "FAIL (not measured)",
+            };
+            lines.push(format!("  {mark:<6} {}: {}", o.expr, o.reason));
+        }
+    }
+    if !r.readiness.is_empty() {
+        lines.push("Readiness".to_string());
+        for row in &r.readiness {
+            let g = match row.status {
+                Grade::Pass => "pass",
+                Grade::Warn => "warn",
+                Grade::Fail => "FAIL",
+                Grade::NotMeasured => "n/a",
+            };
+            lines.push(format!(
+                "  {:<18} {g:<5} {}",
+                row.aspect.as_str(),
+                row.figure
+            ));
+            lines.push(format!("  {:<18}       rule: {}", "", row.rule));
+        }
+    }
+    lines
+}
