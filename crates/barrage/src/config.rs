@@ -32,10 +32,6 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         addr: url.addr,
     };
     check_flags_fit(a, url.scheme)?;
-    if !a.monitor.is_empty() || a.spawn.is_some() || a.recovery.is_some() {
-        // Until the monitor is wired in, say so rather than ignore the flags.
-        return usage("--monitor, --spawn and --recovery are not available in this build yet");
-    }
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {

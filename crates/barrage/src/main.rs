@@ -19,6 +19,7 @@ mod sys;
 mod tls;
 mod units;
 mod url;
+mod watch;
 
 use clap::Parser;
 use cli::{Cli, Command};

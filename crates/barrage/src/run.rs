@@ -12,6 +12,7 @@ use std::io::Write;
 /// Run the test; returns the exit code (0 completed, 1 failed, 130 interrupted).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let (plan, config) = config::plan(a)?;
+    let watch_plan = crate::watch::plan(a, plan.target.addr)?;
     let thresholds = a
         .threshold
         .iter()
@@ -26,6 +27,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let json_file = open_json(a.json.as_deref())?;
     let stop = sys::stop_on_signals();
     let started_at = sys::rfc3339_now();
+    // A spawned server is up (or the run has failed) before the clock starts.
+    let watch = match watch_plan {
+        Some(w) => Some(w.start()?),
+        None => None,
+    };
+    let recovery_s = watch.as_ref().map(|w| w.recovery_s());
     if let (Some(tls), false) = (&plan.tls, a.insecure) {
         if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout) {
             // Stopped before any load: the result says so, with nothing measured.
@@ -65,6 +72,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             (Status::Failed, Some(msg), 1)
         }
     };
+    let watched = watch.map(|w| w.finish(&stop, quiet));
     let mut result = RunResult::new(
         status,
         message,
@@ -74,7 +82,11 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         sys::environment(),
         out.outcome,
     );
-    result.conclude(&thresholds, None);
+    if let Some((series, spawned)) = watched {
+        result.monitor = Some(series);
+        result.spawn = spawned;
+    }
+    result.conclude(&thresholds, recovery_s);
     let code = if code == 0 && result.thresholds_failed() {
         3
     } else {

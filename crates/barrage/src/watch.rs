@@ -50,7 +50,9 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
                         .into(),
                 ));
             }
-            let pid = barrage_monitor::listener_pid(target.port()).ok_or_else(|| {
+            let found = barrage_monitor::listener_pid(target.port())
+                .map_err(|e| Usage(format!("--monitor auto: {e}")))?;
+            let pid = found.ok_or_else(|| {
                 Usage(format!(
                     "--monitor auto: no process on this machine listens on port {} (or it belongs to another user); give --monitor PID",
                     target.port()
@@ -78,14 +80,16 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
 
 pub struct Watch {
     monitor: barrage_monitor::Monitor,
+    /// The sampler's clock runs this much ahead of the run's (the idle baseline interval).
+    lead_s: f64,
     spawned: Option<(barrage_monitor::Spawned, String, f64)>,
     recovery: Duration,
 }
 
 impl WatchPlan {
-    /// Start the server (with `--spawn`) and the sampler; the returned instant is the run's
-    /// clock origin, to be taken just before the load starts.
-    pub fn start(mut self) -> anyhow::Result<(Watch, Instant)> {
+    /// Start the server (with `--spawn`) and the sampler, whose clock starts now: just before
+    /// the load (its first sample, at t = 0, is the idle baseline).
+    pub fn start(mut self) -> anyhow::Result<Watch> {
         let mut spawned = None;
         if let Some(cmd) = self.spawn.take() {
             let t = Instant::now();
@@ -94,6 +98,8 @@ impl WatchPlan {
             self.pids.push(s.pid());
             spawned = Some((s, cmd, t.elapsed().as_secs_f64() * 1e3));
         }
+        // One interval of the idle server before the load: its sample (t = 0 on the run's
+        // clock) is the baseline that recovery and leak verdicts compare against.
         let base = Instant::now();
         let monitor = barrage_monitor::Monitor::start(barrage_monitor::MonitorConfig {
             pids: self.pids,
@@ -102,21 +108,28 @@ impl WatchPlan {
             base,
             include_self: true,
         })?;
-        Ok((
-            Watch {
-                monitor,
-                spawned,
-                recovery: self.recovery,
-            },
-            base,
-        ))
+        std::thread::sleep(self.interval);
+        Ok(Watch {
+            monitor,
+            spawned,
+            recovery: self.recovery,
+            lead_s: self.interval.as_secs_f64(),
+        })
     }
 }
 
 impl Watch {
+    pub fn recovery_s(&self) -> f64 {
+        self.recovery.as_secs_f64()
+    }
+
     /// After the load: sample through the recovery window (a signal cuts it short), stop the
     /// sampler and the spawned server.
-    pub fn finish(self, stop: &Arc<AtomicBool>, quiet: bool) -> (MonitorSeries, Option<SpawnRecord>) {
+    pub fn finish(
+        self,
+        stop: &Arc<AtomicBool>,
+        quiet: bool,
+    ) -> (MonitorSeries, Option<SpawnRecord>) {
         // After an interrupt the user wants out: no recovery window.
         if !self.recovery.is_zero() && !stop.load(Ordering::Relaxed) {
             if !quiet {
@@ -130,20 +143,33 @@ impl Watch {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let series = self.monitor.stop();
-        let record = self.spawned.map(|(s, command, ready_ms)| {
-            let pid = s.pid();
-            let r = s.stop(STOP_GRACE);
-            SpawnRecord {
-                command,
-                pid,
-                ready_after_ms: ready_ms,
-                exited_cleanly: r.exited_cleanly,
-                exit_code: r.exit_code,
-                signal: r.signal,
-                stop_took_ms: r.took.as_secs_f64() * 1e3,
-                killed: r.killed,
-            }
+        let mut series = self.monitor.stop();
+        // The first sample was taken as the load began: it is t = 0 (scheduling may have
+        // delayed it by a little from the nominal interval).
+        let lead = series
+            .processes
+            .iter()
+            .filter_map(|p| p.samples.first())
+            .chain(series.generator.first())
+            .map(|s| s.t)
+            .fold(f64::INFINITY, f64::min);
+        let lead = if lead.is_finite() {
+            lead.min(self.lead_s * 1.5)
+        } else {
+            self.lead_s
+        };
+        let shift = |samples: &mut Vec<barrage_metrics::ProcSample>| {
+            samples.iter_mut().for_each(|s| s.t -= lead)
+        };
+        series
+            .processes
+            .iter_mut()
+            .for_each(|p| shift(&mut p.samples));
+        shift(&mut series.generator);
+        series.host.iter_mut().for_each(|h| h.t -= lead);
+        let record = self.spawned.map(|(s, command, _)| {
+            let (pid, ready) = (s.pid(), s.ready_after());
+            s.stop(STOP_GRACE).record(&command, pid, ready)
         });
         (series, record)
     }
