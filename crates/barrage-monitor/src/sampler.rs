@@ -1,0 +1,481 @@
+//! The monitor: one sampling thread, off the hot path, that reads the monitored processes, the
+//! machine and (optionally) barrage itself every interval, on the run's timeline.
+//!
+//! Samples are due at `base + k * interval` (the run's clock, so they line up with the ticks);
+//! a sample that comes late does not shift the ones after it, and slots missed while a sample
+//! overran are skipped, not caught up. Rates divide by the measured time between two readings,
+//! not by the nominal interval. The full series lives in the thread and comes back from
+//! [`Monitor::stop`]; a live view reads [`Monitor::latest`], a copy behind a mutex that the
+//! thread replaces once per sample (the engine never touches either).
+//!
+//! Cost per sample: a few small /proc files per process, one status file per thread, one
+//! readlink per open fd (that is how sockets are tied to a process: ~3 us each), one sock_diag
+//! walk of the socket table per network namespace, and four host files. Measured here: well
+//! under 1 ms for an idle server; ~25 ms for a server holding 4,000 connections (so 2.5 % of a
+//! core at the default 1 s interval), most of it the per-fd readlinks.
+
+mod track;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use barrage_metrics::{HostSample, MonitorSeries, ProcSample, TcpStates};
+
+use crate::host::{self, HostReading};
+use crate::proc::ProcReading;
+use crate::tcp::{add_owned, count_states, read_tables, Diag};
+use crate::{sys, MonitorError};
+use track::Tracked;
+
+/// The shortest interval the monitor accepts (below it /proc's 10 ms CPU ticks are noise).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What to monitor, and on which clock.
+#[derive(Clone, Debug)]
+pub struct MonitorConfig {
+    /// Processes to sample (the server under test).
+    pub pids: Vec<u32>,
+    /// Sum each process's descendants (CPU, RSS, threads, fds, sockets) into its samples.
+    pub include_children: bool,
+    pub interval: Duration,
+    /// The run's start: a sample's `t` is seconds since then, like the ticks'.
+    pub base: Instant,
+    /// Also sample barrage's own process (`MonitorSeries::generator`).
+    pub include_self: bool,
+}
+
+/// The most recent sample of everything, for a live view.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Latest {
+    pub t: f64,
+    /// In the order of `MonitorConfig::pids`.
+    pub processes: Vec<LatestProcess>,
+    pub host: Option<HostSample>,
+    pub generator: Option<ProcSample>,
+}
+
+/// One monitored process in [`Latest`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatestProcess {
+    pub pid: u32,
+    /// False once it exited: `sample` is then its last one.
+    pub running: bool,
+    pub sample: Option<ProcSample>,
+}
+
+/// A running monitor; [`Monitor::stop`] (or dropping it) ends the sampling thread.
+pub struct Monitor {
+    /// Dropping it tells the thread to stop (it waits on the receiver between samples).
+    stop: Option<Sender<()>>,
+    /// Returns the whole series when joined; taken by `stop` or `drop`.
+    thread: Option<JoinHandle<MonitorSeries>>,
+    /// Written by the thread once per sample, read by `latest` and the overhead getters.
+    shared: Arc<Shared>,
+    interval: Duration,
+    warnings: Vec<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    latest: Mutex<Option<Latest>>,
+    /// CPU time the sampling thread has used so far, in ns.
+    cpu_ns: AtomicU64,
+    /// The sampling thread's kernel id (0 until it runs).
+    tid: AtomicU32,
+}
+
+impl Monitor {
+    /// Takes a first reading of every process (an unknown pid is an error) and of the machine,
+    /// then starts the sampling thread. The first sample is the first slot at least half an
+    /// interval away, so its rates cover a meaningful span.
+    pub fn start(config: MonitorConfig) -> Result<Monitor, MonitorError> {
+        if !cfg!(target_os = "linux") {
+            return Err(MonitorError::unsupported());
+        }
+        if config.interval < MIN_INTERVAL {
+            return Err(MonitorError::IntervalTooShort {
+                interval: config.interval,
+                min: MIN_INTERVAL,
+            });
+        }
+        let mut buf = String::new();
+        let mut warnings = Vec::new();
+        let mut tracked = Vec::new();
+        let own = config
+            .include_self
+            .then_some((std::process::id(), false))
+            .into_iter();
+        let wanted = config.pids.iter().map(|&p| (p, config.include_children));
+        for (pid, children) in wanted.chain(own) {
+            let t = Tracked::start(pid, children, &mut buf)?;
+            if !t.fds_readable {
+                warnings.push(format!(
+                    "pid {pid}: its /proc/{pid}/fd is not ours to read, so its fds and TCP \
+                     states read 0 (run as the same user or as root)"
+                ));
+            }
+            tracked.push(t);
+        }
+        let host = host::read_counters(&mut buf)
+            .map_err(|e| warnings.push(format!("no host samples: cannot read /proc/stat: {e}")))
+            .ok();
+        let shared = Arc::new(Shared::default());
+        let sampler = Sampler {
+            base: config.base,
+            interval: config.interval,
+            with_self: config.include_self,
+            tracked,
+            host,
+            host_samples: Vec::new(),
+            ticks_per_s: sys::clock_ticks() as f64,
+            cores: sys::online_cores() as f64,
+            buf,
+            tcp_bufs: [String::new(), String::new()],
+            diag: Diag::open().ok(),
+            own_ns: net_namespace("self"),
+            shared: Arc::clone(&shared),
+        };
+        let (tx, rx) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("barrage-monitor".into())
+            .spawn(move || sampler.run(rx))
+            .map_err(MonitorError::Thread)?;
+        Ok(Monitor {
+            stop: Some(tx),
+            thread: Some(thread),
+            shared,
+            interval: config.interval,
+            warnings,
+        })
+    }
+
+    /// The latest sample of everything (`None` before the first one).
+    pub fn latest(&self) -> Option<Latest> {
+        let latest = self.shared.latest.lock();
+        latest.unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// What the monitor cannot see (unreadable fds, no host counters), for the user.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// CPU time the sampling thread has used so far: the monitor's own overhead.
+    pub fn sampler_cpu_time(&self) -> Duration {
+        Duration::from_nanos(self.shared.cpu_ns.load(Ordering::Relaxed))
+    }
+
+    /// The sampling thread's id (`/proc/self/task/<tid>`), once it runs.
+    pub fn sampler_tid(&self) -> Option<u32> {
+        Some(self.shared.tid.load(Ordering::Relaxed)).filter(|&t| t != 0)
+    }
+
+    /// Stops the sampling thread and returns every sample taken.
+    pub fn stop(mut self) -> MonitorSeries {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> MonitorSeries {
+        drop(self.stop.take());
+        let lost = || MonitorSeries {
+            interval_s: self.interval.as_secs_f64(),
+            ..MonitorSeries::default()
+        };
+        match self.thread.take() {
+            // A panic in the thread was already reported by the hook; keep the run going.
+            Some(thread) => thread.join().unwrap_or_else(|_| lost()),
+            None => lost(),
+        }
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.finish();
+        }
+    }
+}
+
+/// The sampling thread's state; owned by the thread.
+struct Sampler {
+    base: Instant,
+    interval: Duration,
+    /// The last of `tracked` is barrage itself.
+    with_self: bool,
+    tracked: Vec<Tracked>,
+    /// The previous host reading (`None`: /proc/stat unreadable, no host samples).
+    host: Option<HostReading>,
+    host_samples: Vec<HostSample>,
+    ticks_per_s: f64,
+    cores: f64,
+    buf: String,
+    tcp_bufs: [String; 2],
+    /// The sock_diag socket for our own namespace (`None`: not available, or it failed once).
+    diag: Option<Diag>,
+    own_ns: String,
+    shared: Arc<Shared>,
+}
+
+impl Sampler {
+    fn run(mut self, stop: Receiver<()>) -> MonitorSeries {
+        self.shared.tid.store(sys::gettid(), Ordering::Relaxed);
+        let base = self.base;
+        let elapsed = |now: Instant| now.saturating_duration_since(base);
+        let mut k = next_slot(elapsed(Instant::now()), self.interval, self.interval / 2);
+        loop {
+            let due = self.base + slot_time(k, self.interval);
+            match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.sample();
+            let cpu = sys::thread_cpu_time().as_nanos() as u64;
+            self.shared.cpu_ns.store(cpu, Ordering::Relaxed);
+            let next = next_slot(
+                elapsed(Instant::now()),
+                self.interval,
+                Duration::from_nanos(1),
+            );
+            k = next.max(k + 1);
+        }
+        self.into_series()
+    }
+
+    fn sample(&mut self) {
+        let now = Instant::now();
+        let t = now.saturating_duration_since(self.base).as_secs_f64();
+        let readings: Vec<Option<(Instant, ProcReading)>> = self
+            .tracked
+            .iter_mut()
+            .map(|p| p.read(&mut self.buf))
+            .collect();
+        let tcp = self.tcp_states(&readings);
+        for ((p, r), tcp) in self.tracked.iter_mut().zip(readings).zip(tcp) {
+            if let Some((at, r)) = r {
+                p.record(at, t, r, tcp, self.ticks_per_s, self.cores);
+            }
+        }
+        if let Some(prev) = &self.host {
+            if let Ok(cur) = host::read_counters(&mut self.buf) {
+                self.host_samples
+                    .push(host::sample(prev, &cur, t, &mut self.buf));
+                self.host = Some(cur);
+            }
+        }
+        self.publish(t);
+    }
+
+    /// TCP states of each reading's sockets. Sockets are listed once per network namespace
+    /// (not once per process), and only if someone there has sockets.
+    fn tcp_states(&mut self, readings: &[Option<(Instant, ProcReading)>]) -> Vec<TcpStates> {
+        let mut out = vec![TcpStates::default(); readings.len()];
+        // (namespace link, a pid in it, indices of readings)
+        let mut groups: Vec<(String, u32, Vec<usize>)> = Vec::new();
+        for (i, (p, r)) in self.tracked.iter().zip(readings).enumerate() {
+            if r.as_ref().is_none_or(|(_, r)| r.sockets.is_empty()) {
+                continue;
+            }
+            let ns = net_namespace(&p.pid.to_string());
+            match groups.iter_mut().find(|g| g.0 == ns) {
+                Some(g) => g.2.push(i),
+                None => groups.push((ns, p.pid, vec![i])),
+            }
+        }
+        for (ns, pid, members) in groups {
+            let owned: Vec<&HashSet<u64>> = members
+                .iter()
+                .filter_map(|&i| readings[i].as_ref().map(|(_, r)| &r.sockets))
+                .collect();
+            let mut counts = vec![TcpStates::default(); owned.len()];
+            if !self.count_via_diag(&ns, &owned, &mut counts) {
+                if read_tables(Some(pid), &mut self.tcp_bufs).is_err() {
+                    continue;
+                }
+                for table in &self.tcp_bufs {
+                    count_states(table, &owned, &mut counts);
+                }
+            }
+            for (&i, c) in members.iter().zip(counts) {
+                out[i] = c;
+            }
+        }
+        out
+    }
+
+    /// Counts through sock_diag if `ns` is ours; false: use /proc instead.
+    fn count_via_diag(&mut self, ns: &str, owned: &[&HashSet<u64>], out: &mut [TcpStates]) -> bool {
+        if ns.is_empty() || ns != self.own_ns {
+            return false;
+        }
+        let Some(diag) = self.diag.as_mut() else {
+            return false;
+        };
+        let mut counted = vec![TcpStates::default(); out.len()];
+        match diag.for_each(|state, inode| add_owned(state, inode, owned, &mut counted)) {
+            Ok(()) => {
+                out.copy_from_slice(&counted);
+                true
+            }
+            Err(_) => {
+                // Refused once (a sandbox, say): /proc from now on.
+                self.diag = None;
+                false
+            }
+        }
+    }
+
+    fn publish(&self, t: f64) {
+        let (servers, own) = self.split();
+        let latest = Latest {
+            t,
+            processes: servers
+                .iter()
+                .map(|p| LatestProcess {
+                    pid: p.pid,
+                    running: p.running(),
+                    sample: p.samples.last().cloned(),
+                })
+                .collect(),
+            host: self.host_samples.last().cloned(),
+            generator: own.and_then(|p| p.samples.last().cloned()),
+        };
+        *self
+            .shared
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(latest);
+    }
+
+    /// (monitored processes, barrage itself)
+    fn split(&self) -> (&[Tracked], Option<&Tracked>) {
+        match self.tracked.split_last() {
+            Some((own, servers)) if self.with_self => (servers, Some(own)),
+            _ => (&self.tracked, None),
+        }
+    }
+
+    fn into_series(mut self) -> MonitorSeries {
+        let generator = if self.with_self {
+            self.tracked.pop().map(|p| p.samples).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        MonitorSeries {
+            interval_s: self.interval.as_secs_f64(),
+            processes: self.tracked.into_iter().map(Tracked::into_series).collect(),
+            host: self.host_samples,
+            generator,
+        }
+    }
+}
+
+/// The network namespace of /proc/`who` (a pid or "self"), as its link reads; empty if we
+/// may not look.
+fn net_namespace(who: &str) -> String {
+    std::fs::read_link(format!("/proc/{who}/ns/net"))
+        .map(|l| l.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The first slot `k >= 1` due at least `min_gap` after `elapsed` (slot k is due at
+/// `k * interval` after the base).
+fn next_slot(elapsed: Duration, interval: Duration, min_gap: Duration) -> u64 {
+    let step = interval.as_nanos().max(1);
+    let k = (elapsed + min_gap).as_nanos().div_ceil(step);
+    k.clamp(1, u64::MAX as u128) as u64
+}
+
+fn slot_time(k: u64, interval: Duration) -> Duration {
+    let ns = interval.as_nanos().saturating_mul(k as u128);
+    Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+    const MS: Duration = Duration::from_millis(1);
+    const NS: Duration = Duration::from_nanos(1);
+
+    #[test]
+    fn slots_are_aligned_on_the_base() {
+        assert_eq!(next_slot(Duration::ZERO, S, NS), 1);
+        assert_eq!(
+            next_slot(S, S, NS),
+            2,
+            "a sample taken exactly at a slot waits for the next"
+        );
+        assert_eq!(next_slot(1500 * MS, S, NS), 2);
+        assert_eq!(next_slot(3700 * MS, S, NS), 4, "missed slots are skipped");
+        assert_eq!(slot_time(4, 250 * MS), S);
+    }
+
+    #[test]
+    fn the_first_slot_is_at_least_half_an_interval_away() {
+        assert_eq!(next_slot(Duration::ZERO, S, S / 2), 1);
+        assert_eq!(next_slot(400 * MS, S, S / 2), 1);
+        assert_eq!(next_slot(600 * MS, S, S / 2), 2);
+        assert_eq!(next_slot(2950 * MS, S, S / 2), 4);
+    }
+
+    #[test]
+    fn start_refuses_unknown_pids_and_tiny_intervals() {
+        if !cfg!(target_os = "linux") {
+            let cfg = config(vec![], S);
+            assert!(matches!(
+                Monitor::start(cfg),
+                Err(MonitorError::Unsupported { .. })
+            ));
+            return;
+        }
+        let err = Monitor::start(config(vec![u32::MAX - 1], S)).err().unwrap();
+        assert!(matches!(err, MonitorError::NoSuchProcess { pid } if pid == u32::MAX - 1));
+        let err = Monitor::start(config(vec![], MS)).err().unwrap();
+        assert!(matches!(err, MonitorError::IntervalTooShort { .. }));
+    }
+
+    #[test]
+    fn samples_self_and_host_and_stops_promptly() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let mut cfg = config(vec![std::process::id()], 20 * MS);
+        cfg.include_self = true;
+        let m = Monitor::start(cfg).unwrap();
+        let began = Instant::now();
+        while m.latest().is_none_or(|l| l.host.is_none()) {
+            assert!(began.elapsed() < 5 * S, "no sample");
+            thread::sleep(5 * MS);
+        }
+        let latest = m.latest().unwrap();
+        assert_eq!(latest.processes.len(), 1);
+        assert!(latest.processes[0].running && latest.generator.is_some());
+        assert!(m.sampler_tid().is_some());
+        let stopping = Instant::now();
+        let series = m.stop();
+        assert!(stopping.elapsed() < S, "stop waits for no slot");
+        assert_eq!(series.interval_s, 0.02);
+        assert_eq!(series.processes[0].pid, std::process::id());
+        assert!(!series.processes[0].command.is_empty());
+        let s = &series.processes[0].samples;
+        assert!(!s.is_empty() && s.len() == series.generator.len() && !series.host.is_empty());
+        assert!(s.windows(2).all(|w| w[0].t < w[1].t));
+        assert!(s[0].rss_bytes > 0 && s[0].threads >= 2 && s[0].fds >= 3);
+    }
+
+    fn config(pids: Vec<u32>, interval: Duration) -> MonitorConfig {
+        MonitorConfig {
+            pids,
+            include_children: false,
+            interval,
+            base: Instant::now(),
+            include_self: false,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! `spawn_server` with servers that start and stop cleanly, ignore SIGTERM, fail to start,
+//! never become ready, or find their port taken; and dropping a handle kills the server.
+#![cfg(target_os = "linux")]
+
+use std::net::{SocketAddr, TcpListener};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use barrage_monitor::{listener_pid, spawn_server, SpawnError};
+
+const S: Duration = Duration::from_secs(1);
+const MS: Duration = Duration::from_millis(1);
+
+/// A Python server on the port in argv[1]; `ON_TERM` is what SIGTERM does.
+fn server(on_term: &str, port: u16) -> String {
+    let script = format!(
+        "import signal, socket, sys\n\
+         signal.signal(signal.SIGTERM, {on_term})\n\
+         s = socket.socket()\n\
+         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         s.bind((\"127.0.0.1\", int(sys.argv[1])))\n\
+         s.listen(16)\n\
+         while True:\n\
+         \x20   c, _ = s.accept()\n\
+         \x20   c.close()\n"
+    );
+    format!("python3 -c '{script}' {port}")
+}
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// Not running: no such process, or a zombie (an orphan waits for init to reap it, which
+/// may take seconds in a container).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
+        Err(_) => true,
+    }
+}
+
+#[test]
+fn a_server_that_exits_on_sigterm_stops_cleanly() {
+    let addr = free_addr();
+    let cmd = format!("exec {}", server("lambda *a: sys.exit(0)", addr.port()));
+    let s = spawn_server(&cmd, addr, 10 * S).unwrap();
+    let pid = s.pid();
+    println!("ready after {:?}", s.ready_after());
+    assert!(s.ready_after() < 10 * S);
+    assert_eq!(
+        listener_pid(addr.port()).unwrap(),
+        Some(pid),
+        "exec: sh became python"
+    );
+    let report = s.stop(2 * S);
+    println!("clean stop: {report:?}");
+    assert!(report.exited_cleanly && !report.killed, "{report:?}");
+    assert_eq!((report.exit_code, report.signal), (Some(0), None));
+    assert!(report.took < S, "took {:?}", report.took);
+    assert!(gone(pid));
+}
+
+#[test]
+fn a_server_behind_a_shell_dying_of_sigterm_is_clean_too() {
+    let addr = free_addr();
+    // `cd / &&` keeps sh in between: SIGTERM must reach python through the process group.
+    let cmd = format!(
+        "cd / && python3 -m http.server --bind 127.0.0.1 {}",
+        addr.port()
+    );
+    let s = spawn_server(&cmd, addr, 10 * S).unwrap();
+    let python = listener_pid(addr.port()).unwrap().unwrap();
+    assert_ne!(python, s.pid(), "sh forked python");
+    let report = s.stop(2 * S);
+    println!("http.server behind sh: {report:?}");
+    assert!(report.exited_cleanly && !report.killed, "{report:?}");
+    assert!(report.took < S, "took {:?}", report.took);
+    sleep(50 * MS);
+    assert!(gone(python));
+}
+
+#[test]
+fn a_server_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let addr = free_addr();
+    let cmd = format!("exec {}", server("signal.SIG_IGN", addr.port()));
+    let s = spawn_server(&cmd, addr, 10 * S).unwrap();
+    let python = s.pid();
+    let report = s.stop(300 * MS);
+    println!("ignores SIGTERM: {report:?}");
+    assert!(report.killed && !report.exited_cleanly, "{report:?}");
+    assert!(
+        report.took >= 300 * MS && report.took < 2 * S,
+        "{:?}",
+        report.took
+    );
+    assert_eq!((report.exit_code, report.signal), (None, Some(9)));
+    sleep(50 * MS);
+    assert!(gone(python), "no orphan");
+}
+
+#[test]
+fn a_command_that_fails_reports_its_status_and_stderr_quickly() {
+    let addr = free_addr();
+    let began = Instant::now();
+    let err = spawn_server("echo 'bind: boom' >&2; exit 3", addr, 10 * S)
+        .err()
+        .unwrap();
+    println!("{err}");
+    assert!(began.elapsed() < S, "{:?}", began.elapsed());
+    match err {
+        SpawnError::Exited {
+            code, stderr_tail, ..
+        } => {
+            assert_eq!(code, Some(3));
+            assert_eq!(stderr_tail, "bind: boom");
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = spawn_server("no-such-server-command-xyz --port 1", addr, 10 * S)
+        .err()
+        .unwrap();
+    println!("{err}");
+    match err {
+        SpawnError::Exited {
+            code, stderr_tail, ..
+        } => {
+            assert_eq!(code, Some(127));
+            assert!(stderr_tail.contains("not found"), "{stderr_tail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_server_that_never_listens_times_out_and_is_killed() {
+    let addr = free_addr();
+    let began = Instant::now();
+    let err = spawn_server("echo starting >&2; sleep 30", addr, 300 * MS)
+        .err()
+        .unwrap();
+    println!("{err}");
+    assert!(began.elapsed() < S, "{:?}", began.elapsed());
+    assert!(
+        matches!(&err, SpawnError::Timeout { stderr_tail, .. } if stderr_tail == "starting"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_port_already_taken_is_an_error() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let err = spawn_server("sleep 30", addr, S).err().unwrap();
+    assert!(matches!(err, SpawnError::PortInUse { .. }), "{err:?}");
+}
+
+#[test]
+fn dropping_the_handle_kills_the_whole_group() {
+    let addr = free_addr();
+    let cmd = format!("cd / && {}", server("signal.SIG_IGN", addr.port()));
+    let mut s = spawn_server(&cmd, addr, 10 * S).unwrap();
+    assert!(s.is_running());
+    let (sh, python) = (s.pid(), listener_pid(addr.port()).unwrap().unwrap());
+    drop(s);
+    sleep(50 * MS);
+    assert!(gone(sh) && gone(python), "no orphan");
+}
