@@ -144,13 +144,17 @@ pub(crate) fn numeric_entries(dir: &str) -> io::Result<impl Iterator<Item = u32>
     Ok(fs::read_dir(dir)?.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()))
 }
 
-/// Counts the open file descriptors of `pid` and collects its socket inodes. Needs the same
-/// user (or root): the error is PermissionDenied otherwise.
-pub(crate) fn scan_fds(pid: u32, sockets: &mut HashSet<u64>) -> io::Result<u64> {
+/// Counts the open file descriptors of `pid` and, given a set, collects its socket inodes
+/// (one `readlink` per fd: the costly part with many connections). Needs the same user (or
+/// root): the error is PermissionDenied otherwise.
+pub(crate) fn scan_fds(pid: u32, mut sockets: Option<&mut HashSet<u64>>) -> io::Result<u64> {
     let mut n = 0;
     for entry in fs::read_dir(format!("/proc/{pid}/fd"))? {
         let Ok(entry) = entry else { continue };
         n += 1;
+        let Some(sockets) = sockets.as_deref_mut() else {
+            continue;
+        };
         if let Ok(target) = fs::read_link(entry.path()) {
             if let Some(inode) = target.to_str().and_then(socket_inode) {
                 sockets.insert(inode);
@@ -230,6 +234,7 @@ pub(crate) fn read_process(
     pid: u32,
     starttime: u64,
     include_children: bool,
+    with_sockets: bool,
     buf: &mut String,
 ) -> Option<ProcReading> {
     let stat = read_stat(pid, buf).ok()?;
@@ -240,7 +245,15 @@ pub(crate) fn read_process(
         fds_readable: true,
         ..ProcReading::default()
     };
-    let has_memory = add_member(pid, &stat, include_children, true, &mut r, buf);
+    let has_memory = add_member(
+        pid,
+        &stat,
+        include_children,
+        true,
+        with_sockets,
+        &mut r,
+        buf,
+    );
     // No memory line: it exited while being read; a half reading would show a false drop.
     if !has_memory && !read_stat(pid, buf).is_ok_and(|s| !s.exited() && s.starttime == starttime) {
         return None;
@@ -248,7 +261,7 @@ pub(crate) fn read_process(
     if include_children {
         for child in descendants(pid, buf) {
             if let Ok(stat) = read_stat(child, buf) {
-                add_member(child, &stat, true, false, &mut r, buf);
+                add_member(child, &stat, true, false, with_sockets, &mut r, buf);
             }
         }
     }
@@ -262,13 +275,14 @@ fn add_member(
     stat: &Stat,
     with_reaped: bool,
     is_root: bool,
+    with_sockets: bool,
     r: &mut ProcReading,
     buf: &mut String,
 ) -> bool {
     r.user_ticks += stat.utime + if with_reaped { stat.cutime } else { 0 };
     r.sys_ticks += stat.stime + if with_reaped { stat.cstime } else { 0 };
     r.threads += stat.num_threads;
-    match scan_fds(pid, &mut r.sockets) {
+    match scan_fds(pid, with_sockets.then_some(&mut r.sockets)) {
         Ok(n) => r.fds += n,
         // A child that exited meanwhile is not a visibility problem.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -366,11 +380,11 @@ mod tests {
         let me = std::process::id();
         let mut buf = String::new();
         let stat = read_stat(me, &mut buf).unwrap();
-        let r = read_process(me, stat.starttime, false, &mut buf).unwrap();
+        let r = read_process(me, stat.starttime, false, true, &mut buf).unwrap();
         assert!(r.threads >= 1 && r.fds >= 3 && r.rss_bytes > 0 && r.fds_readable);
         assert!(r.ctx.contains_key(&me));
         assert!(
-            read_process(me, stat.starttime + 1, false, &mut buf).is_none(),
+            read_process(me, stat.starttime + 1, false, true, &mut buf).is_none(),
             "pid reuse"
         );
         assert!(!command(me).unwrap().is_empty());

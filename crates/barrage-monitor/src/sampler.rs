@@ -107,11 +107,14 @@ impl Monitor {
         let mut tracked = Vec::new();
         let own = config
             .include_self
-            .then_some((std::process::id(), false))
+            .then_some((std::process::id(), false, false))
             .into_iter();
-        let wanted = config.pids.iter().map(|&p| (p, config.include_children));
-        for (pid, children) in wanted.chain(own) {
-            let t = Tracked::start(pid, children, &mut buf)?;
+        let wanted = config
+            .pids
+            .iter()
+            .map(|&p| (p, config.include_children, true));
+        for (pid, children, sockets) in wanted.chain(own) {
+            let t = Tracked::start(pid, children, sockets, &mut buf)?;
             if !t.fds_readable {
                 warnings.push(format!(
                     "pid {pid}: its /proc/{pid}/fd is not ours to read, so its fds and TCP \

@@ -18,6 +18,7 @@ pub(super) struct Tracked {
     include_children: bool,
     /// The previous reading; `None` once the process is gone.
     prev: Option<Prev>,
+    with_sockets: bool,
     /// Highest RSS seen (VmHWM of the process, or the summed tree's highest sample).
     peak: u64,
     pub fds_readable: bool,
@@ -35,7 +36,14 @@ struct Prev {
 
 impl Tracked {
     /// The first reading; an unknown or exited pid is an error.
-    pub fn start(pid: u32, include_children: bool, buf: &mut String) -> Result<Self, MonitorError> {
+    /// `with_sockets`: collect socket inodes for TCP states (not for barrage itself, whose
+    /// connections are its own load and would cost a `readlink` each per sample).
+    pub fn start(
+        pid: u32,
+        include_children: bool,
+        with_sockets: bool,
+        buf: &mut String,
+    ) -> Result<Self, MonitorError> {
         let gone = || MonitorError::NoSuchProcess { pid };
         let stat = proc::read_stat(pid, buf).map_err(|_| gone())?;
         if stat.exited() {
@@ -43,11 +51,13 @@ impl Tracked {
         }
         let command = proc::command(pid).unwrap_or_else(|_| format!("[{}]", stat.comm));
         let at = Instant::now();
-        let r = proc::read_process(pid, stat.starttime, include_children, buf).ok_or_else(gone)?;
+        let r = proc::read_process(pid, stat.starttime, include_children, with_sockets, buf)
+            .ok_or_else(gone)?;
         Ok(Tracked {
             pid,
             starttime: stat.starttime,
             include_children,
+            with_sockets,
             peak: r.hwm_bytes.max(r.rss_bytes),
             fds_readable: r.fds_readable,
             prev: Some(Prev::new(at, r)),
@@ -64,7 +74,13 @@ impl Tracked {
     pub fn read(&mut self, buf: &mut String) -> Option<(Instant, ProcReading)> {
         self.prev.as_ref()?;
         let at = Instant::now();
-        match proc::read_process(self.pid, self.starttime, self.include_children, buf) {
+        match proc::read_process(
+            self.pid,
+            self.starttime,
+            self.include_children,
+            self.with_sockets,
+            buf,
+        ) {
             Some(r) => Some((at, r)),
             None => {
                 self.prev = None;
@@ -165,6 +181,7 @@ mod tests {
             pid: 1,
             starttime: 0,
             include_children: false,
+            with_sockets: true,
             prev: Some(Prev::new(
                 at,
                 ProcReading {

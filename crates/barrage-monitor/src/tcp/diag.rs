@@ -313,7 +313,7 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
         let mut ours = std::collections::HashSet::new();
-        crate::proc::scan_fds(std::process::id(), &mut ours).unwrap();
+        crate::proc::scan_fds(std::process::id(), Some(&mut ours)).unwrap();
         let mut via_diag = barrage_metrics::TcpStates::default();
         let mut diag = Diag::open().unwrap();
         diag.for_each(|state, inode| {
