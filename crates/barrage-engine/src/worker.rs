@@ -210,6 +210,11 @@ impl Worker {
 
     /// Close finished segments, handing their deltas to the aggregator.
     fn advance_segments(&mut self, now: u64) {
+        if now >= self.seg_end && self.seg_end != DRAIN_KEY {
+            // The boundary is a deadline too: how late it is handled measures the loop's lag
+            // in every mode, also when no other timer is due.
+            self.rec.lag_max_ns = self.rec.lag_max_ns.max(now - self.seg_end);
+        }
         while now >= self.seg_end && self.seg_end != DRAIN_KEY {
             let d = self
                 .rec

@@ -1,8 +1,9 @@
 //! Generator saturation: seconds in which barrage itself, not the server, may have set the pace.
 //!
 //! A second is saturated when the generator's CPU reached 90 % of its worker threads (a
-//! closed loop is then bounded by the client) or when the open-loop backlog grew compared to
-//! the previous tick (due messages could not be sent on time). Results from saturated seconds
+//! closed loop is then bounded by the client), when its event loop ran 10 ms or more late
+//! (starved of CPU, e.g. by a neighbour on its core), or when the open-loop backlog grew
+//! compared to the previous tick (due messages could not be sent on time). Results from saturated seconds
 //! understate what the server can do; reports should say so rather than hide it.
 
 use crate::aggregate::Tick;
@@ -12,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 /// Share of `threads × 100 %` CPU at which the generator counts as saturated.
 pub const CPU_SATURATED: f64 = 0.9;
+/// Event-loop lateness (a timer or second boundary handled this late) at which the generator
+/// counts as saturated: its loop did not get the CPU when it needed it.
+pub const LAG_SATURATED_US: u64 = 10_000;
 
 /// Mean CPU of the generator samples within half a tick of the tick's end (a sample's CPU
 /// covers the interval that ends at its `t`); `None` when there is none.
@@ -31,7 +35,7 @@ pub fn saturation(ticks: &[Tick], generator: &[ProcSample], threads: usize) -> V
     let mut out = Vec::new();
     for tk in ticks.iter().filter(|t| t.phase != Phase::Drain) {
         let cpu = cpu_near(tk, generator).is_some_and(|c| c >= limit);
-        if cpu || tk.backlog > prev_backlog {
+        if cpu || tk.backlog > prev_backlog || tk.lag_us_max >= LAG_SATURATED_US {
             out.push(tk.t);
         }
         prev_backlog = tk.backlog;
@@ -64,11 +68,12 @@ pub fn saturation_summary(
         cpu_measured: !generator.is_empty(),
         rule: format!(
             "a second is saturated when barrage's CPU is at least {:.0} % of its {} worker \
-             thread(s) ({:.0} % of one core) or the open-loop backlog grew since the \
-             previous second",
+             thread(s) ({:.0} % of one core), its event loop ran {} ms or more late, or the \
+             open-loop backlog grew since the previous second",
             CPU_SATURATED * 100.0,
             threads.max(1),
-            CPU_SATURATED * threads.max(1) as f64 * 100.0
+            CPU_SATURATED * threads.max(1) as f64 * 100.0,
+            LAG_SATURATED_US / 1000
         ),
     }
 }
@@ -84,6 +89,15 @@ mod tests {
             cpu_pct: cpu,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_late_event_loop_is_saturated() {
+        let mut ticks = measured(&[100.0; 4], 10);
+        for (t, lag) in ticks.iter_mut().zip([200, 9_999, 10_000, 45_000]) {
+            t.lag_us_max = lag;
+        }
+        assert_eq!(saturation(&ticks, &[], 1), vec![3.0, 4.0]);
     }
 
     #[test]
