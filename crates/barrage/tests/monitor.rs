@@ -1,0 +1,297 @@
+//! Monitoring end to end: `--spawn`, `--monitor PID|auto`, `--recovery`, leak and saturation
+//! verdicts, against processes whose behaviour is known. Only 127.0.0.1; every run bounded.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+fn json_of(args: &[&str]) -> (Option<i32>, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["-q", "--json", path.to_str().unwrap()]);
+    let out = barrage()
+        .args(&a)
+        .timeout(Duration::from_secs(40))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        v,
+        stdout + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+fn max_of(samples: &Value, f: impl Fn(&Value) -> f64) -> f64 {
+    samples
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(f)
+        .fold(f64::MIN, f64::max)
+}
+
+#[test]
+fn spawned_echo_server_is_watched_and_stops_cleanly() {
+    let port = refused_port();
+    let cmd = format!(
+        "{} serve echo --listen 127.0.0.1:{port} --threads 1",
+        bin().display()
+    );
+    let url = format!("tcp://127.0.0.1:{port}");
+    let (code, v, out) = json_of(&[
+        &url,
+        "-c",
+        "20",
+        "-d",
+        "2s",
+        "--spawn",
+        &cmd,
+        "--monitor-interval",
+        "250ms",
+        "--recovery",
+        "1s",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let sp = &v["spawn"];
+    assert_eq!(sp["exited_cleanly"], true, "{sp}");
+    assert_eq!(sp["killed"], false);
+    let samples = &v["monitor"]["processes"][0]["samples"];
+    assert!(samples.as_array().unwrap().len() >= 8, "{samples}");
+    assert!(max_of(samples, |s| s["cpu_pct"].as_f64().unwrap()) > 1.0);
+    assert!(max_of(samples, |s| s["rss_bytes"].as_f64().unwrap()) > 1e6);
+    // TCP-state counts equal the open connections.
+    let est = max_of(samples, |s| s["tcp"]["established"].as_f64().unwrap());
+    assert_eq!(est, 20.0, "{samples}");
+    assert!(!v["monitor"]["generator"].as_array().unwrap().is_empty());
+    assert!(!v["monitor"]["host"].as_array().unwrap().is_empty());
+    let a = &v["analysis"];
+    assert_eq!(a["recovery"]["returned"], true, "{a}");
+    assert_eq!(a["leak"]["verdict"], "no_leak", "{a}");
+    assert!(out.contains("exited cleanly"), "{out}");
+}
+
+#[test]
+fn a_server_that_ignores_sigterm_is_killed_and_reported() {
+    let port = refused_port();
+    let script = format!(
+        "import signal, socket, time\n\
+         signal.signal(signal.SIGTERM, signal.SIG_IGN)\n\
+         s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         s.bind(('127.0.0.1', {port})); s.listen(64)\n\
+         conns = []\n\
+         while True:\n    c, _ = s.accept(); conns.append(c)\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let py = dir.path().join("stubborn.py");
+    std::fs::write(&py, script).unwrap();
+    let cmd = format!("exec python3 {}", py.display());
+    let url = format!("tcp://127.0.0.1:{port}");
+    let t = Instant::now();
+    let (_, v, out) = json_of(&[
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--timeout",
+        "300ms",
+        "--spawn",
+        &cmd,
+        "--recovery",
+        "0s",
+    ]);
+    assert!(t.elapsed() < Duration::from_secs(15));
+    let sp = &v["spawn"];
+    assert_eq!(sp["killed"], true, "{sp} {out}");
+    assert_eq!(sp["exited_cleanly"], false);
+    assert!(sp["stop_took_ms"].as_f64().unwrap() >= 4000.0, "{sp}");
+    assert!(out.contains("ignored SIGTERM"), "{out}");
+}
+
+#[test]
+fn a_server_that_fails_to_start_stops_the_run_before_load() {
+    let port = refused_port();
+    let url = format!("tcp://127.0.0.1:{port}");
+    let t = Instant::now();
+    let out = barrage()
+        .args([&url, "-d", "30s", "-q", "--spawn", "echo oops >&2; exit 3"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--spawn") && err.contains('3') && err.contains("oops"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no load, no summary");
+}
+
+#[test]
+fn monitor_auto_finds_the_listening_process() {
+    let server = EchoServer::start(&[]);
+    let (code, v, out) = json_of(&[
+        server.url(),
+        "-c",
+        "5",
+        "-d",
+        "1s",
+        "--monitor",
+        "auto",
+        "--monitor-interval",
+        "250ms",
+        "--recovery",
+        "0s",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(v["monitor"]["processes"][0]["pid"], server.pid());
+}
+
+#[test]
+fn monitoring_mistakes_are_usage_errors() {
+    let port = refused_port();
+    let url = format!("tcp://127.0.0.1:{port}");
+    for (args, word) in [
+        (vec!["--monitor", "4000000"], "no such process"),
+        (vec!["--monitor", "abc"], "--monitor abc"),
+        (vec!["--monitor", "auto"], "no process"),
+        (vec!["--recovery", "5s"], "--recovery"),
+    ] {
+        let mut a = vec![url.as_str(), "-d", "1s"];
+        a.extend(args);
+        let out = barrage().args(&a).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(word), "{a:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_leaking_server_gets_a_leak_verdict() {
+    // An echo server that also grows by 2 MiB every 100 ms and never gives it back.
+    let port = refused_port();
+    let script = format!(
+        "import socket, threading, time\n\
+         hoard = []\n\
+         def grow():\n    while True:\n        hoard.append(bytearray(b'x' * (2 << 20))); time.sleep(0.1)\n\
+         threading.Thread(target=grow, daemon=True).start()\n\
+         s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         s.bind(('127.0.0.1', {port})); s.listen(64)\n\
+         def serve(c):\n    while True:\n        d = c.recv(65536)\n        if not d: return\n        c.sendall(d)\n\
+         while True:\n    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let py = dir.path().join("leaky.py");
+    std::fs::write(&py, script).unwrap();
+    let cmd = format!("exec python3 {}", py.display());
+    let url = format!("tcp://127.0.0.1:{port}");
+    let (_, v, out) = json_of(&[
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--think",
+        "50ms",
+        "--spawn",
+        &cmd,
+        "--monitor-interval",
+        "250ms",
+        "--recovery",
+        "1s",
+        "--threshold",
+        "leak == no",
+    ]);
+    let leak = &v["analysis"]["leak"];
+    assert_eq!(leak["verdict"], "leak", "{leak} {out}");
+    // 2 MiB per 100 ms = 20 MiB/s = 72,000 MiB/h, within the noise of a Python process.
+    let slope = leak["slope_mib_per_hour"].as_f64().unwrap();
+    assert!((50_000.0..=95_000.0).contains(&slope), "{slope}");
+    assert_eq!(v["analysis"]["recovery"]["returned"], false);
+    assert_eq!(v["thresholds"][0]["passed"], false);
+    assert!(out.contains("LEAK"), "{out}");
+}
+
+#[test]
+fn a_starved_generator_is_flagged_and_an_idle_one_is_not() {
+    let server = EchoServer::start(&[]);
+    // Idle: 50 messages per second.
+    let (_, v, _) = json_of(&[
+        server.url(),
+        "-c",
+        "5",
+        "-t",
+        "1",
+        "--rate",
+        "50",
+        "-d",
+        "2s",
+        "--monitor",
+        "auto",
+        "--recovery",
+        "0s",
+    ]);
+    assert_eq!(
+        v["analysis"]["saturation"]["saturated_s"], 0,
+        "{}",
+        v["analysis"]
+    );
+    // Starved: barrage pinned to one core beside a CPU hog on the same core, asked for far
+    // more than half a core can send (4 KiB messages at 500,000/s).
+    let big = "x".repeat(4096);
+    if std::process::Command::new("taskset")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped the starved half: taskset is not installed");
+        return;
+    }
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let status = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(bin())
+        .args([
+            server.url(),
+            "-c",
+            "50",
+            "-t",
+            "1",
+            "--rate",
+            "500000",
+            "-m",
+            &big,
+            "-d",
+            "2s",
+            "-q",
+            "--monitor",
+            "auto",
+            "--recovery",
+            "0s",
+            "--json",
+            path.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .status();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert!(status.unwrap().code().is_some());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = &v["analysis"]["saturation"]["saturated_s"];
+    assert!(s.as_u64().unwrap() >= 1, "{}", v["analysis"]["saturation"]);
+}
