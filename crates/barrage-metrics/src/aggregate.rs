@@ -45,6 +45,10 @@ pub struct Tick {
     /// Worst event-loop lateness of any worker in the segment, microseconds.
     #[serde(default)]
     pub lag_us_max: u64,
+    /// The load generator was the bottleneck in this segment (see `analysis.saturation`):
+    /// its figures describe barrage, not the server.
+    #[serde(default)]
+    pub saturated: bool,
     pub errors: ErrorCounts,
     pub latency_us: TickLatency,
 }
@@ -286,6 +290,7 @@ impl Aggregator {
             in_flight: d.in_flight,
             backlog: d.backlog,
             lag_us_max: d.lag_max_ns / 1000,
+            saturated: false,
             errors: c.errors,
             latency_us: TickLatency {
                 p50: l.p50,

@@ -204,6 +204,9 @@ impl RunResult {
         let facts = crate::thresholds::Facts::from_result(self, Some(&analysis));
         self.thresholds = crate::thresholds::evaluate_all(thresholds, &facts);
         self.readiness = crate::readiness::assess(self, &analysis, &self.thresholds);
+        for tick in &mut self.timeseries {
+            tick.saturated = analysis.saturation.times.contains(&tick.t);
+        }
         self.analysis = Some(analysis);
     }
 
