@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod analysis;
 pub mod codes;
+pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod histogram;

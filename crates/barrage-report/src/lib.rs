@@ -1,6 +1,7 @@
 //! barrage-report: renders a run's [`RunResult`] for people and for programs.
 //!
-//! One [`Renderer`] trait, one file per format (`text.rs`, `json.rs`), one [`Format`] arm per
+//! One [`Renderer`] trait, one file per format (`text.rs`, `json.rs`, `markdown.rs`, `html.rs`;
+//! the last two share their content, built by `doc.rs`), one [`Format`] arm per
 //! file: adding a format is one file plus one arm, as in hyperfine's `src/export/`. Renderers
 //! read only the [`RunResult`], never live state, so every report can be produced again offline
 //! from a saved JSON result ([`load`]), like `vegeta attack | vegeta report`.
@@ -8,13 +9,20 @@
 //! Rendering writes to any `io::Write` and returns plain I/O errors; the functions that touch
 //! files ([`load`], [`save`]) return a [`ReportError`] that names the file.
 
+pub mod compare_text;
+mod doc;
 pub mod fmt;
+mod html;
 mod json;
+mod markdown;
 mod monitor_text;
 mod text;
 mod verdicts;
 
+pub use compare_text::render_comparison_text;
+pub use html::HtmlRenderer;
 pub use json::JsonRenderer;
+pub use markdown::MarkdownRenderer;
 pub use text::TextRenderer;
 
 use barrage_metrics::result::SCHEMA;
@@ -29,22 +37,28 @@ pub trait Renderer {
     fn render(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// The output formats, by the names the CLI accepts (`text`, `json`).
+/// The output formats, by the names the CLI accepts (`text`, `json`, `markdown`, `html`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// The human summary (what the binary prints on stdout).
     Text,
     /// The canonical result, schema `barrage.result/1` (docs/result-schema.md).
     Json,
+    /// The report as tables, for a README or an issue.
+    Markdown,
+    /// One self-contained page with tables and charts.
+    Html,
 }
 
 impl Format {
-    pub const ALL: [Format; 2] = [Format::Text, Format::Json];
+    pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Markdown, Format::Html];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
+            Format::Markdown => "markdown",
+            Format::Html => "html",
         }
     }
 
@@ -53,6 +67,21 @@ impl Format {
         match self {
             Format::Text => "txt",
             Format::Json => "json",
+            Format::Markdown => "md",
+            Format::Html => "html",
+        }
+    }
+
+    /// The format a file name asks for, by its extension (case-insensitive): `.html`/`.htm`,
+    /// `.md`/`.markdown`, `.json`, `.txt`. `None` for anything else.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "html" | "htm" => Some(Format::Html),
+            "md" | "markdown" => Some(Format::Markdown),
+            "json" => Some(Format::Json),
+            "txt" => Some(Format::Text),
+            _ => None,
         }
     }
 
@@ -60,6 +89,8 @@ impl Format {
         match self {
             Format::Text => Box::new(TextRenderer),
             Format::Json => Box::new(JsonRenderer),
+            Format::Markdown => Box::new(MarkdownRenderer),
+            Format::Html => Box::new(HtmlRenderer),
         }
     }
 }
@@ -76,7 +107,7 @@ impl FromStr for Format {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Format::ALL
             .into_iter()
-            .find(|f| f.as_str().eq_ignore_ascii_case(s))
+            .find(|f| f.as_str().eq_ignore_ascii_case(s) || f.extension().eq_ignore_ascii_case(s))
             .ok_or_else(|| ReportError::UnknownFormat(s.to_string()))
     }
 }
@@ -98,7 +129,7 @@ pub enum ReportError {
         path: PathBuf,
         found: Option<String>,
     },
-    #[error("unknown report format {0:?} (expected one of: text, json)")]
+    #[error("unknown report format {0:?} (expected one of: text, json, markdown, html)")]
     UnknownFormat(String),
 }
 

@@ -490,3 +490,126 @@ pub fn https_with_statuses() -> RunResult {
         outcome,
     )
 }
+
+/// Ping-pong for 10 s against a monitored server, with a 3 s recovery watch, two thresholds
+/// (one passing, one failing) and the full analysis and readiness from `RunResult::conclude`.
+/// The generator ran at its CPU limit in seconds 6 and 7 (a saturation warning); the server's
+/// memory grows under load and comes back afterwards.
+pub fn monitored_with_verdicts() -> RunResult {
+    use barrage_metrics::{HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries};
+    const MIB: u64 = 1024 * 1024;
+    let shape = Shape {
+        base: 2_100,
+        jitter: 1_200,
+        slow_every: 25,
+        slow: 2_000,
+        tail_every: 3_000,
+        tail: 9_000,
+    };
+    let mut segs = seconds(10);
+    segs.push((10 * S, 10 * S + 2_500_000));
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: Some(10 * S),
+    };
+    let outcome = aggregate(
+        2,
+        tl,
+        &segs,
+        64,
+        64,
+        LatencyBasis::ActualSend,
+        |_, i, d, rng| {
+            if i == 0 {
+                connect(d, rng, 32);
+            }
+            let n = if i < 10 { 10_000 + rng.below(300) } else { 32 };
+            d.counters.completed = n;
+            shape.record(rng, &mut d.latency, n);
+            if i == 4 {
+                d.counters.error(ErrorClass::Timeout, 3);
+                d.counters.failed = 3;
+            }
+            d.open = 32;
+            d.open_peak = 32;
+            d.in_flight = if i < 10 { 32 } else { 0 };
+        },
+    );
+    let mut c = config("ping-pong", 64);
+    c.duration_s = Some(10.0);
+    c.message_bytes = 64;
+    let mut r = RunResult::new(
+        Status::Completed,
+        None,
+        args("barrage tcp://127.0.0.1:7000 -c 64 -t 2 -d 10s --monitor-pid 4242 --recovery 3s"),
+        "2025-05-14T11:00:00Z".into(),
+        c,
+        environment(),
+        outcome,
+    );
+    let server = (-2..=13)
+        .map(|t| {
+            let loaded = (1..=10).contains(&t);
+            let rss = if loaded { 40 + t as u64 } else { 38 };
+            ProcSample {
+                t: t as f64,
+                cpu_pct: if loaded {
+                    70.0 + (t % 3) as f64 * 4.0
+                } else {
+                    0.5
+                },
+                cpu_user_pct: if loaded { 45.0 } else { 0.3 },
+                cpu_sys_pct: if loaded { 25.0 } else { 0.2 },
+                cpu_machine_pct: if loaded { 36.0 } else { 0.25 },
+                rss_bytes: rss * MIB,
+                rss_peak_bytes: 50 * MIB,
+                threads: 4,
+                fds: if loaded { 70 } else { 6 },
+                ..ProcSample::default()
+            }
+        })
+        .collect();
+    let generator = (1..=10)
+        .map(|t| ProcSample {
+            t: t as f64,
+            cpu_pct: if t == 6 || t == 7 {
+                192.0
+            } else {
+                120.0 + t as f64
+            },
+            rss_bytes: 12 * MIB,
+            threads: 3,
+            fds: 70,
+            ..ProcSample::default()
+        })
+        .collect();
+    let host = (-2..=13)
+        .map(|t| HostSample {
+            t: t as f64,
+            cpu_pct: if (1..=10).contains(&t) { 96.0 } else { 2.0 },
+            per_core_pct: vec![],
+            mem_used_bytes: 1_900 * MIB,
+            mem_total_bytes: 7_900 * MIB,
+            net: vec![NetIfSample {
+                name: "lo".into(),
+                ..NetIfSample::default()
+            }],
+            tcp_inuse: 70,
+            tcp_time_wait: 0,
+        })
+        .collect();
+    r.monitor = Some(MonitorSeries {
+        interval_s: 1.0,
+        processes: vec![ProcessSeries {
+            pid: 4242,
+            command: "./echo-server --port 7000".into(),
+            samples: server,
+        }],
+        host,
+        generator,
+    });
+    let thresholds = ["p99 < 20ms", "rps.avg > 25000"]
+        .map(|t| barrage_metrics::thresholds::parse(t).expect("valid threshold"));
+    r.conclude(&thresholds, Some(3.0));
+    r
+}

@@ -1,0 +1,468 @@
+//! Comparison of runs: the core figures side by side, each difference marked as significant
+//! or within the runs' own noise, and the regression check behind `--baseline`.
+//!
+//! Key decision: a difference is judged against the noise that each run measured about itself
+//! (its per-second series, its latency histogram, its monitor samples), never against a fixed
+//! percentage, and the rule for every figure is written down in [`RULES`] so that a report
+//! can say why it marked what it marked. Where a run carries too little data to know its
+//! noise (e.g. one full second for a throughput test) the mark is [`Mark::Unknown`], not a
+//! guess. The first run is the reference; every other run is compared with it alone.
+
+mod stats;
+
+use crate::analysis::{combined_server, Window};
+use crate::histogram::LatencyHistogram;
+use crate::result::RunResult;
+use crate::timeline::Phase;
+use serde::{Deserialize, Serialize};
+
+/// The compared figures, in display order (names as in `--threshold`).
+pub const METRICS: [&str; 11] = [
+    "rps.avg",
+    "rps.peak",
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    "latency.max",
+    "errors.rate",
+    "connections.peak",
+    "server.cpu.avg",
+    "server.rss.max",
+];
+
+/// How each figure's significance is decided, per figure group (metric pattern, rule).
+pub const RULES: [(&str, &str); 7] = [
+    (
+        "rps.avg",
+        "Welch's t-test (95 %) on the per-second rates of the full measured seconds; needs two \
+         such seconds in each run",
+    ),
+    (
+        "rps.peak",
+        "the peaks differ by more than t(95 %) x sqrt(sd_A^2 + sd_B^2) of the per-second rates \
+         (a peak is one second)",
+    ),
+    (
+        "p50 p90 p99 p999",
+        "the 95 % order-statistic (binomial) bands of the percentile on each run's histogram do \
+         not overlap; with three full seconds in each run, the per-second p50/p90/p99 must also \
+         differ by Welch's t-test",
+    ),
+    (
+        "latency.max",
+        "one exchange: significant only when the run with the larger max has its p99 above the \
+         other run's max",
+    ),
+    (
+        "errors.rate",
+        "two-proportion z-test (95 %) on errors / (completed + errors)",
+    ),
+    (
+        "connections.peak",
+        "set by the plan, no sampling noise: any difference counts",
+    ),
+    (
+        "server.cpu.avg server.rss.max",
+        "cpu: Welch's t-test on the monitor samples under load; rss.max: as rps.peak, on the \
+         RSS samples under load",
+    ),
+];
+
+/// Which direction of change is an improvement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// The unit a figure is stored in, for renderers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Microseconds.
+    Duration,
+    /// Per second.
+    Rate,
+    /// A fraction in [0, 1].
+    Fraction,
+    /// Percent of one core.
+    Percent,
+    Bytes,
+    Count,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    /// Larger than both runs' noise.
+    Significant,
+    /// Within the noise.
+    Noise,
+    /// Not enough data in one of the runs to know its noise (or the figure is missing).
+    Unknown,
+}
+
+impl Mark {
+    /// `*` significant, `~` within noise, `?` unknown.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Mark::Significant => "*",
+            Mark::Noise => "~",
+            Mark::Unknown => "?",
+        }
+    }
+}
+
+/// One run's value of one figure, and how it differs from the reference run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `None` when the run does not have this figure (e.g. no server monitoring).
+    pub value: Option<f64>,
+    /// `value − reference`; `None` for the reference itself or when either value is missing.
+    pub delta: Option<f64>,
+    /// `delta / reference · 100`; also `None` when the reference is 0.
+    pub delta_pct: Option<f64>,
+    /// `None` for the reference run.
+    pub mark: Option<Mark>,
+    /// Whether the change goes the bad way (`None` without a delta or when it is 0).
+    pub worse: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricRow {
+    pub metric: String,
+    pub unit: Unit,
+    pub better: Better,
+    /// One per run, the reference first.
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub runs: usize,
+    /// Only the figures that at least one run has.
+    pub rows: Vec<MetricRow>,
+}
+
+impl Comparison {
+    pub fn row(&self, metric: &str) -> Option<&MetricRow> {
+        self.rows.iter().find(|r| r.metric == metric)
+    }
+}
+
+/// Unit and good direction of a figure from [`METRICS`].
+pub fn describe(metric: &str) -> Option<(Unit, Better)> {
+    Some(match metric {
+        "rps.avg" | "rps.peak" => (Unit::Rate, Better::Higher),
+        "p50" | "p90" | "p99" | "p999" | "latency.max" => (Unit::Duration, Better::Lower),
+        "errors.rate" => (Unit::Fraction, Better::Lower),
+        "connections.peak" => (Unit::Count, Better::Higher),
+        "server.cpu.avg" => (Unit::Percent, Better::Lower),
+        "server.rss.max" => (Unit::Bytes, Better::Lower),
+        _ => return None,
+    })
+}
+
+/// What one run knows about its own noise.
+struct Noise<'a> {
+    r: &'a RunResult,
+    /// Per-second rates of the full measured seconds.
+    rates: Vec<f64>,
+    /// Per-second p50, p90, p99 of the full measured seconds that completed something.
+    tick_pcts: [Vec<f64>; 3],
+    latency: Option<LatencyHistogram>,
+    cpu: Vec<f64>,
+    rss: Vec<f64>,
+}
+
+impl<'a> Noise<'a> {
+    fn of(r: &'a RunResult) -> Self {
+        let full: Vec<_> = r
+            .timeseries
+            .iter()
+            .filter(|t| t.phase == Phase::Measured && t.dt >= 0.999)
+            .collect();
+        let busy = || full.iter().filter(|t| t.requests > 0);
+        let (mut cpu, mut rss) = (Vec::new(), Vec::new());
+        if let (Some(m), Some(a)) = (&r.monitor, &r.analysis) {
+            let load = Window {
+                from_s: 0.0,
+                to_s: a.load_end_s,
+            };
+            for s in load.select(&combined_server(m)) {
+                cpu.push(s.cpu_pct);
+                rss.push(s.rss_bytes as f64);
+            }
+        }
+        Noise {
+            r,
+            rates: full.iter().map(|t| t.rps).collect(),
+            tick_pcts: [
+                busy().map(|t| t.latency_us.p50 as f64).collect(),
+                busy().map(|t| t.latency_us.p90 as f64).collect(),
+                busy().map(|t| t.latency_us.p99 as f64).collect(),
+            ],
+            latency: r.histograms.latency.decode().ok(),
+            cpu,
+            rss,
+        }
+    }
+
+    fn value(&self, metric: &str) -> Option<f64> {
+        let s = &self.r.summary;
+        let l = &s.latency_us;
+        let server = self.r.analysis.as_ref().and_then(|a| a.server.as_ref());
+        Some(match metric {
+            "rps.avg" => s.rps.avg,
+            "rps.peak" => s.rps.peak,
+            "p50" => l.p50 as f64,
+            "p90" => l.p90 as f64,
+            "p99" => l.p99 as f64,
+            "p999" => l.p999 as f64,
+            "latency.max" => l.max as f64,
+            "errors.rate" => {
+                let e = s.errors.total();
+                let n = s.requests + e;
+                if n == 0 {
+                    return None;
+                }
+                e as f64 / n as f64
+            }
+            "connections.peak" => s.connections.peak as f64,
+            "server.cpu.avg" => server?.cpu_avg_pct,
+            "server.rss.max" => server?.rss_max_bytes as f64,
+            _ => return None,
+        })
+    }
+}
+
+fn quantile_of(metric: &str) -> Option<(f64, Option<usize>)> {
+    Some(match metric {
+        "p50" => (0.5, Some(0)),
+        "p90" => (0.9, Some(1)),
+        "p99" => (0.99, Some(2)),
+        "p999" => (0.999, None),
+        _ => return None,
+    })
+}
+
+/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
+fn judge(metric: &str, a: &Noise, va: f64, b: &Noise, vb: f64) -> Option<bool> {
+    if let Some((q, tick)) = quantile_of(metric) {
+        let (ha, hb) = (a.latency.as_ref()?, b.latency.as_ref()?);
+        let apart = stats::disjoint(stats::quantile_band(ha, q)?, stats::quantile_band(hb, q)?);
+        let per_second = tick.and_then(|i| {
+            let (x, y) = (&a.tick_pcts[i], &b.tick_pcts[i]);
+            (x.len() >= 3 && y.len() >= 3).then(|| stats::welch(x, y))?
+        });
+        return Some(apart && per_second.unwrap_or(true));
+    }
+    match metric {
+        "rps.avg" => stats::welch(&a.rates, &b.rates),
+        "rps.peak" => stats::single_observations(va, &a.rates, vb, &b.rates),
+        "latency.max" => {
+            let (la, lb) = (&a.r.summary.latency_us, &b.r.summary.latency_us);
+            if la.count == 0 || lb.count == 0 {
+                return None;
+            }
+            let (hi, lo) = if lb.max >= la.max { (lb, la) } else { (la, lb) };
+            Some(hi.p99 > lo.max)
+        }
+        "errors.rate" => {
+            let count = |r: &RunResult| {
+                let e = r.summary.errors.total();
+                (e, r.summary.requests + e)
+            };
+            let ((ea, na), (eb, nb)) = (count(a.r), count(b.r));
+            stats::proportions(ea, na, eb, nb)
+        }
+        "connections.peak" => Some(va != vb),
+        "server.cpu.avg" => stats::welch(&a.cpu, &b.cpu),
+        "server.rss.max" => stats::single_observations(va, &a.rss, vb, &b.rss),
+        _ => None,
+    }
+}
+
+/// Compare `runs` (the first is the reference) on every figure of [`METRICS`] that at least
+/// one of them has.
+pub fn compare(runs: &[RunResult]) -> Comparison {
+    let noise: Vec<Noise> = runs.iter().map(Noise::of).collect();
+    let mut rows = Vec::new();
+    for metric in METRICS {
+        let (unit, better) = describe(metric).expect("every listed metric is described");
+        let values: Vec<Option<f64>> = noise.iter().map(|n| n.value(metric)).collect();
+        if values.iter().all(Option::is_none) {
+            continue;
+        }
+        let cells = values
+            .iter()
+            .enumerate()
+            .map(|(i, &value)| {
+                if i == 0 {
+                    return Cell {
+                        value,
+                        delta: None,
+                        delta_pct: None,
+                        mark: None,
+                        worse: None,
+                    };
+                }
+                cell(metric, better, (&noise[0], values[0]), (&noise[i], value))
+            })
+            .collect();
+        rows.push(MetricRow {
+            metric: metric.to_string(),
+            unit,
+            better,
+            cells,
+        });
+    }
+    Comparison {
+        runs: runs.len(),
+        rows,
+    }
+}
+
+fn cell(metric: &str, better: Better, a: (&Noise, Option<f64>), b: (&Noise, Option<f64>)) -> Cell {
+    let (Some(va), Some(vb)) = (a.1, b.1) else {
+        return Cell {
+            value: b.1,
+            delta: None,
+            delta_pct: None,
+            mark: Some(Mark::Unknown),
+            worse: None,
+        };
+    };
+    let delta = vb - va;
+    let mark = match judge(metric, a.0, va, b.0, vb) {
+        _ if delta == 0.0 => Mark::Noise,
+        Some(true) => Mark::Significant,
+        Some(false) => Mark::Noise,
+        None => Mark::Unknown,
+    };
+    Cell {
+        value: Some(vb),
+        delta: Some(delta),
+        delta_pct: (va != 0.0).then(|| delta / va * 100.0),
+        mark: Some(mark),
+        worse: (delta != 0.0).then(|| (delta > 0.0) == (better == Better::Lower)),
+    }
+}
+
+/// One `--max-regression` limit checked against a baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Regression {
+    pub metric: String,
+    /// `None` when the run does not have the figure.
+    pub reference: Option<f64>,
+    pub candidate: Option<f64>,
+    /// `(candidate − reference) / reference · 100`; `None` when not computable (a figure is
+    /// missing, or the reference is 0 and the candidate is not).
+    pub change_pct: Option<f64>,
+    pub limit_pct: f64,
+    /// Worse by more than `limit_pct` (higher for latency, errors, cpu, rss; lower for rps and
+    /// connections) and significant. From a reference of 0, any significant worsening counts.
+    pub regressed: bool,
+    pub significant: bool,
+}
+
+impl Regression {
+    /// Whether both runs have the figure, i.e. the limit could be checked at all.
+    pub fn measured(&self) -> bool {
+        self.reference.is_some() && self.candidate.is_some()
+    }
+}
+
+/// Check `candidate` against `reference` for every `(metric, pct)` limit (see
+/// [`parse_limits`]).
+pub fn regressions(
+    reference: &RunResult,
+    candidate: &RunResult,
+    limits: &[(String, f64)],
+) -> Vec<Regression> {
+    let c = compare(&[reference.clone(), candidate.clone()]);
+    limits
+        .iter()
+        .map(|(metric, limit)| {
+            let (row_ref, row_cand) = c
+                .row(metric)
+                .map_or((None, None), |r| (Some(&r.cells[0]), Some(&r.cells[1])));
+            let reference = row_ref.and_then(|x| x.value);
+            let candidate = row_cand.and_then(|x| x.value);
+            let significant = row_cand.and_then(|x| x.mark) == Some(Mark::Significant);
+            let better = describe(metric).map_or(Better::Lower, |d| d.1);
+            let worse_pct = match (reference, candidate) {
+                (Some(r), Some(v)) if r != 0.0 => {
+                    let pct = (v - r) / r.abs() * 100.0;
+                    Some(if better == Better::Lower { pct } else { -pct })
+                }
+                (Some(_), Some(0.0)) => Some(0.0),
+                (Some(_), Some(v)) => Some(if (v > 0.0) == (better == Better::Lower) {
+                    f64::INFINITY
+                } else {
+                    f64::NEG_INFINITY
+                }),
+                _ => None,
+            };
+            let change_pct = match (reference, candidate) {
+                (Some(r), Some(v)) if r != 0.0 => Some((v - r) / r.abs() * 100.0),
+                (Some(_), Some(0.0)) => Some(0.0),
+                _ => None,
+            };
+            Regression {
+                metric: metric.clone(),
+                reference,
+                candidate,
+                change_pct,
+                limit_pct: *limit,
+                regressed: significant && worse_pct.is_some_and(|w| w > *limit),
+                significant,
+            }
+        })
+        .collect()
+}
+
+/// Parse `p99=10%,rps.avg=5%`: metric names from [`METRICS`], limits as non-negative
+/// percentages with the `%` sign. Errors name the offending item.
+pub fn parse_limits(s: &str) -> Result<Vec<(String, f64)>, String> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item.is_empty() {
+            continue;
+        }
+        let (metric, limit) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?}: expected METRIC=PCT%, e.g. p99=10%"))?;
+        let (metric, limit) = (metric.trim(), limit.trim());
+        if describe(metric).is_none() {
+            return Err(format!(
+                "{item:?}: unknown metric {metric:?} (one of: {})",
+                METRICS.join(", ")
+            ));
+        }
+        let number = limit.strip_suffix('%').ok_or_else(|| {
+            format!("{item:?}: write the limit as a percentage, e.g. {metric}=10%")
+        })?;
+        let pct: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p: &f64| p.is_finite() && *p >= 0.0)
+            .ok_or_else(|| {
+                format!("{item:?}: {limit:?} is not a non-negative percentage, e.g. 10%")
+            })?;
+        if out.iter().any(|(m, _)| m == metric) {
+            return Err(format!("{item:?}: {metric} is limited twice"));
+        }
+        out.push((metric.to_string(), pct));
+    }
+    if out.is_empty() {
+        return Err("no limits given: expected e.g. 'p99=10%,rps.avg=5%'".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

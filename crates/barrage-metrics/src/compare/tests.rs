@@ -1,0 +1,196 @@
+//! Synthetic runs built through the aggregator (as `analysis::testutil` does), with seeded
+//! noise in the per-second counts and the latencies.
+
+use super::*;
+use crate::aggregate::{Aggregator, LatencyBasis};
+use crate::analysis::testutil::XorShift;
+use crate::recorder::Delta;
+use crate::result::{Environment, RunConfig, Status};
+use crate::timeline::{Timeline, DRAIN_KEY, SECOND_NS};
+
+/// A run of one-second segments with `counts[s]` exchanges in second `s`, each taking
+/// `latency_us()`, and `errors_per_s` timeouts per second.
+fn run(counts: &[u64], mut latency_us: impl FnMut() -> u64, errors_per_s: u64) -> RunResult {
+    let secs = counts.len() as u64;
+    let tl = Timeline {
+        warmup_ns: 0,
+        load_end_ns: Some(secs * SECOND_NS),
+    };
+    let mut a = Aggregator::new(tl, 1);
+    for (s, &n) in (0u64..).zip(counts) {
+        let mut d = Delta {
+            key: s * SECOND_NS,
+            start_ns: s * SECOND_NS,
+            end_ns: (s + 1) * SECOND_NS,
+            open: 10,
+            open_peak: 10,
+            ..Default::default()
+        };
+        d.counters.sent = n + errors_per_s;
+        d.counters.completed = n;
+        d.counters.failed = errors_per_s;
+        d.counters
+            .errors
+            .add(crate::error::ErrorClass::Timeout, errors_per_s);
+        for _ in 0..n {
+            d.latency.record_us(latency_us());
+        }
+        a.push(d);
+    }
+    a.push(Delta {
+        key: DRAIN_KEY,
+        start_ns: secs * SECOND_NS,
+        end_ns: secs * SECOND_NS,
+        ..Default::default()
+    });
+    let o = a.finish(10, LatencyBasis::ActualSend);
+    RunResult::new(
+        Status::Completed,
+        None,
+        vec![],
+        String::new(),
+        RunConfig::default(),
+        Environment::default(),
+        o,
+    )
+}
+
+/// `secs` per-second counts around `mean` with a relative spread of `spread`.
+fn counts(seed: u64, secs: usize, mean: f64, spread: f64) -> Vec<u64> {
+    let mut r = XorShift::new(seed);
+    (0..secs)
+        .map(|_| (mean * (1.0 + spread * r.gauss())).max(1.0).round() as u64)
+        .collect()
+}
+
+/// Latencies around `median_us`, log-normal-ish (a seeded right-skewed distribution).
+fn latencies(seed: u64, median_us: f64) -> impl FnMut() -> u64 {
+    let mut r = XorShift::new(seed + 1000);
+    move || (median_us * (0.4 * r.gauss()).exp()).round().max(1.0) as u64
+}
+
+fn marks(c: &Comparison) -> Vec<(String, Mark)> {
+    c.rows
+        .iter()
+        .map(|r| (r.metric.clone(), r.cells[1].mark.unwrap()))
+        .collect()
+}
+
+#[test]
+fn identical_runs_differ_in_nothing() {
+    let a = run(&counts(1, 10, 2000.0, 0.05), latencies(1, 200.0), 1);
+    let c = compare(&[a.clone(), a.clone()]);
+    assert_eq!(c.runs, 2);
+    for (metric, mark) in marks(&c) {
+        assert_eq!(mark, Mark::Noise, "{metric}");
+    }
+    let p50 = c.row("p50").unwrap();
+    assert_eq!(p50.cells[1].delta, Some(0.0));
+    assert_eq!(p50.cells[1].worse, None);
+    assert!(c.row("server.cpu.avg").is_none(), "no monitoring, no row");
+    let limits = parse_limits("p99=0%,rps.avg=0%").unwrap();
+    assert!(regressions(&a, &a, &limits).iter().all(|r| !r.regressed));
+}
+
+#[test]
+fn a_clearly_slower_run_is_significantly_worse() {
+    let a = run(&counts(1, 10, 2000.0, 0.05), latencies(1, 200.0), 0);
+    let b = run(&counts(2, 10, 1400.0, 0.05), latencies(2, 300.0), 20);
+    let c = compare(&[a.clone(), b.clone()]);
+    for metric in ["rps.avg", "rps.peak", "p50", "p90", "p99", "errors.rate"] {
+        let cell = &c.row(metric).unwrap().cells[1];
+        assert_eq!(cell.mark, Some(Mark::Significant), "{metric}: {cell:?}");
+        assert_eq!(cell.worse, Some(true), "{metric}");
+    }
+    let p50 = &c.row("p50").unwrap().cells[1];
+    assert!((p50.delta_pct.unwrap() - 50.0).abs() < 5.0, "{p50:?}");
+    assert_eq!(
+        c.row("connections.peak").unwrap().cells[1].mark,
+        Some(Mark::Noise)
+    );
+
+    let limits = parse_limits("p50=10%, rps.avg=5%, p99=80%").unwrap();
+    let regs = regressions(&a, &b, &limits);
+    let by = |m: &str| regs.iter().find(|r| r.metric == m).unwrap();
+    assert!(by("p50").regressed && by("p50").significant);
+    assert!(by("rps.avg").regressed);
+    assert!(by("rps.avg").change_pct.unwrap() < -25.0);
+    assert!(!by("p99").regressed, "within its limit: {:?}", by("p99"));
+    // The other way round it is an improvement, never a regression.
+    assert!(regressions(&b, &a, &limits).iter().all(|r| !r.regressed));
+}
+
+#[test]
+fn a_small_difference_inside_the_noise_is_not_significant() {
+    // 1 % apart, with 10 % second-to-second spread and a few hundred samples per second.
+    let a = run(&counts(3, 5, 200.0, 0.10), latencies(3, 200.0), 0);
+    let b = run(&counts(4, 5, 202.0, 0.10), latencies(4, 202.0), 0);
+    let c = compare(&[a.clone(), b.clone()]);
+    for metric in ["rps.avg", "rps.peak", "p50", "p90", "p99"] {
+        let cell = &c.row(metric).unwrap().cells[1];
+        assert_eq!(cell.mark, Some(Mark::Noise), "{metric}: {cell:?}");
+    }
+    let regs = regressions(&a, &b, &parse_limits("p50=0%,rps.avg=0%").unwrap());
+    assert!(
+        regs.iter().all(|r| !r.regressed && !r.significant),
+        "{regs:?}"
+    );
+}
+
+#[test]
+fn one_second_runs_cannot_know_their_throughput_noise() {
+    let a = run(&[1000], latencies(5, 100.0), 0);
+    let b = run(&[900], latencies(6, 100.0), 0);
+    let c = compare(&[a, b]);
+    assert_eq!(c.row("rps.avg").unwrap().cells[1].mark, Some(Mark::Unknown));
+    assert_eq!(Mark::Unknown.symbol(), "?");
+}
+
+#[test]
+fn three_runs_are_each_compared_with_the_first() {
+    let a = run(&counts(1, 5, 1000.0, 0.02), latencies(1, 100.0), 0);
+    let b = run(&counts(1, 5, 1000.0, 0.02), latencies(1, 100.0), 0);
+    let c = run(&counts(2, 5, 500.0, 0.02), latencies(2, 100.0), 0);
+    let cmp = compare(&[a, b, c]);
+    let rps = cmp.row("rps.avg").unwrap();
+    assert_eq!(rps.cells.len(), 3);
+    assert_eq!(rps.cells[0].mark, None);
+    assert_eq!(rps.cells[1].mark, Some(Mark::Noise));
+    assert_eq!(rps.cells[2].mark, Some(Mark::Significant));
+    let json = serde_json::to_string(&cmp).unwrap();
+    assert!(json.contains("\"significant\""), "{json}");
+}
+
+#[test]
+fn limits_parse_and_errors_name_the_item() {
+    assert_eq!(
+        parse_limits("p99=10%,rps.avg=5%").unwrap(),
+        vec![("p99".to_string(), 10.0), ("rps.avg".to_string(), 5.0)]
+    );
+    assert_eq!(
+        parse_limits(" p99 = 2.5% ,").unwrap(),
+        vec![("p99".into(), 2.5)]
+    );
+    for (input, needle) in [
+        ("p95=10%", "\"p95=10%\": unknown metric \"p95\""),
+        ("p99", "\"p99\": expected METRIC=PCT%"),
+        ("p99=10", "\"p99=10\": write the limit as a percentage"),
+        (
+            "p99=abc%",
+            "\"p99=abc%\": \"abc%\" is not a non-negative percentage",
+        ),
+        ("p99=-5%", "not a non-negative percentage"),
+        ("p99=1%,p99=2%", "\"p99=2%\": p99 is limited twice"),
+        ("", "no limits given"),
+    ] {
+        let e = parse_limits(input).unwrap_err();
+        assert!(e.contains(needle), "{input:?}: {e}");
+    }
+}
+
+#[test]
+fn a_missing_figure_cannot_regress_but_is_not_measured() {
+    let a = run(&counts(1, 3, 100.0, 0.0), latencies(1, 100.0), 0);
+    let regs = regressions(&a, &a, &parse_limits("server.cpu.avg=5%").unwrap());
+    assert!(!regs[0].regressed && !regs[0].measured());
+}

@@ -1,0 +1,293 @@
+//! The report as a document: sections of tables, paragraphs and charts, built once from a
+//! [`RunResult`] and written out by the Markdown and HTML renderers.
+//!
+//! Key decision: content lives here, markup lives in `markdown.rs` and `html.rs`, so the two
+//! reports cannot disagree on a figure and a new section appears in both at once. Strings are
+//! kept raw (unescaped); each writer escapes for its own syntax. A section is only built when
+//! its data was collected, and a section without blocks is dropped, so nothing shows empty.
+
+use crate::fmt::{bytes, duration_us, real, setting_s, setting_us, thousands};
+use barrage_metrics::readiness::Grade;
+use barrage_metrics::{RunResult, Status};
+
+pub(crate) mod analysis;
+pub(crate) mod charts;
+mod metrics;
+
+/// One part of the report, with a stable `id` (the HTML anchor, the snapshot key).
+pub(crate) struct Section {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub blocks: Vec<Block>,
+}
+
+pub(crate) enum Block {
+    /// A sub-heading inside a section.
+    Heading(String),
+    Para(String),
+    /// A warning the reader must not miss.
+    Warning(String),
+    /// Preformatted text (the command line).
+    Code(String),
+    /// Label/value pairs.
+    Kv(Vec<(String, String)>),
+    Table {
+        head: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    /// Drawn by the HTML report only; Markdown carries the same figures in tables.
+    Chart(charts::Chart),
+}
+
+fn kv(pairs: &[(&str, String)]) -> Block {
+    Block::Kv(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
+}
+
+pub(crate) fn table<const N: usize>(head: [&str; N], rows: Vec<[String; N]>) -> Block {
+    Block::Table {
+        head: head.iter().map(|s| s.to_string()).collect(),
+        rows: rows.into_iter().map(Vec::from).collect(),
+    }
+}
+
+/// Every section of the report, in reading order, empty ones left out.
+pub(crate) fn build(r: &RunResult) -> Vec<Section> {
+    let sections = vec![
+        section("overview", "Overview", overview(r)),
+        section("warnings", "Warnings", warnings(r)),
+        section("environment", "Environment", environment(r)),
+        section("configuration", "Configuration", configuration(r)),
+        section("metrics", "Core metrics", metrics::metrics(r)),
+        section("network-io", "Network IO", metrics::network_io(r)),
+        section("resources", "Server resources", analysis::resources(r)),
+        section("charts", "Charts over time", charts::over_time(r)),
+        section(
+            "latency-distribution",
+            "Latency distribution",
+            charts::spectrum(r),
+        ),
+        section(
+            "analysis",
+            "Stability and leak analysis",
+            analysis::analysis(r),
+        ),
+        section("thresholds", "Thresholds", analysis::thresholds(r)),
+        section("readiness", "Readiness", analysis::readiness(r)),
+    ];
+    sections
+        .into_iter()
+        .filter(|s| !s.blocks.is_empty())
+        .collect()
+}
+
+fn section(id: &'static str, title: &'static str, blocks: Vec<Block>) -> Section {
+    Section { id, title, blocks }
+}
+
+/// `protocol://target` unless the target already names its scheme.
+pub(crate) fn target(r: &RunResult) -> String {
+    let c = &r.config;
+    if c.target.contains("://") || c.protocol.is_empty() {
+        c.target.clone()
+    } else {
+        format!("{}://{}", c.protocol, c.target)
+    }
+}
+
+fn status(r: &RunResult) -> String {
+    let word = match r.status {
+        Status::Completed => "completed",
+        Status::Interrupted => "interrupted (figures cover the run until then)",
+        Status::Failed => "failed",
+    };
+    match &r.message {
+        Some(m) => format!("{word}: {m}"),
+        None => word.to_string(),
+    }
+}
+
+pub(crate) fn grade(g: Grade) -> &'static str {
+    match g {
+        Grade::Pass => "pass",
+        Grade::Warn => "warn",
+        Grade::Fail => "FAIL",
+        Grade::NotMeasured => "not measured",
+    }
+}
+
+/// The readiness table in one line: the worst measured grade and the aspects that have it.
+pub(crate) fn verdict(r: &RunResult) -> Option<String> {
+    let rank = |g: Grade| match g {
+        Grade::Fail => 3,
+        Grade::Warn => 2,
+        Grade::Pass => 1,
+        Grade::NotMeasured => 0,
+    };
+    let worst = r
+        .readiness
+        .iter()
+        .map(|row| row.status)
+        .max_by_key(|g| rank(*g))?;
+    let aspects: Vec<&str> = r
+        .readiness
+        .iter()
+        .filter(|row| row.status == worst)
+        .map(|row| row.aspect.as_str())
+        .collect();
+    Some(match worst {
+        Grade::Pass => "pass: every measured aspect passed".to_string(),
+        Grade::NotMeasured => "not measured".to_string(),
+        g => format!("{} ({})", grade(g), aspects.join(", ")),
+    })
+}
+
+fn mode(r: &RunResult) -> String {
+    let c = &r.config;
+    let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
+    let base = match c.mode.as_str() {
+        "think" => format!("think {}", ms(c.think_ms)),
+        "interval" => format!("interval {} per connection", ms(c.interval_ms)),
+        "rate" => format!("rate {}/s", c.rate.map(real).unwrap_or_else(|| "?".into())),
+        other => other.to_string(),
+    };
+    format!("{base}, pipeline {}", c.pipeline)
+}
+
+fn overview(r: &RunResult) -> Vec<Block> {
+    let c = &r.config;
+    let mut pairs = vec![
+        ("Target", target(r)),
+        ("Protocol", c.protocol.clone()),
+        ("Mode", mode(r)),
+        (
+            "Duration",
+            format!("{} measured", duration_us(r.summary.duration_s * 1e6)),
+        ),
+        ("Started", r.started_at.clone()),
+        ("Status", status(r)),
+    ];
+    if let Some(v) = verdict(r) {
+        pairs.push(("Verdict", v));
+    }
+    if !r.thresholds.is_empty() {
+        let passed = r
+            .thresholds
+            .iter()
+            .filter(|o| o.passed == Some(true))
+            .count();
+        pairs.push((
+            "Thresholds",
+            format!("{passed} of {} passed", r.thresholds.len()),
+        ));
+    }
+    vec![kv(&pairs)]
+}
+
+fn warnings(r: &RunResult) -> Vec<Block> {
+    let mut out = Vec::new();
+    if let Some(a) = &r.analysis {
+        let sat = &a.saturation;
+        if sat.saturated_s > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was the bottleneck for {} s of {} s; the figures of those \
+                 seconds describe barrage, not the server (rule: {}).",
+                sat.saturated_s, sat.of_s, sat.rule
+            )));
+        }
+    }
+    let x = &r.summary.exchanges;
+    if !x.balanced() {
+        out.push(Block::Warning(format!(
+            "Exchanges do not balance: sent {} != completed {} + failed {} + in flight {}.",
+            thousands(x.sent),
+            thousands(x.completed),
+            thousands(x.failed),
+            thousands(x.in_flight_at_end)
+        )));
+    }
+    out
+}
+
+/// Arguments joined so that a shell reads them back: quoted when they hold anything special.
+pub(crate) fn shell_line(args: &[String]) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
+    args.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(safe) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn environment(r: &RunResult) -> Vec<Block> {
+    let e = &r.environment;
+    let mut out = vec![kv(&[
+        ("Host", e.hostname.clone()),
+        ("OS", e.os.clone()),
+        ("Kernel", e.kernel.clone()),
+        ("CPU", e.cpu_model.clone()),
+        ("Cores", e.cores.to_string()),
+        ("barrage", e.barrage_version.clone()),
+    ])];
+    if !r.command_line.is_empty() {
+        out.push(Block::Heading("Command line".into()));
+        out.push(Block::Code(shell_line(&r.command_line)));
+    }
+    out
+}
+
+fn configuration(r: &RunResult) -> Vec<Block> {
+    let c = &r.config;
+    let mut p: Vec<(&str, String)> = vec![
+        ("Connections", thousands(c.connections)),
+        ("Threads", c.threads.to_string()),
+    ];
+    if let Some(d) = c.duration_s {
+        p.push(("Duration", setting_s(d)));
+    }
+    if let Some(n) = c.requests {
+        p.push(("Requests", thousands(n)));
+    }
+    if c.warmup_s > 0.0 {
+        p.push(("Warm-up", setting_s(c.warmup_s)));
+    }
+    p.push(("Mode", mode(r)));
+    if let Some(rate) = c.connect_rate {
+        p.push(("Connect rate", format!("{}/s", real(rate))));
+    }
+    p.push(("Timeout", setting_us(c.timeout_ms * 1e3)));
+    p.push(("Connect timeout", setting_us(c.connect_timeout_ms * 1e3)));
+    p.push(("Max backlog", thousands(c.max_backlog)));
+    match &c.http {
+        Some(req) => p.push(("HTTP request", req.clone())),
+        None => {
+            p.push((
+                "Message",
+                format!("{} ({})", c.message, bytes(c.message_bytes as f64)),
+            ));
+            if let Some(m) = &c.first_message {
+                p.push(("First message", m.clone()));
+            }
+        }
+    }
+    p.push((
+        "Expect",
+        format!("{}{}", c.expect, if c.verify { " (verified)" } else { "" }),
+    ));
+    if let Some(t) = &c.tls {
+        p.push(("TLS", t.clone()));
+    }
+    if let Some(s) = &c.subprotocol {
+        p.push(("Subprotocol", s.clone()));
+    }
+    vec![kv(&p)]
+}

@@ -1,0 +1,242 @@
+//! The judging sections of the report: server resources (from `monitor`), stability and leak
+//! analysis, thresholds and readiness. Each is empty when its data was not collected.
+
+use super::{grade, table, Block};
+use crate::fmt::{bytes, thousands};
+use barrage_metrics::analysis::{LeakStatus, Trend};
+use barrage_metrics::{ProcSample, RunResult, Verdict};
+
+fn pct(x: f64) -> String {
+    format!("{x:.1} %")
+}
+
+/// One row per monitored process: CPU and memory over the samples.
+fn process_row(who: String, samples: &[ProcSample]) -> Option<[String; 8]> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let n = samples.len() as f64;
+    let cpu_avg = samples.iter().map(|s| s.cpu_pct).sum::<f64>() / n;
+    let cpu_max = samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max);
+    let max = |f: fn(&ProcSample) -> u64| samples.iter().map(f).max().unwrap_or(0);
+    Some([
+        who,
+        pct(cpu_avg),
+        pct(cpu_max),
+        bytes(first.rss_bytes as f64),
+        bytes(max(|s| s.rss_bytes) as f64),
+        bytes(last.rss_bytes as f64),
+        thousands(max(|s| s.threads)),
+        thousands(max(|s| s.fds)),
+    ])
+}
+
+pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
+    let Some(m) = &r.monitor else {
+        return Vec::new();
+    };
+    let mut rows: Vec<[String; 8]> = m
+        .processes
+        .iter()
+        .filter_map(|p| process_row(format!("server pid {}: {}", p.pid, p.command), &p.samples))
+        .collect();
+    rows.extend(process_row("barrage (generator)".into(), &m.generator));
+    let mut out = Vec::new();
+    if !rows.is_empty() {
+        out.push(table(
+            [
+                "process",
+                "CPU avg (1 core = 100 %)",
+                "CPU max",
+                "RSS at start",
+                "RSS peak",
+                "RSS at end",
+                "threads (max)",
+                "open files (max)",
+            ],
+            rows,
+        ));
+    }
+    if !m.host.is_empty() {
+        let n = m.host.len() as f64;
+        let avg = m.host.iter().map(|h| h.cpu_pct).sum::<f64>() / n;
+        let max = m.host.iter().map(|h| h.cpu_pct).fold(0.0, f64::max);
+        let mem = m.host.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0);
+        let total = m.host.last().map_or(0, |h| h.mem_total_bytes);
+        out.push(Block::Heading("Machine".into()));
+        out.push(table(
+            ["CPU avg", "CPU max", "memory used (max)", "memory total"],
+            vec![[pct(avg), pct(max), bytes(mem as f64), bytes(total as f64)]],
+        ));
+    }
+    if let Some(s) = &r.spawn {
+        let how = if s.killed {
+            format!(
+                "ignored SIGTERM, killed after {:.1} s",
+                s.stop_took_ms / 1e3
+            )
+        } else if s.exited_cleanly {
+            format!("exited cleanly {:.0} ms after SIGTERM", s.stop_took_ms)
+        } else {
+            format!(
+                "exited after SIGTERM ({}) in {:.0} ms",
+                match (s.exit_code, s.signal) {
+                    (Some(c), _) => format!("status {c}"),
+                    (_, Some(sig)) => format!("signal {sig}"),
+                    _ => "unknown status".into(),
+                },
+                s.stop_took_ms
+            )
+        };
+        out.push(Block::Para(format!(
+            "Spawned server `{}` (pid {}): ready after {:.0} ms; {how}.",
+            s.command, s.pid, s.ready_after_ms
+        )));
+    }
+    out
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Flat => "flat",
+        Verdict::Growing => "growing",
+        Verdict::Shrinking => "shrinking",
+    }
+}
+
+fn trend_row(name: &str, t: &Trend) -> [String; 3] {
+    // Memory slopes read better in MiB than in bytes.
+    let (k, unit) = if t.unit == "bytes/h" {
+        (1.0 / (1024.0 * 1024.0), "MiB/h")
+    } else {
+        (1.0, t.unit.as_str())
+    };
+    [
+        name.to_string(),
+        verdict_word(t.verdict).to_string(),
+        format!(
+            "{:+.2} {unit} (95 % CI {:+.2} .. {:+.2}), {} points over {:.0} s",
+            t.per_hour * k,
+            t.ci95_per_hour.0 * k,
+            t.ci95_per_hour.1 * k,
+            t.n,
+            t.window_s
+        ),
+    ]
+}
+
+pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
+    let Some(a) = &r.analysis else {
+        return Vec::new();
+    };
+    let mut rows: Vec<[String; 3]> = Vec::new();
+    if let Some(s) = &a.stability {
+        rows.push([
+            "throughput stability".into(),
+            format!("CV {:.1} %", s.cv_pct),
+            format!(
+                "mean {} req/s, largest deviation {:.1} % over {} steady seconds (from {:.0} s)",
+                crate::fmt::real(s.mean_rps),
+                s.max_dev_pct,
+                s.n,
+                a.steady_from_s
+            ),
+        ]);
+        rows.push(trend_row("throughput drift", &s.drift));
+    }
+    let trends = [
+        ("p99 latency", &a.p99_trend),
+        ("error rate", &a.error_rate_trend),
+        ("server memory (RSS)", &a.rss_trend),
+        ("server open files", &a.fd_trend),
+    ];
+    for (name, t) in trends {
+        if let Some(t) = t {
+            rows.push(trend_row(name, t));
+        }
+    }
+    if let Some(rec) = &a.recovery {
+        rows.push([
+            "memory recovery".into(),
+            if rec.returned {
+                "returned"
+            } else {
+                "NOT returned"
+            }
+            .into(),
+            format!(
+                "idle {} -> peak {} under load -> {} after recovery (tolerance {:.0} %)",
+                bytes(rec.idle_before_bytes as f64),
+                bytes(rec.peak_under_load_bytes as f64),
+                bytes(rec.after_recovery_bytes as f64),
+                rec.tolerance_pct
+            ),
+        ]);
+    }
+    if let Some(l) = &a.leak {
+        let word = match l.verdict {
+            LeakStatus::Leak => "LEAK",
+            LeakStatus::NoLeak => "no leak",
+            LeakStatus::Inconclusive => "inconclusive",
+        };
+        rows.push(["memory leak".into(), word.into(), l.reason.clone()]);
+    }
+    if let Some(b) = &a.bytes_per_connection {
+        rows.push([
+            "memory per connection".into(),
+            bytes(b.slope.max(0.0)),
+            format!(
+                "server RSS against open connections during the ramp, r² {:.2}",
+                b.r2
+            ),
+        ]);
+    }
+    let sat = &a.saturation;
+    if sat.of_s > 0 {
+        rows.push([
+            "generator saturation".into(),
+            format!("{} s of {} s", sat.saturated_s, sat.of_s),
+            sat.rule.clone(),
+        ]);
+    }
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    vec![table(["check", "result", "detail"], rows)]
+}
+
+pub(crate) fn thresholds(r: &RunResult) -> Vec<Block> {
+    if r.thresholds.is_empty() {
+        return Vec::new();
+    }
+    let rows = r
+        .thresholds
+        .iter()
+        .map(|o| {
+            let mark = match o.passed {
+                Some(true) => "pass",
+                Some(false) => "FAIL",
+                None => "FAIL (not measured)",
+            };
+            [mark.to_string(), o.expr.clone(), o.reason.clone()]
+        })
+        .collect();
+    vec![table(["result", "threshold", "measured"], rows)]
+}
+
+pub(crate) fn readiness(r: &RunResult) -> Vec<Block> {
+    if r.readiness.is_empty() {
+        return Vec::new();
+    }
+    let rows = r
+        .readiness
+        .iter()
+        .map(|row| {
+            [
+                row.aspect.as_str().to_string(),
+                grade(row.status).to_string(),
+                row.figure.clone(),
+                row.rule.clone(),
+            ]
+        })
+        .collect();
+    vec![table(["aspect", "grade", "figure", "rule"], rows)]
+}

@@ -1,0 +1,224 @@
+//! Charts: series over the run's timeline and the latency percentile spectrum, as plain data
+//! (x values and named y series) that the HTML page draws with uPlot.
+//!
+//! A chart is only built when it has at least one point with a value, so every chart on the
+//! page draws something. Gaps (a second without completed exchanges) are `None`, drawn as gaps.
+
+use super::Block;
+use crate::fmt::duration_us;
+use barrage_metrics::analysis::combined_server;
+use barrage_metrics::{Phase, ProcSample, RunResult};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Series {
+    pub label: String,
+    pub values: Vec<Option<f64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Chart {
+    /// The element id on the page (`chart-...`).
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Logarithmic axes (the spectrum).
+    pub x_log: bool,
+    pub y_log: bool,
+    pub x: Vec<f64>,
+    pub series: Vec<Series>,
+    /// Tick labels of a log x axis: the percentile each position stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_percentile: Option<bool>,
+}
+
+impl Chart {
+    fn new(id: &str, title: &str, x_label: &str, y_label: &str, x: Vec<f64>) -> Self {
+        Self {
+            id: format!("chart-{id}"),
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_log: false,
+            y_log: false,
+            x,
+            series: Vec::new(),
+            x_percentile: None,
+        }
+    }
+
+    fn series(mut self, label: &str, values: Vec<Option<f64>>) -> Self {
+        self.series.push(Series {
+            label: label.into(),
+            values,
+        });
+        self
+    }
+
+    fn has_data(&self) -> bool {
+        !self.x.is_empty()
+            && self
+                .series
+                .iter()
+                .any(|s| s.values.iter().any(|v| v.is_some_and(f64::is_finite)))
+    }
+}
+
+fn keep(c: Chart, out: &mut Vec<Block>) {
+    if c.has_data() {
+        out.push(Block::Chart(c));
+    }
+}
+
+/// Per-second charts from the ticks (drain left out: its length is not a second) and from
+/// the monitor's samples.
+pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
+    let mut out = Vec::new();
+    let ticks: Vec<_> = r
+        .timeseries
+        .iter()
+        .filter(|t| t.phase != Phase::Drain)
+        .collect();
+    let x: Vec<f64> = ticks.iter().map(|t| t.t).collect();
+    let col = |f: &dyn Fn(&barrage_metrics::Tick) -> f64| -> Vec<Option<f64>> {
+        ticks.iter().map(|t| Some(f(t))).collect()
+    };
+    let lat = |f: &dyn Fn(&barrage_metrics::Tick) -> u64| -> Vec<Option<f64>> {
+        ticks
+            .iter()
+            .map(|t| (t.requests > 0).then(|| f(t) as f64 / 1e3))
+            .collect()
+    };
+    keep(
+        Chart::new("throughput", "Throughput", "s", "req/s", x.clone())
+            .series("req/s", col(&|t| t.rps)),
+        &mut out,
+    );
+    keep(
+        Chart::new("latency", "Latency", "s", "ms", x.clone())
+            .series("p50", lat(&|t| t.latency_us.p50))
+            .series("p99", lat(&|t| t.latency_us.p99))
+            .series("max", lat(&|t| t.latency_us.max)),
+        &mut out,
+    );
+    keep(
+        Chart::new(
+            "connections",
+            "Open connections",
+            "s",
+            "connections",
+            x.clone(),
+        )
+        .series("open", col(&|t| t.open as f64))
+        .series("peak", col(&|t| t.open_peak as f64)),
+        &mut out,
+    );
+    keep(
+        Chart::new("errors", "Errors", "s", "errors/s", x.clone())
+            .series("errors", col(&|t| t.errors.total() as f64 / t.dt.max(1e-9))),
+        &mut out,
+    );
+    if let Some(m) = &r.monitor {
+        let server = combined_server(m);
+        let proc_chart = |id: &str,
+                          title: &str,
+                          y: &str,
+                          s: &[ProcSample],
+                          label: &str,
+                          f: fn(&ProcSample) -> f64| {
+            Chart::new(id, title, "s", y, s.iter().map(|p| p.t).collect())
+                .series(label, s.iter().map(|p| Some(f(p))).collect())
+        };
+        keep(
+            proc_chart(
+                "server-cpu",
+                "Server CPU",
+                "% of one core",
+                &server,
+                "server",
+                |p| p.cpu_pct,
+            ),
+            &mut out,
+        );
+        keep(
+            proc_chart(
+                "server-memory",
+                "Server memory (RSS)",
+                "MiB",
+                &server,
+                "server",
+                |p| p.rss_bytes as f64 / (1024.0 * 1024.0),
+            ),
+            &mut out,
+        );
+        keep(
+            proc_chart(
+                "generator-cpu",
+                "Generator CPU (barrage)",
+                "% of one core",
+                &m.generator,
+                "barrage",
+                |p| p.cpu_pct,
+            ),
+            &mut out,
+        );
+        if !m.host.is_empty() {
+            keep(
+                Chart::new(
+                    "host-cpu",
+                    "Machine CPU",
+                    "s",
+                    "% of all cores",
+                    m.host.iter().map(|h| h.t).collect(),
+                )
+                .series("machine", m.host.iter().map(|h| Some(h.cpu_pct)).collect()),
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+/// The latency percentile spectrum: x is 1 / (1 - q) on a log axis (so p90, p99, p99.9 are
+/// evenly spaced), y the latency in ms. The 100th percentile has no place on that axis; the
+/// maximum is in the core metrics table.
+pub(crate) fn spectrum(r: &RunResult) -> Vec<Block> {
+    let Ok(h) = r.histograms.latency.decode() else {
+        return Vec::new();
+    };
+    let points: Vec<(f64, f64)> = h
+        .spectrum()
+        .into_iter()
+        .filter(|(p, _)| *p < 100.0)
+        .map(|(p, v)| (100.0 / (100.0 - p), v.max(1) as f64 / 1e3))
+        .collect();
+    let mut c = Chart::new(
+        "spectrum",
+        "Latency percentile spectrum",
+        "percentile",
+        "ms",
+        points.iter().map(|p| p.0).collect(),
+    )
+    .series("latency", points.iter().map(|p| Some(p.1)).collect());
+    c.x_log = true;
+    c.y_log = true;
+    c.x_percentile = Some(true);
+    let mut out = Vec::new();
+    keep(c, &mut out);
+    if h.count() > 0 {
+        let qs = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999];
+        let mut head: Vec<String> = qs.iter().map(|q| format!("p{q}")).collect();
+        head.push("max".into());
+        let mut row: Vec<String> = qs
+            .iter()
+            .map(|q| duration_us(h.quantile(q / 100.0) as f64))
+            .collect();
+        row.push(duration_us(h.quantile(1.0) as f64));
+        out.push(Block::Table {
+            head,
+            rows: vec![row],
+        });
+    }
+    out
+}

@@ -1,0 +1,217 @@
+//! The core figures of a run: throughput, latency, errors, connections, exchanges and
+//! network IO, as tables.
+
+use super::{table, Block};
+use crate::fmt::{bytes, duration_us, real, thousands};
+use barrage_metrics::{LatencyBasis, LatencyStats, RunResult};
+
+fn us(v: u64) -> String {
+    duration_us(v as f64)
+}
+
+fn latency_row(name: &str, l: &LatencyStats) -> [String; 8] {
+    [
+        name.to_string(),
+        thousands(l.count),
+        us(l.p50),
+        us(l.p90),
+        us(l.p99),
+        us(l.p999),
+        us(l.max),
+        duration_us(l.mean),
+    ]
+}
+
+pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
+    let s = &r.summary;
+    let mut out = vec![
+        Block::Heading("Throughput".into()),
+        table(
+            ["", "current", "average", "peak", "total"],
+            vec![[
+                "req/s".into(),
+                real(s.rps.current),
+                real(s.rps.avg),
+                real(s.rps.peak),
+                format!(
+                    "{} requests in {}",
+                    thousands(s.requests),
+                    duration_us(s.duration_s * 1e6)
+                ),
+            ]],
+        ),
+        Block::Heading("Latency".into()),
+    ];
+    let l = &s.latency_us;
+    if l.count == 0 {
+        out.push(Block::Para("No exchange completed.".into()));
+    } else {
+        let mut rows = vec![latency_row("exchange", l)];
+        let extra = [
+            ("first byte", s.ttfb_us.as_ref()),
+            ("connect", Some(&s.connect_us)),
+            ("TLS handshake", s.tls_us.as_ref()),
+            ("upgrade", s.handshake_us.as_ref()),
+        ];
+        for (name, stats) in extra {
+            if let Some(st) = stats.filter(|st| st.count > 0) {
+                rows.push(latency_row(name, st));
+            }
+        }
+        out.push(table(
+            ["", "count", "p50", "p90", "p99", "p99.9", "max", "mean"],
+            rows,
+        ));
+        out.push(Block::Para(
+            match s.latency_basis {
+                LatencyBasis::IntendedSend => {
+                    "Latency is measured from the intended send time (open loop, corrected \
+                     for coordinated omission)."
+                }
+                LatencyBasis::ActualSend => {
+                    "Latency is service time, measured from the actual send (closed loop)."
+                }
+            }
+            .to_string(),
+        ));
+    }
+    out.push(Block::Heading("Errors".into()));
+    if s.errors.total() == 0 {
+        out.push(Block::Para("No errors.".into()));
+    } else {
+        let mut rows: Vec<[String; 2]> = s
+            .errors
+            .nonzero()
+            .map(|(c, n)| [c.as_str().to_string(), thousands(n)])
+            .collect();
+        rows.push(["total".into(), thousands(s.errors.total())]);
+        out.push(table(["class", "count"], rows));
+    }
+    let t = &s.totals;
+    if !t.status.is_empty() {
+        out.push(Block::Heading("HTTP status codes".into()));
+        let rows = t
+            .status
+            .iter()
+            .map(|(c, n)| [c.to_string(), thousands(n)])
+            .collect();
+        out.push(table(["status", "count"], rows));
+    }
+    if !t.ws_close.is_empty() {
+        out.push(Block::Heading("WebSocket close codes".into()));
+        let rows = t
+            .ws_close
+            .iter()
+            .map(|(c, n)| [c.to_string(), thousands(n)])
+            .collect();
+        out.push(table(["code", "count"], rows));
+    }
+    let c = &s.connections;
+    let x = &s.exchanges;
+    out.push(Block::Heading("Connections".into()));
+    out.push(table(
+        [
+            "target",
+            "open at end",
+            "peak",
+            "attempts",
+            "succeeded",
+            "failed",
+            "closed by peer",
+        ],
+        vec![[
+            c.target,
+            c.open,
+            c.peak,
+            c.attempts,
+            c.succeeded,
+            c.failed,
+            c.closed_by_peer,
+        ]
+        .map(thousands)],
+    ));
+    out.push(Block::Heading("Exchanges (whole run)".into()));
+    out.push(table(
+        [
+            "sent",
+            "completed",
+            "failed",
+            "in flight at end",
+            "not sent",
+            "unexpected replies",
+        ],
+        vec![[
+            x.sent,
+            x.completed,
+            x.failed,
+            x.in_flight_at_end,
+            x.not_sent,
+            x.unexpected_replies,
+        ]
+        .map(thousands)],
+    ));
+    out
+}
+
+pub(super) fn network_io(r: &RunResult) -> Vec<Block> {
+    let io = &r.summary.io;
+    let t = &r.summary.totals;
+    let per_io = |b: u64, n: u64| {
+        if n == 0 {
+            "-".to_string()
+        } else {
+            bytes(b as f64 / n as f64)
+        }
+    };
+    let row = |name: &str, calls, calls_s, b, b_s, total_calls, total_b| {
+        [
+            name.to_string(),
+            thousands(calls),
+            real(calls_s),
+            bytes(b as f64),
+            bytes(b_s),
+            per_io(b, calls),
+            thousands(total_calls),
+            bytes(total_b as f64),
+        ]
+    };
+    vec![
+        table(
+            [
+                "",
+                "calls",
+                "calls/s",
+                "bytes",
+                "bytes/s",
+                "bytes per IO",
+                "calls, whole run",
+                "bytes, whole run",
+            ],
+            vec![
+                row(
+                    "reads",
+                    io.reads,
+                    io.reads_per_s,
+                    io.bytes_read,
+                    io.bytes_read_per_s,
+                    t.reads,
+                    t.bytes_read,
+                ),
+                row(
+                    "writes",
+                    io.writes,
+                    io.writes_per_s,
+                    io.bytes_written,
+                    io.bytes_written_per_s,
+                    t.writes,
+                    t.bytes_written,
+                ),
+            ],
+        ),
+        Block::Para(
+            "Calls, bytes and rates cover the measured window; the whole-run columns include \
+             the warm-up and the drain."
+                .into(),
+        ),
+    ]
+}
