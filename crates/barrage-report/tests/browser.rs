@@ -15,7 +15,9 @@ fn root() -> PathBuf {
 /// The checker can run here; when it cannot, CI fails and a local run says why and passes.
 fn checker() -> Option<PathBuf> {
     let script = root().join("tests/browser/check-page.mjs");
-    let ready = root().join("tests/browser/node_modules/playwright-core").exists()
+    let ready = root()
+        .join("tests/browser/node_modules/playwright-core")
+        .exists()
         && Path::new("/usr/bin/chromium").exists()
         && Command::new("node").arg("--version").output().is_ok();
     if ready {
@@ -56,7 +58,11 @@ fn assert_clean(name: &str, html: &str, min_charts: usize) {
     let v = check(name, html);
     assert_eq!(v["console_errors"], serde_json::json!([]), "{v}");
     assert_eq!(v["page_errors"], serde_json::json!([]), "{v}");
-    assert_eq!(v["requests"], serde_json::json!([]), "no network requests: {v}");
+    assert_eq!(
+        v["requests"],
+        serde_json::json!([]),
+        "no network requests: {v}"
+    );
     let canvases = v["canvases"].as_array().unwrap();
     assert!(canvases.len() >= min_charts, "{v}");
     for c in canvases {

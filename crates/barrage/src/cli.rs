@@ -40,6 +40,32 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start an echo server on loopback and run a short ping-pong and interval test against it.
     Demo(DemoArgs),
+    /// Render a saved JSON result as a self-contained HTML page or Markdown (offline).
+    Report(ReportArgs),
+    /// Compare saved runs side by side (differences within the runs' noise are marked).
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A result written with --json
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+
+    /// Output file: .html or .md (- for Markdown on stdout)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Two or more results written with --json
+    #[arg(value_name = "RESULT.json", num_args = 2.., required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// Write the comparison to FILE (.html or .md) as well as printing it
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -215,6 +241,27 @@ pub struct RunArgs {
     /// Write the complete result as JSON to PATH (- for stdout)
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub json: Option<String>,
+
+    /// Write a self-contained report at the end: FILE.html or FILE.md
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub report: Option<String>,
+
+    /// Plain one-line-per-second output even on a terminal (no full-screen dashboard)
+    #[arg(long, help_heading = "Output")]
+    pub no_tui: bool,
+
+    /// Compare with a saved run at the end; with --max-regression, a regression exits 3
+    #[arg(long, value_name = "RESULT.json", help_heading = "Output")]
+    pub baseline: Option<PathBuf>,
+
+    /// Allowed regressions against --baseline, e.g. 'p99=10%,rps.avg=5%'
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "baseline",
+        help_heading = "Output"
+    )]
+    pub max_regression: Option<String>,
 }
 
 #[derive(Args, Debug)]

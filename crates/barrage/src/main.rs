@@ -10,13 +10,16 @@ macro_rules! say {
 }
 
 mod cli;
+mod compare;
 mod config;
 mod demo;
 mod live;
+mod report_cmd;
 mod run;
 mod serve;
 mod sys;
 mod tls;
+mod tui;
 mod units;
 mod url;
 mod watch;
@@ -35,6 +38,8 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a, argv.clone()),
         Command::Serve(a) => serve::serve(a),
         Command::Demo(a) => demo::demo(a),
+        Command::Report(a) => report_cmd::report(a),
+        Command::Compare(a) => compare::compare(a),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -2,7 +2,7 @@
 
 use crate::cli::RunArgs;
 use crate::config::{self, Usage};
-use crate::{live, sys};
+use crate::{live, sys, tui};
 use anyhow::Context;
 use barrage_engine::End;
 use barrage_metrics::{RunResult, Status};
@@ -25,6 +25,14 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         "-c/--connections",
     )?;
     let json_file = open_json(a.json.as_deref())?;
+    // Bad report paths and baselines fail now, not after the load.
+    let report_format = match &a.report {
+        Some(p) => Some(crate::report_cmd::output_format(p, "--report")?),
+        None => None,
+    };
+    if let Some(b) = &a.baseline {
+        barrage_report::load(b).map_err(|e| Usage(format!("--baseline: {e}")))?;
+    }
     let stop = sys::stop_on_signals();
     let started_at = sys::rfc3339_now();
     // A spawned server is up (or the run has failed) before the clock starts.
@@ -54,11 +62,22 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         }
     }
     let (quiet, target) = (a.quiet, plan.connections);
-    let out = barrage_engine::run(plan, stop.clone(), |tick, agg| {
-        if let (false, Some(l)) = (quiet, live::line(tick, agg, target)) {
-            eprintln!("{l}");
+    // The dashboard replaces the status line; if the terminal refuses it, the line it is.
+    let dash = tui::wanted(a.no_tui, quiet, a.json.as_deref() == Some("-"))
+        .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(&plan), stop.clone()))
+        .and_then(|d| d.map_err(|e| eprintln!("warning: no dashboard: {e}")).ok());
+    let out = barrage_engine::run(plan, stop.clone(), |tick, agg| match &dash {
+        Some(d) => d.update(tick, agg),
+        None => {
+            if let (false, Some(l)) = (quiet, live::line(tick, agg, target)) {
+                eprintln!("{l}");
+            }
         }
-    })?;
+    });
+    if let Some(d) = dash {
+        d.finish();
+    }
+    let out = out?;
     let (status, message, code) = match out.end {
         End::Completed => (Status::Completed, None, 0),
         End::Interrupted => (
@@ -92,6 +111,16 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     } else {
         code
     };
+    let mut baseline_lines = Vec::new();
+    let mut code = code;
+    if let Some(b) = &a.baseline {
+        let (lines, regressed) =
+            crate::compare::check_baseline(&result, b, a.max_regression.as_deref())?;
+        baseline_lines = lines;
+        if regressed && code == 0 {
+            code = 3;
+        }
+    }
     // The JSON first: it is the complete record, and stdout may be a pipe whose reader is
     // gone (then the summary is lost, not the result file).
     write_json(json_file, &result)?;
@@ -107,6 +136,22 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e).context("cannot print the summary");
         }
+    }
+    if !baseline_lines.is_empty() {
+        let mut text = String::from("\nBaseline comparison\n");
+        for l in &baseline_lines {
+            text += l;
+            text.push('\n');
+        }
+        let _ = if a.json.as_deref() == Some("-") {
+            std::io::stderr().write_all(text.as_bytes())
+        } else {
+            std::io::stdout().write_all(text.as_bytes())
+        };
+    }
+    if let (Some(path), Some(format)) = (&a.report, report_format) {
+        crate::report_cmd::write(&result, path, format)
+            .with_context(|| format!("--report {path}"))?;
     }
     Ok(code)
 }

@@ -1,0 +1,317 @@
+//! `barrage compare A.json B.json ...` and the `--baseline` check at the end of a run.
+//!
+//! All judgement lives in `barrage_metrics::compare` (what differs, beyond which noise) and
+//! all cell formatting in `barrage_report::compare_text`; this file loads files, picks the
+//! output form (text on stdout, `-o` Markdown or HTML) and turns mistakes into `Usage` errors
+//! that name the file or flag.
+
+use crate::cli::CompareArgs;
+use crate::config::Usage;
+use anyhow::Context;
+use barrage_metrics::compare::{self, Comparison, Regression};
+use barrage_metrics::RunResult;
+use barrage_report::compare_text::{legend, run_letter, table};
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Clone, Copy)]
+enum Output {
+    Markdown,
+    Html,
+}
+
+fn output_kind(path: &str) -> Result<Output, Usage> {
+    let ext = Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("md" | "markdown") => Ok(Output::Markdown),
+        Some("html" | "htm") => Ok(Output::Html),
+        _ => Err(Usage(format!(
+            "-o {path}: the file name must end in .md or .html"
+        ))),
+    }
+}
+
+fn load(path: &Path) -> Result<RunResult, Usage> {
+    barrage_report::load(path).map_err(|e| Usage(e.to_string()))
+}
+
+/// Compare the saved runs (the first is the reference); exit code 0.
+pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
+    let out = a
+        .output
+        .as_deref()
+        .map(|p| output_kind(p).map(|k| (p, k)))
+        .transpose()?;
+    let runs = a
+        .results
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let names: Vec<String> = a
+        .results
+        .iter()
+        .zip(&runs)
+        .map(|(p, r)| describe(&p.display().to_string(), r))
+        .collect();
+    let cmp = compare::compare(&runs);
+    let mut text = Vec::new();
+    barrage_report::render_comparison_text(&cmp, &names, &mut text)?;
+    if let Err(e) = std::io::stdout().write_all(&text) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e).context("cannot print the comparison");
+        }
+    }
+    if let Some((path, kind)) = out {
+        let body = match kind {
+            Output::Markdown => markdown(&cmp, &names),
+            Output::Html => html(&cmp, &names),
+        };
+        std::fs::write(path, body).with_context(|| format!("-o {path}: cannot write"))?;
+    }
+    Ok(0)
+}
+
+/// `file: target, mode, c connections, started` — enough to tell the runs apart.
+fn describe(name: &str, r: &RunResult) -> String {
+    let c = &r.config;
+    let when = if r.started_at.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", r.started_at)
+    };
+    format!(
+        "{name}: {} {}, {} connections{when}",
+        c.target, c.mode, c.connections
+    )
+}
+
+/// Compare a finished run with a saved `baseline` and, with `limits` (`--max-regression`),
+/// check each limit. Returns the lines to print and whether the run regressed: a limit is
+/// broken when the figure is worse by more than its margin and the difference is beyond both
+/// runs' noise; a limit on a figure one of the runs lacks (e.g. server.cpu.avg without
+/// monitoring) cannot be checked and counts as broken, as a threshold that cannot be measured
+/// fails.
+pub fn check_baseline(
+    result: &RunResult,
+    baseline: &Path,
+    limits: Option<&str>,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    let limits = limits
+        .map(compare::parse_limits)
+        .transpose()
+        .map_err(|e| Usage(format!("--max-regression: {e}")))?;
+    let base = barrage_report::load(baseline).map_err(|e| Usage(format!("--baseline: {e}")))?;
+    let runs = [base, result.clone()];
+    let cmp = compare::compare(&runs);
+    let names = [
+        describe(&format!("baseline {}", baseline.display()), &runs[0]),
+        describe("this run", &runs[1]),
+    ];
+    let mut text = Vec::new();
+    barrage_report::render_comparison_text(&cmp, &names, &mut text)?;
+    let mut lines: Vec<String> = String::from_utf8_lossy(&text)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut regressed = false;
+    if let Some(limits) = limits {
+        lines.push(String::new());
+        for r in compare::regressions(&runs[0], &runs[1], &limits) {
+            regressed |= r.regressed || !r.measured();
+            lines.push(regression_line(&r));
+        }
+    }
+    Ok((lines, regressed))
+}
+
+fn regression_line(r: &Regression) -> String {
+    let limit = format!("limit {}%", r.limit_pct);
+    if !r.measured() {
+        let missing = if r.reference.is_none() {
+            "the baseline"
+        } else {
+            "this run"
+        };
+        return format!(
+            "regression {}: cannot check, {missing} has no such figure ({limit}) -> FAILED",
+            r.metric
+        );
+    }
+    let change = r
+        .change_pct
+        .map_or("from 0".to_string(), |p| format!("{p:+.1} %"));
+    let noise = if r.significant {
+        "beyond noise"
+    } else {
+        "within noise"
+    };
+    let verdict = if r.regressed { "REGRESSED" } else { "ok" };
+    format!(
+        "regression {}: {change} ({noise}, {limit}) -> {verdict}",
+        r.metric
+    )
+}
+
+fn markdown(c: &Comparison, names: &[String]) -> String {
+    let t = table(c);
+    let esc = |s: &str| s.replace('|', "\\|");
+    let row = |cells: &[String]| {
+        let inner: Vec<String> = cells.iter().map(|s| esc(s)).collect();
+        format!("| {} |\n", inner.join(" | "))
+    };
+    let mut out = String::from("# barrage comparison\n\n");
+    for (i, n) in names.iter().enumerate() {
+        let role = if i == 0 { " (reference)" } else { "" };
+        out.push_str(&format!("- **{}** = {}{role}\n", run_letter(i), esc(n)));
+    }
+    out.push('\n');
+    out.push_str(&row(&t.header));
+    let rule: Vec<String> = t
+        .numeric
+        .iter()
+        .map(|n| if *n { "---:" } else { "---" }.to_string())
+        .collect();
+    out.push_str(&format!("|{}|\n", rule.join("|")));
+    for r in &t.rows {
+        out.push_str(&row(r));
+    }
+    out.push('\n');
+    for l in legend() {
+        let l = l.replace('*', "\\*");
+        match l.strip_prefix("  ") {
+            Some(rule) => out.push_str(&format!("- {rule}\n")),
+            None => out.push_str(&format!("{l}\n\n")),
+        }
+    }
+    out
+}
+
+/// Escape text for HTML element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn html(c: &Comparison, names: &[String]) -> String {
+    let t = table(c);
+    let mut out = String::from(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <title>barrage comparison</title>\n<style>\
+         body{font-family:system-ui,sans-serif;margin:2em}\
+         table{border-collapse:collapse}td,th{padding:.25em .75em;border-bottom:1px solid #ddd}\
+         td.n{text-align:right;font-variant-numeric:tabular-nums}\
+         .sig{font-weight:bold;color:#b00}</style>\n</head><body>\n<h1>barrage comparison</h1>\n<ul>\n",
+    );
+    for (i, n) in names.iter().enumerate() {
+        let role = if i == 0 { " (reference)" } else { "" };
+        out.push_str(&format!(
+            "<li><b>{}</b> = {}{role}</li>\n",
+            run_letter(i),
+            esc(n)
+        ));
+    }
+    out.push_str("</ul>\n<table>\n<tr>");
+    for h in &t.header {
+        out.push_str(&format!("<th>{}</th>", esc(h)));
+    }
+    out.push_str("</tr>\n");
+    for r in &t.rows {
+        out.push_str("<tr>");
+        for (j, cell) in r.iter().enumerate() {
+            let class = match (t.numeric[j], cell.as_str()) {
+                (true, _) => " class=\"n\"",
+                (false, "*") => " class=\"sig\"",
+                _ => "",
+            };
+            out.push_str(&format!("<td{class}>{}</td>", esc(cell)));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n<ul>\n");
+    for l in legend() {
+        out.push_str(&format!("<li>{}</li>\n", esc(l.trim())));
+    }
+    out.push_str("</ul>\n</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_escapes_names_and_markdown_escapes_pipes() {
+        let c = Comparison {
+            runs: 2,
+            rows: vec![],
+        };
+        let names = ["<a>&\"b\"".to_string(), "x|y".to_string()];
+        let h = html(&c, &names);
+        assert!(h.contains("&lt;a&gt;&amp;&quot;b&quot;") && !h.contains("<a>"));
+        assert!(markdown(&c, &names).contains("x\\|y"));
+    }
+
+    fn empty_run() -> RunResult {
+        let tl = barrage_metrics::Timeline {
+            warmup_ns: 0,
+            load_end_ns: Some(0),
+        };
+        let o = barrage_metrics::Aggregator::new(tl, 1)
+            .finish(1, barrage_metrics::LatencyBasis::ActualSend);
+        RunResult::new(
+            barrage_metrics::Status::Completed,
+            None,
+            vec![],
+            String::new(),
+            Default::default(),
+            Default::default(),
+            o,
+        )
+    }
+
+    #[test]
+    fn baseline_checks_limits_first_then_the_file_and_fails_unmeasurable_limits() {
+        let r = empty_run();
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let e = check_baseline(&r, &missing, Some("p99=10")).unwrap_err();
+        assert!(e.is::<Usage>() && e.to_string().starts_with("--max-regression: \"p99=10\""));
+        let e = check_baseline(&r, &missing, None).unwrap_err();
+        assert!(e.is::<Usage>() && e.to_string().starts_with("--baseline: cannot read"));
+
+        let base = dir.path().join("base.json");
+        barrage_report::save(&r, barrage_report::Format::Json, &base).unwrap();
+        let (lines, regressed) = check_baseline(&r, &base, None).unwrap();
+        assert!(!regressed && lines.iter().any(|l| l.starts_with("metric")));
+        let (lines, regressed) =
+            check_baseline(&r, &base, Some("p99=10%,server.cpu.avg=5%")).unwrap();
+        assert!(regressed, "cpu was not monitored: {lines:?}");
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("server.cpu.avg: cannot check")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("regression p99:") && l.ends_with("ok")));
+    }
+
+    #[test]
+    fn only_md_and_html_outputs_are_accepted() {
+        assert!(matches!(output_kind("r.MD"), Ok(Output::Markdown)));
+        assert!(matches!(output_kind("r.html"), Ok(Output::Html)));
+        let e = output_kind("r.txt").err().unwrap();
+        assert!(e.0.contains("-o r.txt"), "{e}");
+    }
+}

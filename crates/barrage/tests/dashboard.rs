@@ -1,0 +1,158 @@
+//! The live dashboard, driven in a real pseudo-terminal: tmux runs `barrage` in a detached
+//! 120x40 session on a private socket, the test reads the screen with `capture-pane` and types
+//! `q`. Skipped (with a message) when tmux is missing, unless CI is set.
+
+mod common;
+
+use common::{read_json, s, EchoServer};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A tmux server of our own (`-L`), its one session killed by name when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn capture(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-t", "dash"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Polls the screen until `pred` holds; panics with the last screen after `limit`.
+    fn wait_for(&self, limit: Duration, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-session", "-t", "dash"]);
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn is_dashboard(screen: &str) -> bool {
+    screen.contains("(q: stop)") && screen.contains("req/s") && screen.contains("elapsed")
+}
+
+fn header(screen: &str) -> &str {
+    screen
+        .lines()
+        .find(|l| l.contains("elapsed"))
+        .unwrap_or_default()
+}
+
+fn wait_file(path: &Path, limit: Duration) -> Option<String> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return Some(text);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn dashboard_renders_updates_and_q_stops_the_run_with_files_written() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI (.ci/run installs it)"
+        );
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("result.json");
+    let exit = dir.path().join("exit-code");
+    // The shell outlives barrage so that the pane (and what it shows after the run) stays.
+    let script = format!(
+        "'{}' {} -c 5 -d 20s --json '{}'; echo $? > '{}'; exec sleep 60",
+        common::bin().display(),
+        server.url(),
+        json.display(),
+        exit.display()
+    );
+    let tmux = Tmux {
+        socket: format!("barrage-test-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+
+    let first = tmux.wait_for(Duration::from_secs(10), "the dashboard", |sc| {
+        is_dashboard(sc) && sc.contains("running")
+    });
+    assert!(first.contains("tcp ping-pong"), "{first}");
+    std::thread::sleep(Duration::from_millis(1300));
+    let second = tmux.capture();
+    assert!(is_dashboard(&second), "dashboard gone early:\n{second}");
+    assert_ne!(
+        header(&first),
+        header(&second),
+        "elapsed time did not move in 1.3 s"
+    );
+
+    let out = tmux.cmd(&["send-keys", "-t", "dash", "q"]);
+    assert!(out.status.success(), "tmux send-keys: {out:?}");
+    let code = wait_file(&exit, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("barrage still running 5 s after q:\n{}", tmux.capture()));
+    assert!(
+        matches!(code.trim(), "130" | "0"),
+        "exit code {code}:\n{}",
+        tmux.capture()
+    );
+    let status = s(&read_json(&json), "status").to_string();
+    assert!(
+        status == "interrupted" || status == "completed",
+        "status {status}"
+    );
+    let after = tmux.capture();
+    assert!(!is_dashboard(&after), "dashboard still on screen:\n{after}");
+    assert!(after.contains("Throughput"), "no summary:\n{after}");
+    drop(tmux);
+    server.stop();
+}
