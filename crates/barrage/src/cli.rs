@@ -242,6 +242,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub json: Option<String>,
 
+    /// Also redact this header's value from every output (Authorization, Cookie and API-key
+    /// headers always are); repeatable
+    #[arg(long, value_name = "NAME", help_heading = "Output")]
+    pub redact: Vec<String>,
+
     /// Write a self-contained report at the end: FILE.html or FILE.md
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<String>,

@@ -51,7 +51,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             let result = RunResult::new(
                 Status::Failed,
                 Some(msg),
-                redact_argv(&argv),
+                redact_argv(&argv, &a.redact),
                 sys::rfc3339_now(),
                 config,
                 sys::environment(),
@@ -67,7 +67,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(&plan), stop.clone()))
         .and_then(|d| d.map_err(|e| eprintln!("warning: no dashboard: {e}")).ok());
     let out = barrage_engine::run(plan, stop.clone(), |tick, agg| match &dash {
-        Some(d) => d.update(tick, agg),
+        Some(d) => d.update_with(tick, agg, watch.as_ref().and_then(|w| w.latest_server())),
         None => {
             if let (false, Some(l)) = (quiet, live::line(tick, agg, target)) {
                 eprintln!("{l}");
@@ -95,7 +95,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let mut result = RunResult::new(
         status,
         message,
-        redact_argv(&argv),
+        redact_argv(&argv, &a.redact),
         started_at,
         config,
         sys::environment(),
@@ -193,13 +193,15 @@ const SECRET_HEADERS: [&str; 7] = [
     "x-auth-token",
 ];
 
-/// The command line with the values of secret headers replaced by `[redacted]`.
-pub fn redact_argv(argv: &[String]) -> Vec<String> {
+/// The command line with the values of secret headers (the built-in list and `extra`, from
+/// `--redact`) replaced by `[redacted]`.
+pub fn redact_argv(argv: &[String], extra: &[String]) -> Vec<String> {
     let redact = |h: &str| -> Option<String> {
         let (name, _) = h.split_once(':')?;
-        SECRET_HEADERS
-            .contains(&name.trim().to_ascii_lowercase().as_str())
-            .then(|| format!("{}: [redacted]", name.trim()))
+        let lower = name.trim().to_ascii_lowercase();
+        let secret = SECRET_HEADERS.contains(&lower.as_str())
+            || extra.iter().any(|x| x.trim().eq_ignore_ascii_case(&lower));
+        secret.then(|| format!("{}: [redacted]", name.trim()))
     };
     let mut out = Vec::with_capacity(argv.len());
     let mut next_is_header = false;
@@ -237,12 +239,14 @@ mod tests {
             "--header=Cookie: id=s3cret",
             "-HX-Api-Key: s3cret",
             "-H",
+            "X-Session: s3cret",
+            "-H",
             "Accept: text/plain",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let out = redact_argv(&argv).join(" ");
+        let out = redact_argv(&argv, &["X-Session".to_string()]).join(" ");
         assert!(!out.contains("s3cret"), "{out}");
         assert!(out.contains("Authorization: [redacted]"));
         assert!(out.contains("Accept: text/plain"));

@@ -126,12 +126,8 @@ impl Dashboard {
         })
     }
 
-    /// Hand over a tick; never blocks.
-    pub fn update(&self, tick: &Tick, agg: &Aggregator) {
-        self.update_with(tick, agg, None);
-    }
-
-    /// `update` with the monitor's latest server figures.
+    /// Hand over a tick, with the monitor's latest server figures when monitoring; never
+    /// blocks.
     pub fn update_with(&self, tick: &Tick, agg: &Aggregator, server: Option<ServerSample>) {
         let (completed, avg_rps, hist, errors) = agg.running();
         let p99_overall = (!hist.is_empty()).then(|| hist.quantile(0.99));

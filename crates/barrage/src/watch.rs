@@ -119,6 +119,17 @@ impl WatchPlan {
 }
 
 impl Watch {
+    /// The latest sample of the (first) monitored server, for the live dashboard: a copy
+    /// taken once per second, off the engine's threads.
+    pub fn latest_server(&self) -> Option<crate::tui::ServerSample> {
+        let latest = self.monitor.latest()?;
+        let s = latest.processes.first()?.sample.as_ref()?;
+        Some(crate::tui::ServerSample {
+            cpu_pct: Some(s.cpu_pct),
+            rss_bytes: Some(s.rss_bytes),
+        })
+    }
+
     pub fn recovery_s(&self) -> f64 {
         self.recovery.as_secs_f64()
     }

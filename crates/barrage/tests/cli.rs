@@ -1067,3 +1067,39 @@ fn thresholds_pass_fail_and_exit_code_3() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// `--redact NAME`: a header named on the command line is redacted from the JSON and reports,
+/// like the built-in secret headers.
+#[test]
+fn redact_adds_header_names_to_the_secret_list() {
+    let port = refused_port();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let md = dir.path().join("r.md");
+    let html = dir.path().join("r.html");
+    for report in [&md, &html] {
+        let out = barrage()
+            .args([
+                &format!("http://127.0.0.1:{port}/"),
+                "-H",
+                "X-Session: canary-42",
+                "--redact",
+                "x-session",
+                "-d",
+                "1s",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+                "--report",
+                report.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "refused target");
+        for f in [&json, report] {
+            let text = std::fs::read_to_string(f).unwrap();
+            assert!(!text.contains("canary-42"), "{}: {text}", f.display());
+        }
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("canary-42"));
+    }
+}
