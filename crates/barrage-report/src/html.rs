@@ -15,13 +15,13 @@ use std::io::{self, Write};
 pub struct HtmlRenderer;
 
 /// uPlot 1.6.32 (MIT, assets/uplot/LICENSE), vendored from the npm tarball.
-const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
-const REPORT_CSS: &str = include_str!("../assets/report.css");
+pub(crate) const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
+pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
+pub(crate) const REPORT_CSS: &str = include_str!("../assets/report.css");
 const REPORT_JS: &str = include_str!("../assets/report.js");
 
 /// Inline scripts and styles only; nothing may be fetched, not even an image.
-const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
                    style-src 'unsafe-inline'; img-src data:";
 
 /// Escapes text for element content and quoted attribute values.
@@ -42,7 +42,7 @@ pub(crate) fn esc(s: &str) -> String {
 
 /// JSON that is safe inside a `<script>` element: no `<`, `>` or `&` survive (they only occur
 /// inside JSON strings, where `\u003c` etc. mean the same).
-fn script_json(v: &impl serde::Serialize) -> String {
+pub(crate) fn script_json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v)
         .expect("chart data serializes")
         .replace('<', "\\u003c")

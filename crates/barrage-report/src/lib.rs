@@ -9,6 +9,7 @@
 //! Rendering writes to any `io::Write` and returns plain I/O errors; the functions that touch
 //! files ([`load`], [`save`]) return a [`ReportError`] that names the file.
 
+mod compare_html;
 pub mod compare_text;
 mod doc;
 pub mod fmt;
@@ -19,6 +20,7 @@ mod monitor_text;
 mod text;
 mod verdicts;
 
+pub use compare_html::render_comparison_html;
 pub use compare_text::render_comparison_text;
 pub use html::HtmlRenderer;
 pub use json::JsonRenderer;

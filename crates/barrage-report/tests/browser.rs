@@ -4,7 +4,7 @@
 
 mod common;
 
-use barrage_report::{render_to_string, Format};
+use barrage_report::{render_comparison_html, render_to_string, Format};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,4 +88,20 @@ fn the_open_loop_and_failed_reports_open_clean() {
     assert_clean("report-open-loop", &html, 5);
     let html = render_to_string(&common::failed_refused(), Format::Html);
     assert_clean("report-failed", &html, 0);
+}
+
+#[test]
+fn the_comparison_page_opens_clean_and_its_overlaid_charts_draw() {
+    if checker().is_none() {
+        return;
+    }
+    let runs = [
+        common::ping_pong_completed(),
+        common::monitored_with_verdicts(),
+    ];
+    let names = ["a.json".to_string(), "b.json".to_string()];
+    let mut page = Vec::new();
+    let c = barrage_metrics::compare::compare(&runs);
+    render_comparison_html(&c, &runs, &names, &mut page).unwrap();
+    assert_clean("compare", &String::from_utf8(page).unwrap(), 3);
 }

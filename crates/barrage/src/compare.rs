@@ -67,7 +67,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
     if let Some((path, kind)) = out {
         let body = match kind {
             Output::Markdown => markdown(&cmp, &names),
-            Output::Html => html(&cmp, &names),
+            Output::Html => html(&cmp, &runs, &names),
         };
         std::fs::write(path, body).with_context(|| format!("-o {path}: cannot write"))?;
     }
@@ -189,63 +189,12 @@ fn markdown(c: &Comparison, names: &[String]) -> String {
     out
 }
 
-/// Escape text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn html(c: &Comparison, names: &[String]) -> String {
-    let t = table(c);
-    let mut out = String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
-         <title>barrage comparison</title>\n<style>\
-         body{font-family:system-ui,sans-serif;margin:2em}\
-         table{border-collapse:collapse}td,th{padding:.25em .75em;border-bottom:1px solid #ddd}\
-         td.n{text-align:right;font-variant-numeric:tabular-nums}\
-         .sig{font-weight:bold;color:#b00}</style>\n</head><body>\n<h1>barrage comparison</h1>\n<ul>\n",
-    );
-    for (i, n) in names.iter().enumerate() {
-        let role = if i == 0 { " (reference)" } else { "" };
-        out.push_str(&format!(
-            "<li><b>{}</b> = {}{role}</li>\n",
-            run_letter(i),
-            esc(n)
-        ));
-    }
-    out.push_str("</ul>\n<table>\n<tr>");
-    for h in &t.header {
-        out.push_str(&format!("<th>{}</th>", esc(h)));
-    }
-    out.push_str("</tr>\n");
-    for r in &t.rows {
-        out.push_str("<tr>");
-        for (j, cell) in r.iter().enumerate() {
-            let class = match (t.numeric[j], cell.as_str()) {
-                (true, _) => " class=\"n\"",
-                (false, "*") => " class=\"sig\"",
-                _ => "",
-            };
-            out.push_str(&format!("<td{class}>{}</td>", esc(cell)));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n<ul>\n");
-    for l in legend() {
-        out.push_str(&format!("<li>{}</li>\n", esc(l.trim())));
-    }
-    out.push_str("</ul>\n</body></html>\n");
-    out
+/// The page with the table and the runs' overlaid charts (`barrage_report::compare_html`).
+fn html(c: &Comparison, runs: &[RunResult], names: &[String]) -> String {
+    let mut out = Vec::new();
+    barrage_report::render_comparison_html(c, runs, names, &mut out)
+        .expect("rendering into a Vec cannot fail");
+    String::from_utf8(out).expect("the page is UTF-8")
 }
 
 #[cfg(test)]
@@ -259,7 +208,7 @@ mod tests {
             rows: vec![],
         };
         let names = ["<a>&\"b\"".to_string(), "x|y".to_string()];
-        let h = html(&c, &names);
+        let h = html(&c, &[empty_run(), empty_run()], &names);
         assert!(h.contains("&lt;a&gt;&amp;&quot;b&quot;") && !h.contains("<a>"));
         assert!(markdown(&c, &names).contains("x\\|y"));
     }

@@ -31,6 +31,10 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         None => None,
     };
     if let Some(b) = &a.baseline {
+        if let Some(l) = &a.max_regression {
+            barrage_metrics::compare::parse_limits(l)
+                .map_err(|e| Usage(format!("--max-regression: {e}")))?;
+        }
         barrage_report::load(b).map_err(|e| Usage(format!("--baseline: {e}")))?;
     }
     let stop = sys::stop_on_signals();

@@ -1103,3 +1103,44 @@ fn redact_adds_header_names_to_the_secret_list() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("canary-42"));
     }
 }
+
+/// `--baseline` with `--max-regression`: a run against a slower server regresses beyond the
+/// limit and beyond noise, and exits 3; a bad limit is a usage error.
+#[test]
+fn baseline_regression_exits_3() {
+    let fast = EchoServer::start(&[]);
+    let slow = EchoServer::start(&["--delay", "5ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let run = |url: &str, extra: &[&str]| {
+        let mut a = vec![url, "-c", "4", "--rate", "400", "-d", "2s", "-q"];
+        a.extend(extra);
+        barrage()
+            .args(&a)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap()
+    };
+    let out = run(fast.url(), &["--json", base.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let b = base.to_str().unwrap();
+    let out = run(
+        slow.url(),
+        &["--baseline", b, "--max-regression", "p50=10%"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("REGRESSED"), "{stdout}");
+    assert_usage(
+        &[
+            dead(),
+            "-n",
+            "1",
+            "--baseline",
+            b,
+            "--max-regression",
+            "p50=10",
+        ],
+        &["--max-regression", "p50=10", "%"],
+    );
+}
