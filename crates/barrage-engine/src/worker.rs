@@ -288,11 +288,11 @@ impl Worker {
                 self.scratch.clear();
                 let mask = (self.rng.next_u64() as u32).to_le_bytes();
                 crate::ws::close_frame(1000, mask, &mut self.scratch);
-                let _ = transfer::write_to(c, &mut self.rec, &self.scratch);
+                let _ = wire::write_to(c, &mut self.rec, &self.scratch);
             }
             if let Some(t) = c.tls.as_mut() {
                 t.send_close_notify();
-                let _ = transfer::flush_tls(c, &mut self.rec);
+                let _ = wire::flush_tls(c, &mut self.rec);
             }
             c.stream = None;
             c.tls = None;
@@ -391,4 +391,5 @@ impl Worker {
 
 mod conn_io;
 mod transfer;
-pub use transfer::classify_tls;
+mod wire;
+pub use wire::classify_tls;

@@ -4,7 +4,7 @@
 //! open-loop backlog) is rendered into one buffer and written with one `write`. A message
 //! without placeholders sent alone is written straight from the template, with no copy.
 
-use super::transfer::{flush_tls, write_to};
+use super::wire::{flush_tls, write_to};
 use super::*;
 
 impl Worker {
