@@ -1,4 +1,6 @@
-// Draws every chart listed in the embedded JSON with uPlot. Data only, no network access.
+// Draws every chart listed in the embedded JSON with uPlot (the report and the comparison
+// page). A chart with `span_gaps` joins each series across positions where it has no value
+// (several runs on one axis). Data only, no network access.
 (function () {
   "use strict";
   var blob = document.getElementById("barrage-data");
@@ -19,11 +21,13 @@
     var width = Math.max(320, Math.min(el.clientWidth || 900, 1150));
     var series = [{ label: c.x_label }];
     c.series.forEach(function (s, i) {
+      var n = s.values.filter(function (v) { return v != null; }).length;
       series.push({
         label: s.label,
         stroke: colors[i % colors.length],
         width: 2,
-        points: { show: c.x.length < 4 },
+        spanGaps: !!c.span_gaps,
+        points: { show: n < 4 },
       });
     });
     var xAxis = { label: c.x_label };

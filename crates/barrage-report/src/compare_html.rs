@@ -8,7 +8,7 @@
 //! in a `<script type="application/json">` blob. The runs' points rarely fall on the same x (the
 //! seconds of two runs, the spectrum positions of two histograms), so each chart's x is the
 //! union of all runs' points and each run's series is `null` where it has no point;
-//! `assets/compare.js` joins a series across those holes.
+//! the charts set `span_gaps`, so the shared chart script joins each series across those holes.
 
 use crate::compare_text::{legend, run_letter, table};
 use crate::doc::charts::{Chart, Series};
@@ -16,8 +16,6 @@ use crate::html::{esc, script_json, CSP, REPORT_CSS, UPLOT_CSS, UPLOT_JS};
 use barrage_metrics::compare::{Comparison, Mark};
 use barrage_metrics::{Phase, RunResult};
 use std::io::{self, Write};
-
-const COMPARE_JS: &str = include_str!("../assets/compare.js");
 
 const COMPARE_CSS: &str = "td.n{text-align:right;white-space:nowrap}\
      td.mark-sig{color:#c0262d;font-weight:700}td.mark-noise{color:#777}\
@@ -107,7 +105,7 @@ pub fn render_comparison_html(
         script_json(&data)
     )?;
     writeln!(out, "<script>{UPLOT_JS}</script>")?;
-    writeln!(out, "<script>{COMPARE_JS}</script>")?;
+    writeln!(out, "<script>{}</script>", crate::html::REPORT_JS)?;
     writeln!(out, "</body>\n</html>")
 }
 
@@ -221,6 +219,7 @@ fn overlay(
         x,
         series,
         x_percentile: None,
+        span_gaps: true,
     }
 }
 

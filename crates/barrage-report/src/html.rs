@@ -18,7 +18,7 @@ pub struct HtmlRenderer;
 pub(crate) const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.js");
 pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
 pub(crate) const REPORT_CSS: &str = include_str!("../assets/report.css");
-const REPORT_JS: &str = include_str!("../assets/report.js");
+pub(crate) const REPORT_JS: &str = include_str!("../assets/report.js");
 
 /// Inline scripts and styles only; nothing may be fetched, not even an image.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \

@@ -31,6 +31,10 @@ pub(crate) struct Chart {
     /// Tick labels of a log x axis: the percentile each position stands for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x_percentile: Option<bool>,
+    /// Join each series across x positions where it has no value (several runs on one axis,
+    /// whose points interleave).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub span_gaps: bool,
 }
 
 impl Chart {
@@ -45,6 +49,7 @@ impl Chart {
             x,
             series: Vec::new(),
             x_percentile: None,
+            span_gaps: false,
         }
     }
 
