@@ -17,7 +17,7 @@ use common::*;
 use pki::{pki, Pki, Validity};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,45 +25,18 @@ use std::time::{Duration, Instant};
 // The server and the client
 
 /// `barrage serve http --tls-cert --tls-key` on 127.0.0.1:0 (one thread, `--stats`, a 20 s
-/// backstop), killed by its guard.
+/// backstop), killed by its guard; addressed as `localhost`, the name in its certificate.
 struct HttpsServer {
-    child: Guard,
-    _stdout: BufReader<std::process::ChildStdout>,
+    inner: EchoServer,
     port: u16,
-    stats: PathBuf,
 }
 
 fn https_server(pki: &Pki) -> HttpsServer {
-    let stats = pki.dir.path().join("server-stats.json");
-    let mut child = StdCommand::new(bin())
-        .args(["serve", "http", "--listen", "127.0.0.1:0", "--threads", "1"])
-        .args(["--exit-after", "20s", "--stats"])
-        .arg(&stats)
-        .arg("--tls-cert")
-        .arg(&pki.cert)
-        .arg("--tls-key")
-        .arg(&pki.key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn barrage serve http");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let child = Guard(child);
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("read server banner");
-    // "barrage http server listening on 127.0.0.1:PORT (1 thread): https://127.0.0.1:PORT/"
-    let port = first
-        .split_once("listening on 127.0.0.1:")
-        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected server banner: {first:?}"));
-    assert!(first.contains("https://"), "not serving TLS: {first:?}");
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    let inner = EchoServer::serve("http", &["--tls-cert", cert, "--tls-key", key]);
     HttpsServer {
-        child,
-        _stdout: stdout,
-        port,
-        stats,
+        port: inner.port,
+        inner,
     }
 }
 
@@ -73,12 +46,8 @@ impl HttpsServer {
     }
 
     /// SIGTERM, a clean exit, and the `--stats` JSON.
-    fn stop(mut self) -> Value {
-        send_signal(self.child.0.id(), "TERM");
-        let st = wait_at_most(&mut self.child.0, Duration::from_secs(5))
-            .expect("server did not exit within 5 s of SIGTERM");
-        assert!(st.success(), "server exited with {st}");
-        read_json(&self.stats)
+    fn stop(self) -> Value {
+        self.inner.stop()
     }
 }
 

@@ -92,12 +92,17 @@ pub struct EchoServer {
 
 impl EchoServer {
     pub fn start(extra: &[&str]) -> EchoServer {
+        Self::serve("echo", extra)
+    }
+
+    /// `barrage serve KIND` (echo, http or ws) the same way; `url()` uses the kind's scheme.
+    pub fn serve(kind: &str, extra: &[&str]) -> EchoServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let stats = dir.path().join("server-stats.json");
         let mut child = StdCommand::new(bin())
             .args([
                 "serve",
-                "echo",
+                kind,
                 "--listen",
                 "127.0.0.1:0",
                 "--threads",
@@ -127,7 +132,10 @@ impl EchoServer {
             child,
             stdout,
             port,
-            url: format!("tcp://127.0.0.1:{port}"),
+            url: match kind {
+                "echo" => format!("tcp://127.0.0.1:{port}"),
+                other => format!("{other}://127.0.0.1:{port}/"),
+            },
             stats,
             _dir: dir,
         }
