@@ -102,6 +102,10 @@ pub struct Conn {
     /// Open loop: next schedule index to send, and how many were due at the last look.
     pub sent_k: u64,
     pub due_k: u64,
+    /// Open loop: the first schedule index of this connection, fixed when it was first ready
+    /// (messages due before it connected were never part of its load); `u64::MAX` until then.
+    /// A reconnect keeps the schedule, so an outage shows as latency and `not_sent`.
+    pub k0: u64,
     /// `--expect none`: bytes of the front exchange already written.
     pub written_front: u64,
     /// `--expect none`: login bytes still to be written, which complete no exchange.
@@ -140,6 +144,7 @@ impl Conn {
             vbad: false,
             sent_k: 0,
             due_k: 0,
+            k0: u64::MAX,
             written_front: 0,
             skip: 0,
             seq: 0,
@@ -151,6 +156,11 @@ impl Conn {
             timeout_at: u64::MAX,
             ready_queued: false,
         }
+    }
+
+    /// Whether the connection has been ready for load at least once (its schedule runs).
+    pub fn started(&self) -> bool {
+        self.k0 != u64::MAX
     }
 
     pub fn pending_write(&self) -> bool {
@@ -233,16 +243,18 @@ impl Replies<'_> {
         c.voff = 0;
         if c.state == State::Login {
             c.state = State::Ready;
+            c.failures = 0; // a login answered is useful work: the backoff starts over
             self.login_done = true;
             return;
         }
         self.rec.in_flight -= 1;
         match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
             Some(class) => {
-                self.rec.c.failed += 1;
+                self.rec.exchanges_failed(class, 1);
                 self.rec.c.error(class, 1);
             }
             None => {
+                c.failures = 0; // useful work: the backoff starts over
                 self.rec.c.completed += 1;
                 self.rec
                     .latency

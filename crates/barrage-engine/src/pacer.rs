@@ -30,7 +30,14 @@ pub enum Pace {
 
 impl Schedule {
     /// Schedule of global connection `conn` of `connections` with the given period.
+    /// The period is at least 1 ns (the CLI's rate bound keeps it at 10 ns or more), so the
+    /// index arithmetic in [`due`](Self::due) stays a step or two from its estimate.
     pub fn spread(conn: u64, connections: u64, period_ns: f64, end_ns: Option<u64>) -> Self {
+        let period_ns = if period_ns.is_finite() {
+            period_ns.max(1.0)
+        } else {
+            f64::MAX
+        };
         let phase = period_ns * conn as f64 / connections.max(1) as f64;
         Self {
             phase_ns: phase.round() as u64,
@@ -42,7 +49,10 @@ impl Schedule {
     /// The intended send time of message `k`.
     #[inline]
     pub fn intended(&self, k: u64) -> u64 {
-        self.phase_ns + (k as f64 * self.period_ns).round() as u64
+        // `as` saturates for floats and the add saturates: a schedule can never wrap around
+        // into the past (the CLI bounds rates so that this stays exact in practice).
+        self.phase_ns
+            .saturating_add((k as f64 * self.period_ns).round() as u64)
     }
 
     /// How many messages (indices 0..n) are due by `elapsed`, capped by the schedule's end.
@@ -58,11 +68,17 @@ impl Schedule {
             return 0;
         }
         // Estimate, then correct for floating-point rounding at the edges.
-        let mut n = ((t - self.phase_ns) as f64 / self.period_ns).floor() as u64 + 1;
+        let est = ((t - self.phase_ns) as f64 / self.period_ns).floor();
+        let mut n = if est.is_finite() && est >= 0.0 {
+            (est as u64).saturating_add(1)
+        } else {
+            1
+        };
         while n > 0 && self.intended(n - 1) > t {
             n -= 1;
         }
-        while self.intended(n) <= t {
+        // `t < u64::MAX` (capped above), and `intended` saturates at `u64::MAX`, so this ends.
+        while n < u64::MAX && self.intended(n) <= t {
             n += 1;
         }
         n
@@ -202,6 +218,32 @@ mod tests {
         };
         assert_eq!(s.intended(3_000_000), 1_000_000 * 1_000_000_000);
         assert_eq!(s.due(1_000_000_000 * 1_000_000), 3_000_001);
+    }
+
+    #[test]
+    fn absurd_periods_saturate_instead_of_wrapping() {
+        // `--rate 1e19` once made `due` wrap and spin; the schedule must saturate and stay
+        // monotonic whatever the period.
+        for period in [1e-10, 1e-3, 0.5, 1.0, 1e18, 1e30, f64::INFINITY] {
+            let mut s = Schedule::spread(0, 1, period, Some(1_000_000));
+            s.phase_ns = 7;
+            let mut last = 0;
+            for k in [0, 1, 2, 1 << 20, 1 << 40, u64::MAX / 2, u64::MAX] {
+                let t = s.intended(k);
+                assert!(t >= last, "period {period}: intended({k}) went back");
+                last = t;
+            }
+            let due = s.due(999_999);
+            assert!(due >= 1, "period {period}");
+            assert!(s.intended(due - 1) <= 999_999, "period {period}");
+        }
+        let huge = Schedule {
+            phase_ns: u64::MAX - 5,
+            period_ns: 1e30,
+            end_ns: None,
+        };
+        assert_eq!(huge.intended(3), u64::MAX);
+        assert_eq!(huge.due(u64::MAX - 1), 1);
     }
 
     #[test]

@@ -253,11 +253,22 @@ impl Worker {
         self.phase = Phase::Drain {
             until: now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64,
         };
-        // Due messages that never went out are accounted for as not sent; once the request
-        // count is reached, messages still scheduled were never part of the plan.
-        let backlog = std::mem::take(&mut self.rec.backlog);
-        if !quota_done {
-            self.rec.c.error(ErrorClass::NotSent, backlog);
+        // Every message due by now that never went out is accounted for as not sent: the
+        // backlogs seen at each connection's last look, and what fell due since (a starved
+        // loop may not have looked for a while). Once the request count is reached, messages
+        // still scheduled were never part of the plan.
+        self.rec.backlog = 0;
+        let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
+        for c in &mut self.conns {
+            let Some(sched) = self.plan.schedule(c.gid).filter(|_| c.started()) else {
+                continue;
+            };
+            let due = sched.due(at).max(c.due_k);
+            self.rec.c.scheduled += due - c.due_k;
+            if !quota_done {
+                self.rec.not_sent(due - c.sent_k);
+            }
+            c.due_k = due;
         }
         self.connect_queue.clear();
         for c in &mut self.conns {

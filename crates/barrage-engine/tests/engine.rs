@@ -107,8 +107,10 @@ fn think_time_paces_a_closed_loop() {
     );
     let o = go(p);
     let n = o.outcome.summary.requests;
-    // 5 connections x (1 s / ~20 ms) = 250 at most; the round trip makes it a little less.
-    assert!((180..=260).contains(&n), "{n}");
+    // 5 connections x (1 + 1 s / 20 ms) at most, however fast the machine; ping-pong without
+    // the think time would do thousands. (How close to the bound it gets is for bench/.)
+    assert!((1..=255).contains(&n), "{n}");
+    assert_balanced(&o);
 }
 
 #[test]
@@ -117,9 +119,9 @@ fn rate_mode_sends_the_requested_rate() {
     let p = plan(server.local_addr(), 10, Mode::Rate(2000.0), 1.0);
     let o = go(p);
     let s = &o.outcome.summary;
-    assert!((1960..=2040).contains(&s.requests), "{}", s.requests);
+    assert_schedule_accounted(&o, 2000.0, 1.0);
     assert_eq!(s.latency_basis, LatencyBasis::IntendedSend);
-    assert_eq!(s.errors.total(), 0);
+    assert_eq!(s.exchanges.failed, 0);
 }
 
 #[test]
@@ -268,7 +270,7 @@ fn expect_none_completes_on_write() {
     };
     let o = go(p);
     let s = &o.outcome.summary;
-    assert!((480..=520).contains(&s.requests), "{}", s.requests);
+    assert_schedule_accounted(&o, 500.0, 1.0);
     assert_eq!(s.exchanges.completed, s.exchanges.sent);
     assert_eq!(s.latency_us.count, 0);
     assert_eq!(s.totals.bytes_written, s.exchanges.sent * 14);
@@ -285,13 +287,10 @@ fn a_full_backlog_counts_not_sent_instead_of_dropping_silently() {
     let s = &o.outcome.summary;
     let not_sent = s.errors.get(ErrorClass::NotSent);
     assert!(not_sent > 100, "{:?}", s.errors);
+    assert_eq!(s.exchanges.not_sent, not_sent);
+    assert_eq!(s.failed_requests.get(ErrorClass::NotSent), not_sent);
     // Every due message is accounted for: sent, or not sent.
-    assert!(
-        s.exchanges.sent + not_sent >= 195,
-        "{:?} {not_sent}",
-        s.exchanges
-    );
-    assert_balanced(&o);
+    assert_schedule_accounted(&o, 200.0, 1.0);
 }
 
 #[test]
@@ -326,10 +325,12 @@ fn warmup_is_excluded_from_the_headline() {
     let o = go(p);
     let s = &o.outcome.summary;
     let w = o.outcome.warmup.as_ref().unwrap();
-    assert!((0.99..1.01).contains(&s.duration_s), "{}", s.duration_s);
-    assert!((980..=1020).contains(&s.requests), "{}", s.requests);
-    assert!((480..=520).contains(&w.requests), "{}", w.requests);
+    // Segment lengths come from the timeline, not from the clock.
+    assert!((0.999..1.001).contains(&s.duration_s), "{}", s.duration_s);
+    assert!((0.499..0.501).contains(&w.duration_s), "{}", w.duration_s);
+    assert!(w.requests <= 505, "{}", w.requests);
     assert_eq!(s.totals.completed, s.requests + w.requests);
+    assert_schedule_accounted(&o, 1000.0, 1.5);
 }
 
 #[test]
@@ -369,7 +370,7 @@ fn coordinated_omission_stall_shows_in_open_loop_latency() {
 #[test]
 fn connect_rate_ramps_connections_gradually() {
     let server = echo_server(1);
-    let mut p = plan(server.local_addr(), 100, Mode::PingPong, 2.5);
+    let mut p = plan(server.local_addr(), 100, Mode::PingPong, 3.0);
     p.connect_rate = Some(50.0);
     let o = go(p);
     let ticks = &o.outcome.timeseries;
@@ -380,8 +381,13 @@ fn connect_rate_ramps_connections_gradually() {
             .map(|k| k.open)
             .unwrap()
     };
-    assert!((45..=56).contains(&open_at(1.0)), "{}", open_at(1.0));
-    assert!((95..=100).contains(&open_at(2.0)), "{}", open_at(2.0));
+    // Two shares of 25/s each: connect k of a share starts no earlier than k x 40 ms, so by
+    // 1 s at most 2 x 26 are open, however fast the machine (how close it gets: bench/).
+    assert!(open_at(1.0) <= 52, "{}", open_at(1.0));
+    assert!(open_at(2.0) <= 2 * 51, "{}", open_at(2.0));
+    let ramp = o.outcome.summary.ramp.unwrap();
+    assert_eq!(ramp.ready, 100);
+    assert!(ramp.all_ready_s.unwrap() >= 49.0 * 0.04, "{ramp:?}");
     assert_eq!(o.outcome.summary.connections.peak, 100);
     assert_eq!(o.outcome.summary.connections.attempts, 100);
 }
@@ -407,4 +413,96 @@ fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
     );
     assert_eq!(s.connections.open, 0);
     assert_balanced(&o);
+}
+
+#[test]
+fn open_loop_schedules_start_when_each_connection_is_up() {
+    // Regression: every schedule began at t = 0, before its connection was up, so a
+    // connection that came up late sent a catch-up burst (75 % over the plan) and reported
+    // the ramp as seconds of latency. Connect at 100/s (two shares of 50/s), one message every
+    // 100 ms per connection, 3 s.
+    let server = echo_server(1);
+    let mut p = plan(
+        server.local_addr(),
+        200,
+        Mode::Interval(Duration::from_millis(100)),
+        3.0,
+    );
+    p.connect_rate = Some(100.0);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let x = s.exchanges;
+    assert_eq!(x.scheduled, x.sent + x.not_sent, "{x:?}");
+    assert_balanced(&o);
+    assert_eq!(s.ramp.unwrap().ready, 200);
+    // Connection k of a share cannot be up before k x 20 ms, so at most
+    // 10 x (3 s - k x 20 ms) + 1 messages fall due on its schedule: 4,220 in all. Schedules
+    // from t = 0 would make it 6,000.
+    let bound: f64 = (0..100)
+        .map(|k| 2.0 * (10.0 * (3.0 - k as f64 * 0.02) + 1.0))
+        .sum();
+    assert!(x.scheduled as f64 <= bound, "{} > {bound}", x.scheduled);
+    assert!(
+        s.ramp.unwrap().all_ready_s.unwrap() >= 99.0 * 0.02,
+        "{:?}",
+        s.ramp
+    );
+    // No catch-up: latency from the intended send time is the echo's service time, not the
+    // ramp (seconds when schedules started before the connections).
+    assert!(s.latency_us.p99 < 1_000_000, "p99 {} us", s.latency_us.p99);
+}
+
+#[test]
+fn accept_then_reset_backs_off_instead_of_reconnecting_in_a_busy_loop() {
+    // Regression: the backoff was reset as soon as a connection opened, so a server that
+    // accepts and resets at once made 100 connections do 18,267 connects in 3 s.
+    let server = TestServer::start(|s| {
+        let s = socket2::Socket::from(s);
+        let _ = s.set_linger(Some(Duration::ZERO));
+        drop(s); // RST
+    });
+    let o = go(plan(server.addr, 50, Mode::PingPong, 1.5));
+    let c = o.outcome.summary.connections;
+    // With the backoff (10 ms doubling, jitter down to half), a connection can start at most
+    // 10 connects in 1.5 s: 5+10+20+40+80+160+320+640 ms of waits fit, the next does not.
+    assert!(c.attempts <= 50 * 10, "{c:?}");
+    assert!(c.attempts > 50, "{c:?}");
+    assert_eq!(o.outcome.summary.exchanges.completed, 0);
+    assert_balanced(&o);
+}
+
+#[test]
+fn every_request_lost_to_a_stall_counts_in_the_error_rate() {
+    // Regression: with a server stall longer than --timeout, 19 % of an open-loop run's
+    // requests failed but only the broken connections (one each) were counted, so the error
+    // rate read 0.2 %.
+    let server = echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall_at: Some(Duration::from_millis(300)),
+        stall_for: Duration::from_millis(700),
+        ..EchoConfig::default()
+    })
+    .unwrap();
+    let mut p = plan(server.local_addr(), 4, Mode::Rate(400.0), 1.5);
+    p.timeout = Duration::from_millis(150);
+    let o = go(p);
+    let s = &o.outcome.summary;
+    let x = s.exchanges;
+    assert_balanced(&o);
+    assert_eq!(x.scheduled, x.sent + x.not_sent, "{x:?}");
+    // Every exchange that did not complete is in the error rate, by its reason.
+    assert_eq!(s.failed_requests.total(), x.failed + x.not_sent, "{s:?}");
+    let timeouts = s.errors.get(ErrorClass::Timeout);
+    assert!(timeouts >= 4, "{:?}", s.errors);
+    assert!(
+        s.failed_requests.get(ErrorClass::Timeout) > timeouts,
+        "each timed-out connection carried several requests: {:?} vs {:?}",
+        s.failed_requests,
+        s.errors
+    );
+    let rate = s.error_rate().unwrap();
+    let want = s.failed_requests.total() as f64 / (s.requests + s.failed_requests.total()) as f64;
+    assert_eq!(rate, want);
+    assert!(rate > 0.05, "a 700 ms stall in 1.5 s: {rate}");
 }

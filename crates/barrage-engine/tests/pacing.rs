@@ -1,6 +1,9 @@
-//! The pacing figure as a test: 1,000 connections, one message every 50 ms each, for
-//! 20 s against the echo server: 20,000 req/s on average within 1 %, every one-second window
-//! within 2 %. This checks the schedule's correctness (a count), not the machine's speed.
+//! The pacing scenario, 1,000 connections with one message every 50 ms each, as an
+//! exact accounting check against the echo server: every message due on a connection's
+//! schedule is sent or counted as not sent, no more fall due than the plan's slots, and no
+//! one-second window holds more than the schedule allows. How evenly a real machine keeps the
+//! rate is a measurement (`bench/`); that the schedule itself is exactly uniform is tested in
+//! virtual time (`pacer::tests`).
 
 mod common;
 
@@ -12,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
-fn interval_1000_connections_x_50ms_holds_20000_per_second() {
+fn interval_1000_connections_x_50ms_accounts_for_every_scheduled_message() {
     let server = echo::start(EchoConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
@@ -23,27 +26,24 @@ fn interval_1000_connections_x_50ms_holds_20000_per_second() {
         server.local_addr(),
         1000,
         Mode::Interval(Duration::from_millis(50)),
-        20.0,
+        3.0,
     );
     p.threads = 1;
     let o = run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap();
     let s = &o.outcome.summary;
-    assert!(
-        (19_800.0..=20_200.0).contains(&s.rps.avg),
-        "avg {} req/s",
-        s.rps.avg
-    );
-    let windows: Vec<f64> = o
+    common::assert_schedule_accounted(&o, 20_000.0, 3.0);
+    assert_eq!(s.connections.peak, 1000);
+    assert_eq!(s.ramp.unwrap().ready, 1000);
+    assert_eq!(s.exchanges.failed, 0, "{:?}", s.failed_requests);
+    // A message is counted in the second in which the loop saw it due: 20 per connection,
+    // plus those of a late look across the boundary (5 for a loop 250 ms late): never the
+    // catch-up bursts of a schedule that ignored when its connection came up.
+    for t in o
         .outcome
         .timeseries
         .iter()
-        .filter(|t| t.phase == Phase::Measured && t.dt >= 0.999)
-        .map(|t| t.rps)
-        .collect();
-    assert!(windows.len() >= 19, "{} windows", windows.len());
-    for (i, r) in windows.iter().enumerate() {
-        assert!((19_600.0..=20_400.0).contains(r), "window {i}: {r} req/s");
+        .filter(|t| t.phase == Phase::Measured)
+    {
+        assert!(t.scheduled <= 25 * 1000, "{t:?}");
     }
-    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
-    assert_eq!(s.connections.peak, 1000);
 }

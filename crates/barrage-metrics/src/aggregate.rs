@@ -42,6 +42,12 @@ pub struct Tick {
     pub open_peak: u64,
     pub in_flight: u64,
     pub backlog: u64,
+    /// Open loop: messages that fell due in the segment on started connections' schedules.
+    #[serde(default)]
+    pub scheduled: u64,
+    /// Exchanges that did not complete in the segment (failed after sending, or not sent).
+    #[serde(default)]
+    pub failed_requests: u64,
     /// Worst event-loop lateness of any worker in the segment, microseconds.
     #[serde(default)]
     pub lag_us_max: u64,
@@ -105,6 +111,10 @@ pub struct Exchanges {
     pub in_flight_at_end: u64,
     pub not_sent: u64,
     pub unexpected_replies: u64,
+    /// Open loop: messages due on the connections' schedules (`sent + not_sent`, unless `-n`
+    /// ended the run first); 0 in closed-loop modes.
+    #[serde(default)]
+    pub scheduled: u64,
 }
 
 impl Exchanges {
@@ -144,11 +154,52 @@ pub struct Summary {
     pub handshake_us: Option<LatencyStats>,
     pub io: Io,
     pub connections: Connections,
-    /// Errors after the warm-up, by class.
+    /// Error events after the warm-up, by class: failed connects, broken or timed-out
+    /// connections (one each), rejected replies, messages not sent.
     pub errors: ErrorCounts,
+    /// Exchanges after the warm-up that did not complete, by the reason: what the error rate
+    /// counts (see [`Summary::error_rate`]).
+    #[serde(default)]
+    pub failed_requests: ErrorCounts,
+    /// How the connections came up (`None` in records written before it was measured).
+    #[serde(default)]
+    pub ramp: Option<Ramp>,
     pub exchanges: Exchanges,
     /// Whole-run counters, warm-up included: what the server saw.
     pub totals: Counters,
+}
+
+impl Summary {
+    /// The share of exchanges after the warm-up that did not complete:
+    /// `failed_requests / (completed + failed_requests)`, where failed requests are those sent
+    /// and then failed (timeout, reset, closed, rejected reply) plus those due and never sent.
+    /// `None` when there was nothing to count.
+    pub fn error_rate(&self) -> Option<f64> {
+        let failed = self.failed_requests.total();
+        let all = self.requests + failed;
+        (all > 0).then(|| failed as f64 / all as f64)
+    }
+
+    /// Records written before failed requests were counted by reason hold failures only in
+    /// `exchanges` and `errors`: read their failed requests as the error events, the rate
+    /// those records were judged by. (A new record with failures always has them here.)
+    pub fn fill_legacy(&mut self) {
+        let x = &self.exchanges;
+        if self.failed_requests.total() == 0 && x.failed + x.not_sent > 0 {
+            self.failed_requests = self.errors;
+        }
+    }
+}
+
+/// The connection ramp, apart from the load: an open-loop schedule starts when its connection
+/// is first ready, so the load during the ramp follows the connections that are up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ramp {
+    /// Connections that were ready for load at least once.
+    pub ready: u64,
+    /// Seconds from the start until the last of them was first ready; `None` when some
+    /// connection never was.
+    pub all_ready_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -208,6 +259,7 @@ pub struct Aggregator {
     last_open: u64,
     peak_open: u64,
     in_flight_end: u64,
+    ready_last_ns: u64,
 }
 
 impl Aggregator {
@@ -227,6 +279,7 @@ impl Aggregator {
             last_open: 0,
             peak_open: 0,
             in_flight_end: 0,
+            ready_last_ns: 0,
         }
     }
 
@@ -289,6 +342,8 @@ impl Aggregator {
             open_peak: d.open_peak,
             in_flight: d.in_flight,
             backlog: d.backlog,
+            scheduled: c.scheduled,
+            failed_requests: c.failed_by.total(),
             lag_us_max: d.lag_max_ns / 1000,
             saturated: false,
             errors: c.errors,
@@ -304,6 +359,7 @@ impl Aggregator {
         self.tls.merge(&d.tls);
         self.handshake.merge(&d.handshake);
         self.peak_open = self.peak_open.max(d.open_peak);
+        self.ready_last_ns = self.ready_last_ns.max(d.ready_last_ns);
         match phase {
             Phase::Warmup => self.warmup.add(&d),
             Phase::Measured => {
@@ -397,6 +453,12 @@ impl Aggregator {
                 closed_by_peer: totals.closed_by_peer,
             },
             errors: after.errors,
+            failed_requests: after.failed_by,
+            ramp: Some(Ramp {
+                ready: totals.first_ready,
+                all_ready_s: (totals.first_ready >= target_connections)
+                    .then_some(self.ready_last_ns as f64 / 1e9),
+            }),
             exchanges: Exchanges {
                 sent: totals.sent,
                 completed: totals.completed,
@@ -404,6 +466,7 @@ impl Aggregator {
                 in_flight_at_end: self.in_flight_end,
                 not_sent: totals.errors.get(crate::ErrorClass::NotSent),
                 unexpected_replies: totals.unexpected,
+                scheduled: totals.scheduled,
             },
             totals,
         };

@@ -29,7 +29,21 @@ pub struct Counters {
     pub connect_failures: u64,
     /// Established connections that the peer closed or reset, or that timed out.
     pub closed_by_peer: u64,
+    /// Error events by class: a failed connect, a broken or timed-out connection (one each,
+    /// however many exchanges it carried), a mismatched or rejected reply, a message not sent.
     pub errors: ErrorCounts,
+    /// Exchanges that did not complete, by the reason: sent and then failed (the class that
+    /// ended their connection, or of their reply) or never sent (`not_sent`). This, not
+    /// `errors`, is what the error rate counts.
+    #[serde(default)]
+    pub failed_by: ErrorCounts,
+    /// Open loop: messages that fell due on the schedules of connections that had started
+    /// (`sent + not_sent` once the run is over, unless `-n` ended it first).
+    #[serde(default)]
+    pub scheduled: u64,
+    /// Connections that became ready for load for the first time (the ramp).
+    #[serde(default)]
+    pub first_ready: u64,
     /// Replies received: TCP frames, HTTP responses, WebSocket data messages (expected or not).
     #[serde(default)]
     pub replies: u64,
@@ -62,6 +76,9 @@ impl Counters {
         self.connect_failures += o.connect_failures;
         self.closed_by_peer += o.closed_by_peer;
         self.errors.merge(&o.errors);
+        self.failed_by.merge(&o.failed_by);
+        self.scheduled += o.scheduled;
+        self.first_ready += o.first_ready;
         self.replies += o.replies;
         self.status.merge(&o.status);
         self.ws_close.merge(&o.ws_close);
@@ -88,6 +105,9 @@ mod tests {
             connect_failures: 11,
             closed_by_peer: 12,
             errors: ErrorCounts::default(),
+            failed_by: ErrorCounts::default(),
+            scheduled: 14,
+            first_ready: 15,
             replies: 13,
             status: CodeCounts::default(),
             ws_close: CodeCounts::default(),
@@ -102,6 +122,7 @@ mod tests {
         assert_eq!(a.errors.get(ErrorClass::Reset), 2);
         assert_eq!(a.reads + a.writes, 30);
         assert_eq!(a.replies, 26);
+        assert_eq!((a.scheduled, a.first_ready), (28, 30));
         assert_eq!(a.status.get(200), 2);
     }
 }

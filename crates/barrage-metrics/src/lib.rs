@@ -20,8 +20,8 @@ pub mod thresholds;
 pub mod timeline;
 
 pub use aggregate::{
-    Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Rps, Summary,
-    Tick, TickLatency,
+    Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Ramp, Rps,
+    Summary, Tick, TickLatency,
 };
 pub use analysis::{
     analyze, AnalysisReport, Fit, LeakStatus, LeakVerdict, Recovery, Stability, Trend, Verdict,

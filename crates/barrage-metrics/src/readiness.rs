@@ -17,7 +17,7 @@
 //!   Warn when its open fds grow.
 //! - **memory management**: no leak and RSS back after the recovery phase → Pass; leak → Fail;
 //!   anything else (inconclusive, no recovery phase, not back without growth) → Warn.
-//! - **errors**: errors / (completed + errors) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
+//! - **errors**: failed requests / (completed + failed requests) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
 //!   else Fail; a Pass becomes Warn when the error rate grows (trend rule).
 
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
@@ -89,7 +89,8 @@ pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (
     its open fds grow";
 pub const MEMORY_RULE: &str = "no leak and RSS back after the recovery phase: Pass; leak: Fail; \
     otherwise (inconclusive, no recovery phase, not back): Warn";
-pub const ERRORS_RULE: &str = "errors / (completed + errors) after the warm-up < 0.1 %: Pass, \
+pub const ERRORS_RULE: &str = "failed requests (failed after sending, or not sent) / (completed + \
+    failed) after the warm-up < 0.1 %: Pass, \
     < 1 %: Warn, else Fail; Pass becomes Warn if the error rate grows";
 
 fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
@@ -278,13 +279,13 @@ fn memory(a: &AnalysisReport) -> Row {
 fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
     let aspect = Aspect::Errors;
     let s = &result.summary;
-    let errors = s.errors.total();
-    let all = s.requests + errors;
-    if all == 0 {
+    let Some(rate) = s.error_rate() else {
         let fig = "no exchange completed or failed".into();
         return row(aspect, Grade::NotMeasured, fig, ERRORS_RULE);
-    }
-    let pct = errors as f64 / all as f64 * 100.0;
+    };
+    let errors = s.failed_requests.total();
+    let all = s.requests + errors;
+    let pct = rate * 100.0;
     let mut g = match pct {
         p if p < 0.1 => Grade::Pass,
         p if p < 1.0 => Grade::Warn,

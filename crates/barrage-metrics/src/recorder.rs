@@ -6,6 +6,7 @@
 //! a fresh interval; gauges (open connections, in flight, backlog) carry over.
 
 use crate::counters::Counters;
+use crate::error::ErrorClass;
 use crate::histogram::{LatencyHistogram, OptHistogram};
 
 #[derive(Debug, Default)]
@@ -25,6 +26,8 @@ pub struct Recorder {
     /// Worst lateness of the event loop in this segment: how long after its due time a timer
     /// was handled, in nanoseconds (scheduler lag; a busy or starved worker shows here).
     pub lag_max_ns: u64,
+    /// When the last connection so far became ready for the first time (ns since the start).
+    pub ready_last_ns: u64,
     open_peak: u64,
 }
 
@@ -42,6 +45,27 @@ impl Recorder {
     #[inline]
     pub fn conn_closed(&mut self) {
         self.open = self.open.saturating_sub(1);
+    }
+
+    /// A connection is ready for load for the first time, at `now_ns`.
+    #[inline]
+    pub fn conn_first_ready(&mut self, now_ns: u64) {
+        self.c.first_ready += 1;
+        self.ready_last_ns = self.ready_last_ns.max(now_ns);
+    }
+
+    /// `n` exchanges that were sent failed because of `class`.
+    #[inline]
+    pub fn exchanges_failed(&mut self, class: ErrorClass, n: u64) {
+        self.c.failed += n;
+        self.c.failed_by.add(class, n);
+    }
+
+    /// `n` due messages were never sent (backlog overflow, or still due at the end).
+    #[inline]
+    pub fn not_sent(&mut self, n: u64) {
+        self.c.error(ErrorClass::NotSent, n);
+        self.c.failed_by.add(ErrorClass::NotSent, n);
     }
 
     /// Close the interval `[start_ns, end_ns)` identified by `key` and start the next one.
@@ -62,6 +86,7 @@ impl Recorder {
             in_flight: self.in_flight,
             backlog: self.backlog,
             lag_max_ns: std::mem::take(&mut self.lag_max_ns),
+            ready_last_ns: self.ready_last_ns,
         };
         self.open_peak = self.open;
         d
@@ -87,6 +112,8 @@ pub struct Delta {
     pub in_flight: u64,
     pub backlog: u64,
     pub lag_max_ns: u64,
+    /// When the worker's last connection so far became ready for the first time.
+    pub ready_last_ns: u64,
 }
 
 impl Delta {
@@ -104,6 +131,7 @@ impl Delta {
         self.in_flight += o.in_flight;
         self.backlog += o.backlog;
         self.lag_max_ns = self.lag_max_ns.max(o.lag_max_ns);
+        self.ready_last_ns = self.ready_last_ns.max(o.ready_last_ns);
         self.start_ns = self.start_ns.min(o.start_ns);
         self.end_ns = self.end_ns.max(o.end_ns);
     }
@@ -112,7 +140,6 @@ impl Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorClass;
 
     #[test]
     fn take_moves_counts_and_keeps_gauges() {

@@ -53,14 +53,21 @@ pub const METRICS: &[(&str, &str)] = &[
     ("rps.peak", "best full second; count"),
     ("rps.current", "last full second; count"),
     ("requests", "exchanges completed after the warm-up; count"),
-    ("errors", "errors after the warm-up, all classes; count"),
+    (
+        "errors",
+        "error events after the warm-up (a broken connection counts once); count",
+    ),
     (
         "errors.<class>",
-        "errors of one class, e.g. errors.timeout; count",
+        "error events of one class, e.g. errors.timeout; count",
+    ),
+    (
+        "requests.failed",
+        "exchanges that did not complete (failed after sending, or not sent); count",
     ),
     (
         "errors.rate",
-        "errors / (completed + errors); rate (% or fraction)",
+        "requests.failed / (requests + requests.failed); rate (% or fraction)",
     ),
     ("connections.peak", "most connections open at once; count"),
     ("server.rss.max", "highest server RSS sampled; byte size"),
@@ -147,8 +154,8 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
     Some(match metric {
         "p50" | "p75" | "p90" | "p99" | "p999" | "p9999" | "latency.max" | "latency.mean"
         | "connect.p99" => Kind::Duration,
-        "rps.avg" | "rps.peak" | "rps.current" | "requests" | "errors" | "connections.peak"
-        | "server.fds.max" => Kind::Count,
+        "rps.avg" | "rps.peak" | "rps.current" | "requests" | "requests.failed" | "errors"
+        | "connections.peak" | "server.fds.max" => Kind::Count,
         "errors.rate" => Kind::Rate,
         "server.rss.max" | "server.rss.avg" | "server.rss.after" => Kind::Bytes,
         "server.cpu.avg" | "server.cpu.max" | "stability.cv" => Kind::Percent,

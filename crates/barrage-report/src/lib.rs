@@ -209,5 +209,7 @@ pub fn parse(text: &str, path: &Path) -> Result<RunResult, ReportError> {
             })
         }
     }
-    serde_json::from_str(text).map_err(json_err)
+    let mut r: RunResult = serde_json::from_str(text).map_err(json_err)?;
+    r.summary.fill_legacy();
+    Ok(r)
 }

@@ -283,6 +283,41 @@ fn errors(e: &ErrorCounts) -> String {
     format!("{} ({})", thousands(e.total()), classes.join(", "))
 }
 
+/// Requests that did not complete, and their share: the error rate.
+fn failed_requests(s: &barrage_metrics::Summary) -> String {
+    match s.error_rate() {
+        Some(rate) if rate > 0.0 => format!(
+            "{} of {} requests ({}): {}",
+            thousands(s.failed_requests.total()),
+            thousands(s.requests + s.failed_requests.total()),
+            pct(rate),
+            s.failed_requests
+                .nonzero()
+                .map(|(c, n)| format!("{c} {}", thousands(n)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => "none".into(),
+    }
+}
+
+/// Error events (a broken connection counts once, however many requests it carried).
+fn error_events(e: &ErrorCounts) -> String {
+    match e.total() {
+        0 => "none".into(),
+        _ => format!("{} events", errors(e)),
+    }
+}
+
+fn pct(rate: f64) -> String {
+    let p = rate * 100.0;
+    if p >= 10.0 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.3} %")
+    }
+}
+
 /// Connections, errors and the exchange conservation line: is the run to be trusted?
 fn health(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
@@ -308,8 +343,24 @@ fn health(r: &RunResult) -> Vec<String> {
                 thousands(c.closed_by_peer)
             ),
         ),
-        row("Errors", errors(&s.errors)),
+        row("Failed", failed_requests(s)),
+        row("Errors", error_events(&s.errors)),
     ];
+    if let Some(ramp) = &s.ramp {
+        let ramp_line = match ramp.all_ready_s {
+            Some(t) if s.latency_basis == LatencyBasis::IntendedSend => format!(
+                "all {} ready after {t:.2} s; each schedule started when its connection was up",
+                thousands(ramp.ready)
+            ),
+            Some(t) => format!("all {} ready after {t:.2} s", thousands(ramp.ready)),
+            None => format!(
+                "{} of {} connections were ever ready",
+                thousands(ramp.ready),
+                thousands(c.target)
+            ),
+        };
+        lines.insert(2, row("Ramp", ramp_line));
+    }
     let t = &s.totals;
     if !t.status.is_empty() {
         let codes: Vec<String> = t
@@ -354,7 +405,22 @@ fn health(r: &RunResult) -> Vec<String> {
     if r.warmup.is_some() {
         extra.push("whole run, warm-up included".to_string());
     }
-    if x.not_sent > 0 {
+    if x.scheduled > 0 && x.scheduled == x.sent + x.not_sent {
+        extra.push(format!(
+            "scheduled {} = sent {} + not sent {}",
+            thousands(x.scheduled),
+            thousands(x.sent),
+            thousands(x.not_sent)
+        ));
+    } else if x.scheduled > 0 {
+        extra.push(format!(
+            "scheduled {}: sent {}, not sent {}, due after -n was reached {}",
+            thousands(x.scheduled),
+            thousands(x.sent),
+            thousands(x.not_sent),
+            thousands(x.scheduled.saturating_sub(x.sent + x.not_sent))
+        ));
+    } else if x.not_sent > 0 {
         extra.push(format!("not sent {}", thousands(x.not_sent)));
     }
     if x.unexpected_replies > 0 {

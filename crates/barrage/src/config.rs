@@ -23,6 +23,10 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
 }
 
 const MAX_MESSAGE: u64 = 16 << 20;
+/// `-n`: far beyond any run, low enough for exact arithmetic on request counts.
+const MAX_REQUESTS: u64 = 1_000_000_000_000_000;
+/// `-n` without `-d` also stops after this long: every run is bounded in time.
+pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 const DEFAULT_MESSAGE: &[u8] = b"hello from barrage\n";
 
 pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
@@ -100,9 +104,25 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
     if threads > 1024 {
         return usage("-t/--threads: at most 1024");
     }
+    if let Some(d) = a.interval {
+        let total = a.connections as f64 / d.as_secs_f64();
+        if total > crate::units::MAX_RATE {
+            return usage(format!(
+                "--interval {d:?}: with -c {} that is {total:.3e} messages/s in total, more \
+                 than the 100M/s barrage can schedule; use a longer --interval or fewer \
+                 connections",
+                a.connections
+            ));
+        }
+    }
+    if a.requests.is_some_and(|n| n > MAX_REQUESTS) {
+        return usage("-n/--requests: at most 1,000,000,000,000,000 (1e15) exchanges per run");
+    }
     let duration = match (a.duration, a.requests) {
         (Some(d), _) => Some(d),
-        (None, Some(_)) => None,
+        // Every run is bounded in time: `-n` alone also stops after a default bound, so a
+        // server that never answers cannot keep it going forever (run.rs prints the rule).
+        (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
         (None, None) => Some(Duration::from_secs(10)),
     };
     let connect_timeout = a.connect_timeout.unwrap_or(a.timeout);
@@ -119,7 +139,10 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         protocol: url.scheme.name().into(),
         connections: a.connections,
         threads: threads.min(a.connections as usize),
-        duration_s: duration.map(|d| d.as_secs_f64()),
+        // `-n` alone: the user set no duration; the time bound is a guard, printed at start.
+        duration_s: duration
+            .filter(|_| a.duration.is_some() || a.requests.is_none())
+            .map(|d| d.as_secs_f64()),
         requests: a.requests,
         warmup_s: a.warmup.as_secs_f64(),
         mode: mode.name().into(),
@@ -442,6 +465,59 @@ pub fn expect(spec: &str) -> Result<Framing, Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> RunArgs {
+        let full: Vec<&str> = ["barrage", "run"].iter().chain(argv).copied().collect();
+        match crate::cli::Cli::try_parse_from(full).unwrap().command {
+            crate::cli::Command::Run(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn requests_without_duration_are_still_bounded_in_time() {
+        // Regression: `-n` alone against a server that never answers ran until interrupted.
+        let (p, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5"])).unwrap();
+        assert_eq!(p.duration, Some(REQUESTS_TIME_BOUND));
+        assert_eq!(p.requests, Some(5));
+        let (p, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5", "-d", "2s"])).unwrap();
+        assert_eq!(p.duration, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn absurd_rates_counts_and_intervals_are_refused_naming_the_flag() {
+        // Regression: `--rate 1e19` wrapped the schedule arithmetic and the worker spun.
+        for (argv, flag) in [
+            (&["--interval", "1ns", "-c", "1000"][..], "--interval"),
+            (&["--interval", "5ns"][..], "--interval"),
+            (&["-n", "2000000000000000"][..], "-n/--requests"),
+        ] {
+            let mut full = vec!["tcp://127.0.0.1:9"];
+            full.extend_from_slice(argv);
+            let err = plan(&args(&full)).unwrap_err().0;
+            assert!(err.starts_with(flag), "{argv:?}: {err}");
+        }
+        for rate in ["1e19", "1e20", "1e16", "2e8"] {
+            let full = ["barrage", "run", "tcp://127.0.0.1:9", "--rate", rate];
+            let err = crate::cli::Cli::try_parse_from(full)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--rate") && err.contains("100M"),
+                "{rate}: {err}"
+            );
+        }
+        plan(&args(&["tcp://127.0.0.1:9", "--rate", "100M", "-c", "100"])).unwrap();
+        plan(&args(&[
+            "tcp://127.0.0.1:9",
+            "--interval",
+            "1us",
+            "-c",
+            "100",
+        ]))
+        .unwrap();
+    }
 
     #[test]
     fn status_sets() {

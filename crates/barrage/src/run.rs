@@ -66,6 +66,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         }
     }
     let (quiet, target) = (a.quiet, plan.connections);
+    if a.requests.is_some() && a.duration.is_none() && !quiet {
+        eprintln!(
+            "note: -n without -d: the run also stops after {} s; give -d to change that bound",
+            config::REQUESTS_TIME_BOUND.as_secs()
+        );
+    }
     // The dashboard replaces the status line; if the terminal refuses it, the line it is.
     let dash = tui::wanted(a.no_tui, quiet, a.json.as_deref() == Some("-"))
         .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(&plan), stop.clone()))

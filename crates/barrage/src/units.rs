@@ -43,7 +43,12 @@ pub fn positive_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A rate per second, greater than zero (`1000`, `1.5k`, `2M`).
+/// The highest rate barrage accepts, messages (or connects) per second in total: far above
+/// what one machine can send, and low enough that every schedule index, intended time and
+/// count stays exact in the engine's arithmetic (a period of at least 10 ns).
+pub const MAX_RATE: f64 = 1e8;
+
+/// A rate per second, greater than zero and at most [`MAX_RATE`] (`1000`, `1.5k`, `2M`).
 pub fn rate(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches("/s");
     if t.starts_with('-') {
@@ -60,6 +65,12 @@ pub fn rate(s: &str) -> Result<f64, String> {
     let r = v * mult;
     if !r.is_finite() || r <= 0.0 {
         return Err("must be greater than zero".into());
+    }
+    if r > MAX_RATE {
+        return Err(format!(
+            "'{s}' is more than the 100M per second barrage can schedule; \
+             give a rate up to 100M"
+        ));
     }
     Ok(r)
 }
@@ -117,6 +128,10 @@ mod tests {
         assert_eq!(rate("1000").unwrap(), 1000.0);
         assert_eq!(rate("2.5k").unwrap(), 2500.0);
         assert_eq!(rate("1M/s").unwrap(), 1e6);
+        assert_eq!(rate("100M").unwrap(), 1e8);
+        for bad in ["1e19", "1e16", "100000001", "1e999", "inf", "NaN"] {
+            assert!(rate(bad).is_err(), "{bad}");
+        }
         for bad in ["0", "-1", "x", ""] {
             assert!(rate(bad).is_err(), "{bad}");
         }

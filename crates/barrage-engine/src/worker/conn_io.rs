@@ -176,7 +176,9 @@ impl Worker {
     pub(super) fn become_ready(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
         c.state = State::Ready;
-        c.failures = 0;
+        // The backoff is not reset here: a server that accepts and resets at once must not
+        // turn reconnects into a busy loop. Useful work (a handshake, a completed exchange)
+        // resets it.
         c.timeout_at = u64::MAX;
         if !self.ever_connected {
             self.ever_connected = true;
@@ -187,7 +189,19 @@ impl Worker {
 
     /// A connection became ready for load: owe the pipeline (closed loop) or catch up with the
     /// schedule (open loop).
+    ///
+    /// The first time a connection is ready its load starts: an open-loop schedule begins
+    /// with the first message due after this moment (like wrk2), so the connection ramp never
+    /// turns into a catch-up burst or into latency. A reconnect keeps the schedule.
     pub(super) fn start_mode(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
+        if !c.started() {
+            let k0 = self.plan.schedule(c.gid).map_or(0, |s| s.due(now));
+            c.k0 = k0;
+            c.sent_k = k0;
+            c.due_k = k0;
+            self.rec.conn_first_ready(now);
+        }
         if !self.plan.mode.is_open_loop() {
             self.conns[idx as usize].owed = self.plan.pipeline;
         }
@@ -227,16 +241,24 @@ impl Worker {
                 wake = self.conns[i].retry_at;
             }
         }
-        if let (Some(sched), true) = (self.plan.schedule(self.conns[i].gid), load) {
+        if let Some(sched) = self.plan.schedule(self.conns[i].gid) {
+            if !(load && self.conns[i].started()) {
+                // Not ready yet for the first time: its schedule has not begun.
+                if wake != u64::MAX {
+                    self.schedule_wake(idx, wake);
+                }
+                return;
+            }
             // Open loop: count what is due, bound the backlog, send if the connection can.
             let c = &mut self.conns[i];
-            let due = sched.due(now);
+            let due = sched.due(now).max(c.due_k);
             let before = c.due_k - c.sent_k;
+            self.rec.c.scheduled += due - c.due_k;
             c.due_k = due;
             let mut backlog = c.due_k - c.sent_k;
             if backlog > self.plan.max_backlog {
                 let drop = backlog - self.plan.max_backlog;
-                self.rec.c.error(ErrorClass::NotSent, drop);
+                self.rec.not_sent(drop);
                 c.sent_k += drop;
                 backlog = self.plan.max_backlog;
             }
@@ -311,16 +333,17 @@ impl Worker {
             }
         }
         self.rec.c.error(class, 1);
-        self.close(idx, now, true);
+        self.close(idx, now, true, class);
     }
 
-    /// Drop the connection: what was in flight fails, and (during the load) it is reopened,
-    /// after a backoff when `backoff` (a failure), at once otherwise (a graceful close, e.g.
-    /// HTTP `Connection: close`).
-    pub(super) fn close(&mut self, idx: u32, now: u64, backoff: bool) {
+    /// Drop the connection: what was in flight fails as `class` (each exchange counts in the
+    /// error rate under the reason its connection ended), and (during the load) it is
+    /// reopened, after a backoff when `backoff` (a failure), at once otherwise (a graceful
+    /// close, e.g. HTTP `Connection: close`).
+    pub(super) fn close(&mut self, idx: u32, now: u64, backoff: bool, class: ErrorClass) {
         let c = &mut self.conns[idx as usize];
         let lost = c.counted_in_flight();
-        self.rec.c.failed += lost;
+        self.rec.exchanges_failed(class, lost);
         self.rec.in_flight -= lost;
         if let Some(a) = self.allowance.as_mut() {
             *a += lost; // those requests may be retried

@@ -78,7 +78,7 @@ impl Worker {
             Ok(()) if c.server_closes => {
                 self.rec.c.closed_by_peer += 1;
                 self.rec.conn_closed();
-                self.close(idx, now, false);
+                self.close(idx, now, false, ErrorClass::ClosedByPeer);
             }
             Ok(()) => self.fail(idx, ErrorClass::ClosedByPeer, None, now),
             Err(e) => self.fail(idx, ErrorClass::Protocol, Some(&e), now),
@@ -101,6 +101,7 @@ impl Worker {
                 break;
             }
             if c.state == State::Tls && !tls.is_handshaking() {
+                c.failures = 0; // a handshake is useful work: the backoff starts over
                 self.rec.tls.record_ns(now.saturating_sub(c.opened_at));
                 c.opened_at = now;
                 c.timeout_at = u64::MAX;
@@ -194,6 +195,7 @@ impl Worker {
             return self.fail(idx, ErrorClass::Protocol, Some(&e), now);
         }
         if let Some(consumed) = upgraded {
+            c.failures = 0; // a handshake is useful work: the backoff starts over
             self.rec
                 .handshake
                 .record_ns(now.saturating_sub(c.opened_at));
@@ -251,7 +253,7 @@ impl Worker {
             // HTTP `Connection: close` (or HTTP/1.0): a graceful end, reconnect at once.
             self.rec.c.closed_by_peer += 1;
             self.rec.conn_closed();
-            return self.close(idx, now, false);
+            return self.close(idx, now, false, ErrorClass::ClosedByPeer);
         }
         if let Some(at) = think_until {
             self.schedule_wake(idx, at);
@@ -360,6 +362,7 @@ impl Worker {
             }
             left -= f.len as u64;
             c.inflight.pop_front();
+            c.failures = 0;
             self.rec.c.completed += 1;
             self.rec.in_flight -= 1;
             if closed_loop {

@@ -166,3 +166,27 @@ pub fn ws_plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Pla
     });
     p
 }
+
+/// Open-loop accounting that holds whatever the machine's speed: every message due on a
+/// started connection's schedule was sent or counted as not sent, and no more fell due than
+/// the plan has slots after the connections came up (`rate` messages/s in total over `secs`).
+pub fn assert_schedule_accounted(o: &barrage_engine::RunOutput, rate: f64, secs: f64) {
+    let s = &o.outcome.summary;
+    let x = s.exchanges;
+    assert!(x.balanced(), "conservation broken: {x:?}");
+    assert_eq!(x.scheduled, x.sent + x.not_sent, "{x:?}");
+    let ready = s
+        .ramp
+        .unwrap()
+        .all_ready_s
+        .expect("every connection came up");
+    let conns = s.connections.target as f64;
+    assert!(
+        x.scheduled as f64 <= rate * secs + conns,
+        "more due than the plan: {x:?}"
+    );
+    assert!(
+        x.scheduled as f64 >= rate * (secs - ready) - conns,
+        "less due than the plan after the ramp ({ready} s): {x:?}"
+    );
+}

@@ -116,6 +116,9 @@ pub fn result(secs: u64, per_s: u64, errors_per_s: u64, conns: u64) -> RunResult
         d.counters
             .errors
             .add(crate::error::ErrorClass::Timeout, errors_per_s);
+        d.counters
+            .failed_by
+            .add(crate::error::ErrorClass::Timeout, errors_per_s);
         for _ in 0..per_s {
             d.latency.record_us(100);
         }

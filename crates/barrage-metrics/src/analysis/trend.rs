@@ -194,12 +194,12 @@ pub fn p99_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
     trend(TrendMetric::P99, &pts)
 }
 
-/// Per-second error rate errors / (completed + errors) over the steady state (seconds with
-/// neither are skipped).
+/// Per-second error rate failed / (completed + failed) requests over the steady state
+/// (seconds with neither are skipped).
 pub fn error_rate_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
     let pts: Vec<_> = steady_ticks(ticks, steady_from_s)
         .filter_map(|t| {
-            let e = t.errors.total();
+            let e = t.failed_requests;
             let all = t.requests + e;
             (all > 0).then(|| (t.t, e as f64 / all as f64))
         })
@@ -320,6 +320,7 @@ mod tests {
         let mut ticks = measured(&[1000.0; 60], 10);
         for (i, t) in ticks.iter_mut().enumerate() {
             t.errors.add(crate::error::ErrorClass::Timeout, i as u64);
+            t.failed_requests = i as u64;
         }
         let tr = error_rate_trend(&ticks, 0.0).unwrap();
         assert_eq!(tr.verdict, Verdict::Growing);

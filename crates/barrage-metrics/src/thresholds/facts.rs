@@ -60,9 +60,10 @@ impl Facts {
         for c in ErrorClass::ALL {
             f.set(&format!("errors.{c}"), s.errors.get(c) as f64);
         }
-        if s.requests + errors > 0 {
-            f.set("errors.rate", errors as f64 / (s.requests + errors) as f64);
+        if let Some(rate) = s.error_rate() {
+            f.set("errors.rate", rate);
         }
+        f.set("requests.failed", s.failed_requests.total() as f64);
         f.set("connections.peak", s.connections.peak as f64);
         let Some(a) = analysis else {
             return f;

@@ -76,8 +76,23 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
         ));
     }
     out.push(Block::Heading("Errors".into()));
+    if let Some(rate) = s.error_rate().filter(|r| *r > 0.0) {
+        let failed = s.failed_requests.total();
+        out.push(Block::Para(format!(
+            "{} of {} requests did not complete ({:.3} %): the error rate.",
+            thousands(failed),
+            thousands(s.requests + failed),
+            rate * 100.0
+        )));
+        let rows: Vec<[String; 2]> = s
+            .failed_requests
+            .nonzero()
+            .map(|(c, n)| [c.as_str().to_string(), thousands(n)])
+            .collect();
+        out.push(table(["failed requests by reason", "count"], rows));
+    }
     if s.errors.total() == 0 {
-        out.push(Block::Para("No errors.".into()));
+        out.push(Block::Para("No error events.".into()));
     } else {
         let mut rows: Vec<[String; 2]> = s
             .errors
@@ -85,7 +100,7 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             .map(|(c, n)| [c.as_str().to_string(), thousands(n)])
             .collect();
         rows.push(["total".into(), thousands(s.errors.total())]);
-        out.push(table(["class", "count"], rows));
+        out.push(table(["error events by class", "count"], rows));
     }
     let t = &s.totals;
     if !t.status.is_empty() {

@@ -73,6 +73,7 @@ pub fn aggregate(
     let mut rng = Rng::new(0x5eed);
     let mut agg = Aggregator::new(timeline, workers as usize);
     let mut in_flight = vec![0u64; workers as usize];
+    let mut ready = vec![0u64; workers as usize];
     let keys: Vec<u64> = segments
         .iter()
         .enumerate()
@@ -95,6 +96,22 @@ pub fn aggregate(
                 ..Default::default()
             };
             fill(w, i, &mut d, &mut rng);
+            // Synthetic: each error event is one failed request; a connection is first ready
+            // when the worker's open count reaches a new high.
+            if d.counters.failed_by.total() == 0 {
+                use barrage_metrics::ErrorClass as E;
+                for (class, n) in d.counters.errors.nonzero() {
+                    if !matches!(class, E::Refused | E::ConnectTimeout) {
+                        d.counters.failed_by.add(class, n);
+                    }
+                }
+            }
+            let high = d.open_peak.max(d.open);
+            if high > ready[w as usize] {
+                d.counters.first_ready = high - ready[w as usize];
+                ready[w as usize] = high;
+                d.ready_last_ns = end;
+            }
             let c = &mut d.counters;
             let prev = std::mem::replace(&mut in_flight[w as usize], d.in_flight);
             c.sent = (c.completed + c.failed + d.in_flight).saturating_sub(prev);

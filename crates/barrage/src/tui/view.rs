@@ -307,6 +307,8 @@ mod tests {
             open_peak: 5,
             in_flight: 0,
             backlog: 0,
+            scheduled: 0,
+            failed_requests: 0,
             lag_us_max: lag,
             saturated: false,
             errors: ErrorCounts::default(),

@@ -1,0 +1,114 @@
+//! Every number true: the error rate, the schedule's accounting and the bounds on what the
+//! arithmetic supports, seen from the command line (issue 8's measurement points).
+
+mod common;
+
+use common::*;
+
+#[test]
+fn errors_rate_threshold_counts_every_failed_request_of_an_open_loop_run() {
+    // Regression: a server stall longer than --timeout failed 19 % of an open-loop run's
+    // requests, but the error rate counted the broken connections (one each) and
+    // `errors.rate < 1%` passed with exit code 0.
+    let server = EchoServer::start(&["--stall-at", "300ms", "--stall-for", "700ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "--rate",
+            "400",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "1500ms",
+        ])
+        .args([
+            "--timeout",
+            "150ms",
+            "--threshold",
+            "errors.rate < 1%",
+            "--no-tui",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let r = read_json(&json);
+    let failed = u(&r, "summary.failed_requests.total");
+    let x = &r["summary"]["exchanges"];
+    assert_eq!(
+        failed,
+        x["failed"].as_u64().unwrap() + x["not_sent"].as_u64().unwrap(),
+        "every request that did not complete is counted: {x}"
+    );
+    assert!(u(&r, "summary.failed_requests.timeout") > u(&r, "summary.errors.timeout"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAIL") && stdout.contains("errors.rate"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("requests ("), "the Failed line: {stdout}");
+}
+
+#[test]
+fn absurd_rates_are_refused_before_any_load() {
+    // Regression: `--rate 1e19` wrapped a u64 in the schedule; the worker spun, ignored -d and
+    // SIGTERM, and wrote no result.
+    for rate in ["1e19", "1e20", "1e16"] {
+        let out = barrage()
+            .args(["tcp://127.0.0.1:9", "--rate", rate, "-d", "1s"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--rate {rate}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.contains("--rate"), "--rate {rate}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = barrage()
+        .args(["tcp://127.0.0.1:9", "--interval", "1ns", "-c", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--interval"));
+}
+
+#[test]
+fn the_summary_reports_the_ramp_apart_from_the_load() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "-c",
+            "40",
+            "--connect-rate",
+            "100",
+            "--interval",
+            "100ms",
+        ])
+        .args(["-t", "1", "-d", "1s", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let r = read_json(&json);
+    assert_eq!(u(&r, "summary.ramp.ready"), 40);
+    // The 40th connect cannot start before 390 ms at 100/s.
+    assert!(f(&r, "summary.ramp.all_ready_s") >= 0.39);
+    let x = &r["summary"]["exchanges"];
+    assert_eq!(
+        x["scheduled"].as_u64().unwrap(),
+        x["sent"].as_u64().unwrap() + x["not_sent"].as_u64().unwrap()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Ramp") && stdout.contains("all 40 ready after"),
+        "{stdout}"
+    );
+}
