@@ -14,7 +14,7 @@ mod common;
 mod pki;
 
 use common::*;
-use pki::{pki, Pki, Validity};
+use pki::{pki, self_signed, Pki, Validity};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -333,4 +333,57 @@ fn cacert_without_a_certificate_is_a_usage_error_naming_the_flag() {
     let r = barrage_run(&server.url(), &["--cacert", pki.key.to_str().unwrap()]);
     assert_eq!(r.code(), 2, "stderr:\n{}", r.stderr());
     assert!(r.stderr().contains("--cacert"), "{}", r.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pinning: `--cacert` holding the server's own (CA:TRUE, self-signed) certificate
+
+#[test]
+fn self_signed_ca_true_certificate_given_with_cacert_is_accepted_not_ca_used_as_end_entity() {
+    let pki = self_signed(&["localhost", "127.0.0.1"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &server.url(),
+        &[
+            "--cacert",
+            pki.ca.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let v = assert_clean_tls_run(&r, &json);
+    let st = server.stop();
+    let served = u(&st, "http.requests");
+    assert!(
+        (u(&v, "summary.exchanges.completed")..=u(&v, "summary.exchanges.sent")).contains(&served),
+        "server answered {served}: {}",
+        field(&v, "summary.exchanges")
+    );
+    assert_eq!(u(&st, "http.tls_errors"), 0, "{st}");
+}
+
+#[test]
+fn pinned_self_signed_certificate_for_another_name_still_fails_on_the_name() {
+    let pki = self_signed(&["example.invalid"], Validity::Now);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["host name", "localhost", "--insecure"]);
+}
+
+#[test]
+fn pinned_self_signed_certificate_that_expired_still_fails_on_the_expiry() {
+    let pki = self_signed(&["localhost"], Validity::Expired);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["expired", "--insecure"]);
+}
+
+#[test]
+fn a_different_self_signed_certificate_given_with_cacert_is_not_a_pin() {
+    let served = self_signed(&["localhost"], Validity::Now);
+    let other = self_signed(&["localhost"], Validity::Now);
+    let server = https_server(&served);
+    let r = barrage_run(&server.url(), &["--cacert", other.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["--cacert", "--insecure"]);
 }
