@@ -242,10 +242,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub json: Option<String>,
 
-    /// Also redact this header's value from every output (Authorization, Cookie and API-key
-    /// headers always are); repeatable
+    /// Also redact this header's or URL query parameter's value from every output
+    /// (Authorization, Cookie, API-key headers and token/key/secret/password/sig parameters
+    /// always are); repeatable
     #[arg(long, value_name = "NAME", help_heading = "Output")]
     pub redact: Vec<String>,
+
+    /// The body, message and first message are secret: every output shows
+    /// "[redacted N bytes]" instead ({secret:NAME} fills a value from the environment)
+    #[arg(long, help_heading = "Output")]
+    pub secret_body: bool,
 
     /// Write a self-contained report at the end: FILE.html or FILE.md
     #[arg(long, value_name = "FILE", help_heading = "Output")]
