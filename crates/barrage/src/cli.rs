@@ -322,11 +322,12 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub exit_after: Option<Duration>,
 
-    /// HTTP: serve TLS with this PEM certificate chain (with --tls-key)
+    /// Serve TLS (https://, wss://, raw TCP in TLS for echo) with this PEM certificate chain
+    /// (with --tls-key)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
 
-    /// HTTP: the PEM private key for --tls-cert
+    /// The PEM private key for --tls-cert
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }

@@ -7,8 +7,8 @@
 //! server is a child process killed by its guard; every run is bounded (`-d 1s`) and goes to
 //! 127.0.0.1 (`localhost` resolves there).
 //!
-//! `wss://` is tested in interop.rs against a Python `websockets` server with TLS: `serve ws`
-//! has no TLS option.
+//! `wss://` is tested against `barrage serve ws --tls-cert/--tls-key` here (and in interop.rs
+//! against a Python `websockets` server with TLS).
 
 mod common;
 mod pki;
@@ -386,4 +386,68 @@ fn a_different_self_signed_certificate_given_with_cacert_is_not_a_pin() {
     let server = https_server(&served);
     let r = barrage_run(&server.url(), &["--cacert", other.ca.to_str().unwrap()]);
     assert_refused_before_load(&r, server, &["--cacert", "--insecure"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// wss:// against `serve ws --tls-cert --tls-key`
+
+#[test]
+fn wss_against_serve_ws_with_tls_reconciles_message_counts_exactly() {
+    let pki = pki(&["localhost", "127.0.0.1"], Validity::Now);
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    let server = EchoServer::serve("ws", &["--tls-cert", cert, "--tls-key", key]);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &format!("wss://localhost:{}/", server.port),
+        &[
+            "--cacert",
+            pki.ca.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code(), 0, "stderr:\n{}", r.stderr());
+    let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "completed");
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    let st = server.stop();
+    let (sent, completed) = (
+        u(&v, "summary.exchanges.sent"),
+        u(&v, "summary.exchanges.completed"),
+    );
+    assert!(completed > 0);
+    // Ping-pong with a drain: every message sent was echoed and counted on both sides.
+    assert_eq!(sent, completed, "{}", field(&v, "summary.exchanges"));
+    assert_eq!(u(&st, "ws.messages_in"), sent, "{st}");
+    assert_eq!(u(&st, "ws.messages_out"), completed, "{st}");
+    assert_eq!(u(&st, "ws.handshakes"), 5, "{st}");
+    assert_eq!(u(&st, "ws.protocol_errors"), 0, "{st}");
+    // 5 load connections plus the pre-flight handshake.
+    assert_eq!(u(&st, "tls.handshakes"), 6, "{st}");
+    assert_eq!(u(&st, "tls.errors"), 0, "{st}");
+}
+
+#[test]
+fn serve_echo_and_ws_accept_tls_files_instead_of_rejecting_them() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    for kind in ["echo", "ws"] {
+        let server = EchoServer::serve(kind, &["--tls-cert", cert, "--tls-key", key]);
+        let st = server.stop();
+        assert_eq!(u(&st, "tls.handshakes"), 0, "{kind}: {st}");
+    }
+    // An unusable key is refused at start, naming the file (not after the first client).
+    let out = barrage()
+        .args(["serve", "ws", "--listen", "127.0.0.1:0", "--tls-cert", cert])
+        .args(["--tls-key", pki.ca.to_str().unwrap(), "--exit-after", "5s"])
+        .output()
+        .expect("run serve ws");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ca.pem"), "{err}");
 }
