@@ -116,11 +116,14 @@ impl Conn {
             }
         }
         if self.eof && self.owed() == 0 {
-            // TLS: say goodbye properly (best effort: the connection is dropped next).
-            if self.transport.close_notify() {
-                let _ = self.transport.flush(counters);
+            // TLS: our close_notify goes out after the last echo; records rustls still holds
+            // for a full socket are sent on the next writable edge before the close.
+            if self.transport.close_notify() && self.transport.flush(counters).is_err() {
+                return Turn::Closed;
             }
-            return Turn::Closed;
+            if !self.transport.wants_write() {
+                return Turn::Closed;
+            }
         }
         Turn::Idle
     }

@@ -163,7 +163,8 @@ impl Conn {
             }
             if self.eof {
                 // The client left without a close frame: finish what it is owed, then close.
-                return Ok(if owed == 0 { Turn::Closed } else { Turn::Idle });
+                let done = owed == 0 && !self.transport.wants_write();
+                return Ok(if done { Turn::Closed } else { Turn::Idle });
             }
             if self.phase == Phase::Closing || owed >= HOLD_LIMIT {
                 return Ok(Turn::Idle);
