@@ -3,6 +3,11 @@
 //! A message is parsed once into a template. Without placeholders it is one pre-built byte
 //! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
 //! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+//!
+//! `{secret:NAME}` is different: it is filled once, at plan time, from the environment
+//! variable NAME ([`fill_secrets`]), before the template is built, so the secret is plain
+//! literal bytes in the template and costs nothing per send; the caller keeps the unfilled text
+//! for everything it shows.
 
 use std::fmt;
 use std::io::Write as _;
@@ -65,6 +70,51 @@ pub fn escape(b: &[u8]) -> String {
         }
     }
     s
+}
+
+/// A `{secret:NAME}` placeholder that cannot be filled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("{{secret:{0}}} needs the environment variable {0}, which is not set; export it")]
+    Missing(String),
+    #[error(
+        "'{{secret:{0}': write {{secret:NAME}} with NAME an environment variable name \
+         (letters, digits, _)"
+    )]
+    BadName(String),
+}
+
+const SECRET_OPEN: &[u8] = b"{secret:";
+
+/// Replaces every `{secret:NAME}` in `raw` with `lookup(NAME)` (the value of environment
+/// variable NAME). Bytes without the placeholder are returned unchanged.
+pub fn fill_secrets(
+    raw: &[u8],
+    lookup: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<u8>, SecretError> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if !raw[i..].starts_with(SECRET_OPEN) {
+            out.push(raw[i]);
+            i += 1;
+            continue;
+        }
+        let rest = &raw[i + SECRET_OPEN.len()..];
+        let len = rest
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+            .count();
+        // `len` bytes are ASCII: the conversion cannot fail.
+        let name = std::str::from_utf8(&rest[..len]).unwrap_or_default();
+        if len == 0 || rest.get(len) != Some(&b'}') || rest[0].is_ascii_digit() {
+            return Err(SecretError::BadName(name.to_string()));
+        }
+        let value = lookup(name).ok_or_else(|| SecretError::Missing(name.to_string()))?;
+        out.extend_from_slice(&value);
+        i += SECRET_OPEN.len() + len + 1;
+    }
+    Ok(out)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,6 +255,40 @@ mod tests {
         );
         assert_eq!(out, b"c=7 s=42 t=1000!");
         assert_eq!(n, out.len());
+    }
+
+    #[test]
+    fn secret_placeholders_are_filled_once_into_literal_bytes() {
+        let mut env = |name: &str| (name == "TOKEN").then(|| b"s3cret".to_vec());
+        let filled = fill_secrets(b"LOGIN {secret:TOKEN} {seq}\n", &mut env).unwrap();
+        assert_eq!(filled, b"LOGIN s3cret {seq}\n");
+        // The filled secret is literal: only {seq} stays dynamic.
+        let t = Template::new(filled);
+        let mut out = Vec::new();
+        let fill = Fill {
+            conn: 1,
+            seq: 9,
+            ts_us: 1,
+        };
+        t.render_into(fill, &mut out);
+        assert_eq!(out, b"LOGIN s3cret 9\n");
+        assert_eq!(fill_secrets(b"plain {x}", &mut env).unwrap(), b"plain {x}");
+        assert_eq!(
+            fill_secrets(b"{secret:NOPE}", &mut env),
+            Err(SecretError::Missing("NOPE".into()))
+        );
+        for bad in [
+            &b"{secret:}"[..],
+            b"{secret:A-B}",
+            b"{secret:TOKEN",
+            b"{secret:1X}",
+        ] {
+            assert!(
+                matches!(fill_secrets(bad, &mut env), Err(SecretError::BadName(_))),
+                "{}",
+                escape(bad)
+            );
+        }
     }
 
     #[test]

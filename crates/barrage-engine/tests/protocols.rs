@@ -31,6 +31,7 @@ fn ws_server() -> ServerHandle {
     ws::start(ws::WsConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
+        tls: None,
         delay: None,
         stall_at: None,
         stall_for: Duration::ZERO,

@@ -27,15 +27,14 @@
 mod conn;
 mod request;
 mod response;
-mod tls;
 
 use self::conn::{Conn, Cx};
-use self::tls::Transport;
 use crate::driver::{self, Key, Service, Turn};
 use crate::faults::{Stall, Timers};
 use crate::runtime;
 use crate::sock::Sock;
 use crate::stats::{CounterWriter, Kind, ServerError};
+use crate::tls::{self, Transport};
 use mio::event::Event;
 use mio::net::TcpStream;
 use rustls::ServerConfig;
@@ -44,9 +43,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use self::response::{BODY_PATTERN, CHUNK, MAX_BODY, MAX_DELAY_MS};
-pub use self::tls::TlsFiles;
 pub use crate::runtime::ServerHandle;
 pub use crate::stats::{HttpStats, ServerStats};
+pub use crate::tls::TlsFiles;
 
 /// Size of each thread's read buffer: one read moves at most this much.
 const READ_BUF: usize = 64 * 1024;
@@ -90,19 +89,25 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
     let tls = cfg
         .tls
         .as_ref()
-        .map(|files| tls::load(files, cfg.listen))
+        .map(|files| tls::load(files, cfg.listen, &[b"http/1.1"]))
         .transpose()?;
     let delay = cfg.delay.filter(|delay| !delay.is_zero());
     let stall = Stall::new(started, cfg.stall_at, cfg.stall_for);
-    runtime::spawn(Kind::Http, cfg.listen, cfg.threads, move |parts| {
-        let service = HttpService {
-            buf: vec![0; READ_BUF].into_boxed_slice(),
-            timers: Timers::default(),
-            delay,
-            tls: tls.clone(),
-        };
-        driver::run(parts, service, stall);
-    })
+    runtime::spawn(
+        Kind::Http,
+        tls.is_some(),
+        cfg.listen,
+        cfg.threads,
+        move |parts| {
+            let service = HttpService {
+                buf: vec![0; READ_BUF].into_boxed_slice(),
+                timers: Timers::default(),
+                delay,
+                tls: tls.clone(),
+            };
+            driver::run(parts, service, stall);
+        },
+    )
 }
 
 /// One thread's http state; the driver owns the connections.

@@ -19,7 +19,10 @@ pub mod http;
 mod runtime;
 mod sock;
 mod stats;
+mod tls;
 pub mod ws;
 
+pub use tls::TlsFiles;
+
 pub use runtime::ServerHandle;
-pub use stats::{HttpStats, ServerError, ServerStats, WsStats};
+pub use stats::{HttpStats, ServerError, ServerStats, TlsStats, WsStats};

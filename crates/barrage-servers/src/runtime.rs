@@ -57,6 +57,8 @@ pub struct ServerHandle {
     local_addr: SocketAddr,
     /// Decides which protocol part [`ServerHandle::stats`] fills in.
     kind: Kind,
+    /// Started with TLS: stats carry the `tls` part.
+    tls: bool,
     /// Shared with every loop thread; only the handle sets it.
     stop: Arc<AtomicBool>,
     /// One per thread; owned here so the handle can wake a thread blocked in `poll`.
@@ -78,7 +80,7 @@ impl ServerHandle {
     pub fn stats(&self) -> ServerStats {
         let mut total = ServerStats::default();
         for counters in &self.counters {
-            total.merge(&counters.snapshot(self.kind));
+            total.merge(&counters.snapshot(self.kind, self.tls));
         }
         total
     }
@@ -117,6 +119,7 @@ impl Drop for ServerHandle {
 /// threads (`barrage-<kind>-<i>`) and decides the protocol part of the stats.
 pub(crate) fn spawn<F>(
     kind: Kind,
+    tls: bool,
     listen: SocketAddr,
     threads: usize,
     run: F,
@@ -140,6 +143,7 @@ where
     let mut handle = ServerHandle {
         local_addr,
         kind,
+        tls,
         stop: Arc::new(AtomicBool::new(false)),
         wakers: Vec::with_capacity(threads),
         counters: Vec::with_capacity(threads),

@@ -1,4 +1,4 @@
-//! A connection's socket as the http and ws servers use it: the stream plus what the
+//! A connection's socket as every server uses it (under [`crate::tls::Transport`]): the stream plus what the
 //! edge-triggered readiness said and what has been consumed of it, with counted reads and
 //! writes.
 //!
@@ -50,10 +50,6 @@ impl Sock {
         if event.is_writable() || event.is_error() {
             self.write_blocked = false;
         }
-    }
-
-    pub(crate) fn eof(&self) -> bool {
-        self.eof
     }
 
     /// Sends our FIN; reading goes on (lingering close: see the servers' close paths).

@@ -44,6 +44,27 @@ pub struct ServerStats {
     /// The WebSocket server's protocol counters; `None` for other servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws: Option<WsStats>,
+    /// TLS counters of a server started with a certificate (any protocol); `None` without TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsStats>,
+}
+
+/// What a TLS server's handshakes did (the http part repeats them as `tls_handshakes` and
+/// `tls_errors`, its older names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsStats {
+    /// TLS handshakes completed.
+    pub handshakes: u64,
+    /// Connections dropped because of a TLS protocol error (bad handshake, bad record).
+    pub errors: u64,
+}
+
+impl TlsStats {
+    /// Adds `other` field by field.
+    pub fn merge(&mut self, other: &TlsStats) {
+        self.handshakes += other.handshakes;
+        self.errors += other.errors;
+    }
 }
 
 /// What the http server answered. Byte and syscall counts are in [`ServerStats`] (with TLS:
@@ -132,6 +153,7 @@ impl ServerStats {
         self.writes += other.writes;
         merge_part(&mut self.http, other.http, HttpStats::merge);
         merge_part(&mut self.ws, other.ws, WsStats::merge);
+        merge_part(&mut self.tls, other.tls, TlsStats::merge);
     }
 }
 
@@ -210,6 +232,8 @@ pub(crate) struct ThreadCounters {
     http: [AtomicU64; Http::COUNT],
     /// Indexed by [`Ws`]; untouched by other servers.
     ws: [AtomicU64; Ws::COUNT],
+    /// Indexed by [`Tls`]; untouched without TLS.
+    tls: [AtomicU64; Tls::COUNT],
 }
 
 /// The http counters, as indices into [`ThreadCounters`]' array.
@@ -220,12 +244,21 @@ pub(crate) enum Http {
     Class3xx,
     Class4xx,
     Class5xx,
-    TlsHandshakes,
-    TlsErrors,
 }
 
 impl Http {
-    const COUNT: usize = 7;
+    const COUNT: usize = 5;
+}
+
+/// The TLS counters (any protocol), as indices into [`ThreadCounters`]' array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Tls {
+    Handshakes,
+    Errors,
+}
+
+impl Tls {
+    const COUNT: usize = 2;
 }
 
 /// The WebSocket counters, as indices into [`ThreadCounters`]' array.
@@ -247,8 +280,9 @@ impl Ws {
 
 impl ThreadCounters {
     /// A consistent-enough view: each field is exact, fields may be a few syscalls apart.
-    pub(crate) fn snapshot(&self, kind: Kind) -> ServerStats {
+    pub(crate) fn snapshot(&self, kind: Kind, tls: bool) -> ServerStats {
         let http = |c: Http| self.http[c as usize].load(Relaxed);
+        let tls_count = |c: Tls| self.tls[c as usize].load(Relaxed);
         let ws = |c: Ws| self.ws[c as usize].load(Relaxed);
         ServerStats {
             connections_accepted: self.connections_accepted.load(Relaxed),
@@ -263,8 +297,8 @@ impl ThreadCounters {
                 responses_3xx: http(Http::Class3xx),
                 responses_4xx: http(Http::Class4xx),
                 responses_5xx: http(Http::Class5xx),
-                tls_handshakes: http(Http::TlsHandshakes),
-                tls_errors: http(Http::TlsErrors),
+                tls_handshakes: tls_count(Tls::Handshakes),
+                tls_errors: tls_count(Tls::Errors),
             }),
             ws: (kind == Kind::Ws).then(|| WsStats {
                 handshakes: ws(Ws::Handshakes),
@@ -275,6 +309,10 @@ impl ThreadCounters {
                 closes_received: ws(Ws::ClosesReceived),
                 closes_sent: ws(Ws::ClosesSent),
                 protocol_errors: ws(Ws::ProtocolErrors),
+            }),
+            tls: tls.then(|| TlsStats {
+                handshakes: tls_count(Tls::Handshakes),
+                errors: tls_count(Tls::Errors),
             }),
         }
     }
@@ -339,6 +377,11 @@ impl CounterWriter {
         bump(&self.0.ws[counter as usize], 1);
     }
 
+    /// Counts one TLS event.
+    pub(crate) fn tls(&self, counter: Tls) {
+        bump(&self.0.tls[counter as usize], 1);
+    }
+
     /// Runs one write syscall of `len` bytes, counted before it runs (see the module doc) and
     /// corrected afterwards to what it actually wrote.
     pub(crate) fn counted_write(
@@ -374,7 +417,7 @@ mod tests {
         writer.counted_write(10, || Ok(4)).expect("ok");
         let _ = writer.counted_write(10, || Err(io::ErrorKind::WouldBlock.into()));
         let _ = writer.counted_write(10, || Ok(0));
-        let stats = shared.snapshot(Kind::Echo);
+        let stats = shared.snapshot(Kind::Echo, false);
         assert_eq!(stats.bytes_written, 14);
         assert_eq!(stats.writes, 2);
     }
@@ -394,7 +437,7 @@ mod tests {
             reads: 2,
             ..ServerStats::default()
         };
-        assert_eq!(shared.snapshot(Kind::Echo), want);
+        assert_eq!(shared.snapshot(Kind::Echo, false), want);
     }
 
     #[test]
@@ -422,6 +465,7 @@ mod tests {
             writes: 6,
             http: None,
             ws: None,
+            tls: None,
         };
         let mut sum = one;
         sum.merge(&one);
@@ -438,18 +482,38 @@ mod tests {
         writer.http_response(404);
         writer.http_response(503);
         writer.ws(Ws::MessagesIn);
-        assert_eq!(shared.snapshot(Kind::Echo).http, None);
-        assert_eq!(shared.snapshot(Kind::Http).ws, None);
+        assert_eq!(shared.snapshot(Kind::Echo, false).http, None);
+        assert_eq!(shared.snapshot(Kind::Http, false).ws, None);
         let mut sum = ServerStats::default();
-        sum.merge(&shared.snapshot(Kind::Http));
-        sum.merge(&shared.snapshot(Kind::Http));
+        sum.merge(&shared.snapshot(Kind::Http, false));
+        sum.merge(&shared.snapshot(Kind::Http, false));
         let http = sum.http.expect("http part");
         assert_eq!(http.requests, 6);
         assert_eq!(
             (http.responses_2xx, http.responses_4xx, http.responses_5xx),
             (2, 2, 2)
         );
-        assert_eq!(shared.snapshot(Kind::Ws).ws.expect("ws").messages_in, 1);
+        assert_eq!(
+            shared.snapshot(Kind::Ws, false).ws.expect("ws").messages_in,
+            1
+        );
+    }
+
+    #[test]
+    fn tls_part_appears_for_any_server_started_with_tls() {
+        let (writer, shared) = CounterWriter::new();
+        writer.tls(Tls::Handshakes);
+        writer.tls(Tls::Handshakes);
+        writer.tls(Tls::Errors);
+        assert_eq!(shared.snapshot(Kind::Echo, false).tls, None);
+        let want = Some(TlsStats {
+            handshakes: 2,
+            errors: 1,
+        });
+        assert_eq!(shared.snapshot(Kind::Echo, true).tls, want);
+        assert_eq!(shared.snapshot(Kind::Ws, true).tls, want);
+        let http = shared.snapshot(Kind::Http, true).http.expect("http part");
+        assert_eq!((http.tls_handshakes, http.tls_errors), (2, 1));
     }
 
     #[test]

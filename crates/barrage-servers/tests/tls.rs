@@ -146,3 +146,103 @@ fn unusable_tls_files_are_errors_that_name_the_file() {
         assert!(message.contains(&named.display().to_string()), "{message}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The echo server over TLS (raw TCP in TLS records). barrage has no client scheme for it
+// (no `tcps://`), so a rustls client tests it here.
+
+fn tls_echo(files: TlsFiles, delay: Option<std::time::Duration>) -> barrage_servers::ServerHandle {
+    barrage_servers::echo::start(barrage_servers::echo::EchoConfig {
+        tls: Some(files),
+        delay,
+        ..support::config(2)
+    })
+    .expect("echo server over TLS starts")
+}
+
+#[test]
+fn echo_over_tls_returns_every_byte_in_order_and_counts_handshakes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (files, cert) = self_signed(dir.path());
+    for delay in [None, Some(std::time::Duration::from_millis(5))] {
+        let server = tls_echo(files.clone(), delay);
+        let config = client_config(cert.clone());
+        let name = ServerName::try_from("localhost").expect("server name");
+        let mut sent_total = 0;
+        for conn in 0..2u8 {
+            let tls = ClientConnection::new(config.clone(), name.clone()).expect("session");
+            let mut stream = StreamOwned::new(tls, connect(server.local_addr()));
+            // Chunk by chunk, each read back whole: larger than one TLS record and than
+            // rustls' 64 KiB buffer, so partial writes and records split across reads happen.
+            for (i, len) in [1usize, 1000, 16_384, 100_000, 7].into_iter().enumerate() {
+                let data = support::pattern(len, conn * 10 + i as u8);
+                stream.write_all(&data).expect("send");
+                stream.flush().expect("flush");
+                let mut back = vec![0; len];
+                stream.read_exact(&mut back).expect("read the whole echo");
+                assert!(
+                    back == data,
+                    "echo of {len} bytes differs (delay {delay:?})"
+                );
+                sent_total += len;
+            }
+            // A clean close: our close_notify, the server's, then EOF without error.
+            stream.conn.send_close_notify();
+            stream.flush().expect("send close_notify");
+            let mut rest = Vec::new();
+            stream.read_to_end(&mut rest).expect("clean TLS close");
+            assert!(rest.is_empty());
+        }
+        let stats = wait_for(&server, |s| s.connections_open == 0);
+        let tls = stats.tls.expect("tls part");
+        assert_eq!((tls.handshakes, tls.errors), (2, 0), "{stats:?}");
+        // On the wire: every plaintext byte plus record overhead, never less.
+        assert!(stats.bytes_read > sent_total as u64, "{stats:?}");
+        assert_eq!(stats.http, None);
+    }
+}
+
+#[test]
+fn plaintext_to_the_tls_echo_port_is_dropped_and_counted_not_echoed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (files, _) = self_signed(dir.path());
+    let server = tls_echo(files, None);
+    let mut stream = connect(server.local_addr());
+    stream.write_all(b"hello\n").expect("send plaintext");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer); // an alert, then the close (or a reset)
+    assert!(!answer.starts_with(b"hello"), "echoed plaintext over TLS");
+    let stats = wait_for(&server, |s| s.connections_open == 0);
+    let tls = stats.tls.expect("tls part");
+    assert_eq!((tls.handshakes, tls.errors), (0, 1));
+}
+
+#[test]
+fn unusable_tls_files_for_echo_and_ws_are_errors_that_name_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (files, _) = self_signed(dir.path());
+    let missing = dir.path().join("missing.pem");
+    let bad = TlsFiles {
+        cert: missing.clone(),
+        key: files.key,
+    };
+    let echo = barrage_servers::echo::start(barrage_servers::echo::EchoConfig {
+        tls: Some(bad.clone()),
+        ..support::config(1)
+    })
+    .expect_err("missing certificate");
+    let ws = barrage_servers::ws::start(barrage_servers::ws::WsConfig {
+        listen: "127.0.0.1:0".parse().expect("valid address"),
+        threads: 1,
+        tls: Some(bad),
+        ..barrage_servers::ws::WsConfig::default()
+    })
+    .expect_err("missing certificate");
+    for err in [echo, ws] {
+        assert!(matches!(err, ServerError::Tls { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains(&missing.display().to_string()),
+            "{err}"
+        );
+    }
+}

@@ -242,10 +242,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub json: Option<String>,
 
-    /// Also redact this header's value from every output (Authorization, Cookie and API-key
-    /// headers always are); repeatable
+    /// Also redact this header's or URL query parameter's value from every output
+    /// (Authorization, Cookie, API-key headers and token/key/secret/password/sig parameters
+    /// always are); repeatable
     #[arg(long, value_name = "NAME", help_heading = "Output")]
     pub redact: Vec<String>,
+
+    /// The body, message and first message are secret: every output shows
+    /// "[redacted N bytes]" instead ({secret:NAME} fills a value from the environment)
+    #[arg(long, help_heading = "Output")]
+    pub secret_body: bool,
 
     /// Write a self-contained report at the end: FILE.html or FILE.md
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -316,11 +322,12 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub exit_after: Option<Duration>,
 
-    /// HTTP: serve TLS with this PEM certificate chain (with --tls-key)
+    /// Serve TLS (https://, wss://, raw TCP in TLS for echo) with this PEM certificate chain
+    /// (with --tls-key)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
 
-    /// HTTP: the PEM private key for --tls-cert
+    /// The PEM private key for --tls-cert
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }

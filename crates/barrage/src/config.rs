@@ -5,6 +5,7 @@
 //! code 2. The engine never sees anything that did not pass through `plan`.
 
 use crate::cli::RunArgs;
+use crate::redact::{self, Secrets};
 use crate::url::{self, Scheme};
 use barrage_engine::{
     unescape, Delimiter, Framing, HttpPlan, LenPrefix, Mode, Plan, Protocol, StatusSet, Target,
@@ -30,9 +31,20 @@ pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 const DEFAULT_MESSAGE: &[u8] = b"hello from barrage\n";
 
 pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
-    let url = url::parse(&a.target)?;
+    let mut secrets = Secrets::default();
+    // No message may quote a value filled from the environment.
+    plan_with(a, &mut secrets).map_err(|e| Usage(secrets.scrub(&e.0)))
+}
+
+fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Usage> {
+    // What is shown (results, live line, messages) keeps placeholders and hides query tokens;
+    // what is connected to has the secrets filled in.
+    let shown_target = redact::url(&a.target, &a.redact);
+    let filled_target = secrets.fill_str(&a.target, "target")?;
+    let url = url::parse(&filled_target)
+        .map_err(|e| Usage(e.0.replace(&filled_target, &shown_target)))?;
     let target = Target {
-        url: a.target.clone(),
+        url: shown_target.clone(),
         addr: url.addr,
     };
     check_flags_fit(a, url.scheme)?;
@@ -69,14 +81,24 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
             _ => "--message is empty; give at least one byte, e.g. -m 'PING\\r\\n'".into(),
         });
     }
-    let first = match &a.first_message {
+    let message_flag = if a.message.is_some() {
+        "--message"
+    } else {
+        "--message-file"
+    };
+    let filled = secrets.fill(&raw, message_flag)?;
+    let first_shown = match &a.first_message {
         Some(m) => {
             let b = unescape(m).map_err(|e| Usage(format!("--first-message: {e}")))?;
             if b.is_empty() {
                 return usage("--first-message is empty; drop it or give at least one byte");
             }
-            Some(Template::new(b))
+            Some(b)
         }
+        None => None,
+    };
+    let first = match &first_shown {
+        Some(b) => Some(Template::new(secrets.fill(b, "--first-message")?)),
         None => None,
     };
     let mode = match (a.think, a.interval, a.rate) {
@@ -126,16 +148,28 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         (None, None) => Some(Duration::from_secs(10)),
     };
     let connect_timeout = a.connect_timeout.unwrap_or(a.timeout);
-    let headers = headers(&a.headers)?;
-    let (protocol, http_note) = protocol(a, &url, &headers)?;
+    let headers = headers(&a.headers)?
+        .into_iter()
+        .map(|(n, v)| Ok((n, secrets.fill_str(&v, "-H/--header")?)))
+        .collect::<Result<Vec<_>, Usage>>()?;
+    let (protocol, http_note) = protocol(a, &url, &headers, secrets)?;
+    let http_note = http_note.map(|n| secrets.scrub(&n));
     let tls = if url.scheme.tls() {
         Some(crate::tls::plan(&url, a.insecure, a.cacert.as_deref())?)
     } else {
         None
     };
-    let message = Template::new(raw);
+    let message = Template::new(filled);
+    // `--secret-body`: the size is all that is shown of a message.
+    let shown = |b: &[u8], filled_len: usize| {
+        if a.secret_body {
+            redact::hidden(filled_len)
+        } else {
+            barrage_engine::escape(&b[..b.len().min(256)])
+        }
+    };
     let config = RunConfig {
-        target: a.target.clone(),
+        target: shown_target,
         protocol: url.scheme.name().into(),
         connections: a.connections,
         threads: threads.min(a.connections as usize),
@@ -154,9 +188,12 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
         timeout_ms: ms(a.timeout),
         connect_timeout_ms: ms(connect_timeout),
         max_backlog: a.max_backlog,
-        message: barrage_engine::escape(&message.raw()[..message.raw().len().min(256)]),
+        message: shown(&raw, message.raw().len()),
         message_bytes: message.raw().len(),
-        first_message: first.as_ref().map(|t| barrage_engine::escape(t.raw())),
+        first_message: first_shown
+            .as_ref()
+            .zip(first.as_ref())
+            .map(|(b, t)| shown(b, t.raw().len())),
         expect: match url.scheme {
             Scheme::Http | Scheme::Https => "http response".into(),
             _ => framing.describe(),
@@ -275,6 +312,7 @@ fn protocol(
     a: &RunArgs,
     url: &url::Url,
     headers: &[(String, String)],
+    secrets: &mut Secrets,
 ) -> Result<(Protocol, Option<String>), Usage> {
     match url.scheme {
         Scheme::Tcp => Ok((Protocol::Tcp, None)),
@@ -327,6 +365,10 @@ fn protocol(
                     None => b.as_bytes().to_vec(),
                 }),
             };
+            let body = match body {
+                Some(b) => Some(secrets.fill(&b, "--body")?),
+                None => None,
+            };
             let method = a.method.clone().unwrap_or_else(|| "GET".into());
             let host = url.host_header();
             let spec = barrage_engine::http::RequestSpec {
@@ -345,7 +387,7 @@ fn protocol(
             };
             let note = format!(
                 "{method} {}{}",
-                url.path,
+                redact::url(&url.path, &a.redact),
                 body.as_ref()
                     .map(|b| format!(", body {} B", b.len()))
                     .unwrap_or_default()

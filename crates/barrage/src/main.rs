@@ -14,6 +14,7 @@ mod compare;
 mod config;
 mod demo;
 mod live;
+mod redact;
 mod report_cmd;
 mod run;
 mod serve;

@@ -55,7 +55,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             let result = RunResult::new(
                 Status::Failed,
                 Some(msg),
-                redact_argv(&argv, &a.redact),
+                crate::redact::argv(&argv, &a.redact, a.secret_body),
                 sys::rfc3339_now(),
                 config,
                 sys::environment(),
@@ -105,7 +105,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let mut result = RunResult::new(
         status,
         message,
-        redact_argv(&argv, &a.redact),
+        crate::redact::argv(&argv, &a.redact, a.secret_body),
         started_at,
         config,
         sys::environment(),
@@ -190,75 +190,4 @@ fn open_json(path: Option<&str>) -> Result<Option<JsonOut>, Usage> {
             Some((p.into(), Box::new(std::io::BufWriter::new(f))))
         }
     })
-}
-
-/// Header names whose values never reach an output file.
-const SECRET_HEADERS: [&str; 7] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-    "api-key",
-    "x-auth-token",
-];
-
-/// The command line with the values of secret headers (the built-in list and `extra`, from
-/// `--redact`) replaced by `[redacted]`.
-pub fn redact_argv(argv: &[String], extra: &[String]) -> Vec<String> {
-    let redact = |h: &str| -> Option<String> {
-        let (name, _) = h.split_once(':')?;
-        let lower = name.trim().to_ascii_lowercase();
-        let secret = SECRET_HEADERS.contains(&lower.as_str())
-            || extra.iter().any(|x| x.trim().eq_ignore_ascii_case(&lower));
-        secret.then(|| format!("{}: [redacted]", name.trim()))
-    };
-    let mut out = Vec::with_capacity(argv.len());
-    let mut next_is_header = false;
-    for a in argv {
-        if next_is_header {
-            out.push(redact(a).unwrap_or_else(|| a.clone()));
-            next_is_header = false;
-            continue;
-        }
-        if a == "-H" || a == "--header" {
-            next_is_header = true;
-            out.push(a.clone());
-        } else if let Some(h) = a.strip_prefix("--header=") {
-            out.push(redact(h).map_or_else(|| a.clone(), |r| format!("--header={r}")));
-        } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
-            out.push(redact(h).map_or_else(|| a.clone(), |r| format!("-H{r}")));
-        } else {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_argv;
-
-    #[test]
-    fn secret_headers_are_redacted_in_every_spelling() {
-        let argv: Vec<String> = [
-            "barrage",
-            "http://127.0.0.1/",
-            "-H",
-            "Authorization: Bearer s3cret",
-            "--header=Cookie: id=s3cret",
-            "-HX-Api-Key: s3cret",
-            "-H",
-            "X-Session: s3cret",
-            "-H",
-            "Accept: text/plain",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let out = redact_argv(&argv, &["X-Session".to_string()]).join(" ");
-        assert!(!out.contains("s3cret"), "{out}");
-        assert!(out.contains("Authorization: [redacted]"));
-        assert!(out.contains("Accept: text/plain"));
-    }
 }

@@ -17,12 +17,6 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
     };
     let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
-    if name != "http" && args.tls_cert.is_some() {
-        return Err(Usage(format!(
-            "--tls-cert/--tls-key apply to `serve http`, not `serve {name}`"
-        ))
-        .into());
-    }
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
         std::fs::write(p, b"{}\n").map_err(|e| Usage(format!("--stats {}: {e}", p.display())))?;
@@ -31,10 +25,18 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     let threads = args.threads.map_or(cores, |t| t as usize);
     let stall_for = args.stall_for.unwrap_or_default();
     let stop = crate::sys::stop_on_signals();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(barrage_servers::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
     let server: ServerHandle = match &a.server {
         Server::Echo(_) => echo::start(echo::EchoConfig {
             listen,
             threads,
+            tls: tls.clone(),
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
@@ -42,13 +44,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Http(_) => http::start(http::HttpConfig {
             listen,
             threads,
-            tls: match (&args.tls_cert, &args.tls_key) {
-                (Some(cert), Some(key)) => Some(http::TlsFiles {
-                    cert: cert.clone(),
-                    key: key.clone(),
-                }),
-                _ => None,
-            },
+            tls: tls.clone(),
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
@@ -56,6 +52,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Ws(_) => ws::start(ws::WsConfig {
             listen,
             threads,
+            tls,
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
@@ -63,6 +60,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     };
     let scheme = match (name, args.tls_cert.is_some()) {
         ("http", true) => "https",
+        ("ws", true) => "wss",
         (n, _) => n,
     };
     say!(
@@ -70,7 +68,12 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         server.local_addr(),
         if threads == 1 { "" } else { "s" },
         if name == "echo" {
-            String::new()
+            // No client scheme speaks raw TCP in TLS; say so rather than print a tcp:// URL.
+            if args.tls_cert.is_some() {
+                ", over TLS".to_string()
+            } else {
+                String::new()
+            }
         } else {
             format!(": {scheme}://{}/", server.local_addr())
         }
@@ -105,6 +108,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             "; {} handshakes, {} messages in, {} out",
             w.handshakes, w.messages_in, w.messages_out
         );
+    }
+    if let Some(t) = &s.tls {
+        line += &format!("; TLS {} handshakes, {} errors", t.handshakes, t.errors);
     }
     let _ = writeln!(std::io::stdout(), "{line}");
     Ok(0)

@@ -1,13 +1,23 @@
 //! TLS for `https://` and `wss://`: the client configuration (verification on unless
 //! `--insecure`; Mozilla's roots plus `--cacert`) and a pre-flight handshake, so that a target
 //! whose certificate fails verification stops the run before any load, with the reason.
+//!
+//! Pinning: a `--cacert` certificate that is byte for byte the server's own certificate is
+//! accepted even when it says CA:TRUE (what `openssl req -x509` makes by default, and what curl
+//! accepts), instead of webpki's `CaUsedAsEndEntity`. Everything else is still checked: the host
+//! name, the validity period (webpki checks it before the CA flag, and a test pins that order)
+//! and the handshake signature by the certificate's key; a certificate that is not pinned goes
+//! through the full chain verification unchanged.
 
 use crate::config::Usage;
 use crate::url::{Scheme, Url};
 use barrage_engine::TlsPlan;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
+use rustls::CertificateError;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -31,6 +41,7 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
     } else {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let mut pinned = Vec::new();
         if let Some(path) = cacert {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
                 .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?
@@ -44,11 +55,18 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
             }
             for c in certs {
                 roots
-                    .add(c)
+                    .add(c.clone())
                     .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?;
+                pinned.push(c);
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| Usage(format!("TLS setup: {e}")))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(PinningVerifier { webpki, pinned }))
+            .with_no_client_auth()
     };
     if matches!(url.scheme, Scheme::Https) {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -118,7 +136,7 @@ fn describe(e: &rustls::Error) -> String {
         ),
         _ if format!("{e:?}").contains("CaUsedAsEndEntity") => (
             "the server presents a CA certificate as its own",
-            "serve a leaf certificate signed by that CA and pass the CA with --cacert, or use --insecure",
+            "pass that very certificate with --cacert to pin it, or --insecure to skip verification",
         ),
         _ => (
             "the TLS handshake failed",
@@ -126,6 +144,78 @@ fn describe(e: &rustls::Error) -> String {
         ),
     };
     format!("{what} ({e}); {fix}")
+}
+
+/// The usual verification, plus: a server certificate that is exactly one of the `--cacert`
+/// certificates is accepted although it is a CA certificate, once its name is checked.
+#[derive(Debug)]
+struct PinningVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// The `--cacert` certificates (DER), also in the root store.
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for PinningVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let err =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(verified) => return Ok(verified),
+                Err(err) => err,
+            };
+        // webpki reports CaUsedAsEndEntity only after the validity period passed, so an
+        // expired or not-yet-valid pinned certificate never gets here.
+        let pinned = self
+            .pinned
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref());
+        if !pinned || !is_ca_used_as_end_entity(&err) {
+            return Err(err);
+        }
+        let parsed = ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// rustls passes webpki's `CaUsedAsEndEntity` through as an opaque `Other` error.
+fn is_ca_used_as_end_entity(err: &rustls::Error) -> bool {
+    matches!(
+        err,
+        rustls::Error::InvalidCertificate(CertificateError::Other(other))
+            if format!("{other:?}").contains("CaUsedAsEndEntity")
+    )
 }
 
 /// `--insecure`: accept any certificate, still check the handshake's signatures.

@@ -7,14 +7,14 @@
 //! server is a child process killed by its guard; every run is bounded (`-d 1s`) and goes to
 //! 127.0.0.1 (`localhost` resolves there).
 //!
-//! `wss://` is tested in interop.rs against a Python `websockets` server with TLS: `serve ws`
-//! has no TLS option.
+//! `wss://` is tested against `barrage serve ws --tls-cert/--tls-key` here (and in interop.rs
+//! against a Python `websockets` server with TLS).
 
 mod common;
 mod pki;
 
 use common::*;
-use pki::{pki, Pki, Validity};
+use pki::{pki, self_signed, Pki, Validity};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -333,4 +333,121 @@ fn cacert_without_a_certificate_is_a_usage_error_naming_the_flag() {
     let r = barrage_run(&server.url(), &["--cacert", pki.key.to_str().unwrap()]);
     assert_eq!(r.code(), 2, "stderr:\n{}", r.stderr());
     assert!(r.stderr().contains("--cacert"), "{}", r.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pinning: `--cacert` holding the server's own (CA:TRUE, self-signed) certificate
+
+#[test]
+fn self_signed_ca_true_certificate_given_with_cacert_is_accepted_not_ca_used_as_end_entity() {
+    let pki = self_signed(&["localhost", "127.0.0.1"], Validity::Now);
+    let server = https_server(&pki);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &server.url(),
+        &[
+            "--cacert",
+            pki.ca.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let v = assert_clean_tls_run(&r, &json);
+    let st = server.stop();
+    let served = u(&st, "http.requests");
+    assert!(
+        (u(&v, "summary.exchanges.completed")..=u(&v, "summary.exchanges.sent")).contains(&served),
+        "server answered {served}: {}",
+        field(&v, "summary.exchanges")
+    );
+    assert_eq!(u(&st, "http.tls_errors"), 0, "{st}");
+}
+
+#[test]
+fn pinned_self_signed_certificate_for_another_name_still_fails_on_the_name() {
+    let pki = self_signed(&["example.invalid"], Validity::Now);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["host name", "localhost", "--insecure"]);
+}
+
+#[test]
+fn pinned_self_signed_certificate_that_expired_still_fails_on_the_expiry() {
+    let pki = self_signed(&["localhost"], Validity::Expired);
+    let server = https_server(&pki);
+    let r = barrage_run(&server.url(), &["--cacert", pki.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["expired", "--insecure"]);
+}
+
+#[test]
+fn a_different_self_signed_certificate_given_with_cacert_is_not_a_pin() {
+    let served = self_signed(&["localhost"], Validity::Now);
+    let other = self_signed(&["localhost"], Validity::Now);
+    let server = https_server(&served);
+    let r = barrage_run(&server.url(), &["--cacert", other.ca.to_str().unwrap()]);
+    assert_refused_before_load(&r, server, &["--cacert", "--insecure"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// wss:// against `serve ws --tls-cert --tls-key`
+
+#[test]
+fn wss_against_serve_ws_with_tls_reconciles_message_counts_exactly() {
+    let pki = pki(&["localhost", "127.0.0.1"], Validity::Now);
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    let server = EchoServer::serve("ws", &["--tls-cert", cert, "--tls-key", key]);
+    let json = pki.dir.path().join("r.json");
+    let r = barrage_run(
+        &format!("wss://localhost:{}/", server.port),
+        &[
+            "--cacert",
+            pki.ca.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code(), 0, "stderr:\n{}", r.stderr());
+    let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "completed");
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    let st = server.stop();
+    let (sent, completed) = (
+        u(&v, "summary.exchanges.sent"),
+        u(&v, "summary.exchanges.completed"),
+    );
+    assert!(completed > 0);
+    // Ping-pong with a drain: every message sent was echoed and counted on both sides.
+    assert_eq!(sent, completed, "{}", field(&v, "summary.exchanges"));
+    assert_eq!(u(&st, "ws.messages_in"), sent, "{st}");
+    assert_eq!(u(&st, "ws.messages_out"), completed, "{st}");
+    assert_eq!(u(&st, "ws.handshakes"), 5, "{st}");
+    assert_eq!(u(&st, "ws.protocol_errors"), 0, "{st}");
+    // 5 load connections plus the pre-flight handshake.
+    assert_eq!(u(&st, "tls.handshakes"), 6, "{st}");
+    assert_eq!(u(&st, "tls.errors"), 0, "{st}");
+}
+
+#[test]
+fn serve_echo_and_ws_accept_tls_files_instead_of_rejecting_them() {
+    let pki = pki(&["localhost"], Validity::Now);
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    for kind in ["echo", "ws"] {
+        let server = EchoServer::serve(kind, &["--tls-cert", cert, "--tls-key", key]);
+        let st = server.stop();
+        assert_eq!(u(&st, "tls.handshakes"), 0, "{kind}: {st}");
+    }
+    // An unusable key is refused at start, naming the file (not after the first client).
+    let out = barrage()
+        .args(["serve", "ws", "--listen", "127.0.0.1:0", "--tls-cert", cert])
+        .args(["--tls-key", pki.ca.to_str().unwrap(), "--exit-after", "5s"])
+        .output()
+        .expect("run serve ws");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ca.pem"), "{err}");
 }

@@ -4,17 +4,17 @@
 //! Key decision: backpressure, not buffering. Without a delay, a connection stops reading as
 //! soon as the kernel refuses part of an echo, and reads again only once that rest is flushed,
 //! so it never holds more than one read's worth; with a delay it stops at [`HOLD_LIMIT`] bytes
-//! owed. Readiness is edge-triggered (mio), so each connection remembers whether it may still
-//! have unread data (`read_ready`) or be unable to write (`write_blocked`): no new edge comes
-//! for readiness we have not consumed.
+//! owed. Readiness is edge-triggered (mio): the connection's [`crate::sock::Sock`] remembers
+//! whether it may still have unread data or be unable to write, since no new edge comes for
+//! readiness we have not consumed. With TLS the same logic runs over rustls ([`Transport`]).
 
 use super::delay::DelayQueue;
 use crate::driver::{Key, Turn};
 use crate::faults::after;
 use crate::stats::CounterWriter;
+use crate::tls::{Input, Transport};
 use mio::event::Event;
-use mio::net::TcpStream;
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice};
 use std::time::{Duration, Instant};
 
 /// Bytes a connection may owe its peer in delay mode (held in the delay queue or refused by
@@ -34,52 +34,35 @@ pub(crate) struct Hold<'a> {
 }
 
 pub(crate) struct Conn {
-    stream: TcpStream,
-    /// Echo bytes the kernel refused, `pending[sent..]`; allocated on first use only.
+    /// The socket (with its readiness flags), or rustls on it.
+    transport: Transport,
+    /// Echo bytes the transport refused, `pending[sent..]`; allocated on first use only.
     pending: Vec<u8>,
     sent: usize,
     /// Bytes of this connection waiting in the delay queue.
     pub delayed: usize,
-    /// An edge said "readable" and we have not yet read until empty.
-    read_ready: bool,
-    /// The peer's FIN (or a hangup) was reported: a short read no longer means "drained",
-    /// we must read on until the 0 that tells us to close.
-    read_closed: bool,
-    /// A write hit `WouldBlock`; only a writable edge clears it.
-    write_blocked: bool,
-    /// We read the peer's FIN but still owe it bytes: close once they are written.
+    /// We read the peer's end (FIN, or its TLS close_notify) but may still owe it bytes:
+    /// close once they are written.
     eof: bool,
 }
 
 impl Conn {
-    pub(crate) fn new(stream: TcpStream) -> Conn {
+    pub(crate) fn new(transport: Transport) -> Conn {
         Conn {
-            stream,
+            transport,
             pending: Vec::new(),
             sent: 0,
             delayed: 0,
-            read_ready: false,
-            read_closed: false,
-            write_blocked: false,
             eof: false,
         }
     }
 
-    /// Records what an edge reported. Errors and hangups count as readable: the next read
-    /// surfaces them.
+    /// Records what an edge reported (see [`crate::sock::Sock::note`]).
     pub(crate) fn note(&mut self, event: &Event) {
-        if event.is_readable() || event.is_read_closed() || event.is_error() {
-            self.read_ready = true;
-        }
-        if event.is_read_closed() || event.is_error() {
-            self.read_closed = true;
-        }
-        if event.is_writable() || event.is_error() {
-            self.write_blocked = false;
-        }
+        self.transport.sock_mut().note(event);
     }
 
-    /// Bytes owed to the peer: not yet accepted by the kernel or still held for the delay.
+    /// Bytes owed to the peer: not yet accepted by the transport or still held for the delay.
     fn owed(&self) -> usize {
         self.pending.len() - self.sent + self.delayed
     }
@@ -97,23 +80,22 @@ impl Conn {
         }
         let limit = if hold.is_some() { HOLD_LIMIT } else { 1 };
         let mut reads = 0;
-        while self.read_ready && !self.eof && self.owed() < limit {
+        while !self.eof && self.owed() < limit {
             if reads == READS_PER_TURN {
                 return Turn::Yielded;
             }
-            match self.stream.read(buf) {
-                Ok(0) => {
-                    self.eof = true;
-                    self.read_ready = false;
-                }
-                Ok(n) => {
+            match self.transport.read(buf, counters) {
+                Ok(Input::Eof) => self.eof = true,
+                Ok(Input::Nothing) => break,
+                Ok(Input::Progress) => {
                     reads += 1;
-                    counters.read(n);
-                    // Linux epoll: a read that did not fill the buffer emptied the socket, and
-                    // new data will raise a new edge; saves the read that would say WouldBlock.
-                    if n < buf.len() && !self.read_closed {
-                        self.read_ready = false;
+                    // A TLS handshake step may have queued records to send.
+                    if self.transport.flush(counters).is_err() {
+                        return Turn::Closed;
                     }
+                }
+                Ok(Input::Data(n)) => {
+                    reads += 1;
                     let data = &buf[..n];
                     match hold.as_mut() {
                         Some(hold) => {
@@ -130,13 +112,18 @@ impl Conn {
                         }
                     }
                 }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => self.read_ready = false,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Turn::Closed,
             }
         }
         if self.eof && self.owed() == 0 {
-            return Turn::Closed;
+            // TLS: our close_notify goes out after the last echo; records rustls still holds
+            // for a full socket are sent on the next writable edge before the close.
+            if self.transport.close_notify() && self.transport.flush(counters).is_err() {
+                return Turn::Closed;
+            }
+            if !self.transport.wants_write() {
+                return Turn::Closed;
+            }
         }
         Turn::Idle
     }
@@ -148,10 +135,9 @@ impl Conn {
             self.pending.extend_from_slice(data);
             return true;
         }
-        match write_some(&mut self.stream, data, counters) {
+        match write_some(&mut self.transport, data, counters) {
             Ok(n) if n == data.len() => true,
             Ok(n) => {
-                self.write_blocked = true;
                 self.pending.extend_from_slice(&data[n..]);
                 true
             }
@@ -159,12 +145,16 @@ impl Conn {
         }
     }
 
-    /// Writes pending bytes unless the socket is known to be full. False if the socket failed.
+    /// Writes what rustls holds and the pending bytes, unless the socket is known to be full
+    /// (the socket view answers `WouldBlock` without a syscall then). False if it failed.
     fn flush(&mut self, counters: &CounterWriter) -> bool {
-        if self.write_blocked || self.sent == self.pending.len() {
+        if self.transport.flush(counters).is_err() {
+            return false;
+        }
+        if self.sent == self.pending.len() {
             return true;
         }
-        match write_some(&mut self.stream, &self.pending[self.sent..], counters) {
+        match write_some(&mut self.transport, &self.pending[self.sent..], counters) {
             Ok(n) => {
                 self.sent += n;
                 if self.sent == self.pending.len() {
@@ -173,8 +163,6 @@ impl Conn {
                     if self.pending.capacity() > RETAIN_PENDING {
                         self.pending = Vec::new();
                     }
-                } else {
-                    self.write_blocked = true;
                 }
                 true
             }
@@ -183,14 +171,19 @@ impl Conn {
     }
 }
 
-/// Writes as much of `data` as the kernel takes; returns how much that was. Stops early only at
-/// `WouldBlock`, which guarantees a writable edge later.
-fn write_some(stream: &mut TcpStream, data: &[u8], counters: &CounterWriter) -> io::Result<usize> {
+/// Writes as much of `data` as the transport takes; returns how much that was. Stops early
+/// only when the socket (or rustls' buffer in front of a full socket) is full, which
+/// guarantees a writable edge later.
+fn write_some(
+    transport: &mut Transport,
+    data: &[u8],
+    counters: &CounterWriter,
+) -> io::Result<usize> {
     let mut done = 0;
     while done < data.len() {
-        let rest = &data[done..];
-        match counters.counted_write(rest.len(), || stream.write(rest)) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+        let rest = [IoSlice::new(&data[done..])];
+        match transport.write(&rest, counters) {
+            Ok(0) => break,
             Ok(n) => done += n,
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}

@@ -11,10 +11,10 @@
 
 use super::request::{parse_head, Body, Chunked, Head, Method, Request};
 use super::response::{ConnHeader, Output, Reply, Route, MAX_IOV};
-use super::tls::Transport;
 use crate::driver::{Key, Turn};
 use crate::faults::{after, Timers};
 use crate::stats::CounterWriter;
+use crate::tls::{Input, Transport};
 use mio::event::Event;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -56,18 +56,6 @@ enum Skip {
     Nothing,
     Length(u64),
     Chunked(Chunked),
-}
-
-/// What one read gave.
-pub(crate) enum Input {
-    /// Plaintext in the thread buffer.
-    Data(usize),
-    /// The client is done sending.
-    Eof,
-    /// Bytes were read but no plaintext is ready yet (TLS records, handshake).
-    Progress,
-    /// Nothing to read now.
-    Nothing,
 }
 
 pub(crate) struct Conn {

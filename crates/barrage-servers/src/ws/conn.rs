@@ -14,11 +14,11 @@ mod decode;
 use super::frame;
 use crate::driver::{Key, Turn};
 use crate::faults::{after, Timers};
-use crate::sock::Sock;
 use crate::stats::{CounterWriter, Ws};
+use crate::tls::{Input, Transport};
 use mio::event::Event;
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice};
 use std::time::{Duration, Instant};
 
 /// Largest message (after reassembly); a larger one is closed with 1009.
@@ -79,7 +79,10 @@ pub(super) struct Payload {
 }
 
 pub(crate) struct Conn {
-    sock: Sock,
+    /// The socket, or rustls on it (`wss://`).
+    transport: Transport,
+    /// The client is done sending (end of stream, or its TLS close_notify).
+    eof: bool,
     phase: Phase,
     /// A partial handshake head, frame head or control frame.
     inbuf: Vec<u8>,
@@ -99,9 +102,10 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(sock: Sock) -> Conn {
+    pub(crate) fn new(transport: Transport) -> Conn {
         Conn {
-            sock,
+            transport,
+            eof: false,
             phase: Phase::Handshake,
             inbuf: Vec::new(),
             message: None,
@@ -116,7 +120,7 @@ impl Conn {
     }
 
     pub(crate) fn note(&mut self, event: &Event) {
-        self.sock.note(event);
+        self.transport.sock_mut().note(event);
     }
 
     /// Its timer fired: the next turn arms a new one if it still has to wait.
@@ -144,19 +148,23 @@ impl Conn {
             self.release_due(Instant::now(), cx.counters);
             self.flush(cx.counters)?;
             if let Some(deadline) = self.linger {
-                let eof = self.sock.discard(cx.buf, cx.counters)?;
+                let eof = self.transport.sock_mut().discard(cx.buf, cx.counters)?;
                 let over = eof || Instant::now() >= deadline;
                 return Ok(if over { Turn::Closed } else { Turn::Idle });
             }
             let owed = self.owed();
-            if owed == 0 && self.phase == Phase::Closing {
-                self.sock.shutdown_write();
-                self.linger = Some(after(Instant::now(), LINGER));
+            if owed == 0 && self.phase == Phase::Closing && !self.transport.wants_write() {
+                // TLS: our close_notify first (it goes out with the next flush), then the FIN.
+                if !self.transport.close_notify() {
+                    self.transport.sock_mut().shutdown_write();
+                    self.linger = Some(after(Instant::now(), LINGER));
+                }
                 continue;
             }
-            if self.sock.eof() {
+            if self.eof {
                 // The client left without a close frame: finish what it is owed, then close.
-                return Ok(if owed == 0 { Turn::Closed } else { Turn::Idle });
+                let done = owed == 0 && !self.transport.wants_write();
+                return Ok(if done { Turn::Closed } else { Turn::Idle });
             }
             if self.phase == Phase::Closing || owed >= HOLD_LIMIT {
                 return Ok(Turn::Idle);
@@ -165,35 +173,45 @@ impl Conn {
                 return Ok(Turn::Yielded);
             }
             let buf = std::mem::take(&mut cx.buf);
-            let read = self.sock.counted(cx.counters).read(buf);
-            match read {
-                Ok(0) => {}
-                Ok(n) => {
+            let read = self.transport.read(buf, cx.counters);
+            let read = match read {
+                Ok(Input::Data(n)) => {
                     reads += 1;
                     // The clock is read per read: a message's delay starts when it arrived.
                     self.input(&mut buf[..n], Instant::now(), cx);
+                    Ok(None)
                 }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                    cx.buf = buf;
-                    return Ok(Turn::Idle);
+                Ok(Input::Progress) => {
+                    reads += 1;
+                    Ok(None)
                 }
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => return Err(err),
-            }
+                Ok(Input::Eof) => {
+                    self.eof = true;
+                    Ok(None)
+                }
+                Ok(Input::Nothing) => Ok(Some(Turn::Idle)),
+                Err(err) => Err(err),
+            };
             cx.buf = buf;
+            if let Some(turn) = read? {
+                return Ok(turn);
+            }
         }
     }
 
-    /// Writes `out` until it is empty or the socket is full.
+    /// Writes `out` (and what rustls has encrypted) until it is empty or the socket is full.
     fn flush(&mut self, counters: &CounterWriter) -> io::Result<()> {
         while self.pos < self.out.len() {
-            match self.sock.counted(counters).write(&self.out[self.pos..]) {
+            let iov = [IoSlice::new(&self.out[self.pos..])];
+            match self.transport.write(&iov, counters) {
+                Ok(0) => return Ok(()), // TLS: rustls' buffer is full until the socket drains
                 Ok(n) => self.pos += n,
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) => return Err(err),
             }
         }
+        self.transport.flush(counters)?;
         self.pos = 0;
         self.out.clear();
         if self.out.capacity() > RETAIN {

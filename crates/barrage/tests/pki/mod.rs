@@ -62,6 +62,33 @@ pub struct Pki {
     pub key: PathBuf,
 }
 
+/// A self-signed server certificate with CA:TRUE and the given SANs, as
+/// `openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -addext subjectAltName=...`
+/// makes it: `ca` and `cert` are the same file (pass it with `--cacert` to pin it).
+pub fn self_signed(names: &[&str], validity: Validity) -> Pki {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let mut p = CertificateParams::new(names).expect("self-signed params");
+    p.distinguished_name.push(DnType::CommonName, "localhost");
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    if let Validity::Expired = validity {
+        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let key = KeyPair::generate().expect("key");
+    let cert = p.self_signed(&key).expect("self-sign");
+    let cert_path = dir.path().join("server.pem");
+    let key_path = dir.path().join("server.key");
+    std::fs::write(&cert_path, cert.pem()).expect("write PEM");
+    std::fs::write(&key_path, key.serialize_pem()).expect("write PEM");
+    Pki {
+        ca: cert_path.clone(),
+        cert: cert_path,
+        key: key_path,
+        dir,
+    }
+}
+
 pub fn pki(names: &[&str], validity: Validity) -> Pki {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = self::ca();

@@ -1,5 +1,7 @@
-//! TLS for the http server: loading a certificate chain and key from PEM files into a rustls
-//! server config, and the [`Transport`] a connection reads and writes plaintext through.
+//! TLS for every reference server: loading a certificate chain and key from PEM files into a
+//! rustls server config, and the [`Transport`] a connection reads and writes plaintext through
+//! (the socket itself, or rustls on top of it). The echo, http and ws services all use it, so
+//! `serve echo|http|ws --tls-cert --tls-key` share one implementation.
 //!
 //! Key decision: rustls is driven by hand on the non-blocking socket (`read_tls` /
 //! `process_new_packets` / `write_tls`) through the same counted socket view as plain
@@ -7,9 +9,8 @@
 //! buffer limit (64 KiB) bounds what a connection holds encrypted; a full buffer is
 //! backpressure like a full socket.
 
-use super::conn::Input;
 use crate::sock::Sock;
-use crate::stats::{CounterWriter, Http, ServerError};
+use crate::stats::{CounterWriter, ServerError, Tls};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
@@ -26,9 +27,26 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-/// Reads both files and builds the server config (ring provider, TLS 1.2 and 1.3, ALPN
-/// `http/1.1`). Every error names the file to fix.
-pub(crate) fn load(files: &TlsFiles, addr: SocketAddr) -> Result<Arc<ServerConfig>, ServerError> {
+/// What one read gave.
+pub(crate) enum Input {
+    /// Plaintext in the thread buffer.
+    Data(usize),
+    /// The client is done sending.
+    Eof,
+    /// Bytes were read but no plaintext is ready yet (TLS records, handshake).
+    Progress,
+    /// Nothing to read now.
+    Nothing,
+}
+
+/// Reads both files and builds the server config (ring provider, TLS 1.2 and 1.3, the given
+/// ALPN protocols: `http/1.1` for http and ws, none for raw TCP). Every error names the file to
+/// fix.
+pub(crate) fn load(
+    files: &TlsFiles,
+    addr: SocketAddr,
+    alpn: &[&[u8]],
+) -> Result<Arc<ServerConfig>, ServerError> {
     let fail = |path: &Path, reason: String| ServerError::Tls {
         addr,
         path: path.to_owned(),
@@ -60,7 +78,7 @@ pub(crate) fn load(files: &TlsFiles, addr: SocketAddr) -> Result<Arc<ServerConfi
                 ),
             )
         })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     // Check once here what every accepted connection will do, so that it cannot fail later.
     ServerConnection::new(Arc::new(config.clone()))
         .map_err(|err| fail(&files.cert, err.to_string()))?;
@@ -153,14 +171,14 @@ impl Transport {
             Err(err) => return Err(err),
         }
         if let Err(err) = tls.process_new_packets() {
-            counters.http(Http::TlsErrors);
+            counters.tls(Tls::Errors);
             // Best effort: tell the client why (the alert rustls queued), then close.
             let _ = flush_tls(sock, tls, counters);
             return Err(io::Error::other(err));
         }
         if !*established && !tls.is_handshaking() {
             *established = true;
-            counters.http(Http::TlsHandshakes);
+            counters.tls(Tls::Handshakes);
         }
         Ok(Input::Progress)
     }
