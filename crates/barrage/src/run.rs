@@ -20,6 +20,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             barrage_metrics::thresholds::parse(e).map_err(|e| Usage(format!("--threshold: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    measurable(&thresholds, watch_plan.is_some(), a.recovery)?;
     sys::ensure_fds(
         sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
@@ -158,6 +159,32 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             .with_context(|| format!("--report {path}"))?;
     }
     Ok(code)
+}
+
+/// Refuse, before any load, a threshold the run could not measure: a server figure without
+/// `--monitor`/`--spawn`, a recovery figure with `--recovery 0`.
+fn measurable(
+    thresholds: &[barrage_metrics::thresholds::Threshold],
+    monitored: bool,
+    recovery: Option<std::time::Duration>,
+) -> Result<(), Usage> {
+    use barrage_metrics::thresholds::{needs, Needs};
+    for t in thresholds {
+        let need = needs(&t.metric);
+        if need != Needs::Nothing && !monitored {
+            return Err(Usage(format!(
+                "--threshold '{}': {} is measured on the server; add --monitor PID|auto or --spawn CMD",
+                t.expr, t.metric
+            )));
+        }
+        if need == Needs::Recovery && recovery.is_some_and(|r| r.is_zero()) {
+            return Err(Usage(format!(
+                "--threshold '{}': {} needs the recovery window after the load; drop --recovery 0",
+                t.expr, t.metric
+            )));
+        }
+    }
+    Ok(())
 }
 
 type JsonOut = (String, Box<dyn Write>);
