@@ -245,7 +245,7 @@ fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {
         g = g.at_most_warn();
     }
     let fig = format!(
-        "CPU avg {:.0} % of one core = {share:.0} % of {cores} usable core(s); fds max {} ({})",
+        "CPU avg {:.0} % of one core under load = {share:.0} % of {cores} usable core(s); fds max {} ({})",
         u.cpu_avg_pct,
         u.fds_max,
         verdict(fds)

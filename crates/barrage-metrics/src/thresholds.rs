@@ -63,7 +63,7 @@ pub const METRICS: &[(&str, &str)] = &[
         "errors / (completed + errors); rate (% or fraction)",
     ),
     ("connections.peak", "most connections open at once; count"),
-    ("server.rss.max", "highest server RSS sampled; byte size"),
+    ("server.rss.max", "highest server RSS under load; byte size"),
     ("server.rss.avg", "mean server RSS under load; byte size"),
     (
         "server.rss.after",
@@ -79,7 +79,7 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
     (
         "server.fds.max",
-        "most open file descriptors of the server; count",
+        "most open file descriptors of the server under load; count",
     ),
     (
         "stability.cv",
