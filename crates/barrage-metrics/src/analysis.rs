@@ -5,6 +5,7 @@
 //! every judgement needs data: without samples a function returns `None` instead of a guess.
 //! [`analyze`] runs all of them on one result; the pieces are public for other callers.
 
+mod correctness;
 mod fit;
 mod memory;
 mod saturation;
@@ -13,6 +14,7 @@ mod stability;
 pub(crate) mod testutil;
 mod trend;
 
+pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
 pub use memory::{
     connection_rss_pairs, leak, per_connection_cost, recovery, LeakStatus, LeakVerdict, Recovery,
@@ -130,6 +132,9 @@ pub struct AnalysisReport {
     pub p99_trend: Option<Trend>,
     pub error_rate_trend: Option<Trend>,
     pub saturation: SaturationSummary,
+    /// Unexpected replies against completions: a reply framing that does not fit the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<Correctness>,
     pub server: Option<ServerUsage>,
     pub rss_trend: Option<Trend>,
     pub fd_trend: Option<Trend>,
@@ -180,6 +185,7 @@ pub fn analyze(
         p99_trend: p99_trend(ticks, steady_from_s),
         error_rate_trend: error_rate_trend(ticks, steady_from_s),
         saturation: saturation_summary(ticks, generator, result.config.threads),
+        correctness: Some(correctness(&result.summary.exchanges)),
         rss_trend: rss_trend(&server, steady),
         fd_trend: fd_trend(&server, steady),
         leak: usage.as_ref().map(|_| leak(&under_load, rec.as_ref())),

@@ -19,6 +19,8 @@
 //!   anything else (inconclusive, no recovery phase, not back without growth) → Warn.
 //! - **errors**: errors / (completed + errors) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
 //!   else Fail; a Pass becomes Warn when the error rate grows (trend rule).
+//! - **correctness**: unexpected replies / completed exchanges: 0 → Pass, ≤ 1 % → Warn, else
+//!   Fail (a reply framing that does not match the server is not a pass).
 
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
 use crate::result::RunResult;
@@ -37,6 +39,8 @@ pub enum Aspect {
     MemoryManagement,
     #[serde(rename = "errors")]
     Errors,
+    #[serde(rename = "correctness")]
+    Correctness,
 }
 
 impl Aspect {
@@ -47,6 +51,7 @@ impl Aspect {
             Self::ResourceUse => "resource use",
             Self::MemoryManagement => "memory management",
             Self::Errors => "errors",
+            Self::Correctness => "correctness",
         }
     }
 }
@@ -102,7 +107,7 @@ fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
 }
 
 /// The readiness table, in the order performance, stability, resource use, memory
-/// management, errors. `outcomes`: the evaluated thresholds (may be empty).
+/// management, errors, correctness. `outcomes`: the evaluated thresholds (may be empty).
 pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome]) -> Vec<Row> {
     vec![
         performance(result, analysis, outcomes),
@@ -110,7 +115,41 @@ pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome
         resource_use(result, analysis),
         memory(analysis),
         errors(result, analysis),
+        correctness(result),
     ]
+}
+
+fn correctness(result: &RunResult) -> Row {
+    let c = crate::analysis::correctness(&result.summary.exchanges);
+    if c.completed == 0 && c.unexpected_replies == 0 {
+        let fig = "no reply arrived".into();
+        return row(
+            Aspect::Correctness,
+            Grade::NotMeasured,
+            fig,
+            crate::analysis::CORRECTNESS_RULE,
+        );
+    }
+    let g = if c.unexpected_replies == 0 {
+        Grade::Pass
+    } else if c.framing_suspect {
+        Grade::Fail
+    } else {
+        Grade::Warn
+    };
+    let mut fig = format!(
+        "{} unexpected replies = {:.2} % of {} completed exchanges",
+        c.unexpected_replies, c.unexpected_pct, c.completed
+    );
+    if c.framing_suspect {
+        fig.push_str("; the reply framing (--expect) does not match the server's replies");
+    }
+    row(
+        Aspect::Correctness,
+        g,
+        fig,
+        crate::analysis::CORRECTNESS_RULE,
+    )
 }
 
 fn is_performance_metric(m: &str) -> bool {
@@ -344,11 +383,15 @@ mod tests {
                 "stability",
                 "resource use",
                 "memory management",
-                "errors"
+                "errors",
+                "correctness"
             ]
         );
         use Grade::*;
-        assert_eq!(grades(&rows), [Pass, Pass, NotMeasured, NotMeasured, Pass]);
+        assert_eq!(
+            grades(&rows),
+            [Pass, Pass, NotMeasured, NotMeasured, Pass, Pass]
+        );
         assert!(rows
             .iter()
             .all(|r| !r.rule.is_empty() && !r.figure.is_empty()));
@@ -373,7 +416,7 @@ mod tests {
             60.0,
         );
         let a = analyze(&r, Some(&m), Some(10.0));
-        assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 5]);
+        assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 6]);
     }
 
     #[test]
@@ -392,7 +435,7 @@ mod tests {
         );
         let rows = assess(&r, &a, &out);
         use Grade::*;
-        assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail]);
+        assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail, Pass]);
         assert!(
             rows[0]
                 .figure
@@ -435,8 +478,24 @@ mod tests {
                 Grade::NotMeasured,
                 Grade::NotMeasured,
                 Grade::NotMeasured,
+                Grade::NotMeasured,
                 Grade::NotMeasured
             ]
         );
+    }
+
+    #[test]
+    fn a_wrong_framing_fails_the_correctness_row() {
+        let mut r = result(30, 1000, 0, 10);
+        let a = analyze(&r, None, None);
+        let done = r.summary.exchanges.completed;
+        r.summary.exchanges.unexpected_replies = done * 87 / 100;
+        let rows = assess(&r, &a, &[]);
+        assert_eq!(rows[4].status, Grade::Pass, "errors stay as they are");
+        assert_eq!(rows[5].aspect, Aspect::Correctness);
+        assert_eq!(rows[5].status, Grade::Fail);
+        assert!(rows[5].figure.contains("87.00 %"), "{}", rows[5].figure);
+        r.summary.exchanges.unexpected_replies = done / 200;
+        assert_eq!(assess(&r, &a, &[])[5].status, Grade::Warn);
     }
 }

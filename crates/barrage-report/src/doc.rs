@@ -191,6 +191,17 @@ fn overview(r: &RunResult) -> Vec<Block> {
 fn warnings(r: &RunResult) -> Vec<Block> {
     let mut out = Vec::new();
     if let Some(a) = &r.analysis {
+        if let Some(c) = a.correctness.as_ref().filter(|c| c.framing_suspect) {
+            out.push(Block::Warning(format!(
+                "{} unexpected replies = {:.1} % of {} completed exchanges: the reply framing \
+                 (--expect) does not match what the server sends, so latency and throughput \
+                 count the wrong things (rule: {}).",
+                thousands(c.unexpected_replies),
+                c.unexpected_pct,
+                thousands(c.completed),
+                c.rule
+            )));
+        }
         let sat = &a.saturation;
         if sat.saturated_s > 0 {
             out.push(Block::Warning(format!(

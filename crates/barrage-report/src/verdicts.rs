@@ -42,6 +42,12 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
                 bytes(b.slope.max(0.0))
             ));
         }
+        if let Some(c) = a.correctness.as_ref().filter(|c| c.framing_suspect) {
+            lines.push(format!(
+                "WARNING       {} unexpected replies = {:.1} % of {} completed exchanges: the reply framing (--expect) does not match what the server sends; latency and throughput count the wrong things",
+                c.unexpected_replies, c.unexpected_pct, c.completed
+            ));
+        }
         let sat = &a.saturation;
         if sat.saturated_s > 0 {
             lines.push(format!(
