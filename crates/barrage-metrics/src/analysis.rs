@@ -5,6 +5,7 @@
 //! every judgement needs data: without samples a function returns `None` instead of a guess.
 //! [`analyze`] runs all of them on one result; the pieces are public for other callers.
 
+mod contention;
 mod correctness;
 mod fit;
 mod memory;
@@ -14,6 +15,10 @@ mod stability;
 pub(crate) mod testutil;
 mod trend;
 
+pub use contention::{
+    classify, contention, other_cpu, Cause, Contention, OtherCpu, CONTENTION_RULE,
+    OTHER_MATERIAL_PCT,
+};
 pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
 pub use memory::{
@@ -132,6 +137,9 @@ pub struct AnalysisReport {
     pub p99_trend: Option<Trend>,
     pub error_rate_trend: Option<Trend>,
     pub saturation: SaturationSummary,
+    /// Other processes' CPU (machine - server - barrage); only with monitoring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
     /// Unexpected replies against completions: a reply framing that does not fit the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correctness: Option<Correctness>,
@@ -174,6 +182,9 @@ pub fn analyze(
         )
     });
     let under_load: Vec<ProcSample> = steady.select(&server).cloned().collect();
+    let other = monitor.map_or_else(Vec::new, |m| {
+        other_cpu(m, &server, result.environment.cores)
+    });
     let ramp = Window {
         from_s: 0.0,
         to_s: steady_from_s,
@@ -184,7 +195,8 @@ pub fn analyze(
         stability: stability(ticks, steady_from_s),
         p99_trend: p99_trend(ticks, steady_from_s),
         error_rate_trend: error_rate_trend(ticks, steady_from_s),
-        saturation: saturation_summary(ticks, generator, result.config.threads),
+        saturation: saturation_summary(ticks, generator, &other, result.config.threads),
+        contention: contention(other, crate::figures::load_window(ticks)),
         correctness: Some(correctness(&result.summary.exchanges)),
         rss_trend: rss_trend(&server, steady),
         fd_trend: fd_trend(&server, steady),

@@ -9,7 +9,8 @@
 //!   (`p*`, `latency.*`, `connect.p99`, `rps.*`, `requests`, `connections.peak`): all passed →
 //!   Pass, else Fail. Without: p99 ≤ 10 × p50 → Pass, else Warn (a long tail, never a Fail
 //!   without a user's limit). A Pass becomes Warn when the generator was saturated in more
-//!   than 5 % of the seconds (the figures may be barrage's limit, not the server's).
+//!   than 5 % of the seconds (the figures may be barrage's limit, not the server's), or when
+//!   other processes used more than 20 % of a core on average under load (a shared machine).
 //! - **stability**: CV of the steady per-second rate < 5 % → Pass, < 10 % → Warn, else Fail; a
 //!   Pass becomes Warn when throughput drifts or p99 grows (trend rule).
 //! - **resource use**: server CPU on average < 80 % of its usable cores → Pass, < 95 % → Warn,
@@ -86,7 +87,9 @@ pub struct Row {
 
 pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/throughput \
     thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn; Pass \
-    becomes Warn if the generator was saturated in more than 5 % of the seconds";
+    becomes Warn if the generator was saturated (by its own work or starved by other processes) \
+    in more than 5 % of the seconds, or if other processes used more than 20 % of a core on \
+    average under load";
 pub const STABILITY_RULE: &str = "CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
     else Fail; Pass becomes Warn if throughput drifts or p99 grows";
 pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (its most \
@@ -214,9 +217,22 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
             "; generator saturated in {} of {} s",
             sat.saturated_s, sat.of_s
         ));
+        if sat.own_work_s + sat.starved_s > 0 {
+            figure.push_str(&format!(
+                " (by its own work {} s, starved by other processes {} s)",
+                sat.own_work_s, sat.starved_s
+            ));
+        }
         if sat.saturated_s * 20 > sat.of_s {
             grade = grade.at_most_warn();
         }
+    }
+    if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
+        figure.push_str(&format!(
+            "; other processes used {:.0} % of a core on average under load",
+            c.other_avg_pct
+        ));
+        grade = grade.at_most_warn();
     }
     row(aspect, grade, figure, PERFORMANCE_RULE)
 }

@@ -202,12 +202,35 @@ fn warnings(r: &RunResult) -> Vec<Block> {
                 c.rule
             )));
         }
-        let sat = &a.saturation;
-        if sat.saturated_s > 0 {
+        if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
             out.push(Block::Warning(format!(
-                "The load generator was the bottleneck for {} s of {} s; the figures of those \
-                 seconds describe barrage, not the server (rule: {}).",
-                sat.saturated_s, sat.of_s, sat.rule
+                "Other processes used {:.0} % of a core on average (max {:.0} %) while the load \
+                 ran: the machine was shared (rule: {}).",
+                c.other_avg_pct, c.other_max_pct, c.rule
+            )));
+        }
+        let sat = &a.saturation;
+        if sat.starved_s > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was starved of CPU by other processes for {} s of {} s; the \
+                 figures of those seconds describe the machine, not the server (rule: {}).",
+                sat.starved_s, sat.of_s, sat.rule
+            )));
+        }
+        if sat.own_work_s > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was saturated by its own work for {} s of {} s; the \
+                 figures of those seconds describe barrage, not the server (rule: {}).",
+                sat.own_work_s, sat.of_s, sat.rule
+            )));
+        }
+        let unknown = sat.saturated_s - sat.own_work_s - sat.starved_s;
+        if unknown > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was the bottleneck for {unknown} s of {} s (its CPU was not \
+                 sampled, so its own work cannot be told from starvation); the figures of \
+                 those seconds describe barrage, not the server (rule: {}).",
+                sat.of_s, sat.rule
             )));
         }
     }

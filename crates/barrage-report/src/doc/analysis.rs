@@ -211,8 +211,23 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
     if sat.of_s > 0 {
         rows.push([
             "generator saturation".into(),
-            format!("{} s of {} s", sat.saturated_s, sat.of_s),
+            format!(
+                "{} s of {} s (own work {} s, starved by other processes {} s)",
+                sat.saturated_s, sat.of_s, sat.own_work_s, sat.starved_s
+            ),
             sat.rule.clone(),
+        ]);
+    }
+    if let Some(c) = &a.contention {
+        rows.push([
+            "other processes' CPU".into(),
+            format!(
+                "avg {}, max {} of one core under load{}",
+                pct(c.other_avg_pct),
+                pct(c.other_max_pct),
+                if c.material { " (material)" } else { "" }
+            ),
+            c.rule.clone(),
         ]);
     }
     if rows.is_empty() {
