@@ -103,6 +103,7 @@ fn status(r: &RunResult) -> String {
     let word = match r.status {
         Status::Completed => "completed",
         Status::Interrupted => "interrupted (figures cover the run until then)",
+        Status::Stopped => "stopped (figures cover the run until then)",
         Status::Failed => "failed",
     };
     match &r.message {
