@@ -91,6 +91,14 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         ));
     }
     lines.extend(fig.machine.as_ref().map(machine));
+    if let Some(c) = r.analysis.as_ref().and_then(|a| a.contention.as_ref()) {
+        lines.push(format!(
+            "Others        CPU under load avg {}, max {} of one core (machine - server - barrage){}",
+            pct(c.other_avg_pct),
+            pct(c.other_max_pct),
+            if c.material { ": material" } else { "" }
+        ));
+    }
     if !m.generator.is_empty() {
         lines.push("Generator     barrage itself".into());
         lines.extend(process_lines(

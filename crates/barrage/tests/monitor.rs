@@ -279,6 +279,7 @@ fn saturation_causes_and_other_cpu_are_consistent() {
     );
     assert!(avg <= max + 1e-9);
     assert_eq!(c["material"], avg > 20.0);
+    assert!(out.contains("Others        CPU under load avg"), "{out}");
     // Each verdict is said where it applies, and only there.
     let perf = &v["readiness"][0]["figure"];
     assert_eq!(
