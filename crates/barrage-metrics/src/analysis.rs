@@ -5,6 +5,8 @@
 //! every judgement needs data: without samples a function returns `None` instead of a guess.
 //! [`analyze`] runs all of them on one result; the pieces are public for other callers.
 
+mod contention;
+mod correctness;
 mod fit;
 mod memory;
 mod saturation;
@@ -13,6 +15,11 @@ mod stability;
 pub(crate) mod testutil;
 mod trend;
 
+pub use contention::{
+    classify, contention, other_cpu, Cause, Contention, OtherCpu, CONTENTION_RULE,
+    OTHER_MATERIAL_PCT,
+};
+pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
 pub use memory::{
     connection_rss_pairs, leak, per_connection_cost, recovery, LeakStatus, LeakVerdict, Recovery,
@@ -26,7 +33,6 @@ pub use trend::{
 
 use crate::monitor::{MonitorSeries, ProcSample, ProcessSeries};
 use crate::result::RunResult;
-use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
 /// A span of the run's clock: samples with `from_s < t ≤ to_s`.
@@ -47,7 +53,7 @@ impl Window {
     }
 }
 
-/// What the monitored server processes used.
+/// What the monitored server processes used, under load (see [`crate::figures`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerUsage {
     /// Monitored processes, counted together.
@@ -58,8 +64,9 @@ pub struct ServerUsage {
     pub cpu_max_pct: f64,
     /// Under load.
     pub rss_avg_bytes: f64,
-    /// Over all samples (idle, load, recovery).
+    /// Under load (idle and after-recovery memory are in `recovery`).
     pub rss_max_bytes: u64,
+    /// Under load.
     pub fds_max: u64,
     pub threads_max: u64,
 }
@@ -100,27 +107,23 @@ pub fn combined_server(monitor: &MonitorSeries) -> Vec<ProcSample> {
     out
 }
 
-/// Usage of the server samples; CPU and average RSS under load. `None` without a sample
-/// under load.
+/// Usage of the server samples under load ([`crate::figures::process`] over `under_load`).
+/// `None` without a sample under load.
 pub fn server_usage(
     samples: &[ProcSample],
     under_load: Window,
     processes: usize,
 ) -> Option<ServerUsage> {
-    let load: Vec<&ProcSample> = under_load.select(samples).collect();
-    let n = load.len();
-    if n == 0 {
-        return None;
-    }
+    let f = crate::figures::process(samples, under_load)?;
     Some(ServerUsage {
         processes,
-        samples_under_load: n,
-        cpu_avg_pct: load.iter().map(|s| s.cpu_pct).sum::<f64>() / n as f64,
-        cpu_max_pct: load.iter().map(|s| s.cpu_pct).fold(0.0, f64::max),
-        rss_avg_bytes: load.iter().map(|s| s.rss_bytes as f64).sum::<f64>() / n as f64,
-        rss_max_bytes: samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0),
-        fds_max: samples.iter().map(|s| s.fds).max().unwrap_or(0),
-        threads_max: samples.iter().map(|s| s.threads).max().unwrap_or(0),
+        samples_under_load: f.samples,
+        cpu_avg_pct: f.cpu_avg_pct,
+        cpu_max_pct: f.cpu_max_pct,
+        rss_avg_bytes: f.rss_avg_bytes,
+        rss_max_bytes: f.rss_max_bytes,
+        fds_max: f.fds_max,
+        threads_max: f.threads_max,
     })
 }
 
@@ -134,6 +137,12 @@ pub struct AnalysisReport {
     pub p99_trend: Option<Trend>,
     pub error_rate_trend: Option<Trend>,
     pub saturation: SaturationSummary,
+    /// Other processes' CPU (machine - server - barrage); only with monitoring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
+    /// Unexpected replies against completions: a reply framing that does not fit the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<Correctness>,
     pub server: Option<ServerUsage>,
     pub rss_trend: Option<Trend>,
     pub fd_trend: Option<Trend>,
@@ -154,11 +163,7 @@ pub fn analyze(
 ) -> AnalysisReport {
     let ticks = &result.timeseries;
     let steady_from_s = steady_start(ticks, result.summary.connections.target);
-    let load_end_s = ticks
-        .iter()
-        .filter(|t| t.phase != Phase::Drain)
-        .map(|t| t.t)
-        .fold(0.0, f64::max);
+    let load_end_s = crate::figures::load_end(ticks);
     let steady = Window {
         from_s: steady_from_s,
         to_s: load_end_s,
@@ -166,14 +171,7 @@ pub fn analyze(
     let generator = monitor.map_or(&[][..], |m| &m.generator[..]);
     let procs = monitor.map_or(0, |m| m.processes.len());
     let server = monitor.map(combined_server).unwrap_or_default();
-    let usage = server_usage(
-        &server,
-        Window {
-            from_s: 0.0,
-            to_s: load_end_s,
-        },
-        procs,
-    );
+    let usage = server_usage(&server, crate::figures::load_window(ticks), procs);
     let rec = recovery_s.filter(|r| *r > 0.0).and_then(|_| {
         recovery(
             &server,
@@ -184,6 +182,9 @@ pub fn analyze(
         )
     });
     let under_load: Vec<ProcSample> = steady.select(&server).cloned().collect();
+    let other = monitor.map_or_else(Vec::new, |m| {
+        other_cpu(m, &server, result.environment.cores)
+    });
     let ramp = Window {
         from_s: 0.0,
         to_s: steady_from_s,
@@ -194,7 +195,9 @@ pub fn analyze(
         stability: stability(ticks, steady_from_s),
         p99_trend: p99_trend(ticks, steady_from_s),
         error_rate_trend: error_rate_trend(ticks, steady_from_s),
-        saturation: saturation_summary(ticks, generator, result.config.threads),
+        saturation: saturation_summary(ticks, generator, &other, result.config.threads),
+        contention: contention(other, crate::figures::load_window(ticks)),
+        correctness: Some(correctness(&result.summary.exchanges)),
         rss_trend: rss_trend(&server, steady),
         fd_trend: fd_trend(&server, steady),
         leak: usage.as_ref().map(|_| leak(&under_load, rec.as_ref())),

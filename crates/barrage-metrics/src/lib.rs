@@ -11,6 +11,7 @@ pub mod codes;
 pub mod compare;
 pub mod counters;
 pub mod error;
+pub mod figures;
 pub mod histogram;
 pub mod monitor;
 pub mod readiness;

@@ -9,7 +9,8 @@
 //!   (`p*`, `latency.*`, `connect.p99`, `rps.*`, `requests`, `connections.peak`): all passed →
 //!   Pass, else Fail. Without: p99 ≤ 10 × p50 → Pass, else Warn (a long tail, never a Fail
 //!   without a user's limit). A Pass becomes Warn when the generator was saturated in more
-//!   than 5 % of the seconds (the figures may be barrage's limit, not the server's).
+//!   than 5 % of the seconds (the figures may be barrage's limit, not the server's), or when
+//!   other processes used more than 20 % of a core on average under load (a shared machine).
 //! - **stability**: CV of the steady per-second rate < 5 % → Pass, < 10 % → Warn, else Fail; a
 //!   Pass becomes Warn when throughput drifts or p99 grows (trend rule).
 //! - **resource use**: server CPU on average < 80 % of its usable cores → Pass, < 95 % → Warn,
@@ -19,6 +20,8 @@
 //!   anything else (inconclusive, no recovery phase, not back without growth) → Warn.
 //! - **errors**: failed requests / (completed + failed requests) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
 //!   else Fail; a Pass becomes Warn when the error rate grows (trend rule).
+//! - **correctness**: unexpected replies / completed exchanges: 0 → Pass, ≤ 1 % → Warn, else
+//!   Fail (a reply framing that does not match the server is not a pass).
 
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
 use crate::result::RunResult;
@@ -37,6 +40,8 @@ pub enum Aspect {
     MemoryManagement,
     #[serde(rename = "errors")]
     Errors,
+    #[serde(rename = "correctness")]
+    Correctness,
 }
 
 impl Aspect {
@@ -47,6 +52,7 @@ impl Aspect {
             Self::ResourceUse => "resource use",
             Self::MemoryManagement => "memory management",
             Self::Errors => "errors",
+            Self::Correctness => "correctness",
         }
     }
 }
@@ -81,7 +87,9 @@ pub struct Row {
 
 pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/throughput \
     thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn; Pass \
-    becomes Warn if the generator was saturated in more than 5 % of the seconds";
+    becomes Warn if the generator was saturated (by its own work or starved by other processes) \
+    in more than 5 % of the seconds, or if other processes used more than 20 % of a core on \
+    average under load";
 pub const STABILITY_RULE: &str = "CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
     else Fail; Pass becomes Warn if throughput drifts or p99 grows";
 pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (its most \
@@ -103,7 +111,7 @@ fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
 }
 
 /// The readiness table, in the order performance, stability, resource use, memory
-/// management, errors. `outcomes`: the evaluated thresholds (may be empty).
+/// management, errors, correctness. `outcomes`: the evaluated thresholds (may be empty).
 pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome]) -> Vec<Row> {
     vec![
         performance(result, analysis, outcomes),
@@ -111,7 +119,41 @@ pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome
         resource_use(result, analysis),
         memory(analysis),
         errors(result, analysis),
+        correctness(result),
     ]
+}
+
+fn correctness(result: &RunResult) -> Row {
+    let c = crate::analysis::correctness(&result.summary.exchanges);
+    if c.completed == 0 && c.unexpected_replies == 0 {
+        let fig = "no reply arrived".into();
+        return row(
+            Aspect::Correctness,
+            Grade::NotMeasured,
+            fig,
+            crate::analysis::CORRECTNESS_RULE,
+        );
+    }
+    let g = if c.unexpected_replies == 0 {
+        Grade::Pass
+    } else if c.framing_suspect {
+        Grade::Fail
+    } else {
+        Grade::Warn
+    };
+    let mut fig = format!(
+        "{} unexpected replies = {:.2} % of {} completed exchanges",
+        c.unexpected_replies, c.unexpected_pct, c.completed
+    );
+    if c.framing_suspect {
+        fig.push_str("; the reply framing (--expect) does not match the server's replies");
+    }
+    row(
+        Aspect::Correctness,
+        g,
+        fig,
+        crate::analysis::CORRECTNESS_RULE,
+    )
 }
 
 fn is_performance_metric(m: &str) -> bool {
@@ -176,9 +218,22 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
             "; generator saturated in {} of {} s",
             sat.saturated_s, sat.of_s
         ));
+        if sat.own_work_s + sat.starved_s > 0 {
+            figure.push_str(&format!(
+                " (by its own work {} s, starved by other processes {} s)",
+                sat.own_work_s, sat.starved_s
+            ));
+        }
         if sat.saturated_s * 20 > sat.of_s {
             grade = grade.at_most_warn();
         }
+    }
+    if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
+        figure.push_str(&format!(
+            "; other processes used {:.0} % of a core on average under load",
+            c.other_avg_pct
+        ));
+        grade = grade.at_most_warn();
     }
     row(aspect, grade, figure, PERFORMANCE_RULE)
 }
@@ -246,7 +301,7 @@ fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {
         g = g.at_most_warn();
     }
     let fig = format!(
-        "CPU avg {:.0} % of one core = {share:.0} % of {cores} usable core(s); fds max {} ({})",
+        "CPU avg {:.0} % of one core under load = {share:.0} % of {cores} usable core(s); fds max {} ({})",
         u.cpu_avg_pct,
         u.fds_max,
         verdict(fds)
@@ -345,11 +400,15 @@ mod tests {
                 "stability",
                 "resource use",
                 "memory management",
-                "errors"
+                "errors",
+                "correctness"
             ]
         );
         use Grade::*;
-        assert_eq!(grades(&rows), [Pass, Pass, NotMeasured, NotMeasured, Pass]);
+        assert_eq!(
+            grades(&rows),
+            [Pass, Pass, NotMeasured, NotMeasured, Pass, Pass]
+        );
         assert!(rows
             .iter()
             .all(|r| !r.rule.is_empty() && !r.figure.is_empty()));
@@ -374,7 +433,7 @@ mod tests {
             60.0,
         );
         let a = analyze(&r, Some(&m), Some(10.0));
-        assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 5]);
+        assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 6]);
     }
 
     #[test]
@@ -393,7 +452,7 @@ mod tests {
         );
         let rows = assess(&r, &a, &out);
         use Grade::*;
-        assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail]);
+        assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail, Pass]);
         assert!(
             rows[0]
                 .figure
@@ -436,8 +495,24 @@ mod tests {
                 Grade::NotMeasured,
                 Grade::NotMeasured,
                 Grade::NotMeasured,
+                Grade::NotMeasured,
                 Grade::NotMeasured
             ]
         );
+    }
+
+    #[test]
+    fn a_wrong_framing_fails_the_correctness_row() {
+        let mut r = result(30, 1000, 0, 10);
+        let a = analyze(&r, None, None);
+        let done = r.summary.exchanges.completed;
+        r.summary.exchanges.unexpected_replies = done * 87 / 100;
+        let rows = assess(&r, &a, &[]);
+        assert_eq!(rows[4].status, Grade::Pass, "errors stay as they are");
+        assert_eq!(rows[5].aspect, Aspect::Correctness);
+        assert_eq!(rows[5].status, Grade::Fail);
+        assert!(rows[5].figure.contains("87.00 %"), "{}", rows[5].figure);
+        r.summary.exchanges.unexpected_replies = done / 200;
+        assert_eq!(assess(&r, &a, &[])[5].status, Grade::Warn);
     }
 }

@@ -16,6 +16,9 @@ pub enum Status {
     Completed,
     /// A signal stopped it early; the figures cover the time until then.
     Interrupted,
+    /// The user stopped it early (`q` in the dashboard): a normal end, the recovery window
+    /// still runs; the figures cover the time until then.
+    Stopped,
     /// It could not do its job (e.g. nothing could connect).
     Failed,
 }
@@ -119,7 +122,7 @@ pub struct Histograms {
 pub struct RunResult {
     pub schema: String,
     pub status: Status,
-    /// Why the run failed or was interrupted, in one line.
+    /// Why the run failed, was interrupted or was stopped, in one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub command_line: Vec<String>,

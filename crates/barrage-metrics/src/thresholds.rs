@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | duration | `us` `µs` `ms` `s` `m` (required) | µs |
 //! | count | none, `k` (10³), `M` (10⁶) | 1 |
-//! | bytes | `B` `KB` `KiB` `MB` `MiB` `GB` `GiB` (required; KB = 1000 B, KiB = 1024 B) | bytes |
+//! | bytes | `B` `KB` `KiB` `MB` `MiB` `GB` `GiB` (required; KB = 10³ B, MB = 10⁶ B, GB = 10⁹ B; KiB = 2¹⁰ B, MiB = 2²⁰ B, GiB = 2³⁰ B) | bytes |
 //! | percent | `%` (required) | % |
 //! | rate | `%`, or none for a fraction 0..1 | fraction |
 //! | yes/no | `yes` or `no`, with `==` or `!=` only | 1 / 0 |
@@ -70,7 +70,7 @@ pub const METRICS: &[(&str, &str)] = &[
         "requests.failed / (requests + requests.failed); rate (% or fraction)",
     ),
     ("connections.peak", "most connections open at once; count"),
-    ("server.rss.max", "highest server RSS sampled; byte size"),
+    ("server.rss.max", "highest server RSS under load; byte size"),
     ("server.rss.avg", "mean server RSS under load; byte size"),
     (
         "server.rss.after",
@@ -86,7 +86,7 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
     (
         "server.fds.max",
-        "most open file descriptors of the server; count",
+        "most open file descriptors of the server under load; count",
     ),
     (
         "stability.cv",
@@ -166,6 +166,27 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
             Kind::Count
         }
     })
+}
+
+/// What a metric needs beyond the load itself, so that a threshold that could never be
+/// measured is refused before the run instead of failing after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Measured by every run.
+    Nothing,
+    /// Server samples: `--monitor PID|auto` or `--spawn CMD`.
+    Monitoring,
+    /// Server samples and a recovery window after the load (`--recovery`, not 0).
+    Recovery,
+}
+
+/// What `metric` needs to be measured (unknown metrics need nothing: the parser refuses them).
+pub fn needs(metric: &str) -> Needs {
+    match metric {
+        "server.rss.after" | "leak" => Needs::Recovery,
+        m if m.starts_with("server.") => Needs::Monitoring,
+        _ => Needs::Nothing,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,6 +310,22 @@ pub fn any_failed(outcomes: &[Outcome]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_thresholds_need_monitoring_and_recovery() {
+        assert_eq!(needs("server.rss.max"), Needs::Monitoring);
+        assert_eq!(needs("server.cpu.avg"), Needs::Monitoring);
+        assert_eq!(needs("server.rss.after"), Needs::Recovery);
+        assert_eq!(needs("leak"), Needs::Recovery);
+        assert_eq!(needs("p99"), Needs::Nothing);
+        assert_eq!(needs("errors.rate"), Needs::Nothing);
+        // MB is decimal, MiB binary.
+        assert_eq!(parse("server.rss.max < 64MB").unwrap().limit, 64e6);
+        assert_eq!(
+            parse("server.rss.max < 64MiB").unwrap().limit,
+            64.0 * 1048576.0
+        );
+    }
 
     #[test]
     fn every_listed_metric_has_a_kind_and_every_kind_is_described() {

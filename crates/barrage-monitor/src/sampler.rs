@@ -107,7 +107,7 @@ impl Monitor {
         let mut tracked = Vec::new();
         let own = config
             .include_self
-            .then_some((std::process::id(), false, false))
+            .then_some((std::process::id(), false, true))
             .into_iter();
         let wanted = config
             .pids

@@ -103,6 +103,7 @@ fn status(r: &RunResult) -> String {
     let word = match r.status {
         Status::Completed => "completed",
         Status::Interrupted => "interrupted (figures cover the run until then)",
+        Status::Stopped => "stopped (figures cover the run until then)",
         Status::Failed => "failed",
     };
     match &r.message {
@@ -191,12 +192,46 @@ fn overview(r: &RunResult) -> Vec<Block> {
 fn warnings(r: &RunResult) -> Vec<Block> {
     let mut out = Vec::new();
     if let Some(a) = &r.analysis {
-        let sat = &a.saturation;
-        if sat.saturated_s > 0 {
+        if let Some(c) = a.correctness.as_ref().filter(|c| c.framing_suspect) {
             out.push(Block::Warning(format!(
-                "The load generator was the bottleneck for {} s of {} s; the figures of those \
-                 seconds describe barrage, not the server (rule: {}).",
-                sat.saturated_s, sat.of_s, sat.rule
+                "{} unexpected replies = {:.1} % of {} completed exchanges: the reply framing \
+                 (--expect) does not match what the server sends, so latency and throughput \
+                 count the wrong things (rule: {}).",
+                thousands(c.unexpected_replies),
+                c.unexpected_pct,
+                thousands(c.completed),
+                c.rule
+            )));
+        }
+        if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
+            out.push(Block::Warning(format!(
+                "Other processes used {:.0} % of a core on average (max {:.0} %) while the load \
+                 ran: the machine was shared (rule: {}).",
+                c.other_avg_pct, c.other_max_pct, c.rule
+            )));
+        }
+        let sat = &a.saturation;
+        if sat.starved_s > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was starved of CPU by other processes for {} s of {} s; the \
+                 figures of those seconds describe the machine, not the server (rule: {}).",
+                sat.starved_s, sat.of_s, sat.rule
+            )));
+        }
+        if sat.own_work_s > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was saturated by its own work for {} s of {} s; the \
+                 figures of those seconds describe barrage, not the server (rule: {}).",
+                sat.own_work_s, sat.of_s, sat.rule
+            )));
+        }
+        let unknown = sat.saturated_s - sat.own_work_s - sat.starved_s;
+        if unknown > 0 {
+            out.push(Block::Warning(format!(
+                "The load generator was the bottleneck for {unknown} s of {} s (its CPU was not \
+                 sampled, so its own work cannot be told from starvation); the figures of \
+                 those seconds describe barrage, not the server (rule: {}).",
+                sat.of_s, sat.rule
             )));
         }
     }

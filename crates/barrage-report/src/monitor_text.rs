@@ -2,66 +2,59 @@
 //! and a spawned server's exit. Sections for data that was not collected are left out.
 
 use crate::fmt::{bytes, thousands};
-use barrage_metrics::{MonitorSeries, ProcSample, RunResult};
-
-fn avg_max(xs: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
-    let n = xs.clone().count();
-    if n == 0 {
-        return None;
-    }
-    let sum: f64 = xs.clone().sum();
-    let max = xs.fold(f64::MIN, f64::max);
-    Some((sum / n as f64, max))
-}
+use barrage_metrics::figures::{Machine, Memory, ProcessFigures, RunFigures};
+use barrage_metrics::RunResult;
 
 fn pct(x: f64) -> String {
     format!("{x:.1} %")
 }
 
-/// Lines for one process (server or generator).
-fn process_lines(samples: &[ProcSample], cores: usize) -> Vec<String> {
+fn opt_bytes(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| bytes(b as f64))
+}
+
+/// Lines for one process (server or generator): its figures under load, memory in the three
+/// windows ([`barrage_metrics::figures`], the same numbers as the thresholds and readiness).
+fn process_lines(f: Option<&ProcessFigures>, m: &Memory, cores: usize) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some((avg, max)) = avg_max(samples.iter().map(|s| s.cpu_pct)) {
-        out.push(format!(
-            "  CPU         avg {}, max {} of one core ({} of the machine on average)",
-            pct(avg),
-            pct(max),
-            pct(avg / cores.max(1) as f64)
-        ));
-    }
-    if let (Some(first), Some(last)) = (samples.first(), samples.last()) {
-        let peak = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
-        out.push(format!(
-            "  memory      {} at start, peak {}, {} at the end",
-            bytes(first.rss_bytes as f64),
-            bytes(peak as f64),
-            bytes(last.rss_bytes as f64)
-        ));
-        let fds = samples.iter().map(|s| s.fds).max().unwrap_or(0);
-        let threads = samples.iter().map(|s| s.threads).max().unwrap_or(0);
-        let est = samples.iter().map(|s| s.tcp.established).max().unwrap_or(0);
-        let cw = samples.iter().map(|s| s.tcp.close_wait).max().unwrap_or(0);
-        let mut line = format!(
-            "  at most     {} threads, {} open files, {} TCP established",
-            thousands(threads),
-            thousands(fds),
-            thousands(est)
-        );
-        if cw > 0 {
-            line += &format!(", {} CLOSE_WAIT", thousands(cw));
+    let Some(f) = f else {
+        if m.idle_bytes.is_some() || m.after_bytes.is_some() {
+            out.push("  no sample under load".into());
         }
-        out.push(line);
+        return out;
+    };
+    out.push(format!(
+        "  CPU         under load avg {}, max {} of one core ({} of the machine on average)",
+        pct(f.cpu_avg_pct),
+        pct(f.cpu_max_pct),
+        pct(f.cpu_avg_pct / cores.max(1) as f64)
+    ));
+    out.push(format!(
+        "  memory      idle {}, peak under load {}, after recovery {}",
+        opt_bytes(m.idle_bytes),
+        opt_bytes(m.load_peak_bytes),
+        opt_bytes(m.after_bytes)
+    ));
+    let mut line = format!(
+        "  under load  at most {} threads, {} open files, {} TCP established",
+        thousands(f.threads_max),
+        thousands(f.fds_max),
+        thousands(f.tcp_established_max)
+    );
+    if f.tcp_close_wait_max > 0 {
+        line += &format!(", {} CLOSE_WAIT", thousands(f.tcp_close_wait_max));
     }
+    out.push(line);
     out
 }
 
 pub fn monitoring(r: &RunResult) -> Vec<String> {
-    let Some(m) = &r.monitor else {
+    let (Some(m), Some(fig)) = (&r.monitor, RunFigures::of(r)) else {
         return Vec::new();
     };
     let cores = r.environment.cores;
     let mut lines = Vec::new();
-    for p in &m.processes {
+    for (p, (pf, pm)) in m.processes.iter().zip(&fig.processes) {
         let mut cmd = p.command.clone();
         if cmd.len() > 60 {
             cmd.truncate(57);
@@ -71,7 +64,7 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         if p.samples.is_empty() {
             lines.push("  no samples (the process was gone)".into());
         }
-        lines.extend(process_lines(&p.samples, cores));
+        lines.extend(process_lines(pf.as_ref(), pm, cores));
     }
     if let Some(s) = &r.spawn {
         let how = if s.killed {
@@ -97,25 +90,32 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
             s.ready_after_ms
         ));
     }
-    lines.extend(machine(m));
+    lines.extend(fig.machine.as_ref().map(machine));
+    if let Some(c) = r.analysis.as_ref().and_then(|a| a.contention.as_ref()) {
+        lines.push(format!(
+            "Others        CPU under load avg {}, max {} of one core (machine - server - barrage){}",
+            pct(c.other_avg_pct),
+            pct(c.other_max_pct),
+            if c.material { ": material" } else { "" }
+        ));
+    }
     if !m.generator.is_empty() {
         lines.push("Generator     barrage itself".into());
-        lines.extend(process_lines(&m.generator, cores));
+        lines.extend(process_lines(
+            fig.generator.as_ref(),
+            &fig.generator_memory,
+            cores,
+        ));
     }
     lines
 }
 
-fn machine(m: &MonitorSeries) -> Vec<String> {
-    let Some((avg, max)) = avg_max(m.host.iter().map(|h| h.cpu_pct)) else {
-        return Vec::new();
-    };
-    let mem = m.host.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0);
-    let total = m.host.last().map_or(0, |h| h.mem_total_bytes);
-    vec![format!(
-        "Machine       CPU avg {}, max {}; memory used at most {} of {}",
-        pct(avg),
-        pct(max),
-        bytes(mem as f64),
-        bytes(total as f64)
-    )]
+fn machine(m: &Machine) -> String {
+    format!(
+        "Machine       CPU under load avg {}, max {}; memory used at most {} of {}",
+        pct(m.cpu_avg_pct),
+        pct(m.cpu_max_pct),
+        bytes(m.mem_used_max_bytes as f64),
+        bytes(m.mem_total_bytes as f64)
+    )
 }

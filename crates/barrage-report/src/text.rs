@@ -72,6 +72,7 @@ fn header(r: &RunResult) -> Vec<String> {
     let status = match r.status {
         Status::Completed => None,
         Status::Interrupted => Some("INTERRUPTED"),
+        Status::Stopped => Some("STOPPED"),
         Status::Failed => Some("FAILED"),
     };
     if let Some(status) = status {
@@ -79,7 +80,7 @@ fn header(r: &RunResult) -> Vec<String> {
         if let Some(m) = &r.message {
             line += &format!(": {m}");
         }
-        if r.status == Status::Interrupted {
+        if matches!(r.status, Status::Interrupted | Status::Stopped) {
             line += " (figures cover the run until then)";
         }
         lines.push(line);

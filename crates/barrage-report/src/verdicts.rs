@@ -42,11 +42,36 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
                 bytes(b.slope.max(0.0))
             ));
         }
-        let sat = &a.saturation;
-        if sat.saturated_s > 0 {
+        if let Some(c) = a.correctness.as_ref().filter(|c| c.framing_suspect) {
             lines.push(format!(
-                "WARNING       the load generator was the bottleneck for {} s of {} s; numbers in those seconds describe barrage, not the server",
-                sat.saturated_s, sat.of_s
+                "WARNING       {} unexpected replies = {:.1} % of {} completed exchanges: the reply framing (--expect) does not match what the server sends; latency and throughput count the wrong things",
+                c.unexpected_replies, c.unexpected_pct, c.completed
+            ));
+        }
+        if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
+            lines.push(format!(
+                "WARNING       other processes used {:.0} % of a core on average (max {:.0} %) while the load ran: the machine was shared",
+                c.other_avg_pct, c.other_max_pct
+            ));
+        }
+        let sat = &a.saturation;
+        if sat.starved_s > 0 {
+            lines.push(format!(
+                "WARNING       the load generator was starved of CPU by other processes for {} s of {} s; numbers in those seconds describe the machine, not the server",
+                sat.starved_s, sat.of_s
+            ));
+        }
+        if sat.own_work_s > 0 {
+            lines.push(format!(
+                "WARNING       the load generator was saturated by its own work for {} s of {} s; numbers in those seconds describe barrage, not the server",
+                sat.own_work_s, sat.of_s
+            ));
+        }
+        let unknown = sat.saturated_s - sat.own_work_s - sat.starved_s;
+        if unknown > 0 {
+            lines.push(format!(
+                "WARNING       the load generator was the bottleneck for {unknown} s of {} s (its CPU was not sampled: add --monitor to tell its own work from starvation); numbers in those seconds describe barrage, not the server",
+                sat.of_s
             ));
         }
     }

@@ -8,8 +8,11 @@ use barrage_engine::End;
 use barrage_metrics::{RunResult, Status};
 use barrage_report::Format;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-/// Run the test; returns the exit code (0 completed, 1 failed, 130 interrupted).
+/// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
+/// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let (plan, config) = config::plan(a)?;
     let watch_plan = crate::watch::plan(a, plan.target.addr)?;
@@ -20,6 +23,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             barrage_metrics::thresholds::parse(e).map_err(|e| Usage(format!("--threshold: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    measurable(&thresholds, watch_plan.is_some(), a.recovery)?;
     sys::ensure_fds(
         sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
@@ -38,6 +42,11 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         barrage_report::load(b).map_err(|e| Usage(format!("--baseline: {e}")))?;
     }
     let stop = sys::stop_on_signals();
+    // Signals only (the dashboard's `q` sets `stop` too, but is a user stop, not an interrupt).
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+    }
     let started_at = sys::rfc3339_now();
     // A spawned server is up (or the run has failed) before the clock starts.
     let watch = match watch_plan {
@@ -84,12 +93,21 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             }
         }
     });
-    if let Some(d) = dash {
-        d.finish();
-    }
+    let keys = dash.as_ref().map(|d| d.keys());
     let out = out?;
+    let user_stop =
+        keys.as_ref().is_some_and(|k| k.user_stopped()) && !signalled.load(Ordering::Relaxed);
     let (status, message, code) = match out.end {
         End::Completed => (Status::Completed, None, 0),
+        // `q` in the dashboard: a normal end, by the usual exit rules.
+        End::Interrupted if user_stop => {
+            let at = barrage_metrics::figures::load_end(&out.outcome.timeseries);
+            (
+                Status::Stopped,
+                Some(format!("stopped by the user at {at:.1} s")),
+                0,
+            )
+        }
         End::Interrupted => (
             Status::Interrupted,
             Some("interrupted by a signal".to_string()),
@@ -101,7 +119,24 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             (Status::Failed, Some(msg), 1)
         }
     };
-    let watched = watch.map(|w| w.finish(&stop, quiet));
+    // The recovery window runs after a user stop too; a signal, Ctrl-C or one more `q` cuts it.
+    let quits_before = keys.as_ref().map_or(0, |k| k.quits());
+    let cut = || {
+        signalled.load(Ordering::Relaxed)
+            || match &keys {
+                Some(k) => k.skip_recovery(quits_before),
+                None => stop.load(Ordering::Relaxed),
+            }
+    };
+    let watched = watch.map(|w| {
+        if let Some(d) = &dash {
+            d.recovering();
+        }
+        w.finish(cut, quiet || dash.is_some())
+    });
+    if let Some(d) = dash {
+        d.finish();
+    }
     let mut result = RunResult::new(
         status,
         message,
@@ -164,6 +199,32 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             .with_context(|| format!("--report {path}"))?;
     }
     Ok(code)
+}
+
+/// Refuse, before any load, a threshold the run could not measure: a server figure without
+/// `--monitor`/`--spawn`, a recovery figure with `--recovery 0`.
+fn measurable(
+    thresholds: &[barrage_metrics::thresholds::Threshold],
+    monitored: bool,
+    recovery: Option<std::time::Duration>,
+) -> Result<(), Usage> {
+    use barrage_metrics::thresholds::{needs, Needs};
+    for t in thresholds {
+        let need = needs(&t.metric);
+        if need != Needs::Nothing && !monitored {
+            return Err(Usage(format!(
+                "--threshold '{}': {} is measured on the server; add --monitor PID|auto or --spawn CMD",
+                t.expr, t.metric
+            )));
+        }
+        if need == Needs::Recovery && recovery.is_some_and(|r| r.is_zero()) {
+            return Err(Usage(format!(
+                "--threshold '{}': {} needs the recovery window after the load; drop --recovery 0",
+                t.expr, t.metric
+            )));
+        }
+    }
+    Ok(())
 }
 
 type JsonOut = (String, Box<dyn Write>);

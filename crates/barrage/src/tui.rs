@@ -5,8 +5,10 @@
 //! few running figures into a bounded channel with `try_send` (a full channel drops the snapshot;
 //! at one tick per second it never fills), and the UI thread draws at most four frames a second.
 //! `q`, Esc and Ctrl-C (which raw mode turns into a key) set the run's stop flag, the same one
-//! SIGINT sets, so the run ends the usual way and its summary and files are still written. The
-//! terminal is restored by a guard on every path out: `finish`, drop, an I/O error or a panic.
+//! SIGINT sets, so the run ends the usual way and its summary and files are still written.
+//! `q`/Esc is a *user stop* (a normal end: exit code 0 or 3, the recovery window still runs and
+//! a second `q` skips it); Ctrl-C is an interruption, like SIGINT ([`Keys`]). The terminal is
+//! restored by a guard on every path out: `finish`, drop, an I/O error or a panic.
 
 use barrage_metrics::{Aggregator, ErrorCounts, Phase, Tick};
 use barrage_report::fmt;
@@ -20,7 +22,7 @@ use ratatui::widgets::{Block, Paragraph, Sparkline};
 use ratatui::{Frame, Terminal};
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Stdout};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Once};
 use std::thread::JoinHandle;
@@ -97,8 +99,42 @@ pub struct Snapshot {
     pub server: Option<ServerSample>,
 }
 
+/// The stop keys pressed so far; shared by the UI thread (writer) and the run (reader).
+#[derive(Debug, Default)]
+pub struct Keys {
+    /// `q` or Esc presses: the first stops the load, the second skips the recovery window.
+    quits: AtomicU32,
+    /// Ctrl-C: an interruption, like SIGINT.
+    interrupted: AtomicBool,
+}
+
+impl Keys {
+    /// The user stopped the run with `q` (and did not interrupt it with Ctrl-C).
+    pub fn user_stopped(&self) -> bool {
+        self.quits.load(Ordering::Relaxed) > 0 && !self.interrupted()
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// Whether the recovery window is to be cut short: by Ctrl-C, or by a `q` beyond the one
+    /// that stopped the load (`quits_before`: presses when the window began).
+    pub fn skip_recovery(&self, quits_before: u32) -> bool {
+        self.quits.load(Ordering::Relaxed) > quits_before.min(1) || self.interrupted()
+    }
+
+    pub fn quits(&self) -> u32 {
+        self.quits.load(Ordering::Relaxed)
+    }
+}
+
 /// A running dashboard. Dropping it (or `finish`) stops the UI thread and restores the terminal.
 pub struct Dashboard {
+    /// Written by the UI thread, read by the run.
+    keys: Arc<Keys>,
+    /// Set by `recovering`; the UI thread shows that the recovery window runs.
+    recovering: Arc<AtomicBool>,
     /// Owned by the engine's callback side; the UI thread holds the receiver.
     tx: SyncSender<Snapshot>,
     /// Set by `finish`/drop; the UI thread checks it between frames.
@@ -115,14 +151,24 @@ impl Dashboard {
         let (tx, rx) = sync_channel(64);
         let done = Arc::new(AtomicBool::new(false));
         let d = Arc::clone(&done);
+        let keys = Arc::new(Keys::default());
+        let recovering = Arc::new(AtomicBool::new(false));
+        let flags = UiFlags {
+            stop,
+            done: d,
+            keys: Arc::clone(&keys),
+            recovering: Arc::clone(&recovering),
+        };
         let thread = std::thread::Builder::new()
             .name("barrage-tui".into())
             .spawn(move || {
                 let _guard = guard;
                 // An I/O error ends the display, never the run.
-                let _ = ui_loop(term, View::new(info), rx, &stop, &d);
+                let _ = ui_loop(term, View::new(info), rx, &flags);
             })?;
         Ok(Dashboard {
+            keys,
+            recovering,
             tx,
             done,
             thread: Some(thread),
@@ -144,6 +190,16 @@ impl Dashboard {
         });
     }
 
+    /// The stop keys pressed so far.
+    pub fn keys(&self) -> Arc<Keys> {
+        Arc::clone(&self.keys)
+    }
+
+    /// The load is over and the recovery window runs: say so (and that `q` skips it).
+    pub fn recovering(&self) {
+        self.recovering.store(true, Ordering::Relaxed);
+    }
+
     /// Stop drawing and give the terminal back (before the summary is printed).
     pub fn finish(self) {}
 }
@@ -157,27 +213,41 @@ impl Drop for Dashboard {
     }
 }
 
+/// What the UI thread shares with the run.
+struct UiFlags {
+    /// The run's stop flag (SIGINT's too).
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    keys: Arc<Keys>,
+    recovering: Arc<AtomicBool>,
+}
+
 fn ui_loop(
     mut term: Terminal<CrosstermBackend<Stdout>>,
     mut view: View,
     rx: Receiver<Snapshot>,
-    stop: &AtomicBool,
-    done: &AtomicBool,
+    f: &UiFlags,
 ) -> std::io::Result<()> {
     let mut next_draw = Instant::now();
-    while !done.load(Ordering::Relaxed) {
+    while !f.done.load(Ordering::Relaxed) {
         let wait = next_draw.saturating_duration_since(Instant::now());
         if event::poll(wait.min(FRAME))? {
             if let Event::Key(k) = event::read()? {
                 let ctrl_c =
                     k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                let quit = matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c;
-                if k.kind == KeyEventKind::Press && quit {
-                    stop.store(true, Ordering::Relaxed);
+                let quit = matches!(k.code, KeyCode::Char('q') | KeyCode::Esc);
+                if k.kind == KeyEventKind::Press && (quit || ctrl_c) {
+                    if ctrl_c {
+                        f.keys.interrupted.store(true, Ordering::Relaxed);
+                    } else {
+                        f.keys.quits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    f.stop.store(true, Ordering::Relaxed);
                     view.stopping = true;
                 }
             }
         }
+        view.recovering = f.recovering.load(Ordering::Relaxed);
         loop {
             match rx.try_recv() {
                 Ok(s) => view.push(s),

@@ -10,8 +10,6 @@ use crate::cli::RunArgs;
 use crate::config::Usage;
 use barrage_metrics::{MonitorSeries, SpawnRecord};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a spawned server may take to accept connections, and to stop after SIGTERM.
@@ -134,15 +132,15 @@ impl Watch {
         self.recovery.as_secs_f64()
     }
 
-    /// After the load: sample through the recovery window (a signal cuts it short), stop the
-    /// sampler and the spawned server.
+    /// After the load: sample through the recovery window (cut short as soon as `cut` says
+    /// so: a signal, a second `q`), stop the sampler and the spawned server.
     pub fn finish(
         self,
-        stop: &Arc<AtomicBool>,
+        cut: impl Fn() -> bool,
         quiet: bool,
     ) -> (MonitorSeries, Option<SpawnRecord>) {
         // After an interrupt the user wants out: no recovery window.
-        if !self.recovery.is_zero() && !stop.load(Ordering::Relaxed) {
+        if !self.recovery.is_zero() && !cut() {
             if !quiet {
                 eprintln!(
                     "[recovery] watching the server for {:.0} s after the load",
@@ -150,7 +148,7 @@ impl Watch {
                 );
             }
             let end = Instant::now() + self.recovery;
-            while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+            while Instant::now() < end && !cut() {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }

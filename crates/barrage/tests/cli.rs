@@ -1049,7 +1049,7 @@ fn thresholds_pass_fail_and_exit_code_3() {
     assert_eq!(th.len(), 2);
     assert_eq!(th[0]["passed"], true);
     assert_eq!(th[1]["passed"], false);
-    assert_eq!(v["readiness"].as_array().unwrap().len(), 5);
+    assert_eq!(v["readiness"].as_array().unwrap().len(), 6);
 
     let out = barrage()
         .args([
@@ -1066,6 +1066,34 @@ fn thresholds_pass_fail_and_exit_code_3() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// A server threshold without monitoring used to run the whole test and then fail as "not
+/// measured": it is refused at start, naming the missing flag.
+#[test]
+fn unmeasurable_server_threshold_is_refused_at_start() {
+    assert_usage(
+        &[dead(), "-d", "10m", "--threshold", "server.rss.max < 64MB"],
+        &["--threshold", "server.rss.max", "--monitor", "--spawn"],
+    );
+    assert_usage(
+        &[dead(), "-d", "10m", "--threshold", "leak == no"],
+        &["leak", "--monitor"],
+    );
+    assert_usage(
+        &[
+            dead(),
+            "-d",
+            "10m",
+            "--spawn",
+            "true",
+            "--recovery",
+            "0s",
+            "--threshold",
+            "server.rss.after < 1GiB",
+        ],
+        &["server.rss.after", "--recovery 0"],
+    );
 }
 
 /// `--redact NAME`: a header named on the command line is redacted from the JSON and reports,

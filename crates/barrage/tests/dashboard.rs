@@ -140,19 +140,79 @@ fn dashboard_renders_updates_and_q_stops_the_run_with_files_written() {
     assert!(out.status.success(), "tmux send-keys: {out:?}");
     let code = wait_file(&exit, Duration::from_secs(5))
         .unwrap_or_else(|| panic!("barrage still running 5 s after q:\n{}", tmux.capture()));
-    assert!(
-        matches!(code.trim(), "130" | "0"),
-        "exit code {code}:\n{}",
-        tmux.capture()
-    );
+    assert_eq!(code.trim(), "0", "exit code {code}:\n{}", tmux.capture());
     let status = s(&read_json(&json), "status").to_string();
-    assert!(
-        status == "interrupted" || status == "completed",
-        "status {status}"
-    );
+    assert_eq!(status, "stopped");
     let after = tmux.capture();
     assert!(!is_dashboard(&after), "dashboard still on screen:\n{after}");
-    assert!(after.contains("Throughput"), "no summary:\n{after}");
+    assert!(after.contains("Exchanges     sent"), "no summary:\n{after}");
+    drop(tmux);
+    server.stop();
+}
+
+/// `q` used to report "interrupted by a signal", exit 130 and skip the recovery window. It is
+/// a user stop: the recovery window runs (the dashboard says so), a second `q` skips it, the
+/// exit code follows the normal rules (0 here) and the result says "stopped by the user".
+#[test]
+fn q_is_a_user_stop_that_keeps_the_recovery_window() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI (.ci/run installs it)"
+        );
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("result.json");
+    let exit = dir.path().join("exit-code");
+    let script = format!(
+        "'{}' {} -c 2 -d 20s --monitor {} --recovery 60s --json '{}'; echo $? > '{}'; exec sleep 60",
+        common::bin().display(),
+        server.url(),
+        server.pid(),
+        json.display(),
+        exit.display()
+    );
+    let tmux = Tmux {
+        socket: format!("barrage-test-q-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    tmux.wait_for(Duration::from_secs(10), "the dashboard", |sc| {
+        is_dashboard(sc) && sc.contains("running")
+    });
+    assert!(tmux.cmd(&["send-keys", "-t", "dash", "q"]).status.success());
+    // The load stops; the 60 s recovery window runs, and the dashboard says how to skip it.
+    tmux.wait_for(Duration::from_secs(10), "the recovery window", |sc| {
+        sc.contains("recovery (q skips)")
+    });
+    assert!(wait_file(&exit, Duration::from_millis(500)).is_none());
+    assert!(tmux.cmd(&["send-keys", "-t", "dash", "q"]).status.success());
+    let code = wait_file(&exit, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the second q did not end the run:\n{}", tmux.capture()));
+    assert_eq!(code.trim(), "0", "exit code {code}:\n{}", tmux.capture());
+    let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "stopped");
+    let msg = s(&v, "message");
+    assert!(msg.starts_with("stopped by the user at "), "{msg}");
+    // The summary's head, from the pane's history.
+    let out = tmux.cmd(&["capture-pane", "-p", "-S", "-300", "-t", "dash"]);
+    let after = String::from_utf8_lossy(&out.stdout);
+    assert!(after.contains("STOPPED: stopped by the user at"), "{after}");
     drop(tmux);
     server.stop();
 }

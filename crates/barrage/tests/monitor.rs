@@ -70,8 +70,12 @@ fn spawned_echo_server_is_watched_and_stops_cleanly() {
     // TCP-state counts equal the open connections.
     let est = max_of(samples, |s| s["tcp"]["established"].as_f64().unwrap());
     assert_eq!(est, 20.0, "{samples}");
-    assert!(!v["monitor"]["generator"].as_array().unwrap().is_empty());
     assert!(!v["monitor"]["host"].as_array().unwrap().is_empty());
+    // barrage's own sockets are counted too (they read 0 in every sample before).
+    let gen = &v["monitor"]["generator"];
+    assert!(!gen.as_array().unwrap().is_empty());
+    let own = max_of(gen, |s| s["tcp"]["established"].as_f64().unwrap());
+    assert_eq!(own, 20.0, "{gen}");
     let a = &v["analysis"];
     assert_eq!(a["recovery"]["returned"], true, "{a}");
     assert_eq!(a["leak"]["verdict"], "no_leak", "{a}");
@@ -222,11 +226,13 @@ fn a_leaking_server_gets_a_leak_verdict() {
     assert!(out.contains("LEAK"), "{out}");
 }
 
+/// Who starved whom, end to end: only invariants that hold on any machine, however busy (the
+/// classification itself is tested on synthetic series in `barrage-metrics`). The old version
+/// of this test asserted "no saturated second" for an idle run and failed on a busy machine.
 #[test]
-fn a_starved_generator_is_flagged_and_an_idle_one_is_not() {
+fn saturation_causes_and_other_cpu_are_consistent() {
     let server = EchoServer::start(&[]);
-    // Idle: 50 messages per second.
-    let (_, v, _) = json_of(&[
+    let (_, v, out) = json_of(&[
         server.url(),
         "-c",
         "5",
@@ -241,61 +247,14 @@ fn a_starved_generator_is_flagged_and_an_idle_one_is_not() {
         "--recovery",
         "0s",
     ]);
-    assert_eq!(
-        v["analysis"]["saturation"]["saturated_s"], 0,
-        "{}",
-        v["analysis"]
+    let a = &v["analysis"];
+    let sat = &a["saturation"];
+    let n = |x: &Value| x.as_u64().unwrap();
+    let saturated = n(&sat["saturated_s"]);
+    assert!(
+        n(&sat["own_work_s"]) + n(&sat["starved_s"]) <= saturated,
+        "{sat}"
     );
-    // Starved: barrage pinned to one core beside a CPU hog on the same core, asked for far
-    // more than half a core can send (4 KiB messages at 500,000/s).
-    let big = "x".repeat(4096);
-    if std::process::Command::new("taskset")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped the starved half: taskset is not installed");
-        return;
-    }
-    let mut hog = std::process::Command::new("taskset")
-        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    // nice 19 beside a nice-0 hog: barrage gets a small share of the core and its loop runs
-    // late, whatever the scheduler's mood on a shared machine.
-    let status = std::process::Command::new("taskset")
-        .args(["-c", "1", "nice", "-n", "19"])
-        .arg(bin())
-        .args([
-            server.url(),
-            "-c",
-            "50",
-            "-t",
-            "1",
-            "--rate",
-            "500000",
-            "-m",
-            &big,
-            "-d",
-            "2s",
-            "-q",
-            "--monitor",
-            "auto",
-            "--recovery",
-            "0s",
-            "--json",
-            path.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .status();
-    let _ = hog.kill();
-    let _ = hog.wait();
-    assert!(status.unwrap().code().is_some());
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let s = &v["analysis"]["saturation"]["saturated_s"];
-    assert!(s.as_u64().unwrap() >= 1, "{}", v["analysis"]["saturation"]);
     // The same seconds are flagged in the time series.
     let flagged = v["timeseries"]
         .as_array()
@@ -303,5 +262,34 @@ fn a_starved_generator_is_flagged_and_an_idle_one_is_not() {
         .iter()
         .filter(|t| t["saturated"] == true)
         .count() as u64;
-    assert_eq!(flagged, s.as_u64().unwrap());
+    assert_eq!(flagged, saturated);
+    // Other processes' CPU: one value per machine sample, within the machine's capacity.
+    let c = &a["contention"];
+    let cores = v["environment"]["cores"].as_f64().unwrap();
+    let per_s = c["per_second"].as_array().unwrap();
+    assert!(!per_s.is_empty(), "{c}");
+    assert!(per_s.len() <= v["monitor"]["host"].as_array().unwrap().len());
+    for o in per_s {
+        let pct = o["pct"].as_f64().unwrap();
+        assert!((0.0..=cores * 100.0 + 1e-6).contains(&pct), "{o}");
+    }
+    let (avg, max) = (
+        c["other_avg_pct"].as_f64().unwrap(),
+        c["other_max_pct"].as_f64().unwrap(),
+    );
+    assert!(avg <= max + 1e-9);
+    assert_eq!(c["material"], avg > 20.0);
+    assert!(out.contains("Others        CPU under load avg"), "{out}");
+    // Each verdict is said where it applies, and only there.
+    let perf = &v["readiness"][0]["figure"];
+    assert_eq!(
+        perf.as_str().unwrap().contains("other processes used"),
+        c["material"] == true,
+        "{perf}"
+    );
+    assert_eq!(
+        out.contains("starved of CPU by other processes"),
+        n(&sat["starved_s"]) > 0,
+        "{out}"
+    );
 }

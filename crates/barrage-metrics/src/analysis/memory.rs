@@ -32,16 +32,6 @@ pub struct Recovery {
     pub returned: bool,
 }
 
-fn median(mut v: Vec<u64>) -> Option<u64> {
-    v.sort_unstable();
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some(v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2),
-    }
-}
-
 /// Split RSS samples at the load's start and end and the recovery's end (seconds on the run's
 /// clock; samples at `t ≤ load_start_s` are idle, `(load_start, load_end]` under load,
 /// `(load_end, recovery_end]` recovery). `None` when one of the three parts has no sample.
@@ -52,24 +42,8 @@ pub fn recovery(
     recovery_end_s: f64,
     tolerance_pct: f64,
 ) -> Option<Recovery> {
-    let idle = median(
-        samples
-            .iter()
-            .filter(|s| s.t <= load_start_s)
-            .map(|s| s.rss_bytes)
-            .collect(),
-    )?;
-    let load = Window {
-        from_s: load_start_s,
-        to_s: load_end_s,
-    };
-    let peak = load.select(samples).map(|s| s.rss_bytes).max()?;
-    let rec = Window {
-        from_s: load_end_s,
-        to_s: recovery_end_s,
-    };
-    let tail: Vec<u64> = rec.select(samples).map(|s| s.rss_bytes).collect();
-    let after = median(tail[tail.len().saturating_sub(3)..].to_vec())?;
+    let m = crate::figures::memory(samples, load_start_s, load_end_s, recovery_end_s);
+    let (idle, peak, after) = (m.idle_bytes?, m.load_peak_bytes?, m.after_bytes?);
     let limit = idle as f64 * (1.0 + tolerance_pct / 100.0) + RECOVERY_SLACK_BYTES as f64;
     Some(Recovery {
         idle_before_bytes: idle,
@@ -280,8 +254,11 @@ mod tests {
         assert!(!recovery(&mk(111.5), 0.0, 1.0, 2.0, 10.0).unwrap().returned);
         assert!(recovery(&mk(111.0), -1.0, 1.0, 2.0, 10.0).is_none());
         assert!(recovery(&mk(111.0), 0.0, 1.0, 1.5, 10.0).is_none());
-        assert_eq!(median(vec![3, 1, 2, 10]), Some(2));
-        assert_eq!(median(vec![u64::MAX, u64::MAX]), Some(u64::MAX));
+        assert_eq!(crate::figures::median(vec![3, 1, 2, 10]), Some(2));
+        assert_eq!(
+            crate::figures::median(vec![u64::MAX, u64::MAX]),
+            Some(u64::MAX)
+        );
     }
 
     #[test]

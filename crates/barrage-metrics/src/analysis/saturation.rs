@@ -6,6 +6,7 @@
 //! compared to the previous tick (due messages could not be sent on time). Results from saturated seconds
 //! understate what the server can do; reports should say so rather than hide it.
 
+use super::contention::{classify, Cause, OtherCpu};
 use crate::aggregate::Tick;
 use crate::monitor::ProcSample;
 use crate::timeline::Phase;
@@ -17,15 +18,18 @@ pub const CPU_SATURATED: f64 = 0.9;
 /// counts as saturated: its loop did not get the CPU when it needed it.
 pub const LAG_SATURATED_US: u64 = 10_000;
 
-/// Mean CPU of the generator samples within half a tick of the tick's end (a sample's CPU
-/// covers the interval that ends at its `t`); `None` when there is none.
-fn cpu_near(tick: &Tick, generator: &[ProcSample]) -> Option<f64> {
+/// Mean of the values within half a tick of the tick's end (a sample's CPU covers the interval
+/// that ends at its `t`); `None` when there is none.
+fn mean_near(tick: &Tick, samples: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
     let half = tick.dt.max(1e-9) / 2.0;
-    let (sum, n) = generator
-        .iter()
-        .filter(|s| s.t > tick.t - half && s.t <= tick.t + half)
-        .fold((0.0, 0usize), |(sum, n), s| (sum + s.cpu_pct, n + 1));
+    let (sum, n) = samples
+        .filter(|(t, _)| *t > tick.t - half && *t <= tick.t + half)
+        .fold((0.0, 0usize), |(sum, n), (_, v)| (sum + v, n + 1));
     (n > 0).then(|| sum / n as f64)
+}
+
+fn cpu_near(tick: &Tick, generator: &[ProcSample]) -> Option<f64> {
+    mean_near(tick, generator.iter().map(|s| (s.t, s.cpu_pct)))
 }
 
 /// End times (`t`) of the saturated ticks of the warm-up and load phases.
@@ -52,16 +56,38 @@ pub struct SaturationSummary {
     pub times: Vec<f64>,
     /// Whether generator CPU samples were available (otherwise only the backlog counted).
     pub cpu_measured: bool,
+    /// Saturated seconds in which barrage was at its CPU limit, or nothing else took a
+    /// material share of the CPU: saturated by its own work.
+    #[serde(default)]
+    pub own_work_s: usize,
+    /// Saturated seconds in which barrage was below its CPU limit while other processes took
+    /// more than a fifth of a core: starved by other processes.
+    #[serde(default)]
+    pub starved_s: usize,
     pub rule: String,
 }
 
+/// The saturated seconds, each with its cause ([`classify`]); `other`: other processes' CPU.
 pub fn saturation_summary(
     ticks: &[Tick],
     generator: &[ProcSample],
+    other: &[OtherCpu],
     threads: usize,
 ) -> SaturationSummary {
     let times = saturation(ticks, generator, threads);
+    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
+    let (mut own_work_s, mut starved_s) = (0, 0);
+    for tk in ticks.iter().filter(|tk| times.contains(&tk.t)) {
+        let other = mean_near(tk, other.iter().map(|o| (o.t, o.pct)));
+        match classify(cpu_near(tk, generator), limit, other) {
+            Cause::OwnWork => own_work_s += 1,
+            Cause::OtherProcesses => starved_s += 1,
+            Cause::NotMeasured => {}
+        }
+    }
     SaturationSummary {
+        own_work_s,
+        starved_s,
         saturated_s: times.len(),
         of_s: ticks.iter().filter(|t| t.phase != Phase::Drain).count(),
         times,
@@ -69,7 +95,9 @@ pub fn saturation_summary(
         rule: format!(
             "a second is saturated when barrage's CPU is at least {:.0} % of its {} worker \
              thread(s) ({:.0} % of one core), its event loop ran {} ms or more late, or the \
-             open-loop backlog grew since the previous second",
+             open-loop backlog grew since the previous second; starved by other processes when \
+             barrage was below that CPU while other processes used more than 20 % of a core, \
+             else saturated by its own work",
             CPU_SATURATED * 100.0,
             threads.max(1),
             CPU_SATURATED * threads.max(1) as f64 * 100.0,
@@ -114,7 +142,7 @@ mod tests {
             .map(|(i, c)| gen(i as f64 + 1.02, *c))
             .collect();
         assert_eq!(saturation(&ticks, &g, 2), vec![2.0, 3.0, 5.0, 6.0]);
-        let s = saturation_summary(&ticks, &[], 2);
+        let s = saturation_summary(&ticks, &[], &[], 2);
         assert_eq!((s.saturated_s, s.of_s, s.cpu_measured), (2, 6, false));
         assert_eq!(s.times, vec![2.0, 5.0]);
         assert!(s.rule.contains("180 %"));
@@ -129,5 +157,33 @@ mod tests {
         assert!(saturation(&ticks, &g, 1).is_empty());
         let g: Vec<_> = (1..=8).map(|i| gen(i as f64 * 0.25, 95.0)).collect();
         assert_eq!(saturation(&ticks, &g, 1), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn saturated_seconds_are_split_by_cause() {
+        // One thread; every second late. Seconds 1-2: barrage at 95 % (own work); 3-4: at
+        // 30 % while others use 150 % of a core (starved); 5: at 30 %, others idle.
+        let mut ticks = measured(&[100.0; 5], 10);
+        for t in &mut ticks {
+            t.lag_us_max = 20_000;
+        }
+        let g: Vec<_> = [95.0, 95.0, 30.0, 30.0, 30.0]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| gen(i as f64 + 1.0, *c))
+            .collect();
+        let other: Vec<_> = [0.0, 0.0, 150.0, 150.0, 5.0]
+            .iter()
+            .enumerate()
+            .map(|(i, pct)| OtherCpu {
+                t: i as f64 + 1.0,
+                pct: *pct,
+            })
+            .collect();
+        let s = saturation_summary(&ticks, &g, &other, 1);
+        assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 3, 2));
+        // Without CPU samples the cause is not claimed.
+        let s = saturation_summary(&ticks, &[], &other, 1);
+        assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 0, 0));
     }
 }

@@ -36,8 +36,8 @@ struct Prev {
 
 impl Tracked {
     /// The first reading; an unknown or exited pid is an error.
-    /// `with_sockets`: collect socket inodes for TCP states (not for barrage itself, whose
-    /// connections are its own load and would cost a `readlink` each per sample).
+    /// `with_sockets`: collect socket inodes for TCP states (one `readlink` per fd and sample,
+    /// on the sampler's thread; barrage itself too, so its connections are counted, not 0).
     pub fn start(
         pid: u32,
         include_children: bool,

@@ -4,67 +4,85 @@
 use super::{grade, table, Block};
 use crate::fmt::{bytes, thousands};
 use barrage_metrics::analysis::{LeakStatus, Trend};
-use barrage_metrics::{ProcSample, RunResult, Verdict};
+use barrage_metrics::figures::{Memory, ProcessFigures, RunFigures};
+use barrage_metrics::{RunResult, Verdict};
 
 fn pct(x: f64) -> String {
     format!("{x:.1} %")
 }
 
-/// One row per monitored process: CPU and memory over the samples.
-fn process_row(who: String, samples: &[ProcSample]) -> Option<[String; 8]> {
-    let (first, last) = (samples.first()?, samples.last()?);
-    let n = samples.len() as f64;
-    let cpu_avg = samples.iter().map(|s| s.cpu_pct).sum::<f64>() / n;
-    let cpu_max = samples.iter().map(|s| s.cpu_pct).fold(0.0, f64::max);
-    let max = |f: fn(&ProcSample) -> u64| samples.iter().map(f).max().unwrap_or(0);
+fn opt_bytes(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| bytes(b as f64))
+}
+
+/// One row per monitored process: CPU under load and memory in its three windows, the
+/// figures of [`barrage_metrics::figures`] (the ones thresholds and readiness judge).
+fn process_row(who: String, f: Option<&ProcessFigures>, m: &Memory) -> Option<[String; 8]> {
+    let f = f?;
     Some([
         who,
-        pct(cpu_avg),
-        pct(cpu_max),
-        bytes(first.rss_bytes as f64),
-        bytes(max(|s| s.rss_bytes) as f64),
-        bytes(last.rss_bytes as f64),
-        thousands(max(|s| s.threads)),
-        thousands(max(|s| s.fds)),
+        pct(f.cpu_avg_pct),
+        pct(f.cpu_max_pct),
+        opt_bytes(m.idle_bytes),
+        opt_bytes(m.load_peak_bytes),
+        opt_bytes(m.after_bytes),
+        thousands(f.threads_max),
+        thousands(f.fds_max),
     ])
 }
 
 pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
-    let Some(m) = &r.monitor else {
+    let (Some(m), Some(fig)) = (&r.monitor, RunFigures::of(r)) else {
         return Vec::new();
     };
     let mut rows: Vec<[String; 8]> = m
         .processes
         .iter()
-        .filter_map(|p| process_row(format!("server pid {}: {}", p.pid, p.command), &p.samples))
+        .zip(&fig.processes)
+        .filter_map(|(p, (f, mem))| {
+            process_row(
+                format!("server pid {}: {}", p.pid, p.command),
+                f.as_ref(),
+                mem,
+            )
+        })
         .collect();
-    rows.extend(process_row("barrage (generator)".into(), &m.generator));
+    rows.extend(process_row(
+        "barrage (generator)".into(),
+        fig.generator.as_ref(),
+        &fig.generator_memory,
+    ));
     let mut out = Vec::new();
     if !rows.is_empty() {
         out.push(table(
             [
                 "process",
-                "CPU avg (1 core = 100 %)",
-                "CPU max",
-                "RSS at start",
-                "RSS peak",
-                "RSS at end",
-                "threads (max)",
-                "open files (max)",
+                "CPU avg under load (1 core = 100 %)",
+                "CPU max under load",
+                "RSS idle",
+                "RSS peak under load",
+                "RSS after recovery",
+                "threads (max under load)",
+                "open files (max under load)",
             ],
             rows,
         ));
     }
-    if !m.host.is_empty() {
-        let n = m.host.len() as f64;
-        let avg = m.host.iter().map(|h| h.cpu_pct).sum::<f64>() / n;
-        let max = m.host.iter().map(|h| h.cpu_pct).fold(0.0, f64::max);
-        let mem = m.host.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0);
-        let total = m.host.last().map_or(0, |h| h.mem_total_bytes);
+    if let Some(h) = &fig.machine {
         out.push(Block::Heading("Machine".into()));
         out.push(table(
-            ["CPU avg", "CPU max", "memory used (max)", "memory total"],
-            vec![[pct(avg), pct(max), bytes(mem as f64), bytes(total as f64)]],
+            [
+                "CPU avg under load",
+                "CPU max under load",
+                "memory used (max under load)",
+                "memory total",
+            ],
+            vec![[
+                pct(h.cpu_avg_pct),
+                pct(h.cpu_max_pct),
+                bytes(h.mem_used_max_bytes as f64),
+                bytes(h.mem_total_bytes as f64),
+            ]],
         ));
     }
     if let Some(s) = &r.spawn {
@@ -193,8 +211,23 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
     if sat.of_s > 0 {
         rows.push([
             "generator saturation".into(),
-            format!("{} s of {} s", sat.saturated_s, sat.of_s),
+            format!(
+                "{} s of {} s (own work {} s, starved by other processes {} s)",
+                sat.saturated_s, sat.of_s, sat.own_work_s, sat.starved_s
+            ),
             sat.rule.clone(),
+        ]);
+    }
+    if let Some(c) = &a.contention {
+        rows.push([
+            "other processes' CPU".into(),
+            format!(
+                "avg {}, max {} of one core under load{}",
+                pct(c.other_avg_pct),
+                pct(c.other_max_pct),
+                if c.material { " (material)" } else { "" }
+            ),
+            c.rule.clone(),
         ]);
     }
     if rows.is_empty() {

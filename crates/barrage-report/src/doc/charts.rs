@@ -181,6 +181,22 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
                 &mut out,
             );
         }
+        if let Some(c) = r.analysis.as_ref().and_then(|a| a.contention.as_ref()) {
+            keep(
+                Chart::new(
+                    "other-cpu",
+                    "Other processes' CPU (machine - server - barrage)",
+                    "s",
+                    "% of one core",
+                    c.per_second.iter().map(|o| o.t).collect(),
+                )
+                .series(
+                    "other processes",
+                    c.per_second.iter().map(|o| Some(o.pct)).collect(),
+                ),
+                &mut out,
+            );
+        }
     }
     out
 }

@@ -17,6 +17,8 @@ pub(super) struct View {
     /// The latest saturated second and why.
     saturation: Option<(f64, String)>,
     pub(super) stopping: bool,
+    /// The load is over and the recovery window runs.
+    pub(super) recovering: bool,
 }
 
 impl View {
@@ -32,6 +34,7 @@ impl View {
             by_class: ErrorCounts::default(),
             saturation: None,
             stopping: false,
+            recovering: false,
         }
     }
 
@@ -106,6 +109,7 @@ impl View {
 
     fn status(&self) -> (&'static str, Color) {
         match self.last.as_ref().map(|s| s.tick.phase) {
+            _ if self.recovering => ("recovery (q skips)", Color::Yellow),
             _ if self.stopping => ("stopping", Color::Yellow),
             None if self.info.warmup > Duration::ZERO => ("warm-up", Color::Yellow),
             None => ("connecting", Color::Yellow),

@@ -1,0 +1,186 @@
+//! Who starved whom: the CPU that processes other than the server and barrage used while the
+//! load ran, and why each saturated second was saturated.
+//!
+//! Other processes' CPU is the machine's busy time minus the monitored server's minus
+//! barrage's, per sample, in % of one core (`host.cpu_pct × cores − server − generator`,
+//! never below 0). It is *material* above [`OTHER_MATERIAL_PCT`] (a fifth of a core) on
+//! average under load: the machine was shared, so the figures may describe the neighbours as
+//! much as the server. A saturated second is then told apart ([`classify`]): barrage at its
+//! CPU limit is *saturated by its own work*; below it, with other processes above a fifth of
+//! a core in that second, it was *starved by other processes*.
+
+use crate::analysis::Window;
+use crate::monitor::{MonitorSeries, ProcSample};
+use serde::{Deserialize, Serialize};
+
+/// Other processes' CPU, % of one core, from which it counts as material.
+pub const OTHER_MATERIAL_PCT: f64 = 20.0;
+
+pub const CONTENTION_RULE: &str = "other processes' CPU = machine - server - barrage, per \
+    sample, % of one core; material when its average under load exceeds 20 % of a core";
+
+/// Other processes' CPU in one sample.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OtherCpu {
+    pub t: f64,
+    /// % of one core.
+    pub pct: f64,
+}
+
+/// The sample of `series` nearest to `t`, within `half`.
+fn near(series: &[ProcSample], t: f64, half: f64) -> Option<&ProcSample> {
+    series
+        .iter()
+        .filter(|s| (s.t - t).abs() <= half)
+        .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
+}
+
+/// Other processes' CPU at every machine sample that has a barrage sample (and, when servers
+/// are monitored, a server sample) within half an interval.
+pub fn other_cpu(m: &MonitorSeries, server: &[ProcSample], cores: usize) -> Vec<OtherCpu> {
+    let half = if m.interval_s > 0.0 {
+        m.interval_s / 2.0
+    } else {
+        0.5
+    };
+    let cores = cores.max(1) as f64;
+    m.host
+        .iter()
+        .filter_map(|h| {
+            let g = near(&m.generator, h.t, half)?.cpu_pct;
+            let s = if m.processes.is_empty() {
+                0.0
+            } else {
+                near(server, h.t, half)?.cpu_pct
+            };
+            Some(OtherCpu {
+                t: h.t,
+                pct: (h.cpu_pct * cores - s - g).max(0.0),
+            })
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contention {
+    /// Under load, % of one core.
+    pub other_avg_pct: f64,
+    pub other_max_pct: f64,
+    /// The average exceeds [`OTHER_MATERIAL_PCT`].
+    pub material: bool,
+    /// Every sample (idle and recovery included), for charts and tables.
+    pub per_second: Vec<OtherCpu>,
+    pub rule: String,
+}
+
+/// `None` without a sample under load.
+pub fn contention(other: Vec<OtherCpu>, under_load: Window) -> Option<Contention> {
+    let load: Vec<f64> = other
+        .iter()
+        .filter(|o| under_load.contains(o.t))
+        .map(|o| o.pct)
+        .collect();
+    if load.is_empty() {
+        return None;
+    }
+    let avg = load.iter().sum::<f64>() / load.len() as f64;
+    Some(Contention {
+        other_avg_pct: avg,
+        other_max_pct: load.iter().copied().fold(0.0, f64::max),
+        material: avg > OTHER_MATERIAL_PCT,
+        per_second: other,
+        rule: CONTENTION_RULE.into(),
+    })
+}
+
+/// Why a saturated second was saturated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// barrage used all the CPU it could, or nothing else wanted the CPU: its own work.
+    OwnWork,
+    /// barrage was below its CPU limit while other processes took a material share.
+    OtherProcesses,
+    /// No CPU samples for that second.
+    NotMeasured,
+}
+
+/// The cause of one saturated second from barrage's CPU (`None`: not sampled), its limit (%
+/// of one core) and other processes' CPU in that second (`None`: not sampled).
+pub fn classify(generator_cpu: Option<f64>, limit: f64, other_cpu: Option<f64>) -> Cause {
+    match (generator_cpu, other_cpu) {
+        (None, _) => Cause::NotMeasured,
+        (Some(g), _) if g >= limit => Cause::OwnWork,
+        (Some(_), Some(o)) if o > OTHER_MATERIAL_PCT => Cause::OtherProcesses,
+        (Some(_), _) => Cause::OwnWork,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::{HostSample, ProcessSeries};
+
+    fn p(t: f64, cpu: f64) -> ProcSample {
+        ProcSample {
+            t,
+            cpu_pct: cpu,
+            ..Default::default()
+        }
+    }
+
+    /// Two cores; server at 40 %, barrage at 30 %; the machine at 35 % (70 % of a core), then
+    /// 100 % (two `nice` busy loops fill the rest: 130 % of a core).
+    fn shared(secs: usize) -> MonitorSeries {
+        MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 1,
+                command: "srv".into(),
+                samples: (0..secs).map(|i| p(i as f64 + 0.01, 40.0)).collect(),
+            }],
+            host: (0..secs)
+                .map(|i| HostSample {
+                    t: i as f64,
+                    cpu_pct: if i < 3 { 35.0 } else { 100.0 },
+                    ..Default::default()
+                })
+                .collect(),
+            generator: (0..secs).map(|i| p(i as f64 - 0.02, 30.0)).collect(),
+        }
+    }
+
+    #[test]
+    fn other_processes_are_machine_minus_server_minus_generator() {
+        let m = shared(6);
+        let o = other_cpu(&m, &m.processes[0].samples, 2);
+        let pcts: Vec<f64> = o.iter().map(|x| (x.pct * 10.0).round() / 10.0).collect();
+        assert_eq!(pcts, [0.0, 0.0, 0.0, 130.0, 130.0, 130.0]);
+        let w = Window {
+            from_s: 0.0,
+            to_s: 5.0,
+        };
+        let c = contention(o, w).unwrap();
+        assert!(c.material);
+        assert!((c.other_avg_pct - 130.0 * 3.0 / 5.0).abs() < 1e-9);
+        assert_eq!(c.other_max_pct, 130.0);
+        // A quiet machine is not material.
+        let quiet = shared(3);
+        let o = other_cpu(&quiet, &quiet.processes[0].samples, 2);
+        assert!(!contention(o, w).unwrap().material);
+        assert!(contention(Vec::new(), w).is_none());
+    }
+
+    #[test]
+    fn starved_and_self_saturated_seconds_are_told_apart() {
+        // One worker thread: limit 90 % of a core.
+        assert_eq!(classify(Some(95.0), 90.0, Some(150.0)), Cause::OwnWork);
+        assert_eq!(
+            classify(Some(40.0), 90.0, Some(150.0)),
+            Cause::OtherProcesses
+        );
+        assert_eq!(classify(Some(40.0), 90.0, Some(20.0)), Cause::OwnWork);
+        assert_eq!(classify(Some(40.0), 90.0, None), Cause::OwnWork);
+        assert_eq!(classify(None, 90.0, Some(150.0)), Cause::NotMeasured);
+    }
+}

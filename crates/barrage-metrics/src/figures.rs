@@ -1,0 +1,267 @@
+//! Figures of the server, the generator and the machine: one function per figure, one window.
+//!
+//! Every server/generator/machine number a run prints or judges (the text summary, the
+//! reports, `--threshold server.cpu.avg`, readiness, `compare`) comes from here, so one name
+//! has one value. The default window is the **load window** `(0, load_end]`: samples taken
+//! before the load (idle, `t ≤ 0`) and after it (drain and recovery) would dilute a CPU
+//! average or hide a peak. Memory is the one figure where all three windows matter, so it has
+//! three columns: idle (median before the load), load (peak under load) and after recovery
+//! (median of the last three recovery samples).
+
+use crate::aggregate::Tick;
+use crate::analysis::Window;
+use crate::monitor::{HostSample, MonitorSeries, ProcSample};
+use crate::result::RunResult;
+use crate::timeline::Phase;
+use serde::{Deserialize, Serialize};
+
+/// What the labels say the window is.
+pub const LOAD_WINDOW: &str = "under load";
+
+/// The end of the load (the last warm-up or measured tick), seconds on the run's clock.
+pub fn load_end(ticks: &[Tick]) -> f64 {
+    ticks
+        .iter()
+        .filter(|t| t.phase != Phase::Drain)
+        .map(|t| t.t)
+        .fold(0.0, f64::max)
+}
+
+/// `(0, load_end]`: the default window of every figure.
+pub fn load_window(ticks: &[Tick]) -> Window {
+    Window {
+        from_s: 0.0,
+        to_s: load_end(ticks),
+    }
+}
+
+/// One process (or several summed) over one window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessFigures {
+    pub samples: usize,
+    /// % of one core (200 = two cores busy).
+    pub cpu_avg_pct: f64,
+    pub cpu_max_pct: f64,
+    pub rss_avg_bytes: f64,
+    pub rss_max_bytes: u64,
+    pub fds_max: u64,
+    pub threads_max: u64,
+    pub tcp_established_max: u64,
+    pub tcp_close_wait_max: u64,
+}
+
+/// The figures of `samples` within `w`; `None` without a sample there.
+pub fn process(samples: &[ProcSample], w: Window) -> Option<ProcessFigures> {
+    let s: Vec<&ProcSample> = w.select(samples).collect();
+    if s.is_empty() {
+        return None;
+    }
+    let n = s.len() as f64;
+    let max = |f: fn(&ProcSample) -> u64| s.iter().map(|x| f(x)).max().unwrap_or(0);
+    Some(ProcessFigures {
+        samples: s.len(),
+        cpu_avg_pct: s.iter().map(|x| x.cpu_pct).sum::<f64>() / n,
+        cpu_max_pct: s.iter().map(|x| x.cpu_pct).fold(0.0, f64::max),
+        rss_avg_bytes: s.iter().map(|x| x.rss_bytes as f64).sum::<f64>() / n,
+        rss_max_bytes: max(|x| x.rss_bytes),
+        fds_max: max(|x| x.fds),
+        threads_max: max(|x| x.threads),
+        tcp_established_max: max(|x| x.tcp.established),
+        tcp_close_wait_max: max(|x| x.tcp.close_wait),
+    })
+}
+
+/// Resident memory in the three windows; each `None` without a sample in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Median before the load (`t ≤ 0`).
+    pub idle_bytes: Option<u64>,
+    /// Highest under load.
+    pub load_peak_bytes: Option<u64>,
+    /// Median of the last three samples after the load.
+    pub after_bytes: Option<u64>,
+}
+
+pub(crate) fn median(mut v: Vec<u64>) -> Option<u64> {
+    v.sort_unstable();
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some(v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2),
+    }
+}
+
+/// Memory of `samples` with the load in `(load_start_s, load_end_s]` and the recovery in
+/// `(load_end_s, recovery_end_s]`.
+pub fn memory(
+    samples: &[ProcSample],
+    load_start_s: f64,
+    load_end_s: f64,
+    recovery_end_s: f64,
+) -> Memory {
+    let load = Window {
+        from_s: load_start_s,
+        to_s: load_end_s,
+    };
+    let rec = Window {
+        from_s: load_end_s,
+        to_s: recovery_end_s,
+    };
+    let tail: Vec<u64> = rec.select(samples).map(|s| s.rss_bytes).collect();
+    Memory {
+        idle_bytes: median(
+            samples
+                .iter()
+                .filter(|s| s.t <= load_start_s)
+                .map(|s| s.rss_bytes)
+                .collect(),
+        ),
+        load_peak_bytes: load.select(samples).map(|s| s.rss_bytes).max(),
+        after_bytes: median(tail[tail.len().saturating_sub(3)..].to_vec()),
+    }
+}
+
+/// The machine over one window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub samples: usize,
+    /// Busy share of all cores, %.
+    pub cpu_avg_pct: f64,
+    pub cpu_max_pct: f64,
+    pub mem_used_max_bytes: u64,
+    pub mem_total_bytes: u64,
+}
+
+pub fn machine(host: &[HostSample], w: Window) -> Option<Machine> {
+    let s: Vec<&HostSample> = host.iter().filter(|h| w.contains(h.t)).collect();
+    let last = s.last()?;
+    let n = s.len() as f64;
+    Some(Machine {
+        samples: s.len(),
+        cpu_avg_pct: s.iter().map(|h| h.cpu_pct).sum::<f64>() / n,
+        cpu_max_pct: s.iter().map(|h| h.cpu_pct).fold(0.0, f64::max),
+        mem_used_max_bytes: s.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0),
+        mem_total_bytes: last.mem_total_bytes,
+    })
+}
+
+/// Everything above for one run, over its load window: what every output shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFigures {
+    pub window: Window,
+    /// Each monitored process on its own, in the order of `monitor.processes`.
+    pub processes: Vec<(Option<ProcessFigures>, Memory)>,
+    /// The monitored processes as one server.
+    pub server: Option<ProcessFigures>,
+    pub server_memory: Memory,
+    pub generator: Option<ProcessFigures>,
+    pub generator_memory: Memory,
+    pub machine: Option<Machine>,
+}
+
+impl RunFigures {
+    /// `None` without monitoring.
+    pub fn of(r: &RunResult) -> Option<Self> {
+        Self::from_monitor(&r.timeseries, r.monitor.as_ref()?)
+    }
+
+    pub fn from_monitor(ticks: &[Tick], m: &MonitorSeries) -> Option<Self> {
+        let w = load_window(ticks);
+        let mem = |s: &[ProcSample]| memory(s, w.from_s, w.to_s, f64::INFINITY);
+        let server = crate::analysis::combined_server(m);
+        Some(RunFigures {
+            window: w,
+            processes: m
+                .processes
+                .iter()
+                .map(|p| (process(&p.samples, w), mem(&p.samples)))
+                .collect(),
+            server: process(&server, w),
+            server_memory: mem(&server),
+            generator: process(&m.generator, w),
+            generator_memory: mem(&m.generator),
+            machine: machine(&m.host, w),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::{proc, result, MIB};
+    use crate::monitor::ProcessSeries;
+
+    /// A 10 s run: idle at 5 MiB and 1 % CPU, 12 MiB and 80 % under load, 5 MiB and 0 % after.
+    fn monitor() -> MonitorSeries {
+        let samples = (-3..=15)
+            .map(|t| {
+                let load = (1..=10).contains(&t);
+                let mut s = proc(t as f64, if load { 12.0 * MIB } else { 5.0 * MIB });
+                s.cpu_pct = if load {
+                    80.0
+                } else if t <= 0 {
+                    1.0
+                } else {
+                    0.0
+                };
+                s
+            })
+            .collect();
+        let host = (-3..=15)
+            .map(|t| HostSample {
+                t: t as f64,
+                cpu_pct: if (1..=10).contains(&t) { 60.0 } else { 2.0 },
+                mem_total_bytes: 1 << 30,
+                ..Default::default()
+            })
+            .collect();
+        MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 3,
+                command: "srv".into(),
+                samples,
+            }],
+            host,
+            generator: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn server_cpu_average_excludes_idle_and_recovery_samples() {
+        let r = result(10, 100, 0, 4);
+        let f = RunFigures::from_monitor(&r.timeseries, &monitor()).unwrap();
+        assert_eq!((f.window.from_s, f.window.to_s), (0.0, 10.0));
+        let s = f.server.unwrap();
+        // Over all 19 samples it would be 800 / 19 = 42.1 %.
+        assert_eq!((s.samples, s.cpu_avg_pct, s.cpu_max_pct), (10, 80.0, 80.0));
+        assert_eq!(s.rss_max_bytes, (12.0 * MIB) as u64);
+        let m = f.server_memory;
+        assert_eq!(m.idle_bytes, Some((5.0 * MIB) as u64));
+        assert_eq!(m.load_peak_bytes, Some((12.0 * MIB) as u64));
+        assert_eq!(m.after_bytes, Some((5.0 * MIB) as u64));
+        assert_eq!(f.machine.unwrap().cpu_avg_pct, 60.0);
+        assert!(f.generator.is_none());
+    }
+
+    #[test]
+    fn one_definition_for_thresholds_readiness_and_figures() {
+        let r = result(10, 100, 0, 4);
+        let m = monitor();
+        let a = crate::analysis::analyze(&r, Some(&m), Some(5.0));
+        let facts = crate::thresholds::Facts::from_result(&r, Some(&a));
+        let f = RunFigures::from_monitor(&r.timeseries, &m).unwrap();
+        let s = f.server.unwrap();
+        assert_eq!(facts.get("server.cpu.avg"), Some(s.cpu_avg_pct));
+        assert_eq!(facts.get("server.rss.max"), Some(s.rss_max_bytes as f64));
+        assert_eq!(
+            facts.get("server.rss.after"),
+            f.server_memory.after_bytes.map(|b| b as f64)
+        );
+        let rows = crate::readiness::assess(&r, &a, &[]);
+        assert!(rows[2]
+            .figure
+            .starts_with("CPU avg 80 % of one core under load"));
+    }
+}
