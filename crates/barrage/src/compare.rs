@@ -10,7 +10,7 @@ use crate::config::Usage;
 use anyhow::Context;
 use barrage_metrics::compare::{self, Comparison, Regression};
 use barrage_metrics::RunResult;
-use barrage_report::compare_text::{legend, run_letter, table};
+use barrage_report::compare_text::{legend, run_letter, table, warnings};
 use std::io::Write;
 use std::path::Path;
 
@@ -168,6 +168,9 @@ fn markdown(c: &Comparison, names: &[String]) -> String {
         out.push_str(&format!("- **{}** = {}{role}\n", run_letter(i), esc(n)));
     }
     out.push('\n');
+    for w in warnings(c) {
+        out.push_str(&format!("> **{}**\n\n", esc(&w)));
+    }
     out.push_str(&row(&t.header));
     let rule: Vec<String> = t
         .numeric
@@ -206,6 +209,7 @@ mod tests {
         let c = Comparison {
             runs: 2,
             rows: vec![],
+            mismatches: vec![],
         };
         let names = ["<a>&\"b\"".to_string(), "x|y".to_string()];
         let h = html(&c, &[empty_run(), empty_run()], &names);
