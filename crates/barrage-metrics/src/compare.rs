@@ -44,9 +44,10 @@ pub const RULES: [(&str, &str); 9] = [
     (
         "rps.avg",
         "between runs, on the per-second rates of the full measured seconds (needs three in \
-         each run): the medians (log scale) differ by more than 1.96 x sqrt(2 d^2 + the \
-         medians' own variance), d = run-to-run drift = the larger second-to-second spread \
-         (robust, at least 5 %), and a Mann-Whitney test (95 %) agrees",
+         each run): the medians (log scale) differ by more than t(95 %) x sqrt(2 d^2 + the \
+         medians' own variance), d = run-to-run drift = the seconds' spread around their own \
+         run's median (robust, both runs pooled, at least 5 %), and a Mann-Whitney test (95 %) \
+         agrees",
     ),
     (
         "rps.peak",
