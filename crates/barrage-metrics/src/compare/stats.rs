@@ -7,8 +7,9 @@
 //! offset that no within-run test sees; the histogram of 500,000 exchanges pins a p99 to
 //! ±1 % while the next identical run lands 28 % away. [`between_runs`] treats every second
 //! as one observation, assumes the run-to-run drift is as large as the seconds' own spread
-//! around their run's median (at least 5 %), and calls a difference only when a rank test
-//! agrees.
+//! around their run's median (at least 5 %). A rank test (Mann-Whitney) was tried as a second
+//! condition: it never removed a false alarm in the seeded simulations, and with five seconds
+//! a side one slow second of the baseline made it miss a real 3x slowdown.
 
 use crate::analysis::t_quantile_975;
 use crate::histogram::LatencyHistogram;
@@ -111,81 +112,13 @@ pub fn robust_sd(v: &[f64]) -> f64 {
     }
 }
 
-/// Mann-Whitney U test, two-sided, 5 %: do the values of `a` tend to be larger or smaller
-/// than those of `b`? Exact (all splits of the pooled values, ties included) for up to 16
-/// values in all, the normal approximation with tie correction beyond. `None` when a side is
-/// empty.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<bool> {
-    let (n, m) = (a.len(), b.len());
-    if n == 0 || m == 0 {
-        return None;
-    }
-    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
-    let ranks = midranks(&pooled);
-    let rank_sum = |mask: u32| -> f64 {
-        (0..pooled.len())
-            .filter(|i| mask & (1 << i) != 0)
-            .map(|i| ranks[i])
-            .sum()
-    };
-    let expected = n as f64 * (n + m + 1) as f64 / 2.0;
-    let observed = (ranks[..n].iter().sum::<f64>() - expected).abs();
-    if n + m <= 16 {
-        // The share of the C(n+m, n) equally likely splits at least as extreme as observed.
-        let (mut extreme, mut all) = (0u64, 0u64);
-        for mask in 0u32..(1 << (n + m)) {
-            if mask.count_ones() as usize != n {
-                continue;
-            }
-            all += 1;
-            if (rank_sum(mask) - expected).abs() >= observed - 1e-9 {
-                extreme += 1;
-            }
-        }
-        return Some((extreme as f64 / all as f64) < 0.05);
-    }
-    let (nf, mf, total) = (n as f64, m as f64, (n + m) as f64);
-    let mut ties = 0.0;
-    let mut sorted = pooled.clone();
-    sorted.sort_by(f64::total_cmp);
-    for group in sorted.chunk_by(|x, y| x == y) {
-        let t = group.len() as f64;
-        ties += t * t * t - t;
-    }
-    let var = nf * mf / 12.0 * ((total + 1.0) - ties / (total * (total - 1.0)));
-    if var <= 0.0 {
-        return Some(false);
-    }
-    Some((observed - 0.5).max(0.0) / var.sqrt() > Z975)
-}
-
-/// Ranks 1..=n of `v`, ties sharing their mean rank.
-fn midranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
-    let mut ranks = vec![0.0; v.len()];
-    let mut k = 0;
-    while k < idx.len() {
-        let mut end = k;
-        while end + 1 < idx.len() && v[idx[end + 1]] == v[idx[k]] {
-            end += 1;
-        }
-        let r = (k + end) as f64 / 2.0 + 1.0;
-        for &i in &idx[k..=end] {
-            ranks[i] = r;
-        }
-        k = end + 1;
-    }
-    ranks
-}
-
 /// Whether the per-second values `b` differ from `a` beyond what two runs of the same system
 /// show, two-sided, 95 %. Each second is one observation; positive series are compared on the
 /// log scale (drift is multiplicative). With `s` the robust spread of the seconds around their
 /// own run's median (both runs pooled) and `τ = max(s, DRIFT_FLOOR)` the assumed run-to-run
 /// drift, the medians must differ by more than `t(95 %, n+m−2) · sqrt(2τ² + 1.57 s² (1/n + 1/m))`
-/// (1.57: the variance of a median) and the Mann-Whitney test must agree. `None` below
-/// [`MIN_SECONDS`] values per run.
+/// (1.57: the variance of a median). Medians and a MAD-based spread, so that one wild second
+/// neither fakes nor hides a change. `None` below [`MIN_SECONDS`] values per run.
 pub fn between_runs(a: &[f64], b: &[f64]) -> Option<bool> {
     if a.len() < MIN_SECONDS || b.len() < MIN_SECONDS {
         return None;
@@ -218,7 +151,7 @@ pub fn between_runs(a: &[f64], b: &[f64]) -> Option<bool> {
     }
     // The spread is estimated from n + m − 2 free residuals: Student's t, not the normal.
     let t = t_quantile_975(residuals.len() - 2);
-    Some(shift > t * se && mann_whitney(&la, &lb)?)
+    Some(shift > t * se)
 }
 
 #[cfg(test)]
@@ -226,36 +159,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mann_whitney_is_exact_for_small_runs() {
-        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
-        // Complete separation of 5 and 5: p = 2/252.
-        assert_eq!(mann_whitney(&a, &[6.0, 7.0, 8.0, 9.0, 10.0]), Some(true));
-        // One swap: p = 4/252, still below 5 %; interleaved: far from it.
-        assert_eq!(mann_whitney(&a, &[4.5, 7.0, 8.0, 9.0, 10.0]), Some(true));
-        assert_eq!(mann_whitney(&a, &[1.5, 2.5, 3.5, 4.5, 5.5]), Some(false));
-        // 3 and 3 can never reach 5 % (the smallest p is 2/20).
-        assert_eq!(
-            mann_whitney(&[1.0, 2.0, 3.0], &[7.0, 8.0, 9.0]),
-            Some(false)
-        );
-        // All tied: nothing to tell.
-        assert_eq!(mann_whitney(&[5.0; 5], &[5.0; 5]), Some(false));
-        assert_eq!(mann_whitney(&[], &a), None);
-        // Large runs use the normal approximation.
-        let x: Vec<f64> = (0..30).map(f64::from).collect();
-        let y: Vec<f64> = (20..50).map(f64::from).collect();
-        assert_eq!(mann_whitney(&x, &y), Some(true));
-        assert_eq!(mann_whitney(&x, &x), Some(false));
-    }
-
-    #[test]
     fn between_runs_allows_for_drift_as_large_as_the_spread() {
         let a = [100.0, 104.0, 97.0, 101.0, 99.0];
         assert_eq!(between_runs(&a, &a), Some(false));
-        // 10 % apart and completely separated, but the runs' own spread is ~3 % and the drift
+        // 10 % apart, every second of b above every second of a, but the runs' own spread is ~3 % and the drift
         // floor 5 %: one run landing 10 % from the next is what identical runs do.
         let b: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
-        assert_eq!(mann_whitney(&a, &b), Some(true));
         assert_eq!(between_runs(&a, &b), Some(false));
         // Twice as slow is beyond any drift.
         let c: Vec<f64> = a.iter().map(|x| x * 2.0).collect();
