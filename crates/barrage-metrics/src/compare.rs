@@ -370,19 +370,42 @@ fn quantile_of(metric: &str) -> Option<(f64, Option<usize>)> {
     })
 }
 
+/// The smallest change (a fraction: 0.5 = 50 %) that the per-second test between runs calls
+/// significant by default. Identical 5 s runs on a shared 2-core machine drifted by up to 40 %
+/// in throughput within minutes (docs/compare.md); a server delay of twice its service time
+/// (3x the latency) stays far beyond it. Lower it (`--noise-floor`) on a quiet machine.
+pub const DEFAULT_NOISE_FLOOR: f64 = 0.5;
+
+/// How [`compare_with`] judges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// See [`DEFAULT_NOISE_FLOOR`].
+    pub noise_floor: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            noise_floor: DEFAULT_NOISE_FLOOR,
+        }
+    }
+}
+
 /// A latency percentile of runs too short to show their run-to-run drift counts as changed
 /// only when one is this many times the other (and their histogram bands are apart).
 pub const SHORT_RUN_RATIO: f64 = 2.0;
 
 /// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
-fn judge(metric: &str, a: &Noise, va: f64, b: &Noise, vb: f64) -> Option<bool> {
+fn judge(metric: &str, a: &Noise, va: f64, b: &Noise, vb: f64, o: &Options) -> Option<bool> {
+    let f = o.noise_floor;
     if let Some((q, tick)) = quantile_of(metric) {
         let (ha, hb) = (a.latency.as_ref()?, b.latency.as_ref()?);
         let apart = stats::disjoint(stats::quantile_band(ha, q)?, stats::quantile_band(hb, q)?);
         if !apart {
             return Some(false);
         }
-        let per_second = tick.and_then(|i| stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i]));
+        let per_second =
+            tick.and_then(|i| stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i], f));
         return match per_second {
             Some(beyond_drift) => Some(beyond_drift),
             // Too short to see the drift: only a change no drift explains counts.
@@ -392,7 +415,7 @@ fn judge(metric: &str, a: &Noise, va: f64, b: &Noise, vb: f64) -> Option<bool> {
         };
     }
     match metric {
-        "rps.avg" => stats::between_runs(&a.rates, &b.rates),
+        "rps.avg" => stats::between_runs(&a.rates, &b.rates, f),
         "rps.peak" => stats::single_observations(va, &a.rates, vb, &b.rates),
         "latency.max" => {
             let (la, lb) = (&a.r.summary.latency_us, &b.r.summary.latency_us);
@@ -411,22 +434,29 @@ fn judge(metric: &str, a: &Noise, va: f64, b: &Noise, vb: f64) -> Option<bool> {
             stats::proportions(ea, na, eb, nb)
         }
         "connections.peak" => Some(va != vb),
-        "server.cpu.avg" => stats::between_runs(&a.cpu, &b.cpu),
+        "server.cpu.avg" => stats::between_runs(&a.cpu, &b.cpu, f),
         "server.rss.max" => stats::single_observations(va, &a.rss, vb, &b.rss),
         "server.cpu_per_req" => {
-            stats::between_runs(&a.server_per_req.seconds, &b.server_per_req.seconds)
+            stats::between_runs(&a.server_per_req.seconds, &b.server_per_req.seconds, f)
         }
-        "generator.cpu_per_req" => {
-            stats::between_runs(&a.generator_per_req.seconds, &b.generator_per_req.seconds)
-        }
-        "machine.cpu.avg" => stats::between_runs(&a.machine, &b.machine),
+        "generator.cpu_per_req" => stats::between_runs(
+            &a.generator_per_req.seconds,
+            &b.generator_per_req.seconds,
+            f,
+        ),
+        "machine.cpu.avg" => stats::between_runs(&a.machine, &b.machine, f),
         _ => None,
     }
 }
 
 /// Compare `runs` (the first is the reference) on every figure of [`METRICS`] that at least
-/// one of them has.
+/// one of them has, with the default [`Options`].
 pub fn compare(runs: &[RunResult]) -> Comparison {
+    compare_with(runs, &Options::default())
+}
+
+/// [`compare`] with explicit [`Options`].
+pub fn compare_with(runs: &[RunResult], o: &Options) -> Comparison {
     let noise: Vec<Noise> = runs.iter().map(Noise::of).collect();
     let mut rows = Vec::new();
     for metric in METRICS {
@@ -448,7 +478,13 @@ pub fn compare(runs: &[RunResult]) -> Comparison {
                         worse: None,
                     };
                 }
-                cell(metric, better, (&noise[0], values[0]), (&noise[i], value))
+                cell(
+                    metric,
+                    better,
+                    (&noise[0], values[0]),
+                    (&noise[i], value),
+                    o,
+                )
             })
             .collect();
         rows.push(MetricRow {
@@ -465,7 +501,13 @@ pub fn compare(runs: &[RunResult]) -> Comparison {
     }
 }
 
-fn cell(metric: &str, better: Better, a: (&Noise, Option<f64>), b: (&Noise, Option<f64>)) -> Cell {
+fn cell(
+    metric: &str,
+    better: Better,
+    a: (&Noise, Option<f64>),
+    b: (&Noise, Option<f64>),
+    o: &Options,
+) -> Cell {
     let (Some(va), Some(vb)) = (a.1, b.1) else {
         return Cell {
             value: b.1,
@@ -476,7 +518,7 @@ fn cell(metric: &str, better: Better, a: (&Noise, Option<f64>), b: (&Noise, Opti
         };
     };
     let delta = vb - va;
-    let mark = match judge(metric, a.0, va, b.0, vb) {
+    let mark = match judge(metric, a.0, va, b.0, vb, o) {
         _ if delta == 0.0 => Mark::Noise,
         Some(true) => Mark::Significant,
         Some(false) => Mark::Noise,
@@ -521,8 +563,9 @@ pub fn regressions(
     reference: &RunResult,
     candidate: &RunResult,
     limits: &[(String, f64)],
+    o: &Options,
 ) -> Vec<Regression> {
-    let c = compare(&[reference.clone(), candidate.clone()]);
+    let c = compare_with(&[reference.clone(), candidate.clone()], o);
     limits
         .iter()
         .map(|(metric, limit)| {

@@ -188,6 +188,15 @@ fn unreadable_or_foreign_files_are_usage_errors() {
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     }
     let out = barrage()
+        .args(["compare", "a.json", "b.json", "--noise-floor", "lots"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert_eq!(
+        err.trim(),
+        "error: --noise-floor lots: expected a percentage from 0 to 1000, e.g. 20%"
+    );
+    let out = barrage()
         .args(["compare", "a.json", "b.json", "-o", "cmp.txt"])
         .assert()
         .code(2);

@@ -117,9 +117,12 @@ pub fn robust_sd(v: &[f64]) -> f64 {
 /// log scale (drift is multiplicative). With `s` the robust spread of the seconds around their
 /// own run's median (both runs pooled) and `τ = max(s, DRIFT_FLOOR)` the assumed run-to-run
 /// drift, the medians must differ by more than `t(95 %, n+m−2) · sqrt(2τ² + 1.57 s² (1/n + 1/m))`
-/// (1.57: the variance of a median). Medians and a MAD-based spread, so that one wild second
-/// neither fakes nor hides a change. `None` below [`MIN_SECONDS`] values per run.
-pub fn between_runs(a: &[f64], b: &[f64]) -> Option<bool> {
+/// (1.57: the variance of a median), and on the log scale by more than `ln(1 + least_change)`: no
+/// run measures the drift the machine's other load causes between runs (identical runs on a
+/// shared 2-core machine drifted 40 % in minutes), so the caller sets the smallest change it
+/// will call. Medians and a MAD-based spread, so that one wild second neither fakes nor hides
+/// a change. `None` below [`MIN_SECONDS`] values per run.
+pub fn between_runs(a: &[f64], b: &[f64], least_change: f64) -> Option<bool> {
     if a.len() < MIN_SECONDS || b.len() < MIN_SECONDS {
         return None;
     }
@@ -141,8 +144,7 @@ pub fn between_runs(a: &[f64], b: &[f64]) -> Option<bool> {
     // Centring on each run's own median shrinks the residuals: undo it (n − 1 of n free).
     let k = residuals.len() as f64;
     let spread = robust_sd(&residuals) * (k / (k - 2.0)).sqrt();
-    let floor = if positive { DRIFT_FLOOR } else { 0.0 };
-    let tau = spread.max(floor);
+    let tau = spread.max(if positive { DRIFT_FLOOR } else { 0.0 });
     let (n, m) = (la.len() as f64, lb.len() as f64);
     let se = (2.0 * tau * tau + 1.57 * spread * spread * (1.0 / n + 1.0 / m)).sqrt();
     let shift = (mb - ma).abs();
@@ -151,7 +153,8 @@ pub fn between_runs(a: &[f64], b: &[f64]) -> Option<bool> {
     }
     // The spread is estimated from n + m − 2 free residuals: Student's t, not the normal.
     let t = t_quantile_975(residuals.len() - 2);
-    Some(shift > t * se)
+    let least = if positive { least_change.ln_1p() } else { 0.0 };
+    Some(shift > (t * se).max(least))
 }
 
 #[cfg(test)]
@@ -161,20 +164,23 @@ mod tests {
     #[test]
     fn between_runs_allows_for_drift_as_large_as_the_spread() {
         let a = [100.0, 104.0, 97.0, 101.0, 99.0];
-        assert_eq!(between_runs(&a, &a), Some(false));
+        assert_eq!(between_runs(&a, &a, 0.0), Some(false));
         // 10 % apart, every second of b above every second of a, but the runs' own spread is ~3 % and the drift
         // floor 5 %: one run landing 10 % from the next is what identical runs do.
         let b: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
-        assert_eq!(between_runs(&a, &b), Some(false));
+        assert_eq!(between_runs(&a, &b, 0.0), Some(false));
         // Twice as slow is beyond any drift.
         let c: Vec<f64> = a.iter().map(|x| x * 2.0).collect();
-        assert_eq!(between_runs(&a, &c), Some(true));
+        assert_eq!(between_runs(&a, &c, 0.0), Some(true));
         // Too few seconds to know.
-        assert_eq!(between_runs(&a[..2], &c), None);
+        assert_eq!(between_runs(&a[..2], &c, 0.0), None);
         // One wild second neither hides a real shift nor inflates the spread.
         let mut d = c.clone();
         d[0] = 10_000.0;
-        assert_eq!(between_runs(&a, &d), Some(true));
+        assert_eq!(between_runs(&a, &d, 0.0), Some(true));
+        // The floor: 2x passes a 50 % floor, not a 150 % one.
+        assert_eq!(between_runs(&a, &c, 0.5), Some(true));
+        assert_eq!(between_runs(&a, &c, 1.5), Some(false));
         assert!((robust_sd(&[1.0, 2.0, 3.0, 4.0, 1000.0]) - 1.4826).abs() < 1e-9);
     }
 
