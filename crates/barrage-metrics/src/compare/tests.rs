@@ -345,3 +345,54 @@ fn runs_with_other_settings_are_listed_as_mismatches() {
     assert_eq!(settings, ["target", "connections"]);
     assert_eq!(m[1].values, ["20", "50", "20"]);
 }
+
+/// `run` with the server, barrage and the machine sampled every second: the server busy at
+/// `server_pct` % of a core, barrage at 30 %, the machine at 70 %.
+fn monitored(counts: &[u64], server_pct: f64) -> RunResult {
+    use crate::monitor::{HostSample, MonitorSeries, ProcSample, ProcessSeries};
+    let mut r = run(counts, latencies(1, 100.0), 0);
+    let sample = |t: f64, cpu_pct: f64| ProcSample {
+        t,
+        cpu_pct,
+        ..Default::default()
+    };
+    let secs = 1..=counts.len();
+    r.monitor = Some(MonitorSeries {
+        interval_s: 1.0,
+        processes: vec![ProcessSeries {
+            pid: 1,
+            command: "server".into(),
+            samples: secs.clone().map(|s| sample(s as f64, server_pct)).collect(),
+        }],
+        host: secs
+            .clone()
+            .map(|s| HostSample {
+                t: s as f64,
+                cpu_pct: 70.0,
+                ..Default::default()
+            })
+            .collect(),
+        generator: secs.map(|s| sample(s as f64, 30.0)).collect(),
+    });
+    r.conclude(&[], None);
+    r
+}
+
+#[test]
+fn cpu_per_request_and_machine_cpu_sit_side_by_side() {
+    let a = monitored(&[10_000; 4], 50.0);
+    let b = monitored(&[10_000; 4], 150.0);
+    let c = compare(&[a.clone(), b]);
+    let cells = |m: &str| c.row(m).unwrap_or_else(|| panic!("no {m}")).cells.clone();
+    // 50 % of a core over 10,000 exchanges a second: 50 µs each; 3x the CPU, 3x the cost.
+    assert_eq!(cells("server.cpu_per_req")[0].value, Some(50.0));
+    assert_eq!(cells("server.cpu_per_req")[1].value, Some(150.0));
+    assert_eq!(cells("server.cpu_per_req")[1].mark, Some(Mark::Significant));
+    assert_eq!(cells("generator.cpu_per_req")[1].value, Some(30.0));
+    assert_eq!(cells("generator.cpu_per_req")[1].mark, Some(Mark::Noise));
+    assert_eq!(cells("machine.cpu.avg")[0].value, Some(70.0));
+    // Without monitoring there are no such rows.
+    let plain = run(&[10_000; 4], latencies(1, 100.0), 0);
+    let c = compare(&[plain.clone(), plain]);
+    assert!(c.row("server.cpu_per_req").is_none() && c.row("machine.cpu.avg").is_none());
+}
