@@ -147,6 +147,11 @@ pub fn check_baseline(
             regressed |= r.regressed || !r.measured();
             lines.push(regression_line(&r));
         }
+        lines.push(format!(
+            "(noise: drift between runs from their per-second spread, and at least {} % with \
+             --noise-floor; docs/compare.md)",
+            opts.noise_floor * 100.0
+        ));
     }
     Ok((lines, regressed))
 }
@@ -287,6 +292,10 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.starts_with("regression p99:") && l.ends_with("ok")));
+        assert!(lines
+            .last()
+            .unwrap()
+            .contains("at least 50 % with --noise-floor"));
     }
 
     #[test]
