@@ -10,7 +10,7 @@
 //! union of all runs' points and each run's series is `null` where it has no point;
 //! the charts set `span_gaps`, so the shared chart script joins each series across those holes.
 
-use crate::compare_text::{legend, run_letter, table};
+use crate::compare_text::{legend, run_letter, table, warnings};
 use crate::doc::charts::{Chart, Series};
 use crate::html::{esc, script_json, CSP, REPORT_CSS, UPLOT_CSS, UPLOT_JS};
 use barrage_metrics::compare::{Comparison, Mark};
@@ -66,7 +66,11 @@ pub fn render_comparison_html(
             esc(name)
         )?;
     }
-    writeln!(out, "</table></div>\n</section>")?;
+    writeln!(out, "</table></div>")?;
+    for w in warnings(c) {
+        writeln!(out, "<p class=\"warning\">{}</p>", esc(&w))?;
+    }
+    writeln!(out, "</section>")?;
 
     section_start(out, "figures", "Core figures")?;
     figures(c, out)?;

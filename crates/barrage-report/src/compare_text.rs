@@ -89,6 +89,28 @@ pub fn value(unit: Unit, v: f64) -> String {
     }
 }
 
+/// One line per setting in which the runs differ (target, protocol, mode, connections): their
+/// figures then measure different tests, not a change of the server.
+pub fn warnings(c: &Comparison) -> Vec<String> {
+    c.mismatches
+        .iter()
+        .map(|m| {
+            let values: Vec<String> = m
+                .values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("{} {v}", run_letter(i)))
+                .collect();
+            format!(
+                "warning: the runs differ in {} ({}): the differences below may come from the \
+                 settings, not from the server",
+                m.setting,
+                values.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The lines under the table: what the marks mean and how each was decided.
 pub fn legend() -> Vec<String> {
     let mut out = vec![
@@ -137,6 +159,9 @@ pub fn render_comparison_text(
         let role = if i == 0 { " (reference)" } else { "" };
         writeln!(out, "{} = {name}{role}", run_letter(i))?;
     }
+    for w in warnings(c) {
+        writeln!(out, "{w}")?;
+    }
     writeln!(out)?;
     writeln!(out, "{}", line(&t.header))?;
     for row in &t.rows {
@@ -164,6 +189,7 @@ mod tests {
         };
         Comparison {
             runs: 2,
+            mismatches: vec![],
             rows: vec![
                 MetricRow {
                     metric: "rps.avg".into(),
@@ -217,6 +243,26 @@ server.cpu.avg       n/a    50.0 %       n/a        n/a  ?
 ";
         assert!(text.starts_with(want), "{text}");
         assert!(text.contains("~ within the noise"));
+    }
+
+    #[test]
+    fn runs_with_other_settings_are_flagged_above_the_table() {
+        let mut c = cmp();
+        c.mismatches.push(barrage_metrics::compare::Mismatch {
+            setting: "connections".into(),
+            values: vec!["20".into(), "50".into()],
+        });
+        let mut out = Vec::new();
+        render_comparison_text(&c, &["a.json".into(), "b.json".into()], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "A = a.json (reference)\nB = b.json\nwarning: the runs differ in connections \
+                 (A 20, B 50): the differences below may come from the settings, not from the \
+                 server\n\nmetric"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -66,6 +66,11 @@ pub struct CompareArgs {
     /// Write the comparison to FILE (.html or .md) as well as printing it
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<String>,
+
+    /// Smallest change between runs called significant [default: 50%]; identical runs on a
+    /// busy machine drift this much, lower it on a quiet one
+    #[arg(long, value_name = "PCT")]
+    pub noise_floor: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -273,6 +278,15 @@ pub struct RunArgs {
         help_heading = "Output"
     )]
     pub max_regression: Option<String>,
+
+    /// With --baseline: the smallest change called beyond noise [default: 50%] (see compare)
+    #[arg(
+        long,
+        value_name = "PCT",
+        requires = "baseline",
+        help_heading = "Output"
+    )]
+    pub noise_floor: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -8,9 +8,9 @@
 use crate::cli::CompareArgs;
 use crate::config::Usage;
 use anyhow::Context;
-use barrage_metrics::compare::{self, Comparison, Regression};
+use barrage_metrics::compare::{self, Comparison, Options, Regression};
 use barrage_metrics::RunResult;
-use barrage_report::compare_text::{legend, run_letter, table};
+use barrage_report::compare_text::{legend, run_letter, table, warnings};
 use std::io::Write;
 use std::path::Path;
 
@@ -34,6 +34,28 @@ fn output_kind(path: &str) -> Result<Output, Usage> {
     }
 }
 
+/// `--noise-floor 20%` (or `20`): a percentage from 0 to 1000; `None` means the default.
+pub fn options(noise_floor: Option<&str>) -> Result<Options, Usage> {
+    let Some(s) = noise_floor else {
+        return Ok(Options::default());
+    };
+    let pct: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p: &f64| p.is_finite() && (0.0..=1000.0).contains(p))
+        .ok_or_else(|| {
+            Usage(format!(
+                "--noise-floor {s}: expected a percentage from 0 to 1000, e.g. 20%"
+            ))
+        })?;
+    Ok(Options {
+        noise_floor: pct / 100.0,
+    })
+}
+
 fn load(path: &Path) -> Result<RunResult, Usage> {
     barrage_report::load(path).map_err(|e| Usage(e.to_string()))
 }
@@ -45,6 +67,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|p| output_kind(p).map(|k| (p, k)))
         .transpose()?;
+    let opts = options(a.noise_floor.as_deref())?;
     let runs = a
         .results
         .iter()
@@ -56,7 +79,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         .zip(&runs)
         .map(|(p, r)| describe(&p.display().to_string(), r))
         .collect();
-    let cmp = compare::compare(&runs);
+    let cmp = compare::compare_with(&runs, &opts);
     let mut text = Vec::new();
     barrage_report::render_comparison_text(&cmp, &names, &mut text)?;
     if let Err(e) = std::io::stdout().write_all(&text) {
@@ -98,6 +121,7 @@ pub fn check_baseline(
     result: &RunResult,
     baseline: &Path,
     limits: Option<&str>,
+    opts: &Options,
 ) -> anyhow::Result<(Vec<String>, bool)> {
     let limits = limits
         .map(compare::parse_limits)
@@ -105,7 +129,7 @@ pub fn check_baseline(
         .map_err(|e| Usage(format!("--max-regression: {e}")))?;
     let base = barrage_report::load(baseline).map_err(|e| Usage(format!("--baseline: {e}")))?;
     let runs = [base, result.clone()];
-    let cmp = compare::compare(&runs);
+    let cmp = compare::compare_with(&runs, opts);
     let names = [
         describe(&format!("baseline {}", baseline.display()), &runs[0]),
         describe("this run", &runs[1]),
@@ -119,10 +143,15 @@ pub fn check_baseline(
     let mut regressed = false;
     if let Some(limits) = limits {
         lines.push(String::new());
-        for r in compare::regressions(&runs[0], &runs[1], &limits) {
+        for r in compare::regressions(&runs[0], &runs[1], &limits, opts) {
             regressed |= r.regressed || !r.measured();
             lines.push(regression_line(&r));
         }
+        lines.push(format!(
+            "(noise: drift between runs from their per-second spread, and at least {} % with \
+             --noise-floor; docs/compare.md)",
+            opts.noise_floor * 100.0
+        ));
     }
     Ok((lines, regressed))
 }
@@ -168,6 +197,9 @@ fn markdown(c: &Comparison, names: &[String]) -> String {
         out.push_str(&format!("- **{}** = {}{role}\n", run_letter(i), esc(n)));
     }
     out.push('\n');
+    for w in warnings(c) {
+        out.push_str(&format!("> **{}**\n\n", esc(&w)));
+    }
     out.push_str(&row(&t.header));
     let rule: Vec<String> = t
         .numeric
@@ -206,6 +238,7 @@ mod tests {
         let c = Comparison {
             runs: 2,
             rows: vec![],
+            mismatches: vec![],
         };
         let names = ["<a>&\"b\"".to_string(), "x|y".to_string()];
         let h = html(&c, &[empty_run(), empty_run()], &names);
@@ -236,17 +269,22 @@ mod tests {
         let r = empty_run();
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.json");
-        let e = check_baseline(&r, &missing, Some("p99=10")).unwrap_err();
+        let e = check_baseline(&r, &missing, Some("p99=10"), &Options::default()).unwrap_err();
         assert!(e.is::<Usage>() && e.to_string().starts_with("--max-regression: \"p99=10\""));
-        let e = check_baseline(&r, &missing, None).unwrap_err();
+        let e = check_baseline(&r, &missing, None, &Options::default()).unwrap_err();
         assert!(e.is::<Usage>() && e.to_string().starts_with("--baseline: cannot read"));
 
         let base = dir.path().join("base.json");
         barrage_report::save(&r, barrage_report::Format::Json, &base).unwrap();
-        let (lines, regressed) = check_baseline(&r, &base, None).unwrap();
+        let (lines, regressed) = check_baseline(&r, &base, None, &Options::default()).unwrap();
         assert!(!regressed && lines.iter().any(|l| l.starts_with("metric")));
-        let (lines, regressed) =
-            check_baseline(&r, &base, Some("p99=10%,server.cpu.avg=5%")).unwrap();
+        let (lines, regressed) = check_baseline(
+            &r,
+            &base,
+            Some("p99=10%,server.cpu.avg=5%"),
+            &Options::default(),
+        )
+        .unwrap();
         assert!(regressed, "cpu was not monitored: {lines:?}");
         assert!(lines
             .iter()
@@ -254,6 +292,21 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.starts_with("regression p99:") && l.ends_with("ok")));
+        assert!(lines
+            .last()
+            .unwrap()
+            .contains("at least 50 % with --noise-floor"));
+    }
+
+    #[test]
+    fn the_noise_floor_is_a_percentage_or_a_usage_error() {
+        assert_eq!(options(None).unwrap(), Options::default());
+        assert_eq!(options(Some("20%")).unwrap().noise_floor, 0.2);
+        assert_eq!(options(Some("0")).unwrap().noise_floor, 0.0);
+        for bad in ["-5%", "abc", "2000%", "NaN"] {
+            let e = options(Some(bad)).unwrap_err();
+            assert!(e.0.starts_with(&format!("--noise-floor {bad}: ")), "{e}");
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         Some(p) => Some(crate::report_cmd::output_format(p, "--report")?),
         None => None,
     };
+    let compare_opts = crate::compare::options(a.noise_floor.as_deref())?;
     if let Some(b) = &a.baseline {
         if let Some(l) = &a.max_regression {
             barrage_metrics::compare::parse_limits(l)
@@ -160,7 +161,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let mut code = code;
     if let Some(b) = &a.baseline {
         let (lines, regressed) =
-            crate::compare::check_baseline(&result, b, a.max_regression.as_deref())?;
+            crate::compare::check_baseline(&result, b, a.max_regression.as_deref(), &compare_opts)?;
         baseline_lines = lines;
         if regressed && code == 0 {
             code = 3;

@@ -1,19 +1,19 @@
 //! Black-box tests of `barrage compare`: results from short runs against reference echo
 //! servers on 127.0.0.1 (one of them delaying every reply), compared as text, Markdown and
-//! HTML; unreadable files are usage errors.
+//! HTML; unreadable files are usage errors. Only exact outcomes are asserted (a huge effect,
+//! a file against itself, warnings, exit codes); the noise model's error rates are tested on
+//! seeded data in `barrage-metrics`.
 
 mod common;
 
 use common::{barrage, EchoServer};
 use std::path::{Path, PathBuf};
 
-/// A one-second open-loop run (2 connections, 2000/s) against `url`, saved as `dir/name`.
-fn saved_run(url: &str, dir: &Path, name: &str) -> PathBuf {
+/// A one-second closed-loop run (`connections`, ping-pong) against `url`, saved as `dir/name`.
+fn saved_run(url: &str, dir: &Path, name: &str, connections: &str) -> PathBuf {
     let path = dir.join(name);
     barrage()
-        .args([
-            "run", url, "-c", "2", "-t", "1", "-d", "1s", "--rate", "2k", "-q",
-        ])
+        .args(["run", url, "-c", connections, "-t", "1", "-d", "1s", "-q"])
         .arg("--json")
         .arg(&path)
         .assert()
@@ -34,48 +34,55 @@ fn stdout(args: &[&Path]) -> String {
     String::from_utf8(out.get_output().stdout.clone()).expect("utf-8")
 }
 
+/// The table's body rows.
+fn rows(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("metric"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+/// Only what cannot flake: a 20 ms delay against an echo that answers in microseconds is a
+/// change no run-to-run drift explains; a result compared with itself differs in nothing.
+/// (How often identical real runs pass is a statistical property: it is tested on seeded data
+/// in `barrage-metrics`, and measured by hand in docs/compare.md.)
 #[test]
-fn a_delayed_server_is_significantly_slower_and_identical_runs_mostly_are_not() {
+fn a_delayed_server_is_significantly_slower_and_a_run_equals_itself() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fast = EchoServer::start(&[]);
-    let slow = EchoServer::start(&["--delay", "2ms"]);
-    let a = saved_run(fast.url(), dir.path(), "a.json");
-    let b = saved_run(fast.url(), dir.path(), "b.json");
-    let d = saved_run(slow.url(), dir.path(), "d.json");
+    let slow = EchoServer::start(&["--delay", "20ms"]);
+    let a = saved_run(fast.url(), dir.path(), "a.json", "2");
+    let d = saved_run(slow.url(), dir.path(), "d.json", "2");
 
     let text = stdout(&[&a, &d]);
     assert!(
         text.contains("A = ") && text.contains("(reference)"),
         "{text}"
     );
-    assert_eq!(mark(&text, "p50"), "*", "{text}");
-    let p50 = text.lines().find(|l| l.starts_with("p50")).unwrap();
-    assert!(p50.contains(" +"), "p50 got worse: {p50}");
+    // Two servers, two ports: the target differs, nothing else.
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(warnings[0].starts_with("warning: the runs differ in target (A tcp://127.0.0.1:"));
+    for metric in ["p50", "p90"] {
+        assert_eq!(mark(&text, metric), "*", "{text}");
+        let row = text.lines().find(|l| l.starts_with(metric)).unwrap();
+        assert!(row.contains(" +"), "{metric} got worse: {row}");
+    }
 
-    // Same server, same settings: the within-run noise explains most differences. (Runs on
-    // a busy machine do drift between runs, which no single run can see; hence "most".)
-    let text = stdout(&[&a, &b]);
-    let rows: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.starts_with("metric"))
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .collect();
-    let significant = rows.iter().filter(|l| l.ends_with('*')).count();
-    assert!(rows.len() >= 8, "{text}");
-    assert!(
-        significant * 2 < rows.len(),
-        "{significant} of {}:\n{text}",
-        rows.len()
-    );
-    assert_ne!(mark(&text, "rps.avg"), "*", "{text}");
+    let text = stdout(&[&a, &a]);
+    let body = rows(&text);
+    assert!(body.len() >= 8, "{text}");
+    for row in body {
+        assert!(row.ends_with('~'), "nothing differs: {row}\n{text}");
+    }
 
     // Three runs and the written forms.
     let md = dir.path().join("cmp.md");
     let html = dir.path().join("cmp.html");
     barrage()
         .arg("compare")
-        .args([&a, &b, &d])
+        .args([&a, &a, &d])
         .arg("-o")
         .arg(&md)
         .assert()
@@ -101,6 +108,66 @@ fn a_delayed_server_is_significantly_slower_and_identical_runs_mostly_are_not() 
     );
 }
 
+/// Runs with another connection count (or target) are compared, with a warning in every form
+/// and on `--baseline`; a faster run is never a regression (exit 0).
+#[test]
+fn runs_with_other_settings_are_compared_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fast = EchoServer::start(&[]);
+    let slow = EchoServer::start(&["--delay", "20ms"]);
+    let one = saved_run(fast.url(), dir.path(), "one.json", "1");
+    let two = saved_run(slow.url(), dir.path(), "two.json", "2");
+    let text = stdout(&[&one, &two]);
+    for setting in ["target", "connections"] {
+        assert!(
+            text.contains(&format!("warning: the runs differ in {setting} (A ")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("(A 1, B 2)"), "{text}");
+    let md = dir.path().join("cmp.md");
+    barrage()
+        .arg("compare")
+        .args([&one, &two])
+        .arg("-o")
+        .arg(&md)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(&md).expect("markdown written");
+    assert!(
+        md.contains("> **warning: the runs differ in connections"),
+        "{md}"
+    );
+
+    // This run (fast, 1 connection) against the slow 2-connection baseline.
+    let out = barrage()
+        .args([
+            fast.url(),
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "-q",
+            "--baseline",
+        ])
+        .arg(&two)
+        .args(["--max-regression", "p50=10%"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("warning: the runs differ in connections (A 2, B 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("regression p50:") && text.contains("-> ok"),
+        "{text}"
+    );
+}
+
 #[test]
 fn unreadable_or_foreign_files_are_usage_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -120,6 +187,15 @@ fn unreadable_or_foreign_files_are_usage_errors() {
         assert!(err.contains(needle), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     }
+    let out = barrage()
+        .args(["compare", "a.json", "b.json", "--noise-floor", "lots"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert_eq!(
+        err.trim(),
+        "error: --noise-floor lots: expected a percentage from 0 to 1000, e.g. 20%"
+    );
     let out = barrage()
         .args(["compare", "a.json", "b.json", "-o", "cmp.txt"])
         .assert()
