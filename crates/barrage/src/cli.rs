@@ -36,7 +36,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a load test against a target (tcp://, http://, https://, ws://, wss://).
     Run(Box<RunArgs>),
-    /// Start a reference server (echo) to test against.
+    /// Start a reference server (echo, http or ws) to test against.
     Serve(ServeArgs),
     /// Start an echo server on loopback and run a short ping-pong and interval test against it.
     Demo(DemoArgs),
@@ -159,7 +159,12 @@ pub struct RunArgs {
     pub body: Option<String>,
 
     /// Status codes that count as success, e.g. 200,204 or 2xx,3xx or 200-299 [default: 2xx,3xx]
-    #[arg(long, value_name = "LIST", help_heading = "HTTP and WebSocket")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "HTTP and WebSocket"
+    )]
     pub expect_status: Option<String>,
 
     /// Skip TLS certificate and host-name verification (https://, wss://)
@@ -199,8 +204,9 @@ pub struct RunArgs {
     pub rate: Option<f64>,
 
     /// Open loop: due messages a connection may hold back before they count as not_sent
-    #[arg(long, default_value = "1024", value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
-    pub max_backlog: u64,
+    /// [default: 1024]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
+    pub max_backlog: Option<u64>,
 
     /// An exchange not complete after D is a timeout; its connection is reopened
     #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
@@ -212,7 +218,12 @@ pub struct RunArgs {
 
     /// Watch a server process: a PID (repeatable), or `auto` for the process listening on
     /// the target's port (local targets, Linux)
-    #[arg(long, value_name = "PID|auto", help_heading = "Server monitoring")]
+    #[arg(
+        long,
+        value_name = "PID|auto",
+        allow_hyphen_values = true,
+        help_heading = "Server monitoring"
+    )]
     pub monitor: Vec<String>,
 
     /// Start the server with this command (via sh -c), wait until its port accepts, watch it,
@@ -244,7 +255,7 @@ pub struct RunArgs {
 
     /// Also redact this header's value from every output (Authorization, Cookie and API-key
     /// headers always are); repeatable
-    #[arg(long, value_name = "NAME", help_heading = "Output")]
+    #[arg(long, value_name = "NAME", value_parser = units::name, help_heading = "Output")]
     pub redact: Vec<String>,
 
     /// Write a self-contained report at the end: FILE.html or FILE.md
