@@ -328,7 +328,13 @@ fn request_usage(e: barrage_engine::http::RequestError) -> Usage {
         Field::Body => "--body",
         Field::Subprotocol => "--subprotocol",
     };
-    Usage(format!("{flag}: {e}"))
+    let hint = match &e {
+        barrage_engine::http::RequestError::HandshakeHeader(h) if h == "Sec-WebSocket-Protocol" => {
+            " (offer one with --subprotocol NAME)"
+        }
+        _ => "",
+    };
+    Usage(format!("{flag}: {e}{hint}"))
 }
 
 /// `--expect-status 200,204`, `2xx,3xx`, `200-299`.

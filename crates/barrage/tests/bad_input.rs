@@ -83,7 +83,11 @@ fn bad_input_sweep_one_line_naming_the_flag_and_no_panic() {
         case(
             &[&ws, "-H", "Sec-WebSocket-Protocol: x", "-n", "1"],
             2,
-            &["-H/--header", "Sec-WebSocket-Protocol"],
+            &[
+                "-H/--header",
+                "Sec-WebSocket-Protocol",
+                "offer one with --subprotocol",
+            ],
             &["--subprotocol:"],
         ),
         // Unbounded files are read through a bounded reader.
