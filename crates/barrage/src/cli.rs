@@ -115,7 +115,13 @@ pub struct RunArgs {
     pub threads: Option<u64>,
 
     /// Message to send; escapes \r \n \t \\ \0 \xHH; placeholders {conn} {seq} {ts_us}
-    #[arg(short = 'm', long, value_name = "TEXT", help_heading = "Messages")]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "TEXT",
+        allow_hyphen_values = true,
+        help_heading = "Messages"
+    )]
     pub message: Option<String>,
 
     /// Read the message from a file (sent as is, placeholders filled)
@@ -128,7 +134,12 @@ pub struct RunArgs {
     pub message_file: Option<PathBuf>,
 
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
-    #[arg(long, value_name = "TEXT", help_heading = "Messages")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        allow_hyphen_values = true,
+        help_heading = "Messages"
+    )]
     pub first_message: Option<String>,
 
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
@@ -155,7 +166,12 @@ pub struct RunArgs {
     pub headers: Vec<String>,
 
     /// Request body: TEXT, or @FILE to read it from a file
-    #[arg(long, value_name = "TEXT|@FILE", help_heading = "HTTP and WebSocket")]
+    #[arg(
+        long,
+        value_name = "TEXT|@FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP and WebSocket"
+    )]
     pub body: Option<String>,
 
     /// Status codes that count as success, e.g. 200,204 or 2xx,3xx or 200-299 [default: 2xx,3xx]
@@ -242,7 +258,12 @@ pub struct RunArgs {
 
     /// Pass/fail rule, e.g. 'p99 < 20ms', 'rps.avg >= 15000', 'errors.rate < 0.1%',
     /// 'server.rss.max < 64MB' (repeatable; any failure makes the exit code 3)
-    #[arg(long, value_name = "EXPR", help_heading = "Server monitoring")]
+    #[arg(
+        long,
+        value_name = "EXPR",
+        allow_hyphen_values = true,
+        help_heading = "Server monitoring"
+    )]
     pub threshold: Vec<String>,
 
     /// No live status line on stderr

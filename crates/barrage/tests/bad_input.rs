@@ -73,6 +73,12 @@ fn bad_input_sweep_one_line_naming_the_flag_and_no_panic() {
             &["--monitor", "-1"],
             &["unexpected argument"],
         ),
+        case(
+            &[&tcp, "--threshold", "-1", "-n", "1"],
+            2,
+            &["--threshold", "-1"],
+            &["unexpected argument"],
+        ),
         // The flag is carried by the error, not guessed from its words.
         case(
             &[&http, "-X", "GE\r\nT", "-n", "1"],
