@@ -187,8 +187,10 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
             Grade::Warn
         };
         let fig = format!(
-            "{:.0} req/s, p50 {p50:.0} µs, p99 {p99:.0} µs (p99/p50 = {ratio:.1})",
-            s.rps.avg
+            "{:.0} req/s, p50 {}, p99 {} (p99/p50 = {ratio:.1})",
+            s.rps.avg,
+            duration(p50),
+            duration(p99)
         );
         (g, fig)
     } else {
@@ -238,6 +240,17 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
     row(aspect, grade, figure, PERFORMANCE_RULE)
 }
 
+/// A duration in µs with a unit a reader takes in at a glance: `812 µs`, `3.17 ms`, `3.17 s`.
+fn duration(us: f64) -> String {
+    if us < 999.5 {
+        format!("{us:.0} µs")
+    } else if us < 999_500.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
 fn verdict(v: Option<Verdict>) -> &'static str {
     match v {
         Some(Verdict::Flat) => "flat",
@@ -263,12 +276,13 @@ fn stability(a: &AnalysisReport) -> Row {
         g = g.at_most_warn();
     }
     let fig = format!(
-        "CV {:.1} %, max deviation {:.1} % over {} s; throughput {} ({:+.1} %/h), p99 {}",
+        "CV {:.1} %, max deviation {:.1} % over {} s; throughput {} ({:+.1} % over {:.0} s), p99 {}",
         st.cv_pct,
         st.max_dev_pct,
         st.n,
         verdict(Some(st.drift.verdict)),
-        st.drift.per_hour,
+        st.drift.change,
+        st.drift.window_s,
         verdict(p99)
     );
     row(aspect, g, fig, STABILITY_RULE)
@@ -514,5 +528,33 @@ mod tests {
         assert!(rows[5].figure.contains("87.00 %"), "{}", rows[5].figure);
         r.summary.exchanges.unexpected_replies = done / 200;
         assert_eq!(assess(&r, &a, &[])[5].status, Grade::Warn);
+    }
+
+    #[test]
+    fn readiness_prints_durations_with_units_not_raw_microseconds() {
+        let mut r = result(30, 1000, 0, 10);
+        r.summary.latency_us.p50 = 812;
+        r.summary.latency_us.p99 = 3_168_255;
+        let a = analyze(&r, None, None);
+        let fig = &assess(&r, &a, &[])[0].figure;
+        assert!(fig.contains("p50 812 µs, p99 3.17 s"), "{fig}");
+        assert!(!fig.contains("3168255"), "{fig}");
+        assert_eq!(duration(999.4), "999 µs");
+        assert_eq!(duration(999.6), "1.00 ms");
+        assert_eq!(duration(12_345.0), "12.35 ms");
+    }
+
+    #[test]
+    fn stability_drift_is_stated_over_the_runs_window_not_extrapolated_to_an_hour() {
+        let r = result(30, 1000, 0, 10);
+        let a = analyze(&r, None, None);
+        let st = a.stability.as_ref().expect("30 steady seconds");
+        let fig = &assess(&r, &a, &[])[1].figure;
+        assert!(!fig.contains("/h"), "{fig}");
+        let want = format!(
+            "({:+.1} % over {:.0} s)",
+            st.drift.change, st.drift.window_s
+        );
+        assert!(fig.contains(&want), "{fig} should contain {want}");
     }
 }

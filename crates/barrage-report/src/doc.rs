@@ -318,8 +318,8 @@ fn configuration(r: &RunResult) -> Vec<Block> {
         "Expect",
         format!("{}{}", c.expect, if c.verify { " (verified)" } else { "" }),
     ));
-    if let Some(t) = &c.tls {
-        p.push(("TLS", t.clone()));
+    if let Some(t) = crate::fmt::tls_setting(r) {
+        p.push(("TLS", t));
     }
     if let Some(s) = &c.subprotocol {
         p.push(("Subprotocol", s.clone()));

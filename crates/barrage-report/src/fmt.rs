@@ -4,6 +4,18 @@
 //! ms below 1 s, then s; B, KiB, MiB, GiB), and counts get thousands separators. The unit is
 //! picked after rounding, so 999.96 µs reads `1.00 ms`, never `1000 µs`.
 
+/// The TLS line of a result: the setting says what was asked ("verified" means verification
+/// on); a certificate was only verified if at least one handshake completed.
+pub fn tls_setting(r: &barrage_metrics::RunResult) -> Option<String> {
+    let asked = r.config.tls.as_deref()?;
+    let handshakes = r.summary.tls_us.as_ref().map_or(0, |t| t.count);
+    Some(if asked == "verified" && handshakes == 0 {
+        "verification on; no handshake completed, nothing verified".into()
+    } else {
+        asked.to_string()
+    })
+}
+
 /// `20012` -> `20,012`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

@@ -122,7 +122,7 @@ fn header(r: &RunResult) -> Vec<String> {
     }
     what += &format!(", timeout {}", setting_us(c.timeout_ms * 1e3));
     lines.push(format!("  {what}"));
-    if let Some(tls) = &c.tls {
+    if let Some(tls) = crate::fmt::tls_setting(r) {
         lines.push(format!("  TLS {tls}"));
     }
     if let Some(p) = &c.subprotocol {

@@ -11,8 +11,8 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
     if let Some(a) = &r.analysis {
         if let Some(s) = &a.stability {
             lines.push(format!(
-                "Stability     CV {:.1} %, largest deviation {:.1} % over {} steady seconds; drift {:?} ({:+.1} %/h)",
-                s.cv_pct, s.max_dev_pct, s.n, s.drift.verdict, s.drift.per_hour
+                "Stability     CV {:.1} %, largest deviation {:.1} % over {} steady seconds; drift {:?} ({:+.1} % over {:.0} s)",
+                s.cv_pct, s.max_dev_pct, s.n, s.drift.verdict, s.drift.change, s.drift.window_s
             ));
         }
         if let Some(rec) = &a.recovery {

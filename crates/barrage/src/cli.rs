@@ -36,7 +36,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a load test against a target (tcp://, http://, https://, ws://, wss://).
     Run(Box<RunArgs>),
-    /// Start a reference server (echo) to test against.
+    /// Start a reference server (echo, http or ws) to test against.
     Serve(ServeArgs),
     /// Start an echo server on loopback and run a short ping-pong and interval test against it.
     Demo(DemoArgs),
@@ -120,7 +120,13 @@ pub struct RunArgs {
     pub threads: Option<u64>,
 
     /// Message to send; escapes \r \n \t \\ \0 \xHH; placeholders {conn} {seq} {ts_us}
-    #[arg(short = 'm', long, value_name = "TEXT", help_heading = "Messages")]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "TEXT",
+        allow_hyphen_values = true,
+        help_heading = "Messages"
+    )]
     pub message: Option<String>,
 
     /// Read the message from a file (sent as is, placeholders filled)
@@ -133,7 +139,12 @@ pub struct RunArgs {
     pub message_file: Option<PathBuf>,
 
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
-    #[arg(long, value_name = "TEXT", help_heading = "Messages")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        allow_hyphen_values = true,
+        help_heading = "Messages"
+    )]
     pub first_message: Option<String>,
 
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
@@ -160,11 +171,21 @@ pub struct RunArgs {
     pub headers: Vec<String>,
 
     /// Request body: TEXT, or @FILE to read it from a file
-    #[arg(long, value_name = "TEXT|@FILE", help_heading = "HTTP and WebSocket")]
+    #[arg(
+        long,
+        value_name = "TEXT|@FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP and WebSocket"
+    )]
     pub body: Option<String>,
 
     /// Status codes that count as success, e.g. 200,204 or 2xx,3xx or 200-299 [default: 2xx,3xx]
-    #[arg(long, value_name = "LIST", help_heading = "HTTP and WebSocket")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "HTTP and WebSocket"
+    )]
     pub expect_status: Option<String>,
 
     /// Skip TLS certificate and host-name verification (https://, wss://)
@@ -204,8 +225,9 @@ pub struct RunArgs {
     pub rate: Option<f64>,
 
     /// Open loop: due messages a connection may hold back before they count as not_sent
-    #[arg(long, default_value = "1024", value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
-    pub max_backlog: u64,
+    /// [default: 1024]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
+    pub max_backlog: Option<u64>,
 
     /// An exchange not complete after D is a timeout; its connection is reopened
     #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
@@ -217,7 +239,12 @@ pub struct RunArgs {
 
     /// Watch a server process: a PID (repeatable), or `auto` for the process listening on
     /// the target's port (local targets, Linux)
-    #[arg(long, value_name = "PID|auto", help_heading = "Server monitoring")]
+    #[arg(
+        long,
+        value_name = "PID|auto",
+        allow_hyphen_values = true,
+        help_heading = "Server monitoring"
+    )]
     pub monitor: Vec<String>,
 
     /// Start the server with this command (via sh -c), wait until its port accepts, watch it,
@@ -236,7 +263,12 @@ pub struct RunArgs {
 
     /// Pass/fail rule, e.g. 'p99 < 20ms', 'rps.avg >= 15000', 'errors.rate < 0.1%',
     /// 'server.rss.max < 64MB' (repeatable; any failure makes the exit code 3)
-    #[arg(long, value_name = "EXPR", help_heading = "Server monitoring")]
+    #[arg(
+        long,
+        value_name = "EXPR",
+        allow_hyphen_values = true,
+        help_heading = "Server monitoring"
+    )]
     pub threshold: Vec<String>,
 
     /// No live status line on stderr
@@ -250,7 +282,7 @@ pub struct RunArgs {
     /// Also redact this header's or URL query parameter's value from every output
     /// (Authorization, Cookie, API-key headers and token/key/secret/password/sig parameters
     /// always are); repeatable
-    #[arg(long, value_name = "NAME", help_heading = "Output")]
+    #[arg(long, value_name = "NAME", value_parser = units::name, help_heading = "Output")]
     pub redact: Vec<String>,
 
     /// The body, message and first message are secret: every output shows

@@ -57,19 +57,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
     }
     let raw = match (&a.message, &a.message_file) {
         (Some(m), _) => unescape(m).map_err(|e| Usage(format!("--message: {e}")))?,
-        (None, Some(path)) => {
-            let p = path.display();
-            let meta = std::fs::metadata(path)
-                .map_err(|e| Usage(format!("--message-file {p}: {}", io_reason(&e))))?;
-            if meta.len() > MAX_MESSAGE {
-                return usage(format!(
-                    "--message-file {p}: {} bytes is more than the 16 MiB a message may have",
-                    meta.len()
-                ));
-            }
-            std::fs::read(path)
-                .map_err(|e| Usage(format!("--message-file {p}: {}", io_reason(&e))))?
-        }
+        (None, Some(path)) => read_capped("--message-file", path, "a message")?,
         (None, None) => DEFAULT_MESSAGE.to_vec(),
     };
     if raw.is_empty() {
@@ -113,6 +101,14 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
              (--interval, --rate) send on schedule whatever is in flight",
         );
     }
+    // A flag of another mode is a mistake, not silently ignored.
+    if a.max_backlog.is_some() && !mode.is_open_loop() {
+        return usage(format!(
+            "--max-backlog applies to open-loop modes (--interval, --rate), not {}",
+            mode.name()
+        ));
+    }
+    let max_backlog = a.max_backlog.unwrap_or(1024);
     if a.pipeline > 1 << 20 {
         return usage("--pipeline: at most 1048576 exchanges in flight per connection");
     }
@@ -187,7 +183,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         connect_rate: a.connect_rate,
         timeout_ms: ms(a.timeout),
         connect_timeout_ms: ms(connect_timeout),
-        max_backlog: a.max_backlog,
+        max_backlog,
         message: shown(&raw, message.raw().len()),
         message_bytes: message.raw().len(),
         first_message: first_shown
@@ -226,7 +222,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         verify: a.verify,
         mode,
         pipeline: a.pipeline as u32,
-        max_backlog: a.max_backlog,
+        max_backlog,
         timeout: a.timeout,
         connect_timeout,
         drain: Duration::from_secs(2),
@@ -326,14 +322,8 @@ fn protocol(
                 subprotocol: a.subprotocol.as_deref(),
             };
             let key = barrage_engine::ws::new_key([0; 16]);
-            barrage_engine::ws::handshake_request(&spec, &key, &mut Vec::new()).map_err(|e| {
-                let flag = if e.to_string().to_ascii_lowercase().contains("protocol") {
-                    "--subprotocol"
-                } else {
-                    request_flag(&e.to_string())
-                };
-                Usage(format!("{flag}: {e}"))
-            })?;
+            barrage_engine::ws::handshake_request(&spec, &key, &mut Vec::new())
+                .map_err(request_usage)?;
             Ok((
                 Protocol::Ws(WsPlan {
                     host_header: host,
@@ -350,18 +340,8 @@ fn protocol(
             let body = match a.body.as_deref() {
                 None => None,
                 Some(b) => Some(match b.strip_prefix('@') {
-                    Some(path) => {
-                        let meta = std::fs::metadata(path)
-                            .map_err(|e| Usage(format!("--body @{path}: {}", io_reason(&e))))?;
-                        if meta.len() > MAX_MESSAGE {
-                            return usage(format!(
-                                "--body @{path}: {} bytes is more than the 16 MiB a body may have",
-                                meta.len()
-                            ));
-                        }
-                        std::fs::read(path)
-                            .map_err(|e| Usage(format!("--body @{path}: {}", io_reason(&e))))?
-                    }
+                    Some(path) => read_capped("--body", std::path::Path::new(path), "a body")
+                        .map_err(|Usage(m)| Usage(m.replacen("--body ", "--body @", 1)))?,
                     None => b.as_bytes().to_vec(),
                 }),
             };
@@ -379,8 +359,8 @@ fn protocol(
                 body: body.as_deref(),
                 keep_alive: true,
             };
-            let request = barrage_engine::http::RequestTemplate::new(&spec)
-                .map_err(|e| Usage(format!("{}: {e}", request_flag(&e.to_string()))))?;
+            let request =
+                barrage_engine::http::RequestTemplate::new(&spec).map_err(request_usage)?;
             let expect_status = match &a.expect_status {
                 Some(l) => status_set(l)?,
                 None => StatusSet::default(),
@@ -403,20 +383,23 @@ fn protocol(
     }
 }
 
-/// Which flag a request-building error is about, from its wording.
-fn request_flag(msg: &str) -> &'static str {
-    let m = msg.to_ascii_lowercase();
-    if m.contains("header") {
-        "-H/--header"
-    } else if m.contains("body") {
-        "--body"
-    } else if m.contains("method") {
-        "-X/--method"
-    } else if m.contains("path") {
-        "target"
-    } else {
-        "request"
-    }
+/// A request that cannot be built, against the flag the error says it is about.
+fn request_usage(e: barrage_engine::http::RequestError) -> Usage {
+    use barrage_engine::http::Field;
+    let flag = match e.field() {
+        Field::Method => "-X/--method",
+        Field::Target => "target",
+        Field::Header => "-H/--header",
+        Field::Body => "--body",
+        Field::Subprotocol => "--subprotocol",
+    };
+    let hint = match &e {
+        barrage_engine::http::RequestError::HandshakeHeader(h) if h == "Sec-WebSocket-Protocol" => {
+            " (offer one with --subprotocol NAME)"
+        }
+        _ => "",
+    };
+    Usage(format!("{flag}: {e}{hint}"))
 }
 
 /// `--expect-status 200,204`, `2xx,3xx`, `200-299`.
@@ -456,6 +439,25 @@ pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// A message or body file, read through a bounded reader: its size on disk is no bound
+/// (`/dev/zero`, a pipe or a file that grows report 0 or less than they give).
+fn read_capped(flag: &str, path: &std::path::Path, what: &str) -> Result<Vec<u8>, Usage> {
+    use std::io::Read as _;
+    let p = path.display();
+    let fail = |e: std::io::Error| Usage(format!("{flag} {p}: {}", io_reason(&e)));
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let mut data = Vec::new();
+    file.take(MAX_MESSAGE + 1)
+        .read_to_end(&mut data)
+        .map_err(fail)?;
+    if data.len() as u64 > MAX_MESSAGE {
+        return usage(format!(
+            "{flag} {p}: more than the 16 MiB {what} may have; give a smaller file"
+        ));
+    }
+    Ok(data)
 }
 
 fn io_reason(e: &std::io::Error) -> String {

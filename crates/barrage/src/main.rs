@@ -14,6 +14,7 @@ mod compare;
 mod config;
 mod demo;
 mod live;
+mod outfile;
 mod redact;
 mod report_cmd;
 mod run;
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_line(&e));
             ExitCode::from(1)
         }
     }
@@ -57,11 +58,16 @@ fn main() -> ExitCode {
 
 /// `barrage tcp://...` (or `barrage -c 5 tcp://...`, or `barrage 127.0.0.1:7000` which then
 /// gets the "no scheme" advice) is `barrage run ...`.
+/// A first word that names a subcommand (`report run-10:00.json`) is never a shortcut, whatever
+/// colons its arguments hold.
 fn with_run_shortcut(argv: &[String]) -> Vec<String> {
-    const FIRST: [&str; 7] = ["run", "serve", "demo", "help", "-h", "--help", "-V"];
+    use clap::CommandFactory as _;
+    const FLAGS: [&str; 4] = ["-h", "--help", "-V", "--version"];
     let mut v = argv.to_vec();
     let Some(first) = v.get(1) else { return v };
-    if FIRST.contains(&first.as_str()) || first == "--version" {
+    let cmd = Cli::command();
+    let is_subcommand = first == "help" || cmd.find_subcommand(first).is_some();
+    if is_subcommand || FLAGS.contains(&first.as_str()) {
         return v;
     }
     let looks_like_target =
@@ -72,7 +78,23 @@ fn with_run_shortcut(argv: &[String]) -> Vec<String> {
     v
 }
 
-/// Help and version go to stdout with code 0; usage errors are one line plus a hint, code 2.
+/// An error and its causes in one line, each cause once: a message that already quotes its
+/// source (thiserror's `{source}`) would otherwise print the OS error twice.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    line
+}
+
+/// Help and version go to stdout with code 0; usage errors are one line ending in a hint, code 2.
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
@@ -85,8 +107,9 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            eprintln!("{}", one_line(&e.render().to_string()));
-            eprintln!("(barrage --help explains every flag)");
+            // One line, like every other usage error.
+            let line = one_line(&e.render().to_string());
+            eprintln!("{line} (barrage --help explains every flag)");
             ExitCode::from(2)
         }
     }
@@ -104,4 +127,40 @@ fn one_line(text: &str) -> String {
         out = format!("{} {}", out, items.join(", "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_are_printed_once() {
+        let io = std::io::Error::from_raw_os_error(28);
+        let e = anyhow::Error::new(barrage_report::ReportError::Write {
+            path: "r.md".into(),
+            source: io,
+        })
+        .context("--report r.md");
+        let line = error_line(&e);
+        assert_eq!(line.matches("os error 28").count(), 1, "{line}");
+        assert!(
+            line.starts_with("--report r.md: cannot write report r.md: "),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_subcommand_whose_argument_has_a_colon_is_not_a_run() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for a in [
+            ["barrage", "report", "run-10:00.json", "-o", "r.md"],
+            ["barrage", "compare", "a-10:00.json", "b-11:00.json", "-q"],
+        ] {
+            assert_eq!(with_run_shortcut(&argv(&a)), argv(&a));
+        }
+        assert_eq!(
+            with_run_shortcut(&argv(&["barrage", "tcp://127.0.0.1:7000"])),
+            argv(&["barrage", "run", "tcp://127.0.0.1:7000"])
+        );
+    }
 }

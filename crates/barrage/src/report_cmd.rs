@@ -3,6 +3,7 @@
 
 use crate::cli::ReportArgs;
 use crate::config::Usage;
+use anyhow::Context as _;
 use barrage_metrics::RunResult;
 use barrage_report::Format;
 use std::io::Write;
@@ -30,9 +31,16 @@ pub fn output_format(path: &str, flag: &str) -> Result<Format, Usage> {
 
 pub fn write(r: &RunResult, path: &str, format: Format) -> anyhow::Result<()> {
     if path == "-" {
+        // Rendered first, so that a reader that goes away (`| head`) ends the output quietly:
+        // a closed pipe is the reader's choice, not an error.
+        let mut text = Vec::new();
+        barrage_report::render(r, format, &mut text)?;
         let mut out = std::io::stdout().lock();
-        barrage_report::render(r, format, &mut out)?;
-        out.flush()?;
+        if let Err(e) = out.write_all(&text).and_then(|()| out.flush()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e).context("-o -: cannot write the report to stdout");
+            }
+        }
         return Ok(());
     }
     barrage_report::save(r, format, path)?;

@@ -31,7 +31,11 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let json_file = open_json(a.json.as_deref())?;
     // Bad report paths and baselines fail now, not after the load.
     let report_format = match &a.report {
-        Some(p) => Some(crate::report_cmd::output_format(p, "--report")?),
+        Some(p) => {
+            let format = crate::report_cmd::output_format(p, "--report")?;
+            crate::outfile::check_writable("--report", p)?;
+            Some(format)
+        }
         None => None,
     };
     let compare_opts = crate::compare::options(a.noise_floor.as_deref())?;
@@ -228,28 +232,38 @@ fn measurable(
     Ok(())
 }
 
-type JsonOut = (String, Box<dyn Write>);
-
-fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
-    if let Some((path, mut w)) = out {
-        Format::Json
-            .renderer()
-            .render(result, &mut w)
-            .and_then(|_| w.flush())
-            .with_context(|| format!("--json {path}: cannot write"))?;
-    }
-    Ok(())
+/// Where the JSON goes: stdout, or a file checked at the start and written at the end.
+enum JsonOut {
+    Stdout,
+    File(String),
 }
 
-/// Open the JSON destination before the run, so a bad path fails in a second, not after it.
+fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
+    let render = |w: &mut dyn Write| {
+        Format::Json
+            .renderer()
+            .render(result, w)
+            .and_then(|_| w.flush())
+    };
+    match out {
+        None => Ok(()),
+        Some(JsonOut::Stdout) => {
+            render(&mut std::io::stdout().lock()).context("--json -: cannot write")
+        }
+        Some(JsonOut::File(p)) => std::fs::File::create(&p)
+            .and_then(|f| render(&mut std::io::BufWriter::new(f)))
+            .with_context(|| format!("--json {p}: cannot write")),
+    }
+}
+
+/// Check the JSON destination before the run, so a bad path fails in a second, not after it.
 fn open_json(path: Option<&str>) -> Result<Option<JsonOut>, Usage> {
     Ok(match path {
         None => None,
-        Some("-") => Some(("-".into(), Box::new(std::io::stdout()))),
+        Some("-") => Some(JsonOut::Stdout),
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .map_err(|e| Usage(format!("--json {p}: cannot create the file: {e}")))?;
-            Some((p.into(), Box::new(std::io::BufWriter::new(f))))
+            crate::outfile::check_writable("--json", p)?;
+            Some(JsonOut::File(p.into()))
         }
     })
 }

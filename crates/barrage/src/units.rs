@@ -98,6 +98,15 @@ pub fn count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// A name (of a header, a parameter): not empty, no spaces around it.
+pub fn name(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("the name is empty; give e.g. X-Api-Token".into());
+    }
+    Ok(t.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

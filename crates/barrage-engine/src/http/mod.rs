@@ -72,8 +72,8 @@ pub enum RequestError {
     EmptyMethod,
     #[error("the HTTP method {0:?} is not a token (letters, digits and !#$%&'*+-.^_`|~ only)")]
     InvalidMethod(String),
-    #[error("{0} contains CR or LF, which would inject header lines")]
-    Injection(String),
+    #[error("{1} contains CR or LF, which would inject header lines")]
+    Injection(Field, String),
     #[error("the header name {0:?} is not a token (letters, digits and !#$%&'*+-.^_`|~ only)")]
     InvalidHeaderName(String),
     #[error("the value of header {0} contains a control character")]
@@ -94,6 +94,41 @@ pub enum RequestError {
     HandshakeHeader(String),
     #[error("the subprotocol {0:?} is not a comma-separated list of tokens")]
     InvalidSubprotocol(String),
+}
+
+/// The part of the user's request a [`RequestError`] is about, so that the CLI names the right
+/// flag without guessing it from the message's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The HTTP method (`-X`).
+    Method,
+    /// The target URL: its path or host.
+    Target,
+    /// A header the user gave (`-H`).
+    Header,
+    /// The request body (`--body`).
+    Body,
+    /// The WebSocket subprotocol (`--subprotocol`).
+    Subprotocol,
+}
+
+impl RequestError {
+    /// What the user has to change.
+    pub fn field(&self) -> Field {
+        match self {
+            Self::EmptyMethod | Self::InvalidMethod(_) => Field::Method,
+            Self::Injection(f, _) => *f,
+            Self::InvalidHeaderName(_)
+            | Self::InvalidHeaderValue(_)
+            | Self::ContentLengthGiven
+            | Self::TransferEncodingGiven
+            | Self::DuplicateHeader(_)
+            | Self::HandshakeHeader(_) => Field::Header,
+            Self::PathNotAbsolute(_) | Self::InvalidPath(_) => Field::Target,
+            Self::BodyNotAllowed(_) => Field::Body,
+            Self::InvalidSubprotocol(_) => Field::Subprotocol,
+        }
+    }
 }
 
 /// `tchar` of RFC 9110 §5.6.2.

@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 
-use super::{is_tchar, is_token, RequestError};
+use super::{is_tchar, is_token, Field, RequestError};
 use crate::message::{Fill, Template};
 
 /// `User-Agent` sent unless the user gives one.
@@ -87,13 +87,16 @@ impl RequestTemplate {
             return Err(RequestError::EmptyMethod);
         }
         if has_crlf(method) {
-            return Err(RequestError::Injection("the HTTP method".into()));
+            return Err(RequestError::Injection(
+                Field::Method,
+                "the HTTP method".into(),
+            ));
         }
         if !is_token(method) {
             return Err(RequestError::InvalidMethod(method.into()));
         }
         validate_path(method, spec.path)?;
-        validate_value("Host", spec.host_header)?;
+        validate_value(Field::Target, "Host", spec.host_header)?;
         let mut host = spec.host_header;
         let (mut host_given, mut ua_given, mut accept_given) = (false, false, false);
         let mut connection: Option<bool> = None;
@@ -227,7 +230,7 @@ fn has_crlf(s: &str) -> bool {
 /// An origin-form path (or `*` for OPTIONS) of printable ASCII.
 pub(crate) fn validate_path(method: &str, path: &str) -> Result<(), RequestError> {
     if has_crlf(path) {
-        return Err(RequestError::Injection("the path".into()));
+        return Err(RequestError::Injection(Field::Target, "the path".into()));
     }
     if !(path.starts_with('/') || (path == "*" && method == "OPTIONS")) {
         return Err(RequestError::PathNotAbsolute(path.into()));
@@ -239,11 +242,13 @@ pub(crate) fn validate_path(method: &str, path: &str) -> Result<(), RequestError
 }
 
 /// A field value: no CR/LF (injection), no other control character but HTAB.
-pub(crate) fn validate_value(name: &str, value: &str) -> Result<(), RequestError> {
+/// `field` is where the value came from (the target's host, or a header the user gave).
+pub(crate) fn validate_value(field: Field, name: &str, value: &str) -> Result<(), RequestError> {
     if has_crlf(value) {
-        return Err(RequestError::Injection(format!(
-            "the value of header {name}"
-        )));
+        return Err(RequestError::Injection(
+            field,
+            format!("the value of header {name}"),
+        ));
     }
     if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         return Err(RequestError::InvalidHeaderValue(name.into()));
@@ -253,12 +258,15 @@ pub(crate) fn validate_value(name: &str, value: &str) -> Result<(), RequestError
 
 pub(crate) fn validate_header(name: &str, value: &str) -> Result<(), RequestError> {
     if has_crlf(name) {
-        return Err(RequestError::Injection(format!("the header name {name:?}")));
+        return Err(RequestError::Injection(
+            Field::Header,
+            format!("the header name {name:?}"),
+        ));
     }
     if name.is_empty() || !name.bytes().all(is_tchar) {
         return Err(RequestError::InvalidHeaderName(name.into()));
     }
-    validate_value(name, value)
+    validate_value(Field::Header, name, value)
 }
 
 #[cfg(test)]

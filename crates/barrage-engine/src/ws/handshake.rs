@@ -7,7 +7,7 @@ use base64::Engine as _;
 
 use super::WsError;
 use crate::http::{
-    has_token, header_values, validate_header, validate_path, validate_value, HeadReader,
+    has_token, header_values, validate_header, validate_path, validate_value, Field, HeadReader,
     HttpError, Limits, Progress, RequestError, USER_AGENT,
 };
 
@@ -56,8 +56,8 @@ pub fn handshake_request(
     out: &mut Vec<u8>,
 ) -> Result<(), RequestError> {
     validate_path("GET", spec.path)?;
-    validate_value("Host", spec.host_header)?;
-    validate_value("Sec-WebSocket-Key", key)?;
+    validate_value(Field::Target, "Host", spec.host_header)?;
+    validate_value(Field::Header, "Sec-WebSocket-Key", key)?;
     if let Some(p) = spec.subprotocol {
         if !p.split(',').all(|t| crate::http::is_token(t.trim())) {
             return Err(RequestError::InvalidSubprotocol(p.into()));

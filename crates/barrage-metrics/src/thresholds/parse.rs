@@ -40,6 +40,8 @@ pub enum ThresholdError {
     Negative { expr: String },
     #[error("threshold `{expr}`: a rate without `%` is a fraction from 0 to 1; write `{value}%` for percent")]
     RateAboveOne { expr: String, value: String },
+    #[error("threshold `{expr}`: a rate is at most 100 % (a fraction at most 1); `{value}` can never be reached")]
+    RateAbove100 { expr: String, value: String },
     #[error("threshold `{expr}`: `{metric}` is yes or no, compared with == or != (e.g. `{metric} == no`)")]
     YesNo { expr: String, metric: String },
 }
@@ -228,6 +230,12 @@ fn quantity(expr: &str, metric: &str, kind: Kind, value: &str) -> Result<f64, Th
             value: value.into(),
         });
     }
+    if kind == Kind::Rate && num * factor > 1.0 {
+        return Err(ThresholdError::RateAbove100 {
+            expr: e(),
+            value: value.into(),
+        });
+    }
     Ok(num * factor)
 }
 
@@ -372,6 +380,7 @@ mod tests {
             ("server.cpu.avg < 80", "is a percentage and needs a unit: %"),
             ("errors.rate < 5", "write `5%` for percent"),
             ("errors.rate < 5ms", "use % or a fraction"),
+            ("errors.rate < 200%", "a rate is at most 100 %"),
             ("p99 < -1ms", "must not be negative"),
             ("leak < yes", "`leak` is yes or no, compared with == or !="),
             ("leak == maybe", "(e.g. `leak == no`)"),

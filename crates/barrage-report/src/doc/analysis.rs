@@ -120,23 +120,27 @@ fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
+/// A trend as the change over the window it was fitted on: a slope of a few seconds is not
+/// extrapolated to an hour (a 9 s run would otherwise read "+6571.6 %/h").
 fn trend_row(name: &str, t: &Trend) -> [String; 3] {
-    // Memory slopes read better in MiB than in bytes.
-    let (k, unit) = if t.unit == "bytes/h" {
-        (1.0 / (1024.0 * 1024.0), "MiB/h")
+    let unit = t.unit.strip_suffix("/h").unwrap_or(&t.unit);
+    // Memory changes read better in MiB than in bytes.
+    let (k, unit) = if unit == "bytes" {
+        (1.0 / (1024.0 * 1024.0), "MiB")
     } else {
-        (1.0, t.unit.as_str())
+        (1.0, unit)
     };
+    let over = k * t.window_s / 3600.0;
     [
         name.to_string(),
         verdict_word(t.verdict).to_string(),
         format!(
-            "{:+.2} {unit} (95 % CI {:+.2} .. {:+.2}), {} points over {:.0} s",
-            t.per_hour * k,
-            t.ci95_per_hour.0 * k,
-            t.ci95_per_hour.1 * k,
+            "{:+.2} {unit} over {:.0} s (95 % CI {:+.2} .. {:+.2}), {} points",
+            t.change * k,
+            t.window_s,
+            t.ci95_per_hour.0 * over,
+            t.ci95_per_hour.1 * over,
             t.n,
-            t.window_s
         ),
     ]
 }

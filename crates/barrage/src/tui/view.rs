@@ -2,6 +2,7 @@
 //! rolling charts of one frame.
 
 use super::*;
+use ratatui::layout::Rect;
 
 /// Everything drawn, updated from snapshots on the UI thread.
 pub(super) struct View {
@@ -76,35 +77,73 @@ impl View {
     }
 
     pub(super) fn render(&self, f: &mut Frame) {
-        let [head, nums, rps, small, bottom] = Layout::vertical([
-            Constraint::Length(3),
-            Constraint::Length(8),
-            Constraint::Min(5),
-            Constraint::Length(7),
-            Constraint::Length(7),
-        ])
-        .areas(f.area());
-        f.render_widget(self.header(), head);
-        let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(nums);
-        f.render_widget(self.throughput(), a);
-        f.render_widget(self.latency(), b);
-        f.render_widget(self.conns_errors(), c);
-        f.render_widget(
-            spark("throughput, req/s (last 60 s)", &self.rps, Color::Green),
-            rps,
-        );
-        let [l, r] = Layout::horizontal([Constraint::Ratio(1, 2); 2]).areas(small);
-        f.render_widget(spark("open connections", &self.open, Color::Cyan), l);
-        f.render_widget(spark("errors/s", &self.errors, Color::Red), r);
-        let [l, m, r] = Layout::horizontal([
-            Constraint::Ratio(1, 3),
-            Constraint::Ratio(1, 3),
-            Constraint::Ratio(1, 3),
-        ])
-        .areas(bottom);
-        f.render_widget(self.breakdown(), l);
-        f.render_widget(self.server(), m);
-        f.render_widget(self.warnings(), r);
+        self.render_at(f, self.started.elapsed());
+    }
+
+    /// One frame, `elapsed` into the run. Numbers are never cut: every panel is given the
+    /// width its longest line needs, and what does not fit is dropped whole, least important
+    /// first (the small charts, then the rolling chart, then panels of a row from the right
+    /// of their priority), so 80x24 shows fewer panels, never "181,187 req/".
+    pub(super) fn render_at(&self, f: &mut Frame, elapsed: Duration) {
+        let area = f.area();
+        let header = self.header(elapsed, area.width.saturating_sub(2));
+        let head_h = header.len() as u16 + 2;
+        let nums = [self.throughput(), self.latency(), self.conns_errors()];
+        let bottom = [self.breakdown(), self.server(), self.warnings()];
+        let nums_h = rows_needed(&nums);
+        let bottom_h = rows_needed(&bottom);
+        // Heights in order of importance; each part is kept only if it fits whole.
+        let mut left = area.height;
+        let mut take = |h: u16| {
+            let fits = h <= left;
+            if fits {
+                left -= h;
+            }
+            fits
+        };
+        let show_head = take(head_h);
+        let show_nums = show_head && take(nums_h);
+        let show_bottom = show_nums && take(bottom_h);
+        let show_rps = show_nums && take(CHART_MIN);
+        let show_small = show_rps && take(SMALL_CHART);
+        let rps_h = CHART_MIN + left;
+        let parts = [
+            (show_head, head_h),
+            (show_nums, nums_h),
+            (show_rps, rps_h),
+            (show_small, SMALL_CHART),
+            (show_bottom, bottom_h),
+        ];
+        let heights: Vec<Constraint> = parts
+            .iter()
+            .filter(|(shown, _)| *shown)
+            .map(|&(_, h)| Constraint::Length(h))
+            .collect();
+        let mut areas = Layout::vertical(heights).split(area).to_vec().into_iter();
+        if show_head {
+            let head = Paragraph::new(header).block(Block::bordered());
+            f.render_widget(head, areas.next().unwrap_or_default());
+        }
+        if show_nums {
+            // Priority: throughput, latency, then connections & errors.
+            row(f, areas.next().unwrap_or_default(), nums, &[0, 1, 2]);
+        }
+        if show_rps {
+            let title = format!("throughput, req/s (last {HISTORY} s)");
+            let a = areas.next().unwrap_or_default();
+            f.render_widget(spark(&title, &self.rps, Color::Green, a.width), a);
+        }
+        if show_small {
+            let a = areas.next().unwrap_or_default();
+            let [l, r] = Layout::horizontal([Constraint::Ratio(1, 2); 2]).areas(a);
+            let open = spark("open connections", &self.open, Color::Cyan, l.width);
+            f.render_widget(open, l);
+            f.render_widget(spark("errors/s", &self.errors, Color::Red, r.width), r);
+        }
+        if show_bottom {
+            // Priority: the generator warning, errors by class, then the server.
+            row(f, areas.next().unwrap_or_default(), bottom, &[2, 0, 1]);
+        }
     }
 
     fn status(&self) -> (&'static str, Color) {
@@ -119,8 +158,8 @@ impl View {
         }
     }
 
-    fn header(&self) -> Paragraph<'_> {
-        let elapsed = self.started.elapsed();
+    /// The header in one line, or two when `width` is too narrow for one.
+    fn header(&self, elapsed: Duration, width: u16) -> Vec<Line<'_>> {
         let time = match self.info.duration {
             Some(d) => format!(
                 "elapsed {:.0}s / {:.0}s, {:.0}s left",
@@ -131,52 +170,60 @@ impl View {
             None => format!("elapsed {:.0}s", elapsed.as_secs_f64().floor()),
         };
         let (status, color) = self.status();
-        let line = Line::from(vec![
+        let what = vec![
             Span::styled("barrage ", Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(format!(
-                "{}  |  {}  |  {time}  |  ",
-                self.info.target, self.info.mode
-            )),
+            Span::raw(format!("{}  |  {}", self.info.target, self.info.mode)),
+        ];
+        let when = vec![
+            Span::raw(format!("{time}  |  ")),
             Span::styled(status, Style::new().fg(color).add_modifier(Modifier::BOLD)),
             Span::styled("   (q: stop)", Style::new().fg(Color::DarkGray)),
-        ]);
-        Paragraph::new(line).block(Block::bordered())
+        ];
+        let one = Line::from([what.clone(), vec![Span::raw("  |  ")], when.clone()].concat());
+        if one.width() <= width as usize {
+            vec![one]
+        } else {
+            vec![Line::from(what), Line::from(when)]
+        }
     }
 
-    fn throughput(&self) -> Paragraph<'_> {
+    fn throughput(&self) -> Panel {
         let (cur, avg, total) = self
             .last
             .as_ref()
             .map_or((0.0, 0.0, 0), |s| (s.tick.rps, s.avg_rps, s.completed));
-        panel(
+        Panel::table(
             "Throughput",
             vec![
-                kv("current", format!("{} req/s", fmt::real(cur))),
-                kv("average", format!("{} req/s", fmt::real(avg))),
-                kv("peak", format!("{} req/s", fmt::real(self.peak))),
-                kv("completed", fmt::thousands(total)),
+                ("current", format!("{} req/s", fmt::real(cur))),
+                ("average", format!("{} req/s", fmt::real(avg))),
+                ("peak", format!("{} req/s", fmt::real(self.peak))),
+                ("completed", fmt::thousands(total)),
             ],
         )
     }
 
-    fn latency(&self) -> Paragraph<'_> {
+    fn latency(&self) -> Panel {
         let us = |v: u64| fmt::duration_us(v as f64);
-        let lines = match &self.last {
-            None => vec![Line::raw("waiting for the first second")],
+        match &self.last {
+            None => Panel::text("Latency (last second)", vec![Line::raw("waiting")]),
             Some(s) => {
                 let l = s.tick.latency_us;
-                vec![
-                    kv("p50 / p90", format!("{} / {}", us(l.p50), us(l.p90))),
-                    kv("p99", us(l.p99)),
-                    kv("max", us(l.max)),
-                    kv("p99 overall", s.p99_overall.map_or("-".into(), us)),
-                ]
+                Panel::table(
+                    "Latency (last second)",
+                    vec![
+                        ("p50", us(l.p50)),
+                        ("p90", us(l.p90)),
+                        ("p99", us(l.p99)),
+                        ("max", us(l.max)),
+                        ("p99 (all)", s.p99_overall.map_or("-".into(), us)),
+                    ],
+                )
             }
-        };
-        panel("Latency (last second)", lines)
+        }
     }
 
-    fn conns_errors(&self) -> Paragraph<'_> {
+    fn conns_errors(&self) -> Panel {
         let (open, peak, failed, errors, err_s) = self.last.as_ref().map_or((0, 0, 0, 0, 0), |s| {
             let t = &s.tick;
             (
@@ -187,56 +234,67 @@ impl View {
                 t.errors.total(),
             )
         });
-        panel(
+        Panel::table(
             "Connections & errors",
             vec![
-                kv(
-                    "open",
-                    format!(
-                        "{} / {} (peak {})",
-                        fmt::thousands(open),
-                        fmt::thousands(self.info.connections),
-                        fmt::thousands(peak)
-                    ),
-                ),
-                kv("connect failures/s", fmt::thousands(failed)),
-                kv("errors", fmt::thousands(errors)),
-                kv("errors/s", fmt::thousands(err_s)),
+                ("open", fmt::thousands(open)),
+                ("of", fmt::thousands(self.info.connections)),
+                ("peak open", fmt::thousands(peak)),
+                ("connect fail/s", fmt::thousands(failed)),
+                ("errors", fmt::thousands(errors)),
+                ("errors/s", fmt::thousands(err_s)),
             ],
         )
     }
 
-    fn breakdown(&self) -> Paragraph<'_> {
-        let mut lines: Vec<Line> = self
-            .by_class
-            .nonzero()
-            .map(|(c, n)| kv(c.as_str(), fmt::thousands(n)))
-            .collect();
-        if lines.is_empty() {
-            lines.push(Line::styled("no errors", Style::new().fg(Color::Green)));
+    /// At most `BOTTOM_LINES` lines: the largest classes, then how many more there are.
+    fn breakdown(&self) -> Panel {
+        let mut classes: Vec<_> = self.by_class.nonzero().collect();
+        if classes.is_empty() {
+            let ok = Line::styled("no errors", Style::new().fg(Color::Green));
+            return Panel::text("Errors by class", vec![ok]);
         }
-        panel("Errors by class", lines)
-    }
-
-    fn server(&self) -> Paragraph<'_> {
-        let s = self.last.as_ref().and_then(|s| s.server);
-        let lines = match s {
-            None => vec![Line::styled(
-                "not monitored",
-                Style::new().fg(Color::DarkGray),
-            )],
-            Some(s) => vec![
-                kv("cpu", s.cpu_pct.map_or("-".into(), |c| format!("{c:.1} %"))),
-                kv(
-                    "memory",
-                    s.rss_bytes.map_or("-".into(), |b| fmt::bytes(b as f64)),
-                ),
-            ],
+        classes.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let shown = if classes.len() > BOTTOM_LINES {
+            BOTTOM_LINES - 1
+        } else {
+            classes.len()
         };
-        panel("Server", lines)
+        let more = format!("{} more", classes.len() - shown);
+        let rest: u64 = classes[shown..].iter().map(|&(_, n)| n).sum();
+        let mut rows: Vec<(&str, String)> = classes[..shown]
+            .iter()
+            .map(|&(c, n)| (c.as_str(), fmt::thousands(n)))
+            .collect();
+        if shown < classes.len() {
+            rows.push((&more, fmt::thousands(rest)));
+        }
+        Panel::table("Errors by class", rows)
     }
 
-    fn warnings(&self) -> Paragraph<'_> {
+    fn server(&self) -> Panel {
+        match self.last.as_ref().and_then(|s| s.server) {
+            None => Panel::text(
+                "Server",
+                vec![Line::styled(
+                    "not monitored",
+                    Style::new().fg(Color::DarkGray),
+                )],
+            ),
+            Some(s) => Panel::table(
+                "Server",
+                vec![
+                    ("cpu", s.cpu_pct.map_or("-".into(), |c| format!("{c:.1} %"))),
+                    (
+                        "memory",
+                        s.rss_bytes.map_or("-".into(), |b| fmt::bytes(b as f64)),
+                    ),
+                ],
+            ),
+        }
+    }
+
+    fn warnings(&self) -> Panel {
         let lines = match &self.saturation {
             None => vec![Line::styled(
                 "generator keeps up",
@@ -247,112 +305,115 @@ impl View {
                     "generator saturated",
                     Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
                 ),
-                Line::raw(format!("last at {t:.0}s: {why}")),
+                Line::raw(format!("last at {t:.0}s:")),
+                Line::raw(why.clone()),
                 Line::raw("figures there describe barrage"),
             ],
         };
-        panel("Generator", lines)
+        Panel::text("Generator", lines)
     }
 }
 
-fn kv(k: &str, v: String) -> Line<'static> {
-    Line::from(vec![
-        Span::styled(format!("{k:<12} "), Style::new().fg(Color::DarkGray)),
-        Span::raw(v),
-    ])
+/// Lines at most in a bottom panel (errors by class beyond it are summed up in one line).
+const BOTTOM_LINES: usize = 5;
+/// Smallest height of the rolling throughput chart (border included).
+const CHART_MIN: u16 = 5;
+/// Height of the two small charts.
+const SMALL_CHART: u16 = 7;
+
+/// A bordered panel with the width its content needs.
+pub(super) struct Panel {
+    title: String,
+    lines: Vec<Line<'static>>,
 }
 
-fn panel<'a>(title: &'a str, lines: Vec<Line<'a>>) -> Paragraph<'a> {
-    Paragraph::new(lines).block(Block::bordered().title(title))
+impl Panel {
+    /// Label-value rows, labels padded to the longest label of this panel only.
+    fn table(title: &str, rows: Vec<(&str, String)>) -> Panel {
+        let w = rows
+            .iter()
+            .map(|(k, _)| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        let lines = rows
+            .into_iter()
+            .map(|(k, v)| {
+                Line::from(vec![
+                    Span::styled(format!("{k:<w$} "), Style::new().fg(Color::DarkGray)),
+                    Span::raw(v),
+                ])
+            })
+            .collect();
+        Panel::text(title, lines)
+    }
+
+    fn text(title: &str, lines: Vec<Line<'static>>) -> Panel {
+        Panel {
+            title: title.into(),
+            lines,
+        }
+    }
+
+    /// Columns needed: the widest line or the title, plus the borders.
+    fn width(&self) -> u16 {
+        let content = self.lines.iter().map(Line::width).max().unwrap_or(0);
+        (content.max(self.title.chars().count()) + 2) as u16
+    }
+
+    fn widget(self) -> Paragraph<'static> {
+        Paragraph::new(self.lines).block(Block::bordered().title(self.title))
+    }
 }
 
-fn spark<'a>(title: &'a str, data: &VecDeque<u64>, color: Color) -> Sparkline<'a> {
-    let last = data.back().copied().unwrap_or(0);
+/// Rows a row of panels needs: its tallest panel.
+fn rows_needed(panels: &[Panel]) -> u16 {
+    panels.iter().map(|p| p.lines.len()).max().unwrap_or(0) as u16 + 2
+}
+
+/// Panels side by side in their given order, keeping (by `priority`, most important first)
+/// only those whose full widths fit in `area`; the spare columns go to the kept ones.
+fn row<const N: usize>(f: &mut Frame, area: Rect, panels: [Panel; N], priority: &[usize; N]) {
+    let mut keep = [false; N];
+    let mut used = 0u16;
+    for &i in priority {
+        let w = panels[i].width();
+        if used + w <= area.width {
+            used += w;
+            keep[i] = true;
+        }
+    }
+    let kept: Vec<Panel> = panels
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(p, k)| k.then_some(p))
+        .collect();
+    let spare = area.width - used;
+    let n = kept.len() as u16;
+    let widths = kept.iter().enumerate().map(|(i, p)| {
+        let extra = spare / n.max(1) + u16::from((i as u16) < spare % n.max(1));
+        Constraint::Length(p.width() + extra)
+    });
+    let areas = Layout::horizontal(widths).split(area);
+    for (p, a) in kept.into_iter().zip(areas.iter()) {
+        f.render_widget(p.widget(), *a);
+    }
+}
+
+/// A rolling chart whose title carries the latest value; the title's words give way to the
+/// number when the chart is narrow.
+fn spark<'a>(title: &str, data: &VecDeque<u64>, color: Color, width: u16) -> Sparkline<'a> {
+    let last = fmt::thousands(data.back().copied().unwrap_or(0));
+    let mut title = format!("{title}: {last}");
+    if title.chars().count() + 2 > width as usize {
+        title = last;
+    }
     // Right-aligned: the newest second at the right edge, like a scrolling chart.
     let data: Vec<u64> = data.iter().copied().collect();
     Sparkline::default()
-        .block(Block::bordered().title(format!("{title}: {}", fmt::thousands(last))))
+        .block(Block::bordered().title(title))
         .data(&data)
         .style(Style::new().fg(color))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ratatui::backend::TestBackend;
-
-    fn info() -> DashInfo {
-        DashInfo {
-            target: "tcp://127.0.0.1:7000".into(),
-            mode: "tcp ping-pong".into(),
-            duration: Some(Duration::from_secs(20)),
-            warmup: Duration::ZERO,
-            connections: 5,
-        }
-    }
-
-    fn snap(t: f64, rps: f64, lag: u64) -> Snapshot {
-        let tick = Tick {
-            t,
-            dt: 1.0,
-            phase: Phase::Measured,
-            requests: rps as u64,
-            rps,
-            sent: rps as u64,
-            failed: 0,
-            reads: 0,
-            writes: 0,
-            bytes_read: 0,
-            bytes_written: 0,
-            connects: 0,
-            connect_failures: 0,
-            closed_by_peer: 0,
-            open: 5,
-            open_peak: 5,
-            in_flight: 0,
-            backlog: 0,
-            scheduled: 0,
-            failed_requests: 0,
-            lag_us_max: lag,
-            saturated: false,
-            errors: ErrorCounts::default(),
-            latency_us: Default::default(),
-        };
-        Snapshot {
-            tick,
-            avg_rps: rps,
-            completed: 10,
-            errors: 0,
-            p99_overall: Some(120),
-            server: None,
-        }
-    }
-
-    fn screen(v: &View) -> String {
-        let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        term.draw(|f| v.render(f)).unwrap();
-        let buf = term.backend().buffer().clone();
-        buf.content().iter().map(|c| c.symbol()).collect()
-    }
-
-    #[test]
-    fn renders_figures_and_flags_saturation() {
-        let mut v = View::new(info());
-        v.push(snap(1.0, 1000.0, 0));
-        let s = screen(&v);
-        assert!(s.contains("req/s") && s.contains("running"), "{s}");
-        assert!(s.contains("generator keeps up"));
-        v.push(snap(2.0, 3000.0, 15_000));
-        assert_eq!(v.peak, 3000.0);
-        let s = screen(&v);
-        assert!(s.contains("generator saturated"), "{s}");
-    }
-
-    #[test]
-    fn draws_on_a_tiny_terminal_without_panicking() {
-        let mut v = View::new(info());
-        v.push(snap(1.0, 1.0, 0));
-        let mut term = Terminal::new(TestBackend::new(20, 5)).unwrap();
-        term.draw(|f| v.render(f)).unwrap();
-    }
-}
+mod tests;

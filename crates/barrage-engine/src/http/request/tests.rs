@@ -161,11 +161,11 @@ fn invalid_requests_are_rejected_with_a_named_cause() {
         (spec("GE T", "/", &[]), E::InvalidMethod("GE T".into())),
         (
             spec("GET\r\n", "/", &[]),
-            E::Injection("the HTTP method".into()),
+            E::Injection(Field::Method, "the HTTP method".into()),
         ),
         (
             spec("GET", "/a\r\nX: y", &[]),
-            E::Injection("the path".into()),
+            E::Injection(Field::Target, "the path".into()),
         ),
         (spec("GET", "a", &[]), E::PathNotAbsolute("a".into())),
         (spec("GET", "", &[]), E::PathNotAbsolute("".into())),
@@ -178,11 +178,11 @@ fn invalid_requests_are_rejected_with_a_named_cause() {
     let header_cases = [
         (
             h("X-A", "1\r\nEvil: 1"),
-            E::Injection("the value of header X-A".into()),
+            E::Injection(Field::Header, "the value of header X-A".into()),
         ),
         (
             h("X-A\n", "1"),
-            E::Injection("the header name \"X-A\\n\"".into()),
+            E::Injection(Field::Header, "the header name \"X-A\\n\"".into()),
         ),
         (h("X A", "1"), E::InvalidHeaderName("X A".into())),
         (h("", "1"), E::InvalidHeaderName("".into())),
@@ -208,7 +208,7 @@ fn invalid_requests_are_rejected_with_a_named_cause() {
     };
     assert_eq!(
         RequestTemplate::new(&host).unwrap_err(),
-        E::Injection("the value of header Host".into())
+        E::Injection(Field::Target, "the value of header Host".into())
     );
     assert!(RequestTemplate::new(&spec("GET", "/", &h("X-Tab", "a\tb"))).is_ok());
 }

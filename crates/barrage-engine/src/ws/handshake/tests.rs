@@ -47,7 +47,7 @@ fn invalid_or_conflicting_handshake_requests_are_refused() {
         (
             hdrs(&[("X-A", "1\r\nX: 2")]),
             None,
-            E::Injection("the value of header X-A".into()),
+            E::Injection(Field::Header, "the value of header X-A".into()),
         ),
         (
             hdrs(&[("sec-websocket-key", "x")]),
