@@ -218,9 +218,10 @@ fn a_leaking_server_gets_a_leak_verdict() {
     ]);
     let leak = &v["analysis"]["leak"];
     assert_eq!(leak["verdict"], "leak", "{leak} {out}");
-    // 2 MiB per 100 ms = 20 MiB/s = 72,000 MiB/h, within the noise of a Python process.
+    // At most 2 MiB per 100 ms = 72,000 MiB/h (a busy machine only slows the grower down);
+    // how close it gets is a measurement, not something to assert.
     let slope = leak["slope_mib_per_hour"].as_f64().unwrap();
-    assert!((50_000.0..=95_000.0).contains(&slope), "{slope}");
+    assert!(slope > 0.0 && slope <= 95_000.0, "{slope}");
     assert_eq!(v["analysis"]["recovery"]["returned"], false);
     assert_eq!(v["thresholds"][0]["passed"], false);
     assert!(out.contains("LEAK"), "{out}");
