@@ -60,7 +60,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     };
     let recovery_s = watch.as_ref().map(|w| w.recovery_s());
     if let (Some(tls), false) = (&plan.tls, a.insecure) {
-        if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout) {
+        if let Err(why) = crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout, &stop)
+        {
             // Stopped before any load: the result says so, with nothing measured.
             let msg = format!("{}: {why}", plan.target.url);
             eprintln!("error: {msg}");

@@ -89,17 +89,29 @@ pub fn preflight(
     addr: std::net::SocketAddr,
     tls: &TlsPlan,
     timeout: Duration,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
-    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout) else {
-        return Ok(());
+    use std::io::ErrorKind;
+    use std::sync::atomic::Ordering;
+    // Waits in slices so that a stop signal is seen within a slice, whatever the server does.
+    const SLICE: Duration = Duration::from_millis(100);
+    let deadline = std::time::Instant::now() + timeout;
+    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1)))
+    else {
+        return Ok(()); // the run will classify it
     };
-    let _ = sock.set_read_timeout(Some(timeout));
-    let _ = sock.set_write_timeout(Some(timeout));
+    let _ = sock.set_read_timeout(Some(SLICE));
+    let _ = sock.set_write_timeout(Some(SLICE));
     let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
         .map_err(|e| e.to_string())?;
     while conn.is_handshaking() {
         match conn.complete_io(&mut sock) {
             Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
+                    return Ok(()); // stopped, or a silent server: the run will see it
+                }
+            }
             Err(e) => {
                 let inner = e
                     .get_ref()

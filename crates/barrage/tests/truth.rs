@@ -112,3 +112,43 @@ fn the_summary_reports_the_ramp_apart_from_the_load() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_stop_signal_ends_a_run_waiting_on_a_silent_tls_server() {
+    // Regression: the TLS pre-flight handshake waited the whole connect timeout before a
+    // stop signal was seen. A server that accepts and never speaks TLS, a 20 s connect
+    // timeout, SIGTERM after 300 ms: the run ends as interrupted long before 20 s.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s); // accept, never answer
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let url = format!("https://127.0.0.1:{port}/");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            &url,
+            "-d",
+            "30s",
+            "--connect-timeout",
+            "20s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    send_signal(child.id(), "TERM");
+    let status = wait_at_most(&mut child, std::time::Duration::from_secs(10))
+        .expect("still running 10 s after SIGTERM (the pre-flight ignores the stop)");
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert_eq!(s(&read_json(&json), "status"), "interrupted");
+}
