@@ -498,7 +498,8 @@ mod tests {
         a.saturation.saturated_s = 2;
         let row = &assess(&r, &a, &[])[0];
         assert_eq!(row.status, Grade::Warn);
-        assert!(row.figure.contains("saturated in 2 of 30 s"));
+        let want = format!("saturated in 2 of {} s", a.saturation.of_s);
+        assert!(row.figure.contains(&want), "{}", row.figure);
         let r = result(5, 0, 0, 10);
         let a = analyze(&r, None, None);
         let rows = assess(&r, &a, &[]);

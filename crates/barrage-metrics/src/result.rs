@@ -208,7 +208,8 @@ impl RunResult {
         self.thresholds = crate::thresholds::evaluate_all(thresholds, &facts);
         self.readiness = crate::readiness::assess(self, &analysis, &self.thresholds);
         for tick in &mut self.timeseries {
-            tick.saturated = analysis.saturation.times.contains(&tick.t);
+            tick.saturated = analysis.saturation.times.contains(&tick.t)
+                || analysis.saturation.ramp_times.contains(&tick.t);
         }
         self.analysis = Some(analysis);
     }

@@ -153,7 +153,7 @@ fn mode(c: &RunConfig) -> String {
 
 fn throughput(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
-    vec![
+    let mut lines = vec![
         table_row("Throughput", ["current", "average", "peak"]),
         table_row("  req/s", [s.rps.current, s.rps.avg, s.rps.peak].map(real)),
         row(
@@ -164,7 +164,23 @@ fn throughput(r: &RunResult) -> Vec<String> {
                 duration_us(s.duration_s * 1e6)
             ),
         ),
-    ]
+    ];
+    // The average covers the ramp, when the load followed the connections that were up; the
+    // steady state is the load as planned.
+    let steady = r.analysis.as_ref().and_then(|a| {
+        let st = a.stability.as_ref()?;
+        (a.steady_from_s >= 1.0).then_some((st.mean_rps, a.steady_from_s))
+    });
+    if let Some((rps, from)) = steady {
+        lines.push(row(
+            "  steady",
+            format!(
+                "{} req/s after the ramp (from {from:.0} s)",
+                real(rps).trim()
+            ),
+        ));
+    }
+    lines
 }
 
 fn latency(r: &RunResult) -> Vec<String> {

@@ -74,6 +74,12 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
                 sat.of_s
             ));
         }
+        if sat.ramp_s > 0 {
+            lines.push(format!(
+                "Ramp          the generator also looked saturated in {} s of the warm-up or connection ramp (reported apart, not counted above)",
+                sat.ramp_s
+            ));
+        }
     }
     if !r.thresholds.is_empty() {
         let failed = r

@@ -64,6 +64,12 @@ pub struct SaturationSummary {
     /// more than a fifth of a core: starved by other processes.
     #[serde(default)]
     pub starved_s: usize,
+    /// Saturated seconds before the steady state (warm-up and connection ramp): reported
+    /// apart, never counted in the figures above, the warnings or the readiness table.
+    #[serde(default)]
+    pub ramp_s: usize,
+    #[serde(default)]
+    pub ramp_times: Vec<f64>,
     pub rule: String,
 }
 
@@ -73,8 +79,11 @@ pub fn saturation_summary(
     generator: &[ProcSample],
     other: &[OtherCpu],
     threads: usize,
+    steady_from_s: f64,
 ) -> SaturationSummary {
-    let times = saturation(ticks, generator, threads);
+    let (ramp_times, times): (Vec<f64>, Vec<f64>) = saturation(ticks, generator, threads)
+        .into_iter()
+        .partition(|t| *t <= steady_from_s);
     let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
     let (mut own_work_s, mut starved_s) = (0, 0);
     for tk in ticks.iter().filter(|tk| times.contains(&tk.t)) {
@@ -89,8 +98,13 @@ pub fn saturation_summary(
         own_work_s,
         starved_s,
         saturated_s: times.len(),
-        of_s: ticks.iter().filter(|t| t.phase != Phase::Drain).count(),
+        of_s: ticks
+            .iter()
+            .filter(|t| t.phase != Phase::Drain && t.t > steady_from_s)
+            .count(),
         times,
+        ramp_s: ramp_times.len(),
+        ramp_times,
         cpu_measured: !generator.is_empty(),
         rule: format!(
             "a second is saturated when barrage's CPU is at least {:.0} % of its {} worker \
@@ -129,6 +143,23 @@ mod tests {
     }
 
     #[test]
+    fn late_seconds_of_the_connection_ramp_are_reported_apart() {
+        // Regression: a connection ramp's late event loop was blamed on the generator in the
+        // headline warning and the readiness table.
+        let mut ticks = measured(&[100.0; 8], 10);
+        for (t, lag) in ticks
+            .iter_mut()
+            .zip([11_000, 25_000, 12_000, 0, 0, 15_000, 0, 0])
+        {
+            t.lag_us_max = lag;
+        }
+        let s = saturation_summary(&ticks, &[], &[], 1, 4.0);
+        assert_eq!((s.saturated_s, s.of_s), (1, 4), "{s:?}");
+        assert_eq!(s.times, vec![6.0]);
+        assert_eq!((s.ramp_s, s.ramp_times.clone()), (3, vec![1.0, 2.0, 3.0]));
+    }
+
+    #[test]
     fn busy_cpu_and_growing_backlog_are_saturated() {
         let mut ticks = measured(&[100.0; 6], 10);
         for (t, b) in ticks.iter_mut().zip([0, 5, 5, 3, 4, 4]) {
@@ -142,7 +173,7 @@ mod tests {
             .map(|(i, c)| gen(i as f64 + 1.02, *c))
             .collect();
         assert_eq!(saturation(&ticks, &g, 2), vec![2.0, 3.0, 5.0, 6.0]);
-        let s = saturation_summary(&ticks, &[], &[], 2);
+        let s = saturation_summary(&ticks, &[], &[], 2, 0.0);
         assert_eq!((s.saturated_s, s.of_s, s.cpu_measured), (2, 6, false));
         assert_eq!(s.times, vec![2.0, 5.0]);
         assert!(s.rule.contains("180 %"));
@@ -180,10 +211,10 @@ mod tests {
                 pct: *pct,
             })
             .collect();
-        let s = saturation_summary(&ticks, &g, &other, 1);
+        let s = saturation_summary(&ticks, &g, &other, 1, 0.0);
         assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 3, 2));
         // Without CPU samples the cause is not claimed.
-        let s = saturation_summary(&ticks, &[], &other, 1);
+        let s = saturation_summary(&ticks, &[], &other, 1, 0.0);
         assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 0, 0));
     }
 }

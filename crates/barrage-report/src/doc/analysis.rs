@@ -216,8 +216,9 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
         rows.push([
             "generator saturation".into(),
             format!(
-                "{} s of {} s (own work {} s, starved by other processes {} s)",
-                sat.saturated_s, sat.of_s, sat.own_work_s, sat.starved_s
+                "{} s of {} s after the ramp (own work {} s, starved by other processes {} s); \
+                 {} s more during the warm-up or connection ramp",
+                sat.saturated_s, sat.of_s, sat.own_work_s, sat.starved_s, sat.ramp_s
             ),
             sat.rule.clone(),
         ]);
