@@ -14,6 +14,7 @@ pub mod http;
 pub mod message;
 pub mod pacer;
 pub mod plan;
+pub mod ports;
 pub mod run;
 mod sinks;
 mod worker;

@@ -14,7 +14,6 @@ use crate::message::Fill;
 use crate::pacer::{backoff_ns, Rng};
 use crate::plan::{Mode, Plan, Protocol, Share};
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -29,6 +28,8 @@ const T_WAKE: u8 = 0;
 pub(crate) const T_TIMEOUT: u8 = 1;
 const T_CONNECT: u8 = 2;
 const READ_BUF: usize = 64 * 1024;
+/// Connects started per turn of the event loop (see `pump_connects`).
+const CONNECTS_PER_TURN: u32 = 64;
 
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
@@ -72,6 +73,10 @@ pub struct Worker {
     connecting: u32,
     next_connect: u64,
     connect_timer: u64,
+    /// Connects this turn of the loop may still start, and whether `pump_connects` stopped
+    /// at that budget with connects still waiting.
+    connect_budget: u32,
+    connect_more: bool,
     /// Requests this share may still start (`-n`): quota - completed - in flight.
     allowance: Option<u64>,
     rng: Rng,
@@ -85,6 +90,8 @@ pub struct Worker {
     fails_unconnected: u32,
     /// The "use https://" hint was sent (once per worker).
     told_tls: bool,
+    /// This worker's stride of local ports (`None`: the kernel chooses).
+    ports: Option<crate::ports::PortCursor>,
     stop: Arc<AtomicBool>,
     tx: Sender<WorkerEvent>,
 }
@@ -109,6 +116,9 @@ impl Worker {
             .map(|k| Conn::new(share.global_id(k), Codec::for_plan(&plan)))
             .collect();
         let timeline = plan.timeline();
+        let ports = crate::ports::PortCursor::system_range()
+            .and_then(|(lo, hi)| crate::ports::PortCursor::new(lo, hi, share.index, share.count))
+            .map(|c| c.skip(std::process::id().wrapping_mul(7919)));
         let plan_tls = plan.tls.is_some();
         let w = Self {
             id: share.index as u32,
@@ -133,6 +143,8 @@ impl Worker {
             connecting: 0,
             next_connect: 0,
             connect_timer: u64::MAX,
+            connect_budget: CONNECTS_PER_TURN,
+            connect_more: false,
             phase: Phase::Load,
             seg_start: 0,
             seg_end: timeline.next_boundary(0),
@@ -142,6 +154,7 @@ impl Worker {
             ever_connected: false,
             fails_unconnected: 0,
             told_tls: false,
+            ports,
             stop,
             tx,
         };
@@ -163,6 +176,8 @@ impl Worker {
         }
         loop {
             let now = self.now();
+            self.connect_budget = CONNECTS_PER_TURN;
+            self.connect_more = false;
             self.advance_segments(now);
             if self.check_phase(now) {
                 break;
@@ -186,7 +201,7 @@ impl Worker {
                 next = next.min(until);
             }
             let now = self.now();
-            let timeout = if !self.ready.is_empty() || next <= now {
+            let timeout = if !self.ready.is_empty() || self.connect_more || next <= now {
                 Some(std::time::Duration::ZERO)
             } else {
                 self.alarm.arm(next, now)
@@ -374,12 +389,18 @@ impl Worker {
         }
     }
 
-    /// Start queued connects while the in-flight bound and the connect rate allow.
+    /// Start queued connects while the in-flight bound and the connect rate allow, at most
+    /// `CONNECTS_PER_TURN` per turn of the loop: connections already up are served between
+    /// batches, so a ramp of thousands of connects does not stall their schedules.
     fn pump_connects(&mut self, now: u64) {
         if self.phase != Phase::Load {
             return;
         }
         while self.connecting < self.share.max_connecting {
+            if self.connect_budget == 0 {
+                self.connect_more = !self.connect_queue.is_empty();
+                return;
+            }
             let Some(&idx) = self.connect_queue.front() else {
                 return;
             };
@@ -396,6 +417,7 @@ impl Worker {
             }
             self.connect_queue.pop_front();
             self.start_connect(idx, now);
+            self.connect_budget -= 1;
         }
     }
 }

@@ -6,7 +6,7 @@ use barrage_engine::{run, End, Framing, LenPrefix, Mode, RunOutput, Template};
 use barrage_metrics::{ErrorClass, LatencyBasis};
 use barrage_servers::echo::{self, EchoConfig, ServerHandle};
 use common::*;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -456,7 +456,9 @@ fn open_loop_schedules_start_when_each_connection_is_up() {
 fn accept_then_reset_backs_off_instead_of_reconnecting_in_a_busy_loop() {
     // Regression: the backoff was reset as soon as a connection opened, so a server that
     // accepts and resets at once made 100 connections do 18,267 connects in 3 s.
-    let server = TestServer::start(|s| {
+    let server = TestServer::start(|mut s| {
+        // Accept, take the first bytes (so the client counts the connection as up), reset.
+        let _ = s.read(&mut [0u8; 64]);
         let s = socket2::Socket::from(s);
         let _ = s.set_linger(Some(Duration::ZERO));
         drop(s); // RST

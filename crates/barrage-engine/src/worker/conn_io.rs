@@ -11,7 +11,8 @@ impl Worker {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {
         self.rec.c.connect_attempts += 1;
         let c = &mut self.conns[idx as usize];
-        let stream = TcpStream::connect(self.plan.target.addr).and_then(|mut s| {
+        let to = self.plan.target.addr;
+        let stream = crate::ports::connect(to, self.ports.as_mut()).and_then(|mut s| {
             let _ = s.set_nodelay(true);
             self.poll.registry().register(
                 &mut s,
