@@ -247,6 +247,16 @@ impl Worker {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
+                if out_of_time && !stopped && self.plan.mode.is_open_loop() {
+                    // Messages that fell due before the end while the loop was busy go out
+                    // now (late, and timed from their intended send): only what cannot be
+                    // sent at all (connection down, socket full) ends as not sent.
+                    for i in 0..self.conns.len() as u32 {
+                        if self.conns[i as usize].state == State::Ready {
+                            self.service(i, now);
+                        }
+                    }
+                }
                 if stopped || out_of_time || quota_done {
                     self.enter_drain(now, quota_done);
                     return self.rec.in_flight == 0;
