@@ -41,6 +41,9 @@ fn run_by_second(
         d.counters
             .errors
             .add(crate::error::ErrorClass::Timeout, errors_per_s);
+        d.counters
+            .failed_by
+            .add(crate::error::ErrorClass::Timeout, errors_per_s);
         for _ in 0..n {
             d.latency.record_us(latency_us(s));
         }

@@ -1,0 +1,209 @@
+//! What one run knows about its own noise, and the judgement of a difference against the
+//! noise of two runs ([`judge`]), by the rules in [`RULES`](super::RULES).
+
+use super::*;
+
+/// What one run knows about its own noise.
+pub(super) struct Noise<'a> {
+    r: &'a RunResult,
+    /// Per-second rates of the full measured seconds.
+    rates: Vec<f64>,
+    /// Per-second p50, p90, p99 of the full measured seconds that completed something.
+    tick_pcts: [Vec<f64>; 3],
+    latency: Option<LatencyHistogram>,
+    cpu: Vec<f64>,
+    rss: Vec<f64>,
+    /// CPU time per exchange (µs) of each full second, and the mean CPU under load.
+    server_per_req: PerRequest,
+    generator_per_req: PerRequest,
+    /// Busy % of all cores, host samples under load.
+    machine: Vec<f64>,
+}
+
+/// A process's CPU under load, per second and on average.
+#[derive(Default)]
+struct PerRequest {
+    /// µs of CPU per completed exchange, one per full measured second with a sample.
+    seconds: Vec<f64>,
+    /// Mean CPU under load, % of one core; `None` without samples.
+    mean_pct: Option<f64>,
+}
+
+impl PerRequest {
+    pub(super) fn of<'s>(
+        samples: impl Iterator<Item = &'s ProcSample>,
+        full: &[&crate::Tick],
+    ) -> Self {
+        let samples: Vec<&ProcSample> = samples.collect();
+        let seconds = samples
+            .iter()
+            .filter_map(|s| {
+                let t = full
+                    .iter()
+                    .find(|t| (t.t - s.t).abs() <= 0.25 && t.requests > 0)?;
+                Some(s.cpu_pct / 100.0 * 1e6 / t.rps)
+            })
+            .collect();
+        let mean_pct = (!samples.is_empty())
+            .then(|| samples.iter().map(|s| s.cpu_pct).sum::<f64>() / samples.len() as f64);
+        PerRequest { seconds, mean_pct }
+    }
+
+    /// µs of CPU per exchange over the load: mean CPU / average rate.
+    pub(super) fn value(&self, rps_avg: f64) -> Option<f64> {
+        let pct = self.mean_pct?;
+        (rps_avg > 0.0).then(|| pct / 100.0 * 1e6 / rps_avg)
+    }
+}
+
+impl<'a> Noise<'a> {
+    pub(super) fn of(r: &'a RunResult) -> Self {
+        let full: Vec<_> = r
+            .timeseries
+            .iter()
+            .filter(|t| t.phase == Phase::Measured && t.dt >= 0.999)
+            .collect();
+        let busy = || full.iter().filter(|t| t.requests > 0);
+        let (mut cpu, mut rss, mut machine) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut server_per_req, mut generator_per_req) = Default::default();
+        if let (Some(m), Some(a)) = (&r.monitor, &r.analysis) {
+            let load = Window {
+                from_s: 0.0,
+                to_s: a.load_end_s,
+            };
+            let server = combined_server(m);
+            for s in load.select(&server) {
+                cpu.push(s.cpu_pct);
+                rss.push(s.rss_bytes as f64);
+            }
+            let measured = Window {
+                from_s: r.config.warmup_s,
+                to_s: a.load_end_s,
+            };
+            if !m.processes.is_empty() {
+                server_per_req = PerRequest::of(measured.select(&server), &full);
+            }
+            generator_per_req = PerRequest::of(measured.select(&m.generator), &full);
+            machine.extend(
+                m.host
+                    .iter()
+                    .filter(|h| measured.contains(h.t))
+                    .map(|h| h.cpu_pct),
+            );
+        }
+        Noise {
+            r,
+            rates: full.iter().map(|t| t.rps).collect(),
+            tick_pcts: [
+                busy().map(|t| t.latency_us.p50 as f64).collect(),
+                busy().map(|t| t.latency_us.p90 as f64).collect(),
+                busy().map(|t| t.latency_us.p99 as f64).collect(),
+            ],
+            latency: r.histograms.latency.decode().ok(),
+            cpu,
+            rss,
+            server_per_req,
+            generator_per_req,
+            machine,
+        }
+    }
+
+    pub(super) fn value(&self, metric: &str) -> Option<f64> {
+        let s = &self.r.summary;
+        let l = &s.latency_us;
+        let server = self.r.analysis.as_ref().and_then(|a| a.server.as_ref());
+        Some(match metric {
+            "rps.avg" => s.rps.avg,
+            "rps.peak" => s.rps.peak,
+            "p50" => l.p50 as f64,
+            "p90" => l.p90 as f64,
+            "p99" => l.p99 as f64,
+            "p999" => l.p999 as f64,
+            "latency.max" => l.max as f64,
+            "errors.rate" => s.error_rate()?,
+            "connections.peak" => s.connections.peak as f64,
+            "server.cpu.avg" => server?.cpu_avg_pct,
+            "server.rss.max" => server?.rss_max_bytes as f64,
+            "server.cpu_per_req" => self.server_per_req.value(s.rps.avg)?,
+            "generator.cpu_per_req" => self.generator_per_req.value(s.rps.avg)?,
+            "machine.cpu.avg" => {
+                if self.machine.is_empty() {
+                    return None;
+                }
+                self.machine.iter().sum::<f64>() / self.machine.len() as f64
+            }
+            _ => return None,
+        })
+    }
+}
+
+fn quantile_of(metric: &str) -> Option<(f64, Option<usize>)> {
+    Some(match metric {
+        "p50" => (0.5, Some(0)),
+        "p90" => (0.9, Some(1)),
+        "p99" => (0.99, Some(2)),
+        "p999" => (0.999, None),
+        _ => return None,
+    })
+}
+
+/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
+pub(super) fn judge(
+    metric: &str,
+    a: &Noise,
+    va: f64,
+    b: &Noise,
+    vb: f64,
+    o: &Options,
+) -> Option<bool> {
+    let f = o.noise_floor;
+    if let Some((q, tick)) = quantile_of(metric) {
+        let (ha, hb) = (a.latency.as_ref()?, b.latency.as_ref()?);
+        let apart = stats::disjoint(stats::quantile_band(ha, q)?, stats::quantile_band(hb, q)?);
+        if !apart {
+            return Some(false);
+        }
+        let per_second =
+            tick.and_then(|i| stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i], f));
+        return match per_second {
+            Some(beyond_drift) => Some(beyond_drift),
+            // Too short to see the drift: only a change no drift explains counts.
+            None => {
+                (va.min(vb) > 0.0 && va.max(vb) / va.min(vb) >= SHORT_RUN_RATIO).then_some(true)
+            }
+        };
+    }
+    match metric {
+        "rps.avg" => stats::between_runs(&a.rates, &b.rates, f),
+        "rps.peak" => stats::single_observations(va, &a.rates, vb, &b.rates),
+        "latency.max" => {
+            let (la, lb) = (&a.r.summary.latency_us, &b.r.summary.latency_us);
+            if la.count == 0 || lb.count == 0 {
+                return None;
+            }
+            let (hi, lo) = if lb.max >= la.max { (lb, la) } else { (la, lb) };
+            Some(hi.p99 > lo.max)
+        }
+        "errors.rate" => {
+            let count = |r: &RunResult| {
+                let e = r.summary.failed_requests.total();
+                (e, r.summary.requests + e)
+            };
+            let ((ea, na), (eb, nb)) = (count(a.r), count(b.r));
+            stats::proportions(ea, na, eb, nb)
+        }
+        "connections.peak" => Some(va != vb),
+        "server.cpu.avg" => stats::between_runs(&a.cpu, &b.cpu, f),
+        "server.rss.max" => stats::single_observations(va, &a.rss, vb, &b.rss),
+        "server.cpu_per_req" => {
+            stats::between_runs(&a.server_per_req.seconds, &b.server_per_req.seconds, f)
+        }
+        "generator.cpu_per_req" => stats::between_runs(
+            &a.generator_per_req.seconds,
+            &b.generator_per_req.seconds,
+            f,
+        ),
+        "machine.cpu.avg" => stats::between_runs(&a.machine, &b.machine, f),
+        _ => None,
+    }
+}

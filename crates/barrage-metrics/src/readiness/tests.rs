@@ -1,0 +1,188 @@
+use super::*;
+use crate::analysis::analyze;
+use crate::analysis::testutil::{proc, result, MIB};
+use crate::monitor::{MonitorSeries, ProcessSeries};
+use crate::thresholds::{evaluate_all, parse, Facts};
+
+fn server(rss: impl Fn(f64) -> f64, cpu: f64) -> MonitorSeries {
+    let samples = (-2..=40)
+        .map(|t| {
+            let mut s = proc(t as f64, rss(t as f64));
+            s.cpu_pct = cpu;
+            s.threads = 2;
+            s.fds = 30;
+            s
+        })
+        .collect();
+    MonitorSeries {
+        interval_s: 1.0,
+        processes: vec![ProcessSeries {
+            pid: 9,
+            command: "srv".into(),
+            samples,
+        }],
+        ..Default::default()
+    }
+}
+
+fn grades(rows: &[Row]) -> Vec<Grade> {
+    rows.iter().map(|r| r.status).collect()
+}
+
+#[test]
+fn without_monitoring_server_rows_are_not_measured() {
+    let r = result(30, 1000, 0, 10);
+    let a = analyze(&r, None, None);
+    let rows = assess(&r, &a, &[]);
+    let names: Vec<&str> = rows.iter().map(|r| r.aspect.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "performance",
+            "stability",
+            "resource use",
+            "memory management",
+            "errors",
+            "correctness"
+        ]
+    );
+    use Grade::*;
+    assert_eq!(
+        grades(&rows),
+        [Pass, Pass, NotMeasured, NotMeasured, Pass, Pass]
+    );
+    assert!(rows
+        .iter()
+        .all(|r| !r.rule.is_empty() && !r.figure.is_empty()));
+    let json = serde_json::to_value(&rows[2]).unwrap();
+    assert_eq!(
+        (json["aspect"].as_str(), json["status"].as_str()),
+        (Some("resource use"), Some("not_measured"))
+    );
+}
+
+#[test]
+fn healthy_monitored_server_passes_everything() {
+    let r = result(30, 1000, 0, 10);
+    let m = server(
+        |t| {
+            if (1.0..=30.0).contains(&t) {
+                40.0 * MIB
+            } else {
+                30.0 * MIB
+            }
+        },
+        60.0,
+    );
+    let a = analyze(&r, Some(&m), Some(10.0));
+    assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 6]);
+}
+
+#[test]
+fn failures_are_graded_by_their_rules() {
+    // 2 % errors, a leaking server at 190 % of 2 cores, a failed latency threshold.
+    let r = result(30, 980, 20, 10);
+    let m = server(|t| 30.0 * MIB + MIB * t.clamp(0.0, 30.0), 190.0);
+    let a = analyze(&r, Some(&m), Some(10.0));
+    let f = Facts::from_result(&r, Some(&a));
+    let out = evaluate_all(
+        &[
+            parse("p99 < 50us").unwrap(),
+            parse("server.rss.max < 1GiB").unwrap(),
+        ],
+        &f,
+    );
+    let rows = assess(&r, &a, &out);
+    use Grade::*;
+    assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail, Pass]);
+    assert!(
+        rows[0]
+            .figure
+            .contains("1 of 1 thresholds failed: p99 < 50us"),
+        "{}",
+        rows[0].figure
+    );
+    assert!(
+        rows[2].figure.contains("95 % of 2 usable core(s)"),
+        "{}",
+        rows[2].figure
+    );
+    assert!(rows[4].figure.starts_with("2.000 %"), "{}", rows[4].figure);
+    // Without a recovery phase the growth is only a Warn.
+    let a = analyze(&r, Some(&m), None);
+    assert_eq!(assess(&r, &a, &[])[3].status, Warn);
+}
+
+#[test]
+fn warnings_and_nothing_completed() {
+    let r = result(30, 995, 5, 10);
+    let a = analyze(&r, None, None);
+    assert_eq!(assess(&r, &a, &[])[4].status, Grade::Warn);
+    let mut r = result(30, 1000, 0, 10);
+    r.summary.latency_us.p99 = 20 * r.summary.latency_us.p50;
+    let mut a = analyze(&r, None, None);
+    assert_eq!(assess(&r, &a, &[])[0].status, Grade::Warn);
+    r.summary.latency_us.p99 = r.summary.latency_us.p50;
+    a.saturation.saturated_s = 2;
+    let row = &assess(&r, &a, &[])[0];
+    assert_eq!(row.status, Grade::Warn);
+    let want = format!("saturated in 2 of {} s", a.saturation.of_s);
+    assert!(row.figure.contains(&want), "{}", row.figure);
+    let r = result(5, 0, 0, 10);
+    let a = analyze(&r, None, None);
+    let rows = assess(&r, &a, &[]);
+    assert_eq!(
+        grades(&rows),
+        [
+            Grade::Fail,
+            Grade::NotMeasured,
+            Grade::NotMeasured,
+            Grade::NotMeasured,
+            Grade::NotMeasured,
+            Grade::NotMeasured
+        ]
+    );
+}
+
+#[test]
+fn a_wrong_framing_fails_the_correctness_row() {
+    let mut r = result(30, 1000, 0, 10);
+    let a = analyze(&r, None, None);
+    let done = r.summary.exchanges.completed;
+    r.summary.exchanges.unexpected_replies = done * 87 / 100;
+    let rows = assess(&r, &a, &[]);
+    assert_eq!(rows[4].status, Grade::Pass, "errors stay as they are");
+    assert_eq!(rows[5].aspect, Aspect::Correctness);
+    assert_eq!(rows[5].status, Grade::Fail);
+    assert!(rows[5].figure.contains("87.00 %"), "{}", rows[5].figure);
+    r.summary.exchanges.unexpected_replies = done / 200;
+    assert_eq!(assess(&r, &a, &[])[5].status, Grade::Warn);
+}
+
+#[test]
+fn readiness_prints_durations_with_units_not_raw_microseconds() {
+    let mut r = result(30, 1000, 0, 10);
+    r.summary.latency_us.p50 = 812;
+    r.summary.latency_us.p99 = 3_168_255;
+    let a = analyze(&r, None, None);
+    let fig = &assess(&r, &a, &[])[0].figure;
+    assert!(fig.contains("p50 812 µs, p99 3.17 s"), "{fig}");
+    assert!(!fig.contains("3168255"), "{fig}");
+    assert_eq!(duration(999.4), "999 µs");
+    assert_eq!(duration(999.6), "1.00 ms");
+    assert_eq!(duration(12_345.0), "12.35 ms");
+}
+
+#[test]
+fn stability_drift_is_stated_over_the_runs_window_not_extrapolated_to_an_hour() {
+    let r = result(30, 1000, 0, 10);
+    let a = analyze(&r, None, None);
+    let st = a.stability.as_ref().expect("30 steady seconds");
+    let fig = &assess(&r, &a, &[])[1].figure;
+    assert!(!fig.contains("/h"), "{fig}");
+    let want = format!(
+        "({:+.1} % over {:.0} s)",
+        st.drift.change, st.drift.window_s
+    );
+    assert!(fig.contains(&want), "{fig} should contain {want}");
+}
