@@ -59,6 +59,64 @@ fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A dashboard run in a 120x40 tmux pane against a fresh echo server; `None` (skipped) without
+/// tmux outside CI. The shell outlives barrage so that the pane (and what it shows after the
+/// run) stays; barrage's exit code lands in `exit`.
+struct Dash {
+    tmux: Tmux,
+    server: EchoServer,
+    json: std::path::PathBuf,
+    exit: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start_dashboard(tag: &str, args: impl Fn(&EchoServer) -> String) -> Option<Dash> {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI (.ci/run installs it)"
+        );
+        eprintln!("skipped: tmux is not installed");
+        return None;
+    }
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("result.json");
+    let exit = dir.path().join("exit-code");
+    let script = format!(
+        "'{}' {} {} --json '{}'; echo $? > '{}'; exec sleep 60",
+        common::bin().display(),
+        server.url(),
+        args(&server),
+        json.display(),
+        exit.display()
+    );
+    let tmux = Tmux {
+        socket: format!("barrage-test{tag}-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dash",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    Some(Dash {
+        tmux,
+        server,
+        json,
+        exit,
+        _dir: dir,
+    })
+}
+
 fn is_dashboard(screen: &str) -> bool {
     screen.contains("(q: stop)") && screen.contains("req/s") && screen.contains("elapsed")
 }
@@ -85,43 +143,16 @@ fn wait_file(path: &Path, limit: Duration) -> Option<String> {
 
 #[test]
 fn dashboard_renders_updates_and_q_stops_the_run_with_files_written() {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is required under CI (.ci/run installs it)"
-        );
-        eprintln!("skipped: tmux is not installed");
+    let Some(Dash {
+        tmux,
+        server,
+        json,
+        exit,
+        _dir,
+    }) = start_dashboard("", |_| "-c 5 -d 20s".into())
+    else {
         return;
-    }
-    let server = EchoServer::start(&[]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let json = dir.path().join("result.json");
-    let exit = dir.path().join("exit-code");
-    // The shell outlives barrage so that the pane (and what it shows after the run) stays.
-    let script = format!(
-        "'{}' {} -c 5 -d 20s --json '{}'; echo $? > '{}'; exec sleep 60",
-        common::bin().display(),
-        server.url(),
-        json.display(),
-        exit.display()
-    );
-    let tmux = Tmux {
-        socket: format!("barrage-test-{}", std::process::id()),
     };
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
 
     let first = tmux.wait_for(Duration::from_secs(10), "the dashboard", |sc| {
         is_dashboard(sc) && sc.contains("running")
@@ -155,43 +186,18 @@ fn dashboard_renders_updates_and_q_stops_the_run_with_files_written() {
 /// exit code follows the normal rules (0 here) and the result says "stopped by the user".
 #[test]
 fn q_is_a_user_stop_that_keeps_the_recovery_window() {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is required under CI (.ci/run installs it)"
-        );
-        eprintln!("skipped: tmux is not installed");
+    let Some(Dash {
+        tmux,
+        server,
+        json,
+        exit,
+        _dir,
+    }) = start_dashboard("-q", |server| {
+        format!("-c 2 -d 20s --monitor {} --recovery 60s", server.pid())
+    })
+    else {
         return;
-    }
-    let server = EchoServer::start(&[]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let json = dir.path().join("result.json");
-    let exit = dir.path().join("exit-code");
-    let script = format!(
-        "'{}' {} -c 2 -d 20s --monitor {} --recovery 60s --json '{}'; echo $? > '{}'; exec sleep 60",
-        common::bin().display(),
-        server.url(),
-        server.pid(),
-        json.display(),
-        exit.display()
-    );
-    let tmux = Tmux {
-        socket: format!("barrage-test-q-{}", std::process::id()),
     };
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dash",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
     tmux.wait_for(Duration::from_secs(10), "the dashboard", |sc| {
         is_dashboard(sc) && sc.contains("running")
     });
