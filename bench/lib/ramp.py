@@ -52,7 +52,7 @@ try:
                 ramp = (s.get("ramp") or {}).get("all_ready_s")
                 if ramp is None:
                     full = [t["t"] for t in ticks if t["open"] >= conns]
-                    ramp = full[0] if full else float("nan")
+                    ramp = full[0] if full else None
                 rows.setdefault((case, name), []).append({
                     "p99_ms": s["latency_us"]["p99"] / 1000,
                     "max_sent_vs_plan": max(t["sent"] for t in ticks) / plan,
@@ -66,9 +66,18 @@ finally:
     srv.wait(timeout=10)
 
 med = lambda xs: statistics.median(xs)
+
+
+def ramp_cell(xs):
+    done = [x for x in xs if x is not None]
+    if not done:
+        return f"never all up ({len(xs)} of {len(xs)})"
+    cell = f"{med(done):.2f} s"
+    return cell if len(done) == len(xs) else f"{cell} ({len(xs) - len(done)} of {len(xs)} never all up)"
+
 print(f"| case | binary | p99 | most sent in a second / plan | ramp | up at end | not sent | reps |")
 print("|---|---|---|---|---|---|---|---|")
 for (case, name), rs in rows.items():
     print(f"| {case} | {name} | {med([x['p99_ms'] for x in rs]):.2f} ms "
-          f"| {med([x['max_sent_vs_plan'] for x in rs]):.2f} | {med([x['ramp_s'] for x in rs]):.2f} s "
+          f"| {med([x['max_sent_vs_plan'] for x in rs]):.2f} | {ramp_cell([x['ramp_s'] for x in rs])} "
           f"| {med([x['up_at_end'] for x in rs]):.0f} | {med([x['not_sent'] for x in rs]):.0f} | {len(rs)} |")

@@ -30,6 +30,10 @@ const T_CONNECT: u8 = 2;
 const READ_BUF: usize = 64 * 1024;
 /// Connects started per turn of the event loop (see `pump_connects`).
 const CONNECTS_PER_TURN: u32 = 64;
+/// Time a turn of the loop may spend starting connects: when the kernel's port search is slow
+/// (a port range crowded with TIME_WAIT), fewer connects start per turn instead of the loop
+/// stalling for hundreds of milliseconds.
+const CONNECT_TIME_PER_TURN_NS: u64 = 2_000_000;
 
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
@@ -76,6 +80,8 @@ pub struct Worker {
     /// Connects this turn of the loop may still start, and whether `pump_connects` stopped
     /// at that budget with connects still waiting.
     connect_budget: u32,
+    /// When this turn started connecting (`u64::MAX`: not yet).
+    connect_turn_start: u64,
     connect_more: bool,
     /// Requests this share may still start (`-n`): quota - completed - in flight.
     allowance: Option<u64>,
@@ -144,6 +150,7 @@ impl Worker {
             next_connect: 0,
             connect_timer: u64::MAX,
             connect_budget: CONNECTS_PER_TURN,
+            connect_turn_start: u64::MAX,
             connect_more: false,
             phase: Phase::Load,
             seg_start: 0,
@@ -177,6 +184,7 @@ impl Worker {
         loop {
             let now = self.now();
             self.connect_budget = CONNECTS_PER_TURN;
+            self.connect_turn_start = u64::MAX;
             self.connect_more = false;
             self.advance_segments(now);
             if self.check_phase(now) {
@@ -400,14 +408,19 @@ impl Worker {
     }
 
     /// Start queued connects while the in-flight bound and the connect rate allow, at most
-    /// `CONNECTS_PER_TURN` per turn of the loop: connections already up are served between
-    /// batches, so a ramp of thousands of connects does not stall their schedules.
+    /// `CONNECTS_PER_TURN` and `CONNECT_TIME_PER_TURN_NS` per turn of the loop: connections
+    /// already up are served between batches, so a ramp of thousands of connects does not
+    /// stall their schedules.
     fn pump_connects(&mut self, now: u64) {
         if self.phase != Phase::Load {
             return;
         }
         while self.connecting < self.share.max_connecting {
-            if self.connect_budget == 0 {
+            let spent = match self.connect_turn_start {
+                u64::MAX => 0,
+                t => mono_ns().saturating_sub(t),
+            };
+            if self.connect_budget == 0 || spent >= CONNECT_TIME_PER_TURN_NS {
                 self.connect_more = !self.connect_queue.is_empty();
                 return;
             }
@@ -426,6 +439,9 @@ impl Worker {
                 self.next_connect = self.next_connect.max(now.saturating_sub(period)) + period;
             }
             self.connect_queue.pop_front();
+            if self.connect_turn_start == u64::MAX {
+                self.connect_turn_start = mono_ns();
+            }
             self.start_connect(idx, now);
             self.connect_budget -= 1;
         }
