@@ -9,6 +9,7 @@
 pub mod classify;
 pub mod clock;
 mod conn;
+pub mod exchange;
 pub mod framing;
 pub mod http;
 pub mod message;
@@ -16,7 +17,8 @@ pub mod pacer;
 pub mod plan;
 pub mod ports;
 pub mod run;
-mod sinks;
+pub mod script;
+pub mod session;
 mod worker;
 pub mod ws;
 
