@@ -15,13 +15,14 @@ pub mod message;
 pub mod pacer;
 pub mod plan;
 pub mod ports;
+pub mod redis;
 pub mod run;
 mod sinks;
 mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
-pub use message::{escape, unescape, EscapeError, Template};
+pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
 pub use plan::{HttpPlan, Mode, Plan, Protocol, Share, StatusSet, Target, TlsPlan, WsPlan};
 pub use run::{run, End, EngineError, RunOutput};
 pub use worker::classify_tls;
