@@ -11,6 +11,7 @@ pub mod clock;
 mod conn;
 pub mod framing;
 pub mod http;
+pub mod memcache;
 pub mod message;
 pub mod pacer;
 pub mod plan;
