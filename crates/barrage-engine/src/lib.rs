@@ -26,6 +26,8 @@ pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
 pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
-pub use plan::{HttpPlan, Mode, Plan, Protocol, Share, StatusSet, Target, TlsPlan, WsPlan};
+pub use plan::{
+    HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
+};
 pub use run::{run, End, EngineError, RunOutput};
 pub use worker::classify_tls;

@@ -70,6 +70,8 @@ pub fn run(
             Protocol::Tcp => spawn::<session::tcp::Tcp>(parts),
             Protocol::Http(_) => spawn::<session::http::Http>(parts),
             Protocol::Ws(_) => spawn::<session::ws::Ws>(parts),
+            Protocol::Redis(_) => spawn::<session::redis::Redis>(parts),
+            Protocol::Memcache(_) => spawn::<session::memcache::Memcache>(parts),
         }
         .map_err(|e| EngineError::Setup(index, e))?;
         wakers.push(waker);

@@ -6,7 +6,7 @@
 //! loop on each connection's schedule. The worker interprets the steps; the scenario files of
 //! the next issue compile into the same steps.
 
-use crate::plan::{Mode, Plan};
+use crate::plan::{Mode, Plan, Protocol};
 use crate::session::Msg;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +32,12 @@ impl Script {
     /// The script today's flags describe.
     pub fn compile(plan: &Plan) -> Self {
         let mut steps = Vec::new();
-        if plan.first_message.is_some() {
+        let opening = match &plan.protocol {
+            // RESP3 is negotiated by `HELLO 3`, answered before any command.
+            Protocol::Redis(r) => r.resp3,
+            _ => plan.first_message.is_some(),
+        };
+        if opening {
             steps.push(Step::Request(Msg::Opening(0)));
         }
         steps.push(match plan.mode {

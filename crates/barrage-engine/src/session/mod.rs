@@ -20,6 +20,8 @@ use barrage_metrics::{ErrorClass, Recorder};
 use std::collections::VecDeque;
 
 pub mod http;
+pub mod memcache;
+pub mod redis;
 pub mod tcp;
 pub mod ws;
 
@@ -121,6 +123,9 @@ pub trait Session: Sized + Send + 'static {
 
     /// Bytes to send when the run closes a healthy connection (a WebSocket close frame).
     fn goodbye(&mut self, _cfg: &Self::Cfg, _out: &mut Out) {}
+
+    /// Requests are a mix of commands: counted per command (`Rendered::step`).
+    const COMMANDS: bool = false;
 
     /// Exchanges complete when their request is written (`--expect none`): no replies.
     fn completes_on_write(_cfg: &Self::Cfg) -> bool {
@@ -250,6 +255,25 @@ impl Replies<'_> {
         }
         if self.closed_loop {
             self.freed += 1;
+        }
+    }
+
+    /// Count the outcome of a command's exchange (sessions with a command mix): a completed
+    /// exchange, `miss` when it found nothing, or an error reply when `error`.
+    #[inline]
+    pub fn count_command(&mut self, ex: &Exchange, miss: bool, error: bool) {
+        if ex.step == OPENING {
+            return;
+        }
+        let i = ex.step as usize;
+        if error {
+            self.rec.c.commands.error(i);
+        } else {
+            self.rec.c.commands.completed(i);
+            if miss {
+                self.rec.c.misses += 1;
+                self.rec.c.commands.miss(i);
+            }
         }
     }
 

@@ -277,6 +277,9 @@ impl<S: Session> Worker<S> {
                 }
             };
             c.seq += 1;
+            if S::COMMANDS {
+                self.rec.c.commands.sent(r.step as usize);
+            }
             c.ex.push(Exchange::new(key, start, now, r.len, r.step));
         }
         self.rec.c.sent += n;
