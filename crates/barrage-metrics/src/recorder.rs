@@ -8,6 +8,7 @@
 use crate::counters::Counters;
 use crate::error::ErrorClass;
 use crate::histogram::{LatencyHistogram, OptHistogram};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default)]
 pub struct Recorder {
@@ -100,8 +101,10 @@ impl Recorder {
     }
 }
 
-/// What one worker recorded during one segment of the timeline.
-#[derive(Clone, Debug, Default)]
+/// What one worker recorded during one segment of the timeline. Serializable (histograms as
+/// their lossless V2 encoding), so a share running in another process can stream its deltas
+/// to the aggregator; a round trip merges to the same figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
     pub worker: u32,
     /// Segment key: its start in ns since the run's start, or `DRAIN_KEY`.
