@@ -234,6 +234,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         timeout: a.timeout,
         connect_timeout,
         drain: Duration::from_secs(2),
+        clock: Default::default(),
+        shares: None,
     };
     Ok((plan, config))
 }
