@@ -41,9 +41,11 @@ pub fn options(noise_floor: Option<&str>) -> Result<Options, Usage> {
         .ok()
         .filter(|p: &f64| p.is_finite() && (0.0..=1000.0).contains(p))
         .ok_or_else(|| {
-            Usage(format!(
-                "--noise-floor {s}: expected a percentage from 0 to 1000, e.g. 20%"
-            ))
+            Usage::value(
+                "--noise-floor",
+                s,
+                "expected a percentage from 0 to 1000, e.g. 20%",
+            )
         })?;
     Ok(Options {
         noise_floor: pct / 100.0,
@@ -51,7 +53,7 @@ pub fn options(noise_floor: Option<&str>) -> Result<Options, Usage> {
 }
 
 fn load(path: &Path) -> Result<RunResult, Usage> {
-    barrage_report::load(path).map_err(|e| Usage(e.to_string()))
+    barrage_report::load(path).map_err(|e| Usage::file(path.display(), e))
 }
 
 /// Compare the saved runs (the first is the reference); exit code 0.
@@ -120,8 +122,8 @@ pub fn check_baseline(
     let limits = limits
         .map(compare::parse_limits)
         .transpose()
-        .map_err(|e| Usage(format!("--max-regression: {e}")))?;
-    let base = barrage_report::load(baseline).map_err(|e| Usage(format!("--baseline: {e}")))?;
+        .map_err(|e| Usage::new("--max-regression", e))?;
+    let base = barrage_report::load(baseline).map_err(|e| Usage::new("--baseline", e))?;
     let runs = [base, result.clone()];
     let cmp = compare::compare_with(&runs, opts);
     let names = [
@@ -299,7 +301,10 @@ mod tests {
         assert_eq!(options(Some("0")).unwrap().noise_floor, 0.0);
         for bad in ["-5%", "abc", "2000%", "NaN"] {
             let e = options(Some(bad)).unwrap_err();
-            assert!(e.0.starts_with(&format!("--noise-floor {bad}: ")), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("--noise-floor {bad}: ")),
+                "{e}"
+            );
         }
     }
 
@@ -308,6 +313,6 @@ mod tests {
         assert!(matches!(output_kind("r.MD"), Ok(Output::Markdown)));
         assert!(matches!(output_kind("r.html"), Ok(Output::Html)));
         let e = output_kind("r.txt").err().unwrap();
-        assert!(e.0.contains("-o r.txt"), "{e}");
+        assert!(e.to_string().contains("-o r.txt"), "{e}");
     }
 }
