@@ -182,7 +182,7 @@ fn regression_line(r: &Regression) -> String {
 
 fn markdown(c: &Comparison, names: &[String]) -> String {
     let t = table(c);
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = barrage_report::markdown_escape;
     let row = |cells: &[String]| {
         let inner: Vec<String> = cells.iter().map(|s| esc(s)).collect();
         format!("| {} |\n", inner.join(" | "))
@@ -208,7 +208,7 @@ fn markdown(c: &Comparison, names: &[String]) -> String {
     }
     out.push('\n');
     for l in legend() {
-        let l = l.replace('*', "\\*");
+        let l = esc(&l);
         match l.strip_prefix("  ") {
             Some(rule) => out.push_str(&format!("- {rule}\n")),
             None => out.push_str(&format!("{l}\n\n")),
@@ -240,6 +240,11 @@ mod tests {
         let h = html(&c, &[empty_run(), empty_run()], &names);
         assert!(h.contains("&lt;a&gt;&amp;&quot;b&quot;") && !h.contains("<a>"));
         assert!(markdown(&c, &names).contains("x\\|y"));
+        // The same escaper as the reports: emphasis, code spans and HTML in a name stay text.
+        let names = ["*a* `b`".to_string(), "<i>_c_</i>".to_string()];
+        let md = markdown(&c, &names);
+        assert!(md.contains("\\*a\\* \\`b\\`"), "{md}");
+        assert!(md.contains("&lt;i&gt;\\_c\\_&lt;/i&gt;"), "{md}");
     }
 
     fn empty_run() -> RunResult {
