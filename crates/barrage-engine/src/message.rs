@@ -12,7 +12,23 @@
 //! for everything it shows.
 
 use std::fmt;
-use std::io::Write as _;
+
+/// Appends `n` in decimal: the digits are formed in a stack array, without `fmt` (which costs
+/// more than the rest of a rendered message).
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EscapeError {
@@ -281,18 +297,14 @@ impl Template {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
                 for p in pieces.iter() {
-                    // Writing a number into a Vec cannot fail.
-                    let _ = match p {
-                        Piece::Lit(b) => {
-                            out.extend_from_slice(b);
-                            Ok(())
-                        }
-                        Piece::Conn => write!(out, "{}", fill.conn),
-                        Piece::Seq => write!(out, "{}", fill.seq),
-                        Piece::TsUs => write!(out, "{}", fill.ts_us),
-                        Piece::SeqMod(n) => write!(out, "{}", fill.seq % n),
-                        Piece::RandMod(n) => write!(out, "{}", rand_mod(fill.conn, fill.seq, *n)),
-                    };
+                    match p {
+                        Piece::Lit(b) => out.extend_from_slice(b),
+                        Piece::Conn => push_u64(out, fill.conn),
+                        Piece::Seq => push_u64(out, fill.seq),
+                        Piece::TsUs => push_u64(out, fill.ts_us),
+                        Piece::SeqMod(n) => push_u64(out, fill.seq % n),
+                        Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
+                    }
                 }
             }
         }
@@ -374,6 +386,15 @@ mod tests {
                 "{}",
                 escape(bad)
             );
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1000, 123_456_789, u64::MAX] {
+            let mut out = b">".to_vec();
+            push_u64(&mut out, n);
+            assert_eq!(out, format!(">{n}").as_bytes());
         }
     }
 

@@ -7,8 +7,7 @@
 //! smooth weighted round robin laid out once as a table indexed by `seq % total`, so picking is
 //! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
 
-use crate::message::{unescape, EscapeError, Fill, Template, TemplateError};
-use std::io::Write as _;
+use crate::message::{push_u64, unescape, EscapeError, Fill, Template, TemplateError};
 
 /// The largest sum of weights (the length of the pick table).
 pub const MAX_TOTAL_WEIGHT: u64 = 10_000;
@@ -217,8 +216,8 @@ fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
     let start = out.len();
     let len = t.render_into(fill, out);
     out.extend_from_slice(prefix);
-    // Writing a number into a Vec cannot fail.
-    let _ = write!(out, "{len}\r\n");
+    push_u64(out, len as u64);
+    out.extend_from_slice(b"\r\n");
     let head = out.len() - start - len;
     out[start..].rotate_right(head);
     out.extend_from_slice(b"\r\n");
