@@ -1,10 +1,11 @@
 //! Messages: escape parsing, placeholders and rendering.
 //!
 //! A message is parsed once into a template. Without placeholders it is one pre-built byte
-//! string reused for every send (no work per message); with `{conn}`, `{seq}`, `{ts_us}`,
-//! `{seq%N}` or `{rand%N}` it is rendered into the worker's scratch buffer, which is reused,
-//! so no send allocates. `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same
-//! run renders the same bytes, and no connection carries generator state.
+//! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
+//! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+//! `--command` templates ([`Template::try_new`]) also take the key ranges `{seq%N}` and
+//! `{rand%N}`; `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same run renders
+//! the same bytes, and no connection carries generator state.
 //!
 //! `{secret:NAME}` is different: it is filled once, at plan time, from the environment
 //! variable NAME ([`fill_secrets`]), before the template is built, so the secret is plain
@@ -222,18 +223,21 @@ pub struct Fill {
 }
 
 impl Template {
-    /// Locate the placeholders in already unescaped bytes; a malformed `{seq%N}` or
-    /// `{rand%N}` is an error.
+    /// Locate `{conn}`, `{seq}`, `{ts_us}` and the key-range placeholders `{seq%N}` and
+    /// `{rand%N}` in already unescaped bytes (for `--command`); a malformed `{seq%...}` or
+    /// `{rand%...}` is an error.
     pub fn try_new(raw: Vec<u8>) -> Result<Self, TemplateError> {
         Self::build(raw, true)
     }
 
-    /// Locate `{conn}`, `{seq}`, `{ts_us}`, `{seq%N}` and `{rand%N}` in already unescaped
-    /// bytes; a malformed `{seq%...}` or `{rand%...}` stays literal text.
+    /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes; anything else,
+    /// `{seq%N}` included, is literal text. (The HTTP body template computes Content-Length
+    /// from these three tags' digit counts, so this set must stay as it is unless that
+    /// computation learns the others.)
     pub fn new(raw: Vec<u8>) -> Self {
         match Self::build(raw, false) {
             Ok(t) => t,
-            // Unreachable: `build` only fails when asked to be strict.
+            // Unreachable: only the key-range placeholders can fail, and they are off here.
             Err(_) => Self {
                 raw: Box::default(),
                 pieces: None,
@@ -241,7 +245,8 @@ impl Template {
         }
     }
 
-    fn build(raw: Vec<u8>, strict: bool) -> Result<Self, TemplateError> {
+    /// `ranges`: also take `{seq%N}` and `{rand%N}` (strictly).
+    fn build(raw: Vec<u8>, ranges: bool) -> Result<Self, TemplateError> {
         const TAGS: [(&[u8], Piece); 3] = [
             (b"{conn}", Piece::Conn),
             (b"{seq}", Piece::Seq),
@@ -250,10 +255,10 @@ impl Template {
         let mut pieces = Vec::new();
         let (mut lit_start, mut i) = (0, 0);
         while i < raw.len() {
-            let hit = match modulo_tag(&raw[i..]) {
+            let ranged = if ranges { modulo_tag(&raw[i..]) } else { None };
+            let hit = match ranged {
                 Some(Ok(found)) => Some(found),
-                Some(Err(e)) if strict => return Err(e),
-                Some(Err(_)) => None,
+                Some(Err(e)) => return Err(e),
                 None => TAGS
                     .iter()
                     .find(|(tag, _)| raw[i..].starts_with(tag))
@@ -441,9 +446,26 @@ mod tests {
         ] {
             let err = Template::try_new(bad.as_bytes().to_vec()).unwrap_err();
             assert!(err.to_string().contains("{seq%N}"), "{bad}: {err}");
-            // The lenient constructor keeps them as literal text.
-            assert!(Template::new(bad.as_bytes().to_vec()).is_static(), "{bad}");
         }
+    }
+
+    #[test]
+    fn plain_templates_keep_key_range_placeholders_literal() {
+        // `Template::new` (messages, HTTP) knows only the three classic tags: the HTTP body
+        // template's precomputed Content-Length counts exactly those.
+        let t = Template::new(b"{seq%10}{rand%5}".to_vec());
+        assert!(t.is_static());
+        let t = Template::new(b"a{seq%10}{seq}".to_vec());
+        let mut out = Vec::new();
+        t.render_into(
+            Fill {
+                conn: 0,
+                seq: 42,
+                ts_us: 0,
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"a{seq%10}42");
     }
 
     #[test]

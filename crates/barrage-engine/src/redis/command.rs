@@ -310,6 +310,13 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             Ok(())
         }
     };
+    // The words were valid templates and spaces join them, so no placeholder can span two
+    // words and the joined text parses the same.
+    let joined = |raw: Vec<u8>| {
+        Template::try_new(raw)
+            .map(Part::Fill)
+            .map_err(|e| CommandError::Placeholder(spec.to_string(), e))
+    };
     let line = |parts: &[&Template]| {
         let mut raw = name.clone().into_bytes();
         for p in parts {
@@ -317,15 +324,14 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             raw.extend_from_slice(p.raw());
         }
         raw.extend_from_slice(b"\r\n");
-        // The words were valid templates and spaces join them: no placeholder can break.
-        Part::Fill(Template::new(raw))
+        joined(raw)
     };
     let parts = match name.as_str() {
         "get" | "gets" => {
             if args.is_empty() {
                 return Err(wrong("one or more keys: 'get KEY [KEY...]'"));
             }
-            vec![line(&args.iter().collect::<Vec<_>>())]
+            vec![line(&args.iter().collect::<Vec<_>>())?]
         }
         "set" | "add" | "replace" | "append" | "prepend" => {
             let [key, value] = args else {
@@ -337,27 +343,27 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             head.push(b' ');
             head.extend_from_slice(key.raw());
             head.extend_from_slice(b" 0 0 ");
-            vec![Part::Fill(Template::new(head)), Part::Block(value.clone())]
+            vec![joined(head)?, Part::Block(value.clone())]
         }
         "delete" => {
             let [key] = args else {
                 return Err(wrong("one key: 'delete KEY'"));
             };
-            vec![line(&[key])]
+            vec![line(&[key])?]
         }
         "incr" | "decr" => {
             let [key, n] = args else {
                 return Err(wrong("a key and a number: 'incr KEY N'"));
             };
             number(n, "amount")?;
-            vec![line(&[key, n])]
+            vec![line(&[key, n])?]
         }
         "touch" => {
             let [key, t] = args else {
                 return Err(wrong("a key and an expiry in seconds: 'touch KEY SECONDS'"));
             };
             number(t, "expiry")?;
-            vec![line(&[key, t])]
+            vec![line(&[key, t])?]
         }
         _ => {
             return Err(CommandError::McUnknown {
