@@ -1,10 +1,11 @@
 //! Messages: escape parsing, placeholders and rendering.
 //!
 //! A message is parsed once into a template. Without placeholders it is one pre-built byte
-//! string reused for every send (no work per message); with `{conn}`, `{seq}`, `{ts_us}`,
-//! `{seq%N}` or `{rand%N}` it is rendered into the worker's scratch buffer, which is reused,
-//! so no send allocates. `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same
-//! run renders the same bytes, and no connection carries generator state.
+//! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
+//! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+//! `--command` templates ([`Template::try_new`]) also take the key ranges `{seq%N}` and
+//! `{rand%N}`; `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same run renders
+//! the same bytes, and no connection carries generator state.
 //!
 //! `{secret:NAME}` is different: it is filled once, at plan time, from the environment
 //! variable NAME ([`fill_secrets`]), before the template is built, so the secret is plain
@@ -12,7 +13,23 @@
 //! for everything it shows.
 
 use std::fmt;
-use std::io::Write as _;
+
+/// Appends `n` in decimal: the digits are formed in a stack array, without `fmt` (which costs
+/// more than the rest of a rendered message).
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EscapeError {
@@ -206,18 +223,21 @@ pub struct Fill {
 }
 
 impl Template {
-    /// Locate the placeholders in already unescaped bytes; a malformed `{seq%N}` or
-    /// `{rand%N}` is an error.
+    /// Locate `{conn}`, `{seq}`, `{ts_us}` and the key-range placeholders `{seq%N}` and
+    /// `{rand%N}` in already unescaped bytes (for `--command`); a malformed `{seq%...}` or
+    /// `{rand%...}` is an error.
     pub fn try_new(raw: Vec<u8>) -> Result<Self, TemplateError> {
         Self::build(raw, true)
     }
 
-    /// Locate `{conn}`, `{seq}`, `{ts_us}`, `{seq%N}` and `{rand%N}` in already unescaped
-    /// bytes; a malformed `{seq%...}` or `{rand%...}` stays literal text.
+    /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes; anything else,
+    /// `{seq%N}` included, is literal text. (The HTTP body template computes Content-Length
+    /// from these three tags' digit counts, so this set must stay as it is unless that
+    /// computation learns the others.)
     pub fn new(raw: Vec<u8>) -> Self {
         match Self::build(raw, false) {
             Ok(t) => t,
-            // Unreachable: `build` only fails when asked to be strict.
+            // Unreachable: only the key-range placeholders can fail, and they are off here.
             Err(_) => Self {
                 raw: Box::default(),
                 pieces: None,
@@ -225,7 +245,8 @@ impl Template {
         }
     }
 
-    fn build(raw: Vec<u8>, strict: bool) -> Result<Self, TemplateError> {
+    /// `ranges`: also take `{seq%N}` and `{rand%N}` (strictly).
+    fn build(raw: Vec<u8>, ranges: bool) -> Result<Self, TemplateError> {
         const TAGS: [(&[u8], Piece); 3] = [
             (b"{conn}", Piece::Conn),
             (b"{seq}", Piece::Seq),
@@ -234,10 +255,10 @@ impl Template {
         let mut pieces = Vec::new();
         let (mut lit_start, mut i) = (0, 0);
         while i < raw.len() {
-            let hit = match modulo_tag(&raw[i..]) {
+            let ranged = if ranges { modulo_tag(&raw[i..]) } else { None };
+            let hit = match ranged {
                 Some(Ok(found)) => Some(found),
-                Some(Err(e)) if strict => return Err(e),
-                Some(Err(_)) => None,
+                Some(Err(e)) => return Err(e),
                 None => TAGS
                     .iter()
                     .find(|(tag, _)| raw[i..].starts_with(tag))
@@ -281,18 +302,14 @@ impl Template {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
                 for p in pieces.iter() {
-                    // Writing a number into a Vec cannot fail.
-                    let _ = match p {
-                        Piece::Lit(b) => {
-                            out.extend_from_slice(b);
-                            Ok(())
-                        }
-                        Piece::Conn => write!(out, "{}", fill.conn),
-                        Piece::Seq => write!(out, "{}", fill.seq),
-                        Piece::TsUs => write!(out, "{}", fill.ts_us),
-                        Piece::SeqMod(n) => write!(out, "{}", fill.seq % n),
-                        Piece::RandMod(n) => write!(out, "{}", rand_mod(fill.conn, fill.seq, *n)),
-                    };
+                    match p {
+                        Piece::Lit(b) => out.extend_from_slice(b),
+                        Piece::Conn => push_u64(out, fill.conn),
+                        Piece::Seq => push_u64(out, fill.seq),
+                        Piece::TsUs => push_u64(out, fill.ts_us),
+                        Piece::SeqMod(n) => push_u64(out, fill.seq % n),
+                        Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
+                    }
                 }
             }
         }
@@ -378,6 +395,15 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1000, 123_456_789, u64::MAX] {
+            let mut out = b">".to_vec();
+            push_u64(&mut out, n);
+            assert_eq!(out, format!(">{n}").as_bytes());
+        }
+    }
+
+    #[test]
     fn modulo_placeholders_wrap_and_hash_without_state() {
         let t = Template::try_new(b"k:{seq%10} r:{rand%1000}".to_vec()).unwrap();
         assert!(!t.is_static());
@@ -420,9 +446,26 @@ mod tests {
         ] {
             let err = Template::try_new(bad.as_bytes().to_vec()).unwrap_err();
             assert!(err.to_string().contains("{seq%N}"), "{bad}: {err}");
-            // The lenient constructor keeps them as literal text.
-            assert!(Template::new(bad.as_bytes().to_vec()).is_static(), "{bad}");
         }
+    }
+
+    #[test]
+    fn plain_templates_keep_key_range_placeholders_literal() {
+        // `Template::new` (messages, HTTP) knows only the three classic tags: the HTTP body
+        // template's precomputed Content-Length counts exactly those.
+        let t = Template::new(b"{seq%10}{rand%5}".to_vec());
+        assert!(t.is_static());
+        let t = Template::new(b"a{seq%10}{seq}".to_vec());
+        let mut out = Vec::new();
+        t.render_into(
+            Fill {
+                conn: 0,
+                seq: 42,
+                ts_us: 0,
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"a{seq%10}42");
     }
 
     #[test]

@@ -7,8 +7,7 @@
 //! smooth weighted round robin laid out once as a table indexed by `seq % total`, so picking is
 //! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
 
-use crate::message::{unescape, EscapeError, Fill, Template, TemplateError};
-use std::io::Write as _;
+use crate::message::{push_u64, unescape, EscapeError, Fill, Template, TemplateError};
 
 /// The largest sum of weights (the length of the pick table).
 pub const MAX_TOTAL_WEIGHT: u64 = 10_000;
@@ -217,8 +216,8 @@ fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
     let start = out.len();
     let len = t.render_into(fill, out);
     out.extend_from_slice(prefix);
-    // Writing a number into a Vec cannot fail.
-    let _ = write!(out, "{len}\r\n");
+    push_u64(out, len as u64);
+    out.extend_from_slice(b"\r\n");
     let head = out.len() - start - len;
     out[start..].rotate_right(head);
     out.extend_from_slice(b"\r\n");
@@ -311,6 +310,13 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             Ok(())
         }
     };
+    // The words were valid templates and spaces join them, so no placeholder can span two
+    // words and the joined text parses the same.
+    let joined = |raw: Vec<u8>| {
+        Template::try_new(raw)
+            .map(Part::Fill)
+            .map_err(|e| CommandError::Placeholder(spec.to_string(), e))
+    };
     let line = |parts: &[&Template]| {
         let mut raw = name.clone().into_bytes();
         for p in parts {
@@ -318,15 +324,14 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             raw.extend_from_slice(p.raw());
         }
         raw.extend_from_slice(b"\r\n");
-        // The words were valid templates and spaces join them: no placeholder can break.
-        Part::Fill(Template::new(raw))
+        joined(raw)
     };
     let parts = match name.as_str() {
         "get" | "gets" => {
             if args.is_empty() {
                 return Err(wrong("one or more keys: 'get KEY [KEY...]'"));
             }
-            vec![line(&args.iter().collect::<Vec<_>>())]
+            vec![line(&args.iter().collect::<Vec<_>>())?]
         }
         "set" | "add" | "replace" | "append" | "prepend" => {
             let [key, value] = args else {
@@ -338,27 +343,27 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             head.push(b' ');
             head.extend_from_slice(key.raw());
             head.extend_from_slice(b" 0 0 ");
-            vec![Part::Fill(Template::new(head)), Part::Block(value.clone())]
+            vec![joined(head)?, Part::Block(value.clone())]
         }
         "delete" => {
             let [key] = args else {
                 return Err(wrong("one key: 'delete KEY'"));
             };
-            vec![line(&[key])]
+            vec![line(&[key])?]
         }
         "incr" | "decr" => {
             let [key, n] = args else {
                 return Err(wrong("a key and a number: 'incr KEY N'"));
             };
             number(n, "amount")?;
-            vec![line(&[key, n])]
+            vec![line(&[key, n])?]
         }
         "touch" => {
             let [key, t] = args else {
                 return Err(wrong("a key and an expiry in seconds: 'touch KEY SECONDS'"));
             };
             number(t, "expiry")?;
-            vec![line(&[key, t])]
+            vec![line(&[key, t])?]
         }
         _ => {
             return Err(CommandError::McUnknown {
