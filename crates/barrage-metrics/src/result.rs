@@ -154,6 +154,10 @@ pub struct RunResult {
     /// The readiness assessment: one row per aspect, each with its rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readiness: Vec<crate::readiness::Row>,
+    /// The run as data (`barrage_engine::Spec`: what was asked, defaults resolved; header
+    /// values hidden, secrets as `{secret:NAME}`), from which the run's plan was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<serde_json::Value>,
 }
 
 impl RunResult {
@@ -194,6 +198,7 @@ impl RunResult {
             analysis: None,
             thresholds: Vec::new(),
             readiness: Vec::new(),
+            spec: None,
         }
     }
 }
