@@ -296,6 +296,26 @@ impl Template {
     }
 
     /// Append the message for `fill` to `out`; returns its length.
+    /// The length [`Template::render_into`] will write for `fill`, without writing it (a
+    /// length prefix can then go first, with no copy).
+    pub fn rendered_len(&self, fill: Fill) -> usize {
+        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        match &self.pieces {
+            None => self.raw.len(),
+            Some(pieces) => pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Lit(b) => b.len(),
+                    Piece::Conn => digits(fill.conn),
+                    Piece::Seq => digits(fill.seq),
+                    Piece::TsUs => digits(fill.ts_us),
+                    Piece::SeqMod(n) => digits(fill.seq % n),
+                    Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
+                })
+                .sum(),
+        }
+    }
+
     pub fn render_into(&self, fill: Fill, out: &mut Vec<u8>) -> usize {
         let before = out.len();
         match &self.pieces {
@@ -320,6 +340,25 @@ impl Template {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendered_len_is_what_render_writes() {
+        let texts: [&[u8]; 4] = [
+            b"static",
+            b"k:{seq}-{conn}",
+            b"{ts_us}",
+            b"{seq%1000}{rand%7}x",
+        ];
+        for text in texts {
+            let t = Template::try_new(text.to_vec()).unwrap();
+            for (conn, seq, ts_us) in [(0, 0, 0), (9, 10, 99), (123, 999_999, u64::MAX)] {
+                let fill = Fill { conn, seq, ts_us };
+                let mut out = Vec::new();
+                assert_eq!(t.render_into(fill, &mut out), t.rendered_len(fill));
+                assert_eq!(out.len(), t.rendered_len(fill));
+            }
+        }
+    }
 
     #[test]
     fn escapes_table() {

@@ -33,18 +33,29 @@ fn the_result_records_the_spec_and_it_builds_the_same_plan() {
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = read_json(&json);
     let spec: Spec = serde_json::from_value(field(&v, "spec").clone()).expect("a Spec");
     assert_eq!(spec.connections, 3);
     assert_eq!(spec.requests, Some(300));
-    assert_eq!(spec.duration_ns, None, "-n alone: no duration, the plan bounds it");
+    assert_eq!(
+        spec.duration_ns, None,
+        "-n alone: no duration, the plan bounds it"
+    );
     assert_eq!(spec.mode, ModeSpec::PingPong);
     assert_eq!(spec.pipeline, 2);
     match &spec.protocol {
         ProtocolSpec::Tcp {
             message, expect, ..
-        } => assert_eq!((message.as_str(), expect.as_str()), ("ping {seq}\\n", "line")),
+        } => assert_eq!(
+            (message.as_str(), expect.as_str()),
+            ("ping {seq}\\n", "line")
+        ),
         other => panic!("{other:?}"),
     }
     let no_tls = |_: &Spec, _: &barrage_engine::TlsSpec| Err("no TLS".to_string());
@@ -62,7 +73,10 @@ fn a_recorded_spec_hides_secrets_header_values_and_tokens() {
     let http = EchoServer::serve("http", &[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let url = format!("http://127.0.0.1:{}/p?access_token=tok-123&page=2", http.port);
+    let url = format!(
+        "http://127.0.0.1:{}/p?access_token=tok-123&page=2",
+        http.port
+    );
     let out = barrage()
         .env("BARRAGE_SPEC_TEST_SECRET", "value-456")
         .args([
@@ -83,12 +97,20 @@ fn a_recorded_spec_hides_secrets_header_values_and_tokens() {
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = read_json(&json);
     let text = field(&v, "spec").to_string();
     for secret in ["tok-123", "value-456", "literal-789"] {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
     assert!(text.contains("{secret:BARRAGE_SPEC_TEST_SECRET}"), "{text}");
-    assert!(text.contains("page=2") && text.contains("Authorization"), "{text}");
+    assert!(
+        text.contains("page=2") && text.contains("Authorization"),
+        "{text}"
+    );
 }

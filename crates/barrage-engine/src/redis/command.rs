@@ -209,17 +209,14 @@ impl Commands {
     }
 }
 
-/// `<prefix><len>\r\n<value>\r\n`, with `len` known only once the value is rendered: the
-/// value is rendered first, then the header is appended and rotated in front of it (in place,
-/// no allocation).
+/// `<prefix><len>\r\n<value>\r\n`: the value's length is counted first (digits of the
+/// filled numbers), so the header goes first and the value is written once, in place.
 fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
-    let start = out.len();
-    let len = t.render_into(fill, out);
     out.extend_from_slice(prefix);
-    push_u64(out, len as u64);
+    push_u64(out, t.rendered_len(fill) as u64);
     out.extend_from_slice(b"\r\n");
-    let head = out.len() - start - len;
-    out[start..].rotate_right(head);
+    let len = t.render_into(fill, out);
+    debug_assert_eq!(len, t.rendered_len(fill));
     out.extend_from_slice(b"\r\n");
 }
 
