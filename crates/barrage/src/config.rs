@@ -432,7 +432,16 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     if scheme != Scheme::Redis && a.resp3 {
         return Err(only("--resp3", "redis://"));
     }
-    if kv {
+    // The message flags describe a raw TCP or WebSocket message; other protocols say what
+    // they send in their own words.
+    let own_words = if kv {
+        Some(format!("a {s}:// request is --command"))
+    } else if http {
+        Some("an HTTP request is -X, -H and --body".to_string())
+    } else {
+        None
+    };
+    if let Some(words) = own_words {
         for (flag, set) in [
             ("-m/--message", a.message.is_some()),
             ("--message-file", a.message_file.is_some()),
@@ -443,23 +452,7 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
             if set {
                 return Err(Usage::says(
                     flag,
-                    format!("applies to tcp:// and ws:// targets; a {s}:// request is --command"),
-                ));
-            }
-        }
-    }
-    if http {
-        for (flag, set) in [
-            ("-m/--message", a.message.is_some()),
-            ("--message-file", a.message_file.is_some()),
-            ("--first-message", a.first_message.is_some()),
-            ("--expect", a.expect.is_some()),
-            ("--verify", a.verify),
-        ] {
-            if set {
-                return Err(Usage::says(
-                    flag,
-                    "applies to tcp:// and ws:// targets; an HTTP request is -X, -H and --body",
+                    format!("applies to tcp:// and ws:// targets; {words}"),
                 ));
             }
         }

@@ -9,37 +9,23 @@ use common::*;
 #[test]
 fn the_result_records_the_spec_and_it_builds_the_same_plan() {
     let echo = EchoServer::serve("echo", &[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let url = format!("tcp://127.0.0.1:{}", echo.port);
-    let out = barrage()
-        .args([
-            &url,
-            "-c",
-            "3",
-            "-t",
-            "1",
-            "-n",
-            "300",
-            "--pipeline",
-            "2",
-            "-m",
-            "ping {seq}\\n",
-            "--expect",
-            "line",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = read_json(&json);
+    let args = [
+        url.as_str(),
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "300",
+        "--pipeline",
+        "2",
+        "-m",
+        "ping {seq}\\n",
+        "--expect",
+        "line",
+    ];
+    let v = run_result(&args, &[]);
     let spec: Spec = serde_json::from_value(field(&v, "spec").clone()).expect("a Spec");
     assert_eq!(spec.connections, 3);
     assert_eq!(spec.requests, Some(300));
@@ -71,39 +57,24 @@ fn the_result_records_the_spec_and_it_builds_the_same_plan() {
 #[test]
 fn a_recorded_spec_hides_secrets_header_values_and_tokens() {
     let http = EchoServer::serve("http", &[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let url = format!(
         "http://127.0.0.1:{}/p?access_token=tok-123&page=2",
         http.port
     );
-    let out = barrage()
-        .env("BARRAGE_SPEC_TEST_SECRET", "value-456")
-        .args([
-            &url,
-            "-c",
-            "1",
-            "-n",
-            "5",
-            "-H",
-            "Authorization: Bearer literal-789",
-            "-X",
-            "POST",
-            "--body",
-            "k={secret:BARRAGE_SPEC_TEST_SECRET}",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = read_json(&json);
+    let args = [
+        url.as_str(),
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "-H",
+        "Authorization: Bearer literal-789",
+        "-X",
+        "POST",
+        "--body",
+        "k={secret:BARRAGE_SPEC_TEST_SECRET}",
+    ];
+    let v = run_result(&args, &[("BARRAGE_SPEC_TEST_SECRET", "value-456")]);
     let text = field(&v, "spec").to_string();
     for secret in ["tok-123", "value-456", "literal-789"] {
         assert!(!text.contains(secret), "{secret} in {text}");

@@ -193,6 +193,22 @@ impl Commands {
         out.len() - before
     }
 
+    /// The request of message `fill.seq` (its command picked by the weighted mix), appended
+    /// to `out`: its length and the command's index.
+    #[inline]
+    pub fn render(&self, fill: Fill, out: &mut Vec<u8>) -> (usize, usize) {
+        let i = self.pick(fill.seq);
+        (self.render_into(i, fill, out), i)
+    }
+
+    /// The request of message `seq` when its command has no placeholder, and the command's
+    /// index.
+    #[inline]
+    pub fn fixed(&self, seq: u64) -> Option<(&[u8], usize)> {
+        let i = self.pick(seq);
+        Some((self.static_bytes(i)?, i))
+    }
+
     /// The whole request of command `i` when it has no placeholder.
     pub fn static_bytes(&self, i: usize) -> Option<&[u8]> {
         self.cmds[i].fixed.as_deref()
