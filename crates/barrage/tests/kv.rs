@@ -189,9 +189,26 @@ fn redis_error_replies_are_reply_errors_and_keep_the_connection() {
     let Some(r) = Server::redis() else { return };
     r.ask(b"SET s 1\r\n", "\r\n");
     let url = format!("redis://127.0.0.1:{}", r.port);
-    let v = run_result(
-        &[&url, "-c", "2", "-n", "50", "--command", "LPUSH s x"],
-        &[],
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("report.md");
+    let md_arg = md.to_str().unwrap();
+    let args = [
+        &url,
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "--command",
+        "LPUSH s x",
+        "--report",
+        md_arg,
+    ];
+    let v = run_result(&args, &[]);
+    // The report has the per-command table too.
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        report.contains("| LPUSH s x | 50 | 0 | 0 | 50 |"),
+        "{report}"
     );
     assert_eq!(u(&v, "summary.failed_requests.reply_error"), 50);
     assert_eq!(u(&v, "summary.errors.reply_error"), 50);
