@@ -352,6 +352,7 @@ impl<S: Session> Worker<S> {
                 self.scratch.clear();
                 let mut out = Out {
                     buf: &mut self.scratch,
+                    key: 0,
                     rng: &mut self.rng,
                     keep: None,
                 };

@@ -47,6 +47,10 @@ pub struct Rendered {
 /// and under `--verify` the queue of bytes the echo must match.
 pub struct Out<'a> {
     pub buf: &'a mut Vec<u8>,
+    /// The key of the exchange this request opens (protocols whose replies carry a request
+    /// id or stream id send it, and complete the exchange by it: [`Replies::complete_key`]);
+    /// 0 for a handshake or a goodbye.
+    pub key: u64,
     pub rng: &'a mut Rng,
     pub keep: Option<&'a mut VecDeque<u8>>,
 }

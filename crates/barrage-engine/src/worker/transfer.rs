@@ -252,6 +252,7 @@ impl<S: Session> Worker<S> {
                     let at = self.scratch.len();
                     let mut out = Out {
                         buf: &mut self.scratch,
+                        key,
                         rng: &mut self.rng,
                         keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
                     };
