@@ -21,6 +21,7 @@ pub mod redis;
 pub mod run;
 pub mod script;
 pub mod session;
+pub mod shape;
 pub mod spec;
 mod worker;
 pub mod ws;
