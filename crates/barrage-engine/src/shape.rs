@@ -257,7 +257,13 @@ mod tests {
         let shapes = [
             Shape::constant(50.0),
             Shape::constant(0.3),
-            Shape::new(vec![(0.0, 0.0), (30.0, 1000.0), (60.0, 1000.0), (75.0, 0.0)]).unwrap(),
+            Shape::new(vec![
+                (0.0, 0.0),
+                (30.0, 1000.0),
+                (60.0, 1000.0),
+                (75.0, 0.0),
+            ])
+            .unwrap(),
             Shape::stages(&[
                 (7.0, Duration::from_millis(10_500)),
                 (123.0, Duration::from_secs(20)),
@@ -284,7 +290,10 @@ mod tests {
         for n in 0..60u64 {
             let t = s.time_of(n as f64).unwrap();
             assert!(s.due_by(t, u64::MAX) > n, "event {n} at {t} is due by then");
-            assert!(s.due_by(t - 1e-6, u64::MAX) <= n, "event {n} not before {t}");
+            assert!(
+                s.due_by(t - 1e-6, u64::MAX) <= n,
+                "event {n} not before {t}"
+            );
         }
     }
 

@@ -43,6 +43,9 @@ pub struct Spec {
     pub mode: ModeSpec,
     pub pipeline: u32,
     pub max_backlog: u64,
+    /// Open loop: timer slack (0: exact).
+    #[serde(default)]
+    pub timer_slack_ns: u64,
     pub timeout_ns: u64,
     pub connect_timeout_ns: u64,
     pub drain_ns: u64,
@@ -53,6 +56,9 @@ pub struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<ShareSet>,
 }
+
+/// Open-loop timer slack when none is given (see [`crate::pacer::Schedule::slack_ns`]).
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 1_000_000;
 
 /// `-n` without `-d` also stops after this long: every run is bounded in time.
 pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
@@ -260,6 +266,7 @@ impl Spec {
             mode: ModeSpec::PingPong,
             pipeline: 1,
             max_backlog: 1024,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
             timeout_ns: 5_000_000_000,
             connect_timeout_ns: 5_000_000_000,
             drain_ns: 2_000_000_000,
@@ -398,6 +405,7 @@ impl Spec {
             mode: self.mode.into(),
             pipeline: self.pipeline,
             max_backlog: self.max_backlog,
+            timer_slack: Duration::from_nanos(self.timer_slack_ns),
             timeout: Duration::from_nanos(self.timeout_ns),
             connect_timeout: Duration::from_nanos(self.connect_timeout_ns),
             drain: Duration::from_nanos(self.drain_ns),
@@ -473,6 +481,7 @@ mod tests {
             mode: ModeSpec::Interval { ns: 50_000_000 },
             pipeline: 1,
             max_backlog: 1024,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
             timeout_ns: 5_000_000_000,
             connect_timeout_ns: 5_000_000_000,
             drain_ns: 2_000_000_000,

@@ -49,6 +49,10 @@ pub struct RunConfig {
     pub timeout_ms: f64,
     pub connect_timeout_ms: f64,
     pub max_backlog: u64,
+    /// Open loop: the timer slack (messages due within it go out together, each timed from
+    /// its aligned intended time); absent in closed-loop modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ms: Option<f64>,
     /// The message with non-printable bytes escaped (first 256 bytes).
     pub message: String,
     pub message_bytes: usize,

@@ -240,6 +240,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
     pub max_backlog: Option<u64>,
 
+    /// Open loop: timer slack W; messages due within one W go out together, each timed from
+    /// its W-aligned intended time (0: exact) [default: 1ms]
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Modes (default: ping-pong)")]
+    pub timer_slack: Option<std::time::Duration>,
+
     /// An exchange not complete after D is a timeout; its connection is reopened
     #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub timeout: Duration,

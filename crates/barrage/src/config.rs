@@ -99,13 +99,26 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         ));
     }
     // A flag of another mode is a mistake, not silently ignored.
-    if a.max_backlog.is_some() && !mode.is_open_loop() {
-        return Err(Usage::says(
-            "--max-backlog",
-            format!(
-                "applies to open-loop modes (--interval, --rate), not {}",
-                mode.name()
-            ),
+    for (flag, set) in [
+        ("--max-backlog", a.max_backlog.is_some()),
+        ("--timer-slack", a.timer_slack.is_some()),
+    ] {
+        if set && !mode.is_open_loop() {
+            return Err(Usage::says(
+                flag,
+                format!(
+                    "applies to open-loop modes (--interval, --rate), not {}",
+                    mode.name()
+                ),
+            ));
+        }
+    }
+    if a.timer_slack
+        .is_some_and(|d| d > Duration::from_millis(100))
+    {
+        return Err(Usage::new(
+            "--timer-slack",
+            "at most 100ms (it delays messages by up to that much; 1ms is the default)",
         ));
     }
     let max_backlog = a.max_backlog.unwrap_or(1024);
@@ -191,6 +204,9 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         mode: mode.into(),
         pipeline: a.pipeline as u32,
         max_backlog,
+        timer_slack_ns: a
+            .timer_slack
+            .map_or(barrage_engine::spec::DEFAULT_TIMER_SLACK_NS, ns),
         timeout_ns: ns(a.timeout),
         connect_timeout_ns: ns(connect_timeout),
         drain_ns: ns(DRAIN),
@@ -344,6 +360,8 @@ pub fn describe(
         timeout_ms: msecs(spec.timeout_ns),
         connect_timeout_ms: msecs(spec.connect_timeout_ns),
         max_backlog: spec.max_backlog,
+        timer_slack_ms: matches!(spec.mode, ModeSpec::Interval { .. } | ModeSpec::Rate { .. })
+            .then(|| msecs(spec.timer_slack_ns)),
         message: message.map_or_else(String::new, |m| shown(m, plan.message.raw().len())),
         message_bytes: message.map_or(0, |_| plan.message.raw().len()),
         first_message: first
