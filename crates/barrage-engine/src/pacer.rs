@@ -89,8 +89,8 @@ impl Schedule {
         }
         // With slack W, message k is due by t when its exact time is by t rounded down to W
         // (its intended time, rounded up to W, is then by t too).
-        if self.slack_ns > 0 {
-            t = t / self.slack_ns * self.slack_ns;
+        if let Some(grid) = t.checked_div(self.slack_ns) {
+            t = grid * self.slack_ns;
         }
         if t < self.phase_ns {
             return 0;
