@@ -6,6 +6,7 @@
 //! never sockets; pacing is pure functions of time ([`pacer`]). The coordinator ([`run()`])
 //! merges the workers' per-segment deltas into ticks and the final outcome.
 
+pub mod capture;
 pub mod classify;
 pub mod clock;
 mod conn;
