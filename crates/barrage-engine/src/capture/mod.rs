@@ -8,9 +8,11 @@
 //! [`Vars`] indexed by slot: names are resolved to slots when a scenario is compiled
 //! ([`crate::message::Template::with_vars`]), so rendering never looks a name up.
 
+mod extract;
 pub mod json;
 mod matcher;
 
+pub use extract::{Anchor, Capture, Found};
 pub use json::Pointer;
 pub use matcher::Matcher;
 
