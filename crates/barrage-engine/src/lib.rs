@@ -27,7 +27,7 @@ mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
-pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
+pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };

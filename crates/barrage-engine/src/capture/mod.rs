@@ -11,10 +11,12 @@
 mod extract;
 pub mod json;
 mod matcher;
+mod vars;
 
 pub use extract::{Anchor, Capture, Found};
 pub use json::Pointer;
 pub use matcher::Matcher;
+pub use vars::Vars;
 
 /// A matcher or capture that cannot be compiled; one line, naming the text at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
