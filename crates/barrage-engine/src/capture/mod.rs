@@ -11,6 +11,8 @@
 mod extract;
 pub mod json;
 mod matcher;
+#[cfg(test)]
+mod smoke;
 mod vars;
 
 pub use extract::{Anchor, Capture, Found};
