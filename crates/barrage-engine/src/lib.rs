@@ -6,6 +6,7 @@
 //! never sockets; pacing is pure functions of time ([`pacer`]). The coordinator ([`run()`])
 //! merges the workers' per-segment deltas into ticks and the final outcome.
 
+pub mod capture;
 pub mod classify;
 pub mod clock;
 mod conn;
@@ -27,7 +28,7 @@ mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
-pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
+pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
