@@ -94,10 +94,10 @@ impl Checked {
         let named = if self.named.is_empty() {
             String::new()
         } else {
-            format!(" ({} named: {})", self.named.len(), self.named.join(", "))
+            format!("; named: {}", self.named.join(", "))
         };
         format!(
-            "{} ({}{last}{hold}, {depart}), {}{named}, {}, {}, {}",
+            "{} ({}{last}{hold}, {depart}), {}, {}, {}, {}{named}",
             plural(self.users as usize, "user", "users"),
             self.arrive_text(),
             plural(self.count.steps, "step", "steps"),
