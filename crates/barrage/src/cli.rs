@@ -44,6 +44,16 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare saved runs side by side (differences within the runs' noise are marked).
     Compare(CompareArgs),
+    /// Check a scenario file (.toml, .yaml) without sending anything: schema, every {var}
+    /// resolvable, every capture used, limits. Prints "ok: ..." or the mistake (exit 2).
+    Validate(ValidateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// A scenario file (see docs/scenarios.md and examples/)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 #[derive(Args, Debug)]

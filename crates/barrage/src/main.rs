@@ -27,6 +27,7 @@ mod tui;
 mod units;
 mod url;
 mod usage;
+mod validate;
 mod watch;
 
 use clap::Parser;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::demo(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => compare::compare(a),
+        Command::Validate(a) => validate::validate(a),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -1,0 +1,712 @@
+//! The step list, `on` rules and departure steps, walked in file order with the captures
+//! defined so far: every `{var}` must resolve where it is used (a capture made earlier, a
+//! `users.data` column, a built-in), and every capture must be used somewhere after it.
+//!
+//! Visibility: a capture from the step list is visible to later steps and to `leave` steps; a
+//! capture from an `on` rule (which may fire at any time) to that rule's own reply and to
+//! `leave` steps, since nothing orders it with the step list.
+
+use super::{framing, header, Cx, StepCount, TargetKind};
+use crate::at::At;
+use crate::model::{Capture, Expect, File, Match, Step};
+use crate::vars::{self, Ref};
+use crate::{data, units, ScenarioError};
+
+pub(super) struct Walk {
+    pub count: StepCount,
+    pub named: Vec<String>,
+    pub captures: Vec<String>,
+}
+
+/// Where a capture was made and who may see it.
+struct Def {
+    name: String,
+    key: String,
+    line: u32,
+    used: bool,
+    /// `None`: the step list; `Some(i)`: `on[i]`.
+    rule: Option<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    Steps,
+    On(usize),
+    Leave,
+}
+
+struct W<'a> {
+    cx: &'a Cx<'a>,
+    target: TargetKind,
+    framing_none: bool,
+    columns: Option<&'a [String]>,
+    users: u64,
+    defs: Vec<Def>,
+    named: Vec<(String, String)>,
+    count: StepCount,
+}
+
+type R = Result<(), ScenarioError>;
+
+pub(super) fn check_all(
+    cx: &Cx,
+    file: &File,
+    target: TargetKind,
+    framing_none: bool,
+    data: Option<&data::Table>,
+    users: u64,
+) -> Result<Walk, ScenarioError> {
+    let mut w = W {
+        cx,
+        target,
+        framing_none,
+        columns: data.map(|t| t.columns.as_slice()),
+        users,
+        defs: Vec::new(),
+        named: Vec::new(),
+        count: StepCount::default(),
+    };
+    if file.steps.is_empty() {
+        return Err(cx.err(
+            0,
+            "steps",
+            "no steps; a user needs at least one step, e.g. [[steps]] send = \"hello\"",
+        ));
+    }
+    // `on` captures first: a step that uses one then hears why it may not.
+    for (i, rule) in file.on.iter().enumerate() {
+        w.captures(&rule.capture, &format!("on[{i}]"), Part::On(i))?;
+    }
+    w.list(&file.steps, "steps", Part::Steps, true)?;
+    if !file.on.is_empty() && target == TargetKind::Http {
+        return Err(cx.err(
+            file.on[0].line,
+            "on[0]",
+            "on rules are for pushed messages (tcp://, ws://); an HTTP server pushes nothing",
+        ));
+    }
+    for (i, rule) in file.on.iter().enumerate() {
+        w.count.on += 1;
+        let key = format!("on[{i}]");
+        w.name(&rule.name, &key)?;
+        w.matcher(&rule.matches, &format!("{key}.match"), true)?;
+        if rule.reply.is_none() && rule.capture.is_empty() {
+            return Err(cx.err(rule.line, key, "a rule needs a reply, a capture or both"));
+        }
+        if let Some(r) = &rule.reply {
+            w.template(r, &format!("{key}.reply"), Part::On(i))?;
+        }
+    }
+    w.list(&file.leave, "leave", Part::Leave, false)?;
+    if let Some(d) = w.defs.iter().find(|d| !d.used) {
+        return Err(cx.err(
+            d.line,
+            d.key.clone(),
+            format!(
+                "captured but never used; use {{{}}} in a later step or remove the capture",
+                d.name
+            ),
+        ));
+    }
+    w.defs.sort_by_key(|d| d.line);
+    Ok(Walk {
+        count: w.count,
+        named: w.named.into_iter().map(|(n, _)| n).collect(),
+        captures: w.defs.into_iter().map(|d| d.name).collect(),
+    })
+}
+
+impl W<'_> {
+    /// A list of steps; `endless_ok`: the last may be an `every` without `repeat` (the
+    /// user's main list only: it runs until the user departs).
+    fn list(&mut self, steps: &[At<Step>], key: &str, part: Part, endless_ok: bool) -> R {
+        for (i, s) in steps.iter().enumerate() {
+            let k = format!("{key}[{i}]");
+            self.step(s, &k, part)?;
+            let endless = s.every.is_some() && s.repeat.is_none();
+            if endless && (!endless_ok || i + 1 < steps.len()) {
+                let why = if endless_ok {
+                    format!("repeats until the user departs, so {key}[{}] never runs; give it repeat = N or move the steps after it to [[leave]]", i + 1)
+                } else {
+                    "would never end here; give it repeat = N".to_string()
+                };
+                return Err(self.cx.err(
+                    s.every.as_ref().map_or(s.line, |e| e.line),
+                    format!("{k}.every"),
+                    why,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, s: &At<Step>, key: &str, part: Part) -> R {
+        let cx = self.cx;
+        match part {
+            Part::Leave => self.count.leave += 1,
+            _ => self.count.steps += 1,
+        }
+        let kinds: Vec<&str> = [
+            ("send", s.send.is_some()),
+            ("path", s.path.is_some()),
+            ("pause", s.pause.is_some()),
+            ("think", s.think.is_some()),
+            ("steps", !s.steps.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(k, on)| on.then_some(k))
+        .collect();
+        let kind = match kinds.as_slice() {
+            [k] => *k,
+            [] => {
+                return Err(cx.err(
+                    s.line,
+                    key,
+                    "a step needs one of send, path (HTTP), pause, think, or a block of steps",
+                ))
+            }
+            [a, b, ..] => {
+                return Err(cx.err(
+                    s.line,
+                    key,
+                    format!("a step does one thing: found {a} and {b}; split it into two steps"),
+                ))
+            }
+        };
+        self.name(&s.name, key)?;
+        let exchange = matches!(kind, "send" | "path");
+        // Keys that only make sense with some kinds.
+        let http_keys = [
+            ("method", s.method.as_ref().map(|v| v.line)),
+            ("body", s.body.as_ref().map(|v| v.line)),
+            ("status", s.status.as_ref().map(|v| v.line)),
+            ("headers", s.headers.first().map(|v| v.line)),
+        ];
+        for (k, line) in http_keys {
+            if let (Some(line), false) = (line, kind == "path") {
+                return Err(cx.err(
+                    line,
+                    format!("{key}.{k}"),
+                    "HTTP request keys go with path = \"/...\"",
+                ));
+            }
+        }
+        if !exchange {
+            let reply_keys = [
+                ("expect", s.expect.as_ref().map(|v| v.line)),
+                ("capture", s.capture.values().next().map(|v| v.line)),
+                ("timeout", s.timeout.as_ref().map(|v| v.line)),
+            ];
+            for (k, line) in reply_keys {
+                if let Some(line) = line {
+                    return Err(cx.err(
+                        line,
+                        format!("{key}.{k}"),
+                        format!("a {kind} step has no reply; put {k} on a send or request step"),
+                    ));
+                }
+            }
+        }
+        if matches!(kind, "pause" | "think") {
+            if let Some(e) = s
+                .every
+                .as_ref()
+                .map(|v| v.line)
+                .or(s.repeat.as_ref().map(|v| v.line))
+            {
+                return Err(cx.err(e, key, format!("a {kind} step cannot repeat; put it in a block: steps = [...] with repeat or every")));
+            }
+        }
+        match kind {
+            "send" => {
+                if self.target == TargetKind::Http {
+                    return Err(cx.err(s.send.as_ref().map_or(s.line, |v| v.line), format!("{key}.send"), "the target is http://: a step is a request, path = \"/...\" (with method, headers, body)"));
+                }
+                self.template(
+                    s.send.as_ref().expect("kind send"),
+                    &format!("{key}.send"),
+                    part,
+                )?;
+            }
+            "path" => self.request(s, key, part)?,
+            "pause" => {
+                let p = s.pause.as_ref().expect("kind pause");
+                cx.duration(p, &format!("{key}.pause"), true)?;
+            }
+            "think" => {
+                let t = s.think.as_ref().expect("kind think");
+                think(t).map_err(|e| cx.err(t.line, format!("{key}.think"), e))?;
+            }
+            _ => {
+                if s.every.is_none() && s.repeat.is_none() {
+                    return Err(cx.err(
+                        s.line,
+                        format!("{key}.steps"),
+                        "a block runs under repeat = N or every = \"D\"; add one",
+                    ));
+                }
+            }
+        }
+        if let Some(e) = &s.every {
+            let d = cx.duration(e, &format!("{key}.every"), true)?;
+            let rate = self.users as f64 / d.as_secs_f64();
+            if rate > units::MAX_RATE {
+                return Err(cx.err(e.line, format!("{key}.every"), format!("every {} for {} users is {rate:.0} per second, more than the 100M/s barrage can schedule", e.value, self.users)));
+            }
+        }
+        if let Some(r) = &s.repeat {
+            if !(1..=1_000_000_000).contains(&r.value) {
+                return Err(cx.err(
+                    r.line,
+                    format!("{key}.repeat"),
+                    format!("{}; give 1 to 1000000000", r.value),
+                ));
+            }
+        }
+        if let Some(t) = &s.timeout {
+            cx.duration(t, &format!("{key}.timeout"), true)?;
+        }
+        if let Some(e) = &s.expect {
+            self.expect(e, &format!("{key}.expect"))?;
+        }
+        if !s.capture.is_empty() && self.no_replies(s.expect.as_ref()) {
+            let line = s.capture.values().next().map_or(s.line, |c| c.line);
+            return Err(cx.err(
+                line,
+                format!("{key}.capture"),
+                "replies are framed 'none' (not read), so nothing can be captured; set a framing",
+            ));
+        }
+        self.captures(&s.capture, key, part)?;
+        if kind == "steps" {
+            let endless_ok = false;
+            self.list(&s.steps, &format!("{key}.steps"), part, endless_ok)?;
+        }
+        Ok(())
+    }
+
+    fn no_replies(&self, e: Option<&At<Expect>>) -> bool {
+        match e.and_then(|e| e.framing.as_ref()) {
+            Some(f) => f.trim() == "none",
+            None => self.framing_none,
+        }
+    }
+
+    fn name(&mut self, n: &Option<At<String>>, key: &str) -> R {
+        let Some(n) = n else { return Ok(()) };
+        let ok = !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            return Err(self.cx.err(
+                n.line,
+                format!("{key}.name"),
+                format!(
+                    "'{}': a name holds letters, digits, _ and - (it is used as steps.NAME.p99)",
+                    n.escape_debug()
+                ),
+            ));
+        }
+        if let Some((_, other)) = self.named.iter().find(|(x, _)| x == &n.value) {
+            return Err(self.cx.err(
+                n.line,
+                format!("{key}.name"),
+                format!("'{}' already names {other}; names must be unique", n.value),
+            ));
+        }
+        self.named.push((n.value.clone(), key.to_string()));
+        Ok(())
+    }
+
+    fn request(&mut self, s: &Step, key: &str, part: Part) -> R {
+        let cx = self.cx;
+        let path = s.path.as_ref().expect("kind path");
+        if self.target != TargetKind::Http {
+            return Err(cx.err(
+                path.line,
+                format!("{key}.path"),
+                "path is for http:// and https:// targets; use send = \"...\"",
+            ));
+        }
+        if !path.starts_with('/') {
+            return Err(cx.err(
+                path.line,
+                format!("{key}.path"),
+                format!("'{}': a path starts with /", path.escape_debug()),
+            ));
+        }
+        self.template(path, &format!("{key}.path"), part)?;
+        if let Some(m) = &s.method {
+            if m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err(cx.err(
+                    m.line,
+                    format!("{key}.method"),
+                    format!(
+                        "'{}': a method is upper case, e.g. GET, POST, PUT",
+                        m.escape_debug()
+                    ),
+                ));
+            }
+        }
+        for (i, h) in s.headers.iter().enumerate() {
+            let k = format!("{key}.headers[{i}]");
+            header(cx, h, &k)?;
+            self.template(h, &k, part)?;
+        }
+        if let Some(b) = &s.body {
+            self.template(b, &format!("{key}.body"), part)?;
+        }
+        if let Some(st) = &s.status {
+            status(st).map_err(|e| cx.err(st.line, format!("{key}.status"), e))?;
+        }
+        if let Some(f) = s.expect.as_ref().and_then(|e| e.framing.as_ref()) {
+            return Err(cx.err(
+                f.line,
+                format!("{key}.expect.framing"),
+                "HTTP frames its own replies; remove framing",
+            ));
+        }
+        Ok(())
+    }
+
+    fn expect(&mut self, e: &At<Expect>, key: &str) -> R {
+        let cx = self.cx;
+        if let Some(f) = &e.framing {
+            framing(f).map_err(|m| cx.err(f.line, format!("{key}.framing"), m))?;
+        }
+        let m = Match {
+            json: e.json.clone(),
+            equals: e.equals.clone(),
+            regex: e.regex.clone(),
+            prefix: e.prefix.clone(),
+        };
+        let any = m.json.is_some() || m.regex.is_some() || m.prefix.is_some();
+        if any && self.no_replies(Some(e)) {
+            return Err(cx.err(
+                e.line,
+                key,
+                "replies are framed 'none' (not read), so they cannot be matched; set a framing",
+            ));
+        }
+        self.matcher(&At::new(m, e.line), key, false)?;
+        if let Some(t) = &e.timeout {
+            cx.duration(t, &format!("{key}.timeout"), true)?;
+        }
+        Ok(())
+    }
+
+    /// At most one of json/regex/prefix (`required`: exactly one); `equals` goes with `json`.
+    fn matcher(&self, m: &At<Match>, key: &str, required: bool) -> R {
+        let cx = self.cx;
+        let given: Vec<&str> = [
+            ("json", m.json.is_some()),
+            ("regex", m.regex.is_some()),
+            ("prefix", m.prefix.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, on)| on.then_some(k))
+        .collect();
+        if given.len() > 1 {
+            return Err(cx.err(
+                m.line,
+                key,
+                format!(
+                    "give one of json, regex or prefix, not {} and {}",
+                    given[0], given[1]
+                ),
+            ));
+        }
+        if required && given.is_empty() {
+            return Err(cx.err(m.line, key, "give one of json, regex or prefix (a rule matching everything would take every reply)"));
+        }
+        if let (Some(eq), None) = (&m.equals, &m.json) {
+            return Err(cx.err(
+                eq.line,
+                format!("{key}.equals"),
+                "equals compares the value at a JSON pointer; add json = \"/field\"",
+            ));
+        }
+        if let Some(j) = &m.json {
+            pointer(j).map_err(|e| cx.err(j.line, format!("{key}.json"), e))?;
+        }
+        if let Some(r) = &m.regex {
+            regex(r).map_err(|e| cx.err(r.line, format!("{key}.regex"), e))?;
+        }
+        if let Some(p) = &m.prefix {
+            if p.is_empty() {
+                return Err(cx.err(
+                    p.line,
+                    format!("{key}.prefix"),
+                    "empty; every message starts with nothing",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn captures(
+        &mut self,
+        caps: &std::collections::BTreeMap<String, At<Capture>>,
+        key: &str,
+        part: Part,
+    ) -> R {
+        for (name, c) in caps {
+            let k = format!("{key}.capture.{name}");
+            if !vars::is_ident(name)
+                || vars::BUILTINS.contains(&name.as_str())
+                || name == "row"
+                || name == "rand"
+                || name == "secret"
+            {
+                return Err(self.cx.err(c.line, k, "a capture name holds letters, digits and _, and is not a built-in (conn, seq, ts_us, user, row, rand, secret)"));
+            }
+            if let Some(d) = self.defs.iter().find(|d| &d.name == name) {
+                return Err(self.cx.err(
+                    c.line,
+                    k,
+                    format!(
+                        "{name} is already captured by {} (line {}); give this one another name",
+                        d.key, d.line
+                    ),
+                ));
+            }
+            capture(c, self.target == TargetKind::Http)
+                .map_err(|e| self.cx.err(c.line, k.clone(), e))?;
+            self.defs.push(Def {
+                name: name.clone(),
+                key: k,
+                line: c.line,
+                used: false,
+                rule: match part {
+                    Part::On(i) => Some(i),
+                    _ => None,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// Every placeholder of `t` resolves from where it is used.
+    fn template(&mut self, t: &At<String>, key: &str, part: Part) -> R {
+        let cx = self.cx;
+        for (text, r) in vars::refs(t) {
+            match r {
+                Ref::Builtin | Ref::Secret(_) => {}
+                Ref::Bad(_, why) => return Err(cx.err(t.line, key, format!("{text}: {why}"))),
+                Ref::Row(col) => match self.columns {
+                    None => {
+                        return Err(cx.err(
+                            t.line,
+                            key,
+                            format!("{text} needs users.data = \"FILE.csv\" with a column {col}"),
+                        ))
+                    }
+                    Some(cols) if !cols.iter().any(|c| c == col) => {
+                        return Err(cx.err(
+                            t.line,
+                            key,
+                            format!(
+                                "{text}: users.data has no column {col} (columns: {})",
+                                cols.join(", ")
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                },
+                Ref::Capture(name) => {
+                    let visible = |d: &Def| match (part, d.rule) {
+                        (Part::Leave, _) => true,
+                        (Part::Steps, None) => true,
+                        (Part::On(i), Some(j)) => i == j,
+                        _ => false,
+                    };
+                    match self.defs.iter_mut().find(|d| d.name == name) {
+                        Some(d) if visible(d) => d.used = true,
+                        Some(d) => {
+                            return Err(cx.err(t.line, key, format!("{text} is captured by {}, which may not have run yet here (on rules fire at any time); use it in leave steps", d.key)))
+                        }
+                        None => {
+                            let so_far: Vec<&str> = self.defs.iter().filter(|d| visible(d)).map(|d| d.name.as_str()).collect();
+                            let so_far = if so_far.is_empty() { "none".to_string() } else { so_far.join(", ") };
+                            return Err(cx.err(
+                                t.line,
+                                key,
+                                format!("{text} is not defined here (captures so far: {so_far}; built-ins: {{conn}} {{seq}} {{ts_us}} {{user}} {{seq%N}} {{rand%N}} {{secret:NAME}} {{row.COLUMN}})"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `think`: a duration, or a range `A..B` with A <= B.
+fn think(t: &str) -> Result<(), String> {
+    match t.split_once("..") {
+        None => units::positive_duration(t).map(|_| ()),
+        Some((a, b)) => {
+            let (a, b) = (units::duration(a)?, units::positive_duration(b)?);
+            if a > b {
+                return Err(format!(
+                    "'{t}': the range runs from the shorter to the longer time, e.g. 1s..3s"
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `status`: codes (200), classes (2xx), ranges (200-299), separated by commas.
+fn status(s: &str) -> Result<(), String> {
+    let bad = || format!("'{s}' is not a status list; write e.g. 200, 2xx, 200-299 or 200,204");
+    let code = |c: &str| {
+        c.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|c| (100..=599).contains(c))
+    };
+    for part in s.split(',') {
+        let p = part.trim();
+        let ok = if let Some(d) = p.strip_suffix("xx") {
+            matches!(d, "1" | "2" | "3" | "4" | "5")
+        } else if let Some((a, b)) = p.split_once('-') {
+            matches!((code(a), code(b)), (Some(a), Some(b)) if a <= b)
+        } else {
+            code(p).is_some()
+        };
+        if !ok {
+            return Err(bad());
+        }
+    }
+    Ok(())
+}
+
+/// A JSON pointer (RFC 6901): empty, or `/` then reference tokens (`~0`, `~1` escapes).
+fn pointer(p: &str) -> Result<(), String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        return Err(format!(
+            "'{p}' is not a JSON pointer; write it from the root, e.g. /data/token"
+        ));
+    }
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!(
+                "'{p}': in a JSON pointer ~ is written ~0 and / inside a name ~1"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn regex(r: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(r)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            let first = e
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            format!(
+                "'{}' is not a regular expression: {first}",
+                r.escape_debug()
+            )
+        })
+}
+
+/// Exactly one source; its companions (`group`, `field`) only with it.
+fn capture(c: &Capture, http: bool) -> Result<(), String> {
+    let given: Vec<&str> = [
+        ("json", c.json.is_some()),
+        ("regex", c.regex.is_some()),
+        ("split", c.split.is_some()),
+        ("bytes", c.bytes.is_some()),
+        ("header", c.header.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, on)| on.then_some(k))
+    .collect();
+    match given.as_slice() {
+        [] => {
+            return Err(
+                "give where the value comes from: json, regex, split (with field), bytes or header"
+                    .into(),
+            )
+        }
+        [_] => {}
+        [a, b, ..] => return Err(format!("give one source, not {a} and {b}")),
+    }
+    if c.group.is_some() && c.regex.is_none() {
+        return Err("group goes with regex".into());
+    }
+    if c.field.is_some() && c.split.is_none() {
+        return Err("field goes with split".into());
+    }
+    if let Some(p) = &c.json {
+        pointer(p)?;
+    }
+    if let Some(r) = &c.regex {
+        let re = regex(r)?;
+        let group = c.group.unwrap_or(1) as usize;
+        if group >= re.captures_len() {
+            return Err(format!(
+                "'{}' has {} groups, so group {group} does not exist; add ( ) around the value",
+                r.escape_debug(),
+                re.captures_len() - 1
+            ));
+        }
+    }
+    if let Some(d) = &c.split {
+        if d.is_empty() {
+            return Err("split needs a delimiter, e.g. split = \",\" with field = 2".into());
+        }
+        if c.field.is_none() {
+            return Err("split needs field = N (0-based)".into());
+        }
+    }
+    if let Some(b) = &c.bytes {
+        let bad =
+            || format!("'{b}' is not a byte range; write START..END (END excluded) or START..");
+        let (a, z) = b.split_once("..").ok_or_else(bad)?;
+        let a: u64 = a.trim().parse().map_err(|_| bad())?;
+        if !z.trim().is_empty() {
+            let z: u64 = z.trim().parse().map_err(|_| bad())?;
+            if z <= a {
+                return Err(format!("'{b}' is empty; END must be above START"));
+            }
+        }
+    }
+    if let Some(h) = &c.header {
+        if !http {
+            return Err("header captures are for http:// targets".into());
+        }
+        if h.trim().is_empty() || h.contains(':') {
+            return Err("header takes a header name, e.g. header = \"X-Session\"".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_grammars() {
+        assert!(status("200, 2xx,200-299").is_ok());
+        for bad in ["", "2x", "600", "300-200", "abc"] {
+            assert!(status(bad).is_err(), "{bad}");
+        }
+        assert!(pointer("").is_ok() && pointer("/a/~0b/~1c").is_ok());
+        assert!(pointer("a").is_err() && pointer("/a~2").is_err());
+        assert!(think("1s..3s").is_ok() && think("500ms").is_ok());
+        assert!(think("3s..1s").is_err() && think("0s").is_err());
+        assert!(regex("(").is_err());
+    }
+}
