@@ -68,9 +68,17 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         &search,
         end,
     );
-    say!("{}", render::text(&record));
-    if let Some(path) = &setup.json {
-        render::write(path, &render::json(&record)?)?;
+    match setup.json.as_deref() {
+        // The JSON owns stdout; the table goes to stderr.
+        Some("-") => {
+            eprintln!("{}", render::text(&record));
+            say!("{}", render::json(&record)?.trim_end());
+        }
+        Some(path) => {
+            say!("{}", render::text(&record));
+            render::write(path, &render::json(&record)?)?;
+        }
+        None => say!("{}", render::text(&record)),
     }
     if let Some((path, format)) = &setup.report {
         render::write(path, &render::report(&record, *format))?;
@@ -165,7 +173,7 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
     }
     let (plan, _, _) = config::plan(&step_args(a, a.start_rate))?;
     let json = a.run.json.clone();
-    if let Some(p) = &json {
+    if let Some(p) = json.as_deref().filter(|p| *p != "-") {
         crate::outfile::check_writable("--json", p)?;
     }
     let report = match &a.run.report {
@@ -220,7 +228,7 @@ fn step_args(a: &FindMaxArgs, rate: f64) -> crate::cli::RunArgs {
 
 fn say_start(a: &FindMaxArgs, s: &Setup) {
     let total = s.step_bound * s.bounds.max_steps as u32;
-    say!(
+    eprintln!(
         "find-max {}: SLOs {}; steps of {:?} after {:?} of warm-up, from {} up to at most {}, \
          at most {} steps: at most {} s in all",
         a.run.target,

@@ -184,3 +184,51 @@ fn an_interrupted_find_max_reports_what_it_found_so_far() {
         "{text}"
     );
 }
+
+#[test]
+fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
+    let (_server, port) = capacity_server("100us");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("knee.html");
+    let out = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(60))
+        .args(["find-max", &format!("http://127.0.0.1:{port}/")])
+        .args([
+            "--slo",
+            "p99 < 1s",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "0s",
+        ])
+        .args(["--start-rate", "100", "--max-steps", "2", "-t", "1", "-q"])
+        .args(["--json", "-", "--report"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(r["result"]["end"], "max_steps");
+    assert_eq!(r["result"]["max_ok"], 200.0);
+    let steps = r["steps"].as_array().unwrap();
+    let offered: Vec<f64> = steps
+        .iter()
+        .map(|s| s["offered"].as_f64().unwrap())
+        .collect();
+    assert_eq!(offered, vec![100.0, 200.0]);
+    assert_eq!(
+        steps[0]["spec"]["mode"]["per_s"], 100.0,
+        "{}",
+        steps[0]["spec"]
+    );
+    assert!(
+        stderr.contains("verdict: --max-steps (2) ran out: 200/s met every SLO"),
+        "{stderr}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<table>") && page.matches("<svg").count() == 3,
+        "{page}"
+    );
+}

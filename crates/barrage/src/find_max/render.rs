@@ -36,6 +36,8 @@ pub struct Step {
     pub verdict: Verdict,
     pub slos: Vec<Outcome>,
     pub summary: Summary,
+    /// The step's run as data (`barrage_engine::Spec`, as a run result records it).
+    pub spec: Option<serde_json::Value>,
 }
 
 impl Step {
@@ -60,6 +62,7 @@ impl Step {
             verdict,
             slos: r.thresholds.clone(),
             summary: r.summary.clone(),
+            spec: r.spec.clone(),
         }
     }
 }
