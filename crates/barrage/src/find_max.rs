@@ -22,7 +22,7 @@ use barrage_metrics::thresholds::{self, Needs, Op, Threshold};
 use barrage_metrics::timeline::Phase;
 use barrage_metrics::{RunResult, Status};
 use render::{Record, Step};
-use search::{Bounds, End, Measured, Next, Search};
+use search::{Bounds, End, Measured, Next, Search, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,11 +52,19 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             Next::Offer(r) => r,
             Next::Stop(end) => break end,
         };
-        let Some(step) = run_step(a, &setup, rate, steps.len() + 1, &argv, &stop)? else {
-            break End::Interrupted;
-        };
-        search.record(rate, step.verdict.clone());
-        steps.push(step);
+        match run_step(a, &setup, rate, steps.len() + 1, &argv, &stop)? {
+            StepEnd::Done(step) => {
+                search.record(rate, step.verdict.clone());
+                steps.push(*step);
+            }
+            StepEnd::Interrupted => break End::Interrupted,
+            // Nothing measured yet: the target is wrong, not the server's limit.
+            StepEnd::Unreachable(why) if steps.is_empty() => anyhow::bail!("{why}"),
+            StepEnd::Unreachable(why) => {
+                search.record(rate, Verdict::Fail(why));
+                break End::Unreachable;
+            }
+        }
     };
     let record = Record::new(
         argv,
@@ -85,6 +93,7 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     }
     Ok(match record.result.end {
         End::Interrupted => 130,
+        End::Unreachable => 1,
         End::NothingPassed => 3,
         _ => 0,
     })
@@ -242,7 +251,16 @@ fn say_start(a: &FindMaxArgs, s: &Setup) {
     );
 }
 
-/// One step at `rate`; `None` when a signal cut it (its figures are not judged).
+/// How a step ended.
+enum StepEnd {
+    Done(Box<Step>),
+    /// A signal cut it: its figures are not judged.
+    Interrupted,
+    /// Nothing could connect: why.
+    Unreachable(String),
+}
+
+/// One step at `rate`.
 fn run_step(
     a: &FindMaxArgs,
     setup: &Setup,
@@ -250,11 +268,19 @@ fn run_step(
     n: usize,
     argv: &[String],
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<Option<Step>> {
+) -> anyhow::Result<StepEnd> {
     let (plan, spec, config) = config::plan(&step_args(a, rate))?;
     let spec = config::record(&spec, &plan, a.run.secret_body, &a.run.redact);
     let threads = plan.threads;
     let target = config.target.clone();
+    if !a.run.quiet {
+        eprintln!(
+            "step {n}: offering {} for {:?} after {:?} of warm-up ...",
+            render::rate(rate),
+            a.step_duration,
+            a.step_warmup
+        );
+    }
     let mut cpu = CpuMeter::default();
     let out = barrage_engine::run(plan, stop.clone(), |tick, _| {
         if tick.phase != Phase::Drain {
@@ -262,12 +288,16 @@ fn run_step(
         }
     })?;
     match out.end {
-        EngineEnd::Interrupted => return Ok(None),
-        EngineEnd::Unreachable(why) => anyhow::bail!("cannot connect to {target}: {why}"),
+        EngineEnd::Interrupted => return Ok(StepEnd::Interrupted),
+        EngineEnd::Unreachable(why) => {
+            return Ok(StepEnd::Unreachable(format!(
+                "cannot connect to {target}: {why}"
+            )))
+        }
         EngineEnd::Completed => {}
     }
     if stop.load(Ordering::Relaxed) {
-        return Ok(None);
+        return Ok(StepEnd::Interrupted);
     }
     let mut result = RunResult::new(
         Status::Completed,
@@ -287,11 +317,12 @@ fn run_step(
     if !a.run.quiet {
         eprintln!("{}", render::step_line(&step));
     }
-    Ok(Some(step))
+    Ok(StepEnd::Done(Box::new(step)))
 }
 
 /// What the search needs from a step's result.
 fn measure(r: &RunResult, offered: f64, cpu_pct: Option<f64>, threads: usize) -> Measured {
+    use barrage_metrics::error::ErrorClass::{ClosedByPeer, ConnectTimeout, Refused, Reset};
     let broken = r.thresholds.iter().find(|o| o.passed != Some(true));
     let latency_excess_us = broken.and_then(|o| {
         let upper = matches!(o.op, Op::Lt | Op::Le);
@@ -325,6 +356,10 @@ fn measure(r: &RunResult, offered: f64, cpu_pct: Option<f64>, threads: usize) ->
         late_s,
         seconds: measured.len(),
         lag_us_max: measured.iter().map(|t| t.lag_us_max).max().unwrap_or(0),
+        connection_errors: [Refused, ConnectTimeout, Reset, ClosedByPeer]
+            .iter()
+            .map(|c| r.summary.errors.get(*c))
+            .sum(),
     }
 }
 

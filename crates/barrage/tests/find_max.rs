@@ -10,9 +10,13 @@ use std::time::Duration;
 
 /// `barrage serve http` with one thread and `--service-time`, stopped when the guard drops.
 fn capacity_server(service_time: &str) -> (Guard, u16) {
+    server(&["--service-time", service_time, "--exit-after", "120s"])
+}
+
+fn server(extra: &[&str]) -> (Guard, u16) {
     let mut child = Command::new(bin())
         .args(["serve", "http", "--listen", "127.0.0.1:0", "--threads", "1"])
-        .args(["--service-time", service_time, "--exit-after", "120s"])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -170,7 +174,7 @@ fn an_interrupted_find_max_reports_what_it_found_so_far() {
     let mut stdout = child.stdout.take().unwrap();
     let mut child = Guard(child);
     let mut line = String::new();
-    while !line.starts_with("step 1:") {
+    while !line.starts_with("step 1: offered") {
         line.clear();
         assert!(stderr.read_line(&mut line).unwrap() > 0, "no step line");
     }
@@ -230,5 +234,37 @@ fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
     assert!(
         page.contains("<table>") && page.matches("<svg").count() == 3,
         "{page}"
+    );
+}
+
+#[test]
+fn a_server_that_stops_accepting_connections_ends_the_search_with_what_it_measured() {
+    // The server leaves 2 s after its start: during or after the first 1 s step.
+    let (_server, port) = server(&["--exit-after", "2s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("gone.json");
+    let out = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(60))
+        .args(["find-max", &format!("http://127.0.0.1:{port}/")])
+        .args([
+            "--slo",
+            "p99 < 1s",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "0s",
+        ])
+        .args(["-t", "1", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r = read_json(&json);
+    assert_eq!(r["result"]["end"], "unreachable", "{stdout}");
+    assert!(!r["steps"].as_array().unwrap().is_empty());
+    assert!(
+        stdout.contains("verdict: the server stopped accepting connections at "),
+        "{stdout}"
     );
 }

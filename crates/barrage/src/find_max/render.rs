@@ -110,11 +110,20 @@ impl Record {
         let max_ok = search.best_pass();
         let bad = search.first_fail();
         let limit = search.generator_limit().map(|(r, w)| (r, w.to_string()));
+        let last = search.steps.last().map(|(r, v)| match v {
+            Verdict::Fail(w) => (*r, w.clone()),
+            _ => (*r, String::new()),
+        });
         let why = match (&end, &limit) {
             (End::GeneratorLimit, Some((_, w))) => Some(w.clone()),
+            (End::Unreachable, _) => last.as_ref().map(|(_, w)| w.clone()),
             _ => bad.map(|(_, w)| w.to_string()),
         };
-        let verdict = verdict(&end, max_ok, bad, limit.as_ref(), bounds);
+        let cut = match end {
+            End::Unreachable => last.as_ref(),
+            _ => limit.as_ref(),
+        };
+        let verdict = verdict(&end, max_ok, bad, cut, bounds);
         Record {
             schema: SCHEMA,
             command_line,
@@ -182,6 +191,15 @@ fn verdict(
             rate(super::search::MIN_RATE),
             bad.map(broke).unwrap_or_default()
         ),
+        End::Unreachable => {
+            let (r, why) = limit.map_or((0.0, ""), |(r, w)| (*r, w.as_str()));
+            format!(
+                "the server stopped accepting connections at {}: {why}; before that {} met \
+                 every SLO",
+                rate(r),
+                ok_s
+            )
+        }
         End::Interrupted => format!(
             "interrupted: so far {} met every SLO{}",
             ok_s,

@@ -53,6 +53,9 @@ pub struct Measured {
     pub late_s: usize,
     pub seconds: usize,
     pub lag_us_max: u64,
+    /// Connections the server refused, reset or closed in the step: messages that could not be
+    /// sent on them are the server's doing, not barrage's.
+    pub connection_errors: u64,
 }
 
 /// A step's judgement.
@@ -82,7 +85,7 @@ pub fn judge(m: &Measured) -> Verdict {
         m.seconds,
         m.lag_us_max as f64 / 1e3
     );
-    if m.late_s > 0 && m.sent < ACHIEVED_SHARE * m.offered {
+    if m.late_s > 0 && m.connection_errors == 0 && m.sent < ACHIEVED_SHARE * m.offered {
         return Verdict::GeneratorLimit(format!(
             "it sent {:.0}/s of {:.0}/s offered; {late}",
             m.sent, m.offered
@@ -124,6 +127,8 @@ pub enum End {
     NothingPassed,
     /// Stopped by a signal: what was found so far.
     Interrupted,
+    /// The server stopped accepting connections (after earlier steps had measured it).
+    Unreachable,
 }
 
 /// What the search says next.
@@ -253,6 +258,7 @@ mod tests {
             late_s: 0,
             seconds: 10,
             lag_us_max: 0,
+            connection_errors: 0,
         }
     }
 
@@ -386,12 +392,19 @@ mod tests {
             late_s: 1,
             seconds: 4,
             lag_us_max: 15_000,
+            connection_errors: 0,
         };
         assert!(matches!(judge(&m), Verdict::Fail(w) if w.contains("700/s of 1000/s")));
         let m = Measured { sent: 700.0, ..m };
         assert!(
             matches!(judge(&m), Verdict::GeneratorLimit(w) if w.contains("sent 700/s of 1000/s"))
         );
+        // Unless the server broke the connections it could not send on.
+        let broken = Measured {
+            connection_errors: 3,
+            ..m.clone()
+        };
+        assert!(matches!(judge(&broken), Verdict::Fail(w) if w.contains("700/s of 1000/s")));
         let m = Measured {
             achieved: 950.0,
             sent: 1_000.0,
