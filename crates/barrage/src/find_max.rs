@@ -137,8 +137,8 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
             "compare saved step results with barrage compare",
         ),
         (
-            !r.monitor.is_empty() || r.spawn.is_some(),
-            "--monitor/--spawn",
+            !r.monitor.is_empty() || r.spawn.is_some() || r.recovery.is_some(),
+            "--monitor/--spawn/--recovery",
             "not supported by find-max yet; SLOs use client figures",
         ),
     ];

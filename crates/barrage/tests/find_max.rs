@@ -103,6 +103,14 @@ fn find_max_refuses_bad_input_with_one_line_naming_the_flag() {
             "--start-rate",
         ),
         (&["--slo", "p99 < 20ms", "--report", "out.txt"], "--report"),
+        (
+            &["--slo", "p99 < 20ms", "--spawn", "true"],
+            "--monitor/--spawn",
+        ),
+        (
+            &["--slo", "p99 < 20ms", "--threshold", "p99 < 1s"],
+            "--threshold",
+        ),
     ];
     for (args, flag) in cases {
         let out = assert_cmd::Command::new(bin())
