@@ -13,6 +13,7 @@ mod cli;
 mod compare;
 mod config;
 mod demo;
+mod find_max;
 mod live;
 mod outfile;
 mod output;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => compare::compare(a),
         Command::Validate(a) => validate::validate(a),
+        Command::FindMax(a) => find_max::find_max(a, argv.clone()),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
