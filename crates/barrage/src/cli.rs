@@ -66,6 +66,26 @@ doubles from --start-rate until a step breaks an SLO, then bisects. Run flags (-
 --timeout, ...) apply to every step. --json FILE records every step; --report FILE.md|.html.\n\
 Exit codes: 0 searched, 1 failed (e.g. nothing could connect), 2 bad usage, 3 no rate met the\n\
 SLOs, 130 interrupted (what was found so far is still reported).")]
+// Run flags the search sets or does not support stay parsed (a clear error names them) but
+// out of the help.
+#[command(
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("warmup", |a| a.hide(true)),
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("interval", |a| a.hide(true)),
+    mut_arg("think", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true)),
+    mut_arg("baseline", |a| a.hide(true)),
+    mut_arg("max_regression", |a| a.hide(true)),
+    mut_arg("noise_floor", |a| a.hide(true)),
+    mut_arg("monitor", |a| a.hide(true)),
+    mut_arg("spawn", |a| a.hide(true)),
+    mut_arg("monitor_interval", |a| a.hide(true)),
+    mut_arg("recovery", |a| a.hide(true)),
+    mut_arg("no_tui", |a| a.hide(true)),
+    mut_arg("pipeline", |a| a.hide(true))
+)]
 pub struct FindMaxArgs {
     /// A limit every step must meet, in the --threshold grammar, e.g. 'p99 < 20ms',
     /// 'errors.rate < 0.1%' (repeatable, at least one)
