@@ -23,6 +23,9 @@ use std::time::Duration;
 /// The most users one scenario may declare (the engine holds a few hundred bytes per user).
 pub const MAX_USERS: u64 = 10_000_000;
 
+/// The longest arrival a scenario may plan (the last user's arrival time).
+pub const MAX_ARRIVALS: Duration = Duration::from_secs(30 * 86_400);
+
 /// What kind of target the steps talk to: it decides which step keys make sense.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -378,6 +381,14 @@ fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> 
                 Shape::Stages(v)
             }
         };
+    // A rate like 1e-9/s is a valid rate but not a run anyone waits for.
+    match shape.arrival(users - 1) {
+        Some(last) if last <= MAX_ARRIVALS => {}
+        _ if shape.capacity().is_some_and(|c| c < users) => {}
+        _ => {
+            return Err(cx.err(a.line, "users.arrive", format!("the last of {users} users would arrive after more than 30 days; raise the rate")));
+        }
+    }
     if let Some(cap) = shape.capacity() {
         if cap < users {
             return Err(cx.err(

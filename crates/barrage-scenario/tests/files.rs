@@ -154,6 +154,11 @@ fn preflight_of_limits() {
         toml(&many),
         "t.toml:6: steps[0].every: every 1ns for 1000 users is",
     );
+    let slow = format!("{HEAD}[[steps]]\nsend = \"x\"\n").replace("\"5/s\"", "\"1e-300/s\"");
+    refused(
+        toml(&slow),
+        "t.toml:4: users.arrive: the last of 10 users would arrive after more than 30 days",
+    );
     refused(
         toml(&format!("{HEAD}[[steps]]\nrepeat = 0\nsend = \"x\"\n")),
         "t.toml:6: steps[0].repeat: 0; give 1 to 1000000000",
