@@ -373,9 +373,9 @@ fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> 
                 let mut v = Vec::with_capacity(st.len());
                 for (i, s) in st.iter().enumerate() {
                     let r = units::rate(&s.rate)
-                        .map_err(|e| cx.err(a.line, format!("users.arrive[{i}].rate"), e))?;
+                        .map_err(|e| cx.err(s.rate.line, format!("users.arrive[{i}].rate"), e))?;
                     let d = units::positive_duration(&s.for_)
-                        .map_err(|e| cx.err(a.line, format!("users.arrive[{i}].for"), e))?;
+                        .map_err(|e| cx.err(s.for_.line, format!("users.arrive[{i}].for"), e))?;
                     v.push((r, d));
                 }
                 Shape::Stages(v)

@@ -452,3 +452,41 @@ fn files_themselves() {
     let e = load(&p).unwrap_err().to_string();
     assert!(e.contains("s.toml:") && !e.contains('\n'), "{e}");
 }
+
+#[test]
+fn yaml_errors_in_nested_values_name_their_line() {
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive:\n    - rate: 5/s\n      for: 1s\n    - rate: 5/s\n      for: soon\nsteps:\n  - send: x\n";
+    refused(
+        yaml(y),
+        "t.yaml:8: users.arrive[1].for: 'soon' is not a duration",
+    );
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive: 5/s\nsteps:\n  - send: x\n    capture:\n      sid:\n        regex: 'no group'\n  - send: \"{sid}\"\n";
+    refused(
+        yaml(y),
+        "t.yaml:9: steps[0].capture.sid: 'no group' has 0 groups",
+    );
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive: 5/s\nsteps:\n  - send: x\n    expect:\n      json: /a\n      eqals: 1\n";
+    refused(
+        yaml(y),
+        "t.yaml:9: steps[0].expect.eqals: unknown field `eqals`",
+    );
+}
+
+/// Whatever is cut off a good file, loading it answers (Ok or one error line), never panics.
+#[test]
+fn truncated_files_never_panic() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in ["chat.toml", "engineio.yaml", "http-flow.toml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let format = Format::of(Path::new(name)).unwrap();
+        for end in (0..text.len()).filter(|&i| text.is_char_boundary(i)) {
+            if let Err(e) = load_str(name, &text[..end], format, &dir) {
+                let line = e.to_string();
+                assert!(
+                    !line.contains('\n') && line.starts_with(name),
+                    "{name}[..{end}]: {line}"
+                );
+            }
+        }
+    }
+}
