@@ -100,6 +100,7 @@ pub(super) fn check_all(
         }
     }
     w.list(&file.leave, "leave", Part::Leave, false)?;
+    w.defs.sort_by_key(|d| d.line);
     if let Some(d) = w.defs.iter().find(|d| !d.used) {
         return Err(cx.err(
             d.line,
@@ -110,7 +111,6 @@ pub(super) fn check_all(
             ),
         ));
     }
-    w.defs.sort_by_key(|d| d.line);
     Ok(Walk {
         count: w.count,
         named: w.named.into_iter().map(|(n, _)| n).collect(),
@@ -148,77 +148,9 @@ impl W<'_> {
             Part::Leave => self.count.leave += 1,
             _ => self.count.steps += 1,
         }
-        let kinds: Vec<&str> = [
-            ("send", s.send.is_some()),
-            ("path", s.path.is_some()),
-            ("pause", s.pause.is_some()),
-            ("think", s.think.is_some()),
-            ("steps", !s.steps.is_empty()),
-        ]
-        .into_iter()
-        .filter_map(|(k, on)| on.then_some(k))
-        .collect();
-        let kind = match kinds.as_slice() {
-            [k] => *k,
-            [] => {
-                return Err(cx.err(
-                    s.line,
-                    key,
-                    "a step needs one of send, path (HTTP), pause, think, or a block of steps",
-                ))
-            }
-            [a, b, ..] => {
-                return Err(cx.err(
-                    s.line,
-                    key,
-                    format!("a step does one thing: found {a} and {b}; split it into two steps"),
-                ))
-            }
-        };
+        let kind = self.kind(s, key)?;
         self.name(&s.name, key)?;
-        let exchange = matches!(kind, "send" | "path");
-        // Keys that only make sense with some kinds.
-        let http_keys = [
-            ("method", s.method.as_ref().map(|v| v.line)),
-            ("body", s.body.as_ref().map(|v| v.line)),
-            ("status", s.status.as_ref().map(|v| v.line)),
-            ("headers", s.headers.first().map(|v| v.line)),
-        ];
-        for (k, line) in http_keys {
-            if let (Some(line), false) = (line, kind == "path") {
-                return Err(cx.err(
-                    line,
-                    format!("{key}.{k}"),
-                    "HTTP request keys go with path = \"/...\"",
-                ));
-            }
-        }
-        if !exchange {
-            let reply_keys = [
-                ("expect", s.expect.as_ref().map(|v| v.line)),
-                ("capture", s.capture.values().next().map(|v| v.line)),
-                ("timeout", s.timeout.as_ref().map(|v| v.line)),
-            ];
-            for (k, line) in reply_keys {
-                if let Some(line) = line {
-                    return Err(cx.err(
-                        line,
-                        format!("{key}.{k}"),
-                        format!("a {kind} step has no reply; put {k} on a send or request step"),
-                    ));
-                }
-            }
-        }
-        if matches!(kind, "pause" | "think") {
-            if let Some(e) = s
-                .every
-                .as_ref()
-                .map(|v| v.line)
-                .or(s.repeat.as_ref().map(|v| v.line))
-            {
-                return Err(cx.err(e, key, format!("a {kind} step cannot repeat; put it in a block: steps = [...] with repeat or every")));
-            }
-        }
+        self.keys_fit(s, key, kind)?;
         match kind {
             "send" => {
                 if self.target == TargetKind::Http {
@@ -283,6 +215,83 @@ impl W<'_> {
         if kind == "steps" {
             let endless_ok = false;
             self.list(&s.steps, &format!("{key}.steps"), part, endless_ok)?;
+        }
+        Ok(())
+    }
+
+    /// The one thing a step does: send, path, pause, think or steps.
+    fn kind(&self, s: &At<Step>, key: &str) -> Result<&'static str, ScenarioError> {
+        let cx = self.cx;
+        let kinds: Vec<&'static str> = [
+            ("send", s.send.is_some()),
+            ("path", s.path.is_some()),
+            ("pause", s.pause.is_some()),
+            ("think", s.think.is_some()),
+            ("steps", !s.steps.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(k, on)| on.then_some(k))
+        .collect();
+        match kinds.as_slice() {
+            [k] => Ok(*k),
+            [] => Err(cx.err(
+                s.line,
+                key,
+                "a step needs one of send, path (HTTP), pause, think, or a block of steps",
+            )),
+            [a, b, ..] => Err(cx.err(
+                s.line,
+                key,
+                format!("a step does one thing: found {a} and {b}; split it into two steps"),
+            )),
+        }
+    }
+
+    /// Keys that only make sense with some kinds of step: HTTP keys with `path`, reply keys
+    /// with an exchange, repetition not on a lone pause or think.
+    fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> R {
+        let cx = self.cx;
+        let exchange = matches!(kind, "send" | "path");
+        let http_keys = [
+            ("method", s.method.as_ref().map(|v| v.line)),
+            ("body", s.body.as_ref().map(|v| v.line)),
+            ("status", s.status.as_ref().map(|v| v.line)),
+            ("headers", s.headers.first().map(|v| v.line)),
+        ];
+        for (k, line) in http_keys {
+            if let (Some(line), false) = (line, kind == "path") {
+                return Err(cx.err(
+                    line,
+                    format!("{key}.{k}"),
+                    "HTTP request keys go with path = \"/...\"",
+                ));
+            }
+        }
+        if !exchange {
+            let reply_keys = [
+                ("expect", s.expect.as_ref().map(|v| v.line)),
+                ("capture", s.capture.values().next().map(|v| v.line)),
+                ("timeout", s.timeout.as_ref().map(|v| v.line)),
+            ];
+            for (k, line) in reply_keys {
+                if let Some(line) = line {
+                    return Err(cx.err(
+                        line,
+                        format!("{key}.{k}"),
+                        format!("a {kind} step has no reply; put {k} on a send or request step"),
+                    ));
+                }
+            }
+        }
+        if matches!(kind, "pause" | "think") {
+            if let Some(e) = s
+                .every
+                .as_ref()
+                .map(|v| v.line)
+                .or(s.repeat.as_ref().map(|v| v.line))
+            {
+                return Err(cx.err(e, key, format!("a {kind} step cannot repeat; put it in a block: steps = [...] with repeat or every")));
+            }
         }
         Ok(())
     }
