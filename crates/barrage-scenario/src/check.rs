@@ -9,12 +9,15 @@
 //! use is known at the end of the pass.
 
 mod locate;
+mod settings;
 mod steps;
+mod values;
 
 pub(crate) use locate::key_at;
+use settings::{framing, header, protocol, run};
 
 use crate::at::At;
-use crate::model::{Arrive, File, Protocol, Run};
+use crate::model::{Arrive, File};
 use crate::shape::Shape;
 use crate::{data, units, ScenarioError};
 use std::path::{Path, PathBuf};
@@ -22,6 +25,9 @@ use std::time::Duration;
 
 /// The most users one scenario may declare (the engine holds a few hundred bytes per user).
 pub const MAX_USERS: u64 = 10_000_000;
+
+/// The longest arrival a scenario may plan (the last user's arrival time).
+pub const MAX_ARRIVALS: Duration = Duration::from_secs(30 * 86_400);
 
 /// What kind of target the steps talk to: it decides which step keys make sense.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,102 +265,6 @@ fn target_kind(cx: &Cx, t: &At<String>) -> Result<TargetKind, ScenarioError> {
     Ok(kind)
 }
 
-/// `--expect`'s grammar: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none.
-pub(crate) fn framing(s: &str) -> Result<(), String> {
-    let ok = match s.trim() {
-        "echo" | "line" | "none" => true,
-        t if t.starts_with("bytes:") => t[6..].parse::<u64>().is_ok_and(|n| n > 0),
-        t if t.starts_with("delim:") => t.len() > 6,
-        "len:u16be" | "len:u16le" | "len:u32be" | "len:u32le" => true,
-        _ => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "'{s}' is not a framing; use echo, line, none, bytes:N, delim:TEXT or len:u16be|u16le|u32be|u32le"
-        ))
-    }
-}
-
-fn protocol(cx: &Cx, p: &Protocol, target: TargetKind) -> Result<(), ScenarioError> {
-    if let Some(f) = &p.framing {
-        framing(f).map_err(|e| cx.err(f.line, "protocol.framing", e))?;
-        if target == TargetKind::Http
-            || (target == TargetKind::Ws && !matches!(f.trim(), "echo" | "none"))
-        {
-            return Err(cx.err(
-                f.line,
-                "protocol.framing",
-                "framing applies to tcp:// (ws://: echo or none); HTTP frames its own replies",
-            ));
-        }
-    }
-    for (i, h) in p.headers.iter().enumerate() {
-        header(cx, h, &format!("protocol.headers[{i}]"))?;
-        if !matches!(target, TargetKind::Http | TargetKind::Ws) {
-            return Err(cx.err(
-                h.line,
-                format!("protocol.headers[{i}]"),
-                "headers apply to http:// and ws:// targets",
-            ));
-        }
-    }
-    if let Some(s) = &p.subprotocol {
-        if target != TargetKind::Ws || s.trim().is_empty() {
-            return Err(cx.err(
-                s.line,
-                "protocol.subprotocol",
-                "a WebSocket subprotocol name, for ws:// and wss:// targets",
-            ));
-        }
-    }
-    if p.binary.is_some() && target != TargetKind::Ws {
-        return Err(cx.err(
-            0,
-            "protocol.binary",
-            "binary applies to ws:// and wss:// targets",
-        ));
-    }
-    if p.resp3.is_some() && target != TargetKind::Kv {
-        return Err(cx.err(0, "protocol.resp3", "resp3 applies to redis:// targets"));
-    }
-    if let Some(c) = &p.cacert {
-        if !cx.path(c).is_file() {
-            return Err(cx.err(
-                c.line,
-                "protocol.cacert",
-                format!(
-                    "{} is not a file (paths are relative to the scenario file)",
-                    c.value
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A header line `Name: value` with a token name.
-pub(crate) fn header(cx: &Cx, h: &At<String>, key: &str) -> Result<(), ScenarioError> {
-    let ok = h.split_once(':').is_some_and(|(n, _)| {
-        !n.is_empty()
-            && n.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-    }) && !h.contains(['\r', '\n']);
-    if ok {
-        Ok(())
-    } else {
-        Err(cx.err(
-            h.line,
-            key,
-            format!(
-                "'{}' is not a header; write 'Name: value' on one line",
-                h.escape_debug()
-            ),
-        ))
-    }
-}
-
 fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> {
     let shape =
         match &a.value {
@@ -370,14 +280,22 @@ fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> 
                 let mut v = Vec::with_capacity(st.len());
                 for (i, s) in st.iter().enumerate() {
                     let r = units::rate(&s.rate)
-                        .map_err(|e| cx.err(a.line, format!("users.arrive[{i}].rate"), e))?;
+                        .map_err(|e| cx.err(s.rate.line, format!("users.arrive[{i}].rate"), e))?;
                     let d = units::positive_duration(&s.for_)
-                        .map_err(|e| cx.err(a.line, format!("users.arrive[{i}].for"), e))?;
+                        .map_err(|e| cx.err(s.for_.line, format!("users.arrive[{i}].for"), e))?;
                     v.push((r, d));
                 }
                 Shape::Stages(v)
             }
         };
+    // A rate like 1e-9/s is a valid rate but not a run anyone waits for.
+    match shape.arrival(users - 1) {
+        Some(last) if last <= MAX_ARRIVALS => {}
+        _ if shape.capacity().is_some_and(|c| c < users) => {}
+        _ => {
+            return Err(cx.err(a.line, "users.arrive", format!("the last of {users} users would arrive after more than 30 days; raise the rate")));
+        }
+    }
     if let Some(cap) = shape.capacity() {
         if cap < users {
             return Err(cx.err(
@@ -388,100 +306,4 @@ fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> 
         }
     }
     Ok(shape)
-}
-
-fn run(
-    cx: &Cx,
-    r: &At<Run>,
-    named: &[String],
-    shape: &Shape,
-    users: u64,
-) -> Result<(), ScenarioError> {
-    if let Some(d) = &r.duration {
-        let len = cx.duration(d, "run.duration", true)?;
-        if let Some(last) = shape.arrival(users - 1) {
-            if last >= len {
-                return Err(cx.err(
-                    d.line,
-                    "run.duration",
-                    format!("{} ends before the last of {users} users arrives (at {}); raise it or lower users.count", d.value, secs(last)),
-                ));
-            }
-        }
-    }
-    if let Some(w) = &r.warmup {
-        cx.duration(w, "run.warmup", false)?;
-    }
-    for (v, k) in [
-        (&r.timeout, "run.timeout"),
-        (&r.connect_timeout, "run.connect_timeout"),
-    ] {
-        if let Some(v) = v {
-            cx.duration(v, k, true)?;
-        }
-    }
-    if let Some(rec) = &r.recovery {
-        cx.duration(rec, "run.recovery", false)?;
-    }
-    if let Some(t) = &r.threads {
-        if !(1..=4096).contains(&t.value) {
-            return Err(cx.err(
-                t.line,
-                "run.threads",
-                format!("{} threads; give 1 to 4096", t.value),
-            ));
-        }
-    }
-    for (i, t) in r.thresholds.iter().enumerate() {
-        let key = format!("run.thresholds[{i}]");
-        if t.trim().is_empty() {
-            return Err(cx.err(
-                t.line,
-                key,
-                "empty; write e.g. 'p99 < 20ms' or 'steps.join.p99 < 1s'",
-            ));
-        }
-        if let Some(rest) = t.trim().strip_prefix("steps.") {
-            let step = rest.split('.').next().unwrap_or("");
-            if !named.iter().any(|n| n == step) {
-                let known = if named.is_empty() {
-                    "none".to_string()
-                } else {
-                    named.join(", ")
-                };
-                return Err(cx.err(t.line, key, format!("'{step}' is not a named step (named steps: {known}); name one with name = \"{step}\"")));
-            }
-        }
-    }
-    for (i, m) in r.monitor.iter().enumerate() {
-        if m.trim() != "auto" && !m.trim().parse::<u32>().is_ok_and(|p| p > 0) {
-            return Err(cx.err(
-                m.line,
-                format!("run.monitor[{i}]"),
-                format!("'{}': give a PID or \"auto\"", m.value),
-            ));
-        }
-    }
-    let nonempty = [
-        (&r.json, "run.json"),
-        (&r.report, "run.report"),
-        (&r.spawn, "run.spawn"),
-    ];
-    for (v, k) in nonempty {
-        if let Some(v) = v {
-            if v.trim().is_empty() {
-                return Err(cx.err(v.line, k, "empty; remove the key or give a value"));
-            }
-        }
-    }
-    for (i, n) in r.redact.iter().enumerate() {
-        if n.trim().is_empty() {
-            return Err(cx.err(
-                n.line,
-                format!("run.redact[{i}]"),
-                "empty; give a header or query-parameter name",
-            ));
-        }
-    }
-    Ok(())
 }

@@ -88,10 +88,10 @@ pub enum Arrive {
 #[serde(deny_unknown_fields)]
 pub struct Stage {
     /// Users per second during this stage, e.g. "10/s".
-    pub rate: String,
+    pub rate: At<String>,
     /// How long the stage lasts, e.g. "1m".
     #[serde(rename = "for")]
-    pub for_: String,
+    pub for_: At<String>,
 }
 
 /// One step of a user's list. A step does one thing: `send` (with an optional `expect` and

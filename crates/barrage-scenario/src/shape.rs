@@ -19,17 +19,17 @@ pub enum Shape {
 
 impl Shape {
     /// When user `g` (0-based) arrives, from the start of the load; `None` if the stages end
-    /// before it.
+    /// before it (or the time is beyond what a `Duration` holds).
     pub fn arrival(&self, g: u64) -> Option<Duration> {
         let g = g as f64;
         match self {
-            Shape::Rate(r) => Some(Duration::from_secs_f64(g / r)),
+            Shape::Rate(r) => Duration::try_from_secs_f64(g / r).ok(),
             Shape::Stages(stages) => {
                 let (mut t, mut a) = (0.0f64, 0.0f64);
                 for &(r, d) in stages {
                     let end = a + r * d.as_secs_f64();
                     if g < end {
-                        return Some(Duration::from_secs_f64(t + (g - a) / r));
+                        return Duration::try_from_secs_f64(t + (g - a) / r).ok();
                     }
                     t += d.as_secs_f64();
                     a = end;

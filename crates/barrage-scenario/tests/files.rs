@@ -154,6 +154,11 @@ fn preflight_of_limits() {
         toml(&many),
         "t.toml:6: steps[0].every: every 1ns for 1000 users is",
     );
+    let slow = format!("{HEAD}[[steps]]\nsend = \"x\"\n").replace("\"5/s\"", "\"1e-300/s\"");
+    refused(
+        toml(&slow),
+        "t.toml:4: users.arrive: the last of 10 users would arrive after more than 30 days",
+    );
     refused(
         toml(&format!("{HEAD}[[steps]]\nrepeat = 0\nsend = \"x\"\n")),
         "t.toml:6: steps[0].repeat: 0; give 1 to 1000000000",
@@ -446,4 +451,82 @@ fn files_themselves() {
     std::fs::write(&p, "target = [\n").unwrap();
     let e = load(&p).unwrap_err().to_string();
     assert!(e.contains("s.toml:") && !e.contains('\n'), "{e}");
+}
+
+#[test]
+fn yaml_errors_in_nested_values_name_their_line() {
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive:\n    - rate: 5/s\n      for: 1s\n    - rate: 5/s\n      for: soon\nsteps:\n  - send: x\n";
+    refused(
+        yaml(y),
+        "t.yaml:8: users.arrive[1].for: 'soon' is not a duration",
+    );
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive: 5/s\nsteps:\n  - send: x\n    capture:\n      sid:\n        regex: 'no group'\n  - send: \"{sid}\"\n";
+    refused(
+        yaml(y),
+        "t.yaml:9: steps[0].capture.sid: 'no group' has 0 groups",
+    );
+    let y = "target: tcp://a:1\nusers:\n  count: 10\n  arrive: 5/s\nsteps:\n  - send: x\n    expect:\n      json: /a\n      eqals: 1\n";
+    refused(
+        yaml(y),
+        "t.yaml:9: steps[0].expect.eqals: unknown field `eqals`",
+    );
+}
+
+/// Whatever is cut off a good file, loading it answers (Ok or one error line), never panics.
+#[test]
+fn truncated_files_never_panic() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in ["chat.toml", "engineio.yaml", "http-flow.toml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let format = Format::of(Path::new(name)).unwrap();
+        for end in (0..text.len()).filter(|&i| text.is_char_boundary(i)) {
+            if let Err(e) = load_str(name, &text[..end], format, &dir) {
+                let line = e.to_string();
+                assert!(
+                    !line.contains('\n') && line.starts_with(name),
+                    "{name}[..{end}]: {line}"
+                );
+            }
+        }
+    }
+}
+
+/// Lines dropped or doubled and characters replaced by syntax characters, in every example:
+/// loading answers Ok or one error line naming the file, never a panic (deterministic).
+#[test]
+fn mutated_files_never_panic() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let check = |name: &str, text: &str| {
+        let format = Format::of(Path::new(name)).unwrap();
+        if let Err(e) = load_str(name, text, format, &dir) {
+            let line = e.to_string();
+            assert!(
+                !line.contains('\n') && line.starts_with(name),
+                "{line}\n--- from:\n{text}"
+            );
+        }
+    };
+    for name in [
+        "chat.toml",
+        "engineio.yaml",
+        "http-flow.toml",
+        "routes.toml",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for i in 0..lines.len() {
+            let mut v = lines.clone();
+            v.remove(i);
+            check(name, &v.join("\n"));
+            let mut v = lines.clone();
+            v.insert(i, lines[i]);
+            check(name, &v.join("\n"));
+        }
+        let chars: Vec<char> = text.chars().collect();
+        for (k, i) in (0..chars.len()).step_by(5).enumerate() {
+            let mut v = chars.clone();
+            v[i] = ['[', '"', '=', ':', '-', '{', '\n', '0', '&', '*', ' '][k % 11];
+            check(name, &v.iter().collect::<String>());
+        }
+    }
 }

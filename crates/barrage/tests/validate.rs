@@ -99,3 +99,16 @@ fn validate_missing_or_unknown_kind_of_file() {
     let out = barrage().arg("validate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn run_with_a_scenario_file_points_to_validate() {
+    let chat = examples().join("chat.toml");
+    let out = barrage().arg("run").arg(&chat).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is a scenario file") && err.contains("barrage validate"),
+        "{err}"
+    );
+}

@@ -6,10 +6,12 @@
 //! capture from an `on` rule (which may fire at any time) to that rule's own reply and to
 //! `leave` steps, since nothing orders it with the step list.
 
+mod refs;
+
+use super::values::{pointer, regex, status, think};
 use super::{framing, header, Cx, StepCount, TargetKind};
 use crate::at::At;
-use crate::model::{Capture, Expect, File, Match, Step};
-use crate::vars::{self, Ref};
+use crate::model::{Expect, File, Match, Step};
 use crate::{data, units, ScenarioError};
 
 pub(super) struct Walk {
@@ -98,6 +100,7 @@ pub(super) fn check_all(
         }
     }
     w.list(&file.leave, "leave", Part::Leave, false)?;
+    w.defs.sort_by_key(|d| d.line);
     if let Some(d) = w.defs.iter().find(|d| !d.used) {
         return Err(cx.err(
             d.line,
@@ -108,7 +111,6 @@ pub(super) fn check_all(
             ),
         ));
     }
-    w.defs.sort_by_key(|d| d.line);
     Ok(Walk {
         count: w.count,
         named: w.named.into_iter().map(|(n, _)| n).collect(),
@@ -146,77 +148,9 @@ impl W<'_> {
             Part::Leave => self.count.leave += 1,
             _ => self.count.steps += 1,
         }
-        let kinds: Vec<&str> = [
-            ("send", s.send.is_some()),
-            ("path", s.path.is_some()),
-            ("pause", s.pause.is_some()),
-            ("think", s.think.is_some()),
-            ("steps", !s.steps.is_empty()),
-        ]
-        .into_iter()
-        .filter_map(|(k, on)| on.then_some(k))
-        .collect();
-        let kind = match kinds.as_slice() {
-            [k] => *k,
-            [] => {
-                return Err(cx.err(
-                    s.line,
-                    key,
-                    "a step needs one of send, path (HTTP), pause, think, or a block of steps",
-                ))
-            }
-            [a, b, ..] => {
-                return Err(cx.err(
-                    s.line,
-                    key,
-                    format!("a step does one thing: found {a} and {b}; split it into two steps"),
-                ))
-            }
-        };
+        let kind = self.kind(s, key)?;
         self.name(&s.name, key)?;
-        let exchange = matches!(kind, "send" | "path");
-        // Keys that only make sense with some kinds.
-        let http_keys = [
-            ("method", s.method.as_ref().map(|v| v.line)),
-            ("body", s.body.as_ref().map(|v| v.line)),
-            ("status", s.status.as_ref().map(|v| v.line)),
-            ("headers", s.headers.first().map(|v| v.line)),
-        ];
-        for (k, line) in http_keys {
-            if let (Some(line), false) = (line, kind == "path") {
-                return Err(cx.err(
-                    line,
-                    format!("{key}.{k}"),
-                    "HTTP request keys go with path = \"/...\"",
-                ));
-            }
-        }
-        if !exchange {
-            let reply_keys = [
-                ("expect", s.expect.as_ref().map(|v| v.line)),
-                ("capture", s.capture.values().next().map(|v| v.line)),
-                ("timeout", s.timeout.as_ref().map(|v| v.line)),
-            ];
-            for (k, line) in reply_keys {
-                if let Some(line) = line {
-                    return Err(cx.err(
-                        line,
-                        format!("{key}.{k}"),
-                        format!("a {kind} step has no reply; put {k} on a send or request step"),
-                    ));
-                }
-            }
-        }
-        if matches!(kind, "pause" | "think") {
-            if let Some(e) = s
-                .every
-                .as_ref()
-                .map(|v| v.line)
-                .or(s.repeat.as_ref().map(|v| v.line))
-            {
-                return Err(cx.err(e, key, format!("a {kind} step cannot repeat; put it in a block: steps = [...] with repeat or every")));
-            }
-        }
+        self.keys_fit(s, key, kind)?;
         match kind {
             "send" => {
                 if self.target == TargetKind::Http {
@@ -281,6 +215,83 @@ impl W<'_> {
         if kind == "steps" {
             let endless_ok = false;
             self.list(&s.steps, &format!("{key}.steps"), part, endless_ok)?;
+        }
+        Ok(())
+    }
+
+    /// The one thing a step does: send, path, pause, think or steps.
+    fn kind(&self, s: &At<Step>, key: &str) -> Result<&'static str, ScenarioError> {
+        let cx = self.cx;
+        let kinds: Vec<&'static str> = [
+            ("send", s.send.is_some()),
+            ("path", s.path.is_some()),
+            ("pause", s.pause.is_some()),
+            ("think", s.think.is_some()),
+            ("steps", !s.steps.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(k, on)| on.then_some(k))
+        .collect();
+        match kinds.as_slice() {
+            [k] => Ok(*k),
+            [] => Err(cx.err(
+                s.line,
+                key,
+                "a step needs one of send, path (HTTP), pause, think, or a block of steps",
+            )),
+            [a, b, ..] => Err(cx.err(
+                s.line,
+                key,
+                format!("a step does one thing: found {a} and {b}; split it into two steps"),
+            )),
+        }
+    }
+
+    /// Keys that only make sense with some kinds of step: HTTP keys with `path`, reply keys
+    /// with an exchange, repetition not on a lone pause or think.
+    fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> R {
+        let cx = self.cx;
+        let exchange = matches!(kind, "send" | "path");
+        let http_keys = [
+            ("method", s.method.as_ref().map(|v| v.line)),
+            ("body", s.body.as_ref().map(|v| v.line)),
+            ("status", s.status.as_ref().map(|v| v.line)),
+            ("headers", s.headers.first().map(|v| v.line)),
+        ];
+        for (k, line) in http_keys {
+            if let (Some(line), false) = (line, kind == "path") {
+                return Err(cx.err(
+                    line,
+                    format!("{key}.{k}"),
+                    "HTTP request keys go with path = \"/...\"",
+                ));
+            }
+        }
+        if !exchange {
+            let reply_keys = [
+                ("expect", s.expect.as_ref().map(|v| v.line)),
+                ("capture", s.capture.values().next().map(|v| v.line)),
+                ("timeout", s.timeout.as_ref().map(|v| v.line)),
+            ];
+            for (k, line) in reply_keys {
+                if let Some(line) = line {
+                    return Err(cx.err(
+                        line,
+                        format!("{key}.{k}"),
+                        format!("a {kind} step has no reply; put {k} on a send or request step"),
+                    ));
+                }
+            }
+        }
+        if matches!(kind, "pause" | "think") {
+            if let Some(e) = s
+                .every
+                .as_ref()
+                .map(|v| v.line)
+                .or(s.repeat.as_ref().map(|v| v.line))
+            {
+                return Err(cx.err(e, key, format!("a {kind} step cannot repeat; put it in a block: steps = [...] with repeat or every")));
+            }
         }
         Ok(())
     }
@@ -442,271 +453,5 @@ impl W<'_> {
             }
         }
         Ok(())
-    }
-
-    fn captures(
-        &mut self,
-        caps: &std::collections::BTreeMap<String, At<Capture>>,
-        key: &str,
-        part: Part,
-    ) -> R {
-        for (name, c) in caps {
-            let k = format!("{key}.capture.{name}");
-            if !vars::is_ident(name)
-                || vars::BUILTINS.contains(&name.as_str())
-                || name == "row"
-                || name == "rand"
-                || name == "secret"
-            {
-                return Err(self.cx.err(c.line, k, "a capture name holds letters, digits and _, and is not a built-in (conn, seq, ts_us, user, row, rand, secret)"));
-            }
-            if let Some(d) = self.defs.iter().find(|d| &d.name == name) {
-                return Err(self.cx.err(
-                    c.line,
-                    k,
-                    format!(
-                        "{name} is already captured by {} (line {}); give this one another name",
-                        d.key, d.line
-                    ),
-                ));
-            }
-            capture(c, self.target == TargetKind::Http)
-                .map_err(|e| self.cx.err(c.line, k.clone(), e))?;
-            self.defs.push(Def {
-                name: name.clone(),
-                key: k,
-                line: c.line,
-                used: false,
-                rule: match part {
-                    Part::On(i) => Some(i),
-                    _ => None,
-                },
-            });
-        }
-        Ok(())
-    }
-
-    /// Every placeholder of `t` resolves from where it is used.
-    fn template(&mut self, t: &At<String>, key: &str, part: Part) -> R {
-        let cx = self.cx;
-        for (text, r) in vars::refs(t) {
-            match r {
-                Ref::Builtin | Ref::Secret(_) => {}
-                Ref::Bad(_, why) => return Err(cx.err(t.line, key, format!("{text}: {why}"))),
-                Ref::Row(col) => match self.columns {
-                    None => {
-                        return Err(cx.err(
-                            t.line,
-                            key,
-                            format!("{text} needs users.data = \"FILE.csv\" with a column {col}"),
-                        ))
-                    }
-                    Some(cols) if !cols.iter().any(|c| c == col) => {
-                        return Err(cx.err(
-                            t.line,
-                            key,
-                            format!(
-                                "{text}: users.data has no column {col} (columns: {})",
-                                cols.join(", ")
-                            ),
-                        ))
-                    }
-                    Some(_) => {}
-                },
-                Ref::Capture(name) => {
-                    let visible = |d: &Def| match (part, d.rule) {
-                        (Part::Leave, _) => true,
-                        (Part::Steps, None) => true,
-                        (Part::On(i), Some(j)) => i == j,
-                        _ => false,
-                    };
-                    match self.defs.iter_mut().find(|d| d.name == name) {
-                        Some(d) if visible(d) => d.used = true,
-                        Some(d) => {
-                            return Err(cx.err(t.line, key, format!("{text} is captured by {}, which may not have run yet here (on rules fire at any time); use it in leave steps", d.key)))
-                        }
-                        None => {
-                            let so_far: Vec<&str> = self.defs.iter().filter(|d| visible(d)).map(|d| d.name.as_str()).collect();
-                            let so_far = if so_far.is_empty() { "none".to_string() } else { so_far.join(", ") };
-                            return Err(cx.err(
-                                t.line,
-                                key,
-                                format!("{text} is not defined here (captures so far: {so_far}; built-ins: {{conn}} {{seq}} {{ts_us}} {{user}} {{seq%N}} {{rand%N}} {{secret:NAME}} {{row.COLUMN}})"),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `think`: a duration, or a range `A..B` with A <= B.
-fn think(t: &str) -> Result<(), String> {
-    match t.split_once("..") {
-        None => units::positive_duration(t).map(|_| ()),
-        Some((a, b)) => {
-            let (a, b) = (units::duration(a)?, units::positive_duration(b)?);
-            if a > b {
-                return Err(format!(
-                    "'{t}': the range runs from the shorter to the longer time, e.g. 1s..3s"
-                ));
-            }
-            Ok(())
-        }
-    }
-}
-
-/// `status`: codes (200), classes (2xx), ranges (200-299), separated by commas.
-fn status(s: &str) -> Result<(), String> {
-    let bad = || format!("'{s}' is not a status list; write e.g. 200, 2xx, 200-299 or 200,204");
-    let code = |c: &str| {
-        c.trim()
-            .parse::<u16>()
-            .ok()
-            .filter(|c| (100..=599).contains(c))
-    };
-    for part in s.split(',') {
-        let p = part.trim();
-        let ok = if let Some(d) = p.strip_suffix("xx") {
-            matches!(d, "1" | "2" | "3" | "4" | "5")
-        } else if let Some((a, b)) = p.split_once('-') {
-            matches!((code(a), code(b)), (Some(a), Some(b)) if a <= b)
-        } else {
-            code(p).is_some()
-        };
-        if !ok {
-            return Err(bad());
-        }
-    }
-    Ok(())
-}
-
-/// A JSON pointer (RFC 6901): empty, or `/` then reference tokens (`~0`, `~1` escapes).
-fn pointer(p: &str) -> Result<(), String> {
-    if !p.is_empty() && !p.starts_with('/') {
-        return Err(format!(
-            "'{p}' is not a JSON pointer; write it from the root, e.g. /data/token"
-        ));
-    }
-    let mut chars = p.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err(format!(
-                "'{p}': in a JSON pointer ~ is written ~0 and / inside a name ~1"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn regex(r: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::RegexBuilder::new(r)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| {
-            let first = e
-                .to_string()
-                .lines()
-                .last()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            format!(
-                "'{}' is not a regular expression: {first}",
-                r.escape_debug()
-            )
-        })
-}
-
-/// Exactly one source; its companions (`group`, `field`) only with it.
-fn capture(c: &Capture, http: bool) -> Result<(), String> {
-    let given: Vec<&str> = [
-        ("json", c.json.is_some()),
-        ("regex", c.regex.is_some()),
-        ("split", c.split.is_some()),
-        ("bytes", c.bytes.is_some()),
-        ("header", c.header.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(k, on)| on.then_some(k))
-    .collect();
-    match given.as_slice() {
-        [] => {
-            return Err(
-                "give where the value comes from: json, regex, split (with field), bytes or header"
-                    .into(),
-            )
-        }
-        [_] => {}
-        [a, b, ..] => return Err(format!("give one source, not {a} and {b}")),
-    }
-    if c.group.is_some() && c.regex.is_none() {
-        return Err("group goes with regex".into());
-    }
-    if c.field.is_some() && c.split.is_none() {
-        return Err("field goes with split".into());
-    }
-    if let Some(p) = &c.json {
-        pointer(p)?;
-    }
-    if let Some(r) = &c.regex {
-        let re = regex(r)?;
-        let group = c.group.unwrap_or(1) as usize;
-        if group >= re.captures_len() {
-            return Err(format!(
-                "'{}' has {} groups, so group {group} does not exist; add ( ) around the value",
-                r.escape_debug(),
-                re.captures_len() - 1
-            ));
-        }
-    }
-    if let Some(d) = &c.split {
-        if d.is_empty() {
-            return Err("split needs a delimiter, e.g. split = \",\" with field = 2".into());
-        }
-        if c.field.is_none() {
-            return Err("split needs field = N (0-based)".into());
-        }
-    }
-    if let Some(b) = &c.bytes {
-        let bad =
-            || format!("'{b}' is not a byte range; write START..END (END excluded) or START..");
-        let (a, z) = b.split_once("..").ok_or_else(bad)?;
-        let a: u64 = a.trim().parse().map_err(|_| bad())?;
-        if !z.trim().is_empty() {
-            let z: u64 = z.trim().parse().map_err(|_| bad())?;
-            if z <= a {
-                return Err(format!("'{b}' is empty; END must be above START"));
-            }
-        }
-    }
-    if let Some(h) = &c.header {
-        if !http {
-            return Err("header captures are for http:// targets".into());
-        }
-        if h.trim().is_empty() || h.contains(':') {
-            return Err("header takes a header name, e.g. header = \"X-Session\"".into());
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn value_grammars() {
-        assert!(status("200, 2xx,200-299").is_ok());
-        for bad in ["", "2x", "600", "300-200", "abc"] {
-            assert!(status(bad).is_err(), "{bad}");
-        }
-        assert!(pointer("").is_ok() && pointer("/a/~0b/~1c").is_ok());
-        assert!(pointer("a").is_err() && pointer("/a~2").is_err());
-        assert!(think("1s..3s").is_ok() && think("500ms").is_ok());
-        assert!(think("3s..1s").is_err() && think("0s").is_err());
-        assert!(regex("(").is_err());
     }
 }
