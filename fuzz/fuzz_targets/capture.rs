@@ -9,6 +9,7 @@ use barrage_engine::capture::{Anchor, Capture, Matcher, Pointer, Vars};
 use barrage_engine::message::Fill;
 use barrage_engine::Template;
 use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
 
 fuzz_target!(|data: &[u8]| {
     // The first line (if short) is a pointer; the rest is the reply.
@@ -58,16 +59,27 @@ fn check_captures(reply: &[u8]) {
         let (r, p) = (reply.as_ptr() as usize, v.as_ptr() as usize);
         v.is_empty() || (p >= r && p + v.len() <= r + reply.len())
     };
-    let caps = [
-        Capture::regex(r"(\w+)=(?P<v>[^;\s]*)", Some("v")).unwrap(),
-        Capture::regex(r"\d+", None).unwrap(),
-        Capture::split(b",", 2, Anchor::Whole).unwrap(),
-        Capture::split(b" ", 1, Anchor::Line(2)).unwrap(),
-        Capture::split(b":", 3, Anchor::Prefix(b"X".as_slice().into())).unwrap(),
-        Capture::bytes("2..5").unwrap(),
-        Capture::bytes("3..").unwrap(),
-        Capture::json("/token").unwrap(),
-    ];
+    // Compiled once, as a scenario's are: a regex compile per input would be most of the run.
+    static COMPILED: OnceLock<(Vec<Capture>, Vec<Matcher>)> = OnceLock::new();
+    let (caps, matchers) = COMPILED.get_or_init(|| {
+        let caps = vec![
+            Capture::regex(r"(\w+)=(?P<v>[^;\s]*)", Some("v")).unwrap(),
+            Capture::regex(r"\d+", None).unwrap(),
+            Capture::split(b",", 2, Anchor::Whole).unwrap(),
+            Capture::split(b" ", 1, Anchor::Line(2)).unwrap(),
+            Capture::split(b":", 3, Anchor::Prefix(b"X".as_slice().into())).unwrap(),
+            Capture::bytes("2..5").unwrap(),
+            Capture::bytes("3..").unwrap(),
+            Capture::json("/token").unwrap(),
+        ];
+        let matchers = vec![
+            Matcher::prefix(b"+OK"),
+            Matcher::equals(b"PONG"),
+            Matcher::regex(r"^\{").unwrap(),
+            Matcher::json_text("/status", r#""ok""#).unwrap(),
+        ];
+        (caps, matchers)
+    });
     let mut vars = Vars::new(caps.len());
     for (slot, c) in caps.iter().enumerate() {
         if let Some(barrage_engine::capture::Found::Raw(v)) = c.find(reply) {
@@ -76,12 +88,7 @@ fn check_captures(reply: &[u8]) {
         let hit = vars.capture(slot, c, reply);
         assert_eq!(hit, vars.get(slot).is_some());
     }
-    for m in [
-        Matcher::prefix(b"+OK"),
-        Matcher::equals(b"PONG"),
-        Matcher::regex(r"^\{").unwrap(),
-        Matcher::json_text("/status", r#""ok""#).unwrap(),
-    ] {
+    for m in matchers {
         m.matches(reply);
     }
 }
