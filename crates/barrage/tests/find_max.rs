@@ -6,7 +6,18 @@ mod common;
 use common::{bin, read_json, send_signal, wait_at_most, Guard};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The searches judge barrage's own timeliness: two of them at once on a 2-core machine would
+/// starve each other and rightly end as "barrage was the limit". They take turns.
+static ONE_SEARCH_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_SEARCH_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// `barrage serve http` with one thread and `--service-time`, stopped when the guard drops.
 fn capacity_server(service_time: &str) -> (Guard, u16) {
@@ -36,6 +47,7 @@ fn server(extra: &[&str]) -> (Guard, u16) {
 
 #[test]
 fn find_max_finds_the_known_capacity_of_a_server_and_names_the_broken_slo() {
+    let _turn = one_at_a_time();
     // One thread, 500 µs per request: 2,000 requests per second at most.
     let (_server, port) = capacity_server("500us");
     let dir = tempfile::tempdir().unwrap();
@@ -161,6 +173,7 @@ fn serve_service_time_is_refused_for_servers_other_than_http() {
 
 #[test]
 fn an_interrupted_find_max_reports_what_it_found_so_far() {
+    let _turn = one_at_a_time();
     let (_server, port) = capacity_server("100us");
     let mut child = Command::new(bin())
         .args(["find-max", &format!("http://127.0.0.1:{port}/")])
@@ -199,6 +212,7 @@ fn an_interrupted_find_max_reports_what_it_found_so_far() {
 
 #[test]
 fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
+    let _turn = one_at_a_time();
     let (_server, port) = capacity_server("100us");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("knee.html");
@@ -247,6 +261,7 @@ fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
 
 #[test]
 fn a_server_that_stops_accepting_connections_ends_the_search_with_what_it_measured() {
+    let _turn = one_at_a_time();
     // The server leaves 2 s after its start: during or after the first 1 s step.
     let (_server, port) = server(&["--exit-after", "2s"]);
     let dir = tempfile::tempdir().unwrap();
