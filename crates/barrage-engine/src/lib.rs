@@ -9,19 +9,25 @@
 pub mod classify;
 pub mod clock;
 mod conn;
+pub mod exchange;
 pub mod framing;
 pub mod http;
+pub mod memcache;
 pub mod message;
 pub mod pacer;
 pub mod plan;
 pub mod ports;
+pub mod redis;
 pub mod run;
-mod sinks;
+pub mod script;
+pub mod session;
 mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
-pub use message::{escape, unescape, EscapeError, Template};
-pub use plan::{HttpPlan, Mode, Plan, Protocol, Share, StatusSet, Target, TlsPlan, WsPlan};
+pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
+pub use plan::{
+    HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
+};
 pub use run::{run, End, EngineError, RunOutput};
 pub use worker::classify_tls;

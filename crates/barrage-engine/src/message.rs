@@ -1,8 +1,10 @@
 //! Messages: escape parsing, placeholders and rendering.
 //!
 //! A message is parsed once into a template. Without placeholders it is one pre-built byte
-//! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
-//! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+//! string reused for every send (no work per message); with `{conn}`, `{seq}`, `{ts_us}`,
+//! `{seq%N}` or `{rand%N}` it is rendered into the worker's scratch buffer, which is reused,
+//! so no send allocates. `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same
+//! run renders the same bytes, and no connection carries generator state.
 //!
 //! `{secret:NAME}` is different: it is filled once, at plan time, from the environment
 //! variable NAME ([`fill_secrets`]), before the template is built, so the secret is plain
@@ -123,6 +125,62 @@ enum Piece {
     Conn,
     Seq,
     TsUs,
+    /// `{seq%N}`: seq modulo N (N > 0).
+    SeqMod(u64),
+    /// `{rand%N}`: uniform in 0..N from a hash of (conn, seq).
+    RandMod(u64),
+}
+
+/// A malformed `{seq%N}` or `{rand%N}` placeholder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}': write {{seq%N}} or {{rand%N}} with N a whole number from 1 to 2^64-1")]
+pub struct TemplateError(pub String);
+
+/// splitmix64's finalizer: a bijective mix of 64 bits.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `{rand%n}` for (conn, seq): a value in 0..n, the same for the same inputs (n > 0).
+pub fn rand_mod(conn: u64, seq: u64, n: u64) -> u64 {
+    let h = splitmix64(splitmix64(conn) ^ seq);
+    // Multiply-high instead of `%`: no modulo bias worth the name, no division.
+    ((u128::from(h) * u128::from(n)) >> 64) as u64
+}
+
+/// `{seq%` or `{rand%` at the start of `b`: the placeholder's length and piece, or an error
+/// naming the text when it is malformed; `None` when `b` starts with neither.
+fn modulo_tag(b: &[u8]) -> Option<Result<(usize, Piece), TemplateError>> {
+    let (open, rand) = if b.starts_with(b"{seq%") {
+        (5, false)
+    } else if b.starts_with(b"{rand%") {
+        (6, true)
+    } else {
+        return None;
+    };
+    let digits = b[open..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let end = open + digits;
+    let n = std::str::from_utf8(&b[open..end])
+        .ok()
+        .and_then(|d| d.parse::<u64>().ok())
+        .filter(|n| *n > 0);
+    Some(match (n, b.get(end)) {
+        (Some(n), Some(b'}')) => Ok((
+            end + 1,
+            if rand {
+                Piece::RandMod(n)
+            } else {
+                Piece::SeqMod(n)
+            },
+        )),
+        _ => {
+            let shown = &b[..(end + 1).min(b.len())];
+            Err(TemplateError(String::from_utf8_lossy(shown).into_owned()))
+        }
+    })
 }
 
 /// A message with its placeholders located.
@@ -148,8 +206,26 @@ pub struct Fill {
 }
 
 impl Template {
-    /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes.
+    /// Locate the placeholders in already unescaped bytes; a malformed `{seq%N}` or
+    /// `{rand%N}` is an error.
+    pub fn try_new(raw: Vec<u8>) -> Result<Self, TemplateError> {
+        Self::build(raw, true)
+    }
+
+    /// Locate `{conn}`, `{seq}`, `{ts_us}`, `{seq%N}` and `{rand%N}` in already unescaped
+    /// bytes; a malformed `{seq%...}` or `{rand%...}` stays literal text.
     pub fn new(raw: Vec<u8>) -> Self {
+        match Self::build(raw, false) {
+            Ok(t) => t,
+            // Unreachable: `build` only fails when asked to be strict.
+            Err(_) => Self {
+                raw: Box::default(),
+                pieces: None,
+            },
+        }
+    }
+
+    fn build(raw: Vec<u8>, strict: bool) -> Result<Self, TemplateError> {
         const TAGS: [(&[u8], Piece); 3] = [
             (b"{conn}", Piece::Conn),
             (b"{seq}", Piece::Seq),
@@ -158,14 +234,22 @@ impl Template {
         let mut pieces = Vec::new();
         let (mut lit_start, mut i) = (0, 0);
         while i < raw.len() {
-            let hit = TAGS.iter().find(|(tag, _)| raw[i..].starts_with(tag));
+            let hit = match modulo_tag(&raw[i..]) {
+                Some(Ok(found)) => Some(found),
+                Some(Err(e)) if strict => return Err(e),
+                Some(Err(_)) => None,
+                None => TAGS
+                    .iter()
+                    .find(|(tag, _)| raw[i..].starts_with(tag))
+                    .map(|(tag, piece)| (tag.len(), piece.clone())),
+            };
             match hit {
-                Some((tag, piece)) => {
+                Some((len, piece)) => {
                     if lit_start < i {
                         pieces.push(Piece::Lit(raw[lit_start..i].into()));
                     }
-                    pieces.push(piece.clone());
-                    i += tag.len();
+                    pieces.push(piece);
+                    i += len;
                     lit_start = i;
                 }
                 None => i += 1,
@@ -175,10 +259,10 @@ impl Template {
         if dynamic && lit_start < raw.len() {
             pieces.push(Piece::Lit(raw[lit_start..].into()));
         }
-        Self {
+        Ok(Self {
             pieces: dynamic.then(|| pieces.into()),
             raw: raw.into(),
-        }
+        })
     }
 
     pub fn is_static(&self) -> bool {
@@ -206,6 +290,8 @@ impl Template {
                         Piece::Conn => write!(out, "{}", fill.conn),
                         Piece::Seq => write!(out, "{}", fill.seq),
                         Piece::TsUs => write!(out, "{}", fill.ts_us),
+                        Piece::SeqMod(n) => write!(out, "{}", fill.seq % n),
+                        Piece::RandMod(n) => write!(out, "{}", rand_mod(fill.conn, fill.seq, *n)),
                     };
                 }
             }
@@ -288,6 +374,54 @@ mod tests {
                 "{}",
                 escape(bad)
             );
+        }
+    }
+
+    #[test]
+    fn modulo_placeholders_wrap_and_hash_without_state() {
+        let t = Template::try_new(b"k:{seq%10} r:{rand%1000}".to_vec()).unwrap();
+        assert!(!t.is_static());
+        let render = |conn, seq| {
+            let mut out = Vec::new();
+            t.render_into(
+                Fill {
+                    conn,
+                    seq,
+                    ts_us: 0,
+                },
+                &mut out,
+            );
+            String::from_utf8(out).unwrap()
+        };
+        assert!(render(1, 123).starts_with("k:3 r:"));
+        // Deterministic: the same (conn, seq) renders the same bytes, twice.
+        assert_eq!(render(4, 77), render(4, 77));
+        // Uniform enough: 10 000 draws over 10 buckets, each within 20 % of 1000.
+        let mut buckets = [0u32; 10];
+        for seq in 0..10_000 {
+            buckets[rand_mod(3, seq, 10) as usize] += 1;
+        }
+        assert!(
+            buckets.iter().all(|b| (800..1200).contains(b)),
+            "{buckets:?}"
+        );
+        assert!((0..1000).all(|s| rand_mod(s, s, 7) < 7));
+        assert_eq!(rand_mod(9, 9, 1), 0);
+    }
+
+    #[test]
+    fn malformed_modulo_placeholders_are_errors_when_strict() {
+        for bad in [
+            "{seq%}",
+            "{seq%0}",
+            "{rand%x}",
+            "{rand%12",
+            "{seq%99999999999999999999}",
+        ] {
+            let err = Template::try_new(bad.as_bytes().to_vec()).unwrap_err();
+            assert!(err.to_string().contains("{seq%N}"), "{bad}: {err}");
+            // The lenient constructor keeps them as literal text.
+            assert!(Template::new(bad.as_bytes().to_vec()).is_static(), "{bad}");
         }
     }
 

@@ -46,6 +46,10 @@ pub enum Protocol {
     Tcp,
     Http(HttpPlan),
     Ws(WsPlan),
+    /// Redis (RESP): the `--command` mix.
+    Redis(RedisPlan),
+    /// memcached text protocol: the `--command` mix.
+    Memcache(McPlan),
 }
 
 impl Protocol {
@@ -54,6 +58,8 @@ impl Protocol {
             Protocol::Tcp => "tcp",
             Protocol::Http(_) => "http",
             Protocol::Ws(_) => "ws",
+            Protocol::Redis(_) => "redis",
+            Protocol::Memcache(_) => "memcache",
         }
     }
 }
@@ -74,6 +80,18 @@ pub struct WsPlan {
     pub binary: bool,
     /// Largest message accepted from the server.
     pub max_message: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct RedisPlan {
+    pub commands: crate::redis::Commands,
+    /// Speak RESP3: every connection opens with `HELLO 3`.
+    pub resp3: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct McPlan {
+    pub commands: crate::redis::Commands,
 }
 
 /// HTTP status codes that count as success, as inclusive ranges.

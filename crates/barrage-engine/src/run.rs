@@ -6,7 +6,8 @@
 //! set, and stops the run early when the target cannot be reached at all.
 
 use crate::clock::mono_ns;
-use crate::plan::Plan;
+use crate::plan::{Plan, Protocol, Share};
+use crate::session::{self, Session};
 use crate::worker::{Worker, WorkerEvent};
 use barrage_metrics::{Aggregator, Outcome, Tick};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,20 +58,23 @@ pub fn run(
     let mut handles = Vec::new();
     for share in shares {
         let index = share.index;
-        let (w, waker) = Worker::new(
-            Arc::clone(&plan),
+        let parts = Parts {
+            plan: Arc::clone(&plan),
             share,
             base,
             wall_us,
-            Arc::clone(&halt),
-            tx.clone(),
-        )
+            halt: Arc::clone(&halt),
+            tx: tx.clone(),
+        };
+        let (h, waker) = match &plan.protocol {
+            Protocol::Tcp => spawn::<session::tcp::Tcp>(parts),
+            Protocol::Http(_) => spawn::<session::http::Http>(parts),
+            Protocol::Ws(_) => spawn::<session::ws::Ws>(parts),
+            Protocol::Redis(_) => spawn::<session::redis::Redis>(parts),
+            Protocol::Memcache(_) => spawn::<session::memcache::Memcache>(parts),
+        }
         .map_err(|e| EngineError::Setup(index, e))?;
         wakers.push(waker);
-        let h = std::thread::Builder::new()
-            .name(format!("barrage-w{index}"))
-            .spawn(move || w.run())
-            .map_err(|e| EngineError::Setup(index, e))?;
         handles.push(h);
     }
     drop(tx);
@@ -128,4 +132,24 @@ pub fn run(
     }
     let outcome = agg.finish(plan.connections, plan.latency_basis());
     Ok(RunOutput { outcome, end })
+}
+
+/// What one worker thread starts from.
+struct Parts {
+    plan: Arc<Plan>,
+    share: Share,
+    base: u64,
+    wall_us: u64,
+    halt: Arc<AtomicBool>,
+    tx: mpsc::Sender<WorkerEvent>,
+}
+
+/// Start a worker for protocol `S` on its own thread.
+fn spawn<S: Session>(p: Parts) -> std::io::Result<(std::thread::JoinHandle<()>, Arc<mio::Waker>)> {
+    let index = p.share.index;
+    let (w, waker) = Worker::<S>::new(p.plan, p.share, p.base, p.wall_us, p.halt, p.tx)?;
+    let h = std::thread::Builder::new()
+        .name(format!("barrage-w{index}"))
+        .spawn(move || w.run())?;
+    Ok((h, waker))
 }

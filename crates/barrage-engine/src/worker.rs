@@ -8,11 +8,13 @@
 
 use crate::classify::classify;
 use crate::clock::{mono_ns, Alarm, Timers};
-use crate::conn::{Codec, Conn, Inflight, Replies, State};
-use crate::framing::Framing;
+use crate::conn::{Conn, State};
+use crate::exchange::Exchange;
 use crate::message::Fill;
-use crate::pacer::{backoff_ns, Rng};
-use crate::plan::{Mode, Plan, Protocol, Share};
+use crate::pacer::{backoff_ns, Rng, Schedule};
+use crate::plan::{Plan, Share};
+use crate::script::{Script, Step};
+use crate::session::{Msg, Out, Session};
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::VecDeque;
@@ -59,19 +61,26 @@ enum Phase {
     Drain { until: u64 },
 }
 
-pub struct Worker {
+pub struct Worker<S: Session> {
     id: u32,
     plan: Arc<Plan>,
+    /// The protocol's shared part and the script every connection runs.
+    cfg: S::Cfg,
+    script: Script,
+    /// Exchanges complete when written (`--expect none`).
+    on_write: bool,
     share: Share,
     poll: Poll,
     alarm: Alarm,
     timers: Timers,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<S>>,
     rec: Recorder,
     rbuf: Box<[u8]>,
     /// TLS plaintext, decrypted out of `rbuf`'s ciphertext.
     pbuf: Box<[u8]>,
     scratch: Vec<u8>,
+    /// Control bytes a session answers with while decoding (pongs, close answers).
+    ctl: Vec<u8>,
     connect_queue: VecDeque<u32>,
     ready: VecDeque<u32>,
     connecting: u32,
@@ -102,7 +111,7 @@ pub struct Worker {
     tx: Sender<WorkerEvent>,
 }
 
-impl Worker {
+impl<S: Session> Worker<S> {
     pub fn new(
         plan: Arc<Plan>,
         share: Share,
@@ -118,9 +127,11 @@ impl Worker {
             poll.registry()
                 .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
         }
+        let cfg = S::config(&plan);
         let conns = (0..share.connections)
-            .map(|k| Conn::new(share.global_id(k), Codec::for_plan(&plan)))
+            .map(|k| Conn::new(share.global_id(k), S::new(&cfg), plan.verify))
             .collect();
+        let script = Script::compile(&plan);
         let timeline = plan.timeline();
         let ports = crate::ports::PortCursor::system_range()
             .and_then(|(lo, hi)| crate::ports::PortCursor::new(lo, hi, share.index, share.count))
@@ -128,6 +139,9 @@ impl Worker {
         let plan_tls = plan.tls.is_some();
         let w = Self {
             id: share.index as u32,
+            on_write: S::completes_on_write(&cfg),
+            cfg,
+            script,
             allowance: share.requests,
             rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
             connect_queue: (0..share.connections as u32).collect(),
@@ -145,6 +159,7 @@ impl Worker {
                 Box::default()
             },
             scratch: Vec::with_capacity(4096),
+            ctl: Vec::new(),
             ready: VecDeque::new(),
             connecting: 0,
             next_connect: 0,
@@ -175,7 +190,7 @@ impl Worker {
     /// Run until the share is done; every outcome is reported through the channel.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        if let Mode::Interval(_) | Mode::Rate(_) = self.plan.mode {
+        if self.script.is_open_loop() {
             let now = self.now();
             for i in 0..self.conns.len() as u32 {
                 self.service(i, now);
@@ -255,7 +270,7 @@ impl Worker {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
-                if out_of_time && !stopped && self.plan.mode.is_open_loop() {
+                if out_of_time && !stopped && self.script.is_open_loop() {
                     // Messages that fell due before the end while the loop was busy go out
                     // now (late, and timed from their intended send): only what cannot be
                     // sent at all (connection down, socket full) ends as not sent.
@@ -293,7 +308,8 @@ impl Worker {
         self.rec.backlog = 0;
         let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
         for c in &mut self.conns {
-            let Some(sched) = self.plan.schedule(c.gid).filter(|_| c.started()) else {
+            let Some(sched) = sched_of(&self.script, &self.plan, c.gid).filter(|_| c.started())
+            else {
                 continue;
             };
             let due = sched.due(at).max(c.due_k);
@@ -306,7 +322,9 @@ impl Worker {
         self.connect_queue.clear();
         for c in &mut self.conns {
             c.owed = 0;
-            c.thinking.clear();
+            if let Some(t) = c.thinking.as_deref_mut() {
+                t.clear();
+            }
             c.due_k = c.sent_k;
             if c.state == State::Connecting || c.state == State::Waiting {
                 c.stream = None;
@@ -319,20 +337,25 @@ impl Worker {
     /// a close frame with code 1000 first (best effort: the socket may be full or gone).
     fn finish(mut self) {
         let now = self.now();
-        let ws = matches!(self.plan.protocol, Protocol::Ws(_));
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             if matches!(
                 c.state,
-                State::Tls | State::Upgrade | State::Login | State::Ready
+                State::Tls | State::Handshake | State::Login | State::Ready
             ) {
                 self.rec.conn_closed();
             }
-            if ws && c.state == State::Ready && c.stream.is_some() {
+            if c.state == State::Ready && c.stream.is_some() {
                 self.scratch.clear();
-                let mask = (self.rng.next_u64() as u32).to_le_bytes();
-                crate::ws::close_frame(1000, mask, &mut self.scratch);
-                let _ = wire::write_to(c, &mut self.rec, &self.scratch);
+                let mut out = Out {
+                    buf: &mut self.scratch,
+                    rng: &mut self.rng,
+                    keep: None,
+                };
+                c.session.goodbye(&self.cfg, &mut out);
+                if !self.scratch.is_empty() {
+                    let _ = wire::write_to(c, &mut self.rec, &self.scratch);
+                }
             }
             if let Some(t) = c.tls.as_mut() {
                 t.send_close_notify();
@@ -385,13 +408,13 @@ impl Worker {
         let c = &self.conns[idx as usize];
         let ct = self.plan.connect_timeout.as_nanos() as u64;
         let (deadline, class) = match c.state {
-            State::Connecting => (c.connect_started + ct, ErrorClass::ConnectTimeout),
-            State::Tls => (c.opened_at + ct, ErrorClass::TlsHandshakeTimeout),
-            State::Upgrade => (
-                c.opened_at + self.plan.timeout.as_nanos() as u64,
+            State::Connecting => (c.since + ct, ErrorClass::ConnectTimeout),
+            State::Tls => (c.since + ct, ErrorClass::TlsHandshakeTimeout),
+            State::Handshake => (
+                c.since + self.plan.timeout.as_nanos() as u64,
                 ErrorClass::Timeout,
             ),
-            State::Login | State::Ready => match c.inflight.front() {
+            State::Login | State::Ready => match c.ex.front() {
                 Some(f) => (
                     f.sent + self.plan.timeout.as_nanos() as u64,
                     ErrorClass::Timeout,
@@ -445,6 +468,20 @@ impl Worker {
             self.start_connect(idx, now);
             self.connect_budget -= 1;
         }
+    }
+}
+
+/// The send schedule of global connection `gid` when the script is an open loop.
+#[inline]
+fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
+    match script.step(script.load_pc()) {
+        Step::Every { period_ns } => Some(Schedule::spread(
+            gid,
+            plan.connections,
+            *period_ns,
+            plan.load_end_ns(),
+        )),
+        _ => None,
     }
 }
 

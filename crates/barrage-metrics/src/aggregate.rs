@@ -244,6 +244,19 @@ pub struct Outcome {
     pub handshake: OptHistogram,
 }
 
+impl Outcome {
+    /// The outcome of a run stopped before any load (e.g. a TLS pre-flight that refused the
+    /// server's certificate): the plan's targets and basis, no deltas, every count zero. No
+    /// engine ran; this is what an aggregator that never received a delta reports.
+    pub fn nothing_measured(
+        timeline: Timeline,
+        target_connections: u64,
+        basis: LatencyBasis,
+    ) -> Self {
+        Aggregator::new(timeline, 0).finish(target_connections, basis)
+    }
+}
+
 pub struct Aggregator {
     timeline: Timeline,
     last_key: Vec<Option<u64>>,

@@ -54,6 +54,101 @@ pub struct Counters {
     /// ended without one).
     #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
     pub ws_close: CodeCounts,
+    /// memcached: completed requests that found nothing (get miss, delete/incr/decr/touch of a
+    /// missing key). A miss is a completed exchange, not an error.
+    #[serde(default)]
+    pub misses: u64,
+    /// redis/memcached: counts per `--command`, in the order the commands were given.
+    #[serde(default, skip_serializing_if = "CommandCounts::is_empty")]
+    pub commands: CommandCounts,
+}
+
+/// What happened to the exchanges of one `--command`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandCount {
+    pub sent: u64,
+    /// Exchanges completed, as `Counters::completed` (misses included, error replies not).
+    pub completed: u64,
+    /// Error replies (`reply_error`): answered, but failed.
+    pub errors: u64,
+    pub misses: u64,
+}
+
+impl CommandCount {
+    fn merge(&mut self, o: &CommandCount) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.errors += o.errors;
+        self.misses += o.misses;
+    }
+}
+
+/// Counts per command index. The vector grows once, to the number of commands, the first time
+/// each index is counted (or up front with [`CommandCounts::with_len`]); after that counting is
+/// an index and an add. Serialized as a list, index = command.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommandCounts(Vec<CommandCount>);
+
+impl CommandCounts {
+    /// Zeroed counts for `n` commands.
+    pub fn with_len(n: usize) -> Self {
+        Self(vec![CommandCount::default(); n])
+    }
+
+    #[inline]
+    fn at(&mut self, i: usize) -> &mut CommandCount {
+        if i >= self.0.len() {
+            self.0.resize(i + 1, CommandCount::default());
+        }
+        &mut self.0[i]
+    }
+
+    #[inline]
+    pub fn sent(&mut self, i: usize) {
+        self.at(i).sent += 1;
+    }
+
+    #[inline]
+    pub fn completed(&mut self, i: usize) {
+        self.at(i).completed += 1;
+    }
+
+    #[inline]
+    pub fn error(&mut self, i: usize) {
+        self.at(i).errors += 1;
+    }
+
+    #[inline]
+    pub fn miss(&mut self, i: usize) {
+        self.at(i).misses += 1;
+    }
+
+    /// The counts of command `i` (zero when it was never counted).
+    pub fn get(&self, i: usize) -> CommandCount {
+        self.0.get(i).copied().unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &CommandCount> + '_ {
+        self.0.iter()
+    }
+
+    pub fn merge(&mut self, o: &CommandCounts) {
+        if o.0.len() > self.0.len() {
+            self.0.resize(o.0.len(), CommandCount::default());
+        }
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            a.merge(b);
+        }
+    }
 }
 
 impl Counters {
@@ -82,6 +177,8 @@ impl Counters {
         self.replies += o.replies;
         self.status.merge(&o.status);
         self.ws_close.merge(&o.ws_close);
+        self.misses += o.misses;
+        self.commands.merge(&o.commands);
     }
 }
 
@@ -111,6 +208,8 @@ mod tests {
             replies: 13,
             status: CodeCounts::default(),
             ws_close: CodeCounts::default(),
+            misses: 16,
+            commands: CommandCounts::default(),
         };
         a.error(ErrorClass::Reset, 1);
         a.status.add(200, 1);
@@ -124,5 +223,50 @@ mod tests {
         assert_eq!(a.replies, 26);
         assert_eq!((a.scheduled, a.first_ready), (28, 30));
         assert_eq!(a.status.get(200), 2);
+        assert_eq!(a.misses, 32);
+    }
+
+    #[test]
+    fn command_counts_merge_by_index_and_serialize_as_a_list() {
+        let mut a = Counters {
+            commands: CommandCounts::with_len(2),
+            ..Counters::default()
+        };
+        a.commands.sent(0);
+        a.commands.sent(0);
+        a.commands.completed(0);
+        a.commands.miss(0);
+        a.commands.sent(1);
+        a.commands.error(1);
+        let mut b = Counters::default();
+        // Counting an index beyond the length grows the vector.
+        b.commands.sent(2);
+        b.commands.completed(2);
+        b.commands.sent(0);
+        a.merge(&b);
+        assert_eq!(a.commands.len(), 3);
+        let want = |sent, completed, errors, misses| CommandCount {
+            sent,
+            completed,
+            errors,
+            misses,
+        };
+        assert_eq!(a.commands.get(0), want(3, 1, 0, 1));
+        assert_eq!(a.commands.get(1), want(1, 0, 1, 0));
+        assert_eq!(a.commands.get(2), want(1, 1, 0, 0));
+        assert_eq!(a.commands.get(9), CommandCount::default());
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["commands"][0]["sent"], 3);
+        assert_eq!(v["commands"][1]["errors"], 1);
+        assert_eq!(v["misses"], 0);
+        let back: Counters = serde_json::from_value(v).unwrap();
+        assert_eq!(back, a);
+        // Without commands the field is absent, and results without it read back empty.
+        let v = serde_json::to_value(Counters::default()).unwrap();
+        assert!(v.get("commands").is_none());
+        let mut old = v.as_object().unwrap().clone();
+        old.remove("misses");
+        let back: Counters = serde_json::from_value(old.into()).unwrap();
+        assert_eq!(back, Counters::default());
     }
 }

@@ -39,6 +39,9 @@ pub enum ErrorClass {
     UnexpectedStatus,
     /// The server closed a WebSocket with a code other than 1000/1001.
     WsClose,
+    /// The server answered a request with an error reply (redis `-ERR ...`, memcached
+    /// `ERROR`/`CLIENT_ERROR`/`SERVER_ERROR`): the exchange is complete but failed.
+    ReplyError,
     /// TLS: the server's certificate has expired (or is not valid yet).
     TlsExpired,
     /// TLS: the certificate chain does not lead to a trusted CA.
@@ -52,7 +55,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -67,6 +70,7 @@ impl ErrorClass {
         Self::Protocol,
         Self::UnexpectedStatus,
         Self::WsClose,
+        Self::ReplyError,
         Self::TlsExpired,
         Self::TlsUnknownCa,
         Self::TlsBadName,
@@ -89,6 +93,7 @@ impl ErrorClass {
             Self::Protocol => "protocol",
             Self::UnexpectedStatus => "unexpected_status",
             Self::WsClose => "ws_close",
+            Self::ReplyError => "reply_error",
             Self::TlsExpired => "tls_expired",
             Self::TlsUnknownCa => "tls_unknown_ca",
             Self::TlsBadName => "tls_bad_name",
@@ -192,6 +197,25 @@ mod tests {
         let mut names: Vec<_> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
         names.dedup();
         assert_eq!(names.len(), ErrorClass::COUNT);
+    }
+
+    #[test]
+    fn all_lists_every_class_in_declaration_order() {
+        // `index()` is the discriminant: ALL must follow the declaration order.
+        for (i, c) in ErrorClass::ALL.into_iter().enumerate() {
+            assert_eq!(c.index(), i, "{c}");
+        }
+        assert_eq!(
+            ErrorClass::from_name("reply_error"),
+            Some(ErrorClass::ReplyError)
+        );
+        let mut e = ErrorCounts::default();
+        e.add(ErrorClass::ReplyError, 4);
+        let v = serde_json::to_value(e).unwrap();
+        assert_eq!(v["reply_error"], 4);
+        // Results written before the class existed read as zero.
+        let old: ErrorCounts = serde_json::from_str(r#"{"timeout": 1, "total": 1}"#).unwrap();
+        assert_eq!(old.get(ErrorClass::ReplyError), 0);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! Values above the range are recorded at the top of the range and counted in `overflow`, so
 //! nothing is lost and the loss of precision is visible. Histograms merge exactly and serialize
 //! to the compressed HdrHistogram V2 format in base64, so saved runs can be merged and re-rendered.
+//! The same encoding is their serde form (`{"v2": base64, "overflow": n}`), so a delta can cross
+//! a process boundary and merge on the other side exactly as if it had never left.
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
@@ -21,8 +23,9 @@ pub enum HistogramError {
     Decode(String),
 }
 
-/// A latency histogram in whole microseconds.
-#[derive(Clone, Debug)]
+/// A latency histogram in whole microseconds. Equal when every bucket count and the overflow
+/// are equal.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LatencyHistogram {
     h: Histogram<u64>,
     overflow: u64,
@@ -151,6 +154,31 @@ impl LatencyHistogram {
     }
 }
 
+/// The wire form: the lossless V2 deflate encoding plus the overflow count it does not carry.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    v2: String,
+    #[serde(default)]
+    overflow: u64,
+}
+
+impl Serialize for LatencyHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            v2: self.to_base64(),
+            overflow: self.overflow,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        Self::from_base64(&w.v2, w.overflow).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Descriptive statistics of a latency histogram, all in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
@@ -240,6 +268,26 @@ mod tests {
     }
 
     #[test]
+    fn serde_round_trip_gives_an_equal_histogram() {
+        let mut h = LatencyHistogram::new();
+        for v in [1u64, 7, 7, 999, 1001, 65_432, MAX_US * 2] {
+            h.record_us(v);
+        }
+        let json = serde_json::to_string(&h).unwrap();
+        let back: LatencyHistogram = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.overflow(), 1);
+        assert_eq!(back.spectrum(), h.spectrum());
+        let empty: LatencyHistogram =
+            serde_json::from_str(&serde_json::to_string(&LatencyHistogram::new()).unwrap())
+                .unwrap();
+        assert!(empty.is_empty());
+        let none: OptHistogram = serde_json::from_str("null").unwrap();
+        assert!(none.get().is_none());
+        assert!(serde_json::from_str::<LatencyHistogram>(r#"{"v2":"AAAA"}"#).is_err());
+    }
+
+    #[test]
     fn empty_histogram_has_zero_stats_and_spectrum() {
         let h = LatencyHistogram::new();
         assert_eq!(h.stats(), LatencyStats::default());
@@ -248,8 +296,9 @@ mod tests {
 }
 
 /// A histogram that costs nothing until its first value: for measurements only some protocols
-/// make (TLS handshakes, time to first byte).
-#[derive(Clone, Debug, Default)]
+/// make (TLS handshakes, time to first byte). Serialized as the histogram or `null`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct OptHistogram(Option<LatencyHistogram>);
 
 impl OptHistogram {

@@ -29,7 +29,7 @@ pub use analysis::{
     Window,
 };
 pub use codes::CodeCounts;
-pub use counters::Counters;
+pub use counters::{CommandCount, CommandCounts, Counters};
 pub use error::{ErrorClass, ErrorCounts};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{

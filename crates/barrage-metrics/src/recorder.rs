@@ -8,6 +8,7 @@
 use crate::counters::Counters;
 use crate::error::ErrorClass;
 use crate::histogram::{LatencyHistogram, OptHistogram};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default)]
 pub struct Recorder {
@@ -70,12 +71,19 @@ impl Recorder {
 
     /// Close the interval `[start_ns, end_ns)` identified by `key` and start the next one.
     pub fn take(&mut self, worker: u32, key: u64, start_ns: u64, end_ns: u64) -> Delta {
+        // Per-command counts restart at their length, so the next segment does not grow them
+        // again on the hot path (one allocation per segment, here).
+        let commands = self.c.commands.len();
+        let counters = std::mem::take(&mut self.c);
+        if commands > 0 {
+            self.c.commands = crate::counters::CommandCounts::with_len(commands);
+        }
         let d = Delta {
             worker,
             key,
             start_ns,
             end_ns,
-            counters: std::mem::take(&mut self.c),
+            counters,
             latency: std::mem::take(&mut self.latency),
             connect: std::mem::take(&mut self.connect),
             ttfb: std::mem::take(&mut self.ttfb),
@@ -93,8 +101,10 @@ impl Recorder {
     }
 }
 
-/// What one worker recorded during one segment of the timeline.
-#[derive(Clone, Debug, Default)]
+/// What one worker recorded during one segment of the timeline. Serializable (histograms as
+/// their lossless V2 encoding), so a share running in another process can stream its deltas
+/// to the aggregator; a round trip merges to the same figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
     pub worker: u32,
     /// Segment key: its start in ns since the run's start, or `DRAIN_KEY`.
@@ -159,5 +169,19 @@ mod tests {
         assert_eq!(d2.counters.errors.total(), 0);
         assert!(d2.latency.is_empty());
         assert_eq!((d2.open, d2.open_peak), (1, 1));
+    }
+
+    #[test]
+    fn take_moves_command_counts_and_keeps_their_length() {
+        let mut r = Recorder::new();
+        r.c.commands.sent(2);
+        r.c.commands.completed(2);
+        let d = r.take(0, 0, 0, 1_000);
+        assert_eq!(d.counters.commands.get(2).completed, 1);
+        // Zeroed, at the same length: the next segment counts without growing.
+        assert_eq!(r.c.commands.len(), 3);
+        assert_eq!(r.c.commands.get(2), Default::default());
+        let d2 = r.take(0, 1_000, 1_000, 2_000);
+        assert_eq!(d2.counters.commands.get(2).sent, 0);
     }
 }

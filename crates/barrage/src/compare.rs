@@ -20,18 +20,12 @@ enum Output {
     Html,
 }
 
+/// `-o FILE`: by the one rule of `output::report_format` (no stdout form here).
 fn output_kind(path: &str) -> Result<Output, Usage> {
-    let ext = Path::new(path)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("md" | "markdown") => Ok(Output::Markdown),
-        Some("html" | "htm") => Ok(Output::Html),
-        _ => Err(Usage(format!(
-            "-o {path}: the file name must end in .md or .html"
-        ))),
-    }
+    Ok(match crate::output::report_format("-o", path, false)? {
+        barrage_report::Format::Html => Output::Html,
+        _ => Output::Markdown,
+    })
 }
 
 /// `--noise-floor 20%` (or `20`): a percentage from 0 to 1000; `None` means the default.

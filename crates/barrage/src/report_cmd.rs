@@ -7,26 +7,12 @@ use anyhow::Context as _;
 use barrage_metrics::RunResult;
 use barrage_report::Format;
 use std::io::Write;
-use std::path::Path;
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
-    let format = output_format(&a.output, "-o")?;
+    let format = crate::output::report_format("-o", &a.output, true)?;
     let r = barrage_report::load(&a.result).map_err(|e| Usage(e.to_string()))?;
     write(&r, &a.output, format)?;
     Ok(0)
-}
-
-/// The format for an output path (`-`: Markdown on stdout); a usage error names `flag`.
-pub fn output_format(path: &str, flag: &str) -> Result<Format, Usage> {
-    if path == "-" {
-        return Ok(Format::Markdown);
-    }
-    match Format::from_path(Path::new(path)) {
-        Some(f @ (Format::Html | Format::Markdown)) => Ok(f),
-        _ => Err(Usage(format!(
-            "{flag} {path}: the report is written as .html or .md (or - for Markdown on stdout)"
-        ))),
-    }
 }
 
 pub fn write(r: &RunResult, path: &str, format: Format) -> anyhow::Result<()> {

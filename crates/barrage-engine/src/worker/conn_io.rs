@@ -6,8 +6,9 @@
 
 use super::wire::{flush_tls, write_to};
 use super::*;
+use crate::exchange::OPENING;
 
-impl Worker {
+impl<S: Session> Worker<S> {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {
         self.rec.c.connect_attempts += 1;
         let c = &mut self.conns[idx as usize];
@@ -25,7 +26,7 @@ impl Worker {
             Ok(s) => {
                 c.stream = Some(s);
                 c.state = State::Connecting;
-                c.connect_started = now;
+                c.since = now;
                 self.connecting += 1;
                 let ct = self.plan.connect_timeout.as_nanos() as u64;
                 self.arm_timeout(idx, now + ct);
@@ -44,7 +45,7 @@ impl Worker {
         };
         match c.state {
             State::Connecting => self.on_connect_event(idx, now),
-            State::Tls | State::Upgrade | State::Login | State::Ready => {
+            State::Tls | State::Handshake | State::Login | State::Ready => {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.read_ready(idx, now, ev.is_read_closed() || ev.is_error());
                 }
@@ -74,10 +75,10 @@ impl Worker {
         }
         self.connecting -= 1;
         self.rec.c.connects += 1;
-        self.rec.connect.record_ns(now - c.connect_started);
+        self.rec.connect.record_ns(now - c.since);
         self.rec.conn_opened();
         c.timeout_at = u64::MAX;
-        c.opened_at = now;
+        c.since = now;
         if let Some(tls) = &self.plan.tls {
             match rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone()) {
                 Ok(mut t) => {
@@ -99,47 +100,40 @@ impl Worker {
         self.pump_connects(now);
     }
 
-    /// TCP (and TLS) is up: start the protocol's own handshake, the login, or the load.
+    /// TCP (and TLS) is up: start the protocol's own handshake, or the script.
     pub(super) fn transport_ready(&mut self, idx: u32, now: u64) {
-        let i = idx as usize;
-        if let Protocol::Ws(w) = &self.plan.protocol {
-            let mut raw = [0u8; 16];
-            for chunk in raw.chunks_mut(8) {
-                chunk.copy_from_slice(&self.rng.next_u64().to_le_bytes());
-            }
-            let key = crate::ws::new_key(raw);
-            let spec = crate::ws::HandshakeSpec {
-                host_header: &w.host_header,
-                path: &w.path,
-                headers: &w.headers,
-                subprotocol: w.subprotocol.as_deref(),
-            };
-            self.scratch.clear();
-            if let Err(e) = crate::ws::handshake_request(&spec, &key, &mut self.scratch) {
-                return self.fail(idx, ErrorClass::Protocol, Some(&e), now);
-            }
-            let c = &mut self.conns[i];
-            c.codec = crate::conn::Codec::Ws {
-                upgrade: Some(Box::new(crate::ws::HandshakeDecoder::new(
-                    &key,
-                    w.subprotocol.as_deref(),
-                    crate::http::Limits::default(),
-                ))),
-                frames: crate::ws::FrameDecoder::new(w.max_message),
-            };
-            c.state = State::Upgrade;
-            c.timeout_at = u64::MAX;
-            let res = write_to(c, &mut self.rec, &self.scratch);
-            if let Err(e) = res {
-                return self.fail(idx, classify(&e), Some(&e), now);
-            }
-            let at = now + self.plan.timeout.as_nanos() as u64;
-            return self.arm_timeout(idx, at);
-        }
-        let Some(first) = self.plan.first_message.as_ref() else {
-            return self.become_ready(idx, now);
+        let c = &mut self.conns[idx as usize];
+        self.scratch.clear();
+        let mut out = Out {
+            buf: &mut self.scratch,
+            rng: &mut self.rng,
+            keep: None,
         };
-        let c = &mut self.conns[i];
+        let awaited = match c.session.open(&self.cfg, &mut out) {
+            Ok(a) => a,
+            Err(e) => return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now),
+        };
+        if !awaited {
+            return self.become_ready(idx, now);
+        }
+        c.state = State::Handshake;
+        c.timeout_at = u64::MAX;
+        let res = write_to(c, &mut self.rec, &self.scratch);
+        if let Err(e) = res {
+            return self.fail(idx, classify(&e), Some(&e), now);
+        }
+        let at = now + self.plan.timeout.as_nanos() as u64;
+        self.arm_timeout(idx, at)
+    }
+
+    /// Run the script's opening from step `pc`: send its next request and await the reply,
+    /// or (the opening done) start the load.
+    pub(super) fn run_opening(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
+        let msg = match self.script.step(c.pc) {
+            Step::Request(m) => *m,
+            Step::Loop { .. } | Step::Every { .. } => return self.start_mode(idx, now),
+        };
         c.state = State::Login;
         self.scratch.clear();
         let fill = Fill {
@@ -147,36 +141,39 @@ impl Worker {
             seq: 0,
             ts_us: self.wall_base_us + now / 1000,
         };
-        let len = first.render_into(fill, &mut self.scratch) as u32;
-        let none = self.plan.framing == Framing::None;
-        if !none {
-            c.inflight.push_back(Inflight {
-                start: now,
-                sent: now,
-                len,
-            });
-            if self.plan.verify {
-                c.vbuf.extend(&self.scratch);
-            }
-        }
-        let res = write_to(c, &mut self.rec, &self.scratch);
-        match res {
-            // The login is not an exchange: its unwritten bytes must not complete one.
-            Ok(m) if none => c.skip = (len as usize - m) as u64,
-            Ok(_) => {}
-            Err(e) => return self.fail(idx, classify(&e), Some(&e), now),
-        }
-        if none {
-            self.become_ready(idx, now);
+        let mut out = Out {
+            buf: &mut self.scratch,
+            rng: &mut self.rng,
+            keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
+        };
+        let r = c.session.render(&self.cfg, msg, fill, &mut out);
+        // Under `--expect none` an exchange is its wire bytes, done when they are written.
+        let len = if self.on_write {
+            self.scratch.len() as u32
         } else {
-            self.arm_timeout(idx, now + self.plan.timeout.as_nanos() as u64);
+            r.len
+        };
+        let key = c.opening_key();
+        c.ex.push(Exchange::new(key, now, now, len, OPENING));
+        let res = write_to(c, &mut self.rec, &self.scratch);
+        if self.on_write {
+            // Nothing to await: the opening goes on (its bytes complete no exchange).
+            c.pc += 1;
+            self.wrote(idx, res, now);
+            if self.conns[idx as usize].stream.is_some() {
+                self.run_opening(idx, now);
+            }
+            return;
         }
+        if let Err(e) = res {
+            return self.fail(idx, classify(&e), Some(&e), now);
+        }
+        self.arm_timeout(idx, now + self.plan.timeout.as_nanos() as u64);
     }
 
     /// Handshakes done: the connection takes load.
     pub(super) fn become_ready(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
-        c.state = State::Ready;
         // The backoff is not reset here: a server that accepts and resets at once must not
         // turn reconnects into a busy loop. Useful work (a handshake, a completed exchange)
         // resets it.
@@ -185,7 +182,8 @@ impl Worker {
             self.ever_connected = true;
             let _ = self.tx.send(WorkerEvent::Connected);
         }
-        self.start_mode(idx, now);
+        c.pc = 0;
+        self.run_opening(idx, now);
     }
 
     /// A connection became ready for load: owe the pipeline (closed loop) or catch up with the
@@ -196,15 +194,18 @@ impl Worker {
     /// turns into a catch-up burst or into latency. A reconnect keeps the schedule.
     pub(super) fn start_mode(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
+        c.state = State::Ready;
+        c.pc = self.script.load_pc();
+        c.timeout_at = u64::MAX;
         if !c.started() {
-            let k0 = self.plan.schedule(c.gid).map_or(0, |s| s.due(now));
+            let k0 = sched_of(&self.script, &self.plan, c.gid).map_or(0, |s| s.due(now));
             c.k0 = k0;
             c.sent_k = k0;
             c.due_k = k0;
             self.rec.conn_first_ready(now);
         }
-        if !self.plan.mode.is_open_loop() {
-            self.conns[idx as usize].owed = self.plan.pipeline;
+        if let Some((window, _)) = self.script.window() {
+            self.conns[idx as usize].owed = window;
         }
         self.service(idx, now);
     }
@@ -215,11 +216,11 @@ impl Worker {
         if c.stream.is_none() {
             return;
         }
-        if c.owed > 0 || (self.plan.mode.is_open_loop() && c.due_k > c.sent_k) {
+        if c.owed > 0 || (self.script.is_open_loop() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
         let c = &self.conns[idx as usize];
-        if let Some(f) = c.inflight.front() {
+        if let Some(f) = c.ex.front() {
             if c.timeout_at == u64::MAX {
                 let at = f.sent + self.plan.timeout.as_nanos() as u64;
                 self.arm_timeout(idx, at);
@@ -242,7 +243,7 @@ impl Worker {
                 wake = self.conns[i].retry_at;
             }
         }
-        if let Some(sched) = self.plan.schedule(self.conns[i].gid) {
+        if let Some(sched) = sched_of(&self.script, &self.plan, self.conns[i].gid) {
             if !(load && self.conns[i].started()) {
                 // Not ready yet for the first time: its schedule has not begun.
                 if wake != u64::MAX {
@@ -273,12 +274,14 @@ impl Worker {
             }
         } else if state == State::Ready && load {
             let c = &mut self.conns[i];
-            while c.thinking.front().is_some_and(|&t| t <= now) {
-                c.thinking.pop_front();
-                c.owed += 1;
-            }
-            if let Some(&t) = c.thinking.front() {
-                wake = wake.min(t);
+            if let Some(thinking) = c.thinking.as_deref_mut() {
+                while thinking.front().is_some_and(|&t| t <= now) {
+                    thinking.pop_front();
+                    c.owed += 1;
+                }
+                if let Some(&t) = thinking.front() {
+                    wake = wake.min(t);
+                }
             }
             if c.owed > 0 && !c.pending_write() {
                 let n = self.allow(self.conns[i].owed as u64);
@@ -318,7 +321,7 @@ impl Worker {
                 self.connecting -= 1;
                 self.rec.c.connect_failures += 1;
             }
-            State::Tls | State::Upgrade | State::Login | State::Ready => {
+            State::Tls | State::Handshake | State::Login | State::Ready => {
                 self.rec.conn_closed();
                 if matches!(class, ErrorClass::ClosedByPeer | ErrorClass::Reset) {
                     self.rec.c.closed_by_peer += 1;
@@ -352,7 +355,7 @@ impl Worker {
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
-        c.reset_io();
+        c.reset_io(&self.cfg);
         if self.phase == Phase::Load {
             c.state = State::Waiting;
             if backoff {

@@ -5,7 +5,7 @@ use super::*;
 
 /// Write `data`, or queue it behind bytes already waiting; a short write queues the rest.
 /// Returns the bytes accepted now (under TLS: taken into the session).
-pub(super) fn write_to(c: &mut Conn, rec: &mut Recorder, data: &[u8]) -> io::Result<usize> {
+pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> io::Result<usize> {
     if let Some(tls) = c.tls.as_mut() {
         tls.writer().write_all(data)?;
         flush_tls(c, rec)?;
@@ -45,7 +45,7 @@ pub(super) fn write_to(c: &mut Conn, rec: &mut Recorder, data: &[u8]) -> io::Res
 }
 
 /// Move TLS records from the session to the socket until it would block.
-pub(super) fn flush_tls(c: &mut Conn, rec: &mut Recorder) -> io::Result<()> {
+pub(super) fn flush_tls<S>(c: &mut Conn<S>, rec: &mut Recorder) -> io::Result<()> {
     let (Some(tls), Some(s)) = (c.tls.as_mut(), c.stream.as_mut()) else {
         return Ok(());
     };

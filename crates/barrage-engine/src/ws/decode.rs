@@ -38,7 +38,9 @@ pub struct FrameDecoder {
     message: Option<OpCode>,
     message_len: u64,
     utf8: Utf8Stream,
-    ctrl: [u8; 125],
+    /// A control frame's payload (at most 125 bytes), allocated at the first control frame
+    /// that has one: an idle connection does not carry it.
+    ctrl: Option<Box<[u8; 125]>>,
     ctrl_len: u8,
     failed: Option<WsError>,
 }
@@ -57,7 +59,7 @@ impl FrameDecoder {
             message: None,
             message_len: 0,
             utf8: Utf8Stream::default(),
-            ctrl: [0; 125],
+            ctrl: None,
             ctrl_len: 0,
             failed: None,
         }
@@ -90,7 +92,8 @@ impl FrameDecoder {
             let (chunk, rest) = data.split_at(take);
             if self.op.is_control() {
                 let at = self.ctrl_len as usize;
-                self.ctrl[at..at + take].copy_from_slice(chunk);
+                let ctrl = self.ctrl.get_or_insert_with(|| Box::new([0; 125]));
+                ctrl[at..at + take].copy_from_slice(chunk);
                 self.ctrl_len += take as u8;
             } else {
                 if self.message == Some(OpCode::Text) {
@@ -195,7 +198,10 @@ impl FrameDecoder {
         self.in_payload = false;
         self.hdr_len = 0;
         if self.op.is_control() {
-            let payload = &self.ctrl[..self.ctrl_len as usize];
+            let payload = match &self.ctrl {
+                Some(c) => &c[..self.ctrl_len as usize],
+                None => &[][..],
+            };
             self.ctrl_len = 0;
             return match self.op {
                 OpCode::Ping => {

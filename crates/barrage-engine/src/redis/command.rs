@@ -1,0 +1,426 @@
+//! `--command` strings -> pre-encoded redis (RESP) or memcached (text) requests, and the
+//! weighted choice of which command a message is.
+//!
+//! Each command is compiled once into a list of parts: literal bytes (static words already
+//! RESP-encoded, merged) and templates whose length prefix is computed after their placeholders
+//! are filled. A command without placeholders is one static byte string. The weighted mix is a
+//! smooth weighted round robin laid out once as a table indexed by `seq % total`, so picking is
+//! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
+
+use crate::message::{unescape, EscapeError, Fill, Template, TemplateError};
+use std::io::Write as _;
+
+/// The largest sum of weights (the length of the pick table).
+pub const MAX_TOTAL_WEIGHT: u64 = 10_000;
+/// memcached's key length limit.
+const MAX_KEY: usize = 250;
+
+/// A `--command` that cannot be compiled; Display fits on one line after "--command: ".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("no command given; write e.g. --command 'GET key:{{seq}}'")]
+    None,
+    #[error("'{0}' is empty; write a command such as 'GET key:{{seq}}'")]
+    Empty(String),
+    #[error("'{0}': the weight before '*' must be a whole number from 1 to {MAX_TOTAL_WEIGHT}")]
+    BadWeight(String),
+    #[error("the weights add up to {0}; keep their sum at most {MAX_TOTAL_WEIGHT}")]
+    TotalWeight(u64),
+    #[error("'{0}': a double quote is not closed")]
+    Unclosed(String),
+    #[error("'{0}': {1}")]
+    Escape(String, EscapeError),
+    #[error("{1} (in '{0}')")]
+    Placeholder(String, TemplateError),
+    #[error("'{spec}': memcached '{name}' expects {expects}")]
+    McArgs {
+        spec: String,
+        name: String,
+        expects: &'static str,
+    },
+    #[error(
+        "'{spec}': '{name}' is not a memcached text command barrage sends; use get, gets, set, \
+         add, replace, append, prepend, delete, incr, decr or touch"
+    )]
+    McUnknown { spec: String, name: String },
+    #[error("'{0}': a memcached key has at most 250 bytes and no spaces or control characters")]
+    McKey(String),
+    #[error("'{0}': the {1} must be a whole number or a placeholder such as {{seq%100}}")]
+    McNumber(String, &'static str),
+}
+
+#[derive(Clone, Debug)]
+enum Part {
+    /// Sent as is.
+    Lit(Box<[u8]>),
+    /// Rendered as is.
+    Fill(Template),
+    /// Redis: `$<len>\r\n<value>\r\n`, the length of the filled value.
+    Bulk(Template),
+    /// memcached data block: `<len>\r\n<value>\r\n`.
+    Block(Template),
+}
+
+#[derive(Clone, Debug)]
+struct Command {
+    spec: String,
+    name: String,
+    parts: Box<[Part]>,
+    /// The whole request when no part has a placeholder.
+    fixed: Option<Box<[u8]>>,
+}
+
+/// The compiled `--command` list of one run and its weighted mix.
+#[derive(Clone, Debug)]
+pub struct Commands {
+    cmds: Box<[Command]>,
+    /// Command index for each `seq % table.len()`; empty with a single command.
+    table: Box<[u16]>,
+}
+
+impl Commands {
+    /// Redis commands, RESP-encoded (names as written; redis ignores their case).
+    pub fn redis(specs: &[String]) -> Result<Commands, CommandError> {
+        Self::build(specs, |_spec, words| {
+            let name = String::from_utf8_lossy(words[0].raw()).to_uppercase();
+            let mut parts = vec![Part::Lit(
+                format!("*{}\r\n", words.len()).into_bytes().into(),
+            )];
+            for w in words {
+                if w.is_static() {
+                    let mut b = format!("${}\r\n", w.raw().len()).into_bytes();
+                    b.extend_from_slice(w.raw());
+                    b.extend_from_slice(b"\r\n");
+                    parts.push(Part::Lit(b.into()));
+                } else {
+                    parts.push(Part::Bulk(w));
+                }
+            }
+            Ok((name, parts))
+        })
+    }
+
+    /// memcached text-protocol commands (names lower case, as memcached wants them).
+    pub fn memcache(specs: &[String]) -> Result<Commands, CommandError> {
+        Self::build(specs, mc_parts)
+    }
+
+    fn build(
+        specs: &[String],
+        compile: impl Fn(&str, Vec<Template>) -> Result<(String, Vec<Part>), CommandError>,
+    ) -> Result<Commands, CommandError> {
+        if specs.is_empty() {
+            return Err(CommandError::None);
+        }
+        let mut cmds = Vec::with_capacity(specs.len());
+        let mut weights = Vec::with_capacity(specs.len());
+        let mut total = 0u64;
+        for spec in specs {
+            let (weight, rest) = split_weight(spec)?;
+            total += weight;
+            if total > MAX_TOTAL_WEIGHT {
+                return Err(CommandError::TotalWeight(
+                    specs
+                        .iter()
+                        .map(|s| split_weight(s).map_or(1, |w| w.0))
+                        .sum(),
+                ));
+            }
+            let words = split_words(spec, rest)?;
+            if words.is_empty() {
+                return Err(CommandError::Empty(spec.clone()));
+            }
+            let (name, parts) = compile(spec, words)?;
+            let parts = merge_literals(parts);
+            let fixed = match &parts[..] {
+                [Part::Lit(b)] => Some(b.clone()),
+                _ => None,
+            };
+            cmds.push(Command {
+                spec: spec.clone(),
+                name,
+                parts: parts.into(),
+                fixed,
+            });
+            weights.push(weight);
+        }
+        let table = if cmds.len() == 1 {
+            Box::default()
+        } else {
+            smooth_round_robin(&weights)
+        };
+        Ok(Commands {
+            cmds: cmds.into(),
+            table,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    /// The sum of the weights: every window of this many consecutive seqs holds each command
+    /// exactly its weight times.
+    pub fn total_weight(&self) -> u64 {
+        self.table.len().max(1) as u64
+    }
+
+    /// Which command message `seq` is.
+    #[inline]
+    pub fn pick(&self, seq: u64) -> usize {
+        if self.table.is_empty() {
+            return 0;
+        }
+        self.table[(seq % self.table.len() as u64) as usize] as usize
+    }
+
+    /// Appends command `i` for `fill` to `out`; returns the bytes written.
+    pub fn render_into(&self, i: usize, fill: Fill, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        for part in self.cmds[i].parts.iter() {
+            match part {
+                Part::Lit(b) => out.extend_from_slice(b),
+                Part::Fill(t) => {
+                    t.render_into(fill, out);
+                }
+                Part::Bulk(t) => sized(out, b"$", t, fill),
+                Part::Block(t) => sized(out, b"", t, fill),
+            }
+        }
+        out.len() - before
+    }
+
+    /// The whole request of command `i` when it has no placeholder.
+    pub fn static_bytes(&self, i: usize) -> Option<&[u8]> {
+        self.cmds[i].fixed.as_deref()
+    }
+
+    /// The command's name as the server's statistics name it: `SET` (redis), `set` (memcached).
+    pub fn name(&self, i: usize) -> &str {
+        &self.cmds[i].name
+    }
+
+    /// The command as the user wrote it.
+    pub fn describe(&self, i: usize) -> &str {
+        &self.cmds[i].spec
+    }
+}
+
+/// `<prefix><len>\r\n<value>\r\n`, with `len` known only once the value is rendered: the
+/// value is rendered first, then the header is appended and rotated in front of it (in place,
+/// no allocation).
+fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
+    let start = out.len();
+    let len = t.render_into(fill, out);
+    out.extend_from_slice(prefix);
+    // Writing a number into a Vec cannot fail.
+    let _ = write!(out, "{len}\r\n");
+    let head = out.len() - start - len;
+    out[start..].rotate_right(head);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `N*rest` -> (N, rest); no prefix -> (1, spec).
+fn split_weight(spec: &str) -> Result<(u64, &str), CommandError> {
+    let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || spec.as_bytes().get(digits) != Some(&b'*') {
+        return Ok((1, spec));
+    }
+    match spec[..digits].parse::<u64>() {
+        Ok(w) if (1..=MAX_TOTAL_WEIGHT).contains(&w) => Ok((w, &spec[digits + 1..])),
+        _ => Err(CommandError::BadWeight(spec.to_string())),
+    }
+}
+
+/// Words split on spaces; `"..."` keeps spaces (with `\"` for a quote); escapes are those of
+/// [`unescape`]; each word becomes a template.
+fn split_words(spec: &str, text: &str) -> Result<Vec<Template>, CommandError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut in_word) = (false, false);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('"') => word.push('"'),
+                    Some(n) => {
+                        word.push('\\');
+                        word.push(n);
+                    }
+                    None => word.push('\\'),
+                }
+            }
+            c if c.is_whitespace() && !quoted => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if quoted {
+        return Err(CommandError::Unclosed(spec.to_string()));
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+        .into_iter()
+        .map(|w| {
+            let raw = unescape(&w).map_err(|e| CommandError::Escape(spec.to_string(), e))?;
+            Template::try_new(raw).map_err(|e| CommandError::Placeholder(spec.to_string(), e))
+        })
+        .collect()
+}
+
+fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), CommandError> {
+    let name = String::from_utf8_lossy(words[0].raw()).to_lowercase();
+    let args = &words[1..];
+    let wrong = |expects| CommandError::McArgs {
+        spec: spec.to_string(),
+        name: name.clone(),
+        expects,
+    };
+    for key in args.iter().take(match name.as_str() {
+        "get" | "gets" => args.len(),
+        _ => 1,
+    }) {
+        let raw = key.raw();
+        if raw.len() > MAX_KEY || raw.is_empty() || raw.iter().any(|c| *c <= b' ' || *c == 0x7f) {
+            return Err(CommandError::McKey(spec.to_string()));
+        }
+    }
+    let number = |t: &Template, what| {
+        if t.is_static() && (t.raw().is_empty() || !t.raw().iter().all(u8::is_ascii_digit)) {
+            Err(CommandError::McNumber(spec.to_string(), what))
+        } else {
+            Ok(())
+        }
+    };
+    let line = |parts: &[&Template]| {
+        let mut raw = name.clone().into_bytes();
+        for p in parts {
+            raw.push(b' ');
+            raw.extend_from_slice(p.raw());
+        }
+        raw.extend_from_slice(b"\r\n");
+        // The words were valid templates and spaces join them: no placeholder can break.
+        Part::Fill(Template::new(raw))
+    };
+    let parts = match name.as_str() {
+        "get" | "gets" => {
+            if args.is_empty() {
+                return Err(wrong("one or more keys: 'get KEY [KEY...]'"));
+            }
+            vec![line(&args.iter().collect::<Vec<_>>())]
+        }
+        "set" | "add" | "replace" | "append" | "prepend" => {
+            let [key, value] = args else {
+                return Err(wrong(
+                    "a key and a value: 'set KEY VALUE' (quote a value with spaces)",
+                ));
+            };
+            let mut head = name.clone().into_bytes();
+            head.push(b' ');
+            head.extend_from_slice(key.raw());
+            head.extend_from_slice(b" 0 0 ");
+            vec![Part::Fill(Template::new(head)), Part::Block(value.clone())]
+        }
+        "delete" => {
+            let [key] = args else {
+                return Err(wrong("one key: 'delete KEY'"));
+            };
+            vec![line(&[key])]
+        }
+        "incr" | "decr" => {
+            let [key, n] = args else {
+                return Err(wrong("a key and a number: 'incr KEY N'"));
+            };
+            number(n, "amount")?;
+            vec![line(&[key, n])]
+        }
+        "touch" => {
+            let [key, t] = args else {
+                return Err(wrong("a key and an expiry in seconds: 'touch KEY SECONDS'"));
+            };
+            number(t, "expiry")?;
+            vec![line(&[key, t])]
+        }
+        _ => {
+            return Err(CommandError::McUnknown {
+                spec: spec.to_string(),
+                name,
+            })
+        }
+    };
+    Ok((name, parts))
+}
+
+/// Adjacent literals become one; a part without placeholder is a literal.
+fn merge_literals(parts: Vec<Part>) -> Vec<Part> {
+    let mut out: Vec<Part> = Vec::with_capacity(parts.len());
+    let nothing = Fill {
+        conn: 0,
+        seq: 0,
+        ts_us: 0,
+    };
+    for p in parts {
+        let p = match p {
+            Part::Fill(t) if t.is_static() => Part::Lit(t.raw().into()),
+            Part::Bulk(ref t) | Part::Block(ref t) if t.is_static() => {
+                let mut b = Vec::new();
+                let prefix: &[u8] = if matches!(p, Part::Bulk(_)) {
+                    b"$"
+                } else {
+                    b""
+                };
+                sized(&mut b, prefix, t, nothing);
+                Part::Lit(b.into())
+            }
+            p => p,
+        };
+        match (out.last_mut(), p) {
+            (Some(Part::Lit(a)), Part::Lit(b)) => {
+                let mut v = a.to_vec();
+                v.extend_from_slice(&b);
+                *a = v.into();
+            }
+            (_, p) => out.push(p),
+        }
+    }
+    out
+}
+
+/// nginx's smooth weighted round robin, laid out once over `sum(weights)` slots: each slot
+/// takes the command with the highest running credit, so a command of weight w appears exactly
+/// w times per cycle, spread out rather than in a block.
+fn smooth_round_robin(weights: &[u64]) -> Box<[u16]> {
+    let total: u64 = weights.iter().sum();
+    let mut credit = vec![0i64; weights.len()];
+    let mut table = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        for (c, w) in credit.iter_mut().zip(weights) {
+            *c += *w as i64;
+        }
+        let best = (0..weights.len())
+            .max_by_key(|i| (credit[*i], std::cmp::Reverse(*i)))
+            .unwrap_or(0);
+        credit[best] -= total as i64;
+        table.push(best as u16);
+    }
+    table.into()
+}

@@ -1,0 +1,17 @@
+//! Redis client codec, sans-IO: `--command` compilation to RESP requests ([`Commands`], shared
+//! with memcached's text commands) and the streaming RESP2/RESP3 reply decoder
+//! ([`RespDecoder`]).
+//!
+//! Redis answers in order, so a reply completes the oldest request in flight; pushes (RESP3
+//! `>`) are out-of-band and complete nothing. The decoder reports only top-level values, with
+//! a fixed stack for nesting and no copy of any payload, so a connection's redis state is a
+//! couple of hundred bytes whatever the replies.
+
+mod command;
+mod resp;
+
+pub use command::{CommandError, Commands, MAX_TOTAL_WEIGHT};
+pub use resp::{RespDecoder, RespError, RespReply, RespSink, MAX_AGGREGATE, MAX_BULK, STACK};
+
+#[cfg(test)]
+mod tests;

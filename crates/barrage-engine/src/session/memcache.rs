@@ -1,0 +1,88 @@
+//! memcached text protocol: the `--command` mix ([`crate::redis::Commands::memcache`] frames
+//! storage commands with their byte count), replies decoded by [`crate::memcache::McDecoder`].
+//! memcached answers in order: a reply completes the oldest request. A miss (`END` alone,
+//! `NOT_FOUND`) is a completed request counted in `misses`; `ERROR`, `CLIENT_ERROR` and
+//! `SERVER_ERROR` fail it as `reply_error`.
+
+use super::{Msg, Out, ProtoError, Rendered, Replies, Session};
+use crate::memcache::{McDecoder, McReply, McSink};
+use crate::message::Fill;
+use crate::plan::{Plan, Protocol};
+use crate::redis::Commands;
+use barrage_metrics::ErrorClass;
+
+pub struct Cfg {
+    commands: Commands,
+}
+
+pub struct Memcache {
+    dec: McDecoder,
+}
+
+impl Session for Memcache {
+    type Cfg = Cfg;
+    const COMMANDS: bool = true;
+
+    fn config(plan: &Plan) -> Cfg {
+        match &plan.protocol {
+            Protocol::Memcache(m) => Cfg {
+                commands: m.commands.clone(),
+            },
+            other => unreachable!("memcached session for a {} plan", other.name()),
+        }
+    }
+
+    fn new(_cfg: &Cfg) -> Self {
+        Self {
+            dec: McDecoder::default(),
+        }
+    }
+
+    fn reset(&mut self, _cfg: &Cfg) {
+        self.dec.reset();
+    }
+
+    #[inline]
+    fn render(&mut self, cfg: &Cfg, _msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
+        let i = cfg.commands.pick(fill.seq);
+        let len = cfg.commands.render_into(i, fill, out.buf);
+        Rendered {
+            len: len as u32,
+            step: i as u16,
+        }
+    }
+
+    #[inline]
+    fn static_request(cfg: &Cfg, msg: Msg, seq: u64) -> Option<(&[u8], Rendered)> {
+        if msg != Msg::Load {
+            return None;
+        }
+        let i = cfg.commands.pick(seq);
+        let b = cfg.commands.static_bytes(i)?;
+        let r = Rendered {
+            len: b.len() as u32,
+            step: i as u16,
+        };
+        Some((b, r))
+    }
+
+    #[inline]
+    fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
+        self.dec.feed(data, &mut Sink { r }).map_err(ProtoError::new)
+    }
+}
+
+struct Sink<'r, 'a> {
+    r: &'r mut Replies<'a>,
+}
+
+impl McSink for Sink<'_, '_> {
+    #[inline]
+    fn reply(&mut self, reply: McReply) {
+        let error = reply == McReply::Error;
+        let bad = error.then_some(ErrorClass::ReplyError);
+        if let Some(ex) = self.r.complete(bad) {
+            self.r.count_command(&ex, reply.is_miss(), error);
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The protocol seam: what a protocol must say, and nothing the engine already does.
+//!
+//! The worker owns everything every protocol shares: the event loop, connecting with backoff
+//! and pacing, the transport (plain TCP or TLS), timers and timeouts, the script (what to send
+//! when: opening messages, a closed-loop window with think times, an open-loop schedule),
+//! the exchanges in flight and recording. A protocol is one [`Session`] impl: the state one
+//! connection keeps for it, how it opens (a handshake to send and await, or none), how it
+//! renders a request, how it decodes input into completed exchanges (by key), and what an end
+//! of input means. A connection holds only its own protocol's session (the worker is generic
+//! over it), so a raw TCP connection carries no HTTP or WebSocket state.
+//!
+//! Sessions are sans-IO: they append bytes to buffers and read byte slices; the worker does
+//! every system call. Adding a protocol: see ARCHITECTURE.md, "How to add a protocol".
+
+use crate::exchange::{Exchange, Exchanges, OPENING};
+use crate::message::Fill;
+use crate::pacer::Rng;
+use crate::plan::Plan;
+use barrage_metrics::{ErrorClass, Recorder};
+use std::collections::VecDeque;
+
+pub mod http;
+pub mod memcache;
+pub mod redis;
+pub mod tcp;
+pub mod ws;
+
+/// Which message a script step sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Msg {
+    /// Message `i` of the opening (the login, `--first-message`).
+    Opening(u16),
+    /// The load's request (a session with a command mix picks one by the sequence number).
+    Load,
+}
+
+/// What a session rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// Bytes an echo reply has (the payload, without protocol framing).
+    pub len: u32,
+    /// What was sent: the index of the command in the session's mix (0 without a mix).
+    pub step: u16,
+}
+
+/// Where a session writes: the buffer, the worker's random numbers (WebSocket masks, keys),
+/// and under `--verify` the queue of bytes the echo must match.
+pub struct Out<'a> {
+    pub buf: &'a mut Vec<u8>,
+    pub rng: &'a mut Rng,
+    pub keep: Option<&'a mut VecDeque<u8>>,
+}
+
+impl Out<'_> {
+    /// Under `--verify` with a dynamic message: remember `bytes` as what the echo must be.
+    pub fn keep(&mut self, bytes: std::ops::Range<usize>) {
+        if let Some(k) = self.keep.as_deref_mut() {
+            k.extend(&self.buf[bytes]);
+        }
+    }
+}
+
+/// A protocol error in what the server sent: the connection fails with class `Protocol`.
+#[derive(Debug)]
+pub struct ProtoError {
+    pub why: String,
+    /// The server answered a plain-text client with TLS: the target needs https:// or wss://.
+    pub tls_answer: bool,
+}
+
+impl ProtoError {
+    pub fn new(why: impl std::fmt::Display) -> Self {
+        Self {
+            why: why.to_string(),
+            tls_answer: false,
+        }
+    }
+}
+
+/// How a session wants its connection to end, after the input it decoded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Close {
+    /// A graceful end (HTTP `Connection: close` after the last response): reconnect at once.
+    Graceful,
+    /// A failure of this class (a WebSocket close frame).
+    Fail(ErrorClass, String),
+}
+
+/// One protocol.
+pub trait Session: Sized + Send + 'static {
+    /// What every connection of a run shares: compiled templates, commands, limits.
+    type Cfg: Send + Sync + 'static;
+
+    fn config(plan: &Plan) -> Self::Cfg;
+    fn new(cfg: &Self::Cfg) -> Self;
+    /// Forget what was tied to a broken connection (before a reconnect).
+    fn reset(&mut self, cfg: &Self::Cfg);
+
+    /// The transport is up: append the protocol's handshake to `out` (none by default).
+    /// Returns true when its answer must be awaited: `input` then calls
+    /// [`Replies::handshake_done`].
+    fn open(&mut self, _cfg: &Self::Cfg, _out: &mut Out) -> Result<bool, ProtoError> {
+        Ok(false)
+    }
+
+    /// Append one request to `out.buf`.
+    fn render(&mut self, cfg: &Self::Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered;
+
+    /// The wire bytes of request `seq` when they are the same every time (sent with no
+    /// copy), and what rendering them would have said.
+    fn static_request(_cfg: &Self::Cfg, _msg: Msg, _seq: u64) -> Option<(&[u8], Rendered)> {
+        None
+    }
+
+    /// Bytes received: complete exchanges through `r`.
+    fn input(&mut self, cfg: &Self::Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError>;
+
+    /// The server closed the connection. `Ok(true)`: a graceful end that completed the
+    /// exchange it framed; `Ok(false)`: the connection was lost.
+    fn eof(&mut self, _cfg: &Self::Cfg, _r: &mut Replies) -> Result<bool, ProtoError> {
+        Ok(false)
+    }
+
+    /// Bytes to send when the run closes a healthy connection (a WebSocket close frame).
+    fn goodbye(&mut self, _cfg: &Self::Cfg, _out: &mut Out) {}
+
+    /// Requests are a mix of commands: counted per command (`Rendered::step`).
+    const COMMANDS: bool = false;
+
+    /// Exchanges complete when their request is written (`--expect none`): no replies.
+    fn completes_on_write(_cfg: &Self::Cfg) -> bool {
+        false
+    }
+}
+
+/// Under `--verify`: what the echo of the exchanges in flight must be.
+#[derive(Debug, Default)]
+pub struct Verify {
+    /// Bytes sent and not yet echoed (dynamic messages, the opening message).
+    pub pending: VecDeque<u8>,
+    /// Static message: offset into it of the next echoed byte.
+    pub off: usize,
+    pub bad: bool,
+}
+
+/// The context a session completes exchanges through, for one batch of input.
+pub struct Replies<'a> {
+    pub ex: &'a mut Exchanges,
+    pub verify: Option<&'a mut Verify>,
+    pub rec: &'a mut Recorder,
+    pub now: u64,
+    /// `--verify` against this static message (empty when not verifying or dynamic).
+    pub verify_static: &'a [u8],
+    pub closed_loop: bool,
+    /// Control bytes to write after this input (pongs, close answers).
+    pub ctl: &'a mut Vec<u8>,
+    pub rng: &'a mut Rng,
+    // What the input did, for the worker to act on.
+    /// The opening's last reply arrived.
+    pub opening_done: bool,
+    /// Closed loop: window slots freed by completed exchanges.
+    pub freed: u32,
+    /// Something useful happened (a completed exchange or handshake): backoff starts over.
+    pub useful: bool,
+    /// The protocol handshake completed, consuming this many bytes of the input.
+    pub handshake: Option<usize>,
+    pub close: Option<Close>,
+}
+
+impl Replies<'_> {
+    /// Whether replies are checked against the request (`--verify`).
+    #[inline]
+    pub fn verifying(&self) -> bool {
+        self.verify.is_some()
+    }
+
+    /// Reply bytes of the exchange at the front, checked under `--verify`.
+    pub fn verify_body(&mut self, bytes: &[u8]) {
+        let Some(v) = self.verify.as_deref_mut() else {
+            return;
+        };
+        let opening = self.ex.front().is_some_and(|e| e.step == OPENING);
+        if !self.verify_static.is_empty() && !opening {
+            let end = v.off + bytes.len();
+            if self.verify_static.get(v.off..end) != Some(bytes) {
+                v.bad = true;
+            }
+            v.off = end;
+        } else {
+            for &b in bytes {
+                if v.pending.pop_front() != Some(b) {
+                    v.bad = true;
+                }
+            }
+        }
+    }
+
+    /// The reply of the front exchange does not match it (under `--verify`).
+    pub fn mismatch(&mut self) {
+        if let Some(v) = self.verify.as_deref_mut() {
+            v.bad = true;
+        }
+    }
+
+    /// The exchange at the front got its reply: completed, or failed with `bad`. A reply
+    /// with nothing in flight is counted as unexpected.
+    #[inline]
+    pub fn complete(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
+        self.rec.c.replies += 1;
+        let Some(ex) = self.ex.pop_front() else {
+            self.rec.c.unexpected += 1;
+            return None;
+        };
+        self.finish(ex, bad);
+        Some(ex)
+    }
+
+    /// The exchange with this key got its reply (protocols whose replies carry a key).
+    pub fn complete_key(&mut self, key: u64, bad: Option<ErrorClass>) -> Option<Exchange> {
+        self.rec.c.replies += 1;
+        let Some(ex) = self.ex.complete(key) else {
+            self.rec.c.unexpected += 1;
+            return None;
+        };
+        self.finish(ex, bad);
+        Some(ex)
+    }
+
+    fn finish(&mut self, ex: Exchange, bad: Option<ErrorClass>) {
+        let mismatch = match self.verify.as_deref_mut() {
+            Some(v) => {
+                v.off = 0;
+                std::mem::take(&mut v.bad)
+            }
+            None => false,
+        };
+        if ex.step == OPENING {
+            self.opening_done = self.ex.front().is_none_or(|e| e.step != OPENING);
+            self.useful = true; // a login answered is useful work: the backoff starts over
+            return;
+        }
+        self.rec.in_flight -= 1;
+        match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
+            Some(class) => {
+                self.rec.exchanges_failed(class, 1);
+                self.rec.c.error(class, 1);
+            }
+            None => {
+                self.useful = true;
+                self.rec.c.completed += 1;
+                self.rec
+                    .latency
+                    .record_ns(self.now.saturating_sub(ex.start));
+            }
+        }
+        if self.closed_loop {
+            self.freed += 1;
+        }
+    }
+
+    /// Count the outcome of a command's exchange (sessions with a command mix): a completed
+    /// exchange, `miss` when it found nothing, or an error reply when `error`.
+    #[inline]
+    pub fn count_command(&mut self, ex: &Exchange, miss: bool, error: bool) {
+        if ex.step == OPENING {
+            return;
+        }
+        let i = ex.step as usize;
+        if error {
+            self.rec.c.commands.error(i);
+        } else {
+            self.rec.c.commands.completed(i);
+            if miss {
+                self.rec.c.misses += 1;
+                self.rec.c.commands.miss(i);
+            }
+        }
+    }
+
+    /// The protocol handshake is done; `consumed` bytes of this input belonged to it.
+    pub fn handshake_done(&mut self, consumed: usize) {
+        self.useful = true;
+        self.handshake = Some(consumed);
+    }
+}

@@ -1,0 +1,108 @@
+//! Redis: the `--command` mix RESP-encoded ([`crate::redis::Commands`]), replies decoded by
+//! [`crate::redis::RespDecoder`]. Redis answers in order, so a reply completes the oldest
+//! request; an error reply (`-ERR ...`) fails it as `reply_error`; RESP3 pushes complete
+//! nothing. With `--resp3` every connection opens with `HELLO 3` (the script's opening).
+
+use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use crate::exchange::OPENING;
+use crate::message::Fill;
+use crate::plan::{Plan, Protocol};
+use crate::redis::{Commands, RespDecoder, RespReply, RespSink};
+use barrage_metrics::ErrorClass;
+
+pub struct Cfg {
+    commands: Commands,
+    hello: Box<[u8]>,
+}
+
+pub struct Redis {
+    dec: RespDecoder,
+}
+
+impl Session for Redis {
+    type Cfg = Cfg;
+    const COMMANDS: bool = true;
+
+    fn config(plan: &Plan) -> Cfg {
+        match &plan.protocol {
+            Protocol::Redis(r) => Cfg {
+                commands: r.commands.clone(),
+                hello: (*b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n").into(),
+            },
+            other => unreachable!("redis session for a {} plan", other.name()),
+        }
+    }
+
+    fn new(_cfg: &Cfg) -> Self {
+        Self {
+            dec: RespDecoder::default(),
+        }
+    }
+
+    fn reset(&mut self, _cfg: &Cfg) {
+        self.dec.reset();
+    }
+
+    #[inline]
+    fn render(&mut self, cfg: &Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
+        match msg {
+            Msg::Opening(_) => {
+                out.buf.extend_from_slice(&cfg.hello);
+                Rendered {
+                    len: cfg.hello.len() as u32,
+                    step: OPENING,
+                }
+            }
+            Msg::Load => {
+                let i = cfg.commands.pick(fill.seq);
+                let len = cfg.commands.render_into(i, fill, out.buf);
+                Rendered {
+                    len: len as u32,
+                    step: i as u16,
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn static_request(cfg: &Cfg, msg: Msg, seq: u64) -> Option<(&[u8], Rendered)> {
+        if msg != Msg::Load {
+            return None;
+        }
+        let i = cfg.commands.pick(seq);
+        let b = cfg.commands.static_bytes(i)?;
+        let r = Rendered {
+            len: b.len() as u32,
+            step: i as u16,
+        };
+        Some((b, r))
+    }
+
+    #[inline]
+    fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
+        self.dec.feed(data, &mut Sink { r }).map_err(ProtoError::new)
+    }
+}
+
+struct Sink<'r, 'a> {
+    r: &'r mut Replies<'a>,
+}
+
+impl RespSink for Sink<'_, '_> {
+    #[inline]
+    fn reply(&mut self, reply: RespReply) {
+        let error = reply == RespReply::Error;
+        if error && self.r.ex.front().is_some_and(|e| e.step == OPENING) {
+            // The server does not speak RESP3 (redis before 6): nothing else can work.
+            self.r.close = Some(Close::Fail(
+                ErrorClass::Protocol,
+                "the server refused HELLO 3: --resp3 needs redis 6 or later".into(),
+            ));
+            return;
+        }
+        let bad = error.then_some(ErrorClass::ReplyError);
+        if let Some(ex) = self.r.complete(bad) {
+            self.r.count_command(&ex, reply == RespReply::Null, error);
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The output manager of a run: everything the user sees or gets written, in one place.
+//!
+//! It owns the live view (the dashboard, or one status line a second), the JSON result, the
+//! text summary, the `--report` file and the `--baseline` check. Every destination is checked
+//! when the run is resolved (a bad path fails in a second, not after the load) and written
+//! once at the end, in a fixed order: the JSON first (the complete record; stdout may be a pipe
+//! whose reader is gone), then the summary, the baseline comparison and the report.
+//! [`report_format`] is the one place that decides a format from a file name.
+
+use crate::cli::RunArgs;
+use crate::config::Usage;
+use crate::{live, tui};
+use anyhow::Context as _;
+use barrage_engine::Plan;
+use barrage_metrics::{Aggregator, RunResult, Tick};
+use barrage_report::Format;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The format of a report file named by `flag` (`--report`, `report -o`, `compare -o`), from
+/// its extension: `.md`/`.markdown` or `.html`/`.htm`; with `stdout_ok`, `-` is Markdown on
+/// stdout.
+pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, Usage> {
+    if stdout_ok && path == "-" {
+        return Ok(Format::Markdown);
+    }
+    match Format::from_path(Path::new(path)) {
+        Some(f @ (Format::Html | Format::Markdown)) => Ok(f),
+        _ => Err(Usage(format!(
+            "{flag} {path}: the file name must end in .md or .html{}",
+            if stdout_ok {
+                " (or - for Markdown on stdout)"
+            } else {
+                ""
+            }
+        ))),
+    }
+}
+
+/// Where the JSON goes: stdout, or a file checked at the start and written at the end.
+enum JsonOut {
+    Stdout,
+    File(String),
+}
+
+/// `--baseline FILE` with its limits, checked (file loaded, limits parsed) before the load.
+struct Baseline {
+    path: PathBuf,
+    limits: Option<String>,
+    opts: barrage_metrics::compare::Options,
+}
+
+/// Every output of one run, resolved and checked.
+pub struct Outputs {
+    json: Option<JsonOut>,
+    report: Option<(String, Format)>,
+    baseline: Option<Baseline>,
+    quiet: bool,
+    no_tui: bool,
+    /// Printed as the load starts (unless `-q`).
+    note: Option<String>,
+}
+
+impl Outputs {
+    /// Check every destination now; nothing is written (or truncated) before the end.
+    pub fn resolve(a: &RunArgs) -> Result<Outputs, Usage> {
+        let json = match a.json.as_deref() {
+            None => None,
+            Some("-") => Some(JsonOut::Stdout),
+            Some(p) => {
+                crate::outfile::check_writable("--json", p)?;
+                Some(JsonOut::File(p.into()))
+            }
+        };
+        let report = match &a.report {
+            Some(p) => {
+                let format = report_format("--report", p, true)?;
+                crate::outfile::check_writable("--report", p)?;
+                Some((p.clone(), format))
+            }
+            None => None,
+        };
+        let opts = crate::compare::options(a.noise_floor.as_deref())?;
+        let baseline = match &a.baseline {
+            Some(b) => {
+                if let Some(l) = &a.max_regression {
+                    barrage_metrics::compare::parse_limits(l)
+                        .map_err(|e| Usage(format!("--max-regression: {e}")))?;
+                }
+                barrage_report::load(b).map_err(|e| Usage(format!("--baseline: {e}")))?;
+                Some(Baseline {
+                    path: b.clone(),
+                    limits: a.max_regression.clone(),
+                    opts,
+                })
+            }
+            None => None,
+        };
+        Ok(Outputs {
+            json,
+            report,
+            baseline,
+            quiet: a.quiet,
+            no_tui: a.no_tui,
+            note: (a.requests.is_some() && a.duration.is_none()).then(|| {
+                format!(
+                    "-n without -d: the run also stops after {} s; give -d to change that bound",
+                    crate::config::REQUESTS_TIME_BOUND.as_secs()
+                )
+            }),
+        })
+    }
+
+    fn json_to_stdout(&self) -> bool {
+        matches!(self.json, Some(JsonOut::Stdout))
+    }
+
+    /// Start the live view: the dashboard when the terminal allows it (if it refuses, the
+    /// status line it is), else the status line (none with `-q`).
+    pub fn live(&self, plan: &Plan, stop: &Arc<AtomicBool>) -> Live {
+        if let (false, Some(n)) = (self.quiet, &self.note) {
+            eprintln!("note: {n}");
+        }
+        let dash = tui::wanted(self.no_tui, self.quiet, self.json_to_stdout())
+            .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(plan), Arc::clone(stop)))
+            .and_then(|d| d.map_err(|e| eprintln!("warning: no dashboard: {e}")).ok());
+        match dash {
+            Some(d) => Live::Dashboard(d),
+            None => Live::Line {
+                quiet: self.quiet,
+                target: plan.connections,
+            },
+        }
+    }
+
+    /// A run that stopped before any load (the TLS pre-flight refused the server): only the
+    /// JSON result is written, saying why; exit code 1.
+    pub fn refused(self, result: &RunResult) -> anyhow::Result<i32> {
+        write_json(self.json, result)?;
+        Ok(1)
+    }
+
+    /// Write everything at the end of a run and return the final exit code: `code` (the
+    /// run's end), or 3 when it was 0 and a threshold failed or the baseline check regressed.
+    pub fn finish(self, result: &RunResult, code: i32) -> anyhow::Result<i32> {
+        let mut code = if code == 0 && result.thresholds_failed() {
+            3
+        } else {
+            code
+        };
+        let baseline_lines = match &self.baseline {
+            Some(b) => {
+                let (lines, regressed) =
+                    crate::compare::check_baseline(result, &b.path, b.limits.as_deref(), &b.opts)?;
+                if regressed && code == 0 {
+                    code = 3;
+                }
+                lines
+            }
+            None => Vec::new(),
+        };
+        let to_stderr = self.json_to_stdout();
+        write_json(self.json, result)?;
+        // With --json -, stdout carries the JSON and the summary goes to stderr.
+        let mut text = Vec::new();
+        Format::Text.renderer().render(result, &mut text)?;
+        if !baseline_lines.is_empty() {
+            text.extend_from_slice(b"\nBaseline comparison\n");
+            for l in &baseline_lines {
+                text.extend_from_slice(l.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        let shown = if to_stderr {
+            std::io::stderr().write_all(&text)
+        } else {
+            std::io::stdout().write_all(&text)
+        };
+        if let Err(e) = shown {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e).context("cannot print the summary");
+            }
+        }
+        if let Some((path, format)) = &self.report {
+            crate::report_cmd::write(result, path, *format)
+                .with_context(|| format!("--report {path}"))?;
+        }
+        Ok(code)
+    }
+}
+
+/// The live view while the load runs; fed one tick a second, never blocking the engine.
+pub enum Live {
+    Dashboard(tui::Dashboard),
+    Line { quiet: bool, target: u64 },
+}
+
+impl Live {
+    pub fn update(&self, tick: &Tick, agg: &Aggregator, server: Option<tui::ServerSample>) {
+        match self {
+            Live::Dashboard(d) => d.update_with(tick, agg, server),
+            Live::Line { quiet, target } => {
+                if let (false, Some(l)) = (quiet, live::line(tick, agg, *target)) {
+                    eprintln!("{l}");
+                }
+            }
+        }
+    }
+
+    /// The dashboard's stop keys (`None` for the status line).
+    pub fn keys(&self) -> Option<Arc<tui::Keys>> {
+        match self {
+            Live::Dashboard(d) => Some(d.keys()),
+            Live::Line { .. } => None,
+        }
+    }
+
+    /// Whether the recovery window's own progress line would disturb the view.
+    pub fn silent(&self) -> bool {
+        match self {
+            Live::Dashboard(_) => true,
+            Live::Line { quiet, .. } => *quiet,
+        }
+    }
+
+    /// The load is over; the recovery window runs.
+    pub fn recovering(&self) {
+        if let Live::Dashboard(d) = self {
+            d.recovering();
+        }
+    }
+
+    /// Give the terminal back before the summary is printed.
+    pub fn finish(self) {
+        if let Live::Dashboard(d) = self {
+            d.finish();
+        }
+    }
+}
+
+fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
+    let render = |w: &mut dyn Write| {
+        Format::Json
+            .renderer()
+            .render(result, w)
+            .and_then(|_| w.flush())
+    };
+    match out {
+        None => Ok(()),
+        Some(JsonOut::Stdout) => {
+            render(&mut std::io::stdout().lock()).context("--json -: cannot write")
+        }
+        Some(JsonOut::File(p)) => std::fs::File::create(&p)
+            .and_then(|f| render(&mut std::io::BufWriter::new(f)))
+            .with_context(|| format!("--json {p}: cannot write")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_rule_decides_a_report_format_from_the_file_name() {
+        assert_eq!(
+            report_format("-o", "r.md", false).unwrap(),
+            Format::Markdown
+        );
+        assert_eq!(
+            report_format("-o", "R.MARKDOWN", false).unwrap(),
+            Format::Markdown
+        );
+        assert_eq!(report_format("-o", "r.htm", false).unwrap(), Format::Html);
+        assert_eq!(
+            report_format("--report", "-", true).unwrap(),
+            Format::Markdown
+        );
+        let e = report_format("-o", "-", false).unwrap_err().to_string();
+        assert!(e.starts_with("-o -: ") && e.contains(".md or .html"), "{e}");
+        for bad in ["r.json", "r.txt", "r", "r.md.bak"] {
+            let e = report_format("--report", bad, true)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("--report {bad}: ")), "{e}");
+            assert!(e.contains("or - for Markdown on stdout"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Resolve: every bad-input check of `barrage run`, before anything starts.
+//!
+//! One step turns the user's words into what the run needs, or into one `Usage` error naming
+//! the flag: the engine's plan and the recorded config (`config.rs`), what to watch
+//! (`watch.rs`), the thresholds (and whether the run can measure them), the open-file limit,
+//! and every output destination (`output.rs`). Nothing here starts a thread, a process or a
+//! connection, and no file is written.
+
+use crate::cli::RunArgs;
+use crate::config::{self, Usage};
+use crate::output::Outputs;
+use crate::watch::WatchPlan;
+use barrage_engine::Plan;
+use barrage_metrics::thresholds::{self, Needs, Threshold};
+use barrage_metrics::RunConfig;
+
+/// A run, resolved and checked: nothing left that could be a usage error.
+pub struct Resolved {
+    pub plan: Plan,
+    pub config: RunConfig,
+    pub watch: Option<WatchPlan>,
+    pub thresholds: Vec<Threshold>,
+    pub outputs: Outputs,
+    /// The command line as recorded in the result (secrets redacted).
+    pub argv: Vec<String>,
+    /// `--insecure`: no certificate check, hence no pre-flight handshake.
+    pub insecure: bool,
+}
+
+pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
+    let (plan, config) = config::plan(a)?;
+    let watch = crate::watch::plan(a, plan.target.addr)?;
+    let thresholds = a
+        .threshold
+        .iter()
+        .map(|e| thresholds::parse(e).map_err(|e| Usage(format!("--threshold: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    measurable(&thresholds, watch.is_some(), a.recovery)?;
+    crate::sys::ensure_fds(
+        crate::sys::fds_needed(plan.connections, plan.threads),
+        "-c/--connections",
+    )?;
+    let outputs = Outputs::resolve(a)?;
+    Ok(Resolved {
+        plan,
+        config,
+        watch,
+        thresholds,
+        outputs,
+        argv: crate::redact::argv(&argv, &a.redact, a.secret_body),
+        insecure: a.insecure,
+    })
+}
+
+/// Refuse, before any load, a threshold the run could not measure: a server figure without
+/// `--monitor`/`--spawn`, a recovery figure with `--recovery 0`.
+fn measurable(
+    thresholds: &[Threshold],
+    monitored: bool,
+    recovery: Option<std::time::Duration>,
+) -> Result<(), Usage> {
+    for t in thresholds {
+        let need = thresholds::needs(&t.metric);
+        if need != Needs::Nothing && !monitored {
+            return Err(Usage(format!(
+                "--threshold '{}': {} is measured on the server; add --monitor PID|auto or --spawn CMD",
+                t.expr, t.metric
+            )));
+        }
+        if need == Needs::Recovery && recovery.is_some_and(|r| r.is_zero()) {
+            return Err(Usage(format!(
+                "--threshold '{}': {} needs the recovery window after the load; drop --recovery 0",
+                t.expr, t.metric
+            )));
+        }
+    }
+    Ok(())
+}
