@@ -64,6 +64,10 @@ pub struct RunConfig {
     pub tls: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subprotocol: Option<String>,
+    /// redis:// and memcache://: the `--command` mix as written, in order (the per-command
+    /// counts in `summary.totals.commands` follow this order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -111,6 +111,13 @@ fn header(r: &RunResult) -> Vec<String> {
     }
     match &c.http {
         Some(req) => what += &format!("; {req}"),
+        None if !c.commands.is_empty() => {
+            what += &format!(
+                "; {} {}",
+                plural_word(c.commands.len()),
+                c.commands.join(", ")
+            )
+        }
         None => {
             what += &format!(
                 "; message {}, expect {}{}",
@@ -129,6 +136,14 @@ fn header(r: &RunResult) -> Vec<String> {
         lines.push(format!("  subprotocol {p}"));
     }
     lines
+}
+
+fn plural_word(n: usize) -> &'static str {
+    if n == 1 {
+        "command"
+    } else {
+        "commands"
+    }
 }
 
 /// The load mode with the one parameter that defines it.
@@ -397,6 +412,22 @@ fn health(r: &RunResult) -> Vec<String> {
                 format!("{} ({})", classes.join(", "), codes.join(", ")),
             ),
         );
+    }
+    let per_command: Vec<_> = t.commands.iter().enumerate().collect();
+    for &(i, k) in per_command.iter().rev() {
+        let name = r.config.commands.get(i).map_or("?", String::as_str);
+        let mut line = format!(
+            "{name}: sent {}, completed {}",
+            thousands(k.sent),
+            thousands(k.completed)
+        );
+        if k.misses > 0 {
+            line += &format!(" ({} misses)", thousands(k.misses));
+        }
+        if k.errors > 0 {
+            line += &format!(", error replies {}", thousands(k.errors));
+        }
+        lines.insert(2, row(if i == 0 { "Commands" } else { "" }, line));
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

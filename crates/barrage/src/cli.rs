@@ -147,6 +147,17 @@ pub struct RunArgs {
     )]
     pub first_message: Option<String>,
 
+    /// redis:// and memcache://: a command to send, e.g. 'SET key:{seq} {conn}' or
+    /// 'get key:{rand%1000}'; repeatable for a mix, a leading N* weights it ('3*GET k');
+    /// placeholders {conn} {seq} {seq%N} {rand%N} {ts_us} [redis default: PING;
+    /// memcache default: 'get key:{rand%1000}']
+    #[arg(long, value_name = "COMMAND", help_heading = "Redis and memcached")]
+    pub command: Vec<String>,
+
+    /// redis://: speak RESP3 (each connection opens with HELLO 3; needs redis 6 or later)
+    #[arg(long, help_heading = "Redis and memcached")]
+    pub resp3: bool,
+
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
     /// (ws: echo or none) [default: echo]
     #[arg(long, value_name = "SPEC", help_heading = "Messages")]

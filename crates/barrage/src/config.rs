@@ -8,8 +8,8 @@ use crate::cli::RunArgs;
 use crate::redact::{self, Secrets};
 use crate::url::{self, Scheme};
 use barrage_engine::{
-    unescape, Delimiter, Framing, HttpPlan, LenPrefix, Mode, Plan, Protocol, StatusSet, Target,
-    Template, WsPlan,
+    unescape, Delimiter, Framing, HttpPlan, LenPrefix, McPlan, Mode, Plan, Protocol, RedisPlan,
+    StatusSet, Target, Template, WsPlan,
 };
 use barrage_metrics::RunConfig;
 use std::time::Duration;
@@ -192,6 +192,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
             .map(|(b, t)| shown(b, t.raw().len())),
         expect: match url.scheme {
             Scheme::Http | Scheme::Https => "http response".into(),
+            Scheme::Redis => "RESP reply".into(),
+            Scheme::Memcache => "memcached reply".into(),
             _ => framing.describe(),
         },
         verify: a.verify,
@@ -204,6 +206,12 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
             }
         }),
         subprotocol: a.subprotocol.clone(),
+        commands: match url.scheme {
+            Scheme::Redis if a.command.is_empty() => vec!["PING".into()],
+            Scheme::Memcache if a.command.is_empty() => vec!["get key:{rand%1000}".into()],
+            Scheme::Redis | Scheme::Memcache => a.command.clone(),
+            _ => Vec::new(),
+        },
     };
     let plan = Plan {
         target,
@@ -228,6 +236,23 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         drain: Duration::from_secs(2),
     };
     Ok((plan, config))
+}
+
+/// The `--command` mix (or the protocol's default command).
+fn commands(
+    a: &RunArgs,
+    default: &str,
+    compile: fn(
+        &[String],
+    )
+        -> Result<barrage_engine::redis::Commands, barrage_engine::redis::CommandError>,
+) -> Result<barrage_engine::redis::Commands, Usage> {
+    let given = if a.command.is_empty() {
+        vec![default.to_string()]
+    } else {
+        a.command.clone()
+    };
+    compile(&given).map_err(|e| Usage(format!("--command: {e}")))
 }
 
 /// Flags that belong to other protocols are mistakes, not silently ignored.
@@ -256,6 +281,28 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     }
     if !scheme.tls() && (a.insecure || a.cacert.is_some()) {
         return Err(only("--insecure and --cacert", "https:// and wss://"));
+    }
+    let kv = matches!(scheme, Scheme::Redis | Scheme::Memcache);
+    if !kv && !a.command.is_empty() {
+        return Err(only("--command", "redis:// and memcache://"));
+    }
+    if scheme != Scheme::Redis && a.resp3 {
+        return Err(only("--resp3", "redis://"));
+    }
+    if kv {
+        for (flag, set) in [
+            ("-m/--message", a.message.is_some()),
+            ("--message-file", a.message_file.is_some()),
+            ("--first-message", a.first_message.is_some()),
+            ("--expect", a.expect.is_some()),
+            ("--verify", a.verify),
+        ] {
+            if set {
+                return Err(Usage(format!(
+                    "{flag} applies to tcp:// and ws:// targets; a {s}:// request is --command"
+                )));
+            }
+        }
     }
     if http {
         for (flag, set) in [
@@ -312,6 +359,23 @@ fn protocol(
 ) -> Result<(Protocol, Option<String>), Usage> {
     match url.scheme {
         Scheme::Tcp => Ok((Protocol::Tcp, None)),
+        Scheme::Redis => Ok((
+            Protocol::Redis(RedisPlan {
+                commands: commands(a, "PING", barrage_engine::redis::Commands::redis)?,
+                resp3: a.resp3,
+            }),
+            None,
+        )),
+        Scheme::Memcache => Ok((
+            Protocol::Memcache(McPlan {
+                commands: commands(
+                    a,
+                    "get key:{rand%1000}",
+                    barrage_engine::redis::Commands::memcache,
+                )?,
+            }),
+            None,
+        )),
         Scheme::Ws | Scheme::Wss => {
             let host = url.host_header();
             // Build one handshake now: bad headers fail here, not on every connection.

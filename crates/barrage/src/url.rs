@@ -1,4 +1,5 @@
-//! Target URLs: `tcp://HOST:PORT`, `http(s)://HOST[:PORT][/PATH]`, `ws(s)://HOST[:PORT][/PATH]`.
+//! Target URLs: `tcp://HOST:PORT`, `http(s)://HOST[:PORT][/PATH]`, `ws(s)://HOST[:PORT][/PATH]`,
+//! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211).
 //!
 //! Parsed by hand (the grammar is small) so that every mistake gets its own one-line advice,
 //! and resolved at once so that a bad host name fails before any load.
@@ -13,6 +14,8 @@ pub enum Scheme {
     Https,
     Ws,
     Wss,
+    Redis,
+    Memcache,
 }
 
 impl Scheme {
@@ -26,7 +29,14 @@ impl Scheme {
             Scheme::Https => "https",
             Scheme::Ws => "ws",
             Scheme::Wss => "wss",
+            Scheme::Redis => "redis",
+            Scheme::Memcache => "memcache",
         }
+    }
+
+    /// Targets that name a host and port only (no path).
+    pub fn pathless(self) -> bool {
+        matches!(self, Scheme::Tcp | Scheme::Redis | Scheme::Memcache)
     }
 }
 
@@ -52,7 +62,7 @@ impl Url {
         let default = match self.scheme {
             Scheme::Http | Scheme::Ws => 80,
             Scheme::Https | Scheme::Wss => 443,
-            Scheme::Tcp => 0,
+            Scheme::Tcp | Scheme::Redis | Scheme::Memcache => 0,
         };
         if self.port == default {
             host
@@ -81,9 +91,11 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
         "https" => Scheme::Https,
         "ws" => Scheme::Ws,
         "wss" => Scheme::Wss,
+        "redis" => Scheme::Redis,
+        "memcache" | "memcached" => Scheme::Memcache,
         other => {
             return usage(format!(
-                "unknown scheme '{other}' in target '{s}'; supported: tcp://, http://, https://, ws://, wss://"
+                "unknown scheme '{other}' in target '{s}'; supported: tcp://, http://, https://, ws://, wss://, redis://, memcache://"
             ))
         }
     };
@@ -91,9 +103,10 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
-    if scheme == Scheme::Tcp && !path.is_empty() && path != "/" {
+    if scheme.pathless() && !path.is_empty() && path != "/" {
+        let n = scheme.name();
         return usage(format!(
-            "target '{s}': a tcp:// target has no path; write tcp://HOST:PORT"
+            "target '{s}': a {n}:// target has no path; write {n}://HOST:PORT"
         ));
     }
     if path.chars().any(|c| c.is_control() || c == ' ') {
@@ -129,6 +142,8 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
         }
         (None, Scheme::Http | Scheme::Ws) => 80,
         (None, Scheme::Https | Scheme::Wss) => 443,
+        (None, Scheme::Redis) => 6379,
+        (None, Scheme::Memcache) => 11211,
         (Some(p), _) => {
             let n: u32 = p.parse().map_err(|_| {
                 Usage(format!(

@@ -18,23 +18,11 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as StdCommand, Stdio};
+use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------------
 // Availability
-
-/// Ok when the tool is there; otherwise skip (return false) locally and fail under CI.
-fn available(what: &str, present: bool) -> bool {
-    if present {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} is not installed, and CI is set: .ci/run must install it");
-    }
-    println!("skipped: {what} not installed");
-    false
-}
 
 fn nginx_bin() -> Option<PathBuf> {
     std::env::var_os("PATH")
@@ -53,21 +41,6 @@ fn python_websockets() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-/// Waits until something accepts on 127.0.0.1:`port`, or the child exits, or 5 s pass.
-fn wait_listening(child: &mut Child, port: u16) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(5) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 fn run_json(args: &[&str], json: &Path) -> Value {

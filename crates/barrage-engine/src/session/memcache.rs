@@ -68,7 +68,9 @@ impl Session for Memcache {
 
     #[inline]
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
-        self.dec.feed(data, &mut Sink { r }).map_err(ProtoError::new)
+        self.dec
+            .feed(data, &mut Sink { r })
+            .map_err(ProtoError::new)
     }
 }
 

@@ -195,3 +195,30 @@ pub fn s<'a>(v: &'a Value, path: &str) -> &'a str {
         .as_str()
         .unwrap_or_else(|| panic!("'{path}' is not a string: {}", field(v, path)))
 }
+
+/// Ok when the tool is there; otherwise skip (return false) locally and fail under CI.
+pub fn available(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} is not installed, and CI is set: .ci/run must install it");
+    }
+    println!("skipped: {what} not installed");
+    false
+}
+
+/// Waits until something accepts on 127.0.0.1:`port`, or the child exits, or 5 s pass.
+pub fn wait_listening(child: &mut Child, port: u16) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
