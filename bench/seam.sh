@@ -12,7 +12,7 @@
 #
 # Options: --reps N --dur S --http-conns N --redis-conns N (defaults 6, 10, 100, 50).
 # Env: BEFORE, AFTER (binaries, required; never built here), PEERBENCH (harness, default
-# /work/shared/bench, read-only), HTTP_PORT (18080), REDIS_PORT (16379), BARRAGE_BENCH_DIR.
+# /work/shared/bench, read-only), HTTP_PORT (18091), REDIS_PORT (16391), BARRAGE_BENCH_DIR.
 # Needs: nginx, redis-server, redis-benchmark (the harness calibrates with it), taskset, python3.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 PEERBENCH="${PEERBENCH:-/work/shared/bench}"
@@ -45,11 +45,11 @@ mkdir -p "$out"
 http_cmd='{url} -c {conns} -t 1 -d {dur}s -q --json {rundir}/barrage.json'
 redis_cmd="tcp://{host}:{port} -m 'PING\\r\\n' --expect line -c {conns} -t 1 -d {dur}s -q --json {rundir}/barrage.json"
 "$PEERBENCH/peers-http.sh" --conns "$hconns" --reps "$reps" --dur "$dur" --only barrage-before \
-  --baseline barrage-before --port "${HTTP_PORT:-18080}" --out "$out/http" \
+  --baseline barrage-before --port "${HTTP_PORT:-18091}" --out "$out/http" \
   --add "barrage-before | barrage_json | $BEFORE $http_cmd" \
   --add "barrage-after | barrage_json | $AFTER $http_cmd" >&2
 "$PEERBENCH/peers-redis.sh" --tests ping_inline --conns "$rconns" --reps "$reps" --dur "$dur" \
-  --only barrage-before --baseline barrage-before --port "${REDIS_PORT:-16379}" --out "$out/redis" \
+  --only barrage-before --baseline barrage-before --port "${REDIS_PORT:-16391}" --out "$out/redis" \
   --add "barrage-before | barrage_json | $BEFORE $redis_cmd | ping_inline" \
   --add "barrage-after | barrage_json | $AFTER $redis_cmd | ping_inline" >&2
 

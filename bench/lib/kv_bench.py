@@ -111,15 +111,17 @@ parsers.parse_memcaslap = parse_memcaslap
 
 
 def barrage_commands(d):
-    """barrage's per-command counts from its result: {name: {completed, sent, ...}} if the result
-    has a per-command table (summary.commands), else {} (one command: the run's totals)."""
-    s = d.get("summary", {})
-    cmds = s.get("commands")
-    if isinstance(cmds, dict):
-        return cmds
-    if isinstance(cmds, list):
-        return {c.get("name") or c.get("command"): c for c in cmds}
-    return {}
+    """barrage's per-command counts: {command text: {sent, completed, errors, misses}}, from
+    summary.totals.commands (one entry per --command, in the order given: config.commands)."""
+    counts = d.get("summary", {}).get("totals", {}).get("commands") or []
+    names = d.get("config", {}).get("commands") or []
+    return {(names[i] if i < len(names) else f"#{i}"): c for i, c in enumerate(counts)}
+
+
+def command_word(text):
+    """'3*set key:{rand%1000} VALUE' -> 'set'"""
+    w = str(text).split()[0] if str(text).split() else ""
+    return re.sub(r"^\d+\*", "", w).lower()
 
 
 def barrage_result(rundir):
@@ -180,7 +182,7 @@ def fill(c, case, n):
 
 # ----------------------------------------------------------------- run
 
-port = a.port or (16380 if a.kind == "redis" else 17211)
+port = a.port or (16392 if a.kind == "redis" else 17292)
 srvdir = os.path.join(a.out, "server")
 os.makedirs(srvdir, exist_ok=True)
 if a.kind == "redis":
@@ -347,7 +349,7 @@ else:
 
             def pc(name, key="completed"):
                 for k, v in per.items():
-                    if str(k).split()[0].lower() == name and isinstance(v, dict):
+                    if command_word(k) == name and isinstance(v, dict):
                         return v.get(key)
                 return None
             tg, ts, tm = pc("get"), pc("set"), pc("get", "misses")
