@@ -327,6 +327,25 @@ if checks:
 print()
 print("Reconciliation, every run: the server's own counters (deltas over the run) vs what the tool counted.")
 print()
+for c in contenders:  # one line per tool first, the full table below
+    rs = [r for r in records if r["name"] == c["name"]]
+    if a.kind == "redis":
+        diffs = [r["server_counts"].get(r["case"]["test"], 0) - (r.get("completed") or 0) for r in rs]
+    elif c["name"] == "barrage":
+        diffs = [r["server_counts"]["cmd_get"] + r["server_counts"]["cmd_set"] - (r.get("completed") or 0) for r in rs]
+    else:
+        diffs = [r["server_counts"]["cmd_get"] + r["server_counts"]["cmd_set"] - (r.get("requests") or 0) for r in rs]
+    same = sum(1 for d in diffs if d == 0)
+    extra = ""
+    if a.kind == "memcache" and c["name"] == "barrage":
+        def per(r, word, key):
+            return next((v.get(key) for k, v in (r.get("commands") or {}).items() if command_word(k) == word), None)
+        exact = sum(1 for r in rs if (per(r, "get", "completed"), per(r, "set", "completed"), per(r, "get", "misses"))
+                    == tuple(r["server_counts"][k] for k in ("cmd_get", "cmd_set", "get_misses")))
+        extra = f"; per command (get == cmd_get, set == cmd_set, get misses == get_misses) in {exact} of {len(rs)}"
+    print(f"- {c['name']}: server total == tool's completed count in {same} of {len(rs)} runs{extra}"
+          + (f"; differences (server − tool): {', '.join(f'{d:+,d}' for d in diffs if d)}" if same < len(rs) else ""))
+print()
 if a.kind == "redis":
     print("| " + " | ".join(ckeys) + " | tool | rep | INFO commandstats calls | tool completed | tool sent | per-command (barrage) | equal |")
     print("|" + "---|" * (len(ckeys) + 7))
