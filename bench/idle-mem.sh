@@ -8,7 +8,7 @@
 #   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/idle-mem.sh     # 3 reps (~3 min)
 #   AFTER=/tmp/barrage-after bench/idle-mem.sh --reps 1 --transports tcp           # one build
 #
-# Options (lib/idle_mem.py): --conns N --base N --reps N --interval D --connect-rate N --dur S --transports tcp,ws.
+# Options (lib/idle_mem.py): --conns N --base N --reps N --interval D --connect-rate N --dur S --base-dur S --transports tcp,ws.
 # Env: BEFORE (optional), AFTER (required; never built here). Needs fd limit > conns + 100.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 need taskset python3

@@ -32,7 +32,8 @@ ap.add_argument("--base", type=int, default=10, help="connections of the baselin
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--interval", default="10s")
 ap.add_argument("--connect-rate", type=int, default=2500, help="connections opened per second")
-ap.add_argument("--dur", type=int, default=15, help="seconds per run (-d), ramp included")
+ap.add_argument("--dur", type=int, default=15, help="seconds of the big run (-d), ramp included")
+ap.add_argument("--base-dur", type=int, default=5, help="seconds of the baseline run (-d)")
 ap.add_argument("--every", type=float, default=0.02, help="sampling period until 1 %% are open, s")
 ap.add_argument("--transports", default="tcp,ws")
 ap.add_argument("--out", required=True)
@@ -117,21 +118,22 @@ def kill_tree(pid, sig):
 
 def run_one(name, binary, kind, n, rd):
     os.makedirs(rd, exist_ok=True)
+    dur = a.base_dur if n == a.base else a.dur
     jf = os.path.join(rd, "barrage.json")
     url = f"tcp://127.0.0.1:{PORT}" if kind == "tcp" else f"ws://127.0.0.1:{PORT}/"
     gen = [binary, url, "-c", str(n), "--connect-rate", str(a.connect_rate), "--interval", a.interval,
-           "-d", f"{a.dur}s", "-t", "1", "-q", "--no-tui", "--json", jf]
+           "-d", f"{dur}s", "-t", "1", "-q", "--no-tui", "--json", jf]
     with open(os.path.join(rd, "cmd.txt"), "w") as f:
         f.write("unshare --net; " + " ".join(gen) + "\n")
     env = dict(os.environ, SRV=server_bin, SUB="echo" if kind == "tcp" else "ws", PORT=str(PORT),
-               BUDGET=f"{a.dur + 60}s", RD=rd)
+               BUDGET=f"{dur + 60}s", RD=rd)
     t0 = time.time()
     w = subprocess.Popen(["unshare", "--net", "--", "bash", "-c", NETNS_SCRIPT, "netns-run", *gen],
                          env=env, stdin=subprocess.DEVNULL)
     gpid, samples, timed_out = None, [], False
     while w.poll() is None:
         el = time.time() - t0
-        if el > a.dur + 40:
+        if el > dur + 40:
             timed_out = True
             kill_tree(w.pid, signal.SIGINT)
             try:
@@ -214,7 +216,7 @@ def med(xs):
 
 
 print(f"{a.conns} vs {a.base} connections, one message each per {a.interval}, opened at {a.connect_rate}/s, "
-      f"-d {a.dur}s; {a.reps} reps, builds interleaved (rotating order); each run in its own network namespace")
+      f"-d {a.dur}s (baseline runs {a.base_dur}s); {a.reps} reps, builds interleaved (rotating order); each run in its own network namespace")
 print()
 print(f"| transport | build | rep | VmRSS KiB @{a.base} | VmRSS KiB @~0 of the big run (sockets) | VmRSS KiB @{a.conns} (samples) "
       f"| B/conn two runs | B/conn RssAnon two runs | B/conn same run | ramp slope B/conn | all ready s | requests | errors | status |")
