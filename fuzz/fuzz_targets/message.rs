@@ -1,9 +1,10 @@
 //! Arbitrary text through the message pipeline: `unescape` must never panic, `escape` then
 //! `unescape` must give the same bytes back, and a template must render exactly what a plain
-//! left-to-right replacement of `{conn}`, `{seq}` and `{ts_us}` gives.
+//! left-to-right replacement of `{conn}`, `{seq}`, `{ts_us}`, `{seq%N}` and `{rand%N}` gives
+//! (a malformed `{seq%...}`/`{rand%...}` stays literal, and `Template::try_new` rejects it).
 #![no_main]
 
-use barrage_engine::message::Fill;
+use barrage_engine::message::{rand_mod, Fill};
 use barrage_engine::{escape, unescape, Template};
 use libfuzzer_sys::fuzz_target;
 
@@ -17,6 +18,11 @@ fn naive(raw: &[u8], f: Fill) -> Vec<u8> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < raw.len() {
+        if let Some((len, v)) = modulo(&raw[i..], f) {
+            out.extend_from_slice(v.to_string().as_bytes());
+            i += len;
+            continue;
+        }
         match tags.iter().find(|(t, _)| raw[i..].starts_with(t)) {
             Some((t, v)) => {
                 out.extend_from_slice(v.to_string().as_bytes());
@@ -29,6 +35,28 @@ fn naive(raw: &[u8], f: Fill) -> Vec<u8> {
         }
     }
     out
+}
+
+/// `{seq%N}` / `{rand%N}` (N a u64 above 0) at the start of `b`: its length and value.
+fn modulo(b: &[u8], f: Fill) -> Option<(usize, u64)> {
+    let (open, rand) = if b.starts_with(b"{seq%") {
+        (5, false)
+    } else if b.starts_with(b"{rand%") {
+        (6, true)
+    } else {
+        return None;
+    };
+    let close = b.iter().position(|c| *c == b'}')?;
+    let n: u64 = std::str::from_utf8(&b[open..close]).ok()?.parse().ok()?;
+    if n == 0 || !b[open..close].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = if rand {
+        rand_mod(f.conn, f.seq, n)
+    } else {
+        f.seq % n
+    };
+    Some((close + 1, v))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -49,6 +77,12 @@ fuzz_target!(|data: &[u8]| {
 fn check_template(raw: &[u8]) {
     let t = Template::new(raw.to_vec());
     assert_eq!(t.raw(), raw);
+    // The strict constructor accepts exactly what renders the same as the lenient one, or
+    // names a malformed modulo placeholder.
+    match Template::try_new(raw.to_vec()) {
+        Ok(strict) => assert_eq!(strict, t),
+        Err(e) => assert!(e.0.starts_with("{seq%") || e.0.starts_with("{rand%"), "{e}"),
+    }
     let seed = raw
         .iter()
         .fold(0u64, |h, &b| h.rotate_left(5) ^ u64::from(b));

@@ -21,6 +21,7 @@ pub mod redis;
 pub mod run;
 pub mod script;
 pub mod session;
+pub mod spec;
 mod worker;
 pub mod ws;
 
@@ -30,4 +31,5 @@ pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
 pub use run::{run, End, EngineError, RunOutput};
+pub use spec::{Clock, ModeSpec, ProtocolSpec, ShareSet, Spec, SpecError, TlsSpec};
 pub use worker::classify_tls;

@@ -151,6 +151,10 @@ pub struct Plan {
     pub connect_timeout: Duration,
     /// How long to wait for replies in flight once the load stops.
     pub drain: Duration,
+    /// When time zero of the run is (a split run names a wall-clock instant).
+    pub clock: crate::spec::Clock,
+    /// The shares this process runs (`None`: all `threads` of them).
+    pub shares: Option<crate::spec::ShareSet>,
 }
 
 /// One worker's part of a plan.
@@ -214,6 +218,20 @@ impl Plan {
         (0..n).map(|i| self.share(i, n)).collect()
     }
 
+    /// The shares this process runs: all `threads` of them, or the named subset of a split
+    /// run (shares left without connections are left out).
+    pub fn my_shares(&self) -> Vec<Share> {
+        match &self.shares {
+            None => self.shares(self.threads),
+            Some(set) => set
+                .run
+                .iter()
+                .map(|&i| self.share(i, set.count))
+                .filter(|s| s.connections > 0)
+                .collect(),
+        }
+    }
+
     /// The send schedule of global connection `conn` in open-loop modes.
     pub fn schedule(&self, conn: u64) -> Option<Schedule> {
         let end = self.load_end_ns();
@@ -267,6 +285,8 @@ pub(crate) mod tests {
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             drain: Duration::from_secs(2),
+            clock: Default::default(),
+            shares: None,
         }
     }
 

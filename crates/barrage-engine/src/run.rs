@@ -8,6 +8,7 @@
 use crate::clock::mono_ns;
 use crate::plan::{Plan, Protocol, Share};
 use crate::session::{self, Session};
+use crate::spec::Clock;
 use crate::worker::{Worker, WorkerEvent};
 use barrage_metrics::{Aggregator, Outcome, Tick};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,22 +46,34 @@ pub fn run(
     mut on_tick: impl FnMut(&Tick, &Aggregator),
 ) -> Result<RunOutput, EngineError> {
     let plan = Arc::new(plan);
-    let shares = plan.shares(plan.threads);
+    let shares = plan.my_shares();
+    let connections: u64 = shares.iter().map(|s| s.connections).sum();
     let mut agg = Aggregator::new(plan.timeline(), shares.len());
+    if shares.is_empty() {
+        // A split run with more shares than connections leaves some processes nothing.
+        let outcome = agg.finish(0, plan.latency_basis());
+        return Ok(RunOutput {
+            outcome,
+            end: End::Completed,
+        });
+    }
     let (tx, rx) = mpsc::channel();
     let halt = Arc::new(AtomicBool::new(false));
-    let base = mono_ns();
-    let wall_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0);
+    let Some((base, wall_us)) = time_zero(plan.clock, &stop) else {
+        let outcome = agg.finish(connections, plan.latency_basis());
+        return Ok(RunOutput {
+            outcome,
+            end: End::Interrupted,
+        });
+    };
     let mut wakers = Vec::new();
     let mut handles = Vec::new();
-    for share in shares {
+    for (slot, share) in shares.into_iter().enumerate() {
         let index = share.index;
         let parts = Parts {
             plan: Arc::clone(&plan),
             share,
+            slot,
             base,
             wall_us,
             halt: Arc::clone(&halt),
@@ -130,14 +143,40 @@ pub fn run(
             return Err(EngineError::Worker("a worker thread panicked".into()));
         }
     }
-    let outcome = agg.finish(plan.connections, plan.latency_basis());
+    let outcome = agg.finish(connections, plan.latency_basis());
     Ok(RunOutput { outcome, end })
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Time zero of the run on the monotonic clock, and as wall-clock µs. For [`Clock::At`] this
+/// waits for the instant (`None` if `stop` is set meanwhile); a process that starts after it
+/// takes the instant as its time zero all the same, so the timelines of all processes agree.
+fn time_zero(clock: Clock, stop: &AtomicBool) -> Option<(u64, u64)> {
+    match clock {
+        Clock::Now => Some((mono_ns(), unix_ns() / 1000)),
+        Clock::At { unix_ns: at } => loop {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let (mono, wall) = (mono_ns(), unix_ns());
+            if wall >= at {
+                return Some((mono.saturating_sub(wall - at), at / 1000));
+            }
+            std::thread::sleep(Duration::from_nanos(at - wall).min(Duration::from_millis(20)));
+        },
+    }
 }
 
 /// What one worker thread starts from.
 struct Parts {
     plan: Arc<Plan>,
     share: Share,
+    slot: usize,
     base: u64,
     wall_us: u64,
     halt: Arc<AtomicBool>,
@@ -147,7 +186,7 @@ struct Parts {
 /// Start a worker for protocol `S` on its own thread.
 fn spawn<S: Session>(p: Parts) -> std::io::Result<(std::thread::JoinHandle<()>, Arc<mio::Waker>)> {
     let index = p.share.index;
-    let (w, waker) = Worker::<S>::new(p.plan, p.share, p.base, p.wall_us, p.halt, p.tx)?;
+    let (w, waker) = Worker::<S>::new(p.plan, p.share, p.slot, p.base, p.wall_us, p.halt, p.tx)?;
     let h = std::thread::Builder::new()
         .name(format!("barrage-w{index}"))
         .spawn(move || w.run())?;

@@ -112,9 +112,12 @@ pub struct Worker<S: Session> {
 }
 
 impl<S: Session> Worker<S> {
+    /// `slot`: this worker's place among the process's workers (what the aggregator counts
+    /// by); `share.index` is its place in the whole run.
     pub fn new(
         plan: Arc<Plan>,
         share: Share,
+        slot: usize,
         base_ns: u64,
         wall_base_us: u64,
         stop: Arc<AtomicBool>,
@@ -138,7 +141,7 @@ impl<S: Session> Worker<S> {
             .map(|c| c.skip(std::process::id().wrapping_mul(7919)));
         let plan_tls = plan.tls.is_some();
         let w = Self {
-            id: share.index as u32,
+            id: slot as u32,
             on_write: S::completes_on_write(&cfg),
             cfg,
             script,

@@ -507,3 +507,68 @@ fn every_request_lost_to_a_stall_counts_in_the_error_rate() {
     assert_eq!(rate, want);
     assert!(rate > 0.05, "a 700 ms stall in 1.5 s: {rate}");
 }
+
+/// A run split into shares, each part run on its own (as separate processes would): the
+/// parts together do exactly the whole run.
+#[test]
+fn any_subset_of_shares_runs_and_the_parts_add_up() {
+    use barrage_engine::ShareSet;
+    let server = echo_server(1);
+    let mut whole = plan(server.local_addr(), 10, Mode::PingPong, 60.0);
+    whole.duration = None;
+    whole.requests = Some(1000);
+    let parts: [&[usize]; 3] = [&[0, 2], &[1], &[3]];
+    let mut completed = 0;
+    let mut connections = 0;
+    for run in parts {
+        let mut p = whole.clone();
+        p.shares = Some(ShareSet {
+            count: 4,
+            run: run.to_vec(),
+        });
+        let mine: u64 = p.my_shares().iter().map(|s| s.connections).sum();
+        let o = go(p);
+        let s = &o.outcome.summary;
+        assert_eq!(o.end, End::Completed);
+        assert_eq!(s.errors.total(), 0);
+        assert_eq!(s.connections.target, mine);
+        assert_balanced(&o);
+        completed += s.exchanges.completed;
+        connections += s.connections.target;
+    }
+    assert_eq!(completed, 1000, "the parts complete exactly the whole -n");
+    assert_eq!(connections, 10);
+    assert_eq!(settled(&server).connections_accepted, 10);
+    // A process whose shares hold no connection has nothing to do.
+    let mut p = whole.clone();
+    p.connections = 2;
+    p.shares = Some(ShareSet {
+        count: 4,
+        run: vec![3],
+    });
+    let o = go(p);
+    assert_eq!(o.end, End::Completed);
+    assert_eq!(o.outcome.summary.exchanges.sent, 0);
+}
+
+/// `Clock::At`: the run's time zero is a wall-clock instant every process waits for.
+#[test]
+fn a_run_anchored_to_a_wall_clock_instant_starts_there() {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let server = echo_server(1);
+    let mut p = plan(server.local_addr(), 2, Mode::PingPong, 0.2);
+    p.threads = 1;
+    let unix = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    let at = unix() + 300_000_000;
+    p.clock = barrage_engine::Clock::At { unix_ns: at };
+    let o = go(p);
+    // Nothing happens before the instant: the run cannot end before at + its duration.
+    assert!(unix() >= at + 200_000_000);
+    assert!(o.outcome.summary.exchanges.completed > 0);
+    assert_balanced(&o);
+}

@@ -25,7 +25,10 @@ pub use memory::{
     connection_rss_pairs, leak, per_connection_cost, recovery, LeakStatus, LeakVerdict, Recovery,
     DEFAULT_TOLERANCE_PCT, LEAK_RULE, RECOVERY_SLACK_BYTES,
 };
-pub use saturation::{saturation, saturation_summary, SaturationSummary, CPU_SATURATED};
+pub use saturation::{
+    saturation, saturation_summary, sign as saturation_sign, SaturationSummary, Sign,
+    CPU_SATURATED, LAG_SATURATED_US,
+};
 pub use stability::{stability, steady_start, steady_ticks, Stability, RAMP_DONE};
 pub use trend::{
     error_rate_trend, fd_trend, p99_trend, rss_trend, trend, Trend, TrendMetric, Verdict,

@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod result;
 pub mod thresholds;
 pub mod timeline;
+pub mod vocabulary;
 
 pub use aggregate::{
     Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Ramp, Rps,

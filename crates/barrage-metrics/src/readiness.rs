@@ -156,13 +156,6 @@ fn correctness(result: &RunResult) -> Row {
     )
 }
 
-fn is_performance_metric(m: &str) -> bool {
-    m.starts_with('p') && m[1..].chars().all(|c| c.is_ascii_digit())
-        || m.starts_with("latency.")
-        || m.starts_with("rps.")
-        || matches!(m, "connect.p99" | "requests" | "connections.peak")
-}
-
 fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> Row {
     let s = &result.summary;
     let aspect = Aspect::Performance;
@@ -176,10 +169,12 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
     }
     let perf: Vec<&Outcome> = outcomes
         .iter()
-        .filter(|o| is_performance_metric(&o.metric))
+        .filter(|o| crate::vocabulary::is_performance(&o.metric))
         .collect();
     let (mut grade, mut figure) = if perf.is_empty() {
-        let (p50, p99) = (s.latency_us.p50 as f64, s.latency_us.p99 as f64);
+        // By their names: the same figures a threshold or a comparison reads.
+        let figure = |m| crate::vocabulary::value(result, Some(a), m).unwrap_or(0.0);
+        let (p50, p99) = (figure("p50"), figure("p99"));
         let ratio = p99 / p50.max(1.0);
         let g = if ratio <= 10.0 {
             Grade::Pass

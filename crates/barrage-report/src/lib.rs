@@ -24,7 +24,7 @@ pub use compare_html::render_comparison_html;
 pub use compare_text::render_comparison_text;
 pub use html::HtmlRenderer;
 pub use json::JsonRenderer;
-pub use markdown::MarkdownRenderer;
+pub use markdown::{escape as markdown_escape, MarkdownRenderer};
 pub use text::TextRenderer;
 
 use barrage_metrics::result::SCHEMA;

@@ -1,9 +1,9 @@
 //! Markdown: the report as GitHub-flavoured tables, ready to paste into a README or an issue.
 //!
 //! Same sections and figures as the HTML page (both come from `doc::build`); charts are left
-//! out, their figures are in the tables. Cells are escaped for table syntax (`|`, line breaks)
-//! and record strings in prose are put in code spans, so nothing from the record can turn
-//! into markup.
+//! out, their figures are in the tables. Every string from the record goes through [`escape`]
+//! (table syntax, emphasis, code spans, links, HTML, line breaks), so nothing from the record
+//! can turn into markup.
 
 use crate::doc::{self, Block};
 use crate::Renderer;
@@ -34,21 +34,43 @@ impl Renderer for MarkdownRenderer {
     }
 }
 
-/// Text for a table cell or a line: no line breaks, no column separators, no HTML tags.
-fn cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace(['\r', '\n'], " ")
+/// Text from a record for a Markdown table cell or a line, shown literally: nothing in it can
+/// become markup. The one escaper of every Markdown barrage writes (reports, comparisons).
+///
+/// Backslash-escaped: `\`, `` ` `` (code spans), `*` (emphasis, intraword too), `[` `]`
+/// (links), `|` (table cells), and `_` where it could open or close emphasis (at a word
+/// boundary; `not_sent` stays as it is, as GFM treats it literally). HTML is neutralised as
+/// entities (`&`, `<`, `>`), and line breaks become spaces (a cell or line is one line).
+pub fn escape(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let word = |i: Option<usize>| {
+        i.and_then(|i| chars.get(i))
+            .is_some_and(|c| c.is_alphanumeric())
+    };
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '\\' | '`' | '*' | '[' | ']' | '|' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '_' if !(word(i.checked_sub(1)) && word(Some(i + 1))) => out.push_str("\\_"),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' | '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn inline(s: &str) -> String {
-    cell(s)
+    escape(s)
 }
 
 fn row(cells: &[String], out: &mut dyn Write) -> io::Result<()> {
-    let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+    let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
     writeln!(out, "| {} |", cells.join(" | "))
 }
 
@@ -66,7 +88,7 @@ fn block(b: &Block, out: &mut dyn Write) -> io::Result<()> {
         Block::Kv(pairs) => {
             writeln!(out, "| | |\n|---|---|")?;
             for (k, v) in pairs {
-                row(&[format!("**{k}**"), v.clone()], out)?;
+                writeln!(out, "| **{}** | {} |", escape(k), escape(v))?;
             }
             Ok(())
         }
@@ -79,5 +101,27 @@ fn block(b: &Block, out: &mut dyn Write) -> io::Result<()> {
             Ok(())
         }
         Block::Chart(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn tricky_record_strings_stay_literal() {
+        for (raw, want) in [
+            ("a|b", "a\\|b"),
+            ("`rm -rf`", "\\`rm -rf\\`"),
+            ("*bold* and 2*3", "\\*bold\\* and 2\\*3"),
+            ("_em_ not_sent __x__", "\\_em\\_ not_sent \\_\\_x\\_\\_"),
+            ("<script>&amp;", "&lt;script&gt;&amp;amp;"),
+            ("line1\nline2\r\n", "line1 line2  "),
+            ("[x](http://e)", "\\[x\\](http://e)"),
+            ("C:\\tmp", "C:\\\\tmp"),
+            ("p99 < 20ms", "p99 &lt; 20ms"),
+        ] {
+            assert_eq!(escape(raw), want, "{raw:?}");
+        }
     }
 }

@@ -41,9 +41,11 @@ pub fn options(noise_floor: Option<&str>) -> Result<Options, Usage> {
         .ok()
         .filter(|p: &f64| p.is_finite() && (0.0..=1000.0).contains(p))
         .ok_or_else(|| {
-            Usage(format!(
-                "--noise-floor {s}: expected a percentage from 0 to 1000, e.g. 20%"
-            ))
+            Usage::value(
+                "--noise-floor",
+                s,
+                "expected a percentage from 0 to 1000, e.g. 20%",
+            )
         })?;
     Ok(Options {
         noise_floor: pct / 100.0,
@@ -51,7 +53,7 @@ pub fn options(noise_floor: Option<&str>) -> Result<Options, Usage> {
 }
 
 fn load(path: &Path) -> Result<RunResult, Usage> {
-    barrage_report::load(path).map_err(|e| Usage(e.to_string()))
+    barrage_report::load(path).map_err(|e| Usage::file(path.display(), e))
 }
 
 /// Compare the saved runs (the first is the reference); exit code 0.
@@ -120,8 +122,8 @@ pub fn check_baseline(
     let limits = limits
         .map(compare::parse_limits)
         .transpose()
-        .map_err(|e| Usage(format!("--max-regression: {e}")))?;
-    let base = barrage_report::load(baseline).map_err(|e| Usage(format!("--baseline: {e}")))?;
+        .map_err(|e| Usage::new("--max-regression", e))?;
+    let base = barrage_report::load(baseline).map_err(|e| Usage::new("--baseline", e))?;
     let runs = [base, result.clone()];
     let cmp = compare::compare_with(&runs, opts);
     let names = [
@@ -180,7 +182,7 @@ fn regression_line(r: &Regression) -> String {
 
 fn markdown(c: &Comparison, names: &[String]) -> String {
     let t = table(c);
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = barrage_report::markdown_escape;
     let row = |cells: &[String]| {
         let inner: Vec<String> = cells.iter().map(|s| esc(s)).collect();
         format!("| {} |\n", inner.join(" | "))
@@ -206,7 +208,7 @@ fn markdown(c: &Comparison, names: &[String]) -> String {
     }
     out.push('\n');
     for l in legend() {
-        let l = l.replace('*', "\\*");
+        let l = esc(&l);
         match l.strip_prefix("  ") {
             Some(rule) => out.push_str(&format!("- {rule}\n")),
             None => out.push_str(&format!("{l}\n\n")),
@@ -238,6 +240,11 @@ mod tests {
         let h = html(&c, &[empty_run(), empty_run()], &names);
         assert!(h.contains("&lt;a&gt;&amp;&quot;b&quot;") && !h.contains("<a>"));
         assert!(markdown(&c, &names).contains("x\\|y"));
+        // The same escaper as the reports: emphasis, code spans and HTML in a name stay text.
+        let names = ["*a* `b`".to_string(), "<i>_c_</i>".to_string()];
+        let md = markdown(&c, &names);
+        assert!(md.contains("\\*a\\* \\`b\\`"), "{md}");
+        assert!(md.contains("&lt;i&gt;\\_c\\_&lt;/i&gt;"), "{md}");
     }
 
     fn empty_run() -> RunResult {
@@ -299,7 +306,10 @@ mod tests {
         assert_eq!(options(Some("0")).unwrap().noise_floor, 0.0);
         for bad in ["-5%", "abc", "2000%", "NaN"] {
             let e = options(Some(bad)).unwrap_err();
-            assert!(e.0.starts_with(&format!("--noise-floor {bad}: ")), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("--noise-floor {bad}: ")),
+                "{e}"
+            );
         }
     }
 
@@ -308,6 +318,6 @@ mod tests {
         assert!(matches!(output_kind("r.MD"), Ok(Output::Markdown)));
         assert!(matches!(output_kind("r.html"), Ok(Output::Html)));
         let e = output_kind("r.txt").err().unwrap();
-        assert!(e.0.contains("-o r.txt"), "{e}");
+        assert!(e.to_string().contains("-o r.txt"), "{e}");
     }
 }

@@ -14,14 +14,7 @@ use barrage_engine::{
 use barrage_metrics::RunConfig;
 use std::time::Duration;
 
-/// A mistake in the command line or its files; printed as one line, exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
-    Err(Usage(msg.into()))
-}
+pub use crate::usage::Usage;
 
 const MAX_MESSAGE: u64 = 16 << 20;
 /// `-n`: far beyond any run, low enough for exact arithmetic on request counts.
@@ -33,7 +26,7 @@ const DEFAULT_MESSAGE: &[u8] = b"hello from barrage\n";
 pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
     let mut secrets = Secrets::default();
     // No message may quote a value filled from the environment.
-    plan_with(a, &mut secrets).map_err(|e| Usage(secrets.scrub(&e.0)))
+    plan_with(a, &mut secrets).map_err(|e| e.map(|s| secrets.scrub(s)))
 }
 
 fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Usage> {
@@ -42,7 +35,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
     let shown_target = redact::url(&a.target, &a.redact);
     let filled_target = secrets.fill_str(&a.target, "target")?;
     let url = url::parse(&filled_target)
-        .map_err(|e| Usage(e.0.replace(&filled_target, &shown_target)))?;
+        .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
     let target = Target {
         url: shown_target.clone(),
         addr: url.addr,
@@ -51,22 +44,27 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {
-        return usage(format!(
-            "--verify compares echoed bytes and needs --expect echo (got --expect {expect_spec})"
+        return Err(Usage::says(
+            "--verify",
+            format!("compares echoed bytes and needs --expect echo (got --expect {expect_spec})"),
         ));
     }
     let raw = match (&a.message, &a.message_file) {
-        (Some(m), _) => unescape(m).map_err(|e| Usage(format!("--message: {e}")))?,
-        (None, Some(path)) => read_capped("--message-file", path, "a message")?,
+        (Some(m), _) => unescape(m).map_err(|e| Usage::new("--message", e))?,
+        (None, Some(path)) => read_capped("--message-file", path, &path.display(), "a message")?,
         (None, None) => DEFAULT_MESSAGE.to_vec(),
     };
     if raw.is_empty() {
-        return usage(match &a.message_file {
-            Some(p) if a.message.is_none() => format!(
-                "--message-file {}: the file is empty; a message needs at least one byte",
-                p.display()
+        return Err(match &a.message_file {
+            Some(p) if a.message.is_none() => Usage::value(
+                "--message-file",
+                p.display(),
+                "the file is empty; a message needs at least one byte",
             ),
-            _ => "--message is empty; give at least one byte, e.g. -m 'PING\\r\\n'".into(),
+            _ => Usage::says(
+                "--message",
+                "is empty; give at least one byte, e.g. -m 'PING\\r\\n'",
+            ),
         });
     }
     let message_flag = if a.message.is_some() {
@@ -77,9 +75,12 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
     let filled = secrets.fill(&raw, message_flag)?;
     let first_shown = match &a.first_message {
         Some(m) => {
-            let b = unescape(m).map_err(|e| Usage(format!("--first-message: {e}")))?;
+            let b = unescape(m).map_err(|e| Usage::new("--first-message", e))?;
             if b.is_empty() {
-                return usage("--first-message is empty; drop it or give at least one byte");
+                return Err(Usage::says(
+                    "--first-message",
+                    "is empty; drop it or give at least one byte",
+                ));
             }
             Some(b)
         }
@@ -96,45 +97,60 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         _ => Mode::PingPong,
     };
     if mode.is_open_loop() && a.pipeline != 1 {
-        return usage(
-            "--pipeline applies to closed-loop modes (ping-pong, --think); open-loop modes \
+        return Err(Usage::says(
+            "--pipeline",
+            "applies to closed-loop modes (ping-pong, --think); open-loop modes \
              (--interval, --rate) send on schedule whatever is in flight",
-        );
+        ));
     }
     // A flag of another mode is a mistake, not silently ignored.
     if a.max_backlog.is_some() && !mode.is_open_loop() {
-        return usage(format!(
-            "--max-backlog applies to open-loop modes (--interval, --rate), not {}",
-            mode.name()
+        return Err(Usage::says(
+            "--max-backlog",
+            format!(
+                "applies to open-loop modes (--interval, --rate), not {}",
+                mode.name()
+            ),
         ));
     }
     let max_backlog = a.max_backlog.unwrap_or(1024);
     if a.pipeline > 1 << 20 {
-        return usage("--pipeline: at most 1048576 exchanges in flight per connection");
+        return Err(Usage::new(
+            "--pipeline",
+            "at most 1048576 exchanges in flight per connection",
+        ));
     }
     if a.connections > 10_000_000 {
-        return usage(
-            "-c/--connections: at most 10,000,000 per process; split larger loads over processes",
-        );
+        return Err(Usage::new(
+            "-c/--connections",
+            "at most 10,000,000 per process; split larger loads over processes",
+        ));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = a.threads.map_or(cores, |t| t as usize);
     if threads > 1024 {
-        return usage("-t/--threads: at most 1024");
+        return Err(Usage::new("-t/--threads", "at most 1024"));
     }
     if let Some(d) = a.interval {
         let total = a.connections as f64 / d.as_secs_f64();
         if total > crate::units::MAX_RATE {
-            return usage(format!(
-                "--interval {d:?}: with -c {} that is {total:.3e} messages/s in total, more \
-                 than the 100M/s barrage can schedule; use a longer --interval or fewer \
-                 connections",
-                a.connections
+            return Err(Usage::value(
+                "--interval",
+                format!("{d:?}"),
+                format!(
+                    "with -c {} that is {total:.3e} messages/s in total, more \
+                     than the 100M/s barrage can schedule; use a longer --interval or fewer \
+                     connections",
+                    a.connections
+                ),
             ));
         }
     }
     if a.requests.is_some_and(|n| n > MAX_REQUESTS) {
-        return usage("-n/--requests: at most 1,000,000,000,000,000 (1e15) exchanges per run");
+        return Err(Usage::new(
+            "-n/--requests",
+            "at most 1,000,000,000,000,000 (1e15) exchanges per run",
+        ));
     }
     let duration = match (a.duration, a.requests) {
         (Some(d), _) => Some(d),
@@ -234,6 +250,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         timeout: a.timeout,
         connect_timeout,
         drain: Duration::from_secs(2),
+        clock: Default::default(),
+        shares: None,
     };
     Ok((plan, config))
 }
@@ -252,7 +270,7 @@ fn commands(
     } else {
         a.command.clone()
     };
-    compile(&given).map_err(|e| Usage(format!("--command: {e}")))
+    compile(&given).map_err(|e| Usage::new("--command", e))
 }
 
 /// Flags that belong to other protocols are mistakes, not silently ignored.
@@ -260,8 +278,9 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     let http = matches!(scheme, Scheme::Http | Scheme::Https);
     let ws = matches!(scheme, Scheme::Ws | Scheme::Wss);
     let s = scheme.name();
-    let only =
-        |flag: &str, what: &str| Usage(format!("{flag} applies to {what} targets, not {s}://"));
+    let only = |flag: &str, what: &str| {
+        Usage::says(flag, format!("applies to {what} targets, not {s}://"))
+    };
     if !http {
         if a.method.is_some() {
             return Err(only("-X/--method", "http(s)://"));
@@ -298,9 +317,10 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
             ("--verify", a.verify),
         ] {
             if set {
-                return Err(Usage(format!(
-                    "{flag} applies to tcp:// and ws:// targets; a {s}:// request is --command"
-                )));
+                return Err(Usage::says(
+                    flag,
+                    format!("applies to tcp:// and ws:// targets; a {s}:// request is --command"),
+                ));
             }
         }
     }
@@ -313,9 +333,10 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
             ("--verify", a.verify),
         ] {
             if set {
-                return Err(Usage(format!(
-                    "{flag} applies to tcp:// and ws:// targets; an HTTP request is -X, -H and --body"
-                )));
+                return Err(Usage::says(
+                    flag,
+                    "applies to tcp:// and ws:// targets; an HTTP request is -X, -H and --body",
+                ));
             }
         }
     }
@@ -325,9 +346,11 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
         }
         if let Some(e) = &a.expect {
             if e != "echo" && e != "none" {
-                return Err(Usage(format!(
-                    "--expect {e}: a ws:// reply is one message; use --expect echo or none"
-                )));
+                return Err(Usage::value(
+                    "--expect",
+                    e,
+                    "a ws:// reply is one message; use --expect echo or none",
+                ));
             }
         }
     }
@@ -338,12 +361,16 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
 fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
     raw.iter()
         .map(|h| {
-            let (n, v) = h
-                .split_once(':')
-                .ok_or_else(|| Usage(format!("-H '{h}': write a header as 'Name: value'")))?;
+            let (n, v) = h.split_once(':').ok_or_else(|| {
+                Usage::value("-H", format!("'{h}'"), "write a header as 'Name: value'")
+            })?;
             let n = n.trim();
             if n.is_empty() {
-                return Err(Usage(format!("-H '{h}': the header name is empty")));
+                return Err(Usage::value(
+                    "-H",
+                    format!("'{h}'"),
+                    "the header name is empty",
+                ));
             }
             Ok((n.to_string(), v.trim().to_string()))
         })
@@ -404,8 +431,12 @@ fn protocol(
             let body = match a.body.as_deref() {
                 None => None,
                 Some(b) => Some(match b.strip_prefix('@') {
-                    Some(path) => read_capped("--body", std::path::Path::new(path), "a body")
-                        .map_err(|Usage(m)| Usage(m.replacen("--body ", "--body @", 1)))?,
+                    Some(path) => read_capped(
+                        "--body",
+                        std::path::Path::new(path),
+                        &format!("@{path}"),
+                        "a body",
+                    )?,
                     None => b.as_bytes().to_vec(),
                 }),
             };
@@ -463,15 +494,17 @@ fn request_usage(e: barrage_engine::http::RequestError) -> Usage {
         }
         _ => "",
     };
-    Usage(format!("{flag}: {e}{hint}"))
+    Usage::new(flag, format!("{e}{hint}"))
 }
 
 /// `--expect-status 200,204`, `2xx,3xx`, `200-299`.
 pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
     let bad = |item: &str| {
-        Usage(format!(
-            "--expect-status {list}: '{item}' is not a status; write e.g. 200,204 or 2xx,3xx or 200-299"
-        ))
+        Usage::value(
+            "--expect-status",
+            list,
+            format!("'{item}' is not a status; write e.g. 200,204 or 2xx,3xx or 200-299"),
+        )
     };
     let code = |t: &str| -> Option<u16> { t.parse().ok().filter(|c| (100..=599).contains(c)) };
     let mut ranges = Vec::new();
@@ -507,18 +540,26 @@ fn ms(d: Duration) -> f64 {
 
 /// A message or body file, read through a bounded reader: its size on disk is no bound
 /// (`/dev/zero`, a pipe or a file that grows report 0 or less than they give).
-fn read_capped(flag: &str, path: &std::path::Path, what: &str) -> Result<Vec<u8>, Usage> {
+/// `shown`: the value as the user wrote it (`@FILE` for `--body`).
+fn read_capped(
+    flag: &str,
+    path: &std::path::Path,
+    shown: &dyn std::fmt::Display,
+    what: &str,
+) -> Result<Vec<u8>, Usage> {
     use std::io::Read as _;
-    let p = path.display();
-    let fail = |e: std::io::Error| Usage(format!("{flag} {p}: {}", io_reason(&e)));
+    let p = shown;
+    let fail = |e: std::io::Error| Usage::value(flag, p, io_reason(&e));
     let file = std::fs::File::open(path).map_err(fail)?;
     let mut data = Vec::new();
     file.take(MAX_MESSAGE + 1)
         .read_to_end(&mut data)
         .map_err(fail)?;
     if data.len() as u64 > MAX_MESSAGE {
-        return usage(format!(
-            "{flag} {p}: more than the 16 MiB {what} may have; give a smaller file"
+        return Err(Usage::value(
+            flag,
+            p,
+            format!("more than the 16 MiB {what} may have; give a smaller file"),
         ));
     }
     Ok(data)
@@ -535,7 +576,7 @@ fn io_reason(e: &std::io::Error) -> String {
 /// `--expect SPEC`.
 pub fn expect(spec: &str) -> Result<Framing, Usage> {
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    let bad = |why: &str| Usage(format!("--expect {spec}: {why}"));
+    let bad = |why: &str| Usage::value("--expect", spec, why);
     Ok(match (kind, arg) {
         ("echo", "") => Framing::Echo,
         ("line", "") => Framing::Line,
@@ -603,8 +644,9 @@ mod tests {
         ] {
             let mut full = vec!["tcp://127.0.0.1:9"];
             full.extend_from_slice(argv);
-            let err = plan(&args(&full)).unwrap_err().0;
-            assert!(err.starts_with(flag), "{argv:?}: {err}");
+            let err = plan(&args(&full)).unwrap_err();
+            assert_eq!(err.flag(), flag);
+            assert!(err.to_string().starts_with(flag), "{argv:?}: {err}");
         }
         for rate in ["1e19", "1e20", "1e16", "2e8"] {
             let full = ["barrage", "run", "tcp://127.0.0.1:9", "--rate", rate];
@@ -644,7 +686,7 @@ mod tests {
             assert!(
                 status_set(bad)
                     .unwrap_err()
-                    .0
+                    .to_string()
                     .starts_with("--expect-status"),
                 "{bad}"
             );
@@ -666,7 +708,7 @@ mod tests {
             "echo:1",
             "json",
         ] {
-            assert!(expect(bad).unwrap_err().0.starts_with("--expect"), "{bad}");
+            assert_eq!(expect(bad).unwrap_err().flag(), "--expect", "{bad}");
         }
     }
 }

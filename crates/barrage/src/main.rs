@@ -26,6 +26,7 @@ mod tls;
 mod tui;
 mod units;
 mod url;
+mod usage;
 mod watch;
 
 use clap::Parser;

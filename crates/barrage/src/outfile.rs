@@ -13,7 +13,7 @@ use std::path::Path;
 /// `Ok` when `path` can be written as a result file; the error names `flag` and the path.
 pub fn check_writable(flag: &str, path: &str) -> Result<(), Usage> {
     let p = Path::new(path);
-    let bad = |why: String| Usage(format!("{flag} {path}: {why}"));
+    let bad = |why: String| Usage::value(flag, path, why);
     match std::fs::metadata(p) {
         Ok(m) if m.is_dir() => Err(bad("is a directory; give a file name".into())),
         Ok(_) if kernel_file(p) => Err(bad(
@@ -103,14 +103,15 @@ mod tests {
     fn missing_directory_proc_file_and_directory_are_refused() {
         let e = check_writable("--report", "/nonexistent-dir/r.md").unwrap_err();
         assert!(
-            e.0.starts_with("--report /nonexistent-dir/r.md: the directory"),
+            e.to_string()
+                .starts_with("--report /nonexistent-dir/r.md: the directory"),
             "{e}"
         );
         let e = check_writable("--json", "/tmp").unwrap_err();
-        assert!(e.0.contains("is a directory"), "{e}");
+        assert!(e.to_string().contains("is a directory"), "{e}");
         if Path::new("/proc/version").exists() {
             let e = check_writable("--json", "/proc/version").unwrap_err();
-            assert!(e.0.starts_with("--json /proc/version: "), "{e}");
+            assert!(e.to_string().starts_with("--json /proc/version: "), "{e}");
         }
     }
 }

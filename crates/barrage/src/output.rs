@@ -28,14 +28,18 @@ pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, 
     }
     match Format::from_path(Path::new(path)) {
         Some(f @ (Format::Html | Format::Markdown)) => Ok(f),
-        _ => Err(Usage(format!(
-            "{flag} {path}: the file name must end in .md or .html{}",
-            if stdout_ok {
-                " (or - for Markdown on stdout)"
-            } else {
-                ""
-            }
-        ))),
+        _ => Err(Usage::value(
+            flag,
+            path,
+            format!(
+                "the file name must end in .md or .html{}",
+                if stdout_ok {
+                    " (or - for Markdown on stdout)"
+                } else {
+                    ""
+                }
+            ),
+        )),
     }
 }
 
@@ -87,9 +91,9 @@ impl Outputs {
             Some(b) => {
                 if let Some(l) = &a.max_regression {
                     barrage_metrics::compare::parse_limits(l)
-                        .map_err(|e| Usage(format!("--max-regression: {e}")))?;
+                        .map_err(|e| Usage::new("--max-regression", e))?;
                 }
-                barrage_report::load(b).map_err(|e| Usage(format!("--baseline: {e}")))?;
+                barrage_report::load(b).map_err(|e| Usage::new("--baseline", e))?;
                 Some(Baseline {
                     path: b.clone(),
                     limits: a.max_regression.clone(),

@@ -155,17 +155,17 @@ impl Secrets {
             }
             Some(value)
         };
-        barrage_engine::message::fill_secrets(raw, &mut lookup)
-            .map_err(|e| Usage(format!("{what}: {e}")))
+        barrage_engine::message::fill_secrets(raw, &mut lookup).map_err(|e| Usage::new(what, e))
     }
 
     /// [`Secrets::fill`] for text that must stay UTF-8 (URLs, headers).
     pub fn fill_str(&mut self, raw: &str, what: &str) -> Result<String, Usage> {
         let filled = self.fill(raw.as_bytes(), what)?;
         String::from_utf8(filled).map_err(|_| {
-            Usage(format!(
-                "{what}: a {{secret:NAME}} value is not UTF-8; it cannot go into a URL or header"
-            ))
+            Usage::new(
+                what,
+                "a {secret:NAME} value is not UTF-8; it cannot go into a URL or header",
+            )
         })
     }
 
@@ -273,7 +273,9 @@ mod tests {
         let err = secrets
             .fill(b"{secret:BARRAGE_TEST_REDACT_UNSET}", "--body")
             .unwrap_err();
-        assert!(err.0.starts_with("--body: "), "{}", err.0);
-        assert!(err.0.contains("BARRAGE_TEST_REDACT_UNSET"), "{}", err.0);
+        assert_eq!(err.flag(), "--body");
+        let err = err.to_string();
+        assert!(err.starts_with("--body: "), "{err}");
+        assert!(err.contains("BARRAGE_TEST_REDACT_UNSET"), "{err}");
     }
 }

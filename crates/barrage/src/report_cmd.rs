@@ -10,7 +10,7 @@ use std::io::Write;
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
     let format = crate::output::report_format("-o", &a.output, true)?;
-    let r = barrage_report::load(&a.result).map_err(|e| Usage(e.to_string()))?;
+    let r = barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
     write(&r, &a.output, format)?;
     Ok(0)
 }

@@ -33,7 +33,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let thresholds = a
         .threshold
         .iter()
-        .map(|e| thresholds::parse(e).map_err(|e| Usage(format!("--threshold: {e}"))))
+        .map(|e| thresholds::parse(e).map_err(|e| Usage::new("--threshold", e)))
         .collect::<Result<Vec<_>, _>>()?;
     measurable(&thresholds, watch.is_some(), a.recovery)?;
     crate::sys::ensure_fds(
@@ -62,16 +62,24 @@ fn measurable(
     for t in thresholds {
         let need = thresholds::needs(&t.metric);
         if need != Needs::Nothing && !monitored {
-            return Err(Usage(format!(
-                "--threshold '{}': {} is measured on the server; add --monitor PID|auto or --spawn CMD",
-                t.expr, t.metric
-            )));
+            return Err(Usage::value(
+                "--threshold",
+                format!("'{}'", t.expr),
+                format!(
+                    "{} is measured on the server; add --monitor PID|auto or --spawn CMD",
+                    t.metric
+                ),
+            ));
         }
         if need == Needs::Recovery && recovery.is_some_and(|r| r.is_zero()) {
-            return Err(Usage(format!(
-                "--threshold '{}': {} needs the recovery window after the load; drop --recovery 0",
-                t.expr, t.metric
-            )));
+            return Err(Usage::value(
+                "--threshold",
+                format!("'{}'", t.expr),
+                format!(
+                    "{} needs the recovery window after the load; drop --recovery 0",
+                    t.metric
+                ),
+            ));
         }
     }
     Ok(())

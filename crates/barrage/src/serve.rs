@@ -19,7 +19,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
-        std::fs::write(p, b"{}\n").map_err(|e| Usage(format!("--stats {}: {e}", p.display())))?;
+        std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.map_or(cores, |t| t as usize);
@@ -119,10 +119,12 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
 fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
     s.to_socket_addrs()
         .map_err(|e| {
-            Usage(format!(
-                "--listen {s}: {e}; write HOST:PORT, e.g. 127.0.0.1:7000"
-            ))
+            Usage::value(
+                "--listen",
+                s,
+                format!("{e}; write HOST:PORT, e.g. 127.0.0.1:7000"),
+            )
         })?
         .next()
-        .ok_or_else(|| Usage(format!("--listen {s}: no address")))
+        .ok_or_else(|| Usage::value("--listen", s, "no address"))
 }

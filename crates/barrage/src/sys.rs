@@ -38,12 +38,15 @@ pub fn ensure_fds(needed: u64, flag: &str) -> Result<(), Usage> {
     if ok && want as u64 >= needed {
         return Ok(());
     }
-    Err(Usage(format!(
-        "{flag} needs about {needed} open files but this process may open at most {} \
-         (hard limit); lower {flag}, raise the hard limit (ulimit -Hn, limits.conf, systemd \
-         LimitNOFILE), or split the load over several processes",
-        lim.rlim_max
-    )))
+    Err(Usage::says(
+        flag,
+        format!(
+            "needs about {needed} open files but this process may open at most {} \
+             (hard limit); lower {flag}, raise the hard limit (ulimit -Hn, limits.conf, systemd \
+             LimitNOFILE), or split the load over several processes",
+            lim.rlim_max
+        ),
+    ))
 }
 
 fn read_trim(path: &str) -> String {
@@ -123,7 +126,7 @@ mod tests {
     #[test]
     fn fd_check_passes_for_few_and_fails_for_absurd_counts() {
         assert!(ensure_fds(fds_needed(10, 2), "-c").is_ok());
-        let e = ensure_fds(u64::MAX / 4, "-c").unwrap_err().0;
+        let e = ensure_fds(u64::MAX / 4, "-c").unwrap_err().to_string();
         assert!(
             e.contains("-c needs about") && e.contains("hard limit"),
             "{e}"

@@ -32,7 +32,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan, Usage> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Usage(format!("TLS setup: {e}")))?;
+        .map_err(|e| Usage::new("TLS setup", e))?;
     let mut config = if insecure {
         builder
             .dangerous()
@@ -44,25 +44,26 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
         let mut pinned = Vec::new();
         if let Some(path) = cacert {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?
+                .map_err(|e| Usage::value("--cacert", path.display(), e))?
                 .collect::<Result<_, _>>()
-                .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?;
+                .map_err(|e| Usage::value("--cacert", path.display(), e))?;
             if certs.is_empty() {
-                return Err(Usage(format!(
-                    "--cacert {}: no PEM certificate in the file",
-                    path.display()
-                )));
+                return Err(Usage::value(
+                    "--cacert",
+                    path.display(),
+                    "no PEM certificate in the file",
+                ));
             }
             for c in certs {
                 roots
                     .add(c.clone())
-                    .map_err(|e| Usage(format!("--cacert {}: {e}", path.display())))?;
+                    .map_err(|e| Usage::value("--cacert", path.display(), e))?;
                 pinned.push(c);
             }
         }
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
             .build()
-            .map_err(|e| Usage(format!("TLS setup: {e}")))?;
+            .map_err(|e| Usage::new("TLS setup", e))?;
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(PinningVerifier { webpki, pinned }))
@@ -72,10 +73,13 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
     }
     let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
-        Usage(format!(
-            "target '{}': '{}' is not a valid TLS server name",
-            url.host, url.host
-        ))
+        Usage::says(
+            "target",
+            format!(
+                "'{}': '{}' is not a valid TLS server name",
+                url.host, url.host
+            ),
+        )
     })?;
     Ok(TlsPlan {
         config: Arc::new(config),

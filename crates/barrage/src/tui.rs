@@ -35,8 +35,6 @@ use view::View;
 const FRAME: Duration = Duration::from_millis(250);
 /// Seconds of history in the rolling charts.
 const HISTORY: usize = 60;
-/// Event-loop lateness from which a tick is flagged as generator-bound.
-const LAG_WARN_US: u64 = 10_000;
 
 /// Whether the dashboard replaces the status line: stdin and stdout are terminals and nothing
 /// asked for plain output.

@@ -72,8 +72,13 @@ impl Url {
     }
 }
 
-fn usage<T>(msg: String) -> Result<T, Usage> {
-    Err(Usage(msg))
+/// Every target error starts with `target 'URL'`.
+fn usage<T>(s: &str, why: impl std::fmt::Display) -> Result<T, Usage> {
+    Err(bad(s, why))
+}
+
+fn bad(s: &str, why: impl std::fmt::Display) -> Usage {
+    Usage::says("target", format!("'{s}'{why}"))
 }
 
 pub fn parse(raw: &str) -> Result<Url, Usage> {
@@ -81,9 +86,10 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
     let shown = raw.escape_debug().to_string();
     let s = shown.as_str();
     let Some((scheme, rest)) = raw.split_once("://") else {
-        return usage(format!(
-            "target '{s}' has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH"
-        ));
+        return usage(
+            s,
+            " has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH",
+        );
     };
     let scheme = match scheme.to_ascii_lowercase().as_str() {
         "tcp" => Scheme::Tcp,
@@ -94,9 +100,12 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
         "redis" => Scheme::Redis,
         "memcache" | "memcached" => Scheme::Memcache,
         other => {
-            return usage(format!(
-                "unknown scheme '{other}' in target '{s}'; supported: tcp://, http://, https://, ws://, wss://, redis://, memcache://"
-            ))
+            return usage(
+                s,
+                format!(
+                    ": unknown scheme '{other}'; supported: tcp://, http://, https://, ws://, wss://, redis://, memcache://"
+                ),
+            )
         }
     };
     let (authority, path) = match rest.find(['/', '?']) {
@@ -105,25 +114,28 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
     };
     if scheme.pathless() && !path.is_empty() && path != "/" {
         let n = scheme.name();
-        return usage(format!(
-            "target '{s}': a {n}:// target has no path; write {n}://HOST:PORT"
-        ));
+        return usage(
+            s,
+            format!(": a {n}:// target has no path; write {n}://HOST:PORT"),
+        );
     }
     if path.chars().any(|c| c.is_control() || c == ' ') {
-        return usage(format!(
-            "target '{s}': the path has spaces or control characters; percent-encode them (%20)"
-        ));
+        return usage(
+            s,
+            ": the path has spaces or control characters; percent-encode them (%20)",
+        );
     }
     if authority.contains('@') {
-        return usage(format!(
-            "target '{s}': user:password@ in the URL is not supported; send -H 'Authorization: ...'"
-        ));
+        return usage(
+            s,
+            ": user:password@ in the URL is not supported; send -H 'Authorization: ...'",
+        );
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         match v6.split_once(']') {
             Some((h, "")) => (h, None),
             Some((h, p)) if p.starts_with(':') => (h, Some(&p[1..])),
-            _ => return usage(format!("target '{s}': write an IPv6 host as [ADDR]:PORT")),
+            _ => return usage(s, ": write an IPv6 host as [ADDR]:PORT"),
         }
     } else {
         match authority.rsplit_once(':') {
@@ -132,37 +144,31 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
         }
     };
     if host.is_empty() {
-        return usage(format!("target '{s}' has no host"));
+        return usage(s, " has no host");
     }
     let port: u16 = match (port, scheme) {
         (None, Scheme::Tcp) => {
-            return usage(format!(
-                "target '{s}' has no port; write tcp://{authority}:PORT"
-            ))
+            return usage(s, format!(" has no port; write tcp://{authority}:PORT"))
         }
         (None, Scheme::Http | Scheme::Ws) => 80,
         (None, Scheme::Https | Scheme::Wss) => 443,
         (None, Scheme::Redis) => 6379,
         (None, Scheme::Memcache) => 11211,
         (Some(p), _) => {
-            let n: u32 = p.parse().map_err(|_| {
-                Usage(format!(
-                    "target '{s}': port '{p}' is not a number (1-65535)"
-                ))
-            })?;
+            let n: u32 = p
+                .parse()
+                .map_err(|_| bad(s, format!(": port '{p}' is not a number (1-65535)")))?;
             if n == 0 || n > 65535 {
-                return usage(format!(
-                    "target '{s}': port {n} is out of range; use 1-65535"
-                ));
+                return usage(s, format!(": port {n} is out of range; use 1-65535"));
             }
             n as u16
         }
     };
     let addr = (host, port)
         .to_socket_addrs()
-        .map_err(|e| Usage(format!("target '{s}': cannot resolve host '{host}': {e}")))?
+        .map_err(|e| bad(s, format!(": cannot resolve host '{host}': {e}")))?
         .next()
-        .ok_or_else(|| Usage(format!("target '{s}': host '{host}' has no address")))?;
+        .ok_or_else(|| bad(s, format!(": host '{host}' has no address")))?;
     let path = match path {
         "" => "/".to_string(),
         p if p.starts_with('?') => format!("/{p}"),
@@ -213,8 +219,13 @@ mod tests {
             ("http://127.0.0.1/a\r\nX: y", "percent-encode"),
             ("http://u:p@127.0.0.1/", "Authorization"),
         ] {
-            let e = parse(bad).unwrap_err().0;
-            assert!(e.contains(needle), "{bad}: {e}");
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.flag(), "target");
+            let e = e.to_string();
+            assert!(
+                e.starts_with("target '") && e.contains(needle),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -29,40 +29,44 @@ pub struct WatchPlan {
 pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage> {
     if a.monitor.is_empty() && a.spawn.is_none() {
         if a.recovery.is_some() {
-            return Err(Usage(
-                "--recovery watches the server after the load: add --monitor PID|auto or --spawn CMD"
-                    .into(),
+            return Err(Usage::says(
+                "--recovery",
+                "watches the server after the load: add --monitor PID|auto or --spawn CMD",
             ));
         }
         return Ok(None);
     }
     if !cfg!(target_os = "linux") {
-        return Err(Usage("--monitor and --spawn need Linux (/proc)".into()));
+        return Err(Usage::says("--monitor and --spawn", "need Linux (/proc)"));
     }
     let mut pids = Vec::new();
     for m in &a.monitor {
         if m == "auto" {
             if a.spawn.is_some() {
-                return Err(Usage(
-                    "--monitor auto and --spawn: the spawned server is watched anyway; drop --monitor auto"
-                        .into(),
+                return Err(Usage::new(
+                    "--monitor auto and --spawn",
+                    "the spawned server is watched anyway; drop --monitor auto",
                 ));
             }
             let found = barrage_monitor::listener_pid(target.port())
-                .map_err(|e| Usage(format!("--monitor auto: {e}")))?;
+                .map_err(|e| Usage::value("--monitor", "auto", e))?;
             let pid = found.ok_or_else(|| {
-                Usage(format!(
-                    "--monitor auto: no process on this machine listens on port {} (or it belongs to another user); give --monitor PID",
-                    target.port()
-                ))
+                Usage::value(
+                    "--monitor",
+                    "auto",
+                    format!(
+                        "no process on this machine listens on port {} (or it belongs to another user); give --monitor PID",
+                        target.port()
+                    ),
+                )
             })?;
             pids.push(pid);
         } else {
             let pid: u32 = m
                 .parse()
-                .map_err(|_| Usage(format!("--monitor {m}: give a process id or `auto`")))?;
+                .map_err(|_| Usage::value("--monitor", m, "give a process id or `auto`"))?;
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(Usage(format!("--monitor {pid}: no such process")));
+                return Err(Usage::value("--monitor", pid, "no such process"));
             }
             pids.push(pid);
         }

@@ -178,7 +178,8 @@ impl McDecoder {
         head[..from_line].copy_from_slice(&self.line[..from_line]);
         let from_part = (head.len() - from_line).min(part.len());
         head[from_line..from_line + from_part].copy_from_slice(&part[..from_part]);
-        if &head != b"CLIENT_ERROR " && &head != b"SERVER_ERROR " {
+        // (Inside a get reply an error line is a protocol error, however long.)
+        if self.hits > 0 || (&head != b"CLIENT_ERROR " && &head != b"SERVER_ERROR ") {
             return Err(McError::LineTooLong);
         }
         self.line_len = 0;

@@ -244,3 +244,20 @@ fn state_is_a_fixed_line_buffer() {
     eprintln!("McDecoder: {size} bytes");
     assert!(size <= MAX_LINE + 64, "McDecoder is {size} bytes");
 }
+
+#[test]
+fn long_error_line_inside_a_get_is_an_error_in_any_split() {
+    // Found by the split test: gathered, it was taken for a complete error reply.
+    let mut input = b"VALUE k 0 1\r\nx\r\nSERVER_ERROR ".to_vec();
+    input.extend_from_slice(&[b'y'; 400]);
+    input.extend_from_slice(b"\r\nEND\r\n");
+    for cut in 0..=input.len() {
+        let mut d = McDecoder::default();
+        let mut r = Replies::default();
+        let res = d
+            .feed(&input[..cut], &mut r)
+            .and_then(|()| d.feed(&input[cut..], &mut r));
+        assert!(res.is_err(), "cut at {cut}");
+        assert!(r.0.is_empty(), "cut at {cut}: {:?}", r.0);
+    }
+}

@@ -38,6 +38,8 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(5),
         drain: Duration::from_secs(2),
+        clock: Default::default(),
+        shares: None,
     }
 }
 

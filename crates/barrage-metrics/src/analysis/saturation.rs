@@ -32,14 +32,40 @@ fn cpu_near(tick: &Tick, generator: &[ProcSample]) -> Option<f64> {
     mean_near(tick, generator.iter().map(|s| (s.t, s.cpu_pct)))
 }
 
+/// What made one tick saturated, by the one rule that the analysis, the reports and the live
+/// dashboard all apply ([`sign`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sign {
+    /// The event loop ran this late (µs): it did not get the CPU when it needed it.
+    Lag(u64),
+    /// The open-loop backlog grew to this many due messages: they could not be sent on time.
+    Backlog(u64),
+    /// The generator's CPU (% of one core) reached `CPU_SATURATED` of its worker threads.
+    Cpu(f64),
+}
+
+/// The saturation rule for one tick: `prev_backlog` is the previous tick's backlog (0 for the
+/// first), `cpu_pct` the generator's CPU over the tick when it was sampled. Drain ticks (the
+/// load is over) are never saturated.
+pub fn sign(tick: &Tick, prev_backlog: u64, cpu_pct: Option<f64>, threads: usize) -> Option<Sign> {
+    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
+    if tick.phase == Phase::Drain {
+        None
+    } else if tick.lag_us_max >= LAG_SATURATED_US {
+        Some(Sign::Lag(tick.lag_us_max))
+    } else if tick.backlog > prev_backlog {
+        Some(Sign::Backlog(tick.backlog))
+    } else {
+        cpu_pct.filter(|c| *c >= limit).map(Sign::Cpu)
+    }
+}
+
 /// End times (`t`) of the saturated ticks of the warm-up and load phases.
 pub fn saturation(ticks: &[Tick], generator: &[ProcSample], threads: usize) -> Vec<f64> {
-    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
     let mut prev_backlog = 0;
     let mut out = Vec::new();
     for tk in ticks.iter().filter(|t| t.phase != Phase::Drain) {
-        let cpu = cpu_near(tk, generator).is_some_and(|c| c >= limit);
-        if cpu || tk.backlog > prev_backlog || tk.lag_us_max >= LAG_SATURATED_US {
+        if sign(tk, prev_backlog, cpu_near(tk, generator), threads).is_some() {
             out.push(tk.t);
         }
         prev_backlog = tk.backlog;
@@ -131,6 +157,29 @@ mod tests {
             cpu_pct: cpu,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn one_rule_gives_the_reason_of_a_saturated_tick() {
+        let mut t = tick(3.0, Phase::Measured, 100, 10);
+        assert_eq!(sign(&t, 0, None, 2), None);
+        assert_eq!(sign(&t, 0, Some(179.0), 2), None);
+        assert_eq!(sign(&t, 0, Some(180.0), 2), Some(Sign::Cpu(180.0)));
+        t.backlog = 5;
+        assert_eq!(
+            sign(&t, 5, None, 2),
+            None,
+            "a steady backlog is not growing"
+        );
+        assert_eq!(sign(&t, 4, None, 2), Some(Sign::Backlog(5)));
+        t.lag_us_max = LAG_SATURATED_US;
+        assert_eq!(sign(&t, 4, None, 2), Some(Sign::Lag(LAG_SATURATED_US)));
+        t.phase = Phase::Drain;
+        assert_eq!(
+            sign(&t, 0, Some(1e9), 2),
+            None,
+            "the drain is never saturated"
+        );
     }
 
     #[test]

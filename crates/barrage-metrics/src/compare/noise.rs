@@ -13,20 +13,19 @@ pub(super) struct Noise<'a> {
     latency: Option<LatencyHistogram>,
     cpu: Vec<f64>,
     rss: Vec<f64>,
-    /// CPU time per exchange (µs) of each full second, and the mean CPU under load.
+    /// CPU time per exchange (µs) of each full second.
     server_per_req: PerRequest,
     generator_per_req: PerRequest,
     /// Busy % of all cores, host samples under load.
     machine: Vec<f64>,
 }
 
-/// A process's CPU under load, per second and on average.
+/// A process's CPU per exchange, second by second (the value itself, over the whole
+/// measured window, is the vocabulary's).
 #[derive(Default)]
 struct PerRequest {
     /// µs of CPU per completed exchange, one per full measured second with a sample.
     seconds: Vec<f64>,
-    /// Mean CPU under load, % of one core; `None` without samples.
-    mean_pct: Option<f64>,
 }
 
 impl PerRequest {
@@ -44,15 +43,7 @@ impl PerRequest {
                 Some(s.cpu_pct / 100.0 * 1e6 / t.rps)
             })
             .collect();
-        let mean_pct = (!samples.is_empty())
-            .then(|| samples.iter().map(|s| s.cpu_pct).sum::<f64>() / samples.len() as f64);
-        PerRequest { seconds, mean_pct }
-    }
-
-    /// µs of CPU per exchange over the load: mean CPU / average rate.
-    pub(super) fn value(&self, rps_avg: f64) -> Option<f64> {
-        let pct = self.mean_pct?;
-        (rps_avg > 0.0).then(|| pct / 100.0 * 1e6 / rps_avg)
+        PerRequest { seconds }
     }
 }
 
@@ -108,33 +99,9 @@ impl<'a> Noise<'a> {
         }
     }
 
+    /// The figure itself, by the one vocabulary.
     pub(super) fn value(&self, metric: &str) -> Option<f64> {
-        let s = &self.r.summary;
-        let l = &s.latency_us;
-        let server = self.r.analysis.as_ref().and_then(|a| a.server.as_ref());
-        Some(match metric {
-            "rps.avg" => s.rps.avg,
-            "rps.peak" => s.rps.peak,
-            "p50" => l.p50 as f64,
-            "p90" => l.p90 as f64,
-            "p99" => l.p99 as f64,
-            "p999" => l.p999 as f64,
-            "latency.max" => l.max as f64,
-            "errors.rate" => s.error_rate()?,
-            "connections.peak" => s.connections.peak as f64,
-            "server.cpu.avg" => server?.cpu_avg_pct,
-            "server.rss.max" => server?.rss_max_bytes as f64,
-            "server.cpu_per_req" => self.server_per_req.value(s.rps.avg)?,
-            "generator.cpu_per_req" => self.generator_per_req.value(s.rps.avg)?,
-            // The figure every output shows (`figures`, the load window); `self.machine` is
-            // only the per-second series that judges its noise.
-            "machine.cpu.avg" => {
-                let m = self.r.monitor.as_ref()?;
-                crate::figures::machine(&m.host, crate::figures::load_window(&self.r.timeseries))?
-                    .cpu_avg_pct
-            }
-            _ => return None,
-        })
+        crate::vocabulary::value(self.r, self.r.analysis.as_ref(), metric)
     }
 }
 

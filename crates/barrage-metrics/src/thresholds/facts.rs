@@ -1,10 +1,12 @@
-//! The measured figures of a run, by threshold metric name, in canonical units.
+//! The measured figures of a run, by threshold metric name, in canonical units: each one
+//! read through the one vocabulary (`crate::vocabulary`).
 //!
 //! A plain map: a metric that was not measured is simply absent, which evaluation reports as
 //! "not measured". Server figures come from the analysis (which combines the monitored
 //! processes), so a run without monitoring has none of them.
 
-use crate::analysis::{AnalysisReport, LeakStatus};
+use super::METRICS;
+use crate::analysis::AnalysisReport;
 use crate::error::ErrorClass;
 use crate::result::RunResult;
 use serde::{Deserialize, Serialize};
@@ -30,64 +32,20 @@ impl Facts {
         self.0.iter().map(|(k, v)| (k.as_str(), *v))
     }
 
+    /// Every threshold metric's value for the run, by the one vocabulary
+    /// ([`crate::vocabulary::value`]); what was not measured is absent.
     pub fn from_result(result: &RunResult, analysis: Option<&AnalysisReport>) -> Self {
         let mut f = Facts::default();
-        let s = &result.summary;
-        let l = &s.latency_us;
-        if l.count > 0 {
-            for (m, v) in [
-                ("p50", l.p50),
-                ("p75", l.p75),
-                ("p90", l.p90),
-                ("p99", l.p99),
-                ("p999", l.p999),
-                ("p9999", l.p9999),
-                ("latency.max", l.max),
-            ] {
-                f.set(m, v as f64);
+        let classes = ErrorClass::ALL.map(|c| format!("errors.{c}"));
+        let names = METRICS
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| *m != "errors.<class>")
+            .chain(classes.iter().map(String::as_str));
+        for m in names {
+            if let Some(v) = crate::vocabulary::value(result, analysis, m) {
+                f.set(m, v);
             }
-            f.set("latency.mean", l.mean);
-        }
-        if s.connect_us.count > 0 {
-            f.set("connect.p99", s.connect_us.p99 as f64);
-        }
-        f.set("rps.avg", s.rps.avg);
-        f.set("rps.peak", s.rps.peak);
-        f.set("rps.current", s.rps.current);
-        f.set("requests", s.requests as f64);
-        let errors = s.errors.total();
-        f.set("errors", errors as f64);
-        for c in ErrorClass::ALL {
-            f.set(&format!("errors.{c}"), s.errors.get(c) as f64);
-        }
-        if let Some(rate) = s.error_rate() {
-            f.set("errors.rate", rate);
-        }
-        f.set("requests.failed", s.failed_requests.total() as f64);
-        f.set("connections.peak", s.connections.peak as f64);
-        let Some(a) = analysis else {
-            return f;
-        };
-        if let Some(st) = &a.stability {
-            f.set("stability.cv", st.cv_pct);
-        }
-        if let Some(u) = &a.server {
-            f.set("server.rss.max", u.rss_max_bytes as f64);
-            f.set("server.rss.avg", u.rss_avg_bytes);
-            f.set("server.cpu.avg", u.cpu_avg_pct);
-            f.set("server.cpu.max", u.cpu_max_pct);
-            f.set("server.fds.max", u.fds_max as f64);
-        }
-        if let Some(r) = &a.recovery {
-            f.set("server.rss.after", r.after_recovery_bytes as f64);
-        }
-        if let Some(l) = &a.leak {
-            let v = match l.verdict {
-                LeakStatus::Leak => 1.0,
-                LeakStatus::NoLeak => 0.0,
-                LeakStatus::Inconclusive => 0.5,
-            };
-            f.set("leak", v);
         }
         f
     }

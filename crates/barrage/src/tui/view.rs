@@ -58,17 +58,13 @@ impl View {
                 }
             }
         }
-        let why = if t.lag_us_max >= LAG_WARN_US {
-            Some(format!(
-                "event-loop lag {}",
-                fmt::duration_us(t.lag_us_max as f64)
-            ))
-        } else if t.backlog > prev_backlog && t.backlog > 0 {
-            Some(format!("backlog growing ({})", fmt::thousands(t.backlog)))
-        } else if t.saturated {
-            Some("generator-bound second".into())
-        } else {
-            None
+        // The analysis's rule (no generator CPU here: the lag and the backlog show it live).
+        use barrage_metrics::analysis::{saturation_sign, Sign};
+        let why = match saturation_sign(t, prev_backlog, None, 1) {
+            Some(Sign::Lag(us)) => Some(format!("event-loop lag {}", fmt::duration_us(us as f64))),
+            Some(Sign::Backlog(n)) => Some(format!("backlog growing ({})", fmt::thousands(n))),
+            Some(Sign::Cpu(_)) => Some("generator-bound second".into()),
+            None => t.saturated.then(|| "generator-bound second".into()),
         };
         if let Some(why) = why {
             self.saturation = Some((t.t, why));

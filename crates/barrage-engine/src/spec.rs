@@ -1,0 +1,552 @@
+//! The run as data: a [`Spec`] says everything the user asked for, validated and with every
+//! default resolved, and holds no live object (no TLS config, no compiled template, no
+//! socket address that was not already resolved). It serializes (serde), so another process
+//! or machine can take the same run, build its own runtime [`Plan`] from it
+//! ([`Spec::plan`]) and run its part (`shares`); the JSON result records it.
+//!
+//! Secrets stay out of a spec: messages, bodies, headers and the target keep their
+//! `{secret:NAME}` placeholders, and each process fills them from its own environment when it
+//! builds its plan. Bytes (messages, bodies) are written with the escapes `-m` reads, so a
+//! spec is readable and round-trips exactly.
+
+use crate::framing::{Delimiter, Framing, LenPrefix};
+use crate::message::{escape, fill_secrets, unescape, SecretError, Template};
+use crate::plan::{
+    HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, StatusSet, Target, TlsPlan, WsPlan,
+};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The target as shown (secrets and query tokens hidden) and the address it resolved to.
+    pub target: String,
+    pub addr: SocketAddr,
+    /// The host name as written (the TLS server name).
+    pub host: String,
+    pub protocol: ProtocolSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+    pub connections: u64,
+    pub threads: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
+    pub max_connecting: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub warmup_ns: u64,
+    pub mode: ModeSpec,
+    pub pipeline: u32,
+    pub max_backlog: u64,
+    pub timeout_ns: u64,
+    pub connect_timeout_ns: u64,
+    pub drain_ns: u64,
+    /// When time zero of the run is.
+    #[serde(default)]
+    pub clock: Clock,
+    /// Which shares this process runs; `None`: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<ShareSet>,
+}
+
+/// What is spoken on each connection, in the user's words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProtocolSpec {
+    Tcp {
+        /// Escaped as `-m` reads it (`\r\n`, `\xHH`).
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_message: Option<String>,
+        /// As `--expect` reads it.
+        expect: String,
+        #[serde(default)]
+        verify: bool,
+    },
+    Http {
+        method: String,
+        path: String,
+        host_header: String,
+        headers: Vec<(String, String)>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<String>,
+        /// Success statuses as inclusive ranges.
+        expect_status: Vec<(u16, u16)>,
+    },
+    Ws {
+        path: String,
+        host_header: String,
+        headers: Vec<(String, String)>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subprotocol: Option<String>,
+        binary: bool,
+        max_message: u64,
+        message: String,
+        expect: String,
+        #[serde(default)]
+        verify: bool,
+    },
+    Redis {
+        commands: Vec<String>,
+        #[serde(default)]
+        resp3: bool,
+    },
+    Memcache {
+        commands: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TlsSpec {
+    /// Verification off (`--insecure`).
+    pub insecure: bool,
+    /// Extra trusted certificates (`--cacert`), read by each process that builds the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModeSpec {
+    PingPong,
+    Think { ns: u64 },
+    Interval { ns: u64 },
+    Rate { per_s: f64 },
+}
+
+/// Time zero of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Clock {
+    /// When this process starts the run (monotonic within the process).
+    #[default]
+    Now,
+    /// A wall-clock instant (ns since the Unix epoch) that every process of a split run
+    /// waits for, so their timelines, segments and schedules line up.
+    At { unix_ns: u64 },
+}
+
+/// The shares of a run that one process takes: `count` shares in all (connections by
+/// stride, see [`Plan::share`]), of which this process runs `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareSet {
+    pub count: usize,
+    pub run: Vec<usize>,
+}
+
+/// Why a spec does not make a plan.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0}")]
+    Secret(#[from] SecretError),
+    #[error("{what}: {err}")]
+    Escape {
+        what: &'static str,
+        err: crate::message::EscapeError,
+    },
+    #[error("{what}: {err}")]
+    Invalid { what: &'static str, err: String },
+    #[error("{0}")]
+    Request(#[from] crate::http::RequestError),
+    #[error("--command: {0}")]
+    Command(#[from] crate::redis::CommandError),
+    #[error("shares: {0}")]
+    Shares(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+fn invalid(what: &'static str, err: impl std::fmt::Display) -> SpecError {
+    SpecError::Invalid {
+        what,
+        err: err.to_string(),
+    }
+}
+
+/// `--expect`'s grammar: `echo`, `bytes:N`, `line`, `delim:TEXT`, `len:KIND`, `none`.
+pub fn parse_expect(spec: &str) -> Result<Framing, String> {
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
+    Ok(match kind {
+        "echo" if arg.is_empty() => Framing::Echo,
+        "line" if arg.is_empty() => Framing::Line,
+        "none" if arg.is_empty() => Framing::None,
+        "bytes" => match arg.parse::<u64>() {
+            Ok(n) if n > 0 => Framing::Bytes(n),
+            _ => return Err(format!("bytes:N needs a whole number N > 0 (got '{arg}')")),
+        },
+        "delim" => {
+            let b = unescape(arg).map_err(|e| e.to_string())?;
+            Framing::Delim(Delimiter::new(&b).ok_or("delim:TEXT needs a non-empty TEXT")?)
+        }
+        "len" => Framing::Len(match arg {
+            "u16be" => LenPrefix::U16Be,
+            "u16le" => LenPrefix::U16Le,
+            "u32be" => LenPrefix::U32Be,
+            "u32le" => LenPrefix::U32Le,
+            _ => {
+                return Err(format!(
+                    "len:KIND needs u16be, u16le, u32be or u32le (got '{arg}')"
+                ))
+            }
+        }),
+        _ => {
+            return Err(format!(
+                "unknown reply framing '{spec}'; use echo, bytes:N, line, delim:TEXT, \
+                 len:u16be|u16le|u32be|u32le or none"
+            ))
+        }
+    })
+}
+
+impl From<Mode> for ModeSpec {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::PingPong => ModeSpec::PingPong,
+            Mode::Think(d) => ModeSpec::Think { ns: ns(d) },
+            Mode::Interval(d) => ModeSpec::Interval { ns: ns(d) },
+            Mode::Rate(r) => ModeSpec::Rate { per_s: r },
+        }
+    }
+}
+
+impl From<ModeSpec> for Mode {
+    fn from(m: ModeSpec) -> Self {
+        match m {
+            ModeSpec::PingPong => Mode::PingPong,
+            ModeSpec::Think { ns } => Mode::Think(Duration::from_nanos(ns)),
+            ModeSpec::Interval { ns } => Mode::Interval(Duration::from_nanos(ns)),
+            ModeSpec::Rate { per_s } => Mode::Rate(per_s),
+        }
+    }
+}
+
+/// A duration in nanoseconds (saturating at ~584 years).
+pub fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// Fills `{secret:NAME}` from the environment.
+pub fn env_secret(name: &str) -> Option<Vec<u8>> {
+    std::env::var_os(name).map(std::os::unix::ffi::OsStringExt::into_vec)
+}
+
+impl Spec {
+    /// The runtime plan of this spec: secrets filled through `secret` (the environment:
+    /// [`env_secret`]), templates compiled, and TLS set up by `tls` (the binary's client
+    /// configuration: roots, `--cacert`, pinning).
+    pub fn plan(
+        &self,
+        secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+        tls: &dyn Fn(&Spec, &TlsSpec) -> Result<TlsPlan, String>,
+    ) -> Result<Plan, SpecError> {
+        let mut bytes = |what: &'static str, text: &str| -> Result<Vec<u8>, SpecError> {
+            let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
+            Ok(fill_secrets(&raw, secret)?)
+        };
+        let default_message = Template::new(Vec::new());
+        let (protocol, message, first_message, framing, verify) = match &self.protocol {
+            ProtocolSpec::Tcp {
+                message,
+                first_message,
+                expect,
+                verify,
+            } => {
+                let m = Template::new(bytes("--message", message)?);
+                let f = match first_message {
+                    Some(t) => Some(Template::new(bytes("--first-message", t)?)),
+                    None => None,
+                };
+                let framing = parse_expect(expect).map_err(|e| invalid("--expect", e))?;
+                (Protocol::Tcp, m, f, framing, *verify)
+            }
+            ProtocolSpec::Http {
+                method,
+                path,
+                host_header,
+                headers,
+                body,
+                expect_status,
+            } => {
+                let headers = fill_headers(headers, &mut bytes)?;
+                let body = match body {
+                    Some(b) => Some(bytes("--body", b)?),
+                    None => None,
+                };
+                let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
+                    method,
+                    path,
+                    host_header,
+                    headers: &headers,
+                    body: body.as_deref(),
+                    keep_alive: true,
+                })?;
+                let p = Protocol::Http(HttpPlan {
+                    request,
+                    expect_status: StatusSet(expect_status.clone()),
+                });
+                (p, default_message, None, Framing::Echo, false)
+            }
+            ProtocolSpec::Ws {
+                path,
+                host_header,
+                headers,
+                subprotocol,
+                binary,
+                max_message,
+                message,
+                expect,
+                verify,
+            } => {
+                let headers = fill_headers(headers, &mut bytes)?;
+                let m = Template::new(bytes("--message", message)?);
+                let framing = parse_expect(expect).map_err(|e| invalid("--expect", e))?;
+                let p = Protocol::Ws(WsPlan {
+                    host_header: host_header.clone(),
+                    path: path.clone(),
+                    headers,
+                    subprotocol: subprotocol.clone(),
+                    binary: *binary,
+                    max_message: *max_message,
+                });
+                (p, m, None, framing, *verify)
+            }
+            ProtocolSpec::Redis { commands, resp3 } => {
+                let commands = crate::redis::Commands::redis(commands)?;
+                let p = Protocol::Redis(RedisPlan {
+                    commands,
+                    resp3: *resp3,
+                });
+                (p, default_message, None, Framing::Echo, false)
+            }
+            ProtocolSpec::Memcache { commands } => {
+                let commands = crate::redis::Commands::memcache(commands)?;
+                let p = Protocol::Memcache(McPlan { commands });
+                (p, default_message, None, Framing::Echo, false)
+            }
+        };
+        let tls = match &self.tls {
+            Some(t) => Some(tls(self, t).map_err(SpecError::Tls)?),
+            None => None,
+        };
+        if let Some(s) = &self.shares {
+            if s.count == 0 || s.run.iter().any(|&i| i >= s.count) {
+                return Err(SpecError::Shares(format!(
+                    "share indices must be below the share count {}",
+                    s.count
+                )));
+            }
+        }
+        Ok(Plan {
+            target: Target {
+                url: self.target.clone(),
+                addr: self.addr,
+            },
+            protocol,
+            tls,
+            connections: self.connections,
+            threads: self.threads,
+            connect_rate: self.connect_rate,
+            max_connecting: self.max_connecting,
+            duration: self.duration_ns.map(Duration::from_nanos),
+            requests: self.requests,
+            warmup: Duration::from_nanos(self.warmup_ns),
+            message,
+            first_message,
+            framing,
+            verify,
+            mode: self.mode.into(),
+            pipeline: self.pipeline,
+            max_backlog: self.max_backlog,
+            timeout: Duration::from_nanos(self.timeout_ns),
+            connect_timeout: Duration::from_nanos(self.connect_timeout_ns),
+            drain: Duration::from_nanos(self.drain_ns),
+            clock: self.clock,
+            shares: self.shares.clone(),
+        })
+    }
+
+    /// A copy safe to record anywhere: header values are hidden (they may hold secrets that
+    /// are not placeholders), everything else is the user's words with placeholders unfilled.
+    pub fn redacted(&self) -> Spec {
+        let mut s = self.clone();
+        let hide = |h: &mut Vec<(String, String)>| {
+            for (_, v) in h.iter_mut() {
+                *v = "<redacted>".into();
+            }
+        };
+        match &mut s.protocol {
+            ProtocolSpec::Http { headers, .. } | ProtocolSpec::Ws { headers, .. } => hide(headers),
+            _ => {}
+        }
+        s
+    }
+
+    /// Message bytes as a spec writes them.
+    pub fn text(bytes: &[u8]) -> String {
+        escape(bytes)
+    }
+}
+
+/// Unescapes and fills the secrets of one field of the spec.
+type FillBytes<'a> = dyn FnMut(&'static str, &str) -> Result<Vec<u8>, SpecError> + 'a;
+
+fn fill_headers(
+    headers: &[(String, String)],
+    bytes: &mut FillBytes<'_>,
+) -> Result<Vec<(String, String)>, SpecError> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            // A header value is taken literally (no escapes); only secrets are filled.
+            let filled = bytes("-H/--header", &v.replace('\\', "\\\\"))?;
+            let v = String::from_utf8(filled).map_err(|e| invalid("-H/--header", e))?;
+            Ok((n.clone(), v))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(protocol: ProtocolSpec) -> Spec {
+        Spec {
+            target: "tcp://127.0.0.1:7000".into(),
+            addr: "127.0.0.1:7000".parse().unwrap(),
+            host: "127.0.0.1".into(),
+            protocol,
+            tls: None,
+            connections: 10,
+            threads: 2,
+            connect_rate: Some(100.0),
+            max_connecting: 64,
+            duration_ns: Some(2_000_000_000),
+            requests: None,
+            warmup_ns: 0,
+            mode: ModeSpec::Interval { ns: 50_000_000 },
+            pipeline: 1,
+            max_backlog: 1024,
+            timeout_ns: 5_000_000_000,
+            connect_timeout_ns: 5_000_000_000,
+            drain_ns: 2_000_000_000,
+            clock: Clock::At {
+                unix_ns: 1_800_000_000_000_000_000,
+            },
+            shares: Some(ShareSet {
+                count: 4,
+                run: vec![1, 3],
+            }),
+        }
+    }
+
+    fn no_tls(_: &Spec, _: &TlsSpec) -> Result<TlsPlan, String> {
+        Err("no TLS here".into())
+    }
+
+    #[test]
+    fn a_spec_round_trips_through_json() {
+        for p in [
+            ProtocolSpec::Tcp {
+                message: "PING {seq}\\r\\n\\x00{secret:TOKEN}".into(),
+                first_message: Some("AUTH x\\r\\n".into()),
+                expect: "delim:\\r\\n".into(),
+                verify: false,
+            },
+            ProtocolSpec::Http {
+                method: "POST".into(),
+                path: "/a?b=c".into(),
+                host_header: "h".into(),
+                headers: vec![("X-A".into(), "1".into())],
+                body: Some("{\"k\":1}".into()),
+                expect_status: vec![(200, 299)],
+            },
+            ProtocolSpec::Redis {
+                commands: vec!["3*GET k:{rand%10}".into(), "SET k v".into()],
+                resp3: true,
+            },
+        ] {
+            let s = spec(p);
+            let json = serde_json::to_string(&s).unwrap();
+            let back: Spec = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, s, "{json}");
+        }
+    }
+
+    #[test]
+    fn the_plan_fills_secrets_from_its_own_environment() {
+        let s = spec(ProtocolSpec::Tcp {
+            message: "key={secret:TOKEN}\\n".into(),
+            first_message: None,
+            expect: "line".into(),
+            verify: false,
+        });
+        let mut env = |n: &str| (n == "TOKEN").then(|| b"s3cr3t".to_vec());
+        let plan = s.plan(&mut env, &no_tls).unwrap();
+        assert_eq!(plan.message.raw(), b"key=s3cr3t\n");
+        assert_eq!(plan.framing, Framing::Line);
+        assert_eq!(plan.mode, Mode::Interval(Duration::from_millis(50)));
+        assert_eq!(plan.shares.as_ref().unwrap().run, vec![1, 3]);
+        // The spec itself never holds the value.
+        assert!(!serde_json::to_string(&s).unwrap().contains("s3cr3t"));
+        let mut none = |_: &str| None;
+        assert!(matches!(
+            s.plan(&mut none, &no_tls),
+            Err(SpecError::Secret(SecretError::Missing(n))) if n == "TOKEN"
+        ));
+    }
+
+    #[test]
+    fn bad_specs_name_what_is_wrong() {
+        let mut env = |_: &str| None;
+        let mut s = spec(ProtocolSpec::Tcp {
+            message: "x".into(),
+            first_message: None,
+            expect: "bytes:0".into(),
+            verify: false,
+        });
+        let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
+        assert!(e.starts_with("--expect: bytes:N"), "{e}");
+        s.protocol = ProtocolSpec::Memcache {
+            commands: vec!["frob k".into()],
+        };
+        let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
+        assert!(e.starts_with("--command: "), "{e}");
+        s.protocol = ProtocolSpec::Redis {
+            commands: vec!["PING".into()],
+            resp3: false,
+        };
+        s.shares = Some(ShareSet {
+            count: 2,
+            run: vec![2],
+        });
+        let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
+        assert!(e.starts_with("shares: "), "{e}");
+        s.shares = None;
+        s.tls = Some(TlsSpec {
+            insecure: false,
+            cacert: None,
+        });
+        let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
+        assert_eq!(e, "TLS: no TLS here");
+    }
+
+    #[test]
+    fn recorded_specs_hide_header_values() {
+        let s = spec(ProtocolSpec::Http {
+            method: "GET".into(),
+            path: "/".into(),
+            host_header: "h".into(),
+            headers: vec![("Authorization".into(), "Bearer literal".into())],
+            body: None,
+            expect_status: vec![(200, 399)],
+        });
+        let json = serde_json::to_string(&s.redacted()).unwrap();
+        assert!(
+            !json.contains("literal") && json.contains("Authorization"),
+            "{json}"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! One metric-name vocabulary: what `p99`, `rps.avg`, `errors.rate`, `server.cpu.avg`, ...
+//! are worth for a run, in one place.
+//!
+//! Thresholds (their facts), compare (its rows and `--max-regression`) and readiness all read
+//! a figure by its name through [`value`], so a name cannot mean one thing in a gate and
+//! another in a comparison. Values are in the canonical unit of the name's kind (µs, bytes, %,
+//! a fraction for `errors.rate`); a figure the run did not measure is `None`, never 0. The
+//! names and meanings are those of docs/thresholds.md and docs/compare.md; which names a
+//! threshold may use, and their units, is `thresholds::METRICS`/`kind_of`; which are compared
+//! is `compare::METRICS`.
+
+use crate::analysis::{combined_server, AnalysisReport, LeakStatus, Window};
+use crate::error::ErrorClass;
+use crate::monitor::ProcSample;
+use crate::result::RunResult;
+
+/// The value of `metric` for the run `r`; `analysis` is the run's analysis (the figures of the
+/// server, stability, recovery and leak come from it). `None` when not measured or unknown.
+pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> Option<f64> {
+    let s = &r.summary;
+    let l = &s.latency_us;
+    // Latency figures exist only once an exchange completed.
+    let latency = |v: f64| (l.count > 0).then_some(v);
+    let server = || analysis?.server.as_ref();
+    let v = match metric {
+        "p50" => latency(l.p50 as f64)?,
+        "p75" => latency(l.p75 as f64)?,
+        "p90" => latency(l.p90 as f64)?,
+        "p99" => latency(l.p99 as f64)?,
+        "p999" => latency(l.p999 as f64)?,
+        "p9999" => latency(l.p9999 as f64)?,
+        "latency.max" => latency(l.max as f64)?,
+        "latency.mean" => latency(l.mean)?,
+        "connect.p99" => (s.connect_us.count > 0).then_some(s.connect_us.p99 as f64)?,
+        "rps.avg" => s.rps.avg,
+        "rps.peak" => s.rps.peak,
+        "rps.current" => s.rps.current,
+        "requests" => s.requests as f64,
+        "requests.failed" => s.failed_requests.total() as f64,
+        "errors" => s.errors.total() as f64,
+        "errors.rate" => s.error_rate()?,
+        "connections.peak" => s.connections.peak as f64,
+        "stability.cv" => analysis?.stability.as_ref()?.cv_pct,
+        "server.rss.max" => server()?.rss_max_bytes as f64,
+        "server.rss.avg" => server()?.rss_avg_bytes,
+        "server.cpu.avg" => server()?.cpu_avg_pct,
+        "server.cpu.max" => server()?.cpu_max_pct,
+        "server.fds.max" => server()?.fds_max as f64,
+        "server.rss.after" => analysis?.recovery.as_ref()?.after_recovery_bytes as f64,
+        "leak" => match analysis?.leak.as_ref()?.verdict {
+            LeakStatus::Leak => 1.0,
+            LeakStatus::NoLeak => 0.0,
+            LeakStatus::Inconclusive => 0.5,
+        },
+        "server.cpu_per_req" => {
+            let m = r.monitor.as_ref().filter(|m| !m.processes.is_empty())?;
+            cpu_per_request(&combined_server(m), measured(r, analysis?), s.rps.avg)?
+        }
+        "generator.cpu_per_req" => {
+            let m = r.monitor.as_ref()?;
+            cpu_per_request(&m.generator, measured(r, analysis?), s.rps.avg)?
+        }
+        // The figure every output shows: the machine over the load window.
+        "machine.cpu.avg" => {
+            let m = r.monitor.as_ref()?;
+            crate::figures::machine(&m.host, crate::figures::load_window(&r.timeseries))?
+                .cpu_avg_pct
+        }
+        m => {
+            let class = ErrorClass::from_name(m.strip_prefix("errors.")?)?;
+            s.errors.get(class) as f64
+        }
+    };
+    v.is_finite().then_some(v)
+}
+
+/// The measured window (after the warm-up, to the end of the load): per-request figures
+/// divide by the rate of that window.
+fn measured(r: &RunResult, a: &AnalysisReport) -> Window {
+    Window {
+        from_s: r.config.warmup_s,
+        to_s: a.load_end_s,
+    }
+}
+
+/// µs of CPU per completed exchange: the process's mean CPU over `w` / the average rate.
+fn cpu_per_request(samples: &[ProcSample], w: Window, rps_avg: f64) -> Option<f64> {
+    let cpu: Vec<f64> = w.select(samples).map(|s| s.cpu_pct).collect();
+    if cpu.is_empty() || rps_avg <= 0.0 {
+        return None;
+    }
+    let mean_pct = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    Some(mean_pct / 100.0 * 1e6 / rps_avg)
+}
+
+/// Whether a name is a figure of the load's performance (latency, throughput, the counts of
+/// completed work), as the readiness table groups thresholds.
+pub fn is_performance(metric: &str) -> bool {
+    metric.starts_with('p') && metric[1..].chars().all(|c| c.is_ascii_digit())
+        || metric.starts_with("latency.")
+        || metric.starts_with("rps.")
+        || matches!(metric, "connect.p99" | "requests" | "connections.peak")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::result;
+
+    /// A monitored run with a recovery window, its server at 40 % CPU and 30 MB.
+    fn monitored() -> (RunResult, AnalysisReport) {
+        use crate::analysis::testutil::proc;
+        use crate::monitor::{MonitorSeries, ProcessSeries};
+        let mut r = result(20, 500, 0, 4);
+        let samples: Vec<_> = (-1..=25)
+            .map(|t| {
+                let mut s = proc(t as f64, 30e6);
+                s.cpu_pct = 40.0;
+                s
+            })
+            .collect();
+        r.monitor = Some(MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 7,
+                command: "srv".into(),
+                samples: samples.clone(),
+            }],
+            generator: samples,
+            ..Default::default()
+        });
+        let a = crate::analysis::analyze(&r, r.monitor.as_ref(), Some(5.0));
+        (r, a)
+    }
+
+    #[test]
+    fn every_threshold_and_compare_name_has_one_definition() {
+        let (r, a) = monitored();
+        let names = crate::thresholds::METRICS
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| *m != "errors.<class>")
+            .chain(crate::compare::METRICS);
+        for name in names {
+            // Host samples and connect times are all this run lacks.
+            let want = !matches!(name, "machine.cpu.avg" | "connect.p99");
+            assert_eq!(value(&r, Some(&a), name).is_some(), want, "{name}");
+        }
+        assert_eq!(value(&r, Some(&a), "server.cpu.avg"), Some(40.0));
+        // 40 % of a core at 500 exchanges/s: 800 µs of CPU each.
+        let per_req = value(&r, Some(&a), "server.cpu_per_req").unwrap();
+        assert!((per_req - 800.0).abs() < 1e-9, "{per_req}");
+        assert_eq!(value(&r, None, "rps.avg"), Some(500.0));
+        assert_eq!(value(&r, None, "errors.timeout"), Some(0.0));
+        assert_eq!(value(&r, None, "errors.nonsense"), None);
+        assert_eq!(
+            value(&r, None, "server.cpu.avg"),
+            None,
+            "needs the analysis"
+        );
+        assert_eq!(value(&r, Some(&a), "no.such.metric"), None);
+    }
+
+    #[test]
+    fn latency_of_a_run_that_completed_nothing_is_not_measured() {
+        let mut r = result(10, 1000, 10, 8);
+        r.summary.latency_us = Default::default();
+        assert_eq!(value(&r, None, "p99"), None);
+        assert_eq!(value(&r, None, "latency.max"), None);
+    }
+
+    #[test]
+    fn a_comparison_shows_no_latency_for_a_run_that_completed_nothing() {
+        // Regression: compare had its own map and read p50 = 0 µs where thresholds said
+        // "not measured".
+        let ok = result(5, 1000, 0, 4);
+        let dead = result(5, 0, 10, 4);
+        let c = crate::compare::compare(&[ok, dead]);
+        let p50 = c.row("p50").expect("the first run has a p50");
+        assert_eq!(p50.cells[1].value, None);
+        let rps = c.row("rps.avg").unwrap();
+        assert_eq!(rps.cells[1].value, Some(0.0), "a rate of 0 is measured");
+    }
+}
