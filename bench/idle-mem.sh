@@ -5,7 +5,7 @@
 # Per run: (VmRSS once all 10,000 are up − VmRSS of the same run at ~0 connections) / connections,
 # sampled from /proc/PID/status; "all up" from the run's JSON (summary.ramp.all_ready_s).
 #
-#   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/idle-mem.sh     # 3 reps (~3 min)
+#   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/idle-mem.sh     # 3 reps (~5 min)
 #   AFTER=/tmp/barrage-after bench/idle-mem.sh --reps 1 --transports tcp           # one build
 #
 # Options (lib/idle_mem.py): --conns N --base N --reps N --interval D --connect-rate N --dur S --base-dur S --transports tcp,ws.

@@ -9,7 +9,7 @@
 #               -c C -t 1 -d Ds
 #   memcaslap:  -T 1 -c C -t Ds -F CFG (set 0.75, get 0.25; 16-byte keys, its minimum; 5-byte values)
 #
-#   AFTER=/tmp/barrage-after bench/memcache.sh              # 2 cases x 2 tools x 3 reps x 5 s (~1.5 min)
+#   AFTER=/tmp/barrage-after bench/memcache.sh              # 2 cases x 2 tools x 3 reps x 4 s (~1.5 min)
 #   AFTER=... bench/memcache.sh --conns 50 --reps 1 --dur 2  # smoke test
 #
 # Options (lib/kv_bench.py): --reps --dur --conns --port --only --barrage-cmd.

@@ -10,7 +10,7 @@
 #   redis-benchmark:  -c C -n N -P P -t set|get|lpush --csv
 # Targets: barrage req/s >= redis-benchmark's, CPU/request <= 0.6 x (SET and GET).
 #
-#   AFTER=/tmp/barrage-after bench/redis.sh                 # 12 cases x 2 tools x 3 reps x ~5 s (~9 min)
+#   AFTER=/tmp/barrage-after bench/redis.sh                 # 12 cases x 2 tools x 3 reps x ~4 s (~8 min)
 #   AFTER=... bench/redis.sh --tests set --conns 50 --pipelines 1 --reps 1 --dur 2   # smoke test
 #
 # Options (lib/kv_bench.py): --reps --dur --conns --tests --pipelines --port --only --barrage-cmd.

@@ -7,16 +7,16 @@
 # Reports generator CPU µs/request (generator CPU time / completed requests), medians over reps,
 # and AFTER/BEFORE as the median of per-rep ratios. Target: within 3 % (ratio <= 1.03).
 #
-#   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/seam.sh            # 6 reps x 10 s (~6 min)
+#   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/seam.sh            # 6 reps x 8 s (~5 min)
 #   BEFORE=... AFTER=... bench/seam.sh --reps 2 --dur 3                              # smoke test
 #
-# Options: --reps N --dur S --http-conns N --redis-conns N (defaults 6, 10, 100, 50).
+# Options: --reps N --dur S --http-conns N --redis-conns N (defaults 6, 8, 100, 50).
 # Env: BEFORE, AFTER (binaries, required; never built here), PEERBENCH (harness, default
 # /work/shared/bench, read-only), HTTP_PORT (18091), REDIS_PORT (16391), BARRAGE_BENCH_DIR.
 # Needs: nginx, redis-server, redis-benchmark (the harness calibrates with it), taskset, python3.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 PEERBENCH="${PEERBENCH:-/work/shared/bench}"
-reps=6 dur=10 hconns=100 rconns=50
+reps=6 dur=8 hconns=100 rconns=50
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;

@@ -32,7 +32,7 @@ ap.add_argument("--base", type=int, default=10, help="connections of the baselin
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--interval", default="10s")
 ap.add_argument("--connect-rate", type=int, default=2500, help="connections opened per second")
-ap.add_argument("--dur", type=int, default=15, help="seconds of the big run (-d), ramp included")
+ap.add_argument("--dur", type=int, default=12, help="seconds of the big run (-d), ramp included")
 ap.add_argument("--base-dur", type=int, default=5, help="seconds of the baseline run (-d)")
 ap.add_argument("--every", type=float, default=0.02, help="sampling period until 1 %% are open, s")
 ap.add_argument("--transports", default="tcp,ws")
