@@ -6,6 +6,7 @@
 //! never sockets; pacing is pure functions of time ([`pacer`]). The coordinator ([`run()`])
 //! merges the workers' per-segment deltas into ticks and the final outcome.
 
+pub mod capture;
 pub mod classify;
 pub mod clock;
 mod conn;
@@ -21,15 +22,16 @@ pub mod redis;
 pub mod run;
 pub mod script;
 pub mod session;
+pub mod shape;
 pub mod spec;
 mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
-pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError};
+pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
-pub use run::{run, End, EngineError, RunOutput};
+pub use run::{run, run_session, End, EngineError, RunOutput};
 pub use spec::{Clock, ModeSpec, ProtocolSpec, ShareSet, Spec, SpecError, TlsSpec};
 pub use worker::classify_tls;

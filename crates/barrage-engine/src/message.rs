@@ -1,18 +1,41 @@
 //! Messages: escape parsing, placeholders and rendering.
 //!
 //! A message is parsed once into a template. Without placeholders it is one pre-built byte
-//! string reused for every send (no work per message); with `{conn}`, `{seq}`, `{ts_us}`,
-//! `{seq%N}` or `{rand%N}` it is rendered into the worker's scratch buffer, which is reused,
-//! so no send allocates. `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same
-//! run renders the same bytes, and no connection carries generator state.
+//! string reused for every send (no work per message); with `{conn}`, `{seq}` or `{ts_us}` it
+//! is rendered into the worker's scratch buffer, which is reused, so no send allocates.
+//! `--command` templates ([`Template::try_new`]) also take the key ranges `{seq%N}` and
+//! `{rand%N}`; `{rand%N}` is a stateless hash of (conn, seq), not an RNG: the same run renders
+//! the same bytes, and no connection carries generator state.
 //!
 //! `{secret:NAME}` is different: it is filled once, at plan time, from the environment
 //! variable NAME ([`fill_secrets`]), before the template is built, so the secret is plain
 //! literal bytes in the template and costs nothing per send; the caller keeps the unfilled text
 //! for everything it shows.
+//!
+//! Scenario templates ([`Template::with_vars`]) also take `{name}` and `{row.NAME}`: the
+//! caller resolves each name to a slot of the user's [`Vars`] when the scenario is compiled,
+//! so rendering ([`Template::render_vars_into`]) indexes a slot and never looks a name up.
 
 use std::fmt;
-use std::io::Write as _;
+
+use crate::capture::Vars;
+
+/// Appends `n` in decimal: the digits are formed in a stack array, without `fmt` (which costs
+/// more than the rest of a rendered message).
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EscapeError {
@@ -129,12 +152,44 @@ enum Piece {
     SeqMod(u64),
     /// `{rand%N}`: uniform in 0..N from a hash of (conn, seq).
     RandMod(u64),
+    /// `{name}`: the value in this slot of the user's [`Vars`].
+    Var(u32),
 }
 
 /// A malformed `{seq%N}` or `{rand%N}` placeholder.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("'{0}': write {{seq%N}} or {{rand%N}} with N a whole number from 1 to 2^64-1")]
 pub struct TemplateError(pub String);
+
+/// A scenario template ([`Template::with_vars`]) that cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VarTemplateError {
+    #[error(transparent)]
+    Range(#[from] TemplateError),
+    #[error(
+        "{{{0}}} is not defined: capture it in an earlier step, name a data column as \
+         {{row.NAME}}, or use a built-in ({{conn}}, {{seq}}, {{ts_us}})"
+    )]
+    Unknown(String),
+}
+
+/// `{name}` at the start of `b` (a letter or `_`, then letters, digits, `_`, `-`, `.`): the
+/// name; `None` when `b` does not start with one (then the `{` is literal text).
+fn var_name(b: &[u8]) -> Option<&str> {
+    let rest = b.strip_prefix(b"{")?;
+    let len = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        .count();
+    let first = *rest.first()?;
+    if len == 0 || !(first.is_ascii_alphabetic() || first == b'_') || rest.get(len) != Some(&b'}') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..len]).ok()
+}
+
+/// Resolves a variable name to its slot.
+type Resolve<'a> = &'a dyn Fn(&str) -> Option<usize>;
 
 /// splitmix64's finalizer: a bijective mix of 64 bits.
 pub fn splitmix64(x: u64) -> u64 {
@@ -206,18 +261,44 @@ pub struct Fill {
 }
 
 impl Template {
-    /// Locate the placeholders in already unescaped bytes; a malformed `{seq%N}` or
-    /// `{rand%N}` is an error.
+    /// Locate `{conn}`, `{seq}`, `{ts_us}` and the key-range placeholders `{seq%N}` and
+    /// `{rand%N}` in already unescaped bytes (for `--command`); a malformed `{seq%...}` or
+    /// `{rand%...}` is an error.
     pub fn try_new(raw: Vec<u8>) -> Result<Self, TemplateError> {
-        Self::build(raw, true)
+        Self::build(raw, true, None).map_err(|e| match e {
+            VarTemplateError::Range(e) => e,
+            // Unreachable: without a resolver no name is looked up.
+            VarTemplateError::Unknown(n) => TemplateError(n),
+        })
     }
 
-    /// Locate `{conn}`, `{seq}`, `{ts_us}`, `{seq%N}` and `{rand%N}` in already unescaped
-    /// bytes; a malformed `{seq%...}` or `{rand%...}` stays literal text.
+    /// A scenario template: what [`Template::try_new`] takes, plus `{name}` and
+    /// `{row.NAME}`, each resolved once by `resolve` to a slot of the user's [`Vars`]. A
+    /// well-formed `{name}` that `resolve` does not know is an error; a `{` that does not
+    /// start one (a JSON body's) is literal. Render with [`Template::render_vars_into`].
+    pub fn with_vars(
+        raw: Vec<u8>,
+        resolve: impl Fn(&str) -> Option<usize>,
+    ) -> Result<Self, VarTemplateError> {
+        Self::build(raw, true, Some(&resolve))
+    }
+
+    /// The variable slots the template renders, in order of appearance (repeats included).
+    pub fn var_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pieces.iter().flatten().filter_map(|p| match p {
+            Piece::Var(slot) => Some(*slot as usize),
+            _ => None,
+        })
+    }
+
+    /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes; anything else,
+    /// `{seq%N}` included, is literal text. (The HTTP body template computes Content-Length
+    /// from these three tags' digit counts, so this set must stay as it is unless that
+    /// computation learns the others.)
     pub fn new(raw: Vec<u8>) -> Self {
-        match Self::build(raw, false) {
+        match Self::build(raw, false, None) {
             Ok(t) => t,
-            // Unreachable: `build` only fails when asked to be strict.
+            // Unreachable: only the key-range placeholders can fail, and they are off here.
             Err(_) => Self {
                 raw: Box::default(),
                 pieces: None,
@@ -225,7 +306,8 @@ impl Template {
         }
     }
 
-    fn build(raw: Vec<u8>, strict: bool) -> Result<Self, TemplateError> {
+    /// `ranges`: also take `{seq%N}` and `{rand%N}` (strictly); `vars`: also `{name}`.
+    fn build(raw: Vec<u8>, ranges: bool, vars: Option<Resolve>) -> Result<Self, VarTemplateError> {
         const TAGS: [(&[u8], Piece); 3] = [
             (b"{conn}", Piece::Conn),
             (b"{seq}", Piece::Seq),
@@ -234,14 +316,26 @@ impl Template {
         let mut pieces = Vec::new();
         let (mut lit_start, mut i) = (0, 0);
         while i < raw.len() {
-            let hit = match modulo_tag(&raw[i..]) {
+            let ranged = if ranges { modulo_tag(&raw[i..]) } else { None };
+            let hit = match ranged {
                 Some(Ok(found)) => Some(found),
-                Some(Err(e)) if strict => return Err(e),
-                Some(Err(_)) => None,
+                Some(Err(e)) => return Err(e.into()),
                 None => TAGS
                     .iter()
                     .find(|(tag, _)| raw[i..].starts_with(tag))
                     .map(|(tag, piece)| (tag.len(), piece.clone())),
+            };
+            let hit = match (hit, vars) {
+                (None, Some(resolve)) => match var_name(&raw[i..]) {
+                    Some(name) => {
+                        let slot = resolve(name)
+                            .and_then(|s| u32::try_from(s).ok())
+                            .ok_or_else(|| VarTemplateError::Unknown(name.to_string()))?;
+                        Some((name.len() + 2, Piece::Var(slot)))
+                    }
+                    None => None,
+                },
+                (hit, _) => hit,
             };
             match hit {
                 Some((len, piece)) => {
@@ -275,24 +369,63 @@ impl Template {
     }
 
     /// Append the message for `fill` to `out`; returns its length.
+    /// The length [`Template::render_into`] will write for `fill`, without writing it (a
+    /// length prefix can then go first, with no copy).
+    pub fn rendered_len(&self, fill: Fill) -> usize {
+        self.len_with(fill, None)
+    }
+
+    /// [`Template::rendered_len`] for [`Template::render_vars_into`].
+    pub fn rendered_len_vars(&self, fill: Fill, vars: &Vars) -> usize {
+        self.len_with(fill, Some(vars))
+    }
+
+    fn len_with(&self, fill: Fill, vars: Option<&Vars>) -> usize {
+        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        match &self.pieces {
+            None => self.raw.len(),
+            Some(pieces) => pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Lit(b) => b.len(),
+                    Piece::Conn => digits(fill.conn),
+                    Piece::Seq => digits(fill.seq),
+                    Piece::TsUs => digits(fill.ts_us),
+                    Piece::SeqMod(n) => digits(fill.seq % n),
+                    Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
+                    Piece::Var(slot) => var(vars, *slot).len(),
+                })
+                .sum(),
+        }
+    }
+
+    /// A variable renders as nothing here: scenario templates use
+    /// [`Template::render_vars_into`].
     pub fn render_into(&self, fill: Fill, out: &mut Vec<u8>) -> usize {
+        self.render_with(fill, None, out)
+    }
+
+    /// Appends the message for `fill`, with `{name}` pieces taken from `vars` by slot (an
+    /// unset variable renders as nothing); returns its length.
+    pub fn render_vars_into(&self, fill: Fill, vars: &Vars, out: &mut Vec<u8>) -> usize {
+        self.render_with(fill, Some(vars), out)
+    }
+
+    fn render_with(&self, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) -> usize {
         let before = out.len();
         match &self.pieces {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
                 for p in pieces.iter() {
-                    // Writing a number into a Vec cannot fail.
-                    let _ = match p {
-                        Piece::Lit(b) => {
-                            out.extend_from_slice(b);
-                            Ok(())
-                        }
-                        Piece::Conn => write!(out, "{}", fill.conn),
-                        Piece::Seq => write!(out, "{}", fill.seq),
-                        Piece::TsUs => write!(out, "{}", fill.ts_us),
-                        Piece::SeqMod(n) => write!(out, "{}", fill.seq % n),
-                        Piece::RandMod(n) => write!(out, "{}", rand_mod(fill.conn, fill.seq, *n)),
-                    };
+                    match p {
+                        Piece::Lit(b) => out.extend_from_slice(b),
+                        Piece::Conn => push_u64(out, fill.conn),
+                        Piece::Seq => push_u64(out, fill.seq),
+                        Piece::TsUs => push_u64(out, fill.ts_us),
+                        Piece::SeqMod(n) => push_u64(out, fill.seq % n),
+                        Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
+                        Piece::Var(slot) => out.extend_from_slice(var(vars, *slot)),
+                    }
                 }
             }
         }
@@ -300,9 +433,32 @@ impl Template {
     }
 }
 
+fn var(vars: Option<&Vars>, slot: u32) -> &[u8] {
+    vars.and_then(|v| v.get(slot as usize)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendered_len_is_what_render_writes() {
+        let texts: [&[u8]; 4] = [
+            b"static",
+            b"k:{seq}-{conn}",
+            b"{ts_us}",
+            b"{seq%1000}{rand%7}x",
+        ];
+        for text in texts {
+            let t = Template::try_new(text.to_vec()).unwrap();
+            for (conn, seq, ts_us) in [(0, 0, 0), (9, 10, 99), (123, 999_999, u64::MAX)] {
+                let fill = Fill { conn, seq, ts_us };
+                let mut out = Vec::new();
+                assert_eq!(t.render_into(fill, &mut out), t.rendered_len(fill));
+                assert_eq!(out.len(), t.rendered_len(fill));
+            }
+        }
+    }
 
     #[test]
     fn escapes_table() {
@@ -378,6 +534,15 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1000, 123_456_789, u64::MAX] {
+            let mut out = b">".to_vec();
+            push_u64(&mut out, n);
+            assert_eq!(out, format!(">{n}").as_bytes());
+        }
+    }
+
+    #[test]
     fn modulo_placeholders_wrap_and_hash_without_state() {
         let t = Template::try_new(b"k:{seq%10} r:{rand%1000}".to_vec()).unwrap();
         assert!(!t.is_static());
@@ -420,9 +585,26 @@ mod tests {
         ] {
             let err = Template::try_new(bad.as_bytes().to_vec()).unwrap_err();
             assert!(err.to_string().contains("{seq%N}"), "{bad}: {err}");
-            // The lenient constructor keeps them as literal text.
-            assert!(Template::new(bad.as_bytes().to_vec()).is_static(), "{bad}");
         }
+    }
+
+    #[test]
+    fn plain_templates_keep_key_range_placeholders_literal() {
+        // `Template::new` (messages, HTTP) knows only the three classic tags: the HTTP body
+        // template's precomputed Content-Length counts exactly those.
+        let t = Template::new(b"{seq%10}{rand%5}".to_vec());
+        assert!(t.is_static());
+        let t = Template::new(b"a{seq%10}{seq}".to_vec());
+        let mut out = Vec::new();
+        t.render_into(
+            Fill {
+                conn: 0,
+                seq: 42,
+                ts_us: 0,
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"a{seq%10}42");
     }
 
     #[test]
@@ -439,5 +621,85 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, b">hello {world}");
+    }
+
+    fn fill() -> Fill {
+        Fill {
+            conn: 3,
+            seq: 5,
+            ts_us: 9,
+        }
+    }
+
+    fn slots(name: &str) -> Option<usize> {
+        ["token", "row.name", "room_id"]
+            .iter()
+            .position(|n| *n == name)
+    }
+
+    #[test]
+    fn variables_render_from_their_slot() {
+        let raw = br#"{"auth":"{token}","user":"{row.name}","c":{conn},"k":"{seq%2}"} {room_id}"#;
+        let t = Template::with_vars(raw.to_vec(), slots).unwrap();
+        assert!(!t.is_static());
+        assert_eq!(t.var_slots().collect::<Vec<_>>(), [0, 1, 2]);
+        let mut vars = Vars::new(3);
+        vars.set(0, b"T0K");
+        vars.set(1, "zoë".as_bytes());
+        let mut out = b">".to_vec();
+        let n = t.render_vars_into(fill(), &vars, &mut out);
+        let want = r#">{"auth":"T0K","user":"zoë","c":3,"k":"1"} "#;
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            want,
+            "unset slot 2 renders empty"
+        );
+        assert_eq!(n, want.len() - 1);
+        assert_eq!(t.rendered_len_vars(fill(), &vars), n);
+        vars.set(2, b"lobby");
+        let mut out = Vec::new();
+        let n = t.render_vars_into(fill(), &vars, &mut out);
+        assert!(out.ends_with(b"} lobby"));
+        assert_eq!(t.rendered_len_vars(fill(), &vars), n);
+        // Without vars (render_into) a variable renders as nothing.
+        let mut plain = Vec::new();
+        assert_eq!(t.render_into(fill(), &mut plain), t.rendered_len(fill()));
+        assert!(plain.ends_with(b"\"} "));
+    }
+
+    #[test]
+    fn unknown_variable_is_an_error_naming_it() {
+        let e = Template::with_vars(b"JOIN {room}\n".to_vec(), slots).unwrap_err();
+        assert_eq!(e, VarTemplateError::Unknown("room".into()));
+        assert!(e.to_string().starts_with("{room} is not defined"), "{e}");
+        let e = Template::with_vars(b"{seq%0}".to_vec(), slots).unwrap_err();
+        assert!(matches!(e, VarTemplateError::Range(_)), "{e}");
+    }
+
+    #[test]
+    fn braces_that_are_not_variables_stay_literal() {
+        for raw in [
+            &br#"{"a":{"b":[1]}}"#[..],
+            b"{}",
+            b"{ token }",
+            b"{1x}",
+            b"{token",
+            b"{secret:X}",
+            b"{a b}",
+        ] {
+            let t = Template::with_vars(raw.to_vec(), |_| None).unwrap();
+            assert!(t.is_static(), "{}", escape(raw));
+            assert_eq!(t.raw(), raw);
+        }
+    }
+
+    #[test]
+    fn classic_templates_ignore_variables() {
+        // Template::new / try_new keep their behaviour: `{token}` is literal text there.
+        let t = Template::try_new(b"x{token}{seq}".to_vec()).unwrap();
+        let mut out = Vec::new();
+        t.render_into(fill(), &mut out);
+        assert_eq!(out, b"x{token}5");
+        assert_eq!(t.var_slots().count(), 0);
     }
 }

@@ -15,6 +15,12 @@ pub struct Schedule {
     pub period_ns: f64,
     /// No message is due at or after this time (the end of the load phase).
     pub end_ns: Option<u64>,
+    /// Timer slack W (0: exact): a message is due at its time rounded up to a multiple of W
+    /// since the start, so the messages of all connections due within one W go out together,
+    /// with one wake-up. Its intended time (latency counts from it) is that aligned time: a
+    /// pure function of the schedule, so a server stall still shows in latency and barrage's
+    /// own batching does not.
+    pub slack_ns: u64,
 }
 
 /// What a connection should do next, given the time and how many messages it has sent.
@@ -43,16 +49,33 @@ impl Schedule {
             phase_ns: phase.round() as u64,
             period_ns,
             end_ns,
+            slack_ns: 0,
         }
     }
 
-    /// The intended send time of message `k`.
+    /// The same schedule with timer slack `slack_ns` (see [`Schedule::slack_ns`]).
+    pub fn with_slack(mut self, slack_ns: u64) -> Self {
+        self.slack_ns = slack_ns;
+        self
+    }
+
+    /// Message `k`'s time on the exact schedule.
     #[inline]
-    pub fn intended(&self, k: u64) -> u64 {
+    fn exact(&self, k: u64) -> u64 {
         // `as` saturates for floats and the add saturates: a schedule can never wrap around
         // into the past (the CLI bounds rates so that this stays exact in practice).
         self.phase_ns
             .saturating_add((k as f64 * self.period_ns).round() as u64)
+    }
+
+    /// The intended send time of message `k` (aligned up to the timer slack).
+    #[inline]
+    pub fn intended(&self, k: u64) -> u64 {
+        let t = self.exact(k);
+        match self.slack_ns {
+            0 => t,
+            w => t.div_ceil(w).saturating_mul(w),
+        }
     }
 
     /// How many messages (indices 0..n) are due by `elapsed`, capped by the schedule's end.
@@ -64,6 +87,11 @@ impl Schedule {
             }
             t = t.min(end - 1);
         }
+        // With slack W, message k is due by t when its exact time is by t rounded down to W
+        // (its intended time, rounded up to W, is then by t too).
+        if let Some(grid) = t.checked_div(self.slack_ns) {
+            t = grid * self.slack_ns;
+        }
         if t < self.phase_ns {
             return 0;
         }
@@ -74,11 +102,11 @@ impl Schedule {
         } else {
             1
         };
-        while n > 0 && self.intended(n - 1) > t {
+        while n > 0 && self.exact(n - 1) > t {
             n -= 1;
         }
-        // `t < u64::MAX` (capped above), and `intended` saturates at `u64::MAX`, so this ends.
-        while n < u64::MAX && self.intended(n) <= t {
+        // `t < u64::MAX` (capped above), and `exact` saturates at `u64::MAX`, so this ends.
+        while n < u64::MAX && self.exact(n) <= t {
             n += 1;
         }
         n
@@ -86,10 +114,11 @@ impl Schedule {
 
     /// vegeta-style pacer: given the time and the count sent so far, wait or go or stop.
     pub fn pace(&self, elapsed: u64, sent: u64) -> Pace {
+        if self.end_ns.is_some_and(|end| self.exact(sent) >= end) {
+            return Pace::Stop;
+        }
         let at = self.intended(sent);
-        if self.end_ns.is_some_and(|end| at >= end) {
-            Pace::Stop
-        } else if at <= elapsed {
+        if at <= elapsed {
             Pace::Now
         } else {
             Pace::Wait(at - elapsed)
@@ -142,6 +171,7 @@ mod tests {
             phase_ns: 5 * MS,
             period_ns: 50e6,
             end_ns: Some(200 * MS),
+            slack_ns: 0,
         };
         let table = [
             (0, 0, Pace::Wait(5 * MS)),
@@ -163,6 +193,7 @@ mod tests {
             phase_ns: 10,
             period_ns: 100.0,
             end_ns: Some(1000),
+            slack_ns: 0,
         };
         assert_eq!(s.due(0), 0);
         assert_eq!(s.due(9), 0);
@@ -210,11 +241,55 @@ mod tests {
     }
 
     #[test]
+    fn timer_slack_aligns_intended_times_and_batches_the_due_ones() {
+        // 1000 connections x 50 ms, W = 1 ms: every message is due at a whole millisecond,
+        // never before its exact time and less than W after it; per 1 ms exactly 20 are due;
+        // due() and intended() agree message by message.
+        let (conns, w) = (1000u64, MS);
+        let end = 2_000 * MS;
+        let mut per_ms = vec![0u64; 2001];
+        for c in 0..conns {
+            let exact = Schedule::spread(c, conns, 50e6, Some(end));
+            let s = exact.with_slack(w);
+            let n = s.due(u64::MAX / 2);
+            // Slack moves messages later, adds none; one whose aligned time reaches the end
+            // is no longer part of the load.
+            assert_eq!(n, (0..).take_while(|&k| s.intended(k) < end).count() as u64);
+            assert!(exact.due(u64::MAX / 2) - n <= 1);
+            for k in 0..n {
+                let (t, e) = (s.intended(k), exact.intended(k));
+                assert_eq!(t % w, 0);
+                assert!(t >= e && t - e < w, "{c}/{k}: {e} -> {t}");
+                assert_eq!(s.due(t), k + 1, "{c}/{k} due at its aligned time");
+                if t > 0 {
+                    assert_eq!(s.due(t - 1), k, "{c}/{k} not before");
+                }
+                per_ms[(t / MS) as usize] += 1;
+            }
+        }
+        // Connection 0 starts at 0; every later millisecond holds the 20 whose exact times
+        // fell in the millisecond before it.
+        assert_eq!((per_ms[0], per_ms[2000]), (1, 0));
+        assert!(
+            per_ms[1..2000].iter().all(|&n| n == 20),
+            "{:?}",
+            &per_ms[..10]
+        );
+        assert_eq!(per_ms.iter().sum::<u64>(), 40_000 - 19);
+        // Nothing is due at or after the end, even late.
+        let s = Schedule::spread(0, 1, 1_200.0, Some(1_500)).with_slack(1_000);
+        assert_eq!((s.intended(1), s.due(1_499), s.due(10_000)), (2_000, 1, 1));
+        assert_eq!(s.pace(1_000, 1), Pace::Wait(1_000));
+        assert_eq!(s.pace(0, 2), Pace::Stop);
+    }
+
+    #[test]
     fn fractional_periods_do_not_drift() {
         let s = Schedule {
             phase_ns: 0,
             period_ns: 1e9 / 3.0,
             end_ns: None,
+            slack_ns: 0,
         };
         assert_eq!(s.intended(3_000_000), 1_000_000 * 1_000_000_000);
         assert_eq!(s.due(1_000_000_000 * 1_000_000), 3_000_001);
@@ -241,6 +316,7 @@ mod tests {
             phase_ns: u64::MAX - 5,
             period_ns: 1e30,
             end_ns: None,
+            slack_ns: 0,
         };
         assert_eq!(huge.intended(3), u64::MAX);
         assert_eq!(huge.due(u64::MAX - 1), 1);

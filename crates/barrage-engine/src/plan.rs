@@ -147,6 +147,8 @@ pub struct Plan {
     pub mode: Mode,
     pub pipeline: u32,
     pub max_backlog: u64,
+    /// Open loop: timer slack (see [`crate::pacer::Schedule::slack_ns`]); zero is exact.
+    pub timer_slack: Duration,
     pub timeout: Duration,
     pub connect_timeout: Duration,
     /// How long to wait for replies in flight once the load stops.
@@ -282,6 +284,7 @@ pub(crate) mod tests {
             mode,
             pipeline: 1,
             max_backlog: 16,
+            timer_slack: Duration::ZERO,
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             drain: Duration::from_secs(2),

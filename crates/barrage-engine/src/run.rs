@@ -38,12 +38,42 @@ pub struct RunOutput {
     pub end: End,
 }
 
-/// Execute `plan`. `stop` may be set from another thread (e.g. a signal handler) to end the
-/// load early; `on_tick` sees every tick of the time series as it becomes final.
+/// Execute `plan` with its protocol's session. `stop` may be set from another thread (e.g. a
+/// signal handler) to end the load early; `on_tick` sees every tick of the time series as it
+/// becomes final.
 pub fn run(
     plan: Plan,
     stop: Arc<AtomicBool>,
+    on_tick: impl FnMut(&Tick, &Aggregator),
+) -> Result<RunOutput, EngineError> {
+    let spawn: Spawn = match &plan.protocol {
+        Protocol::Tcp => spawn::<session::tcp::Tcp>,
+        Protocol::Http(_) => spawn::<session::http::Http>,
+        Protocol::Ws(_) => spawn::<session::ws::Ws>,
+        Protocol::Redis(_) => spawn::<session::redis::Redis>,
+        Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
+    };
+    coordinate(plan, stop, on_tick, spawn)
+}
+
+/// Execute `plan` with the session `S`, whatever `plan.protocol` says: a protocol defined
+/// outside this crate (it reads what it needs from the plan in [`Session::config`]).
+pub fn run_session<S: Session>(
+    plan: Plan,
+    stop: Arc<AtomicBool>,
+    on_tick: impl FnMut(&Tick, &Aggregator),
+) -> Result<RunOutput, EngineError> {
+    coordinate(plan, stop, on_tick, spawn::<S>)
+}
+
+/// Starts one worker thread.
+type Spawn = fn(Parts) -> std::io::Result<(std::thread::JoinHandle<()>, Arc<mio::Waker>)>;
+
+fn coordinate(
+    plan: Plan,
+    stop: Arc<AtomicBool>,
     mut on_tick: impl FnMut(&Tick, &Aggregator),
+    spawn: Spawn,
 ) -> Result<RunOutput, EngineError> {
     let plan = Arc::new(plan);
     let shares = plan.my_shares();
@@ -79,14 +109,7 @@ pub fn run(
             halt: Arc::clone(&halt),
             tx: tx.clone(),
         };
-        let (h, waker) = match &plan.protocol {
-            Protocol::Tcp => spawn::<session::tcp::Tcp>(parts),
-            Protocol::Http(_) => spawn::<session::http::Http>(parts),
-            Protocol::Ws(_) => spawn::<session::ws::Ws>(parts),
-            Protocol::Redis(_) => spawn::<session::redis::Redis>(parts),
-            Protocol::Memcache(_) => spawn::<session::memcache::Memcache>(parts),
-        }
-        .map_err(|e| EngineError::Setup(index, e))?;
+        let (h, waker) = spawn(parts).map_err(|e| EngineError::Setup(index, e))?;
         wakers.push(waker);
         handles.push(h);
     }

@@ -33,6 +33,8 @@ pub struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_rate: Option<f64>,
     pub max_connecting: u32,
+    /// How long the load runs; `None` with `requests`: until they are done, at most
+    /// [`REQUESTS_TIME_BOUND`] (every run is bounded in time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,6 +43,9 @@ pub struct Spec {
     pub mode: ModeSpec,
     pub pipeline: u32,
     pub max_backlog: u64,
+    /// Open loop: timer slack (0: exact).
+    #[serde(default)]
+    pub timer_slack_ns: u64,
     pub timeout_ns: u64,
     pub connect_timeout_ns: u64,
     pub drain_ns: u64,
@@ -51,6 +56,12 @@ pub struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<ShareSet>,
 }
+
+/// Open-loop timer slack when none is given (see [`crate::pacer::Schedule::slack_ns`]).
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 1_000_000;
+
+/// `-n` without `-d` also stops after this long: every run is bounded in time.
+pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 
 /// What is spoken on each connection, in the user's words.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -166,37 +177,38 @@ fn invalid(what: &'static str, err: impl std::fmt::Display) -> SpecError {
     }
 }
 
-/// `--expect`'s grammar: `echo`, `bytes:N`, `line`, `delim:TEXT`, `len:KIND`, `none`.
+/// `--expect`'s grammar: `echo`, `bytes:N`, `line`, `delim:TEXT`, `len:KIND`, `none`. The
+/// error says how to fix the value.
 pub fn parse_expect(spec: &str) -> Result<Framing, String> {
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    Ok(match kind {
-        "echo" if arg.is_empty() => Framing::Echo,
-        "line" if arg.is_empty() => Framing::Line,
-        "none" if arg.is_empty() => Framing::None,
-        "bytes" => match arg.parse::<u64>() {
-            Ok(n) if n > 0 => Framing::Bytes(n),
-            _ => return Err(format!("bytes:N needs a whole number N > 0 (got '{arg}')")),
-        },
-        "delim" => {
-            let b = unescape(arg).map_err(|e| e.to_string())?;
-            Framing::Delim(Delimiter::new(&b).ok_or("delim:TEXT needs a non-empty TEXT")?)
+    Ok(match (kind, arg) {
+        ("echo", "") => Framing::Echo,
+        ("line", "") => Framing::Line,
+        ("none", "") => Framing::None,
+        ("bytes", n) => {
+            let n: u64 = n.parse().map_err(|_| {
+                "write bytes:N with N the reply size in bytes, e.g. bytes:64".to_string()
+            })?;
+            if n == 0 {
+                return Err("N must be at least 1 (use --expect none for no reply)".into());
+            }
+            Framing::Bytes(n)
         }
-        "len" => Framing::Len(match arg {
+        ("delim", t) => {
+            let b = unescape(t).map_err(|e| e.to_string())?;
+            Framing::Delim(Delimiter::new(&b).ok_or("the delimiter is empty, e.g. delim:\\r\\n")?)
+        }
+        ("len", k) => Framing::Len(match k {
             "u16be" => LenPrefix::U16Be,
             "u16le" => LenPrefix::U16Le,
             "u32be" => LenPrefix::U32Be,
             "u32le" => LenPrefix::U32Le,
-            _ => {
-                return Err(format!(
-                    "len:KIND needs u16be, u16le, u32be or u32le (got '{arg}')"
-                ))
-            }
+            _ => return Err("the prefix is one of u16be, u16le, u32be, u32le".into()),
         }),
         _ => {
-            return Err(format!(
-                "unknown reply framing '{spec}'; use echo, bytes:N, line, delim:TEXT, \
+            return Err("unknown framing; use echo, bytes:N, line, delim:TEXT, \
                  len:u16be|u16le|u32be|u32le or none"
-            ))
+                .into())
         }
     })
 }
@@ -234,6 +246,35 @@ pub fn env_secret(name: &str) -> Option<Vec<u8>> {
 }
 
 impl Spec {
+    /// A spec with the command line's defaults: 10 connections on one thread, ping-pong with
+    /// one request in flight, for 10 s, 5 s timeouts, at most 1,024 connects in flight, a
+    /// backlog bound of 1,024, 2 s of drain.
+    pub fn new(target: String, addr: SocketAddr, host: String, protocol: ProtocolSpec) -> Spec {
+        Spec {
+            target,
+            addr,
+            host,
+            protocol,
+            tls: None,
+            connections: 10,
+            threads: 1,
+            connect_rate: None,
+            max_connecting: 1024,
+            duration_ns: Some(10_000_000_000),
+            requests: None,
+            warmup_ns: 0,
+            mode: ModeSpec::PingPong,
+            pipeline: 1,
+            max_backlog: 1024,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
+            timeout_ns: 5_000_000_000,
+            connect_timeout_ns: 5_000_000_000,
+            drain_ns: 2_000_000_000,
+            clock: Clock::Now,
+            shares: None,
+        }
+    }
+
     /// The runtime plan of this spec: secrets filled through `secret` (the environment:
     /// [`env_secret`]), templates compiled, and TLS set up by `tls` (the binary's client
     /// configuration: roots, `--cacert`, pinning).
@@ -350,7 +391,11 @@ impl Spec {
             threads: self.threads,
             connect_rate: self.connect_rate,
             max_connecting: self.max_connecting,
-            duration: self.duration_ns.map(Duration::from_nanos),
+            duration: match (self.duration_ns, self.requests) {
+                (Some(ns), _) => Some(Duration::from_nanos(ns)),
+                (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
+                (None, None) => None,
+            },
             requests: self.requests,
             warmup: Duration::from_nanos(self.warmup_ns),
             message,
@@ -360,6 +405,7 @@ impl Spec {
             mode: self.mode.into(),
             pipeline: self.pipeline,
             max_backlog: self.max_backlog,
+            timer_slack: Duration::from_nanos(self.timer_slack_ns),
             timeout: Duration::from_nanos(self.timeout_ns),
             connect_timeout: Duration::from_nanos(self.connect_timeout_ns),
             drain: Duration::from_nanos(self.drain_ns),
@@ -382,6 +428,12 @@ impl Spec {
             _ => {}
         }
         s
+    }
+
+    /// The spec as JSON (for the result record: redact it first, [`Spec::redacted`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        // A spec is plain data: serializing it cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Message bytes as a spec writes them.
@@ -429,6 +481,7 @@ mod tests {
             mode: ModeSpec::Interval { ns: 50_000_000 },
             pipeline: 1,
             max_backlog: 1024,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
             timeout_ns: 5_000_000_000,
             connect_timeout_ns: 5_000_000_000,
             drain_ns: 2_000_000_000,
@@ -508,7 +561,7 @@ mod tests {
             verify: false,
         });
         let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
-        assert!(e.starts_with("--expect: bytes:N"), "{e}");
+        assert!(e.starts_with("--expect: N must be at least 1"), "{e}");
         s.protocol = ProtocolSpec::Memcache {
             commands: vec!["frob k".into()],
         };

@@ -352,6 +352,7 @@ impl<S: Session> Worker<S> {
                 self.scratch.clear();
                 let mut out = Out {
                     buf: &mut self.scratch,
+                    key: 0,
                     rng: &mut self.rng,
                     keep: None,
                 };
@@ -478,12 +479,10 @@ impl<S: Session> Worker<S> {
 #[inline]
 fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
     match script.step(script.load_pc()) {
-        Step::Every { period_ns } => Some(Schedule::spread(
-            gid,
-            plan.connections,
-            *period_ns,
-            plan.load_end_ns(),
-        )),
+        Step::Every { period_ns } => Some(
+            Schedule::spread(gid, plan.connections, *period_ns, plan.load_end_ns())
+                .with_slack(plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64),
+        ),
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ fn http_server() -> ServerHandle {
         threads: 1,
         tls: None,
         delay: None,
+        service_time: None,
         stall_at: None,
         stall_for: Duration::ZERO,
     })

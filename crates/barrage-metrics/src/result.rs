@@ -49,6 +49,10 @@ pub struct RunConfig {
     pub timeout_ms: f64,
     pub connect_timeout_ms: f64,
     pub max_backlog: u64,
+    /// Open loop: the timer slack (messages due within it go out together, each timed from
+    /// its aligned intended time); absent in closed-loop modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ms: Option<f64>,
     /// The message with non-printable bytes escaped (first 256 bytes).
     pub message: String,
     pub message_bytes: usize,
@@ -154,6 +158,10 @@ pub struct RunResult {
     /// The readiness assessment: one row per aspect, each with its rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readiness: Vec<crate::readiness::Row>,
+    /// The run as data (`barrage_engine::Spec`: what was asked, defaults resolved; header
+    /// values hidden, secrets as `{secret:NAME}`), from which the run's plan was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<serde_json::Value>,
 }
 
 impl RunResult {
@@ -194,6 +202,7 @@ impl RunResult {
             analysis: None,
             thresholds: Vec::new(),
             readiness: Vec::new(),
+            spec: None,
         }
     }
 }

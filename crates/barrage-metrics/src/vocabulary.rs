@@ -4,7 +4,9 @@
 //! Thresholds (their facts), compare (its rows and `--max-regression`) and readiness all read
 //! a figure by its name through [`value`], so a name cannot mean one thing in a gate and
 //! another in a comparison. Values are in the canonical unit of the name's kind (µs, bytes, %,
-//! a fraction for `errors.rate`); a figure the run did not measure is `None`, never 0. The
+//! a fraction for `errors.rate`); a figure the run did not record (no monitoring, no recovery
+//! window) is `None`. A gate asks [`measured`], which also takes the latency figures of a run
+//! that completed nothing as not measured (a comparison shows them as recorded, 0). The
 //! names and meanings are those of docs/thresholds.md and docs/compare.md; which names a
 //! threshold may use, and their units, is `thresholds::METRICS`/`kind_of`; which are compared
 //! is `compare::METRICS`.
@@ -14,24 +16,23 @@ use crate::error::ErrorClass;
 use crate::monitor::ProcSample;
 use crate::result::RunResult;
 
-/// The value of `metric` for the run `r`; `analysis` is the run's analysis (the figures of the
-/// server, stability, recovery and leak come from it). `None` when not measured or unknown.
+/// The value of `metric` for the run `r` as recorded; `analysis` is the run's analysis (the
+/// figures of the server, stability, recovery and leak come from it). `None` when the run did
+/// not record it, or for an unknown name.
 pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> Option<f64> {
     let s = &r.summary;
     let l = &s.latency_us;
-    // Latency figures exist only once an exchange completed.
-    let latency = |v: f64| (l.count > 0).then_some(v);
     let server = || analysis?.server.as_ref();
     let v = match metric {
-        "p50" => latency(l.p50 as f64)?,
-        "p75" => latency(l.p75 as f64)?,
-        "p90" => latency(l.p90 as f64)?,
-        "p99" => latency(l.p99 as f64)?,
-        "p999" => latency(l.p999 as f64)?,
-        "p9999" => latency(l.p9999 as f64)?,
-        "latency.max" => latency(l.max as f64)?,
-        "latency.mean" => latency(l.mean)?,
-        "connect.p99" => (s.connect_us.count > 0).then_some(s.connect_us.p99 as f64)?,
+        "p50" => l.p50 as f64,
+        "p75" => l.p75 as f64,
+        "p90" => l.p90 as f64,
+        "p99" => l.p99 as f64,
+        "p999" => l.p999 as f64,
+        "p9999" => l.p9999 as f64,
+        "latency.max" => l.max as f64,
+        "latency.mean" => l.mean,
+        "connect.p99" => s.connect_us.p99 as f64,
         "rps.avg" => s.rps.avg,
         "rps.peak" => s.rps.peak,
         "rps.current" => s.rps.current,
@@ -54,11 +55,15 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
         },
         "server.cpu_per_req" => {
             let m = r.monitor.as_ref().filter(|m| !m.processes.is_empty())?;
-            cpu_per_request(&combined_server(m), measured(r, analysis?), s.rps.avg)?
+            cpu_per_request(
+                &combined_server(m),
+                measured_window(r, analysis?),
+                s.rps.avg,
+            )?
         }
         "generator.cpu_per_req" => {
             let m = r.monitor.as_ref()?;
-            cpu_per_request(&m.generator, measured(r, analysis?), s.rps.avg)?
+            cpu_per_request(&m.generator, measured_window(r, analysis?), s.rps.avg)?
         }
         // The figure every output shows: the machine over the load window.
         "machine.cpu.avg" => {
@@ -74,9 +79,31 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
     v.is_finite().then_some(v)
 }
 
+/// [`value`] for a gate: the latency figures of a run that completed no exchange (and the
+/// connect time of a run that connected nothing) are not measured, as a 0 would pass any
+/// upper limit.
+pub fn measured(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> Option<f64> {
+    let s = &r.summary;
+    let empty = match metric {
+        "connect.p99" => s.connect_us.count == 0,
+        m => is_latency(m) && s.latency_us.count == 0,
+    };
+    if empty {
+        None
+    } else {
+        value(r, analysis, metric)
+    }
+}
+
+/// `p50` ... `p9999`, `latency.*`: figures of the exchanges' latency histogram.
+fn is_latency(metric: &str) -> bool {
+    metric.starts_with('p') && metric[1..].chars().all(|c| c.is_ascii_digit())
+        || metric.starts_with("latency.")
+}
+
 /// The measured window (after the warm-up, to the end of the load): per-request figures
 /// divide by the rate of that window.
-fn measured(r: &RunResult, a: &AnalysisReport) -> Window {
+fn measured_window(r: &RunResult, a: &AnalysisReport) -> Window {
     Window {
         from_s: r.config.warmup_s,
         to_s: a.load_end_s,
@@ -96,8 +123,7 @@ fn cpu_per_request(samples: &[ProcSample], w: Window, rps_avg: f64) -> Option<f6
 /// Whether a name is a figure of the load's performance (latency, throughput, the counts of
 /// completed work), as the readiness table groups thresholds.
 pub fn is_performance(metric: &str) -> bool {
-    metric.starts_with('p') && metric[1..].chars().all(|c| c.is_ascii_digit())
-        || metric.starts_with("latency.")
+    is_latency(metric)
         || metric.starts_with("rps.")
         || matches!(metric, "connect.p99" | "requests" | "connections.peak")
 }
@@ -142,8 +168,8 @@ mod tests {
             .filter(|m| *m != "errors.<class>")
             .chain(crate::compare::METRICS);
         for name in names {
-            // Host samples and connect times are all this run lacks.
-            let want = !matches!(name, "machine.cpu.avg" | "connect.p99");
+            // Host samples are all this run lacks.
+            let want = name != "machine.cpu.avg";
             assert_eq!(value(&r, Some(&a), name).is_some(), want, "{name}");
         }
         assert_eq!(value(&r, Some(&a), "server.cpu.avg"), Some(40.0));
@@ -162,23 +188,19 @@ mod tests {
     }
 
     #[test]
-    fn latency_of_a_run_that_completed_nothing_is_not_measured() {
+    fn latency_of_a_run_that_completed_nothing_is_not_measured_for_a_gate() {
         let mut r = result(10, 1000, 10, 8);
+        assert_eq!(measured(&r, None, "connect.p99"), None, "nothing connected");
+        assert_eq!(value(&r, None, "connect.p99"), Some(0.0));
         r.summary.latency_us = Default::default();
-        assert_eq!(value(&r, None, "p99"), None);
-        assert_eq!(value(&r, None, "latency.max"), None);
-    }
-
-    #[test]
-    fn a_comparison_shows_no_latency_for_a_run_that_completed_nothing() {
-        // Regression: compare had its own map and read p50 = 0 µs where thresholds said
-        // "not measured".
-        let ok = result(5, 1000, 0, 4);
-        let dead = result(5, 0, 10, 4);
-        let c = crate::compare::compare(&[ok, dead]);
-        let p50 = c.row("p50").expect("the first run has a p50");
-        assert_eq!(p50.cells[1].value, None);
-        let rps = c.row("rps.avg").unwrap();
-        assert_eq!(rps.cells[1].value, Some(0.0), "a rate of 0 is measured");
+        for m in ["p99", "p50", "latency.max", "latency.mean"] {
+            assert_eq!(measured(&r, None, m), None, "{m}");
+            assert_eq!(value(&r, None, m), Some(0.0), "{m} as recorded");
+        }
+        assert_eq!(measured(&r, None, "rps.avg"), Some(1000.0));
+        // What a gate sees is what the facts hold.
+        let f = crate::thresholds::Facts::from_result(&r, None);
+        assert_eq!(f.get("p99"), None);
+        assert_eq!(f.get("requests"), value(&r, None, "requests"));
     }
 }

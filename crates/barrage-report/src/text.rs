@@ -146,6 +146,14 @@ fn plural_word(n: usize) -> &'static str {
     }
 }
 
+/// `, timer slack 1 ms` (open loop; nothing when exact or not recorded).
+fn slack(c: &RunConfig) -> String {
+    match c.timer_slack_ms {
+        Some(ms) if ms > 0.0 => format!(", timer slack {}", setting_us(ms * 1e3)),
+        _ => String::new(),
+    }
+}
+
 /// The load mode with the one parameter that defines it.
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
@@ -157,10 +165,15 @@ fn mode(c: &RunConfig) -> String {
     match c.mode.as_str() {
         "ping-pong" => format!("ping-pong, pipeline {}", c.pipeline),
         "think" => format!("think {}{pipeline}", ms(c.think_ms)),
-        "interval" => format!("interval {} per connection{pipeline}", ms(c.interval_ms)),
+        "interval" => format!(
+            "interval {} per connection{pipeline}{}",
+            ms(c.interval_ms),
+            slack(c)
+        ),
         "rate" => format!(
-            "rate {}/s{pipeline}",
-            c.rate.map(real).unwrap_or_else(|| "?".into())
+            "rate {}/s{pipeline}{}",
+            c.rate.map(real).unwrap_or_else(|| "?".into()),
+            slack(c)
         ),
         other => format!("{other}{pipeline}"),
     }
@@ -537,6 +550,11 @@ mod tests {
         c = config("think");
         assert_eq!(mode(&c), "think ?");
         assert_eq!(mode(&config("burst")), "burst");
+        c = config("interval");
+        (c.interval_ms, c.timer_slack_ms) = (Some(50.0), Some(1.0));
+        assert_eq!(mode(&c), "interval 50 ms per connection, timer slack 1 ms");
+        c.timer_slack_ms = Some(0.0);
+        assert_eq!(mode(&c), "interval 50 ms per connection");
     }
 
     #[test]

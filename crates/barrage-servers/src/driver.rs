@@ -134,6 +134,10 @@ impl<S: Service> Driver<S> {
             }
             self.turn(&events, Instant::now());
         }
+        // Stop listening before closing the connections, as a killed process does: a client
+        // that reconnects the moment its connection closes is refused, not queued on a
+        // listener that is about to go (and its queued connections are reset now).
+        let _ = socket2::SockRef::from(&self.parts.listener).shutdown(std::net::Shutdown::Both);
         for slot in 0..self.conns.capacity() {
             self.close(slot);
         }

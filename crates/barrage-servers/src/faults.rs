@@ -81,9 +81,49 @@ impl Timers {
     }
 }
 
+/// The service-time knob: one thread serves one request at a time, each taking a fixed time
+/// (a timer, not CPU), so a thread completes at most one request per service time whatever the
+/// load: a server of known capacity (threads / service time) for breaking-point searches.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Service {
+    length: Duration,
+    /// When the thread is free again; `None` before its first request.
+    free_at: Option<Instant>,
+}
+
+impl Service {
+    pub(crate) fn new(length: Duration) -> Service {
+        Service {
+            length,
+            free_at: None,
+        }
+    }
+
+    /// When a request read at `now` is done: after the ones before it, then its own length.
+    pub(crate) fn done_at(&mut self, now: Instant) -> Instant {
+        let start = self.free_at.map_or(now, |free| free.max(now));
+        let done = after(start, self.length);
+        self.free_at = Some(done);
+        done
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_time_serves_one_request_at_a_time() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Service::new(ms(2));
+        // Three requests at once: done 2, 4 and 6 ms later (capacity 500/s).
+        let done: Vec<_> = (0..3).map(|_| s.done_at(t0) - t0).collect();
+        assert_eq!(done, vec![ms(2), ms(4), ms(6)]);
+        // An idle thread starts the next one when it arrives.
+        assert_eq!(s.done_at(t0 + ms(10)) - t0, ms(12));
+        assert_eq!(s.done_at(t0 + ms(11)) - t0, ms(14));
+    }
 
     const MS: Duration = Duration::from_millis(1);
 

@@ -30,7 +30,7 @@ mod response;
 
 use self::conn::{Conn, Cx};
 use crate::driver::{self, Key, Service, Turn};
-use crate::faults::{Stall, Timers};
+use crate::faults::{self, Stall, Timers};
 use crate::runtime;
 use crate::sock::Sock;
 use crate::stats::{CounterWriter, Kind, ServerError};
@@ -62,6 +62,10 @@ pub struct HttpConfig {
     /// Every response is sent this long after its request was read (on top of `/delay`);
     /// `None` (or zero) answers at once. Pipelined answers keep their order.
     pub delay: Option<Duration>,
+    /// Each thread serves one request at a time, each taking this long (a timer, not CPU): a
+    /// thread answers at most 1 / `service_time` requests per second (capacity: threads /
+    /// service time). `None` (or zero): no service time.
+    pub service_time: Option<Duration>,
     /// Once, this long after start, stop reading and answering for `stall_for`.
     pub stall_at: Option<Duration>,
     /// Length of the stall; zero means no stall.
@@ -76,6 +80,7 @@ impl Default for HttpConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             tls: None,
             delay: None,
+            service_time: None,
             stall_at: None,
             stall_for: Duration::ZERO,
         }
@@ -92,6 +97,7 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
         .map(|files| tls::load(files, cfg.listen, &[b"http/1.1"]))
         .transpose()?;
     let delay = cfg.delay.filter(|delay| !delay.is_zero());
+    let service_time = cfg.service_time.filter(|t| !t.is_zero());
     let stall = Stall::new(started, cfg.stall_at, cfg.stall_for);
     runtime::spawn(
         Kind::Http,
@@ -103,6 +109,7 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
                 buf: vec![0; READ_BUF].into_boxed_slice(),
                 timers: Timers::default(),
                 delay,
+                service: service_time.map(faults::Service::new),
                 tls: tls.clone(),
             };
             driver::run(parts, service, stall);
@@ -117,6 +124,8 @@ struct HttpService {
     /// Due answers (`/delay`, the delay knob) and lingering closes of this thread.
     timers: Timers,
     delay: Option<Duration>,
+    /// The service-time knob: this thread's one request at a time.
+    service: Option<faults::Service>,
     tls: Option<Arc<ServerConfig>>,
 }
 
@@ -145,6 +154,7 @@ impl Service for HttpService {
             buf: &mut self.buf,
             timers: &mut self.timers,
             delay: self.delay,
+            service: self.service.as_mut(),
             key,
             counters,
         })

@@ -473,3 +473,24 @@ fn client_gone_mid_response_is_dropped_and_the_server_keeps_serving() {
     let mut client = Client::new(&server);
     assert_eq!(client.get("/").status, 200);
 }
+
+#[test]
+fn service_time_serves_one_request_at_a_time_per_thread() {
+    // One thread, 40 ms per request: two clients' requests queue behind each other, so the
+    // fourth answer cannot come before 4 × 40 ms (a timer never fires early), whatever the
+    // connection it came on; all answers arrive, in each connection's order.
+    let service = 40 * MS;
+    let server = start(HttpConfig {
+        service_time: Some(service),
+        ..config(1)
+    });
+    let (mut a, mut b) = (Client::new(&server), Client::new(&server));
+    let t0 = Instant::now();
+    a.send("GET /status/201 HTTP/1.1\r\n\r\nGET /status/202 HTTP/1.1\r\n\r\n");
+    b.send("GET /status/203 HTTP/1.1\r\n\r\nGET /status/204 HTTP/1.1\r\n\r\n");
+    let statuses = [a.read(false).status, a.read(false).status];
+    assert_eq!(statuses, [201, 202]);
+    let statuses = [b.read(false).status, b.read(false).status];
+    assert_eq!(statuses, [203, 204]);
+    assert!(t0.elapsed() >= 4 * service, "served in {:?}", t0.elapsed());
+}

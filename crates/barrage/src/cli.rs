@@ -44,6 +44,91 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare saved runs side by side (differences within the runs' noise are marked).
     Compare(CompareArgs),
+    /// Check a scenario file (.toml, .yaml) without sending anything: schema, every {var}
+    /// resolvable, every capture used, limits. Prints "ok: ..." or the mistake (exit 2).
+    Validate(ValidateArgs),
+    /// Find the highest open-loop rate that meets every SLO (exponential steps, then bisection).
+    FindMax(Box<FindMaxArgs>),
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// A scenario file (see docs/scenarios.md and examples/)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  \
+barrage find-max http://127.0.0.1:8080/ --slo 'p99 < 20ms' --slo 'errors.rate < 0.1%' -c 50\n\n\
+Each step is an ordinary open-loop run (--rate) of --step-warmup + --step-duration; the rate\n\
+doubles from --start-rate until a step breaks an SLO, then bisects. Run flags (-c, -t, -m, -H,\n\
+--timeout, ...) apply to every step. --json FILE records every step; --report FILE.md|.html.\n\
+Exit codes: 0 searched, 1 failed (e.g. nothing could connect), 2 bad usage, 3 no rate met the\n\
+SLOs, 130 interrupted (what was found so far is still reported).")]
+// Run flags the search sets or does not support stay parsed (a clear error names them) but
+// out of the help.
+#[command(
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("warmup", |a| a.hide(true)),
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("interval", |a| a.hide(true)),
+    mut_arg("think", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true)),
+    mut_arg("baseline", |a| a.hide(true)),
+    mut_arg("max_regression", |a| a.hide(true)),
+    mut_arg("noise_floor", |a| a.hide(true)),
+    mut_arg("monitor", |a| a.hide(true)),
+    mut_arg("spawn", |a| a.hide(true)),
+    mut_arg("monitor_interval", |a| a.hide(true)),
+    mut_arg("recovery", |a| a.hide(true)),
+    mut_arg("no_tui", |a| a.hide(true)),
+    mut_arg("pipeline", |a| a.hide(true))
+)]
+pub struct FindMaxArgs {
+    /// A limit every step must meet, in the --threshold grammar, e.g. 'p99 < 20ms',
+    /// 'errors.rate < 0.1%' (repeatable, at least one)
+    #[arg(
+        long,
+        value_name = "EXPR",
+        required = true,
+        allow_hyphen_values = true,
+        help_heading = "Search"
+    )]
+    pub slo: Vec<String>,
+
+    /// How long each step is measured
+    #[arg(long, default_value = "10s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Search")]
+    pub step_duration: Duration,
+
+    /// Load before each step's measurement (not judged)
+    #[arg(long, default_value = "2s", value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Search")]
+    pub step_warmup: Duration,
+
+    /// Rate of the first step, per second
+    #[arg(long, default_value = "100", value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Search")]
+    pub start_rate: f64,
+
+    /// Highest rate ever offered, per second
+    #[arg(long, default_value = "1M", value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Search")]
+    pub max_rate: f64,
+
+    /// Most steps to run
+    #[arg(long, default_value = "12", value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Search")]
+    pub max_steps: u64,
+
+    /// Stop bisecting when the lowest failing rate is within this of the highest passing one
+    #[arg(
+        long,
+        default_value = "5%",
+        value_name = "PCT",
+        help_heading = "Search"
+    )]
+    pub precision: String,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +325,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]
     pub max_backlog: Option<u64>,
 
+    /// Open loop: timer slack W; messages due within one W go out together, each timed from
+    /// its W-aligned intended time (0: exact) [default: 1ms]
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Modes (default: ping-pong)")]
+    pub timer_slack: Option<std::time::Duration>,
+
     /// An exchange not complete after D is a timeout; its connection is reopened
     #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub timeout: Duration,
@@ -366,6 +456,11 @@ pub struct ServerArgs {
     /// Fault: delay every reply by D
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub delay: Option<Duration>,
+
+    /// http: each thread serves one request at a time, each taking D (a timer, not CPU):
+    /// a server of known capacity, threads / D requests per second
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub service_time: Option<Duration>,
 
     /// Fault: freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]

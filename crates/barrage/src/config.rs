@@ -7,9 +7,10 @@
 use crate::cli::RunArgs;
 use crate::redact::{self, Secrets};
 use crate::url::{self, Scheme};
+use barrage_engine::spec::ns;
 use barrage_engine::{
-    unescape, Delimiter, Framing, HttpPlan, LenPrefix, McPlan, Mode, Plan, Protocol, RedisPlan,
-    StatusSet, Target, Template, WsPlan,
+    escape, unescape, Clock, Framing, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError,
+    StatusSet, TlsSpec,
 };
 use barrage_metrics::RunConfig;
 use std::time::Duration;
@@ -19,27 +20,22 @@ pub use crate::usage::Usage;
 const MAX_MESSAGE: u64 = 16 << 20;
 /// `-n`: far beyond any run, low enough for exact arithmetic on request counts.
 const MAX_REQUESTS: u64 = 1_000_000_000_000_000;
-/// `-n` without `-d` also stops after this long: every run is bounded in time.
-pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
+pub use barrage_engine::spec::REQUESTS_TIME_BOUND;
 const DEFAULT_MESSAGE: &[u8] = b"hello from barrage\n";
 
-pub fn plan(a: &RunArgs) -> Result<(Plan, RunConfig), Usage> {
+pub fn plan(a: &RunArgs) -> Result<(Plan, Spec, RunConfig), Usage> {
     let mut secrets = Secrets::default();
     // No message may quote a value filled from the environment.
     plan_with(a, &mut secrets).map_err(|e| e.map(|s| secrets.scrub(s)))
 }
 
-fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Usage> {
+fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfig), Usage> {
     // What is shown (results, live line, messages) keeps placeholders and hides query tokens;
     // what is connected to has the secrets filled in.
     let shown_target = redact::url(&a.target, &a.redact);
     let filled_target = secrets.fill_str(&a.target, "target")?;
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
-    let target = Target {
-        url: shown_target.clone(),
-        addr: url.addr,
-    };
     check_flags_fit(a, url.scheme)?;
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
@@ -72,7 +68,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
     } else {
         "--message-file"
     };
-    let filled = secrets.fill(&raw, message_flag)?;
+    secrets.fill(&raw, message_flag)?;
     let first_shown = match &a.first_message {
         Some(m) => {
             let b = unescape(m).map_err(|e| Usage::new("--first-message", e))?;
@@ -86,10 +82,9 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         }
         None => None,
     };
-    let first = match &first_shown {
-        Some(b) => Some(Template::new(secrets.fill(b, "--first-message")?)),
-        None => None,
-    };
+    if let Some(b) = &first_shown {
+        secrets.fill(b, "--first-message")?;
+    }
     let mode = match (a.think, a.interval, a.rate) {
         (Some(d), _, _) => Mode::Think(d),
         (_, Some(d), _) => Mode::Interval(d),
@@ -104,13 +99,26 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         ));
     }
     // A flag of another mode is a mistake, not silently ignored.
-    if a.max_backlog.is_some() && !mode.is_open_loop() {
-        return Err(Usage::says(
-            "--max-backlog",
-            format!(
-                "applies to open-loop modes (--interval, --rate), not {}",
-                mode.name()
-            ),
+    for (flag, set) in [
+        ("--max-backlog", a.max_backlog.is_some()),
+        ("--timer-slack", a.timer_slack.is_some()),
+    ] {
+        if set && !mode.is_open_loop() {
+            return Err(Usage::says(
+                flag,
+                format!(
+                    "applies to open-loop modes (--interval, --rate), not {}",
+                    mode.name()
+                ),
+            ));
+        }
+    }
+    if a.timer_slack
+        .is_some_and(|d| d > Duration::from_millis(100))
+    {
+        return Err(Usage::new(
+            "--timer-slack",
+            "at most 100ms (it delays messages by up to that much; 1ms is the default)",
         ));
     }
     let max_backlog = a.max_backlog.unwrap_or(1024);
@@ -160,103 +168,236 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, RunConfig), Us
         (None, None) => Some(Duration::from_secs(10)),
     };
     let connect_timeout = a.connect_timeout.unwrap_or(a.timeout);
-    let headers = headers(&a.headers)?
-        .into_iter()
-        .map(|(n, v)| Ok((n, secrets.fill_str(&v, "-H/--header")?)))
-        .collect::<Result<Vec<_>, Usage>>()?;
-    let (protocol, http_note) = protocol(a, &url, &headers, secrets)?;
+    let words = Words {
+        message: raw.clone(),
+        first: first_shown.clone(),
+        expect: expect_spec.to_string(),
+        headers: headers(&a.headers)?,
+    };
+    let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
     let http_note = http_note.map(|n| secrets.scrub(&n));
     let tls = if url.scheme.tls() {
         Some(crate::tls::plan(&url, a.insecure, a.cacert.as_deref())?)
     } else {
         None
     };
-    let message = Template::new(filled);
-    // `--secret-body`: the size is all that is shown of a message.
-    let shown = |b: &[u8], filled_len: usize| {
-        if a.secret_body {
-            redact::hidden(filled_len)
-        } else {
-            barrage_engine::escape(&b[..b.len().min(256)])
+    let spec = Spec {
+        target: shown_target,
+        addr: url.addr,
+        host: secrets.scrub(&url.host),
+        protocol,
+        tls: tls.as_ref().map(|_| TlsSpec {
+            insecure: a.insecure,
+            cacert: a.cacert.clone(),
+        }),
+        connections: a.connections,
+        threads,
+        connect_rate: a.connect_rate,
+        max_connecting: a.max_connecting.min(u32::MAX as u64) as u32,
+        // `-n` alone: no duration; the plan bounds the run all the same.
+        duration_ns: a
+            .duration
+            .map(ns)
+            .or(duration.filter(|_| a.requests.is_none()).map(ns)),
+        requests: a.requests,
+        warmup_ns: ns(a.warmup),
+        mode: mode.into(),
+        pipeline: a.pipeline as u32,
+        max_backlog,
+        timer_slack_ns: a
+            .timer_slack
+            .map_or(barrage_engine::spec::DEFAULT_TIMER_SLACK_NS, ns),
+        timeout_ns: ns(a.timeout),
+        connect_timeout_ns: ns(connect_timeout),
+        drain_ns: ns(DRAIN),
+        clock: Clock::Now,
+        shares: None,
+    };
+    // The plan is built from the spec, as any process taking part in the run builds its own.
+    let mut lookup = |name: &str| secrets.lookup(name);
+    let plan = spec
+        .plan(&mut lookup, &|_, _| {
+            tls.clone()
+                .ok_or_else(|| "no TLS configuration".to_string())
+        })
+        .map_err(spec_usage)?;
+    let config = describe(&spec, &plan, a.secret_body, http_note);
+    Ok((plan, spec, config))
+}
+
+/// The spec as the result records it: header values hidden ([`Spec::redacted`]),
+/// secret-looking query parameters of the path redacted as in the target, and under
+/// `--secret-body` the messages and body shown by size only.
+pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) -> Spec {
+    let mut s = spec.redacted();
+    let hide = |text: &mut String, len: usize| {
+        if secret_body {
+            *text = redact::hidden(len);
         }
     };
-    let config = RunConfig {
-        target: shown_target,
-        protocol: url.scheme.name().into(),
-        connections: a.connections,
-        threads: threads.min(a.connections as usize),
+    match &mut s.protocol {
+        ProtocolSpec::Tcp {
+            message,
+            first_message,
+            ..
+        } => {
+            hide(message, plan.message.raw().len());
+            if let (Some(f), Some(t)) = (first_message.as_mut(), plan.first_message.as_ref()) {
+                hide(f, t.raw().len());
+            }
+        }
+        ProtocolSpec::Ws { message, path, .. } => {
+            hide(message, plan.message.raw().len());
+            *path = redact::url(path, redact);
+        }
+        ProtocolSpec::Http { body, path, .. } => {
+            if let Some(b) = body.as_mut() {
+                let len = unescape(b).map_or(0, |v| v.len());
+                hide(b, len);
+            }
+            *path = redact::url(path, redact);
+        }
+        ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } => {}
+    }
+    s
+}
+
+/// What the result records of the settings (`RunConfig`), from the spec and its plan: the
+/// user's words with placeholders kept, `--secret-body` messages shown by size only, the
+/// HTTP request as `http_note` (method, path, body size).
+pub fn describe(
+    spec: &Spec,
+    plan: &Plan,
+    secret_body: bool,
+    http_note: Option<String>,
+) -> RunConfig {
+    let shown = |text: &str, filled_len: usize| {
+        if secret_body {
+            redact::hidden(filled_len)
+        } else {
+            let b = unescape(text).unwrap_or_default();
+            escape(&b[..b.len().min(256)])
+        }
+    };
+    let tls = spec.tls.is_some();
+    let (protocol, message, first, expect, subprotocol, commands) = match &spec.protocol {
+        ProtocolSpec::Tcp {
+            message,
+            first_message,
+            ..
+        } => (
+            "tcp",
+            Some(message),
+            first_message.as_ref(),
+            plan.framing.describe(),
+            None,
+            Vec::new(),
+        ),
+        ProtocolSpec::Ws {
+            message,
+            subprotocol,
+            ..
+        } => (
+            if tls { "wss" } else { "ws" },
+            Some(message),
+            None,
+            plan.framing.describe(),
+            subprotocol.clone(),
+            Vec::new(),
+        ),
+        ProtocolSpec::Http { .. } => (
+            if tls { "https" } else { "http" },
+            None,
+            None,
+            "http response".to_string(),
+            None,
+            Vec::new(),
+        ),
+        ProtocolSpec::Redis { commands, .. } => (
+            "redis",
+            None,
+            None,
+            "RESP reply".to_string(),
+            None,
+            commands.clone(),
+        ),
+        ProtocolSpec::Memcache { commands } => (
+            "memcache",
+            None,
+            None,
+            "memcached reply".to_string(),
+            None,
+            commands.clone(),
+        ),
+    };
+    let mode: Mode = spec.mode.into();
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let msecs = |ns: u64| ns as f64 / 1e6;
+    RunConfig {
+        target: spec.target.clone(),
+        protocol: protocol.into(),
+        connections: spec.connections,
+        threads: spec.threads.min(spec.connections as usize),
         // `-n` alone: the user set no duration; the time bound is a guard, printed at start.
-        duration_s: duration
-            .filter(|_| a.duration.is_some() || a.requests.is_none())
-            .map(|d| d.as_secs_f64()),
-        requests: a.requests,
-        warmup_s: a.warmup.as_secs_f64(),
+        duration_s: spec.duration_ns.map(secs),
+        requests: spec.requests,
+        warmup_s: secs(spec.warmup_ns),
         mode: mode.name().into(),
-        pipeline: a.pipeline as u32,
-        think_ms: a.think.map(ms),
-        interval_ms: a.interval.map(ms),
-        rate: a.rate,
-        connect_rate: a.connect_rate,
-        timeout_ms: ms(a.timeout),
-        connect_timeout_ms: ms(connect_timeout),
-        max_backlog,
-        message: shown(&raw, message.raw().len()),
-        message_bytes: message.raw().len(),
-        first_message: first_shown
-            .as_ref()
-            .zip(first.as_ref())
-            .map(|(b, t)| shown(b, t.raw().len())),
-        expect: match url.scheme {
-            Scheme::Http | Scheme::Https => "http response".into(),
-            Scheme::Redis => "RESP reply".into(),
-            Scheme::Memcache => "memcached reply".into(),
-            _ => framing.describe(),
+        pipeline: spec.pipeline,
+        think_ms: match spec.mode {
+            ModeSpec::Think { ns } => Some(msecs(ns)),
+            _ => None,
         },
-        verify: a.verify,
+        interval_ms: match spec.mode {
+            ModeSpec::Interval { ns } => Some(msecs(ns)),
+            _ => None,
+        },
+        rate: match spec.mode {
+            ModeSpec::Rate { per_s } => Some(per_s),
+            _ => None,
+        },
+        connect_rate: spec.connect_rate,
+        timeout_ms: msecs(spec.timeout_ns),
+        connect_timeout_ms: msecs(spec.connect_timeout_ns),
+        max_backlog: spec.max_backlog,
+        timer_slack_ms: matches!(spec.mode, ModeSpec::Interval { .. } | ModeSpec::Rate { .. })
+            .then(|| msecs(spec.timer_slack_ns)),
+        message: message.map_or_else(String::new, |m| shown(m, plan.message.raw().len())),
+        message_bytes: message.map_or(0, |_| plan.message.raw().len()),
+        first_message: first
+            .zip(plan.first_message.as_ref())
+            .map(|(m, t)| shown(m, t.raw().len())),
+        expect,
+        verify: plan.verify,
         http: http_note,
-        tls: url.scheme.tls().then(|| {
-            if a.insecure {
+        tls: spec.tls.as_ref().map(|t| {
+            if t.insecure {
                 "verification off (--insecure)".into()
             } else {
                 "verified".into()
             }
         }),
-        subprotocol: a.subprotocol.clone(),
-        commands: match url.scheme {
-            Scheme::Redis if a.command.is_empty() => vec!["PING".into()],
-            Scheme::Memcache if a.command.is_empty() => vec!["get key:{rand%1000}".into()],
-            Scheme::Redis | Scheme::Memcache => a.command.clone(),
-            _ => Vec::new(),
-        },
-    };
-    let plan = Plan {
-        target,
-        protocol,
-        tls,
-        connections: a.connections,
-        threads,
-        connect_rate: a.connect_rate,
-        max_connecting: a.max_connecting.min(u32::MAX as u64) as u32,
-        duration,
-        requests: a.requests,
-        warmup: a.warmup,
-        message,
-        first_message: first,
-        framing,
-        verify: a.verify,
-        mode,
-        pipeline: a.pipeline as u32,
-        max_backlog,
-        timeout: a.timeout,
-        connect_timeout,
-        drain: Duration::from_secs(2),
-        clock: Default::default(),
-        shares: None,
-    };
-    Ok((plan, config))
+        subprotocol,
+        commands,
+    }
 }
 
-/// The `--command` mix (or the protocol's default command).
+/// How long the replies in flight are awaited once the load stops.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// A spec the checks above let through cannot fail to make a plan; should it, the error
+/// still names what to fix.
+fn spec_usage(e: SpecError) -> Usage {
+    match e {
+        SpecError::Request(e) => request_usage(e),
+        SpecError::Escape { what, err } => Usage::new(what, err),
+        SpecError::Invalid { what, err } => Usage::new(what, err),
+        SpecError::Command(e) => Usage::new("--command", e),
+        other => Usage::new("spec", other),
+    }
+}
+
+/// The `--command` mix (or the protocol's default command), checked by compiling it.
 fn commands(
     a: &RunArgs,
     default: &str,
@@ -264,13 +405,14 @@ fn commands(
         &[String],
     )
         -> Result<barrage_engine::redis::Commands, barrage_engine::redis::CommandError>,
-) -> Result<barrage_engine::redis::Commands, Usage> {
+) -> Result<Vec<String>, Usage> {
     let given = if a.command.is_empty() {
         vec![default.to_string()]
     } else {
         a.command.clone()
     };
-    compile(&given).map_err(|e| Usage::new("--command", e))
+    compile(&given).map_err(|e| Usage::new("--command", e))?;
+    Ok(given)
 }
 
 /// Flags that belong to other protocols are mistakes, not silently ignored.
@@ -308,7 +450,16 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     if scheme != Scheme::Redis && a.resp3 {
         return Err(only("--resp3", "redis://"));
     }
-    if kv {
+    // The message flags describe a raw TCP or WebSocket message; other protocols say what
+    // they send in their own words.
+    let own_words = if kv {
+        Some(format!("a {s}:// request is --command"))
+    } else if http {
+        Some("an HTTP request is -X, -H and --body".to_string())
+    } else {
+        None
+    };
+    if let Some(words) = own_words {
         for (flag, set) in [
             ("-m/--message", a.message.is_some()),
             ("--message-file", a.message_file.is_some()),
@@ -319,23 +470,7 @@ fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
             if set {
                 return Err(Usage::says(
                     flag,
-                    format!("applies to tcp:// and ws:// targets; a {s}:// request is --command"),
-                ));
-            }
-        }
-    }
-    if http {
-        for (flag, set) in [
-            ("-m/--message", a.message.is_some()),
-            ("--message-file", a.message_file.is_some()),
-            ("--first-message", a.first_message.is_some()),
-            ("--expect", a.expect.is_some()),
-            ("--verify", a.verify),
-        ] {
-            if set {
-                return Err(Usage::says(
-                    flag,
-                    "applies to tcp:// and ws:// targets; an HTTP request is -X, -H and --body",
+                    format!("applies to tcp:// and ws:// targets; {words}"),
                 ));
             }
         }
@@ -377,53 +512,64 @@ fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
         .collect()
 }
 
-/// What is spoken on the connection, from the scheme and the HTTP/WebSocket flags.
+/// What is spoken on the connection, from the scheme and the HTTP/WebSocket flags: the
+/// spec's words (placeholders unfilled), checked here with the secrets filled in, so a bad
+/// request fails before any load, against its flag.
 fn protocol(
     a: &RunArgs,
     url: &url::Url,
-    headers: &[(String, String)],
+    words: &Words,
     secrets: &mut Secrets,
-) -> Result<(Protocol, Option<String>), Usage> {
+) -> Result<(ProtocolSpec, Option<String>), Usage> {
+    let headers_filled = words
+        .headers
+        .iter()
+        .map(|(n, v)| Ok((n.clone(), secrets.fill_str(v, "-H/--header")?)))
+        .collect::<Result<Vec<_>, Usage>>()?;
     match url.scheme {
-        Scheme::Tcp => Ok((Protocol::Tcp, None)),
-        Scheme::Redis => Ok((
-            Protocol::Redis(RedisPlan {
-                commands: commands(a, "PING", barrage_engine::redis::Commands::redis)?,
-                resp3: a.resp3,
-            }),
+        Scheme::Tcp => Ok((
+            ProtocolSpec::Tcp {
+                message: escape(&words.message),
+                first_message: words.first.as_deref().map(escape),
+                expect: words.expect.clone(),
+                verify: a.verify,
+            },
             None,
         )),
-        Scheme::Memcache => Ok((
-            Protocol::Memcache(McPlan {
-                commands: commands(
-                    a,
-                    "get key:{rand%1000}",
-                    barrage_engine::redis::Commands::memcache,
-                )?,
-            }),
-            None,
-        )),
+        Scheme::Redis => {
+            let commands = commands(a, "PING", barrage_engine::redis::Commands::redis)?;
+            let resp3 = a.resp3;
+            Ok((ProtocolSpec::Redis { commands, resp3 }, None))
+        }
+        Scheme::Memcache => {
+            let default = "get key:{rand%1000}";
+            let commands = commands(a, default, barrage_engine::redis::Commands::memcache)?;
+            Ok((ProtocolSpec::Memcache { commands }, None))
+        }
         Scheme::Ws | Scheme::Wss => {
             let host = url.host_header();
             // Build one handshake now: bad headers fail here, not on every connection.
             let spec = barrage_engine::ws::HandshakeSpec {
                 host_header: &host,
                 path: &url.path,
-                headers,
+                headers: &headers_filled,
                 subprotocol: a.subprotocol.as_deref(),
             };
             let key = barrage_engine::ws::new_key([0; 16]);
             barrage_engine::ws::handshake_request(&spec, &key, &mut Vec::new())
                 .map_err(request_usage)?;
             Ok((
-                Protocol::Ws(WsPlan {
+                ProtocolSpec::Ws {
                     host_header: host,
                     path: url.path.clone(),
-                    headers: headers.to_vec(),
+                    headers: words.headers.clone(),
                     subprotocol: a.subprotocol.clone(),
                     binary: a.binary,
                     max_message: MAX_MESSAGE,
-                }),
+                    message: escape(&words.message),
+                    expect: words.expect.clone(),
+                    verify: a.verify,
+                },
                 None,
             ))
         }
@@ -440,8 +586,8 @@ fn protocol(
                     None => b.as_bytes().to_vec(),
                 }),
             };
-            let body = match body {
-                Some(b) => Some(secrets.fill(&b, "--body")?),
+            let filled_body = match &body {
+                Some(b) => Some(secrets.fill(b, "--body")?),
                 None => None,
             };
             let method = a.method.clone().unwrap_or_else(|| "GET".into());
@@ -450,12 +596,11 @@ fn protocol(
                 method: &method,
                 path: &url.path,
                 host_header: &host,
-                headers,
-                body: body.as_deref(),
+                headers: &headers_filled,
+                body: filled_body.as_deref(),
                 keep_alive: true,
             };
-            let request =
-                barrage_engine::http::RequestTemplate::new(&spec).map_err(request_usage)?;
+            barrage_engine::http::RequestTemplate::new(&spec).map_err(request_usage)?;
             let expect_status = match &a.expect_status {
                 Some(l) => status_set(l)?,
                 None => StatusSet::default(),
@@ -463,19 +608,32 @@ fn protocol(
             let note = format!(
                 "{method} {}{}",
                 redact::url(&url.path, &a.redact),
-                body.as_ref()
+                filled_body
+                    .as_ref()
                     .map(|b| format!(", body {} B", b.len()))
                     .unwrap_or_default()
             );
             Ok((
-                Protocol::Http(HttpPlan {
-                    request,
-                    expect_status,
-                }),
+                ProtocolSpec::Http {
+                    method,
+                    path: url.path.clone(),
+                    host_header: host,
+                    headers: words.headers.clone(),
+                    body: body.as_deref().map(escape),
+                    expect_status: expect_status.0,
+                },
                 Some(note),
             ))
         }
     }
+}
+
+/// The user's own bytes and words for the spec: placeholders (`{secret:NAME}`) unfilled.
+struct Words {
+    message: Vec<u8>,
+    first: Option<Vec<u8>>,
+    expect: String,
+    headers: Vec<(String, String)>,
 }
 
 /// A request that cannot be built, against the flag the error says it is about.
@@ -534,10 +692,6 @@ pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
     Ok(StatusSet(ranges))
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 /// A message or body file, read through a bounded reader: its size on disk is no bound
 /// (`/dev/zero`, a pipe or a file that grows report 0 or less than they give).
 /// `shown`: the value as the user wrote it (`@FILE` for `--body`).
@@ -575,40 +729,7 @@ fn io_reason(e: &std::io::Error) -> String {
 
 /// `--expect SPEC`.
 pub fn expect(spec: &str) -> Result<Framing, Usage> {
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    let bad = |why: &str| Usage::value("--expect", spec, why);
-    Ok(match (kind, arg) {
-        ("echo", "") => Framing::Echo,
-        ("line", "") => Framing::Line,
-        ("none", "") => Framing::None,
-        ("bytes", n) => {
-            let n: u64 = n
-                .parse()
-                .map_err(|_| bad("write bytes:N with N the reply size in bytes, e.g. bytes:64"))?;
-            if n == 0 {
-                return Err(bad("N must be at least 1 (use --expect none for no reply)"));
-            }
-            Framing::Bytes(n)
-        }
-        ("delim", t) => {
-            let b = unescape(t).map_err(|e| bad(&e.to_string()))?;
-            Framing::Delim(
-                Delimiter::new(&b).ok_or_else(|| bad("the delimiter is empty, e.g. delim:\\r\\n"))?,
-            )
-        }
-        ("len", k) => Framing::Len(match k {
-            "u16be" => LenPrefix::U16Be,
-            "u16le" => LenPrefix::U16Le,
-            "u32be" => LenPrefix::U32Be,
-            "u32le" => LenPrefix::U32Le,
-            _ => return Err(bad("the prefix is one of u16be, u16le, u32be, u32le")),
-        }),
-        _ => {
-            return Err(bad(
-                "unknown framing; use echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le or none",
-            ))
-        }
-    })
+    barrage_engine::spec::parse_expect(spec).map_err(|why| Usage::value("--expect", spec, why))
 }
 
 #[cfg(test)]
@@ -627,10 +748,10 @@ mod tests {
     #[test]
     fn requests_without_duration_are_still_bounded_in_time() {
         // Regression: `-n` alone against a server that never answers ran until interrupted.
-        let (p, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5"])).unwrap();
+        let (p, _, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5"])).unwrap();
         assert_eq!(p.duration, Some(REQUESTS_TIME_BOUND));
         assert_eq!(p.requests, Some(5));
-        let (p, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5", "-d", "2s"])).unwrap();
+        let (p, _, _) = plan(&args(&["tcp://127.0.0.1:9", "-n", "5", "-d", "2s"])).unwrap();
         assert_eq!(p.duration, Some(Duration::from_secs(2)));
     }
 
@@ -697,7 +818,10 @@ mod tests {
     fn framings() {
         assert_eq!(expect("echo").unwrap(), Framing::Echo);
         assert_eq!(expect("bytes:64").unwrap(), Framing::Bytes(64));
-        assert_eq!(expect("len:u32le").unwrap(), Framing::Len(LenPrefix::U32Le));
+        assert_eq!(
+            expect("len:u32le").unwrap(),
+            Framing::Len(barrage_engine::LenPrefix::U32Le)
+        );
         assert!(matches!(expect("delim:\\r\\n").unwrap(), Framing::Delim(_)));
         for bad in [
             "bytes:0",

@@ -1,15 +1,11 @@
 //! `barrage demo`: the embedded default. An echo server on a free loopback port, a ping-pong
-//! test and an interval test against it, both summaries printed.
+//! test and an interval test against it, both summaries printed. Each test is a spec (the run
+//! as data), as any other run is once its command line is resolved.
 
-use crate::cli::{DemoArgs, RunArgs};
+use crate::cli::DemoArgs;
+use barrage_engine::spec::ns;
+use barrage_engine::{ModeSpec, ProtocolSpec, Spec};
 use barrage_servers::echo::{self, EchoConfig};
-use clap::Parser;
-
-#[derive(Parser)]
-struct DemoRun {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     let server = echo::start(EchoConfig {
@@ -17,30 +13,38 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         threads: 1,
         ..EchoConfig::default()
     })?;
-    let url = format!("tcp://{}", server.local_addr());
+    let addr = server.local_addr();
+    let url = format!("tcp://{addr}");
     let secs = format!("{}ms", a.duration.as_millis());
     say!("barrage demo: echo server on {url} (1 thread), two tests of {secs} each\n");
-    let tests: [(&str, Vec<&str>); 2] = [
+    let tests = [
         (
             "1/2 ping-pong: 50 connections, the next message as soon as the reply arrives",
-            vec!["-c", "50"],
+            50,
+            ModeSpec::PingPong,
         ),
         (
             "2/2 fixed interval: 200 connections, one message every 20 ms each (10,000/s)",
-            vec!["-c", "200", "--interval", "20ms"],
+            200,
+            ModeSpec::Interval { ns: 20_000_000 },
         ),
     ];
     let mut code = 0;
-    for (title, extra) in tests {
+    for (title, connections, mode) in tests {
         say!("== {title}");
-        let mut argv = vec!["barrage", url.as_str(), "-d", secs.as_str(), "-t", "1"];
-        if a.quiet {
-            argv.push("-q");
-        }
-        argv.extend(extra);
-        let args = DemoRun::try_parse_from(&argv)?.run;
-        let rc = crate::run::run(&args, argv.iter().map(|s| s.to_string()).collect())?;
-        code = code.max(rc);
+        let protocol = ProtocolSpec::Tcp {
+            message: "hello from barrage\\n".into(),
+            first_message: None,
+            expect: "echo".into(),
+            verify: false,
+        };
+        let mut spec = Spec::new(url.clone(), addr, addr.ip().to_string(), protocol);
+        spec.connections = connections;
+        spec.mode = mode;
+        spec.duration_ns = Some(ns(a.duration));
+        let argv = vec!["barrage".into(), "demo".into()];
+        let r = crate::resolve::from_spec(spec, a.quiet, argv)?;
+        code = code.max(crate::run::run_resolved(r)?);
         say!();
     }
     let s = server.shutdown();

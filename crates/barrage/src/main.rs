@@ -13,6 +13,7 @@ mod cli;
 mod compare;
 mod config;
 mod demo;
+mod find_max;
 mod live;
 mod outfile;
 mod output;
@@ -27,6 +28,7 @@ mod tui;
 mod units;
 mod url;
 mod usage;
+mod validate;
 mod watch;
 
 use clap::Parser;
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::demo(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => compare::compare(a),
+        Command::Validate(a) => validate::validate(a),
+        Command::FindMax(a) => find_max::find_max(a, argv.clone()),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -117,6 +117,18 @@ impl Outputs {
         })
     }
 
+    /// The summary alone (and the live line unless `quiet`): what the demo's runs write.
+    pub fn summary(quiet: bool) -> Outputs {
+        Outputs {
+            json: None,
+            report: None,
+            baseline: None,
+            quiet,
+            no_tui: false,
+            note: None,
+        }
+    }
+
     fn json_to_stdout(&self) -> bool {
         matches!(self.json, Some(JsonOut::Stdout))
     }

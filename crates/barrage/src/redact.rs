@@ -147,15 +147,18 @@ impl Secrets {
     /// `raw` with every `{secret:NAME}` replaced by the environment variable NAME; `what`
     /// names the flag or file for the error.
     pub fn fill(&mut self, raw: &[u8], what: &str) -> Result<Vec<u8>, Usage> {
-        let mut lookup = |name: &str| {
-            use std::os::unix::ffi::OsStrExt;
-            let value = std::env::var_os(name)?.as_bytes().to_vec();
-            if !self.filled.iter().any(|(n, _)| n == name) {
-                self.filled.push((name.to_string(), value.clone()));
-            }
-            Some(value)
-        };
-        barrage_engine::message::fill_secrets(raw, &mut lookup).map_err(|e| Usage::new(what, e))
+        barrage_engine::message::fill_secrets(raw, &mut |name| self.lookup(name))
+            .map_err(|e| Usage::new(what, e))
+    }
+
+    /// The value of the environment variable `name`, remembered so that no message quotes it.
+    pub fn lookup(&mut self, name: &str) -> Option<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let value = std::env::var_os(name)?.as_bytes().to_vec();
+        if !self.filled.iter().any(|(n, _)| n == name) {
+            self.filled.push((name.to_string(), value.clone()));
+        }
+        Some(value)
     }
 
     /// [`Secrets::fill`] for text that must stay UTF-8 (URLs, headers).

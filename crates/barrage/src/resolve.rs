@@ -11,12 +11,15 @@ use crate::config::{self, Usage};
 use crate::output::Outputs;
 use crate::watch::WatchPlan;
 use barrage_engine::Plan;
+use barrage_engine::Spec;
 use barrage_metrics::thresholds::{self, Needs, Threshold};
 use barrage_metrics::RunConfig;
 
 /// A run, resolved and checked: nothing left that could be a usage error.
 pub struct Resolved {
     pub plan: Plan,
+    /// The run as data, as the result records it (see [`config::record`]).
+    pub spec: barrage_engine::Spec,
     pub config: RunConfig,
     pub watch: Option<WatchPlan>,
     pub thresholds: Vec<Threshold>,
@@ -28,7 +31,8 @@ pub struct Resolved {
 }
 
 pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
-    let (plan, config) = config::plan(a)?;
+    let (plan, spec, config) = config::plan(a)?;
+    let spec = config::record(&spec, &plan, a.secret_body, &a.redact);
     let watch = crate::watch::plan(a, plan.target.addr)?;
     let thresholds = a
         .threshold
@@ -43,12 +47,38 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let outputs = Outputs::resolve(a)?;
     Ok(Resolved {
         plan,
+        spec,
         config,
         watch,
         thresholds,
         outputs,
         argv: crate::redact::argv(&argv, &a.redact, a.secret_body),
         insecure: a.insecure,
+    })
+}
+
+/// A run given as a spec (the embedded demo): no watch, no threshold, the summary as its
+/// only output (and the live line unless `quiet`).
+pub fn from_spec(spec: Spec, quiet: bool, argv: Vec<String>) -> Result<Resolved, Usage> {
+    let no_tls =
+        |_: &Spec, _: &barrage_engine::TlsSpec| Err("give TLS settings on the command line".into());
+    let plan = spec
+        .plan(&mut barrage_engine::spec::env_secret, &no_tls)
+        .map_err(|e| Usage::new("spec", e))?;
+    crate::sys::ensure_fds(
+        crate::sys::fds_needed(plan.connections, plan.threads),
+        "-c/--connections",
+    )?;
+    let config = config::describe(&spec, &plan, false, None);
+    Ok(Resolved {
+        plan,
+        spec,
+        config,
+        watch: None,
+        thresholds: Vec::new(),
+        outputs: Outputs::summary(quiet),
+        argv,
+        insecure: false,
     })
 }
 

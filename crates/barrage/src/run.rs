@@ -18,13 +18,19 @@ use std::sync::Arc;
 /// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
 /// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
-    let r = resolve::resolve(a, argv)?;
+    run_resolved(resolve::resolve(a, argv)?)
+}
+
+/// Run a resolved test (from the command line, or a spec: the demo).
+pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     let signals = Signals::install();
     let started_at = sys::rfc3339_now();
     // A spawned server is up (or the run has failed) before the clock starts.
     let watch = r.watch.map(WatchPlan::start).transpose()?;
+    let spec = r.spec.to_json();
     if let Err(refused) = preflight(&r.plan, r.insecure, &signals.stop) {
-        let result = refused.record(&r.plan, r.argv, started_at, r.config);
+        let mut result = refused.record(&r.plan, r.argv, started_at, r.config);
+        result.spec = Some(spec);
         return r.outputs.refused(&result);
     }
     let live = r.outputs.live(&r.plan, &signals.stop);
@@ -45,6 +51,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         out.outcome,
     );
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
+    result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
     r.outputs.finish(&result, end.code)
 }

@@ -16,6 +16,15 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Http(s) => ("http", "127.0.0.1:8080", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
     };
+    if args.service_time.is_some() && name != "http" {
+        return Err(Usage::says(
+            "--service-time",
+            format!(
+                "applies to serve http, not serve {name}; use --delay for a slow {name} server"
+            ),
+        )
+        .into());
+    }
     let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
@@ -46,6 +55,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             threads,
             tls: tls.clone(),
             delay: args.delay,
+            service_time: args.service_time,
             stall_at: args.stall_at,
             stall_for,
         })?,

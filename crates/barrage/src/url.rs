@@ -86,6 +86,15 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
     let shown = raw.escape_debug().to_string();
     let s = shown.as_str();
     let Some((scheme, rest)) = raw.split_once("://") else {
+        if barrage_scenario::Format::of(std::path::Path::new(raw)).is_some() {
+            return usage(
+                s,
+                format!(
+                    " is a scenario file: running one is not supported yet; \
+                     check it with `barrage validate {s}`"
+                ),
+            );
+        }
         return usage(
             s,
             " has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH",

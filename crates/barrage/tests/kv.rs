@@ -126,23 +126,6 @@ fn is_root() -> bool {
     })
 }
 
-fn run(args: &[&str], dir: &tempfile::TempDir) -> Value {
-    let json = dir.path().join("run.json");
-    let out = barrage()
-        .args(args)
-        .args(["-q", "--json"])
-        .arg(&json)
-        .output()
-        .expect("run barrage");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "barrage {args:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    read_json(&json)
-}
-
 fn command(v: &Value, i: usize, what: &str) -> u64 {
     let list = field(v, "summary.totals.commands");
     list[i][what]
@@ -164,9 +147,8 @@ fn conserved(v: &Value) {
 #[test]
 fn redis_set_get_mix_reconciles_with_commandstats() {
     let Some(r) = Server::redis() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let url = format!("redis://127.0.0.1:{}", r.port);
-    let v = run(
+    let v = run_result(
         &[
             &url,
             "-c",
@@ -182,7 +164,7 @@ fn redis_set_get_mix_reconciles_with_commandstats() {
             "--command",
             "3*GET key:{rand%200}",
         ],
-        &dir,
+        &[],
     );
     assert_eq!(u(&v, "summary.errors.total"), 0);
     conserved(&v);
@@ -206,11 +188,27 @@ fn redis_set_get_mix_reconciles_with_commandstats() {
 fn redis_error_replies_are_reply_errors_and_keep_the_connection() {
     let Some(r) = Server::redis() else { return };
     r.ask(b"SET s 1\r\n", "\r\n");
-    let dir = tempfile::tempdir().unwrap();
     let url = format!("redis://127.0.0.1:{}", r.port);
-    let v = run(
-        &[&url, "-c", "2", "-n", "50", "--command", "LPUSH s x"],
-        &dir,
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("report.md");
+    let md_arg = md.to_str().unwrap();
+    let args = [
+        &url,
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "--command",
+        "LPUSH s x",
+        "--report",
+        md_arg,
+    ];
+    let v = run_result(&args, &[]);
+    // The report has the per-command table too.
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        report.contains("| LPUSH s x | 50 | 0 | 0 | 50 |"),
+        "{report}"
     );
     assert_eq!(u(&v, "summary.failed_requests.reply_error"), 50);
     assert_eq!(u(&v, "summary.errors.reply_error"), 50);
@@ -222,9 +220,8 @@ fn redis_error_replies_are_reply_errors_and_keep_the_connection() {
 #[test]
 fn redis_resp3_opens_each_connection_with_hello() {
     let Some(r) = Server::redis() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let url = format!("redis://127.0.0.1:{}", r.port);
-    let v = run(
+    let v = run_result(
         &[
             &url,
             "-c",
@@ -239,7 +236,7 @@ fn redis_resp3_opens_each_connection_with_hello() {
             "--command",
             "HGETALL h",
         ],
-        &dir,
+        &[],
     );
     assert_eq!(u(&v, "summary.errors.total"), 0);
     assert_eq!(u(&v, "summary.exchanges.completed"), 300);
@@ -251,9 +248,8 @@ fn redis_resp3_opens_each_connection_with_hello() {
 #[test]
 fn memcached_mix_reconciles_with_stats() {
     let Some(m) = Server::memcached() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let url = format!("memcache://127.0.0.1:{}", m.port);
-    let v = run(
+    let v = run_result(
         &[
             &url,
             "-c",
@@ -273,7 +269,7 @@ fn memcached_mix_reconciles_with_stats() {
             "--command",
             "incr n:{conn} 1",
         ],
-        &dir,
+        &[],
     );
     assert_eq!(u(&v, "summary.errors.total"), 0);
     conserved(&v);

@@ -7,8 +7,7 @@
 //! smooth weighted round robin laid out once as a table indexed by `seq % total`, so picking is
 //! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
 
-use crate::message::{unescape, EscapeError, Fill, Template, TemplateError};
-use std::io::Write as _;
+use crate::message::{push_u64, unescape, EscapeError, Fill, Template, TemplateError};
 
 /// The largest sum of weights (the length of the pick table).
 pub const MAX_TOTAL_WEIGHT: u64 = 10_000;
@@ -194,6 +193,22 @@ impl Commands {
         out.len() - before
     }
 
+    /// The request of message `fill.seq` (its command picked by the weighted mix), appended
+    /// to `out`: its length and the command's index.
+    #[inline]
+    pub fn render(&self, fill: Fill, out: &mut Vec<u8>) -> (usize, usize) {
+        let i = self.pick(fill.seq);
+        (self.render_into(i, fill, out), i)
+    }
+
+    /// The request of message `seq` when its command has no placeholder, and the command's
+    /// index.
+    #[inline]
+    pub fn fixed(&self, seq: u64) -> Option<(&[u8], usize)> {
+        let i = self.pick(seq);
+        Some((self.static_bytes(i)?, i))
+    }
+
     /// The whole request of command `i` when it has no placeholder.
     pub fn static_bytes(&self, i: usize) -> Option<&[u8]> {
         self.cmds[i].fixed.as_deref()
@@ -210,17 +225,14 @@ impl Commands {
     }
 }
 
-/// `<prefix><len>\r\n<value>\r\n`, with `len` known only once the value is rendered: the
-/// value is rendered first, then the header is appended and rotated in front of it (in place,
-/// no allocation).
+/// `<prefix><len>\r\n<value>\r\n`: the value's length is counted first (digits of the
+/// filled numbers), so the header goes first and the value is written once, in place.
 fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
-    let start = out.len();
-    let len = t.render_into(fill, out);
     out.extend_from_slice(prefix);
-    // Writing a number into a Vec cannot fail.
-    let _ = write!(out, "{len}\r\n");
-    let head = out.len() - start - len;
-    out[start..].rotate_right(head);
+    push_u64(out, t.rendered_len(fill) as u64);
+    out.extend_from_slice(b"\r\n");
+    let len = t.render_into(fill, out);
+    debug_assert_eq!(len, t.rendered_len(fill));
     out.extend_from_slice(b"\r\n");
 }
 
@@ -311,6 +323,13 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             Ok(())
         }
     };
+    // The words were valid templates and spaces join them, so no placeholder can span two
+    // words and the joined text parses the same.
+    let joined = |raw: Vec<u8>| {
+        Template::try_new(raw)
+            .map(Part::Fill)
+            .map_err(|e| CommandError::Placeholder(spec.to_string(), e))
+    };
     let line = |parts: &[&Template]| {
         let mut raw = name.clone().into_bytes();
         for p in parts {
@@ -318,15 +337,14 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             raw.extend_from_slice(p.raw());
         }
         raw.extend_from_slice(b"\r\n");
-        // The words were valid templates and spaces join them: no placeholder can break.
-        Part::Fill(Template::new(raw))
+        joined(raw)
     };
     let parts = match name.as_str() {
         "get" | "gets" => {
             if args.is_empty() {
                 return Err(wrong("one or more keys: 'get KEY [KEY...]'"));
             }
-            vec![line(&args.iter().collect::<Vec<_>>())]
+            vec![line(&args.iter().collect::<Vec<_>>())?]
         }
         "set" | "add" | "replace" | "append" | "prepend" => {
             let [key, value] = args else {
@@ -338,27 +356,27 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             head.push(b' ');
             head.extend_from_slice(key.raw());
             head.extend_from_slice(b" 0 0 ");
-            vec![Part::Fill(Template::new(head)), Part::Block(value.clone())]
+            vec![joined(head)?, Part::Block(value.clone())]
         }
         "delete" => {
             let [key] = args else {
                 return Err(wrong("one key: 'delete KEY'"));
             };
-            vec![line(&[key])]
+            vec![line(&[key])?]
         }
         "incr" | "decr" => {
             let [key, n] = args else {
                 return Err(wrong("a key and a number: 'incr KEY N'"));
             };
             number(n, "amount")?;
-            vec![line(&[key, n])]
+            vec![line(&[key, n])?]
         }
         "touch" => {
             let [key, t] = args else {
                 return Err(wrong("a key and an expiry in seconds: 'touch KEY SECONDS'"));
             };
             number(t, "expiry")?;
-            vec![line(&[key, t])]
+            vec![line(&[key, t])?]
         }
         _ => {
             return Err(CommandError::McUnknown {

@@ -146,6 +146,10 @@ impl RespDecoder {
         while i < data.len() {
             match self.phase {
                 Phase::Type => {
+                    if let Some(used) = self.whole_line(&data[i..], sink)? {
+                        i += used;
+                        continue;
+                    }
                     self.start(data[i])?;
                     i += 1;
                 }
@@ -198,6 +202,72 @@ impl RespDecoder {
             }
         }
         Ok(())
+    }
+
+    /// Fast path: a well-formed header line that is whole in `rest` is taken in one step
+    /// (the bytes used). Anything else (a line cut by the read, a malformed one) gives `None`
+    /// and goes byte by byte, which is also what finds and names errors; so both paths accept
+    /// exactly the same input (the split tests and the fuzz target check it).
+    #[inline]
+    fn whole_line(
+        &mut self,
+        rest: &[u8],
+        sink: &mut impl RespSink,
+    ) -> Result<Option<usize>, RespError> {
+        let Some(cr) = memchr::memchr(b'\r', rest) else {
+            return Ok(None);
+        };
+        if rest.get(cr + 1) != Some(&b'\n') || cr == 0 {
+            return Ok(None);
+        }
+        let (kind, body) = (rest[0], &rest[1..cr]);
+        let (mut num, mut neg, mut digits) = (0u64, false, false);
+        match kind {
+            b'+' | b'-' | b',' => {
+                if memchr::memchr(b'\n', body).is_some() {
+                    return Ok(None);
+                }
+            }
+            b'#' if body == b"t" || body == b"f" => {}
+            b'_' if body.is_empty() => {}
+            b':' | b'(' | b'$' | b'=' | b'!' | b'*' | b'%' | b'~' | b'>' | b'|' => {
+                let length = !matches!(kind, b':' | b'(');
+                let limit = match kind {
+                    b'$' | b'=' | b'!' => MAX_BULK,
+                    _ => MAX_AGGREGATE,
+                };
+                let mut d = body;
+                if let [first, tail @ ..] = d {
+                    if *first == b'-' || (*first == b'+' && !length) {
+                        neg = true;
+                        d = tail;
+                    }
+                }
+                if d.is_empty() || d.len() > 20 {
+                    return Ok(None);
+                }
+                for &b in d {
+                    if !b.is_ascii_digit() {
+                        return Ok(None);
+                    }
+                    if length {
+                        num = num * 10 + u64::from(b - b'0');
+                        if num > limit {
+                            return Ok(None);
+                        }
+                    }
+                }
+                digits = true;
+            }
+            _ => return Ok(None),
+        }
+        self.start(kind)?;
+        self.num = num;
+        self.neg = neg;
+        self.digits = digits;
+        self.line_len = (body.len() + 1).min(u8::MAX as usize) as u8;
+        self.end_line(sink)?;
+        Ok(Some(cr + 2))
     }
 
     fn start(&mut self, b: u8) -> Result<(), RespError> {

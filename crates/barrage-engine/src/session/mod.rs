@@ -47,6 +47,10 @@ pub struct Rendered {
 /// and under `--verify` the queue of bytes the echo must match.
 pub struct Out<'a> {
     pub buf: &'a mut Vec<u8>,
+    /// The key of the exchange this request opens (protocols whose replies carry a request
+    /// id or stream id send it, and complete the exchange by it: [`Replies::complete_key`]);
+    /// 0 for a handshake or a goodbye.
+    pub key: u64,
     pub rng: &'a mut Rng,
     pub keep: Option<&'a mut VecDeque<u8>>,
 }
@@ -58,6 +62,26 @@ impl Out<'_> {
             k.extend(&self.buf[bytes]);
         }
     }
+}
+
+impl Rendered {
+    /// A request of `len` bytes sent for command `step` of a mix.
+    pub fn command(len: usize, step: usize) -> Self {
+        Self {
+            len: len as u32,
+            step: step as u16,
+        }
+    }
+}
+
+/// A request of a command mix (redis, memcached): rendered, or written from its template
+/// when its command has no placeholder.
+fn mix_request(commands: &crate::redis::Commands, msg: Msg, seq: u64) -> Option<(&[u8], Rendered)> {
+    if msg != Msg::Load {
+        return None;
+    }
+    let (bytes, i) = commands.fixed(seq)?;
+    Some((bytes, Rendered::command(bytes.len(), i)))
 }
 
 /// A protocol error in what the server sent: the connection fails with class `Protocol`.
@@ -167,7 +191,36 @@ pub struct Replies<'a> {
     pub close: Option<Close>,
 }
 
-impl Replies<'_> {
+impl<'a> Replies<'a> {
+    /// The context for one batch of input; what it did starts empty.
+    #[allow(clippy::too_many_arguments)] // the borrowed parts of a connection and its worker
+    pub fn new(
+        ex: &'a mut Exchanges,
+        verify: Option<&'a mut Verify>,
+        rec: &'a mut Recorder,
+        now: u64,
+        verify_static: &'a [u8],
+        closed_loop: bool,
+        ctl: &'a mut Vec<u8>,
+        rng: &'a mut Rng,
+    ) -> Self {
+        Self {
+            ex,
+            verify,
+            rec,
+            now,
+            verify_static,
+            closed_loop,
+            ctl,
+            rng,
+            opening_done: false,
+            freed: 0,
+            useful: false,
+            handshake: None,
+            close: None,
+        }
+    }
+
     /// Whether replies are checked against the request (`--verify`).
     #[inline]
     pub fn verifying(&self) -> bool {

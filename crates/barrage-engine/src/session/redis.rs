@@ -54,28 +54,15 @@ impl Session for Redis {
                 }
             }
             Msg::Load => {
-                let i = cfg.commands.pick(fill.seq);
-                let len = cfg.commands.render_into(i, fill, out.buf);
-                Rendered {
-                    len: len as u32,
-                    step: i as u16,
-                }
+                let (len, i) = cfg.commands.render(fill, out.buf);
+                Rendered::command(len, i)
             }
         }
     }
 
     #[inline]
     fn static_request(cfg: &Cfg, msg: Msg, seq: u64) -> Option<(&[u8], Rendered)> {
-        if msg != Msg::Load {
-            return None;
-        }
-        let i = cfg.commands.pick(seq);
-        let b = cfg.commands.static_bytes(i)?;
-        let r = Rendered {
-            len: b.len() as u32,
-            step: i as u16,
-        };
-        Some((b, r))
+        super::mix_request(&cfg.commands, msg, seq)
     }
 
     #[inline]

@@ -106,6 +106,7 @@ impl<S: Session> Worker<S> {
         self.scratch.clear();
         let mut out = Out {
             buf: &mut self.scratch,
+            key: 0,
             rng: &mut self.rng,
             keep: None,
         };
@@ -141,8 +142,10 @@ impl<S: Session> Worker<S> {
             seq: 0,
             ts_us: self.wall_base_us + now / 1000,
         };
+        let key = c.opening_key();
         let mut out = Out {
             buf: &mut self.scratch,
+            key,
             rng: &mut self.rng,
             keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
         };
@@ -153,7 +156,6 @@ impl<S: Session> Worker<S> {
         } else {
             r.len
         };
-        let key = c.opening_key();
         c.ex.push(Exchange::new(key, now, now, len, OPENING));
         let res = write_to(c, &mut self.rec, &self.scratch);
         if self.on_write {

@@ -53,21 +53,16 @@ impl<S: Session> Worker<S> {
         if c.stream.is_none() {
             return;
         }
-        let mut r = Replies {
-            ex: &mut c.ex,
-            verify: c.verify.as_deref_mut(),
-            rec: &mut self.rec,
+        let mut r = Replies::new(
+            &mut c.ex,
+            c.verify.as_deref_mut(),
+            &mut self.rec,
             now,
-            verify_static: &[],
-            closed_loop: self.script.window().is_some(),
-            ctl: &mut self.ctl,
-            rng: &mut self.rng,
-            opening_done: false,
-            freed: 0,
-            useful: false,
-            handshake: None,
-            close: None,
-        };
+            &[],
+            self.script.window().is_some(),
+            &mut self.ctl,
+            &mut self.rng,
+        );
         let outcome = c.session.eof(&self.cfg, &mut r);
         self.ctl.clear();
         match outcome {
@@ -137,21 +132,16 @@ impl<S: Session> Worker<S> {
         }
         let opening = c.state == State::Login;
         let stat = !opening && self.plan.verify && self.plan.message.is_static();
-        let mut r = Replies {
-            ex: &mut c.ex,
-            verify: c.verify.as_deref_mut(),
-            rec: &mut self.rec,
+        let mut r = Replies::new(
+            &mut c.ex,
+            c.verify.as_deref_mut(),
+            &mut self.rec,
             now,
-            verify_static: if stat { self.plan.message.raw() } else { &[] },
-            closed_loop: self.script.window().is_some(),
-            ctl: &mut self.ctl,
-            rng: &mut self.rng,
-            opening_done: false,
-            freed: 0,
-            useful: false,
-            handshake: None,
-            close: None,
-        };
+            if stat { self.plan.message.raw() } else { &[] },
+            self.script.window().is_some(),
+            &mut self.ctl,
+            &mut self.rng,
+        );
         let res = c.session.input(&self.cfg, data, &mut r);
         let (opening_done, freed, useful, handshake, close) =
             (r.opening_done, r.freed, r.useful, r.handshake, r.close);
@@ -262,6 +252,7 @@ impl<S: Session> Worker<S> {
                     let at = self.scratch.len();
                     let mut out = Out {
                         buf: &mut self.scratch,
+                        key,
                         rng: &mut self.rng,
                         keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
                     };

@@ -35,6 +35,7 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
         mode,
         pipeline: 1,
         max_backlog: 1024,
+        timer_slack: Duration::ZERO,
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(5),
         drain: Duration::from_secs(2),

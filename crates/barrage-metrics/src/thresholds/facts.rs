@@ -33,7 +33,7 @@ impl Facts {
     }
 
     /// Every threshold metric's value for the run, by the one vocabulary
-    /// ([`crate::vocabulary::value`]); what was not measured is absent.
+    /// ([`crate::vocabulary::measured`]); what was not measured is absent.
     pub fn from_result(result: &RunResult, analysis: Option<&AnalysisReport>) -> Self {
         let mut f = Facts::default();
         let classes = ErrorClass::ALL.map(|c| format!("errors.{c}"));
@@ -43,7 +43,7 @@ impl Facts {
             .filter(|m| *m != "errors.<class>")
             .chain(classes.iter().map(String::as_str));
         for m in names {
-            if let Some(v) = crate::vocabulary::value(result, analysis, m) {
+            if let Some(v) = crate::vocabulary::measured(result, analysis, m) {
                 f.set(m, v);
             }
         }

@@ -112,6 +112,27 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             .collect();
         out.push(table(["status", "count"], rows));
     }
+    if !t.commands.is_empty() {
+        out.push(Block::Heading("Commands".into()));
+        let rows = t
+            .commands
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                [
+                    r.config.commands.get(i).cloned().unwrap_or_default(),
+                    thousands(k.sent),
+                    thousands(k.completed),
+                    thousands(k.misses),
+                    thousands(k.errors),
+                ]
+            })
+            .collect();
+        out.push(table(
+            ["command", "sent", "completed", "misses", "error replies"],
+            rows,
+        ));
+    }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));
         let rows = t

@@ -36,6 +36,8 @@ pub(crate) struct Cx<'a> {
     pub timers: &'a mut Timers,
     /// The delay knob: every answer is due this long after its request was read.
     pub delay: Option<Duration>,
+    /// The service-time knob: an answer is not due before the thread has served it.
+    pub service: Option<&'a mut crate::faults::Service>,
     pub key: Key,
     pub counters: &'a CounterWriter,
 }
@@ -329,6 +331,10 @@ impl Conn {
             (a, b) => a.or(b),
         };
         let due = wait.filter(|w| !w.is_zero()).map(|w| after(now, w));
+        let due = match (due, cx.service.as_deref_mut().map(|s| s.done_at(now))) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         self.answers.push_back(Answer {
             reply,
             head_only,

@@ -222,3 +222,23 @@ pub fn wait_listening(child: &mut Child, port: u16) -> bool {
     }
     false
 }
+
+/// Runs barrage with `args` (plus `-q --json FILE`) and `env`; it must exit 0. The result.
+pub fn run_result(args: &[&str], env: &[(&str, &str)]) -> Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("result.json");
+    let out = barrage()
+        .envs(env.iter().copied())
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run barrage");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "barrage {args:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_json(&json)
+}

@@ -120,6 +120,22 @@ fn placeholders_in_the_head_alone_keep_a_fixed_content_length() {
 }
 
 #[test]
+fn key_range_placeholders_in_a_body_keep_content_length_right() {
+    // `{seq%N}` is a --command placeholder; in an HTTP body it is literal text, and the
+    // precomputed Content-Length must count it as such.
+    let s = RequestSpec {
+        body: Some(b"{seq%10}:{seq}"),
+        ..spec("POST", "/", &[])
+    };
+    let t = RequestTemplate::new(&s).unwrap();
+    let got = text(&t, fill(1, 12345, 0));
+    assert!(
+        got.ends_with("Content-Length: 14\r\n\r\n{seq%10}:12345"),
+        "{got}"
+    );
+}
+
+#[test]
 fn user_headers_override_defaults_case_insensitively() {
     let h = hdrs(&[
         ("host", "other.test"),

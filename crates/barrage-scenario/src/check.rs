@@ -1,0 +1,309 @@
+//! Validation: the parsed model -> a [`Checked`] scenario, or the first mistake as one line
+//! naming the file, the line and the key. Values are checked with the CLI's own grammar
+//! ([`crate::units`]); the steps, `on` rules and departure steps, with their `{var}`
+//! references and captures, in `check/steps.rs`; the preflight of limits (counts, rates, the
+//! arrival shape against the run's length) here.
+//!
+//! Key design decision: one pass in file order that carries what is defined so far, so "a
+//! capture defined earlier in the step list" is checked by construction, and every capture's
+//! use is known at the end of the pass.
+
+mod locate;
+mod settings;
+mod steps;
+mod values;
+
+pub(crate) use locate::key_at;
+use settings::{framing, header, protocol, run};
+
+use crate::at::At;
+use crate::model::{Arrive, File};
+use crate::shape::Shape;
+use crate::{data, units, ScenarioError};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The most users one scenario may declare (the engine holds a few hundred bytes per user).
+pub const MAX_USERS: u64 = 10_000_000;
+
+/// The longest arrival a scenario may plan (the last user's arrival time).
+pub const MAX_ARRIVALS: Duration = Duration::from_secs(30 * 86_400);
+
+/// What kind of target the steps talk to: it decides which step keys make sense.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// tcp://: bytes, with a framing.
+    Tcp,
+    /// http://, https://: a step is a request.
+    Http,
+    /// ws://, wss://: a step is a message.
+    Ws,
+    /// redis://, memcache://: a step is a command.
+    Kv,
+}
+
+/// How users leave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Depart {
+    /// All together when the run ends.
+    AtEnd,
+    /// This many per second after the hold.
+    Rate(f64),
+}
+
+/// How many steps of each kind a scenario has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepCount {
+    /// Steps a user runs after connecting, blocks and the steps inside them included.
+    pub steps: usize,
+    /// `on` rules.
+    pub on: usize,
+    /// Departure steps.
+    pub leave: usize,
+}
+
+/// A scenario that passed every check, with its values resolved.
+#[derive(Debug)]
+pub struct Checked {
+    /// The file as written.
+    pub file: File,
+    pub target: TargetKind,
+    pub users: u64,
+    pub shape: Shape,
+    pub hold: Option<Duration>,
+    pub depart: Depart,
+    /// `users.data`, when given: its columns and row count.
+    pub data: Option<data::Table>,
+    pub count: StepCount,
+    /// Named steps, in file order.
+    pub named: Vec<String>,
+    /// Captured values, in file order.
+    pub captures: Vec<String>,
+}
+
+impl Checked {
+    /// One line for `barrage validate`: users, arrival, steps.
+    pub fn summary(&self) -> String {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let last = self
+            .shape
+            .arrival(self.users - 1)
+            .map_or(String::new(), |t| format!(", last at {}", secs(t)));
+        let hold = self
+            .hold
+            .map_or(String::new(), |h| format!(", hold {}", secs(h)));
+        let depart = match self.depart {
+            Depart::AtEnd => "depart at end".to_string(),
+            Depart::Rate(r) => format!("depart {r}/s"),
+        };
+        let named = if self.named.is_empty() {
+            String::new()
+        } else {
+            format!("; named: {}", self.named.join(", "))
+        };
+        format!(
+            "{} ({}{last}{hold}, {depart}), {}, {}, {}, {}{named}",
+            plural(self.users as usize, "user", "users"),
+            self.arrive_text(),
+            plural(self.count.steps, "step", "steps"),
+            plural(self.count.on, "on rule", "on rules"),
+            plural(self.count.leave, "leave step", "leave steps"),
+            plural(self.captures.len(), "capture", "captures"),
+        )
+    }
+
+    fn arrive_text(&self) -> String {
+        match &self.shape {
+            Shape::Rate(r) => format!("arrive {r}/s"),
+            Shape::Stages(s) => format!("arrive in {} stages", s.len()),
+        }
+    }
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{}s", (s * 100.0).round() / 100.0)
+    } else {
+        format!("{}ms", (s * 1e5).round() / 100.0)
+    }
+}
+
+/// Errors of one file: each names the file.
+pub(crate) struct Cx<'a> {
+    pub file: &'a str,
+    pub dir: PathBuf,
+}
+
+impl Cx<'_> {
+    pub fn err(
+        &self,
+        line: u32,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A duration value, with the CLI's grammar; `positive` refuses zero.
+    pub fn duration(
+        &self,
+        v: &At<String>,
+        key: &str,
+        positive: bool,
+    ) -> Result<Duration, ScenarioError> {
+        let f = if positive {
+            units::positive_duration
+        } else {
+            units::duration
+        };
+        f(v).map_err(|e| self.err(v.line, key, e))
+    }
+
+    /// A file named by the scenario, relative to its folder.
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.join(p)
+    }
+}
+
+pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, ScenarioError> {
+    let cx = Cx {
+        file: name,
+        dir: dir.to_path_buf(),
+    };
+    let target = target_kind(&cx, &file.target)?;
+    if let Some(p) = &file.protocol {
+        protocol(&cx, p, target)?;
+    }
+    let u = &file.users;
+    if *u.count == 0 || *u.count > MAX_USERS {
+        return Err(cx.err(
+            u.count.line,
+            "users.count",
+            format!("{} users; give 1 to {MAX_USERS}", *u.count),
+        ));
+    }
+    let users = *u.count;
+    let shape = arrival(&cx, &u.arrive, users)?;
+    let hold = u
+        .hold
+        .as_ref()
+        .map(|h| cx.duration(h, "users.hold", false))
+        .transpose()?;
+    let depart = match &u.depart {
+        None => Depart::AtEnd,
+        Some(d) if d.trim() == "at_end" => Depart::AtEnd,
+        Some(d) => Depart::Rate(units::rate(d).map_err(|e| {
+            cx.err(
+                d.line,
+                "users.depart",
+                format!("{e}; or write \"at_end\" (all leave when the run ends)"),
+            )
+        })?),
+    };
+    let data = match &u.data {
+        None => None,
+        Some(p) => {
+            let t = data::read(&cx.path(p)).map_err(|e| cx.err(p.line, "users.data", e))?;
+            if t.rows < users {
+                return Err(cx.err(
+                    p.line,
+                    "users.data",
+                    format!("{} has {} rows for {users} users (row g feeds user g); add rows or lower users.count", p.value, t.rows),
+                ));
+            }
+            Some(t)
+        }
+    };
+    let framing_none = file
+        .protocol
+        .as_ref()
+        .and_then(|p| p.framing.as_ref())
+        .is_some_and(|f| f.trim() == "none");
+    let walk = steps::check_all(&cx, &file, target, framing_none, data.as_ref(), users)?;
+    if let Some(r) = &file.run {
+        run(&cx, r, &walk.named, &shape, users)?;
+    }
+    Ok(Checked {
+        target,
+        users,
+        shape,
+        hold,
+        depart,
+        data,
+        count: walk.count,
+        named: walk.named,
+        captures: walk.captures,
+        file,
+    })
+}
+
+fn target_kind(cx: &Cx, t: &At<String>) -> Result<TargetKind, ScenarioError> {
+    let scheme = t.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let kind = match scheme.as_deref() {
+        Some("tcp") => TargetKind::Tcp,
+        Some("http" | "https") => TargetKind::Http,
+        Some("ws" | "wss") => TargetKind::Ws,
+        Some("redis" | "memcache" | "memcached") => TargetKind::Kv,
+        _ => {
+            return Err(cx.err(
+                t.line,
+                "target",
+                format!(
+                    "'{}': write a URL with one of tcp://, http://, https://, ws://, wss://, redis://, memcache://",
+                    t.escape_debug()
+                ),
+            ))
+        }
+    };
+    Ok(kind)
+}
+
+fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> {
+    let shape =
+        match &a.value {
+            Arrive::Rate(r) => {
+                Shape::Rate(units::rate(r).map_err(|e| cx.err(a.line, "users.arrive", e))?)
+            }
+            Arrive::Stages(st) if st.is_empty() => return Err(cx.err(
+                a.line,
+                "users.arrive",
+                "no stages; give a rate like \"50/s\" or stages [{rate = \"10/s\", for = \"1m\"}]",
+            )),
+            Arrive::Stages(st) => {
+                let mut v = Vec::with_capacity(st.len());
+                for (i, s) in st.iter().enumerate() {
+                    let r = units::rate(&s.rate)
+                        .map_err(|e| cx.err(s.rate.line, format!("users.arrive[{i}].rate"), e))?;
+                    let d = units::positive_duration(&s.for_)
+                        .map_err(|e| cx.err(s.for_.line, format!("users.arrive[{i}].for"), e))?;
+                    v.push((r, d));
+                }
+                Shape::Stages(v)
+            }
+        };
+    // A rate like 1e-9/s is a valid rate but not a run anyone waits for.
+    match shape.arrival(users - 1) {
+        Some(last) if last <= MAX_ARRIVALS => {}
+        _ if shape.capacity().is_some_and(|c| c < users) => {}
+        _ => {
+            return Err(cx.err(a.line, "users.arrive", format!("the last of {users} users would arrive after more than 30 days; raise the rate")));
+        }
+    }
+    if let Some(cap) = shape.capacity() {
+        if cap < users {
+            return Err(cx.err(
+                a.line,
+                "users.arrive",
+                format!("the stages bring {cap} users, fewer than users.count = {users}; lengthen a stage or lower the count"),
+            ));
+        }
+    }
+    Ok(shape)
+}

@@ -1,0 +1,201 @@
+//! The file's settings outside the step list: `[protocol]` (framing, headers, TLS and
+//! WebSocket options, each only for the targets it applies to) and `[run]` (the flags that
+//! make sense in a file; thresholds that name steps must name real ones).
+
+use super::{secs, Cx, TargetKind};
+use crate::at::At;
+use crate::model::{Protocol, Run};
+use crate::shape::Shape;
+use crate::ScenarioError;
+
+/// `--expect`'s grammar: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none.
+pub(crate) fn framing(s: &str) -> Result<(), String> {
+    let ok = match s.trim() {
+        "echo" | "line" | "none" => true,
+        t if t.starts_with("bytes:") => t[6..].parse::<u64>().is_ok_and(|n| n > 0),
+        t if t.starts_with("delim:") => t.len() > 6,
+        "len:u16be" | "len:u16le" | "len:u32be" | "len:u32le" => true,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{s}' is not a framing; use echo, line, none, bytes:N, delim:TEXT or len:u16be|u16le|u32be|u32le"
+        ))
+    }
+}
+
+pub(super) fn protocol(cx: &Cx, p: &Protocol, target: TargetKind) -> Result<(), ScenarioError> {
+    if let Some(f) = &p.framing {
+        framing(f).map_err(|e| cx.err(f.line, "protocol.framing", e))?;
+        if target == TargetKind::Http
+            || (target == TargetKind::Ws && !matches!(f.trim(), "echo" | "none"))
+        {
+            return Err(cx.err(
+                f.line,
+                "protocol.framing",
+                "framing applies to tcp:// (ws://: echo or none); HTTP frames its own replies",
+            ));
+        }
+    }
+    for (i, h) in p.headers.iter().enumerate() {
+        header(cx, h, &format!("protocol.headers[{i}]"))?;
+        if !matches!(target, TargetKind::Http | TargetKind::Ws) {
+            return Err(cx.err(
+                h.line,
+                format!("protocol.headers[{i}]"),
+                "headers apply to http:// and ws:// targets",
+            ));
+        }
+    }
+    if let Some(s) = &p.subprotocol {
+        if target != TargetKind::Ws || s.trim().is_empty() {
+            return Err(cx.err(
+                s.line,
+                "protocol.subprotocol",
+                "a WebSocket subprotocol name, for ws:// and wss:// targets",
+            ));
+        }
+    }
+    if p.binary.is_some() && target != TargetKind::Ws {
+        return Err(cx.err(
+            0,
+            "protocol.binary",
+            "binary applies to ws:// and wss:// targets",
+        ));
+    }
+    if p.resp3.is_some() && target != TargetKind::Kv {
+        return Err(cx.err(0, "protocol.resp3", "resp3 applies to redis:// targets"));
+    }
+    if let Some(c) = &p.cacert {
+        if !cx.path(c).is_file() {
+            return Err(cx.err(
+                c.line,
+                "protocol.cacert",
+                format!(
+                    "{} is not a file (paths are relative to the scenario file)",
+                    c.value
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A header line `Name: value` with a token name.
+pub(crate) fn header(cx: &Cx, h: &At<String>, key: &str) -> Result<(), ScenarioError> {
+    let ok = h.split_once(':').is_some_and(|(n, _)| {
+        !n.is_empty()
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    }) && !h.contains(['\r', '\n']);
+    if ok {
+        Ok(())
+    } else {
+        Err(cx.err(
+            h.line,
+            key,
+            format!(
+                "'{}' is not a header; write 'Name: value' on one line",
+                h.escape_debug()
+            ),
+        ))
+    }
+}
+
+pub(super) fn run(
+    cx: &Cx,
+    r: &At<Run>,
+    named: &[String],
+    shape: &Shape,
+    users: u64,
+) -> Result<(), ScenarioError> {
+    if let Some(d) = &r.duration {
+        let len = cx.duration(d, "run.duration", true)?;
+        if let Some(last) = shape.arrival(users - 1) {
+            if last >= len {
+                return Err(cx.err(
+                    d.line,
+                    "run.duration",
+                    format!("{} ends before the last of {users} users arrives (at {}); raise it or lower users.count", d.value, secs(last)),
+                ));
+            }
+        }
+    }
+    if let Some(w) = &r.warmup {
+        cx.duration(w, "run.warmup", false)?;
+    }
+    for (v, k) in [
+        (&r.timeout, "run.timeout"),
+        (&r.connect_timeout, "run.connect_timeout"),
+    ] {
+        if let Some(v) = v {
+            cx.duration(v, k, true)?;
+        }
+    }
+    if let Some(rec) = &r.recovery {
+        cx.duration(rec, "run.recovery", false)?;
+    }
+    if let Some(t) = &r.threads {
+        if !(1..=4096).contains(&t.value) {
+            return Err(cx.err(
+                t.line,
+                "run.threads",
+                format!("{} threads; give 1 to 4096", t.value),
+            ));
+        }
+    }
+    for (i, t) in r.thresholds.iter().enumerate() {
+        let key = format!("run.thresholds[{i}]");
+        if t.trim().is_empty() {
+            return Err(cx.err(
+                t.line,
+                key,
+                "empty; write e.g. 'p99 < 20ms' or 'steps.join.p99 < 1s'",
+            ));
+        }
+        if let Some(rest) = t.trim().strip_prefix("steps.") {
+            let step = rest.split('.').next().unwrap_or("");
+            if !named.iter().any(|n| n == step) {
+                let known = if named.is_empty() {
+                    "none".to_string()
+                } else {
+                    named.join(", ")
+                };
+                return Err(cx.err(t.line, key, format!("'{step}' is not a named step (named steps: {known}); name one with name = \"{step}\"")));
+            }
+        }
+    }
+    for (i, m) in r.monitor.iter().enumerate() {
+        if m.trim() != "auto" && !m.trim().parse::<u32>().is_ok_and(|p| p > 0) {
+            return Err(cx.err(
+                m.line,
+                format!("run.monitor[{i}]"),
+                format!("'{}': give a PID or \"auto\"", m.value),
+            ));
+        }
+    }
+    let nonempty = [
+        (&r.json, "run.json"),
+        (&r.report, "run.report"),
+        (&r.spawn, "run.spawn"),
+    ];
+    for (v, k) in nonempty {
+        if let Some(v) = v {
+            if v.trim().is_empty() {
+                return Err(cx.err(v.line, k, "empty; remove the key or give a value"));
+            }
+        }
+    }
+    for (i, n) in r.redact.iter().enumerate() {
+        if n.trim().is_empty() {
+            return Err(cx.err(
+                n.line,
+                format!("run.redact[{i}]"),
+                "empty; give a header or query-parameter name",
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! The scenario file as the user writes it (TOML or YAML, one schema): strings for durations,
+//! rates and templates, exactly as written, each with its line ([`At`]). Nothing here is
+//! checked beyond its shape; `check.rs` turns it into a [`crate::Checked`] scenario.
+//!
+//! Every table denies unknown keys, so a typo is an error with its line, not a silently
+//! ignored setting. Doc comments are the JSON Schema's descriptions (`docs/scenario.schema.json`).
+
+use crate::at::At;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A barrage scenario: a target, users who arrive, run a list of steps and leave, and the
+/// run's settings (each mirrors a `barrage run` flag, which overrides it).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    /// The target URL: tcp://, http(s)://, ws(s)://, redis://, memcache:// (as `barrage run URL`).
+    pub target: At<String>,
+    /// Options of the target's protocol (framing, headers, TLS, WebSocket subprotocol...).
+    #[serde(default)]
+    pub protocol: Option<Protocol>,
+    /// Who connects, when they arrive and leave.
+    pub users: At<Users>,
+    /// What each user does once connected, in order.
+    #[serde(default)]
+    pub steps: Vec<At<Step>>,
+    /// Rules for messages the server pushes that are not replies to a step.
+    #[serde(default)]
+    pub on: Vec<At<OnRule>>,
+    /// Steps each user runs when it departs (e.g. a goodbye message).
+    #[serde(default)]
+    pub leave: Vec<At<Step>>,
+    /// The run's settings: the flags of `barrage run` that make sense in a file.
+    #[serde(default)]
+    pub run: Option<At<Run>>,
+}
+
+/// Protocol options (the `barrage run` flags of the same names).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Protocol {
+    /// Reply framing for raw TCP (--expect): echo, bytes:N, line, delim:TEXT,
+    /// len:u16be|u16le|u32be|u32le, none; WebSocket: echo or none.
+    pub framing: Option<At<String>>,
+    /// Headers sent with every request (HTTP) or the handshake (WebSocket): 'Name: value'.
+    #[serde(default)]
+    pub headers: Vec<At<String>>,
+    /// WebSocket subprotocol to request.
+    pub subprotocol: Option<At<String>>,
+    /// WebSocket: send binary frames.
+    pub binary: Option<bool>,
+    /// redis://: speak RESP3.
+    pub resp3: Option<bool>,
+    /// Skip TLS certificate verification.
+    pub insecure: Option<bool>,
+    /// Also trust the CA certificates in this PEM file (relative to the scenario file).
+    pub cacert: Option<At<String>>,
+}
+
+/// The users of the run: user g (0-based) arrives at a time that is a pure function of g and
+/// the arrival shape, connects, runs the steps, and departs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Users {
+    /// How many users in all (--users).
+    pub count: At<u64>,
+    /// Arrival: a rate like "50/s", or stages `[{rate = "10/s", for = "1m"}, ...]` (the rate
+    /// is constant within a stage).
+    pub arrive: At<Arrive>,
+    /// How long users stay after the last one arrived (--hold), e.g. "60s".
+    pub hold: Option<At<String>>,
+    /// Departure: a rate like "20/s" (after the hold), or "at_end" (all together at the end).
+    pub depart: Option<At<String>>,
+    /// A CSV file whose row g (after the header) feeds user g: `{row.COLUMN}`.
+    pub data: Option<At<String>>,
+}
+
+/// A rate ("50/s") or a list of stages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrive {
+    Rate(String),
+    Stages(Vec<Stage>),
+}
+
+/// One stage of an arrival shape: `rate` for `for`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// Users per second during this stage, e.g. "10/s".
+    pub rate: At<String>,
+    /// How long the stage lasts, e.g. "1m".
+    #[serde(rename = "for")]
+    pub for_: At<String>,
+}
+
+/// One step of a user's list. A step does one thing: `send` (with an optional `expect` and
+/// `capture`), an HTTP request (`method`/`path`...), `pause`, `think`, or a block of `steps`
+/// under `repeat`/`every`. `every` and `repeat` also apply to a single send or request.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Name for per-step metrics (`steps.NAME.p99` in thresholds).
+    pub name: Option<At<String>>,
+    /// Message template to send (raw TCP, WebSocket, redis, memcached); `{var}` filled.
+    pub send: Option<At<String>>,
+    /// HTTP: request method (default GET when `path` is given).
+    pub method: Option<At<String>>,
+    /// HTTP: request path and query, a template (`/users/{user_id}`).
+    pub path: Option<At<String>>,
+    /// HTTP: request headers 'Name: value', templates.
+    #[serde(default)]
+    pub headers: Vec<At<String>>,
+    /// HTTP: request body, a template.
+    pub body: Option<At<String>>,
+    /// HTTP: statuses that count as success: 200, 2xx, 200-299, lists with commas
+    /// [default: 2xx,3xx].
+    pub status: Option<At<String>>,
+    /// What the reply must look like, and how long to wait for it.
+    pub expect: Option<At<Expect>>,
+    /// Values to take from the reply: `{name}` in later steps.
+    #[serde(default)]
+    pub capture: BTreeMap<String, At<Capture>>,
+    /// Wait this long (a duration, e.g. "2s").
+    pub pause: Option<At<String>>,
+    /// Wait a random time in a range ("1s..3s") or a fixed time, like a person reading.
+    pub think: Option<At<String>>,
+    /// Open loop: run this step (or block) every D, on a schedule that starts when the user
+    /// is connected; without `repeat`, until the user departs.
+    pub every: Option<At<String>>,
+    /// Run this step (or block) N times.
+    pub repeat: Option<At<u64>>,
+    /// A block of steps for `repeat`/`every`.
+    #[serde(default)]
+    pub steps: Vec<At<Step>>,
+    /// Time allowed for this step's reply (default: `expect.timeout`, then `run.timeout`).
+    pub timeout: Option<At<String>>,
+}
+
+/// A reply's framing and what it must match (at most one of json/regex/prefix).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Framing of this reply, as `protocol.framing` (default: the protocol's).
+    pub framing: Option<At<String>>,
+    /// A JSON pointer into the reply (HTTP: the body), e.g. "/op"; with `equals`, its value
+    /// must equal that; alone, it must exist.
+    pub json: Option<At<String>>,
+    /// The value the JSON pointer must hold.
+    pub equals: Option<At<serde_json::Value>>,
+    /// A regular expression the reply must match.
+    pub regex: Option<At<String>>,
+    /// Bytes the reply must start with (escapes \r \n \t \\ \0 \xHH).
+    pub prefix: Option<At<String>>,
+    /// Time allowed for the reply, e.g. "2s".
+    pub timeout: Option<At<String>>,
+}
+
+/// What a pushed message must match for an `on` rule (one of json/regex/prefix).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// A JSON pointer; with `equals`, its value must equal that; alone, it must exist.
+    pub json: Option<At<String>>,
+    /// The value the JSON pointer must hold.
+    pub equals: Option<At<serde_json::Value>>,
+    /// A regular expression the message must match.
+    pub regex: Option<At<String>>,
+    /// Bytes the message must start with.
+    pub prefix: Option<At<String>>,
+}
+
+/// Where a captured value comes from: exactly one source.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Capture {
+    /// A JSON pointer into the reply (HTTP: the body), e.g. "/token".
+    pub json: Option<String>,
+    /// A regular expression; the value is its capture group `group` (default 1).
+    pub regex: Option<String>,
+    /// The regex group to take (0 = the whole match).
+    pub group: Option<u32>,
+    /// A delimiter: the value is field `field` (0-based) of the reply split on it.
+    pub split: Option<String>,
+    /// The field to take with `split`.
+    pub field: Option<u32>,
+    /// A byte range of the reply, "START..END" (END excluded; "START.." to the end).
+    pub bytes: Option<String>,
+    /// HTTP: the value of this response header.
+    pub header: Option<String>,
+}
+
+/// A rule for pushed messages: when one matches, reply and/or capture.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnRule {
+    /// Name for per-rule counts.
+    pub name: Option<At<String>>,
+    /// What the message must match.
+    #[serde(rename = "match")]
+    pub matches: At<Match>,
+    /// A message template to send back (e.g. Engine.IO: match prefix "2", reply "3").
+    pub reply: Option<At<String>>,
+    /// Values to take from the message (usable in `on` replies and `leave` steps).
+    #[serde(default)]
+    pub capture: BTreeMap<String, At<Capture>>,
+}
+
+/// The run's settings; each has a `barrage run` flag of the same name that overrides it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// How long to apply load after the warm-up (-d).
+    pub duration: Option<At<String>>,
+    /// Load before measuring (--warmup).
+    pub warmup: Option<At<String>>,
+    /// A step not answered after this is a timeout (--timeout).
+    pub timeout: Option<At<String>>,
+    /// A connect not complete after this is a connect_timeout (--connect-timeout).
+    pub connect_timeout: Option<At<String>>,
+    /// Worker threads (-t).
+    pub threads: Option<At<u64>>,
+    /// Pass/fail rules, e.g. 'steps.join.p99 < 1s' (--threshold).
+    #[serde(default)]
+    pub thresholds: Vec<At<String>>,
+    /// Write the result as JSON to this path (--json).
+    pub json: Option<At<String>>,
+    /// Write a report: FILE.html or FILE.md (--report).
+    pub report: Option<At<String>>,
+    /// Watch server processes: PIDs or "auto" (--monitor).
+    #[serde(default)]
+    pub monitor: Vec<At<String>>,
+    /// Start the server with this command (--spawn).
+    pub spawn: Option<At<String>>,
+    /// Keep sampling this long after the load (--recovery).
+    pub recovery: Option<At<String>>,
+    /// More header or query-parameter names to redact (--redact).
+    #[serde(default)]
+    pub redact: Vec<At<String>>,
+}
+
+// `Arrive` is a string or a list: parsed by hand (an untagged enum would lose the line and
+// say only "did not match any variant").
+impl<'de> Deserialize<'de> for Arrive {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Arrive;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#"a rate like "50/s" or stages like [{rate = "10/s", for = "1m"}]"#)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Arrive, E> {
+                Ok(Arrive::Rate(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Arrive, E> {
+                Ok(Arrive::Rate(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Arrive, E> {
+                Ok(Arrive::Rate(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Arrive, E> {
+                Ok(Arrive::Rate(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Arrive, A::Error> {
+                let mut stages = Vec::new();
+                while let Some(st) = s.next_element::<Stage>()? {
+                    stages.push(st);
+                }
+                Ok(Arrive::Stages(stages))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Arrive {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Arrive".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let stage = g.subschema_for::<Stage>();
+        schemars::json_schema!({
+            "description": "A rate like \"50/s\", or stages (the rate is constant within a stage).",
+            "oneOf": [
+                { "type": "string", "pattern": "^\\s*[0-9.]+[kKM]?(/s)?\\s*$" },
+                { "type": "number", "exclusiveMinimum": 0 },
+                { "type": "array", "items": stage, "minItems": 1 }
+            ]
+        })
+    }
+}
