@@ -1,38 +1,34 @@
 #!/usr/bin/env bash
-# barrage vs redis-benchmark, PING inline against redis-server, in one invocation of the shared
-# peer harness (../shared/bench, peers-redis.sh): redis-server pinned to CPU 0, each generator to
-# CPU 1, reps interleaved with rotating order, medians and per-rep ratios.
+# barrage's redis:// client vs redis-benchmark (issue 9): SET, GET, LPUSH at 50 and 800
+# connections, with and without pipelining 16, against redis-server (CPU 0), each generator on
+# CPU 1 (barrage -t 1), the same request count for both (-n, sized so that redis-benchmark lasts
+# about --dur s), reps interleaved with rotating order; req/s and generator CPU µs/request,
+# medians and medians of per-rep ratios. Every run is reconciled with the server: INFO
+# commandstats calls of the command vs the tool's completed count (and barrage's per-command table).
+#   barrage:          redis://127.0.0.1:PORT --command 'SET key:{seq} {conn}' (GET key:{seq}, LPUSH list {seq})
+#                     -c C -t 1 -n N --pipeline P
+#   redis-benchmark:  -c C -n N -P P -t set|get|lpush --csv
+# Targets: barrage req/s >= redis-benchmark's, CPU/request <= 0.6 x (SET and GET).
 #
-#   bench/redis.sh                      # 3 reps x 10 s x {50,800} conns (~4 min)
-#   bench/redis.sh --reps 5 --dur 10    # any peers-redis.sh / lib/bench.py option is passed on
+#   AFTER=/tmp/barrage-after bench/redis.sh                 # 12 cases x 2 tools x 3 reps x ~4 s (~8 min)
+#   AFTER=... bench/redis.sh --tests set --conns 50 --pipelines 1 --reps 1 --dur 2   # smoke test
 #
-# Env: PEERBENCH (harness dir, default /work/shared/bench; used read-only, results go to
-# $BARRAGE_BENCH_DIR/results), BARRAGE (binary copy, default /tmp/barrage-bench/barrage),
-# BARRAGE_NO_BUILD=1 (skip the cargo build + copy), REDIS_PORT (default 16379).
+# Options (lib/kv_bench.py): --reps --dur --conns --tests --pipelines --port --only --barrage-cmd.
+# Env: AFTER (the binary; else BARRAGE / the cargo build of lib/common.sh), PEERBENCH (shared
+# harness, read-only, default /work/shared/bench), BARRAGE_BENCH_DIR.
 # Needs: redis-server, redis-benchmark (apt-get install -y redis-server redis-tools), taskset, python3.
+# The PING comparison (tcp:// with an inline command) is bench/redis-ping.sh.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
-PEERBENCH="${PEERBENCH:-/work/shared/bench}"
-[[ -x "$PEERBENCH/peers-redis.sh" ]] || { echo "no harness at $PEERBENCH" >&2; exit 2; }
 need redis-server redis-benchmark taskset python3
+if [[ -n "${AFTER:-}" ]]; then BARRAGE="$AFTER"; BARRAGE_NO_BUILD=1; fi
 build_barrage
-
+if [[ " $* " != *" --barrage-cmd "* ]] && ! barrage_speaks "redis://127.0.0.1:1"; then
+  echo "redis.sh: $BARRAGE has no redis:// client yet (unknown scheme 'redis'); set AFTER= to a build that has" >&2
+  exit 2
+fi
 out="$WORKDIR/results/redis-$(date +%Y%m%d-%H%M%S)"
-# --only redis-benchmark: of the file's contenders keep only the baseline (resp-benchmark runs ping_mbulk
-# only; leaving it in would skew the rotating order). One contender line: name | parser | command | case filter. No '|' inside the command.
-# -m is expanded by barrage (\r\n escapes); -t 1: one event loop, the harness pins it to CPU 1.
-add="barrage | barrage_json | $BARRAGE tcp://{host}:{port} -m 'PING\\r\\n' --expect line -c {conns} -t 1 -d {dur}s -q --json {rundir}/barrage.json | ping_inline"
-
-# Defaults first; later options given on the command line win (argparse keeps the last).
-"$PEERBENCH/peers-redis.sh" --tests ping_inline --conns 50,800 --reps 3 --dur 10 \
-  --only redis-benchmark --port "${REDIS_PORT:-16379}" --out "$out" --add "$add" "$@" >&2
-
+echo "## barrage redis:// vs redis-benchmark: SET, GET, LPUSH — $out"
 echo
-echo "## Redis PING (ping_inline): barrage vs redis-benchmark — $out"
+echo "    barrage: $BARRAGE ($("$BARRAGE" --version)) sha256 $(sha256sum "$BARRAGE" | cut -c1-12); $(redis-server --version | cut -d' ' -f1-3)"
 echo
-echo "Harness summary (\`summary.md\`; its errors column double-counts barrage errors, see below):"
-echo
-sed -n '/^| case/,$p' "$out/summary.md"
-echo
-echo "Compact table (errors for barrage = summary.errors.total from barrage.json):"
-echo
-python3 "$BENCH_HERE/lib/redis_report.py" "$out"
+python3 "$BENCH_HERE/lib/kv_bench.py" redis --barrage "$BARRAGE" --out "$out" "$@"

@@ -14,7 +14,7 @@ build_barrage() {
   else
     echo "[bench] cargo build --release -p barrage" >&2
     (cd "$REPO" && cargo build --release -p barrage >&2)
-    cp "$REPO/target/release/barrage" "$BARRAGE.tmp.$$" && mv -f "$BARRAGE.tmp.$$" "$BARRAGE"
+    cp "${CARGO_TARGET_DIR:-$REPO/target}/release/barrage" "$BARRAGE.tmp.$$" && mv -f "$BARRAGE.tmp.$$" "$BARRAGE"
     # which source the copy was built from (HEAD, +dirty if crates/ had uncommitted changes)
     (cd "$REPO" && echo "$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- crates 2>/dev/null || echo '+dirty')") >"$BARRAGE.commit"
   fi
