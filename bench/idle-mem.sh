@@ -2,8 +2,9 @@
 # Idle memory per connection at 10,000 connections, BEFORE and AFTER barrage builds side by side
 # (issue 9: ≤ 400 B raw TCP, ≤ 600 B WebSocket): against `serve echo` and `serve ws` (1 thread,
 # CPU 0, separate processes), generator -t 1 on CPU 1, one message per connection every 10 s.
-# Per run: (VmRSS once all 10,000 are up − VmRSS of the same run at ~0 connections) / connections,
-# sampled from /proc/PID/status; "all up" from the run's JSON (summary.ramp.all_ready_s).
+# Per connection: (VmRSS once all 10,000 are up − VmRSS of a 10-connection run) / 9,990 (the
+# headline), and within the 10,000 run (all up − ~0 open); VmRSS from /proc/PID/status, "all up"
+# from the run's JSON (summary.ramp.all_ready_s).
 #
 #   BEFORE=/work/bin/barrage-before AFTER=/tmp/barrage-after bench/idle-mem.sh     # 3 reps (~5 min)
 #   AFTER=/tmp/barrage-after bench/idle-mem.sh --reps 1 --transports tcp           # one build
