@@ -46,7 +46,10 @@ fn server(extra: &[&str]) -> (Guard, u16) {
 }
 
 #[test]
-fn find_max_finds_the_known_capacity_of_a_server_and_names_the_broken_slo() {
+/// How close the result is to the server's capacity is a measured figure (`bench/find-max.sh`);
+/// here only what holds on any machine: the search brackets the point where an SLO broke, with
+/// steps it really ran, and says which SLO.
+fn find_max_brackets_the_breaking_point_and_names_the_broken_slo() {
     let _turn = one_at_a_time();
     // One thread, 500 µs per request: 2,000 requests per second at most.
     let (_server, port) = capacity_server("500us");
@@ -69,15 +72,32 @@ fn find_max_finds_the_known_capacity_of_a_server_and_names_the_broken_slo() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let r = read_json(&json);
     assert_eq!(r["schema"], "barrage.find-max/1");
+    if r["result"]["end"] == "generator_limit" {
+        // A machine busy enough to starve barrage: the search must say so, never a knee.
+        let verdict = stdout.lines().find(|l| l.starts_with("verdict: ")).unwrap();
+        assert!(
+            verdict.contains("barrage itself was the limit"),
+            "{verdict}"
+        );
+        eprintln!("barrage was starved on this machine; the bracketing was not checked");
+        return;
+    }
     assert_eq!(r["result"]["end"], "found", "{stdout}");
     let max = r["result"]["max_ok"].as_f64().unwrap();
-    assert!((1_800.0..=2_200.0).contains(&max), "max {max}: {stdout}");
     let bad = r["result"]["first_bad"].as_f64().unwrap();
     assert!(bad > max && bad <= max * 1.05, "{bad} vs {max}");
     let why = r["result"]["why"].as_str().unwrap();
     assert!(why.starts_with("p99 < 50ms broken: p99 = "), "{why}");
     let steps = r["steps"].as_array().unwrap();
     assert!(steps.len() <= 12 && steps.len() >= 3, "{}", steps.len());
+    let offered: Vec<f64> = steps
+        .iter()
+        .map(|s| s["offered"].as_f64().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&max) && offered.contains(&bad),
+        "{offered:?}"
+    );
     for s in steps {
         assert!(s["offered"].as_f64().unwrap() <= 1e6);
         assert_eq!(s["slos"].as_array().unwrap().len(), 2, "{s}");
