@@ -155,6 +155,13 @@ impl Exchanges {
         Some(*e)
     }
 
+    /// The open exchanges, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Exchange> + '_ {
+        self.front()
+            .into_iter()
+            .chain(self.rest.iter().filter(|e| !e.done))
+    }
+
     /// Forget everything (the connection broke).
     pub fn clear(&mut self) {
         self.head = Exchange::EMPTY;

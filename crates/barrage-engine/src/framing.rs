@@ -110,6 +110,11 @@ pub trait Sink {
     fn expect_len(&mut self) -> Option<u64>;
     /// Bytes of the current echo reply, in order, for `--verify`.
     fn body(&mut self, bytes: &[u8]);
+    /// Whether every framing should hand its frames' bytes to `body` (echo framing always
+    /// does; the others only when someone looks into replies).
+    fn collecting(&self) -> bool {
+        false
+    }
     /// A reply is complete.
     fn frame(&mut self);
     /// Echo framing: bytes arrived while no reply was expected.
@@ -133,6 +138,7 @@ impl Decoder {
 
     /// Feed the bytes of one read.
     pub fn feed(&mut self, framing: &Framing, mut data: &[u8], sink: &mut impl Sink) {
+        let collect = sink.collecting();
         match framing {
             Framing::None => {}
             Framing::Echo => {
@@ -158,11 +164,25 @@ impl Decoder {
                         self.remaining = *n;
                     }
                     let take = self.remaining.min(data.len() as u64) as usize;
+                    if collect {
+                        sink.body(&data[..take]);
+                    }
                     self.remaining -= take as u64;
                     data = &data[take..];
                     if self.remaining == 0 {
                         sink.frame();
                     }
+                }
+            }
+            Framing::Line if collect => {
+                // A line's body is the line without its `\n`.
+                while let Some(i) = memchr::memchr(b'\n', data) {
+                    sink.body(&data[..i]);
+                    sink.frame();
+                    data = &data[i + 1..];
+                }
+                if !data.is_empty() {
+                    sink.body(data);
                 }
             }
             Framing::Line => {
@@ -172,7 +192,9 @@ impl Decoder {
             }
             Framing::Delim(d) => {
                 let (bytes, fail) = (&d.bytes, &d.fail);
-                for &b in data {
+                // Collected bodies keep their delimiter (it may span reads).
+                let mut start = 0;
+                for (i, &b) in data.iter().enumerate() {
                     let mut k = self.matched;
                     while k > 0 && b != bytes[k] {
                         k = fail[k - 1];
@@ -181,10 +203,17 @@ impl Decoder {
                         k += 1;
                     }
                     if k == bytes.len() {
+                        if collect {
+                            sink.body(&data[start..=i]);
+                            start = i + 1;
+                        }
                         sink.frame();
                         k = 0;
                     }
                     self.matched = k;
+                }
+                if collect && start < data.len() {
+                    sink.body(&data[start..]);
                 }
             }
             Framing::Len(kind) => {
@@ -206,6 +235,9 @@ impl Decoder {
                         self.in_body = true;
                     }
                     let take = self.remaining.min(data.len() as u64) as usize;
+                    if collect {
+                        sink.body(&data[..take]);
+                    }
                     self.remaining -= take as u64;
                     data = &data[take..];
                     if self.remaining == 0 {
@@ -269,6 +301,59 @@ mod tests {
             }
         }
         whole
+    }
+
+    /// A sink that looks into replies: every frame's bytes, as collected.
+    #[derive(Default)]
+    struct Collect {
+        cur: Vec<u8>,
+        frames: Vec<Vec<u8>>,
+    }
+
+    impl Sink for Collect {
+        fn expect_len(&mut self) -> Option<u64> {
+            None
+        }
+        fn body(&mut self, b: &[u8]) {
+            self.cur.extend_from_slice(b);
+        }
+        fn collecting(&self) -> bool {
+            true
+        }
+        fn frame(&mut self) {
+            self.frames.push(std::mem::take(&mut self.cur));
+        }
+        fn unexpected(&mut self, _b: &[u8]) {}
+    }
+
+    #[test]
+    fn collected_frames_are_the_same_whatever_the_reads() {
+        let cases: [(Framing, &[u8], Vec<&[u8]>); 4] = [
+            (Framing::Line, b"ab\n\ncd\r\n", vec![b"ab", b"", b"cd\r"]),
+            (
+                Framing::Delim(Delimiter::new(b"::").unwrap()),
+                b"a:b::c::",
+                vec![b"a:b::", b"c::"],
+            ),
+            (Framing::Bytes(3), b"abcdef", vec![b"abc", b"def"]),
+            (
+                Framing::Len(LenPrefix::U16Be),
+                b"\x00\x02hi\x00\x00\x00\x01!",
+                vec![b"hi", b"", b"!"],
+            ),
+        ];
+        for (f, input, want) in cases {
+            for i in 0..=input.len() {
+                for j in i..=input.len() {
+                    let mut r = Collect::default();
+                    let mut d = Decoder::default();
+                    for part in [&input[..i], &input[i..j], &input[j..]] {
+                        d.feed(&f, part, &mut r);
+                    }
+                    assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -327,6 +327,8 @@ impl Template {
             };
             let hit = match (hit, vars) {
                 (None, Some(resolve)) => match var_name(&raw[i..]) {
+                    // `{user}`: the user's number, which is its connection's.
+                    Some("user") => Some((6, Piece::Conn)),
                     Some(name) => {
                         let slot = resolve(name)
                             .and_then(|s| u32::try_from(s).ok())

@@ -411,6 +411,7 @@ impl Spec {
             drain: Duration::from_nanos(self.drain_ns),
             clock: self.clock,
             shares: self.shares.clone(),
+            users: None,
         })
     }
 

@@ -107,6 +107,13 @@ pub struct Worker<S: Session> {
     told_tls: bool,
     /// This worker's stride of local ports (`None`: the kernel chooses).
     ports: Option<crate::ports::PortCursor>,
+    /// Scenario runs: each connection's user (empty otherwise), and users not yet gone.
+    users: Vec<crate::users::UserState>,
+    users_left: u64,
+    /// Scratch space for an HTTP step's body.
+    stepbuf: Vec<u8>,
+    /// A user's reply that does not match its step is a push (message protocols, not HTTP).
+    skip_unmatched: bool,
     stop: Arc<AtomicBool>,
     tx: Sender<WorkerEvent>,
 }
@@ -140,7 +147,8 @@ impl<S: Session> Worker<S> {
             .and_then(|(lo, hi)| crate::ports::PortCursor::new(lo, hi, share.index, share.count))
             .map(|c| c.skip(std::process::id().wrapping_mul(7919)));
         let plan_tls = plan.tls.is_some();
-        let w = Self {
+        let skip_unmatched = !matches!(plan.protocol, crate::plan::Protocol::Http(_));
+        let mut w = Self {
             id: slot as u32,
             on_write: S::completes_on_write(&cfg),
             cfg,
@@ -180,9 +188,16 @@ impl<S: Session> Worker<S> {
             fails_unconnected: 0,
             told_tls: false,
             ports,
+            users: Vec::new(),
+            users_left: 0,
+            stepbuf: Vec::new(),
+            skip_unmatched,
             stop,
             tx,
         };
+        if let Some(users) = w.plan.users.clone() {
+            w.user_init(&users);
+        }
         Ok((w, waker))
     }
 
@@ -193,7 +208,7 @@ impl<S: Session> Worker<S> {
     /// Run until the share is done; every outcome is reported through the channel.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        if self.script.is_open_loop() {
+        if self.script.is_open_loop() || !self.users.is_empty() {
             let now = self.now();
             for i in 0..self.conns.len() as u32 {
                 self.service(i, now);
@@ -273,6 +288,7 @@ impl<S: Session> Worker<S> {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
+                let users_gone = !self.users.is_empty() && self.users_left == 0;
                 if out_of_time && !stopped && self.script.is_open_loop() {
                     // Messages that fell due before the end while the loop was busy go out
                     // now (late, and timed from their intended send): only what cannot be
@@ -283,7 +299,7 @@ impl<S: Session> Worker<S> {
                         }
                     }
                 }
-                if stopped || out_of_time || quota_done {
+                if stopped || out_of_time || quota_done || users_gone {
                     self.enter_drain(now, quota_done);
                     return self.rec.in_flight == 0;
                 }
@@ -321,6 +337,9 @@ impl<S: Session> Worker<S> {
                 self.rec.not_sent(due - c.sent_k);
             }
             c.due_k = due;
+        }
+        for i in 0..self.users.len() {
+            self.user_every_unsent(i, at);
         }
         self.connect_queue.clear();
         for c in &mut self.conns {
@@ -408,6 +427,20 @@ impl<S: Session> Worker<S> {
         }
     }
 
+    /// How long an exchange of this step may wait for its reply: the step's own timeout in a
+    /// scenario, the run's otherwise.
+    fn timeout_of(&self, step: u16) -> u64 {
+        let run = self.plan.timeout.as_nanos() as u64;
+        match &self.plan.users {
+            Some(u) => u
+                .program
+                .steps
+                .get(step as usize)
+                .map_or(run, |s| s.timeout_ns),
+            None => run,
+        }
+    }
+
     fn check_timeout(&mut self, idx: u32, now: u64) {
         let c = &self.conns[idx as usize];
         let ct = self.plan.connect_timeout.as_nanos() as u64;
@@ -419,10 +452,7 @@ impl<S: Session> Worker<S> {
                 ErrorClass::Timeout,
             ),
             State::Login | State::Ready => match c.ex.front() {
-                Some(f) => (
-                    f.sent + self.plan.timeout.as_nanos() as u64,
-                    ErrorClass::Timeout,
-                ),
+                Some(f) => (f.sent + self.timeout_of(f.step), ErrorClass::Timeout),
                 None => return,
             },
             _ => return,
@@ -489,5 +519,6 @@ fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
 
 mod conn_io;
 mod transfer;
+mod users;
 mod wire;
 pub use wire::classify_tls;

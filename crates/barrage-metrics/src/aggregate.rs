@@ -57,6 +57,9 @@ pub struct Tick {
     pub saturated: bool,
     pub errors: ErrorCounts,
     pub latency_us: TickLatency,
+    /// Scenario runs: each step in this tick (index = step), for per-step latency over time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::steps::TickStep>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -167,6 +170,9 @@ pub struct Summary {
     pub exchanges: Exchanges,
     /// Whole-run counters, warm-up included: what the server saw.
     pub totals: Counters,
+    /// Scenario runs: each step after the warm-up, in the scenario's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::steps::StepSummary>,
 }
 
 impl Summary {
@@ -216,12 +222,14 @@ struct Acc {
     counters: Counters,
     latency: LatencyHistogram,
     ttfb: OptHistogram,
+    steps: crate::steps::Steps,
     ns: u64,
 }
 
 impl Acc {
     fn add(&mut self, d: &Delta) {
         self.counters.merge(&d.counters);
+        self.steps.merge(&d.steps);
         self.latency.merge(&d.latency);
         self.ttfb.merge(&d.ttfb);
         if d.key != DRAIN_KEY {
@@ -367,6 +375,7 @@ impl Aggregator {
                 max: l.max,
                 mean: l.mean,
             },
+            steps: d.steps.iter().map(crate::steps::TickStep::of).collect(),
         };
         self.connect.merge(&d.connect);
         self.tls.merge(&d.tls);
@@ -416,6 +425,8 @@ impl Aggregator {
         latency.merge(&self.drain.latency);
         let mut ttfb = self.measured.ttfb.clone();
         ttfb.merge(&self.drain.ttfb);
+        let mut steps = self.measured.steps.clone();
+        steps.merge(&self.drain.steps);
         let mut totals = after.clone();
         totals.merge(&self.warmup.counters);
 
@@ -482,6 +493,11 @@ impl Aggregator {
                 scheduled: totals.scheduled,
             },
             totals,
+            steps: steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| crate::steps::StepSummary::of(format!("step {}", i + 1), s, false))
+                .collect(),
         };
         let warmup = (self.warmup.ns > 0).then(|| {
             let s = self.warmup.ns as f64 / 1e9;

@@ -18,6 +18,9 @@ pub struct Counters {
     pub failed: u64,
     /// Replies that arrived with no exchange in flight (a server that talks unasked).
     pub unexpected: u64,
+    /// Scenario runs: pushed messages an `on` rule took (not replies to a step).
+    #[serde(default)]
+    pub pushed: u64,
     /// Bytes received, whatever they were (replies, unexpected data).
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -162,6 +165,7 @@ impl Counters {
         self.completed += o.completed;
         self.failed += o.failed;
         self.unexpected += o.unexpected;
+        self.pushed += o.pushed;
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.reads += o.reads;
@@ -193,6 +197,7 @@ mod tests {
             completed: 2,
             failed: 3,
             unexpected: 4,
+            pushed: 17,
             bytes_read: 5,
             bytes_written: 6,
             reads: 7,
@@ -224,6 +229,7 @@ mod tests {
         assert_eq!((a.scheduled, a.first_ready), (28, 30));
         assert_eq!(a.status.get(200), 2);
         assert_eq!(a.misses, 32);
+        assert_eq!(a.pushed, 34);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod readiness;
 pub mod recorder;
 pub mod result;
+pub mod steps;
 pub mod thresholds;
 pub mod timeline;
 pub mod vocabulary;
@@ -38,6 +39,9 @@ pub use monitor::{
 };
 pub use readiness::{assess, Aspect, Grade, Row};
 pub use recorder::{Delta, Recorder};
-pub use result::{Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status};
+pub use result::{
+    ConfigStep, ConfigUsers, Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status,
+};
+pub use steps::{StepCount, StepRec, StepSummary, Steps, TickStep};
 pub use thresholds::{Facts, Threshold, ThresholdError};
 pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};

@@ -29,6 +29,8 @@ pub struct Recorder {
     pub lag_max_ns: u64,
     /// When the last connection so far became ready for the first time (ns since the start).
     pub ready_last_ns: u64,
+    /// Scenario runs: per-step counts and latency (empty otherwise).
+    pub steps: crate::steps::Steps,
     open_peak: u64,
 }
 
@@ -95,6 +97,7 @@ impl Recorder {
             backlog: self.backlog,
             lag_max_ns: std::mem::take(&mut self.lag_max_ns),
             ready_last_ns: self.ready_last_ns,
+            steps: self.steps.take(),
         };
         self.open_peak = self.open;
         d
@@ -124,6 +127,9 @@ pub struct Delta {
     pub lag_max_ns: u64,
     /// When the worker's last connection so far became ready for the first time.
     pub ready_last_ns: u64,
+    /// Scenario runs: per-step counts and latency.
+    #[serde(default, skip_serializing_if = "crate::steps::Steps::is_empty")]
+    pub steps: crate::steps::Steps,
 }
 
 impl Delta {
@@ -142,6 +148,7 @@ impl Delta {
         self.backlog += o.backlog;
         self.lag_max_ns = self.lag_max_ns.max(o.lag_max_ns);
         self.ready_last_ns = self.ready_last_ns.max(o.ready_last_ns);
+        self.steps.merge(&o.steps);
         self.start_ns = self.start_ns.min(o.start_ns);
         self.end_ns = self.end_ns.max(o.end_ns);
     }

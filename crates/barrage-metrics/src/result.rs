@@ -72,6 +72,36 @@ pub struct RunConfig {
     /// counts in `summary.totals.commands` follow this order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
+    /// Scenario runs: the steps users send, in order (per-step figures follow this order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<ConfigStep>,
+    /// Scenario runs: the users, their arrival and departure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<ConfigUsers>,
+}
+
+/// A step of a scenario as the result names it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigStep {
+    pub name: String,
+    /// An `every` step: sent on an open-loop schedule (latency from the intended time).
+    #[serde(default)]
+    pub open_loop: bool,
+}
+
+/// A scenario's users.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigUsers {
+    pub count: u64,
+    /// As the scenario (or --arrive) says, e.g. "50/s".
+    pub arrive: String,
+    /// Seconds from the start to the last arrival.
+    pub last_arrival_s: f64,
+    pub hold_s: f64,
+    /// "at_end" or a rate.
+    pub depart: String,
+    /// The scenario file.
+    pub scenario: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -185,6 +215,13 @@ impl RunResult {
             tls: outcome.tls.get().map(HistogramRecord::encode),
             handshake: outcome.handshake.get().map(HistogramRecord::encode),
         };
+        let mut summary = outcome.summary;
+        for (i, s) in summary.steps.iter_mut().enumerate() {
+            if let Some(c) = config.steps.get(i) {
+                s.name.clone_from(&c.name);
+                s.open_loop = c.open_loop;
+            }
+        }
         Self {
             schema: SCHEMA.into(),
             status,
@@ -193,7 +230,7 @@ impl RunResult {
             started_at,
             config,
             environment,
-            summary: outcome.summary,
+            summary,
             warmup: outcome.warmup,
             timeseries: outcome.timeseries,
             histograms,

@@ -48,6 +48,31 @@ pub fn parse(text: &str) -> Result<Table, String> {
     })
 }
 
+/// Every data row of the CSV file at `path` (the header line left out), each with as many
+/// cells as the header has columns (missing cells are empty).
+pub fn read_rows(path: &Path) -> Result<Vec<Vec<String>>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    rows(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The data rows of CSV text (see [`read_rows`]).
+pub fn rows(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let width = match lines.next() {
+        Some(h) => split_header(h)?.len(),
+        None => return Ok(Vec::new()),
+    };
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            let mut cells = split_header(l).map_err(|e| format!("row {}: {e}", i + 1))?;
+            cells.resize(width, String::new());
+            Ok(cells)
+        })
+        .collect()
+}
+
 fn split_header(line: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -84,5 +109,11 @@ mod tests {
         assert!(parse("a,a\n1,2").is_err());
         assert!(parse("a,\"b\n").is_err());
         assert!(parse("a,,b\n").is_err());
+    }
+
+    #[test]
+    fn rows_are_cells_by_column() {
+        let r = rows("name,pw\nann,\"x,y\"\n\nbob\n").unwrap();
+        assert_eq!(r, vec![vec!["ann", "x,y"], vec!["bob", ""]]);
     }
 }

@@ -657,39 +657,7 @@ fn request_usage(e: barrage_engine::http::RequestError) -> Usage {
 
 /// `--expect-status 200,204`, `2xx,3xx`, `200-299`.
 pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
-    let bad = |item: &str| {
-        Usage::value(
-            "--expect-status",
-            list,
-            format!("'{item}' is not a status; write e.g. 200,204 or 2xx,3xx or 200-299"),
-        )
-    };
-    let code = |t: &str| -> Option<u16> { t.parse().ok().filter(|c| (100..=599).contains(c)) };
-    let mut ranges = Vec::new();
-    for item in list.split(',').map(str::trim) {
-        let r = if let Some(c) = item.strip_suffix("xx").or_else(|| item.strip_suffix("XX")) {
-            let d: u16 = c
-                .parse()
-                .ok()
-                .filter(|d| (1..=5).contains(d))
-                .ok_or_else(|| bad(item))?;
-            (d * 100, d * 100 + 99)
-        } else if let Some((lo, hi)) = item.split_once('-') {
-            let (lo, hi) = (
-                code(lo).ok_or_else(|| bad(item))?,
-                code(hi).ok_or_else(|| bad(item))?,
-            );
-            if lo > hi {
-                return Err(bad(item));
-            }
-            (lo, hi)
-        } else {
-            let c = code(item).ok_or_else(|| bad(item))?;
-            (c, c)
-        };
-        ranges.push(r);
-    }
-    Ok(StatusSet(ranges))
+    StatusSet::parse(list).map_err(|e| Usage::value("--expect-status", list, e))
 }
 
 /// A message or body file, read through a bounded reader: its size on disk is no bound

@@ -25,6 +25,8 @@ enum Kind2 {
     Equals(Box<[u8]>),
     Regex(regex::bytes::Regex),
     Json(Pointer, Want),
+    /// The pointer finds a value (any but `null`).
+    Exists(Pointer),
 }
 
 /// A compiled match; see `docs/captures.md` for the text forms.
@@ -59,6 +61,11 @@ impl Matcher {
         Self::json(pointer, v)
     }
 
+    /// The reply is JSON with a value (not `null`) at `pointer`.
+    pub fn json_exists(pointer: &str) -> Result<Self, CaptureError> {
+        Pointer::parse(pointer).map(|p| Self(Kind2::Exists(p)))
+    }
+
     /// The value at `pointer` equals `value` (a string compares with a JSON string's
     /// unescaped contents, a number numerically, `true`/`false`/`null` as such).
     pub fn json(pointer: &str, value: serde_json::Value) -> Result<Self, CaptureError> {
@@ -79,6 +86,9 @@ impl Matcher {
             Kind2::Prefix(p) => reply.starts_with(p),
             Kind2::Equals(e) => reply == &e[..],
             Kind2::Regex(r) => r.is_match(reply),
+            Kind2::Exists(ptr) => ptr
+                .find(reply)
+                .is_some_and(|(s, e)| json::kind(&reply[s..e]).0 != Kind::Null),
             Kind2::Json(ptr, want) => {
                 let Some((s, e)) = ptr.find(reply) else {
                     return false;

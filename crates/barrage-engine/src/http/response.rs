@@ -15,6 +15,12 @@ pub trait ResponseSink {
     fn head(&mut self, status: u16);
     /// Body bytes of the current response (for accounting or verification).
     fn body(&mut self, _bytes: &[u8]) {}
+    /// Whether `header` should see the final response's headers.
+    fn wants_headers(&self) -> bool {
+        false
+    }
+    /// A header of the final response (before `head`), when `wants_headers`.
+    fn header(&mut self, _name: &[u8], _value: &[u8]) {}
     /// A final response ended. `keep_alive` is false when the connection cannot carry another
     /// exchange: `Connection: close`, HTTP/1.0 without keep-alive, a body that ended at EOF,
     /// or `101 Switching Protocols`.
@@ -199,10 +205,15 @@ impl ResponseDecoder {
 
     fn read_head(&mut self, data: &[u8], sink: &mut impl ResponseSink) -> Result<usize, HttpError> {
         let head_requests = self.head_requests;
-        let (consumed, info) = match self
-            .head
-            .feed(data, self.limits, |h| summarize(h, head_requests))?
-        {
+        let headers = sink.wants_headers();
+        let (consumed, info) = match self.head.feed(data, self.limits, |h| {
+            if headers && !(100..200).contains(&h.status) {
+                for x in h.headers.iter() {
+                    sink.header(x.name.as_bytes(), x.value);
+                }
+            }
+            summarize(h, head_requests)
+        })? {
             Progress::Partial => return Ok(data.len()),
             Progress::Done { consumed, value } => (consumed, value?),
         };

@@ -106,9 +106,22 @@ impl ResponseSink for Sink<'_, '_, '_> {
         }
     }
 
+    fn wants_headers(&self) -> bool {
+        self.r.is_user()
+    }
+
+    fn header(&mut self, name: &[u8], value: &[u8]) {
+        self.r.header(name, value);
+    }
+
+    fn body(&mut self, bytes: &[u8]) {
+        self.r.body(bytes);
+    }
+
     fn complete(&mut self, status: u16, keep_alive: bool) {
         self.r.rec.c.status.add(status, 1);
-        let bad = (!self.expect.contains(status)).then_some(ErrorClass::UnexpectedStatus);
+        let ok = self.r.status_ok(status, self.expect);
+        let bad = (!ok).then_some(ErrorClass::UnexpectedStatus);
         self.r.complete(bad);
         if !keep_alive {
             *self.server_closes = true;

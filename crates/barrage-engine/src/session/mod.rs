@@ -127,6 +127,13 @@ pub trait Session: Sized + Send + 'static {
         Ok(false)
     }
 
+    /// A scenario step's message was rendered into `out.buf[start..]`: frame it as the
+    /// protocol sends a message (a WebSocket frame; raw bytes and HTTP requests as they are).
+    /// Returns the length an echo of it has.
+    fn frame_step(&mut self, _cfg: &Self::Cfg, out: &mut Out, start: usize) -> u32 {
+        (out.buf.len() - start) as u32
+    }
+
     /// Append one request to `out.buf`.
     fn render(&mut self, cfg: &Self::Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered;
 
@@ -189,6 +196,8 @@ pub struct Replies<'a> {
     /// The protocol handshake completed, consuming this many bytes of the input.
     pub handshake: Option<usize>,
     pub close: Option<Close>,
+    /// A scenario's user: its replies are matched, captured from and counted per step.
+    pub user: Option<crate::users::UserCtx<'a>>,
 }
 
 impl<'a> Replies<'a> {
@@ -218,7 +227,122 @@ impl<'a> Replies<'a> {
             useful: false,
             handshake: None,
             close: None,
+            user: None,
         }
+    }
+
+    /// Bytes of the reply being decoded (a frame's payload, a message, an HTTP body): checked
+    /// under `--verify`, and collected when a user's step looks into its reply.
+    #[inline]
+    pub fn body(&mut self, bytes: &[u8]) {
+        self.verify_body(bytes);
+        if let Some(u) = self.user.as_mut() {
+            if u.prog.collect {
+                let room = crate::users::MAX_REPLY.saturating_sub(u.st.reply.len());
+                u.st.reply
+                    .extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+        }
+    }
+
+    /// HTTP: a response header of the exchange at the front (a user's step may capture it).
+    pub fn header(&mut self, name: &[u8], value: &[u8]) {
+        let Some(u) = self.user.as_mut() else { return };
+        let Some(f) = self.ex.front() else { return };
+        let Some(step) = u.prog.steps.get(f.step as usize) else {
+            return;
+        };
+        for (slot, h) in step.header_captures.iter() {
+            if name.eq_ignore_ascii_case(h.as_bytes()) {
+                u.st.vars.set(*slot, value);
+            }
+        }
+    }
+
+    /// HTTP: whether `status` is a success for the exchange at the front: its step's status
+    /// set for a user, else `default`.
+    pub fn status_ok(&mut self, status: u16, default: &crate::plan::StatusSet) -> bool {
+        if let Some(u) = self.user.as_mut() {
+            u.st.status = status;
+            let step = self
+                .ex
+                .front()
+                .and_then(|f| u.prog.steps.get(f.step as usize));
+            if let Some(set) = step.and_then(|s| s.status.as_ref()) {
+                return set.contains(status);
+            }
+        }
+        default.contains(status)
+    }
+
+    /// Whether a user's replies are being judged (a scenario run).
+    #[inline]
+    pub fn is_user(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// A user's message is complete: an `on` rule's push, a reply that does not match the
+    /// awaited step (message protocols: a push, and the step waits on), or the reply of the
+    /// exchange at the front, matched and captured from.
+    fn complete_user(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
+        self.rec.c.replies += 1;
+        let u = self.user.as_mut().expect("a user");
+        let msg = std::mem::take(&mut u.st.reply);
+        let out = self.judge_user(&msg, bad);
+        let u = self.user.as_mut().expect("a user");
+        u.st.reply = msg;
+        u.st.reply.clear();
+        out
+    }
+
+    fn judge_user(&mut self, msg: &[u8], bad: Option<ErrorClass>) -> Option<Exchange> {
+        let u = self.user.as_mut().expect("a user");
+        let prog = u.prog;
+        for (i, rule) in prog.on.iter().enumerate() {
+            if rule.matcher.matches(msg) {
+                for (slot, c) in rule.captures.iter() {
+                    u.st.vars.capture(*slot, c, msg);
+                }
+                if rule.reply.is_some() {
+                    u.st.pushes.push(i as u16);
+                }
+                self.rec.c.pushed += 1;
+                return None;
+            }
+        }
+        let Some(front) = self.ex.front().copied() else {
+            self.rec.c.unexpected += 1;
+            return None;
+        };
+        let Some(step) = prog.steps.get(front.step as usize) else {
+            self.rec.c.unexpected += 1;
+            return None;
+        };
+        let mut bad = bad;
+        if bad.is_none() {
+            if let Some(m) = &step.expect {
+                if !m.matches(msg) {
+                    if u.skip_unmatched {
+                        self.rec.c.unexpected += 1;
+                        return None;
+                    }
+                    bad = Some(ErrorClass::Mismatch);
+                }
+            }
+        }
+        if bad.is_none() {
+            for (slot, c) in step.captures.iter() {
+                if !u.st.vars.capture(*slot, c, msg) {
+                    self.rec.steps.capture_miss(front.step as usize);
+                }
+            }
+        }
+        if u.st.await_key == front.key {
+            u.st.step_done = true;
+        }
+        let ex = self.ex.pop_front()?;
+        self.finish(ex, bad);
+        Some(ex)
     }
 
     /// Whether replies are checked against the request (`--verify`).
@@ -259,6 +383,9 @@ impl<'a> Replies<'a> {
     /// with nothing in flight is counted as unexpected.
     #[inline]
     pub fn complete(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
+        if self.user.is_some() {
+            return self.complete_user(bad);
+        }
         self.rec.c.replies += 1;
         let Some(ex) = self.ex.pop_front() else {
             self.rec.c.unexpected += 1;
@@ -293,17 +420,23 @@ impl<'a> Replies<'a> {
             return;
         }
         self.rec.in_flight -= 1;
+        let user = self.user.is_some();
         match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
             Some(class) => {
                 self.rec.exchanges_failed(class, 1);
                 self.rec.c.error(class, 1);
+                if user {
+                    self.rec.steps.failed(ex.step as usize, class, 1);
+                }
             }
             None => {
                 self.useful = true;
                 self.rec.c.completed += 1;
-                self.rec
-                    .latency
-                    .record_ns(self.now.saturating_sub(ex.start));
+                let ns = self.now.saturating_sub(ex.start);
+                self.rec.latency.record_ns(ns);
+                if user {
+                    self.rec.steps.completed(ex.step as usize, ns);
+                }
             }
         }
         if self.closed_loop {
@@ -315,7 +448,7 @@ impl<'a> Replies<'a> {
     /// exchange, `miss` when it found nothing, or an error reply when `error`.
     #[inline]
     pub fn count_command(&mut self, ex: &Exchange, miss: bool, error: bool) {
-        if ex.step == OPENING {
+        if ex.step == OPENING || self.user.is_some() {
             return;
         }
         let i = ex.step as usize;

@@ -79,7 +79,11 @@ impl crate::framing::Sink for Replies<'_> {
     }
 
     fn body(&mut self, bytes: &[u8]) {
-        self.verify_body(bytes);
+        Replies::body(self, bytes);
+    }
+
+    fn collecting(&self) -> bool {
+        self.user.as_ref().is_some_and(|u| u.prog.collect)
     }
 
     fn frame(&mut self) {

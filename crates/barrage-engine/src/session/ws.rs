@@ -94,6 +94,13 @@ impl Session for Ws {
         }
     }
 
+    fn frame_step(&mut self, cfg: &Cfg, out: &mut Out, start: usize) -> u32 {
+        let len = out.buf.len() - start;
+        let m = mask(out);
+        crate::ws::frame_in_place(cfg.op, out.buf, start, m);
+        len as u32
+    }
+
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         if let Some(hs) = self.upgrade.as_mut() {
             return match hs.feed(data).map_err(ProtoError::new)? {
@@ -140,7 +147,7 @@ impl Sink<'_, '_> {
 impl FrameSink for Sink<'_, '_> {
     fn data(&mut self, bytes: &[u8]) {
         if !self.r.ex.is_empty() {
-            self.r.verify_body(bytes);
+            self.r.body(bytes);
         }
     }
 

@@ -184,6 +184,10 @@ impl<S: Session> Worker<S> {
             self.ever_connected = true;
             let _ = self.tx.send(WorkerEvent::Connected);
         }
+        if !self.users.is_empty() {
+            return self.user_begin(idx, now);
+        }
+        let c = &mut self.conns[idx as usize];
         c.pc = 0;
         self.run_opening(idx, now);
     }
@@ -218,6 +222,17 @@ impl<S: Session> Worker<S> {
         if c.stream.is_none() {
             return;
         }
+        if !self.users.is_empty() {
+            if c.state == State::Ready && !c.pending_write() {
+                self.user_run(idx, now);
+            }
+            let c = &self.conns[idx as usize];
+            if let (Some(f), true) = (c.ex.front(), c.timeout_at == u64::MAX) {
+                let at = f.sent + self.timeout_of(f.step);
+                self.arm_timeout(idx, at);
+            }
+            return;
+        }
         if c.owed > 0 || (self.script.is_open_loop() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
@@ -232,6 +247,9 @@ impl<S: Session> Worker<S> {
 
     /// Do what is due for a connection now, and arrange to be woken for what is due later.
     pub(super) fn service(&mut self, idx: u32, now: u64) {
+        if !self.users.is_empty() {
+            return self.user_service(idx, now);
+        }
         let load = self.phase == Phase::Load;
         let i = idx as usize;
         let mut wake = u64::MAX;
@@ -347,6 +365,9 @@ impl<S: Session> Worker<S> {
     /// reopened, after a backoff when `backoff` (a failure), at once otherwise (a graceful
     /// close, e.g. HTTP `Connection: close`).
     pub(super) fn close(&mut self, idx: u32, now: u64, backoff: bool, class: ErrorClass) {
+        if !self.users.is_empty() {
+            self.user_exchanges_failed(idx as usize, class);
+        }
         let c = &mut self.conns[idx as usize];
         let lost = c.counted_in_flight();
         self.rec.exchanges_failed(class, lost);
@@ -358,6 +379,13 @@ impl<S: Session> Worker<S> {
             let _ = self.poll.registry().deregister(&mut s);
         }
         c.reset_io(&self.cfg);
+        if !self.users.is_empty() && self.user_lost(idx as usize, now) {
+            let c = &mut self.conns[idx as usize];
+            c.state = State::Closed;
+            c.retry_at = u64::MAX;
+            return;
+        }
+        let c = &mut self.conns[idx as usize];
         if self.phase == Phase::Load {
             c.state = State::Waiting;
             if backoff {

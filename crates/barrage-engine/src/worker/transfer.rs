@@ -59,9 +59,15 @@ impl<S: Session> Worker<S> {
             &mut self.rec,
             now,
             &[],
-            self.script.window().is_some(),
+            self.script.window().is_some() && self.users.is_empty(),
             &mut self.ctl,
             &mut self.rng,
+        );
+        r.user = Self::user_ctx(
+            &self.plan.users,
+            &mut self.users,
+            idx as usize,
+            self.skip_unmatched,
         );
         let outcome = c.session.eof(&self.cfg, &mut r);
         self.ctl.clear();
@@ -138,9 +144,15 @@ impl<S: Session> Worker<S> {
             &mut self.rec,
             now,
             if stat { self.plan.message.raw() } else { &[] },
-            self.script.window().is_some(),
+            self.script.window().is_some() && self.users.is_empty(),
             &mut self.ctl,
             &mut self.rng,
+        );
+        r.user = Self::user_ctx(
+            &self.plan.users,
+            &mut self.users,
+            idx as usize,
+            self.skip_unmatched,
         );
         let res = c.session.input(&self.cfg, data, &mut r);
         let (opening_done, freed, useful, handshake, close) =
@@ -185,6 +197,9 @@ impl<S: Session> Worker<S> {
                 return self.close(idx, now, false, ErrorClass::ClosedByPeer);
             }
             None => {}
+        }
+        if !self.users.is_empty() {
+            return self.user_after_input(idx, now);
         }
         self.after_replies(idx, now, opening_done);
     }

@@ -41,6 +41,7 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
         drain: Duration::from_secs(2),
         clock: Default::default(),
         shares: None,
+        users: None,
     }
 }
 

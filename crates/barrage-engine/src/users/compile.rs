@@ -1,0 +1,447 @@
+//! A checked scenario -> a [`Program`] and its [`Users`]: templates compiled with their
+//! variables resolved to slots, matchers and captures compiled, blocks laid out as flat
+//! operations. The scenario crate has already checked the file (every reference, every key,
+//! the limits); what can still fail here is what only the engine's compilers judge (a
+//! template's `{seq%N}`, a regex's size), and each failure is one line naming the key.
+
+use super::{Depart, OnRule, Op, Program, StepDef, StepMsg, Users};
+use crate::capture::{Anchor, Capture, Matcher};
+use crate::message::{unescape, Template};
+use crate::plan::StatusSet;
+use barrage_scenario::model::{self, Step};
+use barrage_scenario::{At, Checked};
+use std::path::Path;
+use std::time::Duration;
+
+/// What the scenario cannot be compiled for: the key and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {why}")]
+pub struct CompileError {
+    pub key: String,
+    pub why: String,
+}
+
+fn err(key: impl Into<String>, why: impl std::fmt::Display) -> CompileError {
+    CompileError {
+        key: key.into(),
+        why: why.to_string(),
+    }
+}
+
+/// What the compiler needs from the run around the scenario.
+pub struct Context<'a> {
+    /// The scenario's folder (`users.data` is relative to it).
+    pub dir: &'a Path,
+    /// HTTP targets: the Host header, and headers every request carries (the protocol's).
+    pub host_header: &'a str,
+    pub headers: &'a [(String, String)],
+    pub http: bool,
+    /// The protocol's framing sends no reply (`none`).
+    pub no_replies: bool,
+    /// The run's timeout (a step's default).
+    pub timeout: Duration,
+}
+
+/// Compile `c` for the engine.
+pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
+    let f = &c.file;
+    let mut b = Builder {
+        cx,
+        slots: Vec::new(),
+        steps: Vec::new(),
+        ops: Vec::new(),
+        collect: false,
+    };
+    // Slots: captures in file order, then the data columns.
+    b.slots.extend(c.captures.iter().cloned());
+    let mut row_slots = Vec::new();
+    if let Some(t) = &c.data {
+        for (col, name) in t.columns.iter().enumerate() {
+            row_slots.push((col, b.slots.len()));
+            b.slots.push(format!("row.{name}"));
+        }
+    }
+    b.list(&f.steps, "steps", false)?;
+    b.ops.push(Op::End);
+    let leave_pc = b.ops.len();
+    let mut leave_ns = 0u64;
+    b.list(&f.leave, "leave", true)?;
+    for op in &b.ops[leave_pc..] {
+        leave_ns = leave_ns.saturating_add(match op {
+            Op::Send(s) => b.steps[*s as usize].timeout_ns,
+            Op::Pause { max_ns, .. } => *max_ns,
+            _ => 0,
+        });
+    }
+    let on =
+        f.on.iter()
+            .enumerate()
+            .map(|(i, r)| b.on_rule(r, &format!("on[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+    if b.ops.len() > u16::MAX as usize || b.steps.len() >= u16::MAX as usize {
+        return Err(err("steps", "more than 65,000 steps; split the scenario"));
+    }
+    let rows = match (&f.users.value.data, &c.data) {
+        (Some(path), Some(_)) => barrage_scenario::data::read_rows(&cx.dir.join(&path.value))
+            .map_err(|e| err("users.data", e))?
+            .into_iter()
+            .map(|r| r.into_iter().map(|s| s.into_bytes().into()).collect())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let loops = b
+        .ops
+        .iter()
+        .filter(|o| matches!(o, Op::Loop { .. }))
+        .count();
+    let program = Program {
+        ops: b.ops.into(),
+        leave_pc: leave_pc as u16,
+        steps: b.steps.into(),
+        on: on.into(),
+        slots: b.slots.len(),
+        row_slots: row_slots.into(),
+        loops,
+        collect: b.collect || !f.on.is_empty(),
+        leave_ns,
+    };
+    let arrive = match &c.shape {
+        barrage_scenario::Shape::Rate(r) => crate::shape::Shape::constant(*r),
+        barrage_scenario::Shape::Stages(s) => {
+            crate::shape::Shape::stages(s).map_err(|e| err("users.arrive", e))?
+        }
+    };
+    Ok(Users {
+        count: c.users,
+        arrive,
+        hold_ns: c
+            .hold
+            .map_or(0, |h| h.as_nanos().min(u64::MAX as u128) as u64),
+        depart: match c.depart {
+            barrage_scenario::Depart::AtEnd => Depart::AtEnd,
+            barrage_scenario::Depart::Rate(r) => Depart::Rate(r),
+        },
+        program,
+        rows,
+    })
+}
+
+struct Builder<'a> {
+    cx: &'a Context<'a>,
+    /// Variable names by slot.
+    slots: Vec<String>,
+    steps: Vec<StepDef>,
+    ops: Vec<Op>,
+    collect: bool,
+}
+
+fn dur(v: &str, key: &str) -> Result<u64, CompileError> {
+    barrage_scenario::units::duration(v)
+        .map(|d| d.as_nanos().min(u64::MAX as u128) as u64)
+        .map_err(|e| err(key, e))
+}
+
+impl Builder<'_> {
+    fn list(&mut self, steps: &[At<Step>], key: &str, leave: bool) -> Result<(), CompileError> {
+        for (i, s) in steps.iter().enumerate() {
+            self.step(&s.value, &format!("{key}[{i}]"), leave)?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, s: &Step, key: &str, leave: bool) -> Result<(), CompileError> {
+        if let Some(p) = &s.pause {
+            let d = dur(&p.value, &format!("{key}.pause"))?;
+            self.ops.push(Op::Pause {
+                min_ns: d,
+                max_ns: d,
+            });
+            return Ok(());
+        }
+        if let Some(t) = &s.think {
+            let k = format!("{key}.think");
+            let (lo, hi) = match t.value.split_once("..") {
+                Some((a, b)) => (dur(a, &k)?, dur(b, &k)?),
+                None => {
+                    let d = dur(&t.value, &k)?;
+                    (d, d)
+                }
+            };
+            self.ops.push(Op::Pause {
+                min_ns: lo,
+                max_ns: hi,
+            });
+            return Ok(());
+        }
+        if let Some(e) = &s.every {
+            let period_ns = dur(&e.value, &format!("{key}.every"))?.max(1);
+            let times = s.repeat.as_ref().map_or(u64::MAX, |r| r.value);
+            let at = self.ops.len();
+            self.ops.push(Op::End); // replaced below
+            let first = self.ops.len();
+            if s.steps.is_empty() {
+                let st = self.exchange(s, key, true)?;
+                self.ops.push(Op::Send(st));
+            } else {
+                for (i, inner) in s.steps.iter().enumerate() {
+                    let k = format!("{key}.steps[{i}]");
+                    let inner = &inner.value;
+                    if inner.send.is_none() && inner.path.is_none() {
+                        return Err(err(k, "an every block holds only send or request steps (it sends them all at each tick); put pauses outside it"));
+                    }
+                    if inner.every.is_some() || inner.repeat.is_some() {
+                        return Err(err(k, "an every block cannot hold every or repeat"));
+                    }
+                    let st = self.exchange(inner, &k, true)?;
+                    self.ops.push(Op::Send(st));
+                }
+            }
+            let end = self.ops.len();
+            self.ops[at] = Op::Every {
+                period_ns,
+                times,
+                first: first as u16,
+                end: end as u16,
+            };
+            return Ok(());
+        }
+        if let Some(r) = &s.repeat {
+            let start = self.ops.len();
+            if s.steps.is_empty() {
+                let st = self.exchange(s, key, false)?;
+                self.ops.push(Op::Send(st));
+            } else {
+                self.list(&s.steps, &format!("{key}.steps"), leave)?;
+            }
+            if r.value == 0 {
+                self.ops.truncate(start);
+                return Ok(());
+            }
+            let slot = self
+                .ops
+                .iter()
+                .filter(|o| matches!(o, Op::Loop { .. }))
+                .count() as u16;
+            self.ops.push(Op::Loop {
+                start: start as u16,
+                times: r.value,
+                slot,
+            });
+            return Ok(());
+        }
+        if !s.steps.is_empty() {
+            return self.list(&s.steps, &format!("{key}.steps"), leave);
+        }
+        let st = self.exchange(s, key, false)?;
+        self.ops.push(Op::Send(st));
+        Ok(())
+    }
+
+    fn resolve(&self) -> impl Fn(&str) -> Option<usize> + '_ {
+        move |name| self.slots.iter().position(|s| s == name)
+    }
+
+    fn template(&self, text: &str, key: &str) -> Result<Template, CompileError> {
+        let raw = unescape(text).map_err(|e| err(key, format!("'{text}': {e}")))?;
+        Template::with_vars(raw, self.resolve()).map_err(|e| err(key, e))
+    }
+
+    /// A send or request step: its definition; returns its index.
+    fn exchange(&mut self, s: &Step, key: &str, open_loop: bool) -> Result<u16, CompileError> {
+        let index = self.steps.len();
+        let name = s
+            .name
+            .as_ref()
+            .map_or_else(|| format!("step {}", index + 1), |n| n.value.clone());
+        let msg = match (&s.send, &s.path) {
+            (Some(t), _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
+            (None, Some(p)) => self.request(s, &p.value, key)?,
+            (None, None) => return Err(err(key, "a step needs send or path")),
+        };
+        let expect = s.expect.as_ref().map(|e| &e.value);
+        let mut awaits = !self.cx.no_replies;
+        if let Some(f) = expect.and_then(|e| e.framing.as_ref()) {
+            if f.value.trim() == "none" {
+                awaits = false;
+            } else {
+                return Err(err(
+                    format!("{key}.expect.framing"),
+                    "a framing per step is not supported yet; set it for all steps in [protocol] framing",
+                ));
+            }
+        }
+        let matcher = match expect {
+            Some(e) => self.matcher(
+                e.json.as_ref().map(|v| v.value.as_str()),
+                e.equals.as_ref().map(|v| &v.value),
+                e.regex.as_ref().map(|v| v.value.as_str()),
+                e.prefix.as_ref().map(|v| v.value.as_str()),
+                &format!("{key}.expect"),
+            )?,
+            None => None,
+        };
+        let mut captures = Vec::new();
+        let mut header_captures = Vec::new();
+        for (name, c) in &s.capture {
+            let slot = self.resolve()(name)
+                .ok_or_else(|| err(format!("{key}.capture.{name}"), "unknown capture"))?;
+            let k = format!("{key}.capture.{name}");
+            match &c.value.header {
+                Some(h) => header_captures.push((slot, h.to_ascii_lowercase().into())),
+                None => captures.push((slot, capture(&c.value, &k)?)),
+            }
+        }
+        let timeout = s
+            .timeout
+            .as_ref()
+            .or(expect.and_then(|e| e.timeout.as_ref()));
+        let timeout_ns = match timeout {
+            Some(t) => dur(&t.value, &format!("{key}.timeout"))?,
+            None => self.cx.timeout.as_nanos().min(u64::MAX as u128) as u64,
+        };
+        let status = match &s.status {
+            Some(st) => {
+                Some(StatusSet::parse(&st.value).map_err(|e| err(format!("{key}.status"), e))?)
+            }
+            None => None,
+        };
+        self.collect |= matcher.is_some() || !captures.is_empty();
+        self.steps.push(StepDef {
+            name,
+            msg,
+            expect: matcher,
+            captures: captures.into(),
+            header_captures: header_captures.into(),
+            status,
+            timeout_ns,
+            awaits,
+            open_loop,
+        });
+        Ok(index as u16)
+    }
+
+    fn request(&self, s: &Step, path: &str, key: &str) -> Result<StepMsg, CompileError> {
+        if !self.cx.http {
+            return Err(err(
+                format!("{key}.path"),
+                "requests are for http:// targets",
+            ));
+        }
+        let method = s.method.as_ref().map_or("GET", |m| m.value.as_str());
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n",
+            self.cx.host_header
+        );
+        let given = |name: &str| {
+            let n = name.to_ascii_lowercase();
+            s.headers.iter().any(|h| {
+                h.value
+                    .split_once(':')
+                    .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(&n))
+            }) || self
+                .cx
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(&n))
+        };
+        if !given("user-agent") {
+            head.push_str(&format!("User-Agent: {}\r\n", crate::http::USER_AGENT));
+        }
+        if !given("accept") {
+            head.push_str("Accept: */*\r\n");
+        }
+        for (k, v) in self.cx.headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        for h in &s.headers {
+            let Some((k, v)) = h.value.split_once(':') else {
+                return Err(err(
+                    format!("{key}.headers"),
+                    format!("'{}' is not 'Name: value'", h.value),
+                ));
+            };
+            head.push_str(&format!("{}: {}\r\n", k.trim(), v.trim()));
+        }
+        // The head as written is a template: its `{var}`s are resolved like a message's (it
+        // holds no escapes, so it is not unescaped).
+        let head = Template::with_vars(head.into_bytes(), self.resolve())
+            .map_err(|e| err(format!("{key}.path"), e))?;
+        let body = match &s.body {
+            Some(b) => Some(self.template(&b.value, &format!("{key}.body"))?),
+            None => None,
+        };
+        Ok(StepMsg::Http { head, body })
+    }
+
+    fn matcher(
+        &self,
+        json: Option<&str>,
+        equals: Option<&serde_json::Value>,
+        regex: Option<&str>,
+        prefix: Option<&str>,
+        key: &str,
+    ) -> Result<Option<Matcher>, CompileError> {
+        let m = match (json, regex, prefix) {
+            (Some(p), _, _) => match equals {
+                Some(v) => Matcher::json(p, v.clone()),
+                None => Matcher::json_exists(p),
+            },
+            (None, Some(r), _) => Matcher::regex(r),
+            (None, None, Some(p)) => {
+                let raw = unescape(p).map_err(|e| err(format!("{key}.prefix"), e))?;
+                Ok(Matcher::prefix(&raw))
+            }
+            (None, None, None) => return Ok(None),
+        };
+        m.map(Some).map_err(|e| err(key, e))
+    }
+
+    fn on_rule(&mut self, r: &At<model::OnRule>, key: &str) -> Result<OnRule, CompileError> {
+        let r = &r.value;
+        let m = &r.matches.value;
+        let matcher = self
+            .matcher(
+                m.json.as_ref().map(|v| v.value.as_str()),
+                m.equals.as_ref().map(|v| &v.value),
+                m.regex.as_ref().map(|v| v.value.as_str()),
+                m.prefix.as_ref().map(|v| v.value.as_str()),
+                &format!("{key}.match"),
+            )?
+            .ok_or_else(|| err(format!("{key}.match"), "give json, regex or prefix"))?;
+        let reply = match &r.reply {
+            Some(t) => Some(self.template(&t.value, &format!("{key}.reply"))?),
+            None => None,
+        };
+        let mut captures = Vec::new();
+        for (name, c) in &r.capture {
+            let k = format!("{key}.capture.{name}");
+            let slot = self.resolve()(name).ok_or_else(|| err(&k, "unknown capture"))?;
+            captures.push((slot, capture(&c.value, &k)?));
+        }
+        Ok(OnRule {
+            name: r
+                .name
+                .as_ref()
+                .map_or_else(|| key.to_string(), |n| n.value.clone()),
+            matcher,
+            reply,
+            captures: captures.into(),
+        })
+    }
+}
+
+fn capture(c: &model::Capture, key: &str) -> Result<Capture, CompileError> {
+    let r = if let Some(p) = &c.json {
+        Capture::json(p)
+    } else if let Some(re) = &c.regex {
+        Capture::regex(re, c.group.map(|g| g.to_string()).as_deref())
+    } else if let Some(sep) = &c.split {
+        let sep = unescape(sep).map_err(|e| err(key, e))?;
+        Capture::split(&sep, c.field.unwrap_or(1) as usize, Anchor::Whole)
+    } else if let Some(b) = &c.bytes {
+        Capture::bytes(b)
+    } else {
+        return Err(err(key, "give json, regex, split or bytes"));
+    };
+    r.map_err(|e| err(key, e))
+}

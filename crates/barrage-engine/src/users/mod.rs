@@ -1,0 +1,297 @@
+//! Users: a scenario compiled for the engine. User g is one connection that arrives at a time
+//! that is a pure function of g and the arrival shape, runs a compiled list of operations
+//! (send and await a reply, pause, an open-loop `every` block, a `repeat` loop), answers
+//! pushed messages by its `on` rules, and departs at its departure time, running its `leave`
+//! steps first.
+//!
+//! Key design decision: a scenario is compiled once ([`compile`]) into a flat [`Program`] of
+//! [`Op`]s and per-step definitions shared by every user; a user's own state
+//! ([`UserState`]) is its program counter, loop counters, variables and the reply being
+//! collected, so no interpreter or tree is walked per user. The worker runs the program
+//! (`worker/users.rs`); replies are judged in [`crate::session::Replies`] as they complete.
+
+pub mod compile;
+
+use crate::capture::{Capture, Matcher, Vars};
+use crate::message::{Fill, Template};
+use crate::plan::StatusSet;
+
+pub use compile::{compile, CompileError};
+
+/// Replies collected for matching are cut at this size (the rest is not kept).
+pub const MAX_REPLY: usize = 1 << 20;
+
+impl crate::plan::Plan {
+    /// This plan, run by `users`: one connection per user, the load lasting until the last
+    /// departure (and its `leave` steps).
+    pub fn with_users(mut self, users: Users) -> crate::plan::Plan {
+        self.connections = users.count;
+        let end = users.end_ns();
+        let warm = self.warmup.as_nanos().min(u64::MAX as u128) as u64;
+        self.duration = Some(std::time::Duration::from_nanos(
+            end.saturating_sub(warm).max(1),
+        ));
+        self.requests = None;
+        self.connect_rate = None;
+        self.mode = crate::plan::Mode::PingPong;
+        self.pipeline = 1;
+        self.first_message = None;
+        self.verify = false;
+        self.users = Some(std::sync::Arc::new(users));
+        self
+    }
+}
+
+/// The users of a run.
+#[derive(Debug)]
+pub struct Users {
+    pub count: u64,
+    pub arrive: crate::shape::Shape,
+    pub hold_ns: u64,
+    pub depart: Depart,
+    pub program: Program,
+    /// `users.data`: row g feeds user g (cells by column).
+    pub rows: Vec<Box<[Box<[u8]>]>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Depart {
+    /// All together, `hold` after the last arrival.
+    AtEnd,
+    /// This many per second from `hold` after the last arrival, in arrival order.
+    Rate(f64),
+}
+
+impl Users {
+    /// When user `g` arrives, in ns from the start (`u64::MAX`: never).
+    pub fn arrival_ns(&self, g: u64) -> u64 {
+        self.arrive.due_ns(g).unwrap_or(u64::MAX)
+    }
+
+    pub fn last_arrival_ns(&self) -> u64 {
+        self.arrival_ns(self.count.saturating_sub(1))
+    }
+
+    /// When user `g` departs.
+    pub fn departure_ns(&self, g: u64) -> u64 {
+        let base = self.last_arrival_ns().saturating_add(self.hold_ns);
+        match self.depart {
+            Depart::AtEnd => base,
+            Depart::Rate(r) => base.saturating_add((g as f64 / r * 1e9).round() as u64),
+        }
+    }
+
+    /// When the load ends: the last departure, plus the time its `leave` steps may take.
+    pub fn end_ns(&self) -> u64 {
+        self.departure_ns(self.count.saturating_sub(1))
+            .saturating_add(self.program.leave_ns)
+    }
+
+    /// Users in `[t0, t1)` ns: how many arrive (for tests and the report).
+    pub fn arrivals_between(&self, t0: u64, t1: u64) -> u64 {
+        let by = |t: u64| {
+            if t == 0 {
+                return 0;
+            }
+            self.arrive
+                .due_by((t - 1) as f64 / 1e9, self.count)
+                .min(self.count)
+        };
+        by(t1) - by(t0)
+    }
+}
+
+/// A compiled scenario: operations, the steps they send, and the `on` rules.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub ops: Box<[Op]>,
+    /// The first operation of the departure (`leave` steps); `ops.len()` without any.
+    pub leave_pc: u16,
+    pub steps: Box<[StepDef]>,
+    pub on: Box<[OnRule]>,
+    /// Variable slots per user (captures and data columns).
+    pub slots: usize,
+    /// (data column, slot) filled from the user's row when it starts.
+    pub row_slots: Box<[(usize, usize)]>,
+    /// Loop counters per user.
+    pub loops: usize,
+    /// Some step or rule looks into replies: collect their bytes.
+    pub collect: bool,
+    /// Time the departure steps may take (their timeouts added up).
+    pub leave_ns: u64,
+}
+
+/// One step users send: its message, what its reply must be, what it captures.
+#[derive(Debug)]
+pub struct StepDef {
+    pub name: String,
+    pub msg: StepMsg,
+    pub expect: Option<Matcher>,
+    pub captures: Box<[(usize, Capture)]>,
+    /// HTTP: (slot, header name in lower case).
+    pub header_captures: Box<[(usize, Box<str>)]>,
+    /// HTTP: statuses that count as success (`None`: the protocol's default).
+    pub status: Option<StatusSet>,
+    pub timeout_ns: u64,
+    /// A reply is awaited (not `framing = "none"`).
+    pub awaits: bool,
+    /// Sent by an `every` block (latency from the intended send time).
+    pub open_loop: bool,
+}
+
+/// What a step sends.
+#[derive(Debug, Clone)]
+pub enum StepMsg {
+    /// A message payload (TCP bytes, a WebSocket message's payload, a redis inline command).
+    Bytes(Template),
+    /// An HTTP request: the head up to its last header line, and the body.
+    Http {
+        head: Template,
+        body: Option<Template>,
+    },
+}
+
+impl StepMsg {
+    /// Append the step's message (before the protocol frames it) to `out`; `tmp` is scratch
+    /// space for an HTTP body (its length goes first).
+    pub fn render(&self, fill: Fill, vars: &Vars, out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
+        match self {
+            StepMsg::Bytes(t) => {
+                t.render_vars_into(fill, vars, out);
+            }
+            StepMsg::Http { head, body } => {
+                head.render_vars_into(fill, vars, out);
+                match body {
+                    None => out.extend_from_slice(b"\r\n"),
+                    Some(b) => {
+                        tmp.clear();
+                        b.render_vars_into(fill, vars, tmp);
+                        out.extend_from_slice(b"Content-Length: ");
+                        crate::message::push_u64(out, tmp.len() as u64);
+                        out.extend_from_slice(b"\r\n\r\n");
+                        out.extend_from_slice(tmp);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A rule for pushed messages: a match, a reply and captures.
+#[derive(Debug)]
+pub struct OnRule {
+    pub name: String,
+    pub matcher: Matcher,
+    pub reply: Option<Template>,
+    pub captures: Box<[(usize, Capture)]>,
+}
+
+/// One operation of a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Send step `.0` and await its reply (or go on at once when it awaits none).
+    Send(u16),
+    /// Wait a time drawn uniformly from `[min_ns, max_ns]`.
+    Pause { min_ns: u64, max_ns: u64 },
+    /// Open loop: send the `Send` operations in `[first, end)` at every tick, `period_ns`
+    /// apart from the moment the user reaches this operation, `times` ticks (`u64::MAX`:
+    /// until the user departs); then go on at `end`.
+    Every {
+        period_ns: u64,
+        times: u64,
+        first: u16,
+        end: u16,
+    },
+    /// The end of a `repeat` block: back to `start` until it ran `times` times.
+    Loop { start: u16, times: u64, slot: u16 },
+    /// The steps are done: stay connected until the departure.
+    End,
+}
+
+/// Where a user is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Before its arrival, or connecting (again).
+    Arriving,
+    Running,
+    /// Running its `leave` steps.
+    Leaving,
+    /// Departed: its connection is closed for good.
+    Gone,
+}
+
+/// One user's own state.
+#[derive(Debug)]
+pub struct UserState {
+    pub phase: Phase,
+    pub pc: u16,
+    /// The key of the awaited exchange (`u64::MAX`: none awaited).
+    pub await_key: u64,
+    /// The end of the current pause (`u64::MAX`: none).
+    pub wait_until: u64,
+    /// The current `every` block: when its tick 0 was, ticks due and ticks sent.
+    pub every_t0: u64,
+    pub every_due: u64,
+    pub every_sent: u64,
+    pub depart_at: u64,
+    pub vars: Vars,
+    /// The reply being collected, and its HTTP status.
+    pub reply: Vec<u8>,
+    pub status: u16,
+    pub loops: Box<[u64]>,
+    /// `on` rules whose reply is to be sent after this input.
+    pub pushes: Vec<u16>,
+    /// The awaited exchange completed (set while decoding input).
+    pub step_done: bool,
+    /// Connected and ready at least once.
+    pub started: bool,
+}
+
+impl UserState {
+    pub fn new(p: &Program, depart_at: u64) -> Self {
+        Self {
+            phase: Phase::Arriving,
+            pc: 0,
+            await_key: u64::MAX,
+            wait_until: u64::MAX,
+            every_t0: u64::MAX,
+            every_due: 0,
+            every_sent: 0,
+            depart_at,
+            vars: Vars::new(p.slots),
+            reply: Vec::new(),
+            status: 0,
+            loops: vec![0; p.loops].into(),
+            pushes: Vec::new(),
+            step_done: false,
+            started: false,
+        }
+    }
+
+    /// Start the steps over (a new connection of the same user): variables are kept.
+    pub fn restart(&mut self) {
+        self.pc = 0;
+        self.await_key = u64::MAX;
+        self.wait_until = u64::MAX;
+        self.every_t0 = u64::MAX;
+        self.every_due = 0;
+        self.every_sent = 0;
+        self.reply.clear();
+        self.status = 0;
+        self.loops.iter_mut().for_each(|l| *l = 0);
+        self.pushes.clear();
+        self.step_done = false;
+    }
+}
+
+/// What [`crate::session::Replies`] needs to judge a user's replies.
+pub struct UserCtx<'a> {
+    pub prog: &'a Program,
+    pub st: &'a mut UserState,
+    /// A reply that does not match its step's `expect` is a pushed message and the step
+    /// waits on (message protocols); false for HTTP, where every response answers a request.
+    pub skip_unmatched: bool,
+}
+
+#[cfg(test)]
+mod tests;

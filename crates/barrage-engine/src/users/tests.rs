@@ -1,0 +1,61 @@
+//! Arrival and departure times in virtual time: pure functions of the user's number.
+
+use super::*;
+
+fn users(arrive: crate::shape::Shape, count: u64, hold_s: u64, depart: Depart) -> Users {
+    Users {
+        count,
+        arrive,
+        hold_ns: hold_s * 1_000_000_000,
+        depart,
+        program: Program::default(),
+        rows: Vec::new(),
+    }
+}
+
+#[test]
+fn users_arrive_per_second_within_one_of_the_shape() {
+    let stages = [
+        (10.0, std::time::Duration::from_secs(3)),
+        (50.0, std::time::Duration::from_secs(4)),
+        (7.5, std::time::Duration::from_secs(2)),
+    ];
+    let shape = crate::shape::Shape::stages(&stages).unwrap();
+    let u = users(shape, 245, 0, Depart::AtEnd);
+    let s = 1_000_000_000u64;
+    let mut total = 0;
+    for sec in 0..9 {
+        let want = match sec {
+            0..=2 => 10.0,
+            3..=6 => 50.0,
+            _ => 7.5,
+        };
+        let got = u.arrivals_between(sec * s, (sec + 1) * s);
+        assert!(
+            (got as f64 - want).abs() <= 1.0,
+            "second {sec}: {got} users, the shape says {want}"
+        );
+        total += got;
+    }
+    assert_eq!(total, 245, "every user arrives, exactly once");
+    assert_eq!(u.arrival_ns(0), 0);
+    assert_eq!(u.arrival_ns(30), 3 * s, "user 30 opens the second stage");
+}
+
+#[test]
+fn departures_follow_the_hold_and_the_rate() {
+    let u = users(
+        crate::shape::Shape::constant(50.0),
+        100,
+        60,
+        Depart::Rate(20.0),
+    );
+    let s = 1_000_000_000u64;
+    let last = u.last_arrival_ns();
+    assert_eq!(last, 1_980_000_000, "user 99 arrives at 99/50 s");
+    assert_eq!(u.departure_ns(0), last + 60 * s);
+    assert_eq!(u.departure_ns(20), last + 61 * s);
+    assert_eq!(u.end_ns(), u.departure_ns(99));
+    let at_end = users(crate::shape::Shape::constant(50.0), 100, 60, Depart::AtEnd);
+    assert_eq!(at_end.departure_ns(0), at_end.departure_ns(99));
+}

@@ -1,0 +1,464 @@
+//! The worker's user paths (scenario runs): arrival, the program of operations, replies that
+//! advance it, `on` rules' answers, departure.
+//!
+//! A user is a connection whose reconnect time starts as its arrival time, so arrival reuses
+//! the connect machinery (pacing, backoff, the in-flight bound). Once its transport and
+//! protocol handshake are up, [`Worker::user_begin`] starts its operations; a user whose
+//! connection breaks reconnects and runs them again from the first (its variables kept). At its
+//! departure time it runs its `leave` steps, waits for what is in flight, and closes for good.
+
+use super::wire::write_to;
+use super::*;
+use crate::users::{Op, Phase as UserPhase, UserCtx, UserState, Users};
+
+impl<S: Session> Worker<S> {
+    /// Arrivals: every user waits for its arrival time (instead of connecting at once).
+    pub(super) fn user_init(&mut self, users: &Users) {
+        self.connect_queue.clear();
+        self.users = self
+            .conns
+            .iter_mut()
+            .map(|c| {
+                c.retry_at = users.arrival_ns(c.gid);
+                UserState::new(&users.program, users.departure_ns(c.gid))
+            })
+            .collect();
+        self.users_left = self.users.len() as u64;
+    }
+
+    fn users_arc(&self) -> Arc<Plan> {
+        Arc::clone(&self.plan)
+    }
+
+    /// A wake-up of a user: connect when it is due, depart when it is time, go on with its
+    /// operations.
+    pub(super) fn user_service(&mut self, idx: u32, now: u64) {
+        let i = idx as usize;
+        if self.users[i].phase == UserPhase::Gone || self.phase != Phase::Load {
+            return;
+        }
+        if now >= self.users[i].depart_at && self.users[i].phase != UserPhase::Leaving {
+            return self.user_depart(idx, now);
+        }
+        match self.conns[i].state {
+            State::Waiting => {
+                let r = self.conns[i].retry_at;
+                if r <= now {
+                    self.connect_queue.push_back(idx);
+                    self.conns[i].retry_at = u64::MAX;
+                } else if r != u64::MAX {
+                    self.schedule_wake(idx, r);
+                }
+                let d = self.users[i].depart_at;
+                self.schedule_wake(idx, d);
+            }
+            State::Ready => self.user_run(idx, now),
+            _ => {
+                let d = self.users[i].depart_at;
+                self.schedule_wake(idx, d);
+            }
+        }
+    }
+
+    /// The user's connection is up (transport and protocol handshake): start its steps.
+    pub(super) fn user_begin(&mut self, idx: u32, now: u64) {
+        let plan = self.users_arc();
+        let users = plan.users.as_deref().expect("a scenario");
+        let i = idx as usize;
+        let c = &mut self.conns[i];
+        c.state = State::Ready;
+        c.timeout_at = u64::MAX;
+        let st = &mut self.users[i];
+        if !st.started {
+            st.started = true;
+            self.rec.conn_first_ready(now);
+        }
+        if st.phase == UserPhase::Arriving {
+            st.phase = UserPhase::Running;
+        }
+        st.restart();
+        if let Some(row) = users.rows.get(c.gid as usize) {
+            for &(col, slot) in users.program.row_slots.iter() {
+                if let Some(v) = row.get(col) {
+                    st.vars.set(slot, v);
+                }
+            }
+        }
+        self.user_run(idx, now);
+    }
+
+    /// Run the user's operations from where it is until it must wait (a reply, a pause, the
+    /// next tick of an `every` block, the departure); send what they produced in one write.
+    pub(super) fn user_run(&mut self, idx: u32, now: u64) {
+        let plan = self.users_arc();
+        let users = plan.users.as_deref().expect("a scenario");
+        let prog = &users.program;
+        let i = idx as usize;
+        self.scratch.clear();
+        let mut wake = u64::MAX;
+        loop {
+            let c = &self.conns[i];
+            if c.state != State::Ready || c.stream.is_none() {
+                return;
+            }
+            let st = &mut self.users[i];
+            if st.phase == UserPhase::Gone {
+                return;
+            }
+            let pc = st.pc as usize;
+            let Some(&op) = prog.ops.get(pc) else {
+                // The departure steps are done: close once nothing is in flight.
+                if c.ex.is_empty() && self.scratch.is_empty() {
+                    return self.user_gone(idx, now);
+                }
+                break;
+            };
+            match op {
+                Op::Send(s) => {
+                    if st.await_key != u64::MAX || c.pending_write() {
+                        break;
+                    }
+                    let key = self.user_send(idx, s, now, now);
+                    let st = &mut self.users[i];
+                    if prog.steps[s as usize].awaits {
+                        st.await_key = key;
+                        break;
+                    }
+                    st.pc += 1;
+                }
+                Op::Pause { min_ns, max_ns } => {
+                    if st.wait_until == u64::MAX {
+                        let span = max_ns - min_ns;
+                        let r = if span == 0 {
+                            0
+                        } else {
+                            (self.rng.next_f64() * span as f64) as u64
+                        };
+                        st.wait_until = now + min_ns + r;
+                    }
+                    if now < st.wait_until {
+                        wake = st.wait_until;
+                        break;
+                    }
+                    st.wait_until = u64::MAX;
+                    st.pc += 1;
+                }
+                Op::Every {
+                    period_ns,
+                    times,
+                    first,
+                    end,
+                } => {
+                    if st.every_t0 == u64::MAX {
+                        st.every_t0 = now;
+                        st.every_due = 0;
+                        st.every_sent = 0;
+                    }
+                    let t0 = st.every_t0;
+                    let due = ((now - t0) / period_ns).saturating_add(1).min(times);
+                    let per_tick = u64::from(end - first);
+                    self.rec.c.scheduled += (due - st.every_due) * per_tick;
+                    st.every_due = due;
+                    let backlog = st.every_due - st.every_sent;
+                    if backlog > self.plan.max_backlog {
+                        let drop = backlog - self.plan.max_backlog;
+                        st.every_sent += drop;
+                        self.rec.not_sent(drop * per_tick);
+                        for op in &prog.ops[first as usize..end as usize] {
+                            if let Op::Send(s) = op {
+                                self.rec.steps.not_sent(*s as usize, drop);
+                            }
+                        }
+                    }
+                    if !c.pending_write() {
+                        while self.users[i].every_sent < self.users[i].every_due {
+                            let k = self.users[i].every_sent;
+                            let intended = t0 + k * period_ns;
+                            for op in first..end {
+                                if let Op::Send(s) = prog.ops[op as usize] {
+                                    self.user_send(idx, s, intended, now);
+                                }
+                            }
+                            self.users[i].every_sent += 1;
+                        }
+                    }
+                    let st = &mut self.users[i];
+                    if st.every_sent >= times {
+                        st.every_t0 = u64::MAX;
+                        st.pc = end;
+                        continue;
+                    }
+                    if st.every_due < times {
+                        wake = t0.saturating_add(st.every_due.saturating_mul(period_ns));
+                    }
+                    break;
+                }
+                Op::Loop { start, times, slot } => {
+                    let n = &mut st.loops[slot as usize];
+                    *n += 1;
+                    if *n < times {
+                        st.pc = start;
+                    } else {
+                        *n = 0;
+                        st.pc += 1;
+                    }
+                }
+                Op::End => break,
+            }
+        }
+        if !self.scratch.is_empty() {
+            let c = &mut self.conns[i];
+            let res = write_to(c, &mut self.rec, &self.scratch);
+            self.scratch.clear();
+            self.wrote(idx, res, now);
+        }
+        let st = &self.users[i];
+        if st.phase == UserPhase::Running {
+            wake = wake.min(st.depart_at);
+        }
+        if wake != u64::MAX && self.conns[i].stream.is_some() {
+            self.schedule_wake(idx, wake);
+        }
+    }
+
+    /// Render step `s` into the send buffer and open its exchange; returns the exchange key.
+    fn user_send(&mut self, idx: u32, s: u16, intended: u64, now: u64) -> u64 {
+        let plan = self.users_arc();
+        let users = plan.users.as_deref().expect("a scenario");
+        let step = &users.program.steps[s as usize];
+        let i = idx as usize;
+        let c = &mut self.conns[i];
+        let fill = Fill {
+            conn: c.gid,
+            seq: c.seq,
+            ts_us: self.wall_base_us + now / 1000,
+        };
+        let at = self.scratch.len();
+        step.msg.render(
+            fill,
+            &self.users[i].vars,
+            &mut self.scratch,
+            &mut self.stepbuf,
+        );
+        let key = c.load_key();
+        let mut out = Out {
+            buf: &mut self.scratch,
+            key,
+            rng: &mut self.rng,
+            keep: None,
+        };
+        let len = c.session.frame_step(&self.cfg, &mut out, at);
+        c.seq += 1;
+        self.rec.c.sent += 1;
+        self.rec.steps.sent(s as usize, 1);
+        if step.awaits {
+            c.ex.push(Exchange::new(key, intended, now, len, s));
+            self.rec.in_flight += 1;
+            if c.timeout_at == u64::MAX {
+                let t = now.saturating_add(step.timeout_ns);
+                c.timeout_at = t;
+                self.timers.push(t, idx, T_TIMEOUT);
+            }
+        } else {
+            // No reply: done once handed to the connection.
+            self.rec.c.completed += 1;
+            self.rec
+                .steps
+                .completed(s as usize, now.saturating_sub(intended));
+        }
+        key
+    }
+
+    /// After a batch of input: answer pushed messages by their `on` rules, and go on when the
+    /// awaited reply came.
+    pub(super) fn user_after_input(&mut self, idx: u32, now: u64) {
+        let i = idx as usize;
+        if !self.users[i].pushes.is_empty() {
+            let plan = self.users_arc();
+            let users = plan.users.as_deref().expect("a scenario");
+            let pushes = std::mem::take(&mut self.users[i].pushes);
+            self.scratch.clear();
+            for &r in &pushes {
+                let Some(t) = users.program.on[r as usize].reply.as_ref() else {
+                    continue;
+                };
+                let c = &mut self.conns[i];
+                let fill = Fill {
+                    conn: c.gid,
+                    seq: c.seq,
+                    ts_us: self.wall_base_us + now / 1000,
+                };
+                let at = self.scratch.len();
+                t.render_vars_into(fill, &self.users[i].vars, &mut self.scratch);
+                let mut out = Out {
+                    buf: &mut self.scratch,
+                    key: 0,
+                    rng: &mut self.rng,
+                    keep: None,
+                };
+                c.session.frame_step(&self.cfg, &mut out, at);
+            }
+            let mut pushes = pushes;
+            pushes.clear();
+            self.users[i].pushes = pushes;
+            if !self.scratch.is_empty() {
+                let c = &mut self.conns[i];
+                let res = write_to(c, &mut self.rec, &self.scratch);
+                self.scratch.clear();
+                if let Err(e) = res {
+                    return self.fail(idx, classify(&e), Some(&e), now);
+                }
+            }
+        }
+        let st = &mut self.users[i];
+        if st.step_done {
+            st.step_done = false;
+            st.await_key = u64::MAX;
+            st.pc += 1;
+            self.conns[i].timeout_at = u64::MAX;
+        }
+        if self.conns[i].state == State::Ready {
+            self.user_run(idx, now);
+        }
+    }
+
+    /// Departure time: run the `leave` steps on a ready connection, or leave at once.
+    pub(super) fn user_depart(&mut self, idx: u32, now: u64) {
+        let plan = self.users_arc();
+        let users = plan.users.as_deref().expect("a scenario");
+        let i = idx as usize;
+        self.user_every_unsent(i, now);
+        let st = &mut self.users[i];
+        st.phase = UserPhase::Leaving;
+        let c = &self.conns[i];
+        if c.state == State::Ready && c.stream.is_some() {
+            st.pc = users.program.leave_pc;
+            st.await_key = u64::MAX;
+            st.wait_until = u64::MAX;
+            self.user_run(idx, now);
+        } else {
+            self.user_gone(idx, now);
+        }
+    }
+
+    /// An `every` block is cut short (departure, a broken connection, the end of the run):
+    /// the ticks due and never sent are accounted as not sent.
+    pub(super) fn user_every_unsent(&mut self, i: usize, now: u64) {
+        let plan = self.users_arc();
+        let users = plan.users.as_deref().expect("a scenario");
+        let st = &mut self.users[i];
+        if st.every_t0 == u64::MAX {
+            return;
+        }
+        let Some(&Op::Every {
+            period_ns,
+            times,
+            first,
+            end,
+        }) = users.program.ops.get(st.pc as usize)
+        else {
+            st.every_t0 = u64::MAX;
+            return;
+        };
+        let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
+        let due = if at < st.every_t0 {
+            st.every_due
+        } else {
+            ((at - st.every_t0) / period_ns)
+                .saturating_add(1)
+                .min(times)
+                .max(st.every_due)
+        };
+        let per_tick = u64::from(end - first);
+        self.rec.c.scheduled += (due - st.every_due) * per_tick;
+        let unsent = due - st.every_sent;
+        self.rec.not_sent(unsent * per_tick);
+        for op in &users.program.ops[first as usize..end as usize] {
+            if let Op::Send(s) = op {
+                self.rec.steps.not_sent(*s as usize, unsent);
+            }
+        }
+        st.every_due = due;
+        st.every_sent = due;
+        st.every_t0 = u64::MAX;
+    }
+
+    /// The user leaves for good: its connection closes (a WebSocket says goodbye first).
+    pub(super) fn user_gone(&mut self, idx: u32, now: u64) {
+        let i = idx as usize;
+        if self.users[i].phase == UserPhase::Gone {
+            return;
+        }
+        self.users[i].phase = UserPhase::Gone;
+        self.users_left -= 1;
+        let c = &mut self.conns[i];
+        match c.state {
+            State::Ready if c.stream.is_some() => {
+                self.scratch.clear();
+                let mut out = Out {
+                    buf: &mut self.scratch,
+                    key: 0,
+                    rng: &mut self.rng,
+                    keep: None,
+                };
+                c.session.goodbye(&self.cfg, &mut out);
+                if !self.scratch.is_empty() {
+                    let _ = write_to(c, &mut self.rec, &self.scratch);
+                    self.scratch.clear();
+                }
+                self.rec.conn_closed();
+            }
+            State::Tls | State::Handshake | State::Login | State::Ready => self.rec.conn_closed(),
+            State::Connecting => self.connecting -= 1,
+            State::Waiting if c.retry_at == u64::MAX => {
+                self.connect_queue.retain(|&q| q != idx);
+            }
+            _ => {}
+        }
+        self.close(idx, now, false, ErrorClass::ClosedByPeer);
+    }
+
+    /// The exchanges in flight on a closing connection fail with `class`, each under its step.
+    pub(super) fn user_exchanges_failed(&mut self, i: usize, class: ErrorClass) {
+        for e in self.conns[i].ex.iter() {
+            if e.step != crate::exchange::OPENING {
+                self.rec.steps.failed(e.step as usize, class, 1);
+            }
+        }
+    }
+
+    /// What a broken connection means for its user: gone when it was leaving (or past its
+    /// departure); otherwise it will reconnect and start over. Returns whether it is gone.
+    pub(super) fn user_lost(&mut self, i: usize, now: u64) -> bool {
+        self.user_every_unsent(i, now);
+        let st = &mut self.users[i];
+        st.await_key = u64::MAX;
+        st.wait_until = u64::MAX;
+        st.pushes.clear();
+        st.reply.clear();
+        if st.phase == UserPhase::Gone {
+            return true;
+        }
+        if st.phase == UserPhase::Leaving || now >= st.depart_at {
+            st.phase = UserPhase::Gone;
+            self.users_left -= 1;
+            return true;
+        }
+        false
+    }
+
+    /// A user's replies are judged with its program and state.
+    pub(super) fn user_ctx<'a>(
+        users: &'a Option<Arc<Users>>,
+        states: &'a mut [UserState],
+        i: usize,
+        skip_unmatched: bool,
+    ) -> Option<UserCtx<'a>> {
+        let u = users.as_deref()?;
+        Some(UserCtx {
+            prog: &u.program,
+            st: &mut states[i],
+            skip_unmatched,
+        })
+    }
+}

@@ -1,0 +1,392 @@
+//! Users running scenario steps against scripted servers: captured values reach later steps
+//! and the server, `on` rules answer pushes, departure steps run, and every step's counts
+//! reconcile exactly with what the server counted.
+
+mod common;
+
+use barrage_engine::users::{compile, compile::Context, Users};
+use barrage_engine::{run, End, Mode, Plan, RunOutput};
+use common::{plan, TestServer};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn users(text: &str, http: bool, timeout: Duration) -> Users {
+    let checked = barrage_scenario::load_str(
+        "test.toml",
+        text,
+        barrage_scenario::Format::Toml,
+        std::path::Path::new("."),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cx = Context {
+        dir: std::path::Path::new("."),
+        host_header: "127.0.0.1",
+        headers: &[],
+        http,
+        no_replies: false,
+        timeout,
+    };
+    compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn go(p: Plan) -> RunOutput {
+    run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
+}
+
+/// Counts of what the chat server saw, by kind.
+#[derive(Default, Debug)]
+struct Seen {
+    kinds: HashMap<String, u64>,
+    /// Messages that carried the session the server gave that connection.
+    right_session: u64,
+    wrong_session: u64,
+}
+
+fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let k = format!("\"{name}\":\"");
+    let at = line.find(&k)? + k.len();
+    line[at..].split('"').next()
+}
+
+/// A line-based chat server: login gives a session, join answers `joined` and pushes a
+/// ping, say answers `said`, leave answers `bye`.
+fn chat_server(seen: Arc<Mutex<Seen>>) -> TestServer {
+    TestServer::start(move |s| {
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        let mut session = String::new();
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let op = field(&line, "op").unwrap_or("?").to_string();
+            let mut seen = seen.lock().unwrap();
+            *seen.kinds.entry(op.clone()).or_default() += 1;
+            if op != "login" && op != "pong" {
+                if field(&line, "session") == Some(session.as_str()) {
+                    seen.right_session += 1;
+                } else {
+                    seen.wrong_session += 1;
+                }
+            }
+            drop(seen);
+            let reply = match op.as_str() {
+                "login" => {
+                    let user = field(&line, "user").unwrap_or("?");
+                    session = format!("S-{user}");
+                    format!("{{\"ok\":true,\"session\":\"{session}\"}}\n")
+                }
+                "join" => "{\"op\":\"joined\"}\n{\"op\":\"ping\"}\n".to_string(),
+                "say" => "{\"op\":\"said\"}\n".to_string(),
+                "leave" => "{\"op\":\"bye\"}\n".to_string(),
+                _ => String::new(),
+            };
+            if w.write_all(reply.as_bytes()).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+const CHAT: &str = r#"
+target = "tcp://127.0.0.1:1"
+[protocol]
+framing = "line"
+[users]
+count = 12
+arrive = "120/s"
+hold = "700ms"
+depart = "at_end"
+[[steps]]
+name = "login"
+send = '{"op":"login","user":"u{user}"}\n'
+expect = { json = "/ok", equals = true }
+capture.session = { json = "/session" }
+[[steps]]
+name = "join"
+send = '{"op":"join","session":"{session}"}\n'
+expect = { json = "/op", equals = "joined" }
+[[steps]]
+think = "10ms..50ms"
+[[steps]]
+name = "say"
+every = "100ms"
+send = '{"op":"say","session":"{session}","n":{seq}}\n'
+expect = { prefix = '{"op":"said"' }
+[[on]]
+name = "ping"
+match = { json = "/op", equals = "ping" }
+reply = '{"op":"pong"}\n'
+[[leave]]
+name = "bye"
+send = '{"op":"leave","session":"{session}"}\n'
+expect = { json = "/op", equals = "bye" }
+"#;
+
+#[test]
+fn chat_users_log_in_join_say_answer_pings_and_leave_with_exact_counts() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = chat_server(Arc::clone(&seen));
+    let u = users(CHAT, false, Duration::from_secs(5));
+    assert_eq!(u.program.steps.len(), 4);
+    let mut p = plan(server.addr, 1, Mode::PingPong, 1.0);
+    p.framing = barrage_engine::Framing::Line;
+    let o = go(p.with_users(u));
+    let s = &o.outcome.summary;
+    let seen = seen.lock().unwrap();
+    let kind = |k: &str| seen.kinds.get(k).copied().unwrap_or(0);
+    assert_eq!(o.end, End::Completed);
+    assert_eq!(
+        s.errors.total(),
+        0,
+        "{:?} {:#?} {:?}",
+        s.errors,
+        s.steps,
+        seen
+    );
+    assert_eq!((kind("login"), kind("join"), kind("leave")), (12, 12, 12));
+    assert_eq!(
+        kind("pong"),
+        12,
+        "each user answered its ping by the on rule"
+    );
+    assert_eq!(s.totals.pushed, 12);
+    assert_eq!(
+        seen.wrong_session, 0,
+        "the captured session reached every later step"
+    );
+    assert_eq!(
+        seen.right_session,
+        kind("join") + kind("say") + kind("leave")
+    );
+    let step = |n: &str| s.steps.iter().find(|x| x.name == n).unwrap().clone();
+    // Names are filled from the config by the binary; here they are positional.
+    let (login, join, say, bye) = (
+        step("step 1"),
+        step("step 2"),
+        step("step 3"),
+        step("step 4"),
+    );
+    assert_eq!((login.c.sent, login.c.completed), (12, 12));
+    assert_eq!((join.c.sent, join.c.completed), (12, 12));
+    assert_eq!((bye.c.sent, bye.c.completed), (12, 12));
+    assert!(say.c.completed >= 12, "{say:?}");
+    assert_eq!(say.c.sent, kind("say"));
+    assert_eq!(say.c.completed + say.c.failed, say.c.sent);
+    assert_eq!(say.c.failed, 0);
+    let total: u64 = s.steps.iter().map(|x| x.c.completed).sum();
+    assert_eq!(total, s.exchanges.completed, "the steps add up to the run");
+    assert_eq!(s.exchanges.in_flight_at_end, 0);
+    assert!(s.exchanges.balanced(), "{:?}", s.exchanges);
+    assert_eq!(
+        s.exchanges.scheduled,
+        say.c.sent + say.c.not_sent,
+        "every due say was sent or counted as not sent"
+    );
+    assert_eq!(say.latency_us.unwrap().count, say.c.completed);
+    assert_eq!(s.connections.succeeded, 12, "one connection per user");
+}
+
+/// An HTTP server with a login route (JSON body in, token and session header out) and an
+/// authenticated route; counts per route and per outcome.
+fn http_server(seen: Arc<Mutex<HashMap<String, u64>>>) -> TestServer {
+    TestServer::start(move |s| {
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        loop {
+            let mut head = Vec::new();
+            loop {
+                let mut l = String::new();
+                match r.read_line(&mut l) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                if l == "\r\n" {
+                    break;
+                }
+                head.push(l.trim_end().to_string());
+            }
+            let len: usize = head
+                .iter()
+                .find_map(|h| {
+                    h.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap_or(0);
+            let mut body = vec![0; len];
+            if r.read_exact(&mut body).is_err() {
+                return;
+            }
+            let body = String::from_utf8_lossy(&body).to_string();
+            let line = head.first().cloned().unwrap_or_default();
+            let header = |n: &str| {
+                head.iter().find_map(|h| {
+                    let (k, v) = h.split_once(':')?;
+                    k.eq_ignore_ascii_case(n).then(|| v.trim().to_string())
+                })
+            };
+            let (key, status, reply, extra) = if line.starts_with("POST /login ") {
+                let user = field(&body, "user").unwrap_or("?").to_string();
+                (
+                    "login".to_string(),
+                    200,
+                    format!("{{\"token\":\"T{user}\"}}"),
+                    format!("X-Session-Id: sess-{user}\r\n"),
+                )
+            } else if line.starts_with("GET /api/me ") {
+                let auth = header("authorization").unwrap_or_default();
+                let sess = header("x-session-id").unwrap_or_default();
+                let ok = auth.starts_with("Bearer Tu")
+                    && sess.starts_with("sess-u")
+                    && auth["Bearer Tu".len()..] == sess["sess-u".len()..];
+                if ok {
+                    ("me ok".into(), 200, "{\"user\":1}".into(), String::new())
+                } else {
+                    ("me denied".into(), 401, "{}".into(), String::new())
+                }
+            } else {
+                ("other".into(), 404, "{}".into(), String::new())
+            };
+            *seen.lock().unwrap().entry(key).or_default() += 1;
+            let resp = format!(
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n{extra}\r\n{reply}",
+                reply.len()
+            );
+            if w.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+const FLOW: &str = r#"
+target = "http://127.0.0.1:1"
+[users]
+count = 8
+arrive = [{ rate = "40/s", for = "100ms" }, { rate = "100/s", for = "40ms" }]
+hold = "300ms"
+depart = "100/s"
+[[steps]]
+name = "login"
+method = "POST"
+path = "/login"
+body = '{"user":"u{user}","password":"pw"}'
+status = "200"
+expect = { json = "/token" }
+capture.token = { json = "/token" }
+capture.session = { header = "X-Session-Id" }
+[[steps]]
+name = "me"
+repeat = 3
+path = "/api/me"
+headers = ["Authorization: Bearer {token}", "X-Session-Id: {session}"]
+status = "200"
+expect = { json = "/user" }
+[[steps]]
+name = "missing"
+path = "/nope"
+status = "200"
+"#;
+
+#[test]
+fn an_http_flow_captures_a_token_and_a_header_and_fails_a_wrong_status_by_step() {
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let server = http_server(Arc::clone(&seen));
+    let u = users(FLOW, true, Duration::from_secs(5));
+    assert_eq!(u.count, 8, "4 users in the first stage, 4 in the second");
+    let p = common::http_plan(server.addr, 1, Mode::PingPong, 1.0, "GET", "/");
+    let o = go(p.with_users(u));
+    let s = &o.outcome.summary;
+    let seen = seen.lock().unwrap();
+    let n = |k: &str| seen.get(k).copied().unwrap_or(0);
+    assert_eq!(o.end, End::Completed);
+    assert_eq!(
+        (n("login"), n("me ok"), n("me denied"), n("other")),
+        (8, 24, 0, 8)
+    );
+    let st = |i: usize| s.steps[i].clone();
+    assert_eq!((st(0).c.sent, st(0).c.completed), (8, 8));
+    assert_eq!((st(1).c.sent, st(1).c.completed), (24, 24));
+    assert_eq!((st(2).c.sent, st(2).c.completed, st(2).c.failed), (8, 0, 8));
+    assert_eq!(
+        st(2)
+            .c
+            .failed_by
+            .get(barrage_metrics::ErrorClass::UnexpectedStatus),
+        8
+    );
+    assert_eq!(s.totals.status.get(404), 8);
+    assert_eq!(s.steps.iter().map(|x| x.c.capture_misses).sum::<u64>(), 0);
+    assert!(s.exchanges.balanced(), "{:?}", s.exchanges);
+}
+
+#[test]
+fn a_reply_that_never_comes_times_out_its_step_and_the_user_starts_over() {
+    // The server answers logins but never a join: each join times out, the user reconnects
+    // and logs in again, until it departs.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let s2 = Arc::clone(&seen);
+    let server = TestServer::start(move |s| {
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let op = field(&line, "op").unwrap_or("?").to_string();
+            *s2.lock().unwrap().kinds.entry(op.clone()).or_default() += 1;
+            if op == "login" && w.write_all(b"{\"ok\":true,\"session\":\"x\"}\n").is_err() {
+                return;
+            }
+        }
+    });
+    let text = r#"
+target = "tcp://127.0.0.1:1"
+[protocol]
+framing = "line"
+[users]
+count = 2
+arrive = "100/s"
+hold = "900ms"
+[[steps]]
+name = "login"
+send = '{"op":"login","user":"u{user}"}\n'
+capture.session = { json = "/session" }
+[[steps]]
+name = "join"
+send = '{"op":"join","session":"{session}"}\n'
+timeout = "200ms"
+"#;
+    let u = users(text, false, Duration::from_secs(5));
+    let mut p = plan(server.addr, 1, Mode::PingPong, 1.0);
+    p.framing = barrage_engine::Framing::Line;
+    let o = go(p.with_users(u));
+    let s = &o.outcome.summary;
+    let seen = seen.lock().unwrap();
+    let join = &s.steps[1];
+    let timeouts = join.c.failed_by.get(barrage_metrics::ErrorClass::Timeout);
+    assert!(timeouts >= 2, "{join:?}");
+    assert_eq!(join.c.completed, 0);
+    assert_eq!(seen.kinds["join"], join.c.sent);
+    assert_eq!(seen.kinds["login"], s.steps[0].c.sent);
+    assert_eq!(
+        s.steps[0].c.sent, s.steps[0].c.completed,
+        "every login was answered"
+    );
+    assert!(
+        s.steps[0].c.sent > 2,
+        "users logged in again after a timeout"
+    );
+    assert_eq!(join.c.sent, join.c.failed + s.exchanges.in_flight_at_end);
+    assert!(s.exchanges.balanced(), "{:?}", s.exchanges);
+    let _ = Ordering::Relaxed;
+}
