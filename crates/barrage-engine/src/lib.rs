@@ -34,5 +34,5 @@ pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
 pub use run::{run, run_session, End, EngineError, RunOutput};
-pub use spec::{Clock, ModeSpec, ProtocolSpec, ShareSet, Spec, SpecError, TlsSpec};
+pub use spec::{Clock, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec};
 pub use worker::classify_tls;

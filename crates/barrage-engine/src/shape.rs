@@ -56,6 +56,11 @@ impl Shape {
         Ok(Shape { points })
     }
 
+    /// The points (seconds, events per second).
+    pub fn points(&self) -> &[(f64, f64)] {
+        &self.points
+    }
+
     /// A constant rate.
     pub fn constant(rate: f64) -> Shape {
         Shape {

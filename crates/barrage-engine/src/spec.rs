@@ -55,6 +55,50 @@ pub struct Spec {
     /// Which shares this process runs; `None`: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<ShareSet>,
+    /// A scenario file: connections are its users, running its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioSpec>,
+}
+
+/// A scenario as data: the file's text (so the spec runs anywhere the files it names are)
+/// and the command line's overrides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSpec {
+    /// The file as named on the command line.
+    pub file: String,
+    pub text: String,
+    #[serde(default)]
+    pub yaml: bool,
+    /// Where the files it names are (`users.data`).
+    pub dir: std::path::PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrive: Option<f64>,
+    /// `-d` (or the file's `run.duration`): the load stops then even if users remain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_ns: Option<u64>,
+}
+
+impl ScenarioSpec {
+    /// The file checked, with the overrides applied.
+    pub fn load(&self) -> Result<barrage_scenario::Checked, String> {
+        let format = if self.yaml {
+            barrage_scenario::Format::Yaml
+        } else {
+            barrage_scenario::Format::Toml
+        };
+        let mut c = barrage_scenario::load_str(&self.file, &self.text, format, &self.dir)
+            .map_err(|e| e.to_string())?;
+        c.override_users(
+            self.users,
+            self.hold_ns.map(Duration::from_nanos),
+            self.arrive,
+        )?;
+        Ok(c)
+    }
 }
 
 /// Open-loop timer slack when none is given (see [`crate::pacer::Schedule::slack_ns`]).
@@ -168,6 +212,34 @@ pub enum SpecError {
     Shares(String),
     #[error("TLS: {0}")]
     Tls(String),
+    /// A scenario file that cannot run; the text names the file.
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// `plan` run by the users of scenario `sc`.
+fn with_scenario(
+    plan: Plan,
+    sc: &ScenarioSpec,
+    host_header: &str,
+    headers: &[(String, String)],
+) -> Result<Plan, SpecError> {
+    let checked = sc.load().map_err(SpecError::Scenario)?;
+    let cx = crate::users::compile::Context {
+        dir: &sc.dir,
+        host_header,
+        headers,
+        http: matches!(plan.protocol, Protocol::Http(_)),
+        no_replies: plan.framing == Framing::None,
+        timeout: plan.timeout,
+    };
+    let users = crate::users::compile(&checked, &cx)
+        .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;
+    let mut plan = plan.with_users(users);
+    if let (Some(max), Some(d)) = (sc.max_duration_ns, plan.duration) {
+        plan.duration = Some(d.min(Duration::from_nanos(max)));
+    }
+    Ok(plan)
 }
 
 fn invalid(what: &'static str, err: impl std::fmt::Display) -> SpecError {
@@ -272,6 +344,7 @@ impl Spec {
             drain_ns: 2_000_000_000,
             clock: Clock::Now,
             shares: None,
+            scenario: None,
         }
     }
 
@@ -288,6 +361,8 @@ impl Spec {
             Ok(fill_secrets(&raw, secret)?)
         };
         let default_message = Template::new(Vec::new());
+        // HTTP: the Host header and headers every request carries (a scenario's requests too).
+        let mut http_cx: (String, Vec<(String, String)>) = Default::default();
         let (protocol, message, first_message, framing, verify) = match &self.protocol {
             ProtocolSpec::Tcp {
                 message,
@@ -312,6 +387,7 @@ impl Spec {
                 expect_status,
             } => {
                 let headers = fill_headers(headers, &mut bytes)?;
+                http_cx = (host_header.clone(), headers.clone());
                 let body = match body {
                     Some(b) => Some(bytes("--body", b)?),
                     None => None,
@@ -380,7 +456,7 @@ impl Spec {
                 )));
             }
         }
-        Ok(Plan {
+        let plan = Plan {
             target: Target {
                 url: self.target.clone(),
                 addr: self.addr,
@@ -412,7 +488,11 @@ impl Spec {
             clock: self.clock,
             shares: self.shares.clone(),
             users: None,
-        })
+        };
+        match &self.scenario {
+            None => Ok(plan),
+            Some(sc) => with_scenario(plan, sc, &http_cx.0, &http_cx.1),
+        }
     }
 
     /// A copy safe to record anywhere: header values are hidden (they may hold secrets that
@@ -493,6 +573,7 @@ mod tests {
                 count: 4,
                 run: vec![1, 3],
             }),
+            scenario: None,
         }
     }
 

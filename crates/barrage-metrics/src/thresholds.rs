@@ -149,8 +149,35 @@ impl Kind {
     }
 }
 
+/// What a threshold may say of one scenario step: `steps.NAME.METRIC`.
+pub const STEP_METRICS: [(&str, Kind); 11] = [
+    ("p50", Kind::Duration),
+    ("p90", Kind::Duration),
+    ("p99", Kind::Duration),
+    ("p999", Kind::Duration),
+    ("latency.max", Kind::Duration),
+    ("latency.mean", Kind::Duration),
+    ("errors.rate", Kind::Rate),
+    ("requests", Kind::Count),
+    ("requests.failed", Kind::Count),
+    ("sent", Kind::Count),
+    ("capture_misses", Kind::Count),
+];
+
+/// `steps.NAME.METRIC` -> (NAME, METRIC) when METRIC is a step metric.
+pub fn step_metric(metric: &str) -> Option<(&str, &str)> {
+    let rest = metric.strip_prefix("steps.")?;
+    STEP_METRICS.iter().find_map(|(m, _)| {
+        let name = rest.strip_suffix(m)?.strip_suffix('.')?;
+        (!name.is_empty()).then_some((name, *m))
+    })
+}
+
 /// The kind of a metric name; `None` for an unknown metric.
 pub fn kind_of(metric: &str) -> Option<Kind> {
+    if let Some((_, m)) = step_metric(metric) {
+        return STEP_METRICS.iter().find(|(n, _)| *n == m).map(|(_, k)| *k);
+    }
     Some(match metric {
         "p50" | "p75" | "p90" | "p99" | "p999" | "p9999" | "latency.max" | "latency.mean"
         | "connect.p99" => Kind::Duration,

@@ -23,6 +23,7 @@ impl Renderer for TextRenderer {
         for section in [
             throughput(r),
             latency(r),
+            steps(r),
             io(r),
             health(r),
             crate::monitor_text::monitoring(r),
@@ -93,6 +94,41 @@ fn header(r: &RunResult) -> Vec<String> {
     );
     if let Some(rate) = c.connect_rate {
         who += &format!(", connecting {}/s", real(rate));
+    }
+    if let Some(u) = &c.users {
+        who = format!(
+            "  {} from {} (arrive {}, last at {}, hold {}, depart {}) on {}",
+            plural(u.count, "user", "users"),
+            u.scenario,
+            u.arrive,
+            setting_s(u.last_arrival_s),
+            setting_s(u.hold_s),
+            u.depart.replace('_', " "),
+            plural(c.threads as u64, "thread", "threads"),
+        );
+        lines.push(who);
+        let mut what = format!(
+            "  {}: {}",
+            plural(c.steps.len() as u64, "step", "steps"),
+            c.steps
+                .iter()
+                .map(|s| if s.open_loop {
+                    format!("{} (every)", s.name)
+                } else {
+                    s.name.clone()
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if c.warmup_s > 0.0 {
+            what += &format!("; warm-up {}", setting_s(c.warmup_s));
+        }
+        what += &format!("; timeout {}", setting_us(c.timeout_ms * 1e3));
+        lines.push(what);
+        if let Some(tls) = crate::fmt::tls_setting(r) {
+            lines.push(format!("  TLS {tls}"));
+        }
+        return lines;
     }
     lines.push(format!("{who}, {}", mode(c)));
 
@@ -233,7 +269,13 @@ fn latency(r: &RunResult) -> Vec<String> {
             table_row("", [l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999].map(us)),
         ]
     };
-    if l.count > 0 {
+    if l.count > 0 && !s.steps.is_empty() {
+        lines.push(
+            "  every-steps timed from their intended send time (open loop); other steps \
+             from the actual send"
+                .to_string(),
+        );
+    } else if l.count > 0 {
         lines.push(match s.latency_basis {
             LatencyBasis::IntendedSend => "  latency measured from the intended send time \
                                            (open loop, corrected for coordinated omission)"
@@ -263,6 +305,71 @@ fn latency(r: &RunResult) -> Vec<String> {
     }
     if let Some(t) = s.handshake_us.as_ref().filter(|t| t.count > 0) {
         lines.push(row("  upgrade", percentiles(t, "handshake", "handshakes")));
+    }
+    lines
+}
+
+/// Scenario runs: one row per step (what it sent and how it ended, its latency), and a line
+/// under a step with failures naming their classes.
+fn steps(r: &RunResult) -> Vec<String> {
+    let s = &r.summary;
+    if s.steps.is_empty() {
+        return Vec::new();
+    }
+    let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
+    let mut lines = vec![table_row(
+        "Steps",
+        [
+            "sent",
+            "completed",
+            "failed",
+            "not sent",
+            "p50",
+            "p99",
+            "max",
+        ],
+    )];
+    for k in &s.steps {
+        let l = k.latency_us.as_ref();
+        let label = format!("  {}", k.name);
+        let cells = [
+            thousands(k.c.sent),
+            thousands(k.c.completed),
+            thousands(k.c.failed),
+            thousands(k.c.not_sent),
+            us(l.map(|l| l.p50)),
+            us(l.map(|l| l.p99)),
+            us(l.map(|l| l.max)),
+        ];
+        if label.len() >= LABEL {
+            lines.push(label);
+            lines.push(table_row("", cells));
+        } else {
+            lines.push(table_row(&label, cells));
+        }
+        let mut notes: Vec<String> =
+            k.c.failed_by
+                .nonzero()
+                .map(|(c, n)| format!("{c} {}", thousands(n)))
+                .collect();
+        if k.c.capture_misses > 0 {
+            notes.push(format!(
+                "{} captures found nothing",
+                thousands(k.c.capture_misses)
+            ));
+        }
+        if !notes.is_empty() {
+            lines.push(row("", format!("    {}", notes.join(", "))));
+        }
+    }
+    if s.totals.pushed > 0 {
+        lines.push(row(
+            "",
+            format!(
+                "{} pushed messages answered by on rules",
+                thousands(s.totals.pushed)
+            ),
+        ));
     }
     lines
 }

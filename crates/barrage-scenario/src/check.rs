@@ -113,6 +113,50 @@ impl Checked {
         )
     }
 
+    /// The command line's overrides (`--users`, `--hold`, `--arrive`), checked as the file's
+    /// own values are: the error names the flag.
+    pub fn override_users(
+        &mut self,
+        users: Option<u64>,
+        hold: Option<Duration>,
+        arrive: Option<f64>,
+    ) -> Result<(), String> {
+        if let Some(r) = arrive {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(format!(
+                    "--arrive {r}: give users per second above 0, e.g. 50"
+                ));
+            }
+            self.shape = Shape::Rate(r);
+        }
+        if let Some(h) = hold {
+            self.hold = Some(h);
+        }
+        if let Some(n) = users {
+            if n == 0 || n > MAX_USERS {
+                return Err(format!("--users {n}: give 1 to {MAX_USERS} users"));
+            }
+            if let Some(t) = &self.data {
+                if t.rows < n {
+                    return Err(format!(
+                        "--users {n}: users.data has {} rows (row g feeds user g); add rows or lower --users",
+                        t.rows
+                    ));
+                }
+            }
+            self.users = n;
+        }
+        if let Some(cap) = self.shape.capacity() {
+            if cap < self.users {
+                return Err(format!(
+                    "--users {}: the arrival stages bring {cap} users; lengthen them or lower --users",
+                    self.users
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn arrive_text(&self) -> String {
         match &self.shape {
             Shape::Rate(r) => format!("arrive {r}/s"),

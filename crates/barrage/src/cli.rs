@@ -172,9 +172,26 @@ Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 3 a
 130 interrupted."
 )]
 pub struct RunArgs {
-    /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH or ws(s)://HOST[:PORT]/PATH
-    #[arg(value_name = "URL")]
+    /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH or ws(s)://HOST[:PORT]/PATH,
+    /// or a scenario file (.toml, .yaml): its settings, under the flags given here
+    #[arg(value_name = "URL|FILE")]
     pub target: String,
+
+    /// Scenario: how many users (overrides users.count)
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Scenario files")]
+    pub users: Option<u64>,
+
+    /// Scenario: how long users stay after the last arrival (overrides users.hold)
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Scenario files")]
+    pub hold: Option<Duration>,
+
+    /// Scenario: users arriving per second (overrides users.arrive)
+    #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Scenario files")]
+    pub arrive: Option<f64>,
+
+    /// A scenario file's run, set by `scenario.rs` (not a flag).
+    #[arg(skip)]
+    pub scenario: Option<barrage_engine::ScenarioSpec>,
 
     /// Connections to open and keep open
     #[arg(short = 'c', long, default_value = "10", value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
@@ -196,9 +213,9 @@ pub struct RunArgs {
     #[arg(short = 'n', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub requests: Option<u64>,
 
-    /// Load before measuring; reported apart from the headline figures
-    #[arg(long, default_value = "0s", value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
-    pub warmup: Duration,
+    /// Load before measuring; reported apart from the headline figures [default: 0s]
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
+    pub warmup: Option<Duration>,
 
     /// Worker threads, one event loop each [default: cores]
     #[arg(short = 't', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
@@ -330,9 +347,9 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Modes (default: ping-pong)")]
     pub timer_slack: Option<std::time::Duration>,
 
-    /// An exchange not complete after D is a timeout; its connection is reopened
-    #[arg(long, default_value = "5s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
-    pub timeout: Duration,
+    /// An exchange not complete after D is a timeout; its connection is reopened [default: 5s]
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
+    pub timeout: Option<Duration>,
 
     /// A connect not complete after D is a connect_timeout [default: --timeout]
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]

@@ -167,7 +167,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
         (None, None) => Some(Duration::from_secs(10)),
     };
-    let connect_timeout = a.connect_timeout.unwrap_or(a.timeout);
+    let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let connect_timeout = a.connect_timeout.unwrap_or(timeout);
     let words = Words {
         message: raw.clone(),
         first: first_shown.clone(),
@@ -200,18 +201,19 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             .map(ns)
             .or(duration.filter(|_| a.requests.is_none()).map(ns)),
         requests: a.requests,
-        warmup_ns: ns(a.warmup),
+        warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: mode.into(),
         pipeline: a.pipeline as u32,
         max_backlog,
         timer_slack_ns: a
             .timer_slack
             .map_or(barrage_engine::spec::DEFAULT_TIMER_SLACK_NS, ns),
-        timeout_ns: ns(a.timeout),
+        timeout_ns: ns(timeout),
         connect_timeout_ns: ns(connect_timeout),
         drain_ns: ns(DRAIN),
         clock: Clock::Now,
         shares: None,
+        scenario: a.scenario.clone(),
     };
     // The plan is built from the spec, as any process taking part in the run builds its own.
     let mut lookup = |name: &str| secrets.lookup(name);
@@ -339,10 +341,17 @@ pub fn describe(
         connections: spec.connections,
         threads: spec.threads.min(spec.connections as usize),
         // `-n` alone: the user set no duration; the time bound is a guard, printed at start.
-        duration_s: spec.duration_ns.map(secs),
+        duration_s: match plan.users {
+            Some(_) => plan.duration.map(|d| d.as_secs_f64()),
+            None => spec.duration_ns.map(secs),
+        },
         requests: spec.requests,
         warmup_s: secs(spec.warmup_ns),
-        mode: mode.name().into(),
+        mode: if plan.users.is_some() {
+            "users".into()
+        } else {
+            mode.name().into()
+        },
         pipeline: spec.pipeline,
         think_ms: match spec.mode {
             ModeSpec::Think { ns } => Some(msecs(ns)),
@@ -379,11 +388,51 @@ pub fn describe(
         }),
         subprotocol,
         commands,
+        steps: plan.users.as_deref().map_or_else(Vec::new, |u| {
+            u.program
+                .steps
+                .iter()
+                .map(|s| barrage_metrics::ConfigStep {
+                    name: s.name.clone(),
+                    open_loop: s.open_loop,
+                })
+                .collect()
+        }),
+        users: plan.users.as_deref().map(|u| users_config(u, spec)),
+    }
+}
+
+/// A scenario's users as the result records them.
+fn users_config(u: &barrage_engine::users::Users, spec: &Spec) -> barrage_metrics::ConfigUsers {
+    let points = u.arrive.points();
+    let arrive = match points {
+        [(_, r)] => format!("{r}/s"),
+        _ => format!(
+            "{} points, from {}/s",
+            points.len(),
+            points.first().map_or(0.0, |p| p.1)
+        ),
+    };
+    barrage_metrics::ConfigUsers {
+        count: u.count,
+        arrive,
+        last_arrival_s: u.last_arrival_ns() as f64 / 1e9,
+        hold_s: u.hold_ns as f64 / 1e9,
+        depart: match u.depart {
+            barrage_engine::users::Depart::AtEnd => "at_end".into(),
+            barrage_engine::users::Depart::Rate(r) => format!("{r}/s"),
+        },
+        scenario: spec
+            .scenario
+            .as_ref()
+            .map_or_else(String::new, |s| s.file.clone()),
     }
 }
 
 /// How long the replies in flight are awaited once the load stops.
 const DRAIN: Duration = Duration::from_secs(2);
+/// `--timeout` when none is given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A spec the checks above let through cannot fail to make a plan; should it, the error
 /// still names what to fix.

@@ -109,7 +109,11 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
             "the search sets the rate of each step",
         ),
         (r.duration.is_some(), "-d/--duration", "use --step-duration"),
-        (!r.warmup.is_zero(), "--warmup", "use --step-warmup"),
+        (
+            r.warmup.is_some_and(|w| !w.is_zero()),
+            "--warmup",
+            "use --step-warmup",
+        ),
         (
             r.requests.is_some(),
             "-n/--requests",
@@ -228,7 +232,7 @@ pub(crate) fn step_args(a: &FindMaxArgs, rate: f64) -> crate::cli::RunArgs {
     let mut r = a.run.clone();
     r.rate = Some(rate);
     r.duration = Some(a.step_duration);
-    r.warmup = a.step_warmup;
+    r.warmup = Some(a.step_warmup);
     r.json = None;
     r.report = None;
     r

@@ -21,6 +21,7 @@ mod redact;
 mod report_cmd;
 mod resolve;
 mod run;
+mod scenario;
 mod serve;
 mod sys;
 mod tls;

@@ -18,7 +18,12 @@ use std::sync::Arc;
 /// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
 /// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
-    run_resolved(resolve::resolve(a, argv)?)
+    let r = if crate::scenario::is_file(&a.target) {
+        crate::scenario::resolve(a, argv)?
+    } else {
+        resolve::resolve(a, argv)?
+    };
+    run_resolved(r)
 }
 
 /// Run a resolved test (from the command line, or a spec: the demo).

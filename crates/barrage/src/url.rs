@@ -90,8 +90,7 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
             return usage(
                 s,
                 format!(
-                    " is a scenario file: running one is not supported yet; \
-                     check it with `barrage validate {s}`"
+                    " is a scenario file: run it with `barrage run {s}` (find-max takes a URL)"
                 ),
             );
         }

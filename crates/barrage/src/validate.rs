@@ -19,7 +19,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
 }
 
 /// Checks made with the binary's parsers: the target URL and the thresholds' grammar.
-fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
+pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
     let at = |line: u32, key: &str, why: String| {
         Usage::file(file, format!("{file}:{line}: {key}: {why}"))
     };

@@ -155,7 +155,16 @@ impl<S: Session> Worker<S> {
                         st.every_sent = 0;
                     }
                     let t0 = st.every_t0;
-                    let due = ((now - t0) / period_ns).saturating_add(1).min(times);
+                    // Ticks at or after the departure are not this user's load.
+                    let horizon = now.min(st.depart_at.saturating_sub(1));
+                    let due = if horizon < t0 {
+                        st.every_due
+                    } else {
+                        ((horizon - t0) / period_ns)
+                            .saturating_add(1)
+                            .min(times)
+                            .max(st.every_due)
+                    };
                     let per_tick = u64::from(end - first);
                     self.rec.c.scheduled += (due - st.every_due) * per_tick;
                     st.every_due = due;
@@ -251,6 +260,10 @@ impl<S: Session> Worker<S> {
         c.seq += 1;
         self.rec.c.sent += 1;
         self.rec.steps.sent(s as usize, 1);
+        if !step.open_loop {
+            // Every user send is scheduled: `every` ticks when due, the others when reached.
+            self.rec.c.scheduled += 1;
+        }
         if step.awaits {
             c.ex.push(Exchange::new(key, intended, now, len, s));
             self.rec.in_flight += 1;
@@ -327,7 +340,16 @@ impl<S: Session> Worker<S> {
         let plan = self.users_arc();
         let users = plan.users.as_deref().expect("a scenario");
         let i = idx as usize;
-        self.user_every_unsent(i, now);
+        // Ticks due before the departure go out (late) if the connection can take them.
+        let c = &self.conns[i];
+        if c.state == State::Ready && c.stream.is_some() && !c.pending_write() {
+            self.user_run(idx, now);
+        }
+        let d = self.users[i].depart_at;
+        self.user_every_unsent(i, now.min(d.saturating_sub(1)));
+        if self.users[i].phase == UserPhase::Gone {
+            return;
+        }
         let st = &mut self.users[i];
         st.phase = UserPhase::Leaving;
         let c = &self.conns[i];
@@ -360,7 +382,9 @@ impl<S: Session> Worker<S> {
             st.every_t0 = u64::MAX;
             return;
         };
-        let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
+        let at = now
+            .min(self.plan.load_end_ns().unwrap_or(u64::MAX))
+            .min(st.depart_at.saturating_sub(1));
         let due = if at < st.every_t0 {
             st.every_due
         } else {

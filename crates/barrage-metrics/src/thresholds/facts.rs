@@ -47,6 +47,28 @@ impl Facts {
                 f.set(m, v);
             }
         }
+        for s in &result.summary.steps {
+            let at = |m: &str| format!("steps.{}.{m}", s.name);
+            if let Some(l) = &s.latency_us {
+                for (m, v) in [
+                    ("p50", l.p50 as f64),
+                    ("p90", l.p90 as f64),
+                    ("p99", l.p99 as f64),
+                    ("p999", l.p999 as f64),
+                    ("latency.max", l.max as f64),
+                    ("latency.mean", l.mean),
+                ] {
+                    f.set(&at(m), v);
+                }
+            }
+            if let Some(r) = s.error_rate {
+                f.set(&at("errors.rate"), r);
+            }
+            f.set(&at("requests"), s.c.completed as f64);
+            f.set(&at("requests.failed"), (s.c.failed + s.c.not_sent) as f64);
+            f.set(&at("sent"), s.c.sent as f64);
+            f.set(&at("capture_misses"), s.c.capture_misses as f64);
+        }
         f
     }
 }

@@ -133,6 +133,51 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             rows,
         ));
     }
+    if !s.steps.is_empty() {
+        out.push(Block::Heading("Steps".into()));
+        let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
+        let rows = s
+            .steps
+            .iter()
+            .map(|k| {
+                let l = k.latency_us.as_ref();
+                let failed: Vec<String> =
+                    k.c.failed_by
+                        .nonzero()
+                        .map(|(c, n)| format!("{c} {}", thousands(n)))
+                        .collect();
+                [
+                    format!("{}{}", k.name, if k.open_loop { " (every)" } else { "" }),
+                    thousands(k.c.sent),
+                    thousands(k.c.completed),
+                    thousands(k.c.failed),
+                    thousands(k.c.not_sent),
+                    us(l.map(|l| l.p50)),
+                    us(l.map(|l| l.p99)),
+                    us(l.map(|l| l.max)),
+                    if failed.is_empty() {
+                        "-".into()
+                    } else {
+                        failed.join(", ")
+                    },
+                ]
+            })
+            .collect();
+        out.push(table(
+            [
+                "step",
+                "sent",
+                "completed",
+                "failed",
+                "not sent",
+                "p50",
+                "p99",
+                "max",
+                "failed by",
+            ],
+            rows,
+        ));
+    }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));
         let rows = t
