@@ -328,7 +328,8 @@ mod tests {
 
     #[test]
     fn collected_frames_are_the_same_whatever_the_reads() {
-        let cases: [(Framing, &[u8], Vec<&[u8]>); 4] = [
+        type Case<'a> = (Framing, &'a [u8], Vec<&'a [u8]>);
+        let cases: [Case; 4] = [
             (Framing::Line, b"ab\n\ncd\r\n", vec![b"ab", b"", b"cd\r"]),
             (
                 Framing::Delim(Delimiter::new(b"::").unwrap()),

@@ -180,7 +180,7 @@ pub struct Capture {
     pub regex: Option<String>,
     /// The regex group to take (0 = the whole match).
     pub group: Option<u32>,
-    /// A delimiter: the value is field `field` (0-based) of the reply split on it.
+    /// A delimiter: the value is field `field` (counted from 1) of the reply split on it.
     pub split: Option<String>,
     /// The field to take with `split`.
     pub field: Option<u32>,

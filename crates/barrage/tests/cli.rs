@@ -260,7 +260,7 @@ fn bad_unknown_flag() {
 
 #[test]
 fn bad_missing_target_names_it() {
-    assert_usage(&["run", "-n", "1"], &["<URL>"]);
+    assert_usage(&["run", "-n", "1"], &["<URL|FILE>"]);
 }
 
 #[test]

@@ -100,6 +100,23 @@ http {
         location = /chunked { gzip on; gzip_min_length 0; gzip_types *; }
         location = /close { keepalive_timeout 0; return 200 "bye"; }
         location = /nginx_status { stub_status; }
+        # A login flow for scenario users: a token in the JSON body, a session in a header;
+        # each route logs to its own file, so requests are counted per location.
+        location = /login {
+            access_log DIR/login.log;
+            default_type application/json;
+            add_header X-Session-Id "s-42" always;
+            return 200 '{"token":"abc123","user":"ann"}';
+        }
+        location = /api/me {
+            access_log DIR/me.log;
+            default_type application/json;
+            set $ok "";
+            if ($http_authorization = "Bearer abc123") { set $ok "a"; }
+            if ($http_x_session_id = "s-42") { set $ok "${ok}s"; }
+            if ($ok != "as") { return 401 '{"error":"who are you"}'; }
+            return 200 '{"user":"ann"}';
+        }
     }
 }
 "#;
@@ -559,5 +576,73 @@ fn python_websockets_over_tls_without_the_ca_stops_before_load() {
     assert!(
         !server.count.exists(),
         "a WebSocket connection reached the server"
+    );
+}
+
+/// The access log lines of one location, by status.
+fn nginx_log(n: &Nginx, name: &str) -> std::collections::BTreeMap<u16, u64> {
+    let text = std::fs::read_to_string(n.dir.path().join(name)).unwrap_or_default();
+    let mut by = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        // combined format: ... "GET /path HTTP/1.1" STATUS BYTES ...
+        let status = line
+            .split("\" ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        *by.entry(status).or_insert(0) += 1;
+    }
+    by
+}
+
+#[test]
+fn a_scenario_logs_in_to_nginx_and_calls_an_authenticated_route_with_the_captured_token() {
+    let Some(n) = Nginx::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flow.toml");
+    let text = format!(
+        r#"
+target = "{}"
+[users]
+count = 12
+arrive = "200/s"
+hold = "300ms"
+[[steps]]
+name = "login"
+method = "POST"
+path = "/login"
+headers = ["Content-Type: application/json"]
+body = '{{"user":"u{{user}}","password":"pw"}}'
+status = "200"
+expect = {{ json = "/token" }}
+capture.token = {{ json = "/token" }}
+capture.session = {{ header = "X-Session-Id" }}
+[[steps]]
+name = "me"
+repeat = 3
+path = "/api/me"
+headers = ["Authorization: Bearer {{token}}", "X-Session-Id: {{session}}"]
+status = "200"
+expect = {{ json = "/user", equals = "ann" }}
+"#,
+        n.url("")
+    );
+    std::fs::write(&file, text).unwrap();
+    let json = n.json("flow.json");
+    let v = run_json(&["run", file.to_str().unwrap()], &json);
+    assert_no_errors(&v);
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let get = |i: usize, k: &str| steps[i][k].as_u64().unwrap();
+    assert_eq!((get(0, "sent"), get(0, "completed")), (12, 12));
+    assert_eq!((get(1, "sent"), get(1, "completed")), (36, 36));
+    let login = nginx_log(&n, "login.log");
+    let me = nginx_log(&n, "me.log");
+    n.stop();
+    assert_eq!(login.into_iter().collect::<Vec<_>>(), vec![(200, 12)]);
+    assert_eq!(
+        me.into_iter().collect::<Vec<_>>(),
+        vec![(200, 36)],
+        "every call carried the captured token and session"
     );
 }

@@ -101,14 +101,30 @@ fn validate_missing_or_unknown_kind_of_file() {
 }
 
 #[test]
-fn run_with_a_scenario_file_points_to_validate() {
-    let chat = examples().join("chat.toml");
-    let out = barrage().arg("run").arg(&chat).output().unwrap();
+fn run_checks_a_scenario_as_validate_does_and_find_max_points_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "target = \"tcp://127.0.0.1:9\"\n[users]\ncount = 0\narrive = \"5/s\"\n",
+    )
+    .unwrap();
+    let out = barrage().arg("run").arg(&bad).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.toml:3: users.count"), "{err}");
+    let chat = examples().join("chat.toml");
+    let out = barrage()
+        .args(["find-max"])
+        .arg(&chat)
+        .args(["--slo", "p99 < 1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("is a scenario file") && err.contains("barrage validate"),
+        err.contains("is a scenario file") && err.contains("barrage run"),
         "{err}"
     );
 }

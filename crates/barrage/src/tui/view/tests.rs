@@ -41,6 +41,7 @@ fn snap(t: f64, rps: f64, lag: u64) -> Snapshot {
         saturated: false,
         errors: ErrorCounts::default(),
         latency_us: Default::default(),
+        steps: Vec::new(),
     };
     Snapshot {
         tick,

@@ -1,0 +1,241 @@
+//! `barrage run FILE.toml` end to end: users against `serve echo`, per-step counts in the
+//! JSON that reconcile with the server's byte counts, the command line over the file, and the
+//! usage errors a scenario run can meet.
+
+mod common;
+
+use common::{barrage, read_json, s, u, EchoServer};
+use std::path::{Path, PathBuf};
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn echo_scenario(url: &str) -> String {
+    format!(
+        r#"
+target = "{url}"
+[protocol]
+framing = "line"
+[users]
+count = 20
+arrive = "200/s"
+hold = "600ms"
+depart = "100/s"
+data = "people.csv"
+[[steps]]
+name = "hello"
+send = 'hello {{row.name}} {{user}}\n'
+expect = {{ prefix = "hello" }}
+capture.who = {{ split = " ", field = 3 }}
+[[steps]]
+name = "chat"
+every = "50ms"
+send = 'msg {{who}} {{seq}}\n'
+expect = {{ regex = "^msg [0-9]+ [0-9]+$" }}
+[[leave]]
+name = "bye"
+send = 'bye {{who}}\n'
+expect = {{ prefix = "bye" }}
+[run]
+timeout = "2s"
+thresholds = ["steps.hello.errors.rate == 0", "steps.chat.errors.rate == 0"]
+"#
+    )
+}
+
+fn people(dir: &Path, n: usize) {
+    let rows: String = (0..n).map(|i| format!("person{i}\n")).collect();
+    write(dir, "people.csv", &format!("name\n{rows}"));
+}
+
+#[test]
+fn a_scenario_runs_users_whose_steps_reconcile_with_the_server() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    people(dir.path(), 20);
+    let file = write(dir.path(), "echo.toml", &echo_scenario(server.url()));
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    let stats = server.stop();
+    assert_eq!(s(&v, "config.mode"), "users");
+    assert_eq!(u(&v, "config.users.count"), 20);
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hello", "chat", "bye"]);
+    let get = |i: usize, k: &str| steps[i][k].as_u64().unwrap();
+    assert_eq!((get(0, "sent"), get(0, "completed")), (20, 20));
+    assert_eq!((get(2, "sent"), get(2, "completed")), (20, 20));
+    assert!(get(1, "completed") >= 20);
+    assert_eq!(get(1, "sent"), get(1, "completed"));
+    assert_eq!(get(1, "failed") + get(1, "capture_misses"), 0);
+    let total: u64 = (0..3).map(|i| get(i, "completed")).sum();
+    assert_eq!(total, u(&v, "summary.exchanges.completed"));
+    assert_eq!(u(&v, "summary.exchanges.in_flight_at_end"), 0);
+    // The echo server read exactly what the users wrote, and wrote it back.
+    assert_eq!(
+        u(&stats, "bytes_read"),
+        u(&v, "summary.totals.bytes_written")
+    );
+    assert_eq!(
+        u(&stats, "bytes_written"),
+        u(&v, "summary.totals.bytes_read")
+    );
+    assert_eq!(
+        u(&stats, "connections_accepted"),
+        20,
+        "one connection per user"
+    );
+    let th = v["thresholds"].as_array().unwrap();
+    assert_eq!(th.len(), 2);
+    assert!(th.iter().all(|t| t["passed"] == true), "{th:?}");
+}
+
+#[test]
+fn the_command_line_overrides_the_file() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    people(dir.path(), 20);
+    let file = write(dir.path(), "echo.toml", &echo_scenario(server.url()));
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--users",
+            "5",
+            "--hold",
+            "100ms",
+            "--arrive",
+            "1000",
+            "--threshold",
+            "steps.bye.requests == 5",
+            "-q",
+            "--no-tui",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    drop(server);
+    assert_eq!(u(&v, "config.users.count"), 5);
+    assert_eq!(v["config"]["users"]["hold_s"].as_f64(), Some(0.1));
+    assert_eq!(v["summary"]["steps"][0]["sent"].as_u64(), Some(5));
+    // The file's thresholds and the command line's, all evaluated.
+    assert_eq!(v["thresholds"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        v["spec"]["scenario"]["users"].as_u64(),
+        Some(5),
+        "the spec carries the scenario and its overrides"
+    );
+}
+
+fn usage_error(args: &[&str], dir: &Path) -> String {
+    let out = barrage().current_dir(dir).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn scenario_usage_errors_name_the_flag_or_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    people(dir.path(), 20);
+    write(dir.path(), "echo.toml", &echo_scenario("tcp://127.0.0.1:9"));
+    let d = dir.path();
+    let e = usage_error(&["run", "echo.toml", "--rate", "100"], d);
+    assert!(e.contains("--rate") && e.contains("scenario"), "{e}");
+    let e = usage_error(&["run", "echo.toml", "--users", "50"], d);
+    assert!(e.contains("--users 50") && e.contains("rows"), "{e}");
+    let e = usage_error(
+        &["run", "echo.toml", "--threshold", "steps.nope.p99 < 1s"],
+        d,
+    );
+    assert!(
+        e.contains("--threshold") && e.contains("nope") && e.contains("hello"),
+        "{e}"
+    );
+    write(
+        d,
+        "bad.toml",
+        "target = \"tcp://127.0.0.1:9\"\n[users]\ncount = 2\narrive = \"fast\"\n",
+    );
+    let e = usage_error(&["run", "bad.toml"], d);
+    assert!(e.contains("bad.toml:4: users.arrive"), "{e}");
+}
+
+#[test]
+fn the_route_comparison_example_runs_one_row_per_route_against_serve_http() {
+    let server = EchoServer::serve("http", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/routes.toml");
+    let text = std::fs::read_to_string(root).unwrap();
+    let url = server.url().trim_end_matches('/').to_string();
+    let text = text
+        .replace("http://127.0.0.1:8080", &url)
+        .replace("warmup = \"2s\"", "warmup = \"0s\"");
+    // Timing limits are for a quiet machine: the file's thresholds are dropped here.
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("thresholds"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let file = write(dir.path(), "routes.toml", &text);
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .args(["--users", "10", "--hold", "500ms", "--arrive", "100"])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    let stats = server.stop();
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["static", "sayhi", "page"]);
+    let sent: Vec<u64> = steps.iter().map(|x| x["sent"].as_u64().unwrap()).collect();
+    assert!(
+        sent[0] >= 10 && sent.iter().all(|&n| n == sent[0]),
+        "{sent:?}: each tick sends all three"
+    );
+    for x in steps {
+        assert_eq!(x["completed"], x["sent"], "{x}");
+        assert_eq!(x["open_loop"], true);
+    }
+    let completed = u(&v, "summary.exchanges.completed");
+    assert_eq!(completed, sent.iter().sum::<u64>());
+    assert_eq!(
+        u(&stats, "http.requests"),
+        completed,
+        "the server answered every request"
+    );
+    assert_eq!(u(&stats, "http.responses_2xx"), completed);
+}
