@@ -39,6 +39,9 @@ ap.add_argument("--transports", default="tcp,ws")
 ap.add_argument("--out", required=True)
 ap.add_argument("--tcp-max", type=float, default=400.0, help="target, bytes/conn")
 ap.add_argument("--ws-max", type=float, default=600.0, help="target, bytes/conn")
+ap.add_argument("--users-max", type=float, default=1024.0, help="target, bytes/user")
+ap.add_argument("--scenario", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "idle-users.toml"),
+                help="the scenario of the `users` transport (its target must be tcp://127.0.0.1:7000)")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 builds = [b.split("=", 1) for b in a.builds]
@@ -123,9 +126,14 @@ def run_one(name, binary, kind, n, rd):
     url = f"tcp://127.0.0.1:{PORT}" if kind == "tcp" else f"ws://127.0.0.1:{PORT}/"
     gen = [binary, url, "-c", str(n), "--connect-rate", str(a.connect_rate), "--interval", a.interval,
            "-d", f"{dur}s", "-t", "1", "-q", "--no-tui", "--json", jf]
+    if kind == "users":
+        # Users arrive at --connect-rate, run the scenario's steps, then hold until -d's end.
+        hold = max(1.0, dur - n / a.connect_rate)
+        gen = [binary, "run", os.path.abspath(a.scenario), "--users", str(n), "--arrive", str(a.connect_rate),
+               "--hold", f"{hold:.2f}s", "-t", "1", "-q", "--no-tui", "--json", jf]
     with open(os.path.join(rd, "cmd.txt"), "w") as f:
         f.write("unshare --net; " + " ".join(gen) + "\n")
-    env = dict(os.environ, SRV=server_bin, SUB="echo" if kind == "tcp" else "ws", PORT=str(PORT),
+    env = dict(os.environ, SRV=server_bin, SUB="ws" if kind == "ws" else "echo", PORT=str(PORT),
                BUDGET=f"{dur + 60}s", RD=rd)
     t0 = time.time()
     w = subprocess.Popen(["unshare", "--net", "--", "bash", "-c", NETNS_SCRIPT, "netns-run", *gen],
@@ -238,7 +246,7 @@ print()
 print("| transport | build | B/conn two runs, median (per rep) | target | B/conn same run, median (per rep) | ramp slope median |")
 print("|---|---|---|---|---|---|")
 for kind in transports:
-    tmax = a.tcp_max if kind == "tcp" else a.ws_max
+    tmax = {"tcp": a.tcp_max, "ws": a.ws_max}.get(kind, a.users_max)
     for name, _ in builds:
         rs = [r for r in results if r["transport"] == kind and r["build"] == name and r["conns"] == a.conns]
         two, same = med([r.get("two_runs_b") for r in rs]), med([r.get("same_run_b") for r in rs])

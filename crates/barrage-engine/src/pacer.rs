@@ -9,7 +9,7 @@
 //! round to it (no coordinated omission).
 
 /// One connection's send schedule, in nanoseconds since the run's start.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
     pub phase_ns: u64,
     pub period_ns: f64,
@@ -21,6 +21,18 @@ pub struct Schedule {
     /// pure function of the schedule, so a server stall still shows in latency and barrage's
     /// own batching does not.
     pub slack_ns: u64,
+    /// A rate that changes over the run (`--rate-stages`): this connection's messages are the
+    /// events `index`, `index + stride`, ... of the whole run's shape (round robin over the
+    /// connections), each due when the shape says; `phase_ns` and `period_ns` are then unused.
+    pub shaped: Option<Shaped>,
+}
+
+/// The part of a shaped schedule that says which events of the shape are this connection's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shaped {
+    pub shape: std::sync::Arc<crate::shape::Shape>,
+    pub index: u64,
+    pub stride: u64,
 }
 
 /// What a connection should do next, given the time and how many messages it has sent.
@@ -50,6 +62,28 @@ impl Schedule {
             period_ns,
             end_ns,
             slack_ns: 0,
+            shaped: None,
+        }
+    }
+
+    /// Connection `conn` of `connections` sharing one rate shape: it sends the shape's events
+    /// `conn`, `conn + connections`, ... (so all connections together follow the shape).
+    pub fn shaped(
+        conn: u64,
+        connections: u64,
+        shape: std::sync::Arc<crate::shape::Shape>,
+        end_ns: Option<u64>,
+    ) -> Self {
+        Self {
+            phase_ns: 0,
+            period_ns: 1.0,
+            end_ns,
+            slack_ns: 0,
+            shaped: Some(Shaped {
+                shape,
+                index: conn,
+                stride: connections.max(1),
+            }),
         }
     }
 
@@ -64,8 +98,42 @@ impl Schedule {
     fn exact(&self, k: u64) -> u64 {
         // `as` saturates for floats and the add saturates: a schedule can never wrap around
         // into the past (the CLI bounds rates so that this stays exact in practice).
-        self.phase_ns
-            .saturating_add((k as f64 * self.period_ns).round() as u64)
+        match &self.shaped {
+            None => self
+                .phase_ns
+                .saturating_add((k as f64 * self.period_ns).round() as u64),
+            // Events the shape never brings (its rate ends at 0) are never due.
+            Some(s) => k
+                .checked_mul(s.stride)
+                .and_then(|x| x.checked_add(s.index))
+                .and_then(|n| s.shape.due_ns(n))
+                .unwrap_or(u64::MAX),
+        }
+    }
+
+    /// A first guess of how many messages are due by `t` (`due` corrects it exactly).
+    #[inline]
+    fn estimate(&self, t: u64) -> u64 {
+        match &self.shaped {
+            None => {
+                let est = ((t - self.phase_ns) as f64 / self.period_ns).floor();
+                if est.is_finite() && est >= 0.0 {
+                    (est as u64).saturating_add(1)
+                } else {
+                    1
+                }
+            }
+            Some(s) => {
+                // The shape brings events 0..m by t; this connection's are index + k * stride.
+                let m = s.shape.count(t as f64 / 1e9).floor();
+                let m = if m.is_finite() && m >= 0.0 {
+                    m as u64 + 1
+                } else {
+                    0
+                };
+                m.saturating_sub(s.index).div_ceil(s.stride)
+            }
+        }
     }
 
     /// The intended send time of message `k` (aligned up to the timer slack).
@@ -96,12 +164,7 @@ impl Schedule {
             return 0;
         }
         // Estimate, then correct for floating-point rounding at the edges.
-        let est = ((t - self.phase_ns) as f64 / self.period_ns).floor();
-        let mut n = if est.is_finite() && est >= 0.0 {
-            (est as u64).saturating_add(1)
-        } else {
-            1
-        };
+        let mut n = self.estimate(t);
         while n > 0 && self.exact(n - 1) > t {
             n -= 1;
         }
@@ -114,7 +177,8 @@ impl Schedule {
 
     /// vegeta-style pacer: given the time and the count sent so far, wait or go or stop.
     pub fn pace(&self, elapsed: u64, sent: u64) -> Pace {
-        if self.end_ns.is_some_and(|end| self.exact(sent) >= end) {
+        let next = self.exact(sent);
+        if next == u64::MAX || self.end_ns.is_some_and(|end| next >= end) {
             return Pace::Stop;
         }
         let at = self.intended(sent);
@@ -172,6 +236,7 @@ mod tests {
             period_ns: 50e6,
             end_ns: Some(200 * MS),
             slack_ns: 0,
+            shaped: None,
         };
         let table = [
             (0, 0, Pace::Wait(5 * MS)),
@@ -194,6 +259,7 @@ mod tests {
             period_ns: 100.0,
             end_ns: Some(1000),
             slack_ns: 0,
+            shaped: None,
         };
         assert_eq!(s.due(0), 0);
         assert_eq!(s.due(9), 0);
@@ -250,7 +316,7 @@ mod tests {
         let mut per_ms = vec![0u64; 2001];
         for c in 0..conns {
             let exact = Schedule::spread(c, conns, 50e6, Some(end));
-            let s = exact.with_slack(w);
+            let s = exact.clone().with_slack(w);
             let n = s.due(u64::MAX / 2);
             // Slack moves messages later, adds none; one whose aligned time reaches the end
             // is no longer part of the load.
@@ -290,6 +356,7 @@ mod tests {
             period_ns: 1e9 / 3.0,
             end_ns: None,
             slack_ns: 0,
+            shaped: None,
         };
         assert_eq!(s.intended(3_000_000), 1_000_000 * 1_000_000_000);
         assert_eq!(s.due(1_000_000_000 * 1_000_000), 3_000_001);
@@ -317,6 +384,7 @@ mod tests {
             period_ns: 1e30,
             end_ns: None,
             slack_ns: 0,
+            shaped: None,
         };
         assert_eq!(huge.intended(3), u64::MAX);
         assert_eq!(huge.due(u64::MAX - 1), 1);

@@ -192,6 +192,9 @@ pub struct Plan {
     pub shares: Option<crate::spec::ShareSet>,
     /// A scenario: each connection is a user running its steps (`connections` = users).
     pub users: Option<std::sync::Arc<crate::users::Users>>,
+    /// `--rate-stages`: the open-loop rate follows this shape (`mode` is `Rate`), the
+    /// connections sending its events round robin.
+    pub rate_shape: Option<std::sync::Arc<crate::shape::Shape>>,
 }
 
 /// One worker's part of a plan.
@@ -277,6 +280,9 @@ impl Plan {
             Mode::Rate(r) => self.connections as f64 * 1e9 / r,
             _ => return None,
         };
+        if let (Some(shape), Mode::Rate(_)) = (&self.rate_shape, self.mode) {
+            return Some(Schedule::shaped(conn, self.connections, shape.clone(), end));
+        }
         Some(Schedule::spread(conn, self.connections, period_ns, end))
     }
 
@@ -326,6 +332,7 @@ pub(crate) mod tests {
             clock: Default::default(),
             shares: None,
             users: None,
+            rate_shape: None,
         }
     }
 

@@ -488,6 +488,7 @@ impl Spec {
             clock: self.clock,
             shares: self.shares.clone(),
             users: None,
+            rate_shape: None,
         };
         match &self.scenario {
             None => Ok(plan),

@@ -508,6 +508,11 @@ impl<S: Session> Worker<S> {
 /// The send schedule of global connection `gid` when the script is an open loop.
 #[inline]
 fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
+    let slack = plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64;
+    if let (Some(shape), Step::Every { .. }) = (&plan.rate_shape, script.step(script.load_pc())) {
+        let s = Schedule::shaped(gid, plan.connections, shape.clone(), plan.load_end_ns());
+        return Some(s.with_slack(slack));
+    }
     match script.step(script.load_pc()) {
         Step::Every { period_ns } => Some(
             Schedule::spread(gid, plan.connections, *period_ns, plan.load_end_ns())

@@ -42,6 +42,7 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
         clock: Default::default(),
         shares: None,
         users: None,
+        rate_shape: None,
     }
 }
 
