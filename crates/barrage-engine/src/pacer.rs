@@ -402,4 +402,47 @@ mod tests {
         let mean = xs.iter().sum::<f64>() / 1000.0;
         assert!((mean - 0.5).abs() < 0.05);
     }
+
+    /// `--rate-stages`: the connections' shaped schedules together follow the shape exactly
+    /// (virtual time): every event of the shape is due on exactly one connection, at the
+    /// shape's time for it, and per second the events due match the shape's integral within 1.
+    #[test]
+    fn shaped_schedules_together_follow_the_shape() {
+        let shape = std::sync::Arc::new(
+            crate::shape::Shape::new(vec![(0.0, 0.0), (1.0, 400.0), (2.0, 400.0), (3.0, 0.0)])
+                .unwrap(),
+        );
+        let conns = 7u64;
+        let end = 3_000 * MS;
+        let scheds: Vec<Schedule> = (0..conns)
+            .map(|c| Schedule::shaped(c, conns, shape.clone(), Some(end)))
+            .collect();
+        let total = |t: u64| scheds.iter().map(|s| s.due(t)).sum::<u64>();
+        // The area is 200 + 400 + 200 = 800 events; event 800 falls exactly at the end.
+        assert_eq!(total(end + 5 * MS), 800);
+        for sec in 0..3u64 {
+            let got = total((sec + 1) * 1000 * MS - 1)
+                - if sec == 0 {
+                    0
+                } else {
+                    total(sec * 1000 * MS - 1)
+                };
+            let want = shape.count((sec + 1) as f64) - shape.count(sec as f64);
+            assert!(
+                (got as f64 - want).abs() <= 1.0,
+                "second {sec}: {got} due, shape {want}"
+            );
+        }
+        // Every event n is connection n % conns's message n / conns, at the shape's time.
+        for n in [0u64, 1, 6, 7, 99, 400, 799] {
+            let s = &scheds[(n % conns) as usize];
+            assert_eq!(s.intended(n / conns), shape.due_ns(n).unwrap(), "event {n}");
+        }
+        let last = &scheds[(800 % conns) as usize];
+        assert_eq!(
+            last.pace(end, 800 / conns),
+            Pace::Stop,
+            "nothing after the end"
+        );
+    }
 }

@@ -55,6 +55,10 @@ pub struct Spec {
     /// Which shares this process runs; `None`: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<ShareSet>,
+    /// `--rate-stages`, as written: the open-loop rate follows these points (`mode` is
+    /// `Rate` at their peak).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_stages: Option<String>,
     /// A scenario file: connections are its users, running its steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioSpec>,
@@ -344,6 +348,7 @@ impl Spec {
             drain_ns: 2_000_000_000,
             clock: Clock::Now,
             shares: None,
+            rate_stages: None,
             scenario: None,
         }
     }
@@ -490,6 +495,16 @@ impl Spec {
             users: None,
             rate_shape: None,
         };
+        let mut plan = plan;
+        if let Some(text) = &self.rate_stages {
+            let shape = crate::shape::Shape::parse(
+                text,
+                barrage_scenario::units::duration,
+                barrage_scenario::units::rate_or_zero,
+            )
+            .map_err(|e| invalid("--rate-stages", e))?;
+            plan.rate_shape = Some(std::sync::Arc::new(shape));
+        }
         match &self.scenario {
             None => Ok(plan),
             Some(sc) => with_scenario(plan, sc, &http_cx.0, &http_cx.1),
@@ -574,6 +589,7 @@ mod tests {
                 count: 4,
                 run: vec![1, 3],
             }),
+            rate_stages: None,
             scenario: None,
         }
     }

@@ -72,6 +72,13 @@ pub struct RunConfig {
     /// counts in `summary.totals.commands` follow this order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
+    /// `--rate-stages` as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_stages: Option<String>,
+    /// The planned open-loop rate over time, (seconds since the start, per second) points,
+    /// linear between them (`--rate-stages`); empty for a constant rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned_rate: Vec<(f64, f64)>,
     /// Scenario runs: the steps users send, in order (per-step figures follow this order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<ConfigStep>,

@@ -206,6 +206,12 @@ fn mode(c: &RunConfig) -> String {
             ms(c.interval_ms),
             slack(c)
         ),
+        "rate" if c.rate_stages.is_some() => format!(
+            "rate stages {} (peak {}/s){}",
+            c.rate_stages.as_deref().unwrap_or(""),
+            c.rate.map(real).unwrap_or_else(|| "?".into()),
+            slack(c)
+        ),
         "rate" => format!(
             "rate {}/s{pipeline}{}",
             c.rate.map(real).unwrap_or_else(|| "?".into()),

@@ -76,6 +76,15 @@ pub fn rate(s: &str) -> Result<f64, String> {
     Ok(r)
 }
 
+/// A rate that may be zero (a point of a ramp: `0`, `0/s`, or a [`rate`]).
+pub fn rate_or_zero(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches("/s");
+    match t.parse::<f64>() {
+        Ok(v) if v == 0.0 => Ok(0.0),
+        _ => rate(s),
+    }
+}
+
 /// A count of at least 1 (`1000`, `10k`, `1M`, `1_000`).
 pub fn count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_' && c != ',').collect();

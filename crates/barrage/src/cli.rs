@@ -337,6 +337,12 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Modes (default: ping-pong)")]
     pub rate: Option<f64>,
 
+    /// Open loop with a rate that changes: TIME:RATE points, linear between them, e.g.
+    /// '0s:1k,30s:10k,2m:10k,2m30s:0' (like k6's ramping arrival rate); the load lasts until
+    /// the last point unless -d says otherwise
+    #[arg(long, value_name = "POINTS", allow_hyphen_values = true, conflicts_with_all = ["think", "interval", "rate"], help_heading = "Modes (default: ping-pong)")]
+    pub rate_stages: Option<String>,
+
     /// Open loop: due messages a connection may hold back before they count as not_sent
     /// [default: 1024]
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Modes (default: ping-pong)")]

@@ -85,10 +85,12 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     if let Some(b) = &first_shown {
         secrets.fill(b, "--first-message")?;
     }
-    let mode = match (a.think, a.interval, a.rate) {
-        (Some(d), _, _) => Mode::Think(d),
-        (_, Some(d), _) => Mode::Interval(d),
-        (_, _, Some(r)) => Mode::Rate(r),
+    let stages = a.rate_stages.as_deref().map(rate_stages).transpose()?;
+    let mode = match (a.think, a.interval, a.rate, &stages) {
+        (Some(d), _, _, _) => Mode::Think(d),
+        (_, Some(d), _, _) => Mode::Interval(d),
+        (_, _, Some(r), _) => Mode::Rate(r),
+        (_, _, _, Some((peak, _))) => Mode::Rate(*peak),
         _ => Mode::PingPong,
     };
     if mode.is_open_loop() && a.pipeline != 1 {
@@ -162,6 +164,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     }
     let duration = match (a.duration, a.requests) {
         (Some(d), _) => Some(d),
+        // `--rate-stages` alone: until its last point.
+        (None, _) if stages.is_some() => stages.as_ref().map(|(_, end)| *end),
         // Every run is bounded in time: `-n` alone also stops after a default bound, so a
         // server that never answers cannot keep it going forever (run.rs prints the rule).
         (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
@@ -200,6 +204,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             .duration
             .map(ns)
             .or(duration.filter(|_| a.requests.is_none()).map(ns)),
+        rate_stages: a.rate_stages.clone(),
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: mode.into(),
@@ -388,6 +393,11 @@ pub fn describe(
         }),
         subprotocol,
         commands,
+        rate_stages: spec.rate_stages.clone(),
+        planned_rate: plan
+            .rate_shape
+            .as_deref()
+            .map_or_else(Vec::new, |s| s.points().to_vec()),
         steps: plan.users.as_deref().map_or_else(Vec::new, |u| {
             u.program
                 .steps
@@ -431,6 +441,36 @@ fn users_config(u: &barrage_engine::users::Users, spec: &Spec) -> barrage_metric
 
 /// How long the replies in flight are awaited once the load stops.
 const DRAIN: Duration = Duration::from_secs(2);
+/// `--rate-stages POINTS`: its peak rate and the time of its last point (the load's length
+/// unless -d says otherwise).
+fn rate_stages(text: &str) -> Result<(f64, Duration), Usage> {
+    let shape = barrage_engine::shape::Shape::parse(
+        text,
+        crate::units::duration,
+        crate::units::rate_or_zero,
+    )
+    .map_err(|e| Usage::value("--rate-stages", format!("'{text}'"), e))?;
+    let points = shape.points();
+    let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let end = points.last().map_or(0.0, |p| p.0);
+    let why = if peak <= 0.0 {
+        Some("the rate is 0 at every point; give a point above 0, e.g. 0s:100,30s:1k".to_string())
+    } else if peak > crate::units::MAX_RATE {
+        Some("a rate above the 100M/s barrage can schedule".to_string())
+    } else if end <= 0.0 {
+        Some(
+            "give a later point too, e.g. 0s:100,30s:1k: the load lasts until the last point"
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    match why {
+        Some(w) => Err(Usage::value("--rate-stages", format!("'{text}'"), w)),
+        None => Ok((peak, Duration::from_secs_f64(end))),
+    }
+}
+
 /// `--timeout` when none is given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -76,6 +76,26 @@ fn keep(c: Chart, out: &mut Vec<Block>) {
     }
 }
 
+/// The count a piecewise-linear rate (points (t, rate), constant after the last) brings
+/// from 0 to `t` seconds.
+fn planned_count(points: &[(f64, f64)], t: f64) -> f64 {
+    let mut n = 0.0;
+    for (i, &(t0, r0)) in points.iter().enumerate() {
+        if t <= t0 {
+            break;
+        }
+        let (t1, r1) = points.get(i + 1).copied().unwrap_or((f64::INFINITY, r0));
+        let end = t.min(t1);
+        let r_end = if t1.is_finite() && t1 > t0 {
+            r0 + (r1 - r0) * (end - t0) / (t1 - t0)
+        } else {
+            r0
+        };
+        n += (r0 + r_end) / 2.0 * (end - t0);
+    }
+    n
+}
+
 /// Per-second charts from the ticks (drain left out: its length is not a second) and from
 /// the monitor's samples.
 pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
@@ -95,11 +115,21 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             .map(|t| (t.requests > 0).then(|| f(t) as f64 / 1e3))
             .collect()
     };
-    keep(
-        Chart::new("throughput", "Throughput", "s", "req/s", x.clone())
-            .series("req/s", col(&|t| t.rps)),
-        &mut out,
-    );
+    let mut throughput = Chart::new("throughput", "Throughput", "s", "req/s", x.clone())
+        .series("req/s", col(&|t| t.rps));
+    if !r.config.planned_rate.is_empty() {
+        // The planned rate over each tick: the shape's count over the tick, per second.
+        let p = &r.config.planned_rate;
+        let planned = ticks
+            .iter()
+            .map(|t| {
+                let dt = t.dt.max(1e-9);
+                Some((planned_count(p, t.t) - planned_count(p, t.t - dt)) / dt)
+            })
+            .collect();
+        throughput = throughput.series("planned", planned);
+    }
+    keep(throughput, &mut out);
     keep(
         Chart::new("latency", "Latency", "s", "ms", x.clone())
             .series("p50", lat(&|t| t.latency_us.p50))
@@ -107,6 +137,23 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             .series("max", lat(&|t| t.latency_us.max)),
         &mut out,
     );
+    let steps = &r.config.steps;
+    if !steps.is_empty() {
+        let mut c = Chart::new("step-latency", "p99 latency by step", "s", "ms", x.clone());
+        for (i, s) in steps.iter().enumerate() {
+            let v = ticks
+                .iter()
+                .map(|t| {
+                    t.steps
+                        .get(i)
+                        .filter(|k| k.completed > 0)
+                        .map(|k| k.p99 as f64 / 1e3)
+                })
+                .collect();
+            c = c.series(&format!("{} p99", s.name), v);
+        }
+        keep(c, &mut out);
+    }
     keep(
         Chart::new(
             "connections",
