@@ -79,10 +79,10 @@ pub fn rate(s: &str) -> Result<f64, String> {
 /// A rate that may be zero (a point of a ramp: `0`, `0/s`, or a [`rate`]).
 pub fn rate_or_zero(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches("/s");
-    match t.parse::<f64>() {
-        Ok(v) if v == 0.0 => Ok(0.0),
-        _ => rate(s),
+    if t.parse::<f64>().is_ok_and(|v| v == 0.0) {
+        return Ok(0.0);
     }
+    rate(s)
 }
 
 /// A count of at least 1 (`1000`, `10k`, `1M`, `1_000`).
