@@ -24,6 +24,7 @@ fn http_server() -> ServerHandle {
         service_time: None,
         stall_at: None,
         stall_for: Duration::ZERO,
+        server_timing: false,
     })
     .unwrap()
 }

@@ -155,6 +155,12 @@ pub struct Summary {
     /// WebSocket upgrade handshake time, whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handshake_us: Option<LatencyStats>,
+    /// HTTP `Server-Timing` after the warm-up: the server's own time per response, and the
+    /// client's latency less it (network, queues, the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_us: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_gap_us: Option<LatencyStats>,
     pub io: Io,
     pub connections: Connections,
     /// Error events after the warm-up, by class: failed connects, broken or timed-out
@@ -222,6 +228,8 @@ struct Acc {
     counters: Counters,
     latency: LatencyHistogram,
     ttfb: OptHistogram,
+    server: OptHistogram,
+    server_gap: OptHistogram,
     steps: crate::steps::Steps,
     ns: u64,
 }
@@ -232,6 +240,8 @@ impl Acc {
         self.steps.merge(&d.steps);
         self.latency.merge(&d.latency);
         self.ttfb.merge(&d.ttfb);
+        self.server.merge(&d.server);
+        self.server_gap.merge(&d.server_gap);
         if d.key != DRAIN_KEY {
             self.ns += d.end_ns.saturating_sub(d.start_ns);
         }
@@ -425,6 +435,10 @@ impl Aggregator {
         latency.merge(&self.drain.latency);
         let mut ttfb = self.measured.ttfb.clone();
         ttfb.merge(&self.drain.ttfb);
+        let mut server = self.measured.server.clone();
+        server.merge(&self.drain.server);
+        let mut server_gap = self.measured.server_gap.clone();
+        server_gap.merge(&self.drain.server_gap);
         let mut steps = self.measured.steps.clone();
         steps.merge(&self.drain.steps);
         let mut totals = after.clone();
@@ -457,6 +471,8 @@ impl Aggregator {
             ttfb_us: ttfb.stats(),
             tls_us: self.tls.stats(),
             handshake_us: self.handshake.stats(),
+            server_us: server.stats(),
+            server_gap_us: server_gap.stats(),
             io: Io {
                 reads: after.reads,
                 writes: after.writes,

@@ -19,6 +19,10 @@ pub struct Recorder {
     pub ttfb: OptHistogram,
     pub tls: OptHistogram,
     pub handshake: OptHistogram,
+    /// HTTP `Server-Timing`: the server's own time per response, and the client's latency
+    /// less it (what the network, queues and the client added).
+    pub server: OptHistogram,
+    pub server_gap: OptHistogram,
     /// Gauges owned by the worker: connections open now, exchanges in flight now, due
     /// messages waiting in backlogs now.
     pub open: u64,
@@ -91,6 +95,8 @@ impl Recorder {
             ttfb: std::mem::take(&mut self.ttfb),
             tls: std::mem::take(&mut self.tls),
             handshake: std::mem::take(&mut self.handshake),
+            server: std::mem::take(&mut self.server),
+            server_gap: std::mem::take(&mut self.server_gap),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -120,6 +126,11 @@ pub struct Delta {
     pub ttfb: OptHistogram,
     pub tls: OptHistogram,
     pub handshake: OptHistogram,
+    /// HTTP `Server-Timing` (server time, and client latency less it).
+    #[serde(default)]
+    pub server: OptHistogram,
+    #[serde(default)]
+    pub server_gap: OptHistogram,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -142,6 +153,8 @@ impl Delta {
         self.ttfb.merge(&o.ttfb);
         self.tls.merge(&o.tls);
         self.handshake.merge(&o.handshake);
+        self.server.merge(&o.server);
+        self.server_gap.merge(&o.server_gap);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;

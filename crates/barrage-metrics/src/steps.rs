@@ -47,12 +47,19 @@ pub struct StepRec {
     pub c: StepCount,
     /// From the intended send time for `every` steps, from the send otherwise.
     pub latency: OptHistogram,
+    /// HTTP `Server-Timing`: the server's time, and the latency less it.
+    #[serde(default)]
+    pub server: OptHistogram,
+    #[serde(default)]
+    pub server_gap: OptHistogram,
 }
 
 impl StepRec {
     pub fn merge(&mut self, o: &StepRec) {
         self.c.merge(&o.c);
         self.latency.merge(&o.latency);
+        self.server.merge(&o.server);
+        self.server_gap.merge(&o.server_gap);
     }
 }
 
@@ -94,6 +101,14 @@ impl Steps {
         let s = self.at(i);
         s.c.failed += n;
         s.c.failed_by.add(class, n);
+    }
+
+    /// A completed reply of step `i` said the server spent `server_ns` of its `latency_ns`.
+    #[inline]
+    pub fn server_time(&mut self, i: usize, server_ns: u64, latency_ns: u64) {
+        let s = self.at(i);
+        s.server.record_ns(server_ns);
+        s.server_gap.record_ns(latency_ns.saturating_sub(server_ns));
     }
 
     #[inline]
@@ -150,6 +165,11 @@ pub struct StepSummary {
     /// Whether latency is timed from the intended send time (an `every` step).
     #[serde(default)]
     pub open_loop: bool,
+    /// HTTP `Server-Timing`: the server's own time, and the client's latency less it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_us: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_gap_us: Option<LatencyStats>,
 }
 
 impl StepSummary {
@@ -162,6 +182,8 @@ impl StepSummary {
             error_rate: (all > 0).then(|| bad as f64 / all as f64),
             latency_us: rec.latency.stats(),
             open_loop,
+            server_us: rec.server.stats(),
+            server_gap_us: rec.server_gap.stats(),
         }
     }
 }

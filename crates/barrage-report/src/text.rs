@@ -300,6 +300,26 @@ fn latency(r: &RunResult) -> Vec<String> {
     if let Some(t) = s.ttfb_us.as_ref().filter(|t| t.count > 0) {
         lines.push(row("  first byte", percentiles(t, "response", "responses")));
     }
+    if let Some(t) = s.server_us.as_ref().filter(|t| t.count > 0) {
+        lines.push(row(
+            "  server",
+            format!(
+                "{}, by Server-Timing",
+                percentiles(t, "response", "responses")
+            ),
+        ));
+        if let Some(g) = s.server_gap_us.as_ref() {
+            lines.push(row(
+                "  difference",
+                format!(
+                    "p50 {}, p99 {}, max {} (latency less the server's time)",
+                    duration_us(g.p50 as f64),
+                    duration_us(g.p99 as f64),
+                    duration_us(g.max as f64)
+                ),
+            ));
+        }
+    }
     if s.connect_us.count > 0 {
         lines.push(row(
             "  connect",
@@ -366,6 +386,25 @@ fn steps(r: &RunResult) -> Vec<String> {
         }
         if !notes.is_empty() {
             lines.push(row("", format!("    {}", notes.join(", "))));
+        }
+    }
+    if s.steps.iter().any(|k| k.server_us.is_some()) {
+        lines.push(table_row(
+            "Server time",
+            [
+                "srv p50", "srv p99", "cli p50", "cli p99", "diff p50", "diff p99",
+            ],
+        ));
+        for k in s.steps.iter() {
+            let (Some(sv), Some(l), Some(g)) = (&k.server_us, &k.latency_us, &k.server_gap_us)
+            else {
+                continue;
+            };
+            let label = format!("  {}", k.name);
+            lines.push(table_row(
+                if label.len() < LABEL { &label } else { "" },
+                [sv.p50, sv.p99, l.p50, l.p99, g.p50, g.p99].map(|v| duration_us(v as f64)),
+            ));
         }
     }
     if s.totals.pushed > 0 {

@@ -70,6 +70,9 @@ pub struct HttpConfig {
     pub stall_at: Option<Duration>,
     /// Length of the stall; zero means no stall.
     pub stall_for: Duration,
+    /// Every response says how long the server held its request, from reading it to
+    /// rendering the response: `Server-Timing: app;dur=MS`.
+    pub server_timing: bool,
 }
 
 impl Default for HttpConfig {
@@ -83,6 +86,7 @@ impl Default for HttpConfig {
             service_time: None,
             stall_at: None,
             stall_for: Duration::ZERO,
+            server_timing: false,
         }
     }
 }
@@ -99,6 +103,7 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
     let delay = cfg.delay.filter(|delay| !delay.is_zero());
     let service_time = cfg.service_time.filter(|t| !t.is_zero());
     let stall = Stall::new(started, cfg.stall_at, cfg.stall_for);
+    let server_timing = cfg.server_timing;
     runtime::spawn(
         Kind::Http,
         tls.is_some(),
@@ -111,6 +116,7 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
                 delay,
                 service: service_time.map(faults::Service::new),
                 tls: tls.clone(),
+                server_timing,
             };
             driver::run(parts, service, stall);
         },
@@ -127,6 +133,7 @@ struct HttpService {
     /// The service-time knob: this thread's one request at a time.
     service: Option<faults::Service>,
     tls: Option<Arc<ServerConfig>>,
+    server_timing: bool,
 }
 
 impl Service for HttpService {
@@ -155,6 +162,7 @@ impl Service for HttpService {
             timers: &mut self.timers,
             delay: self.delay,
             service: self.service.as_mut(),
+            server_timing: self.server_timing,
             key,
             counters,
         })

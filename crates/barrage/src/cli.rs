@@ -485,6 +485,11 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub service_time: Option<Duration>,
 
+    /// http: say in a `Server-Timing: app;dur=MS` header how long each request was held
+    /// (read to response), so barrage can show server time next to client time
+    #[arg(long)]
+    pub server_timing: bool,
+
     /// Fault: freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
     pub stall_at: Option<Duration>,

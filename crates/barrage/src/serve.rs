@@ -16,6 +16,13 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Http(s) => ("http", "127.0.0.1:8080", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
     };
+    if args.server_timing && name != "http" {
+        return Err(Usage::says(
+            "--server-timing",
+            format!("applies to serve http, not serve {name}"),
+        )
+        .into());
+    }
     if args.service_time.is_some() && name != "http" {
         return Err(Usage::says(
             "--service-time",
@@ -58,6 +65,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             service_time: args.service_time,
             stall_at: args.stall_at,
             stall_for,
+            server_timing: args.server_timing,
         })?,
         Server::Ws(_) => ws::start(ws::WsConfig {
             listen,

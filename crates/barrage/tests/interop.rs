@@ -106,6 +106,7 @@ http {
             access_log DIR/login.log;
             default_type application/json;
             add_header X-Session-Id "s-42" always;
+            add_header Server-Timing "nginx;dur=$request_time" always;
             return 200 '{"token":"abc123","user":"ann"}';
         }
         location = /api/me {
@@ -636,6 +637,10 @@ expect = {{ json = "/user", equals = "ann" }}
     let get = |i: usize, k: &str| steps[i][k].as_u64().unwrap();
     assert_eq!((get(0, "sent"), get(0, "completed")), (12, 12));
     assert_eq!((get(1, "sent"), get(1, "completed")), (36, 36));
+    // nginx's Server-Timing on the login route (its $request_time, whole milliseconds):
+    // recorded for every login and for nothing else.
+    assert_eq!(steps[0]["server_us"]["count"].as_u64(), Some(12));
+    assert!(steps[1].get("server_us").is_none());
     let login = nginx_log(&n, "login.log");
     let me = nginx_log(&n, "me.log");
     n.stop();

@@ -239,3 +239,70 @@ fn the_route_comparison_example_runs_one_row_per_route_against_serve_http() {
     );
     assert_eq!(u(&stats, "http.responses_2xx"), completed);
 }
+
+#[test]
+fn server_timing_puts_the_servers_time_next_to_the_clients_per_step() {
+    let server = EchoServer::serve("http", &["--server-timing"]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url().trim_end_matches('/').to_string();
+    let file = write(
+        dir.path(),
+        "st.toml",
+        &format!(
+            r#"
+target = "{url}"
+[users]
+count = 4
+arrive = "100/s"
+hold = "300ms"
+[[steps]]
+name = "hello"
+repeat = 5
+path = "/"
+[[steps]]
+name = "slow"
+repeat = 5
+path = "/delay/20"
+"#
+        ),
+    );
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    drop(server);
+    let completed = u(&v, "summary.exchanges.completed");
+    assert_eq!(completed, 40);
+    assert_eq!(
+        u(&v, "summary.server_us.count"),
+        completed,
+        "every response said"
+    );
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let slow = &steps[1];
+    assert_eq!(slow["server_us"]["count"].as_u64(), Some(20));
+    // The server held each /delay/20 request at least 20 ms, and the client saw at least that.
+    assert!(
+        slow["server_us"]["min"].as_u64().unwrap() >= 19_900,
+        "{slow}"
+    );
+    assert!(
+        slow["latency_us"]["min"].as_u64().unwrap() >= slow["server_us"]["min"].as_u64().unwrap(),
+        "{slow}"
+    );
+    assert_eq!(slow["server_gap_us"]["count"].as_u64(), Some(20));
+    assert!(
+        steps[0]["server_us"]["max"].as_u64().unwrap() < 20_000,
+        "hello is not delayed"
+    );
+}

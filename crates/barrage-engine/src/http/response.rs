@@ -15,6 +15,8 @@ pub trait ResponseSink {
     fn head(&mut self, status: u16);
     /// Body bytes of the current response (for accounting or verification).
     fn body(&mut self, _bytes: &[u8]) {}
+    /// The server's own time for the response whose head follows (`Server-Timing`).
+    fn server_time(&mut self, _ns: u64) {}
     /// Whether `header` should see the final response's headers.
     fn wants_headers(&self) -> bool {
         false
@@ -106,6 +108,8 @@ struct HeadInfo {
     status: u16,
     keep_alive: bool,
     body: Body,
+    /// The server's own time for this response (`Server-Timing`), in ns.
+    server_ns: Option<u64>,
 }
 
 impl ResponseDecoder {
@@ -223,6 +227,9 @@ impl ResponseDecoder {
         }
         self.status = info.status;
         self.keep_alive = info.keep_alive;
+        if let Some(ns) = info.server_ns {
+            sink.server_time(ns);
+        }
         sink.head(info.status);
         match info.body {
             Body::None | Body::Length(0) => self.finish(sink),
@@ -366,7 +373,33 @@ fn summarize(h: &Head<'_>, head_request: bool) -> Result<HeadInfo, HttpError> {
         status: h.status,
         keep_alive,
         body,
+        server_ns: server_timing_ns(h.headers),
     })
+}
+
+/// The server's time from `Server-Timing` (RFC: `metric;dur=MS, metric;dur=MS`): the metric
+/// named `total` if there is one, else the first with a `dur`; in ns.
+pub fn server_timing_ns(headers: &[httparse::Header<'_>]) -> Option<u64> {
+    let mut first = None;
+    for value in header_values(headers, "server-timing") {
+        for metric in value.split(|&b| b == b',') {
+            let mut parts = metric.split(|&b| b == b';').map(|p| p.trim_ascii());
+            let name = parts.next().unwrap_or_default();
+            let dur = parts.find_map(|p| {
+                let v = p.strip_prefix(b"dur=")?;
+                let v = std::str::from_utf8(v).ok()?.trim_matches('"');
+                v.parse::<f64>().ok().filter(|d| d.is_finite() && *d >= 0.0)
+            });
+            if let Some(ms) = dur {
+                let ns = (ms * 1e6).round() as u64;
+                if name.eq_ignore_ascii_case(b"total") {
+                    return Some(ns);
+                }
+                first = first.or(Some(ns));
+            }
+        }
+    }
+    first
 }
 
 /// The Content-Length, if any: every value (across repeated headers and comma lists) must be

@@ -106,6 +106,10 @@ impl ResponseSink for Sink<'_, '_, '_> {
         }
     }
 
+    fn server_time(&mut self, ns: u64) {
+        self.r.server_ns = Some(ns);
+    }
+
     fn wants_headers(&self) -> bool {
         self.r.is_user()
     }

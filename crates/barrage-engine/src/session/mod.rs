@@ -198,6 +198,8 @@ pub struct Replies<'a> {
     pub close: Option<Close>,
     /// A scenario's user: its replies are matched, captured from and counted per step.
     pub user: Option<crate::users::UserCtx<'a>>,
+    /// The server's own time for the reply being completed (HTTP `Server-Timing`).
+    pub server_ns: Option<u64>,
 }
 
 impl<'a> Replies<'a> {
@@ -228,6 +230,7 @@ impl<'a> Replies<'a> {
             handshake: None,
             close: None,
             user: None,
+            server_ns: None,
         }
     }
 
@@ -421,6 +424,7 @@ impl<'a> Replies<'a> {
         }
         self.rec.in_flight -= 1;
         let user = self.user.is_some();
+        let server = self.server_ns.take();
         match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
             Some(class) => {
                 self.rec.exchanges_failed(class, 1);
@@ -434,8 +438,15 @@ impl<'a> Replies<'a> {
                 self.rec.c.completed += 1;
                 let ns = self.now.saturating_sub(ex.start);
                 self.rec.latency.record_ns(ns);
+                if let Some(s) = server {
+                    self.rec.server.record_ns(s);
+                    self.rec.server_gap.record_ns(ns.saturating_sub(s));
+                }
                 if user {
                     self.rec.steps.completed(ex.step as usize, ns);
+                    if let Some(s) = server {
+                        self.rec.steps.server_time(ex.step as usize, s, ns);
+                    }
                 }
             }
         }

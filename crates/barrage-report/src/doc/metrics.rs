@@ -178,6 +178,50 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             rows,
         ));
     }
+    if s.steps.iter().any(|k| k.server_us.is_some()) || s.server_us.is_some() {
+        out.push(Block::Heading(
+            "Server time next to client time (Server-Timing)".into(),
+        ));
+        let us = |v: u64| duration_us(v as f64);
+        let mut rows: Vec<[String; 7]> = Vec::new();
+        if let (Some(sv), Some(g)) = (&s.server_us, &s.server_gap_us) {
+            let l = &s.latency_us;
+            rows.push([
+                "all".into(),
+                us(sv.p50),
+                us(sv.p99),
+                us(l.p50),
+                us(l.p99),
+                us(g.p50),
+                us(g.p99),
+            ]);
+        }
+        for k in &s.steps {
+            if let (Some(sv), Some(l), Some(g)) = (&k.server_us, &k.latency_us, &k.server_gap_us) {
+                rows.push([
+                    k.name.clone(),
+                    us(sv.p50),
+                    us(sv.p99),
+                    us(l.p50),
+                    us(l.p99),
+                    us(g.p50),
+                    us(g.p99),
+                ]);
+            }
+        }
+        out.push(table(
+            [
+                "route / step",
+                "server p50",
+                "server p99",
+                "client p50",
+                "client p99",
+                "difference p50",
+                "difference p99",
+            ],
+            rows,
+        ));
+    }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));
         let rows = t

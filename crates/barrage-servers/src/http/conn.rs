@@ -38,6 +38,8 @@ pub(crate) struct Cx<'a> {
     pub delay: Option<Duration>,
     /// The service-time knob: an answer is not due before the thread has served it.
     pub service: Option<&'a mut crate::faults::Service>,
+    /// Say in `Server-Timing` how long each request was held.
+    pub server_timing: bool,
     pub key: Key,
     pub counters: &'a CounterWriter,
 }
@@ -50,6 +52,8 @@ struct Answer {
     conn: ConnHeader,
     /// Not before then; `None` is at once.
     due: Option<Instant>,
+    /// When its request was read.
+    read_at: Instant,
 }
 
 /// The body of the request being read, thrown away as it arrives.
@@ -175,9 +179,12 @@ impl Conn {
                     break;
                 };
                 // Counted as it is queued, before the write: see `stats`.
+                let held = cx
+                    .server_timing
+                    .then(|| now.saturating_duration_since(answer.read_at));
                 let status = self
                     .output
-                    .render(answer.reply, answer.head_only, answer.conn);
+                    .render(answer.reply, answer.head_only, answer.conn, held);
                 cx.counters.http_response(status);
             }
             if self.output.is_empty() {
@@ -340,6 +347,7 @@ impl Conn {
             head_only,
             conn,
             due,
+            read_at: now,
         });
     }
 

@@ -221,7 +221,13 @@ impl Output {
     }
 
     /// Appends one response; returns its status. `head_only` answers a HEAD request.
-    pub(crate) fn render(&mut self, reply: Reply, head_only: bool, conn: ConnHeader) -> u16 {
+    pub(crate) fn render(
+        &mut self,
+        reply: Reply,
+        head_only: bool,
+        conn: ConnHeader,
+        held: Option<std::time::Duration>,
+    ) -> u16 {
         debug_assert!(self.stream.is_none());
         let out = &mut self.out;
         let status = match reply {
@@ -246,6 +252,13 @@ impl Output {
         }
         if status == 405 {
             out.extend_from_slice(b"Allow: GET, HEAD, POST, PUT\r\n");
+        }
+        if let Some(d) = held {
+            let _ = write!(
+                out,
+                "Server-Timing: app;dur={:.3}\r\n",
+                d.as_secs_f64() * 1e3
+            );
         }
         match conn {
             ConnHeader::Default => {}

@@ -414,3 +414,23 @@ fn trailers_are_held_to_the_header_limit() {
     }
     assert_eq!(err(&input), HttpError::HeadersTooLarge);
 }
+
+#[test]
+fn server_timing_takes_total_else_the_first_duration() {
+    let h = |v: &'static str| httparse::Header {
+        name: "Server-Timing",
+        value: v.as_bytes(),
+    };
+    let ns = |hs: &[httparse::Header]| super::server_timing_ns(hs);
+    assert_eq!(ns(&[h("app;dur=1.5")]), Some(1_500_000));
+    assert_eq!(
+        ns(&[h("db;dur=4, total;dur=12.25;desc=\"all\"")]),
+        Some(12_250_000)
+    );
+    assert_eq!(
+        ns(&[h("cache;desc=hit"), h("app;dur=\"0.250\"")]),
+        Some(250_000)
+    );
+    assert_eq!(ns(&[h("miss"), h("app;dur=-1"), h("x;dur=abc")]), None);
+    assert_eq!(ns(&[]), None);
+}

@@ -84,7 +84,10 @@ fn routes_from_paths() {
 #[test]
 fn hello_head_and_body() {
     let mut output = Output::default();
-    assert_eq!(output.render(Reply::Hello, false, ConnHeader::Close), 200);
+    assert_eq!(
+        output.render(Reply::Hello, false, ConnHeader::Close, None),
+        200
+    );
     let raw = drain(&mut output, usize::MAX);
     let (head, body) = split(&raw);
     assert_eq!(
@@ -100,7 +103,7 @@ fn bytes_bodies_of_every_size_follow_the_pattern() {
     for n in [0, 1, 16_384, 16_385, 65_536, 65_537, 1 << 20, 1_000_003] {
         for step in [usize::MAX, 1000, 65_537] {
             let mut output = Output::default();
-            output.render(Reply::Bytes(n as u64), false, ConnHeader::Default);
+            output.render(Reply::Bytes(n as u64), false, ConnHeader::Default, None);
             let raw = drain(&mut output, step);
             let (head, body) = split(&raw);
             assert!(head.contains(&format!("Content-Length: {n}\r\n")), "{head}");
@@ -127,7 +130,7 @@ fn chunked_bodies_decode_to_the_pattern() {
     ] {
         for step in [usize::MAX, 777] {
             let mut output = Output::default();
-            output.render(Reply::Chunked(n as u64), false, ConnHeader::Default);
+            output.render(Reply::Chunked(n as u64), false, ConnHeader::Default, None);
             let raw = drain(&mut output, step);
             let (head, body) = split(&raw);
             assert!(head.contains("Transfer-Encoding: chunked\r\n"), "{head}");
@@ -143,15 +146,15 @@ fn chunked_bodies_decode_to_the_pattern() {
 #[test]
 fn pipelined_responses_stay_in_order_around_a_stream() {
     let mut output = Output::default();
-    output.render(Reply::Status(204), false, ConnHeader::Default);
+    output.render(Reply::Status(204), false, ConnHeader::Default, None);
     assert!(output.has_room());
-    output.render(Reply::Bytes(100_000), false, ConnHeader::Default);
+    output.render(Reply::Bytes(100_000), false, ConnHeader::Default, None);
     assert!(
         !output.has_room(),
         "a streaming body blocks further rendering"
     );
     let mut raw = drain(&mut output, 10_000);
-    output.render(Reply::Status(500), true, ConnHeader::KeepAlive);
+    output.render(Reply::Status(500), true, ConnHeader::KeepAlive, None);
     raw.extend(drain(&mut output, 10_000));
     assert_eq!(
         raw.len(),
@@ -172,7 +175,7 @@ fn status_bodies_match_their_length() {
     for code in [200, 302, 404, 405, 431, 500, 599] {
         let mut output = Output::default();
         assert_eq!(
-            output.render(Reply::Status(code), false, ConnHeader::Default),
+            output.render(Reply::Status(code), false, ConnHeader::Default, None),
             code
         );
         let raw = drain(&mut output, usize::MAX);
@@ -185,7 +188,7 @@ fn status_bodies_match_their_length() {
         assert_eq!(head.contains("Allow: "), code == 405);
     }
     let mut output = Output::default();
-    output.render(Reply::Status(304), false, ConnHeader::Default);
+    output.render(Reply::Status(304), false, ConnHeader::Default, None);
     let raw = drain(&mut output, usize::MAX);
     assert_eq!(raw, b"HTTP/1.1 304 Not Modified\r\nServer: barrage\r\n\r\n");
 }
