@@ -391,3 +391,62 @@ timeout = "200ms"
     assert!(s.exchanges.balanced(), "{:?}", s.exchanges);
     let _ = Ordering::Relaxed;
 }
+
+const WS_USERS: &str = r#"
+target = "ws://127.0.0.1:1/"
+[users]
+count = 6
+arrive = "100/s"
+hold = "500ms"
+[[steps]]
+name = "login"
+send = '{"op":"login","user":"u{user}"}'
+expect = { json = "/op", equals = "login" }
+capture.me = { json = "/user" }
+[[steps]]
+name = "say"
+every = "50ms"
+send = '{"op":"say","from":"{me}","n":{seq}}'
+expect = { regex = '"from":"u[0-9]+"' }
+[[leave]]
+name = "bye"
+send = '{"op":"bye","from":"{me}"}'
+expect = { prefix = '{"op":"bye","from":"u' }
+"#;
+
+#[test]
+fn websocket_users_send_messages_and_their_echoes_complete_each_step() {
+    let server = barrage_servers::ws::start(barrage_servers::ws::WsConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        tls: None,
+        delay: None,
+        stall_at: None,
+        stall_for: Duration::ZERO,
+    })
+    .unwrap();
+    let u = users(WS_USERS, false, Duration::from_secs(5));
+    let p = common::ws_plan(server.local_addr(), 1, Mode::PingPong, 1.0);
+    let o = go(p.with_users(u));
+    let s = &o.outcome.summary;
+    assert_eq!(o.end, End::Completed);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    let (login, say, bye) = (&s.steps[0], &s.steps[1], &s.steps[2]);
+    assert_eq!((login.c.sent, login.c.completed), (6, 6));
+    assert_eq!((bye.c.sent, bye.c.completed), (6, 6));
+    assert!(say.c.completed >= 6 && say.c.sent == say.c.completed, "{say:?}");
+    assert_eq!(s.steps.iter().map(|x| x.c.capture_misses).sum::<u64>(), 0);
+    // The server saw every message and each user's upgrade and close.
+    let t = std::time::Instant::now();
+    let st = loop {
+        let st = server.stats();
+        if st.connections_open == 0 || t.elapsed() > Duration::from_secs(5) {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let ws = st.ws.unwrap();
+    assert_eq!(ws.messages_in, s.exchanges.sent);
+    assert_eq!(ws.handshakes, 6);
+    assert_eq!(st.connections_accepted, 6);
+}
