@@ -59,6 +59,9 @@ pub struct Spec {
     /// `Rate` at their peak).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_stages: Option<String>,
+    /// `--conn-stages`, as written: how many connections are open over time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_stages: Option<String>,
     /// A scenario file: connections are its users, running its steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioSpec>,
@@ -349,6 +352,7 @@ impl Spec {
             clock: Clock::Now,
             shares: None,
             rate_stages: None,
+            conn_stages: None,
             scenario: None,
         }
     }
@@ -505,6 +509,19 @@ impl Spec {
             .map_err(|e| invalid("--rate-stages", e))?;
             plan.rate_shape = Some(std::sync::Arc::new(shape));
         }
+        if let Some(text) = &self.conn_stages {
+            let shape = crate::shape::Shape::parse(
+                text,
+                barrage_scenario::units::duration,
+                barrage_scenario::units::rate_or_zero,
+            )
+            .map_err(|e| invalid("--conn-stages", e))?;
+            let stages = crate::users::ConnStages {
+                points: shape.points().to_vec(),
+            };
+            let users = crate::users::Users::for_load(&plan, stages);
+            return Ok(plan.with_users(users));
+        }
         match &self.scenario {
             None => Ok(plan),
             Some(sc) => with_scenario(plan, sc, &http_cx.0, &http_cx.1),
@@ -590,6 +607,7 @@ mod tests {
                 run: vec![1, 3],
             }),
             rate_stages: None,
+            conn_stages: None,
             scenario: None,
         }
     }

@@ -434,7 +434,10 @@ fn websocket_users_send_messages_and_their_echoes_complete_each_step() {
     let (login, say, bye) = (&s.steps[0], &s.steps[1], &s.steps[2]);
     assert_eq!((login.c.sent, login.c.completed), (6, 6));
     assert_eq!((bye.c.sent, bye.c.completed), (6, 6));
-    assert!(say.c.completed >= 6 && say.c.sent == say.c.completed, "{say:?}");
+    assert!(
+        say.c.completed >= 6 && say.c.sent == say.c.completed,
+        "{say:?}"
+    );
     assert_eq!(s.steps.iter().map(|x| x.c.capture_misses).sum::<u64>(), 0);
     // The server saw every message and each user's upgrade and close.
     let t = std::time::Instant::now();

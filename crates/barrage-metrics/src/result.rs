@@ -79,6 +79,11 @@ pub struct RunConfig {
     /// linear between them (`--rate-stages`); empty for a constant rate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub planned_rate: Vec<(f64, f64)>,
+    /// `--conn-stages` as given, and its points (seconds, connections), linear between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_stages: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned_connections: Vec<(f64, f64)>,
     /// Scenario runs: the steps users send, in order (per-step figures follow this order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<ConfigStep>,

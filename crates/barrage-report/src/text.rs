@@ -95,6 +95,9 @@ fn header(r: &RunResult) -> Vec<String> {
     if let Some(rate) = c.connect_rate {
         who += &format!(", connecting {}/s", real(rate));
     }
+    if let Some(st) = &c.conn_stages {
+        who += &format!(" (ramped: {st})");
+    }
     if let Some(u) = &c.users {
         who = format!(
             "  {} from {} (arrive {}, last at {}, hold {}, depart {}) on {}",
@@ -275,7 +278,7 @@ fn latency(r: &RunResult) -> Vec<String> {
             table_row("", [l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999].map(us)),
         ]
     };
-    if l.count > 0 && !s.steps.is_empty() {
+    if l.count > 0 && r.config.users.is_some() {
         lines.push(
             "  every-steps timed from their intended send time (open loop); other steps \
              from the actual send"
@@ -339,7 +342,7 @@ fn latency(r: &RunResult) -> Vec<String> {
 /// under a step with failures naming their classes.
 fn steps(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
-    if s.steps.is_empty() {
+    if s.steps.is_empty() || r.config.users.is_none() {
         return Vec::new();
     }
     let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));

@@ -337,6 +337,13 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Modes (default: ping-pong)")]
     pub rate: Option<f64>,
 
+    /// Ramp connections: TIME:COUNT points, linear between them, e.g.
+    /// '0s:0,30s:1000,2m:1000,2m30s:0'; connection i opens when the count reaches i+1 and
+    /// closes when it falls below; each runs the mode (one exchange in flight). The load lasts
+    /// until the last point
+    #[arg(long, value_name = "POINTS", allow_hyphen_values = true, conflicts_with_all = ["connections", "connect_rate", "requests"], help_heading = "Modes (default: ping-pong)")]
+    pub conn_stages: Option<String>,
+
     /// Open loop with a rate that changes: TIME:RATE points, linear between them, e.g.
     /// '0s:1k,30s:10k,2m:10k,2m30s:0' (like k6's ramping arrival rate); the load lasts until
     /// the last point unless -d says otherwise

@@ -86,6 +86,22 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         secrets.fill(b, "--first-message")?;
     }
     let stages = a.rate_stages.as_deref().map(rate_stages).transpose()?;
+    let conns = a.conn_stages.as_deref().map(conn_stages).transpose()?;
+    if conns.is_some() {
+        for (flag, given) in [
+            ("--pipeline", a.pipeline != 1),
+            ("--first-message", a.first_message.is_some()),
+            ("--verify", a.verify),
+        ] {
+            if given {
+                return Err(Usage::says(
+                    flag,
+                    "does not go with --conn-stages (ramped connections run one exchange in flight each, no opening message)",
+                ));
+            }
+        }
+    }
+    let connections = conns.map_or(a.connections, |(peak, _)| peak);
     let mode = match (a.think, a.interval, a.rate, &stages) {
         (Some(d), _, _, _) => Mode::Think(d),
         (_, Some(d), _, _) => Mode::Interval(d),
@@ -130,7 +146,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             "at most 1048576 exchanges in flight per connection",
         ));
     }
-    if a.connections > 10_000_000 {
+    if connections > 10_000_000 {
         return Err(Usage::new(
             "-c/--connections",
             "at most 10,000,000 per process; split larger loads over processes",
@@ -164,8 +180,9 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     }
     let duration = match (a.duration, a.requests) {
         (Some(d), _) => Some(d),
-        // `--rate-stages` alone: until its last point.
+        // `--rate-stages` or `--conn-stages` alone: until the last point.
         (None, _) if stages.is_some() => stages.as_ref().map(|(_, end)| *end),
+        (None, _) if conns.is_some() => conns.map(|(_, end)| end),
         // Every run is bounded in time: `-n` alone also stops after a default bound, so a
         // server that never answers cannot keep it going forever (run.rs prints the rule).
         (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
@@ -195,7 +212,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             insecure: a.insecure,
             cacert: a.cacert.clone(),
         }),
-        connections: a.connections,
+        connections,
         threads,
         connect_rate: a.connect_rate,
         max_connecting: a.max_connecting.min(u32::MAX as u64) as u32,
@@ -205,6 +222,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             .map(ns)
             .or(duration.filter(|_| a.requests.is_none()).map(ns)),
         rate_stages: a.rate_stages.clone(),
+        conn_stages: a.conn_stages.clone(),
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: mode.into(),
@@ -352,7 +370,7 @@ pub fn describe(
         },
         requests: spec.requests,
         warmup_s: secs(spec.warmup_ns),
-        mode: if plan.users.is_some() {
+        mode: if plan.users.as_ref().is_some_and(|u| u.stages.is_none()) {
             "users".into()
         } else {
             mode.name().into()
@@ -394,11 +412,17 @@ pub fn describe(
         subprotocol,
         commands,
         rate_stages: spec.rate_stages.clone(),
+        conn_stages: spec.conn_stages.clone(),
+        planned_connections: plan
+            .users
+            .as_ref()
+            .and_then(|u| u.stages.as_ref())
+            .map_or_else(Vec::new, |s| s.points.clone()),
         planned_rate: plan
             .rate_shape
             .as_deref()
             .map_or_else(Vec::new, |s| s.points().to_vec()),
-        steps: plan.users.as_deref().map_or_else(Vec::new, |u| {
+        steps: scenario_users(plan).map_or_else(Vec::new, |u| {
             u.program
                 .steps
                 .iter()
@@ -408,8 +432,13 @@ pub fn describe(
                 })
                 .collect()
         }),
-        users: plan.users.as_deref().map(|u| users_config(u, spec)),
+        users: scenario_users(plan).map(|u| users_config(u, spec)),
     }
+}
+
+/// The users of a scenario run (not those of a `--conn-stages` ramp).
+fn scenario_users(plan: &Plan) -> Option<&barrage_engine::users::Users> {
+    plan.users.as_deref().filter(|u| u.stages.is_none())
 }
 
 /// A scenario's users as the result records them.
@@ -469,6 +498,34 @@ fn rate_stages(text: &str) -> Result<(f64, Duration), Usage> {
         Some(w) => Err(Usage::value("--rate-stages", format!("'{text}'"), w)),
         None => Ok((peak, Duration::from_secs_f64(end))),
     }
+}
+
+/// `--conn-stages POINTS`: its peak (the connections) and the time of its last point.
+fn conn_stages(text: &str) -> Result<(u64, Duration), Usage> {
+    let bad = |w: String| Usage::value("--conn-stages", format!("'{text}'"), w);
+    let shape = barrage_engine::shape::Shape::parse(
+        text,
+        crate::units::duration,
+        crate::units::rate_or_zero,
+    )
+    .map_err(|e| bad(e.to_string()))?;
+    let points = shape.points();
+    let peak = points.iter().map(|p| p.1).fold(0.0, f64::max).floor() as u64;
+    let end = points.last().map_or(0.0, |p| p.0);
+    if peak == 0 {
+        return Err(bad(
+            "no point reaches 1 connection; e.g. 0s:0,30s:100,1m:100,1m30s:0".into(),
+        ));
+    }
+    if peak > 10_000_000 {
+        return Err(bad("at most 10,000,000 connections per process".into()));
+    }
+    if end <= 0.0 {
+        return Err(bad(
+            "give a later point too: the load lasts until the last point".into(),
+        ));
+    }
+    Ok((peak, Duration::from_secs_f64(end)))
 }
 
 /// `--timeout` when none is given.

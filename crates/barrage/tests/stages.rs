@@ -103,3 +103,61 @@ fn bad_rate_stages_name_the_flag() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_connection_ramp_opens_each_connection_once_and_closes_it_on_the_way_down() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg(server.url())
+        .args([
+            "--conn-stages",
+            "0s:0,400ms:20,800ms:20,1200ms:0",
+            "--interval",
+            "50ms",
+        ])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    let stats = server.stop();
+    assert_eq!(
+        v["config"]["connections"].as_u64(),
+        Some(20),
+        "the ramp's peak"
+    );
+    assert_eq!(v["config"]["mode"], "interval");
+    assert_eq!(
+        v["config"]["planned_connections"].as_array().unwrap().len(),
+        4
+    );
+    assert_eq!(
+        u(&v, "summary.connections.succeeded"),
+        20,
+        "each opened once"
+    );
+    assert_eq!(u(&stats, "connections_accepted"), 20);
+    assert_eq!(
+        u(&v, "summary.connections.open"),
+        0,
+        "all closed on the way down"
+    );
+    let x = &v["summary"]["exchanges"];
+    assert_eq!(
+        x["scheduled"],
+        x["sent"].as_u64().unwrap() + x["not_sent"].as_u64().unwrap()
+    );
+    assert_eq!(x["completed"], x["sent"]);
+    assert_eq!(
+        u(&stats, "bytes_read"),
+        u(&v, "summary.totals.bytes_written")
+    );
+    assert!(v["summary"].get("steps").is_none() || v["config"].get("steps").is_none());
+}

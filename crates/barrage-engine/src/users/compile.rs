@@ -123,6 +123,7 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         },
         program,
         rows,
+        stages: None,
     })
 }
 

@@ -33,7 +33,10 @@ impl crate::plan::Plan {
         ));
         self.requests = None;
         self.connect_rate = None;
-        self.mode = crate::plan::Mode::PingPong;
+        if users.stages.is_none() {
+            // A scenario's steps say what is sent; a ramp keeps the run's mode.
+            self.mode = crate::plan::Mode::PingPong;
+        }
         self.pipeline = 1;
         self.first_message = None;
         self.verify = false;
@@ -52,6 +55,97 @@ pub struct Users {
     pub program: Program,
     /// `users.data`: row g feeds user g (cells by column).
     pub rows: Vec<Box<[Box<[u8]>]>>,
+    /// `--conn-stages`: connection g is open while the planned count exceeds g (arrival and
+    /// departure come from the ramp, not from `arrive`, `hold` and `depart`).
+    pub stages: Option<ConnStages>,
+}
+
+/// A planned number of open connections over time: points (seconds, connections), linear
+/// between them, constant after the last. Connection g (0-based) opens when the count first
+/// reaches g + 1 and closes when it next falls below g + 1 (once: it does not reopen).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnStages {
+    pub points: Vec<(f64, f64)>,
+}
+
+impl ConnStages {
+    /// The first time (s) at or after `from` when the count is at least `level` (`open`) or
+    /// below it (not `open`); `None`: never.
+    fn crossing(&self, level: f64, from: f64, open: bool) -> Option<f64> {
+        // A tolerance for the float arithmetic of the line (a count of 28.999999999999996 at
+        // the time it reaches 29 is 29).
+        let eps = 1e-9 * level.max(1.0);
+        let at = |c: f64| {
+            if open {
+                c >= level - eps
+            } else {
+                c < level - eps
+            }
+        };
+        let p = &self.points;
+        for (i, &(t0, c0)) in p.iter().enumerate() {
+            let (t1, c1) = p.get(i + 1).copied().unwrap_or((f64::INFINITY, c0));
+            if t1 < from {
+                continue;
+            }
+            let start = t0.max(from);
+            let c_start = if t1.is_finite() && t1 > t0 {
+                c0 + (c1 - c0) * (start - t0) / (t1 - t0)
+            } else {
+                c0
+            };
+            if at(c_start) {
+                return Some(start);
+            }
+            if at(c1) && t1.is_finite() {
+                // Linear in between: where the line meets the level (for `not open`, the count
+                // is below it just after; the crossing itself is the close time).
+                let t = if (c1 - c_start).abs() > 0.0 {
+                    start + (level - c_start) / (c1 - c_start) * (t1 - start)
+                } else {
+                    t1
+                };
+                return Some(t.clamp(start, t1));
+            }
+        }
+        None
+    }
+
+    /// When connection `g` opens, in ns (`u64::MAX`: never).
+    pub fn open_ns(&self, g: u64) -> u64 {
+        self.crossing(g as f64 + 1.0, 0.0, true)
+            .map_or(u64::MAX, |t| (t * 1e9).round() as u64)
+    }
+
+    /// When connection `g` closes (after it opened), in ns (`u64::MAX`: not before the end).
+    pub fn close_ns(&self, g: u64) -> u64 {
+        let Some(open) = self.crossing(g as f64 + 1.0, 0.0, true) else {
+            return u64::MAX;
+        };
+        self.crossing(g as f64 + 1.0, open, false)
+            .map_or(u64::MAX, |t| (t * 1e9).round() as u64)
+    }
+
+    /// The most connections ever open.
+    pub fn peak(&self) -> u64 {
+        self.points.iter().map(|p| p.1).fold(0.0, f64::max).floor() as u64
+    }
+
+    /// The planned count at `t` seconds.
+    pub fn count_at(&self, t: f64) -> f64 {
+        let p = &self.points;
+        for (i, &(t0, c0)) in p.iter().enumerate() {
+            let (t1, c1) = p.get(i + 1).copied().unwrap_or((f64::INFINITY, c0));
+            if t < t1 || !t1.is_finite() {
+                return if t1.is_finite() && t1 > t0 {
+                    c0 + (c1 - c0) * (t.max(t0) - t0) / (t1 - t0)
+                } else {
+                    c0
+                };
+            }
+        }
+        0.0
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +159,9 @@ pub enum Depart {
 impl Users {
     /// When user `g` arrives, in ns from the start (`u64::MAX`: never).
     pub fn arrival_ns(&self, g: u64) -> u64 {
+        if let Some(s) = &self.stages {
+            return s.open_ns(g);
+        }
         self.arrive.due_ns(g).unwrap_or(u64::MAX)
     }
 
@@ -74,6 +171,9 @@ impl Users {
 
     /// When user `g` departs.
     pub fn departure_ns(&self, g: u64) -> u64 {
+        if let Some(s) = &self.stages {
+            return s.close_ns(g).min(self.stages_end_ns());
+        }
         let base = self.last_arrival_ns().saturating_add(self.hold_ns);
         match self.depart {
             Depart::AtEnd => base,
@@ -81,8 +181,110 @@ impl Users {
         }
     }
 
+    /// With `--conn-stages`: the time of the last point (connections still open then close).
+    fn stages_end_ns(&self) -> u64 {
+        self.stages
+            .as_ref()
+            .and_then(|s| s.points.last())
+            .map_or(0, |p| (p.0 * 1e9).round() as u64)
+    }
+
+    /// Connections ramped by `stages`, each running the plan's mode as a one-step program.
+    pub fn for_load(plan: &crate::plan::Plan, stages: ConnStages) -> Users {
+        use crate::plan::Mode;
+        let connections = stages.peak().max(1);
+        let timeout_ns = plan.timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let (ops, open_loop) = match plan.mode {
+            Mode::PingPong => (
+                vec![
+                    Op::Send(0),
+                    Op::Loop {
+                        start: 0,
+                        times: u64::MAX,
+                        slot: 0,
+                    },
+                ],
+                false,
+            ),
+            Mode::Think(d) => {
+                let d = d.as_nanos().min(u64::MAX as u128) as u64;
+                (
+                    vec![
+                        Op::Send(0),
+                        Op::Pause {
+                            min_ns: d,
+                            max_ns: d,
+                        },
+                        Op::Loop {
+                            start: 0,
+                            times: u64::MAX,
+                            slot: 0,
+                        },
+                    ],
+                    false,
+                )
+            }
+            Mode::Interval(_) | Mode::Rate(_) => {
+                let period_ns = match plan.mode {
+                    Mode::Interval(d) => d.as_nanos().min(u64::MAX as u128) as u64,
+                    Mode::Rate(r) => (connections as f64 * 1e9 / r).round() as u64,
+                    _ => unreachable!(),
+                };
+                (
+                    vec![
+                        Op::Every {
+                            period_ns: period_ns.max(1),
+                            times: u64::MAX,
+                            first: 1,
+                            end: 2,
+                        },
+                        Op::Send(0),
+                    ],
+                    true,
+                )
+            }
+        };
+        let loops = ops.iter().filter(|o| matches!(o, Op::Loop { .. })).count();
+        let mut ops = ops;
+        ops.push(Op::End);
+        let leave_pc = ops.len() as u16;
+        Users {
+            count: connections,
+            arrive: crate::shape::Shape::constant(1.0),
+            hold_ns: 0,
+            depart: Depart::AtEnd,
+            program: Program {
+                ops: ops.into(),
+                leave_pc,
+                steps: vec![StepDef {
+                    name: "request".into(),
+                    msg: StepMsg::Load,
+                    expect: None,
+                    captures: Box::default(),
+                    header_captures: Box::default(),
+                    status: None,
+                    timeout_ns,
+                    awaits: plan.framing != crate::framing::Framing::None,
+                    open_loop,
+                }]
+                .into(),
+                on: Box::default(),
+                slots: 0,
+                row_slots: Box::default(),
+                loops,
+                collect: false,
+                leave_ns: 0,
+            },
+            rows: Vec::new(),
+            stages: Some(stages),
+        }
+    }
+
     /// When the load ends: the last departure, plus the time its `leave` steps may take.
     pub fn end_ns(&self) -> u64 {
+        if self.stages.is_some() {
+            return self.stages_end_ns();
+        }
         self.departure_ns(self.count.saturating_sub(1))
             .saturating_add(self.program.leave_ns)
     }
@@ -149,6 +351,8 @@ pub enum StepMsg {
         head: Template,
         body: Option<Template>,
     },
+    /// The protocol's own load request (the run's `-m`, HTTP request or command mix).
+    Load,
 }
 
 impl StepMsg {
@@ -173,6 +377,7 @@ impl StepMsg {
                     }
                 }
             }
+            StepMsg::Load => {}
         }
     }
 }

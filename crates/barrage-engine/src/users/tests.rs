@@ -10,6 +10,7 @@ fn users(arrive: crate::shape::Shape, count: u64, hold_s: u64, depart: Depart) -
         depart,
         program: Program::default(),
         rows: Vec::new(),
+        stages: None,
     }
 }
 
@@ -58,4 +59,38 @@ fn departures_follow_the_hold_and_the_rate() {
     assert_eq!(u.end_ns(), u.departure_ns(99));
     let at_end = users(crate::shape::Shape::constant(50.0), 100, 60, Depart::AtEnd);
     assert_eq!(at_end.departure_ns(0), at_end.departure_ns(99));
+}
+
+#[test]
+fn a_connection_ramp_opens_and_closes_each_connection_at_its_level() {
+    let s = ConnStages {
+        points: vec![(0.0, 0.0), (1.0, 50.0), (2.0, 50.0), (3.0, 0.0)],
+    };
+    assert_eq!(s.peak(), 50);
+    let ms = 1_000_000u64;
+    // Connection g opens when the count reaches g + 1 and closes when it falls below.
+    assert_eq!(s.open_ns(0), 20 * ms);
+    assert_eq!(s.open_ns(24), 500 * ms);
+    assert_eq!(s.open_ns(49), 1_000 * ms);
+    assert_eq!(s.open_ns(50), u64::MAX, "never reached");
+    assert_eq!(s.close_ns(49), 2_000 * ms);
+    assert_eq!(s.close_ns(0), 2_980 * ms);
+    assert_eq!(s.close_ns(24), 2_500 * ms);
+    // At any time, the connections open are those the count says, within one.
+    for t in (0..3000).step_by(7) {
+        let t_ns = t * ms;
+        let open = (0..50)
+            .filter(|&g| s.open_ns(g) <= t_ns && t_ns < s.close_ns(g))
+            .count() as f64;
+        let want = s.count_at(t as f64 / 1e3).floor();
+        assert!(
+            (open - want).abs() <= 1.0,
+            "at {t} ms: {open} open, planned {want}"
+        );
+    }
+    let up_and_hold = ConnStages {
+        points: vec![(0.0, 10.0)],
+    };
+    assert_eq!(up_and_hold.open_ns(9), 0);
+    assert_eq!(up_and_hold.close_ns(9), u64::MAX);
 }

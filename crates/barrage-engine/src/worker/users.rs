@@ -256,7 +256,14 @@ impl<S: Session> Worker<S> {
             rng: &mut self.rng,
             keep: None,
         };
-        let len = c.session.frame_step(&self.cfg, &mut out, at);
+        let len = match step.msg {
+            // The exchange records the user's step, not a command of a mix: a ramped run has
+            // no per-command counts.
+            crate::users::StepMsg::Load => {
+                c.session.render(&self.cfg, Msg::Load, fill, &mut out).len
+            }
+            _ => c.session.frame_step(&self.cfg, &mut out, at),
+        };
         c.seq += 1;
         self.rec.c.sent += 1;
         self.rec.steps.sent(s as usize, 1);

@@ -61,6 +61,18 @@ impl Chart {
         self
     }
 
+    /// A "planned" series read off a piecewise-linear plan at each x (nothing without a plan).
+    fn planned(self, plan: &[(f64, f64)], x: &[f64]) -> Self {
+        if plan.is_empty() {
+            return self;
+        }
+        let v = x
+            .iter()
+            .map(|&t| Some(planned_level(plan, t).floor()))
+            .collect();
+        self.series("planned", v)
+    }
+
     fn has_data(&self) -> bool {
         !self.x.is_empty()
             && self
@@ -94,6 +106,24 @@ fn planned_count(points: &[(f64, f64)], t: f64) -> f64 {
         n += (r0 + r_end) / 2.0 * (end - t0);
     }
     n
+}
+
+/// A piecewise-linear level (points (t, value), constant after the last) at `t` seconds.
+fn planned_level(points: &[(f64, f64)], t: f64) -> f64 {
+    for (i, &(t0, v0)) in points.iter().enumerate() {
+        match points.get(i + 1) {
+            Some(&(t1, v1)) if t < t1 => {
+                return if t1 > t0 {
+                    v0 + (v1 - v0) * (t.max(t0) - t0) / (t1 - t0)
+                } else {
+                    v0
+                }
+            }
+            None => return v0,
+            _ => {}
+        }
+    }
+    0.0
 }
 
 /// Per-second charts from the ticks (drain left out: its length is not a second) and from
@@ -163,7 +193,8 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             x.clone(),
         )
         .series("open", col(&|t| t.open as f64))
-        .series("peak", col(&|t| t.open_peak as f64)),
+        .series("peak", col(&|t| t.open_peak as f64))
+        .planned(&r.config.planned_connections, &x),
         &mut out,
     );
     keep(

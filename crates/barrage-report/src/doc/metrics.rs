@@ -133,7 +133,7 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             rows,
         ));
     }
-    if !s.steps.is_empty() {
+    if !s.steps.is_empty() && r.config.users.is_some() {
         out.push(Block::Heading("Steps".into()));
         let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
         let rows = s
