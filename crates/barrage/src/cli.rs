@@ -177,6 +177,11 @@ pub struct RunArgs {
     #[arg(value_name = "URL|FILE")]
     pub target: String,
 
+    /// Scenario: the target URL (overrides the file's `target`, e.g. to point the same file
+    /// at another server)
+    #[arg(long = "target", value_name = "URL", help_heading = "Scenario files")]
+    pub target_url: Option<String>,
+
     /// Scenario: how many users (overrides users.count)
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Scenario files")]
     pub users: Option<u64>,

@@ -37,6 +37,21 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
     check_flags_fit(a, url.scheme)?;
+    if a.scenario.is_none() {
+        for (flag, given) in [
+            ("--target", a.target_url.is_some()),
+            ("--users", a.users.is_some()),
+            ("--hold", a.hold.is_some()),
+            ("--arrive", a.arrive.is_some()),
+        ] {
+            if given {
+                return Err(Usage::says(
+                    flag,
+                    "applies to scenario files (barrage run FILE.toml); with a URL use -c and the mode flags",
+                ));
+            }
+        }
+    }
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {

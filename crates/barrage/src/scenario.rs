@@ -22,6 +22,25 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let file = a.target.clone();
     let path = Path::new(&file);
     let mut checked = barrage_scenario::load(path).map_err(|e| Usage::file(&file, e))?;
+    if let Some(t) = &a.target_url {
+        let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        let same = |s: Option<String>| match s.as_deref() {
+            Some("https") => Some("http".to_string()),
+            Some("wss") => Some("ws".to_string()),
+            Some("memcached") => Some("memcache".to_string()),
+            other => other.map(str::to_string),
+        };
+        if same(scheme(t)) != same(scheme(&checked.file.target.value)) {
+            return Err(Usage::value(
+                "--target",
+                t,
+                format!(
+                    "{file}'s steps are written for {}; give a URL of that protocol",
+                    checked.file.target.value
+                ),
+            ));
+        }
+    }
     crate::validate::binary_checks(&file, &checked)?;
     refuse_load_flags(a)?;
     checked
@@ -40,7 +59,11 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         None => None,
     };
     let mut args = a.clone();
-    args.target = f.target.value.clone();
+    args.target = a
+        .target_url
+        .clone()
+        .unwrap_or_else(|| f.target.value.clone());
+    args.target_url = None;
     args.connections = checked.users;
     args.duration = None;
     args.scenario = Some(ScenarioSpec {

@@ -306,3 +306,112 @@ path = "/delay/20"
         "hello is not delayed"
     );
 }
+
+/// The seed's chat protocol, one JSON object per line: login gives a session, join answers
+/// `joined` and pushes a ping, say answers `said`, leave answers `bye`. Counts what it saw.
+fn chat_server(
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((s, _)) = l.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut session = String::new();
+                for line in BufReader::new(s).lines() {
+                    let Ok(line) = line else { return };
+                    let v: serde_json::Value = match serde_json::from_str(&line) {
+                        Ok(v) => v,
+                        Err(_) => return,
+                    };
+                    let op = v["op"].as_str().unwrap_or("?").to_string();
+                    let ok_session = v["session"].as_str() == Some(session.as_str());
+                    seen.lock().unwrap().push(match op.as_str() {
+                        "login" => format!("login {}", v["user"].as_str().unwrap_or("?")),
+                        "pong" => "pong".into(),
+                        other if v.get("session").is_none() => other.to_string(),
+                        other => format!("{other} {}", if ok_session { "ok" } else { "BAD" }),
+                    });
+                    let reply = match op.as_str() {
+                        "login" => {
+                            session = format!("s-{}", v["user"].as_str().unwrap_or("?"));
+                            format!("{{\"ok\":true,\"session\":\"{session}\"}}\n")
+                        }
+                        "join" => "{\"op\":\"joined\"}\n{\"op\":\"ping\"}\n".into(),
+                        "say" => "{\"op\":\"said\"}\n".into(),
+                        "leave" => "{\"op\":\"bye\"}\n".into(),
+                        _ => String::new(),
+                    };
+                    if w.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, stop)
+}
+
+#[test]
+fn the_chat_example_runs_as_written_against_a_chat_server() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (port, stop) = chat_server(seen.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("chat.json");
+    let chat = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat.toml");
+    let out = barrage()
+        .arg("run")
+        .arg(&chat)
+        .args(["--target", &format!("tcp://127.0.0.1:{port}")])
+        .args([
+            "--users", "10", "--arrive", "100", "--hold", "4s", "--warmup", "0s",
+        ])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let v = read_json(&json);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        v["thresholds"]
+    );
+    let seen = seen.lock().unwrap();
+    let n = |p: &str| seen.iter().filter(|l| l.starts_with(p)).count() as u64;
+    let logins: std::collections::BTreeSet<&str> = seen
+        .iter()
+        .filter_map(|l| l.strip_prefix("login "))
+        .collect();
+    let want: std::collections::BTreeSet<String> = (0..10).map(|i| format!("user{i:04}")).collect();
+    assert_eq!(
+        logins,
+        want.iter().map(String::as_str).collect(),
+        "row g of users.csv fed user g"
+    );
+    let bad = seen.iter().filter(|l| l.ends_with("BAD")).count();
+    assert_eq!(bad, 0, "the captured session reached join and leave");
+    assert_eq!((n("join ok"), n("pong"), n("leave ok")), (10, 10, 10));
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let by = |name: &str| steps.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(by("login")["completed"], 10);
+    assert_eq!(by("join")["completed"], 10);
+    assert_eq!(by("bye")["completed"], 10);
+    let say = by("say");
+    assert!(say["completed"].as_u64().unwrap() >= 10, "{say}");
+    assert_eq!(say["sent"].as_u64().unwrap(), n("say"));
+    assert_eq!(u(&v, "summary.totals.pushed"), 10);
+    assert_eq!(v["thresholds"].as_array().unwrap().len(), 3);
+}
