@@ -438,6 +438,10 @@ struct PyWs {
 
 impl PyWs {
     fn start(tls: Option<&pki::Pki>) -> Option<PyWs> {
+        Self::start_script(WS_SERVER, tls)
+    }
+
+    fn start_script(script: &str, tls: Option<&pki::Pki>) -> Option<PyWs> {
         if !available("python3 websockets", python_websockets()) {
             return None;
         }
@@ -445,7 +449,7 @@ impl PyWs {
         let count = dir.path().join("count");
         let log = dir.path().join("server.log");
         let mut cmd = StdCommand::new("python3");
-        cmd.args(["-c", WS_SERVER]).arg(&count);
+        cmd.args(["-c", script]).arg(&count);
         if let Some(p) = tls {
             cmd.arg(&p.cert).arg(&p.key);
         }
@@ -649,5 +653,142 @@ expect = {{ json = "/user", equals = "ann" }}
         me.into_iter().collect::<Vec<_>>(),
         vec![(200, 36)],
         "every call carried the captured token and session"
+    );
+}
+
+/// Engine.IO over WebSocket, the little a client meets: the open packet (`0{"sid":...}`) at
+/// connect, a ping (`2`) every 100 ms answered by a pong (`3`), the namespace connect (`40` ->
+/// `40{"sid":...}`), and events (`42[...]`): `hello` answered by `welcome`, `chat` and `bye`
+/// counted. Each handler's end rewrites the count file with the totals as JSON.
+const EIO_SERVER: &str = r#"
+import asyncio, json, os, sys
+try:
+    from websockets.asyncio.server import serve
+except ImportError:
+    from websockets.server import serve
+
+count_file = sys.argv[1]
+tot = {"pongs": 0, "opens": 0, "hello": 0, "hello_sid_ok": 0, "chat": 0, "bye": 0, "bye_eio_ok": 0, "ended": 0}
+
+async def pinger(ws):
+    while True:
+        await asyncio.sleep(0.1)
+        await ws.send("2")
+
+async def handler(ws):
+    sid = "sid%d" % id(ws)
+    await ws.send('0{"sid":"%s","upgrades":[],"pingInterval":100,"pingTimeout":5000}' % sid)
+    task = asyncio.ensure_future(pinger(ws))
+    try:
+        async for msg in ws:
+            if msg == "3":
+                tot["pongs"] += 1
+            elif msg == "40":
+                tot["opens"] += 1
+                await ws.send('40{"sid":"ns-%s"}' % sid)
+            elif msg.startswith('42["hello"'):
+                tot["hello"] += 1
+                if ('"sid":"ns-%s"' % sid) in msg:
+                    tot["hello_sid_ok"] += 1
+                await ws.send('42["welcome",{}]')
+            elif msg.startswith('42["chat"'):
+                tot["chat"] += 1
+            elif msg.startswith('42["bye"'):
+                tot["bye"] += 1
+                if ('"eio":"%s"' % sid) in msg:
+                    tot["bye_eio_ok"] += 1
+    except Exception as e:
+        print(f"handler: {e!r}", file=sys.stderr, flush=True)
+    finally:
+        task.cancel()
+        tot["ended"] += 1
+        with open(count_file + ".tmp", "w") as f:
+            json.dump(tot, f)
+        os.replace(count_file + ".tmp", count_file)
+
+async def main():
+    async with serve(handler, "127.0.0.1", 0, compression=None, ping_interval=None) as server:
+        print("ready", server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.sleep(30)
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn the_engineio_example_answers_pings_by_its_on_rules_against_a_python_server() {
+    let Some(py) = PyWs::start_script(EIO_SERVER, None) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("eio.json");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/engineio.yaml");
+    let target = format!(
+        "ws://127.0.0.1:{}/socket.io/?EIO=4&transport=websocket",
+        py.port
+    );
+    let v = run_json(
+        &[
+            "run",
+            example.to_str().unwrap(),
+            "--target",
+            &target,
+            "--users",
+            "5",
+            "--arrive",
+            "50",
+            "--hold",
+            "2500ms",
+        ],
+        &json,
+    );
+    assert_eq!(s(&v, "status"), "completed");
+    // The handlers end when the users close: wait for all five.
+    let t = std::time::Instant::now();
+    let counts: Value = loop {
+        let c = std::fs::read_to_string(&py.count).unwrap_or_default();
+        if let Ok(c) = serde_json::from_str::<Value>(&c) {
+            if c["ended"] == 5 || t.elapsed() > Duration::from_secs(5) {
+                break c;
+            }
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the server never counted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let by = |n: &str| steps.iter().find(|x| x["name"] == n).unwrap().clone();
+    assert_eq!(counts["opens"], 5);
+    assert_eq!(counts["hello"], 5);
+    assert_eq!(
+        counts["hello_sid_ok"], 5,
+        "the sid captured from 40{{...}} reached hello"
+    );
+    assert_eq!(by("hello")["completed"], 5);
+    assert_eq!(by("chat")["sent"], counts["chat"]);
+    assert_eq!(by("goodbye")["sent"], counts["bye"]);
+    assert_eq!(counts["bye"], 5);
+    assert_eq!(
+        counts["bye_eio_ok"], 5,
+        "the open packet's sid, captured by an on rule"
+    );
+    let pongs = counts["pongs"].as_u64().unwrap();
+    assert!(
+        pongs >= 5 * 10,
+        "every user answered its pings: {pongs} {counts} {}",
+        v["summary"]["totals"]
+    );
+    assert_eq!(
+        u(&v, "summary.totals.pushed"),
+        pongs + 5,
+        "pings and the open packets"
+    );
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        v["summary"]["errors"]
     );
 }

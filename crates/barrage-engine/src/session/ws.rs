@@ -146,7 +146,8 @@ impl Sink<'_, '_> {
 
 impl FrameSink for Sink<'_, '_> {
     fn data(&mut self, bytes: &[u8]) {
-        if !self.r.ex.is_empty() {
+        // A user looks into every message (pushes too); otherwise only replies are checked.
+        if !self.r.ex.is_empty() || self.r.is_user() {
             self.r.body(bytes);
         }
     }
