@@ -325,3 +325,106 @@ fn kv_flags_are_checked_before_any_load() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
     }
 }
+
+/// A scenario's users speak raw redis inline commands and memcached text commands; their
+/// replies are matched and captured from like any other, and the servers' own counts agree.
+#[test]
+fn scenario_users_talk_to_redis_and_memcached() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(r) = Server::redis() {
+        let file = dir.path().join("redis.toml");
+        std::fs::write(
+            &file,
+            format!(
+                r#"
+target = "redis://127.0.0.1:{}"
+[users]
+count = 8
+arrive = "200/s"
+hold = "200ms"
+[[steps]]
+name = "set"
+send = 'SET user:{{user}} token-{{user}}\r\n'
+expect = {{ prefix = "+OK" }}
+[[steps]]
+name = "get"
+send = 'GET user:{{user}}\r\n'
+expect = {{ regex = 'token-[0-9]+' }}
+capture.token = {{ regex = '(token-[0-9]+)' }}
+[[steps]]
+name = "echo"
+send = 'ECHO {{token}}\r\n'
+expect = {{ regex = '^\$[0-9]+\r\ntoken-[0-9]+\r\n$' }}
+"#,
+                r.port
+            ),
+        )
+        .unwrap();
+        let v = run_result(&["run", file.to_str().unwrap()], &[]);
+        let steps = v["summary"]["steps"].as_array().unwrap();
+        for s in steps {
+            assert_eq!(
+                (s["sent"].as_u64(), s["completed"].as_u64()),
+                (Some(8), Some(8)),
+                "{s}"
+            );
+        }
+        assert_eq!(u(&v, "summary.errors.total"), 0);
+        assert_eq!(r.redis_calls("set"), 8);
+        assert_eq!(r.redis_calls("get"), 8);
+        assert_eq!(r.redis_calls("echo"), 8, "the captured token went back");
+    }
+    if let Some(m) = Server::memcached() {
+        let file = dir.path().join("mc.toml");
+        std::fs::write(
+            &file,
+            format!(
+                r#"
+target = "memcache://127.0.0.1:{}"
+[users]
+count = 6
+arrive = "200/s"
+hold = "200ms"
+[[steps]]
+name = "set"
+send = 'set u{{user}} 0 0 8\r\nvalue-{{user}}0\r\n'
+expect = {{ prefix = "STORED" }}
+[[steps]]
+name = "get"
+send = 'get u{{user}}\r\n'
+expect = {{ regex = 'VALUE u[0-9]+ 0 8\r\nvalue-[0-9]+' }}
+capture.v = {{ regex = '(value-[0-9]+)' }}
+[[steps]]
+name = "append"
+send = 'append u{{user}} 0 0 1\r\n!\r\n'
+expect = {{ prefix = "STORED" }}
+[[steps]]
+name = "lookup"
+send = 'get {{v}}\r\n'
+expect = {{ prefix = "END" }}
+[[leave]]
+name = "delete"
+send = 'delete u{{user}}\r\n'
+expect = {{ prefix = "DELETED" }}
+"#,
+                m.port
+            ),
+        )
+        .unwrap();
+        let v = run_result(&["run", file.to_str().unwrap()], &[]);
+        let steps = v["summary"]["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 5);
+        for s in steps {
+            assert_eq!(
+                (s["sent"].as_u64(), s["completed"].as_u64()),
+                (Some(6), Some(6)),
+                "{s}"
+            );
+        }
+        assert_eq!(m.mc_stat("cmd_set"), 12, "6 sets and 6 appends");
+        assert_eq!(u(&v, "summary.errors.total"), 0);
+        assert_eq!(m.mc_stat("get_hits"), 6);
+        assert_eq!(m.mc_stat("get_misses"), 6, "a lookup by the captured value");
+        assert_eq!(m.mc_stat("delete_hits"), 6);
+    }
+}

@@ -55,9 +55,10 @@ impl Session for Memcache {
 
     #[inline]
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
-        self.dec
-            .feed(data, &mut Sink { r })
-            .map_err(ProtoError::new)
+        let dec = &mut self.dec;
+        super::feed_collecting(data, r, |d, r| {
+            dec.feed(d, &mut Sink { r }).map_err(ProtoError::new)
+        })
     }
 }
 

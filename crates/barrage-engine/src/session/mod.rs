@@ -84,6 +84,25 @@ fn mix_request(commands: &crate::redis::Commands, msg: Msg, seq: u64) -> Option<
     Some((bytes, Rendered::command(bytes.len(), i)))
 }
 
+/// For decoders that report whole replies but not where they end (RESP, memcached): when a
+/// user's step looks into replies, feed the input a byte at a time, each byte handed to the
+/// reply being collected first, so a reply's bytes are exactly its own. Scenario users send
+/// at human rates; the load path (nobody collecting) feeds whole slices.
+pub(crate) fn feed_collecting(
+    data: &[u8],
+    r: &mut Replies,
+    mut feed: impl FnMut(&[u8], &mut Replies) -> Result<(), ProtoError>,
+) -> Result<(), ProtoError> {
+    if !r.collecting() {
+        return feed(data, r);
+    }
+    for i in 0..data.len() {
+        r.body(&data[i..=i]);
+        feed(&data[i..=i], r)?;
+    }
+    Ok(())
+}
+
 /// A protocol error in what the server sent: the connection fails with class `Protocol`.
 #[derive(Debug)]
 pub struct ProtoError {
@@ -276,6 +295,12 @@ impl<'a> Replies<'a> {
             }
         }
         default.contains(status)
+    }
+
+    /// Whether a user's step looks into replies (their bytes are wanted by `body`).
+    #[inline]
+    pub fn collecting(&self) -> bool {
+        self.user.as_ref().is_some_and(|u| u.prog.collect)
     }
 
     /// Whether a user's replies are being judged (a scenario run).
