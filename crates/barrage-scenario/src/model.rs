@@ -135,6 +135,20 @@ pub struct Step {
     pub steps: Vec<At<Step>>,
     /// Time allowed for this step's reply (default: `expect.timeout`, then `run.timeout`).
     pub timeout: Option<At<String>>,
+    /// HTTP: where the server reports its own time for this request, when not in a
+    /// `Server-Timing` header: `{ header = "X-Response-Time" }` or `{ json = "/took_ms" }`; the
+    /// value is milliseconds, or a number with a unit (`150us`, `1.5ms`, `0.002s`).
+    pub server_time: Option<At<ServerTime>>,
+}
+
+/// Where a response says the server's own time (one of header or json).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTime {
+    /// A response header, e.g. "X-Response-Time".
+    pub header: Option<String>,
+    /// A JSON pointer into the response body, e.g. "/took_ms".
+    pub json: Option<String>,
 }
 
 /// A reply's framing and what it must match (at most one of json/regex/prefix).

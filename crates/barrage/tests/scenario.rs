@@ -415,3 +415,102 @@ fn the_chat_example_runs_as_written_against_a_chat_server() {
     assert_eq!(u(&v, "summary.totals.pushed"), 10);
     assert_eq!(v["thresholds"].as_array().unwrap().len(), 3);
 }
+
+/// A tiny HTTP/1.1 server: `/h` says its time in `X-Response-Time: 7ms`, `/j` in the JSON
+/// body (`{"took_ms":3.5}`), both also with `Server-Timing: app;dur=99` (which the step's
+/// own source overrides).
+fn timed_http_server() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                loop {
+                    let mut first = String::new();
+                    if r.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                            break;
+                        }
+                    }
+                    let (extra, body) = if first.starts_with("GET /h ") {
+                        ("X-Response-Time: 7ms\r\n", "{}".to_string())
+                    } else {
+                        ("", "{\"took_ms\":3.5}".to_string())
+                    };
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nServer-Timing: app;dur=99\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if w.write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_step_names_where_the_server_says_its_time() {
+    let port = timed_http_server();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "t.toml",
+        &format!(
+            r#"
+target = "http://127.0.0.1:{port}"
+[users]
+count = 3
+arrive = "100/s"
+hold = "100ms"
+[[steps]]
+name = "by-header"
+repeat = 4
+path = "/h"
+server_time = {{ header = "X-Response-Time" }}
+[[steps]]
+name = "by-json"
+repeat = 4
+path = "/j"
+server_time = {{ json = "/took_ms" }}
+"#
+        ),
+    );
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    let p50 = |i: usize| steps[i]["server_us"]["p50"].as_u64().unwrap();
+    assert_eq!(steps[0]["server_us"]["count"].as_u64(), Some(12));
+    assert!((6_990..=7_010).contains(&p50(0)), "{}", p50(0));
+    assert!((3_495..=3_505).contains(&p50(1)), "{}", p50(1));
+    // A source that is not one of header or json is refused before any traffic.
+    let bad = std::fs::read_to_string(&file).unwrap().replace(
+        "{ json = \"/took_ms\" }",
+        "{ json = \"/took_ms\", header = \"X\" }",
+    );
+    write(dir.path(), "bad.toml", &bad);
+    let e = usage_error(&["run", "bad.toml"], dir.path());
+    assert!(e.contains("bad.toml:") && e.contains("server_time"), "{e}");
+}

@@ -107,7 +107,8 @@ impl ResponseSink for Sink<'_, '_, '_> {
     }
 
     fn server_time(&mut self, ns: u64) {
-        self.r.server_ns = Some(ns);
+        // A header named by the user's step (seen first) wins over Server-Timing.
+        self.r.server_ns.get_or_insert(ns);
     }
 
     fn wants_headers(&self) -> bool {

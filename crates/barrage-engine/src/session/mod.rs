@@ -279,6 +279,13 @@ impl<'a> Replies<'a> {
                 u.st.vars.set(*slot, value);
             }
         }
+        if let Some(crate::users::ServerTimeFrom::Header(h)) = &step.server_time {
+            if name.eq_ignore_ascii_case(h.as_bytes()) {
+                if let Some(ns) = crate::users::parse_server_time(value) {
+                    self.server_ns = Some(ns);
+                }
+            }
+        }
     }
 
     /// HTTP: whether `status` is a success for the exchange at the front: its step's status
@@ -356,6 +363,14 @@ impl<'a> Replies<'a> {
                     }
                     bad = Some(ErrorClass::Mismatch);
                 }
+            }
+        }
+        if let Some(crate::users::ServerTimeFrom::Json(p)) = &step.server_time {
+            if let Some(ns) = p
+                .find(msg)
+                .and_then(|(s, e)| crate::users::parse_server_time(&msg[s..e]))
+            {
+                self.server_ns = Some(ns);
             }
         }
         if bad.is_none() {

@@ -306,7 +306,22 @@ impl Builder<'_> {
             }
             None => None,
         };
-        self.collect |= matcher.is_some() || !captures.is_empty();
+        let server_time = match &s.server_time {
+            None => None,
+            Some(t) => Some(match (&t.value.header, &t.value.json) {
+                (Some(h), _) => super::ServerTimeFrom::Header(h.trim().to_ascii_lowercase().into()),
+                (None, Some(p)) => super::ServerTimeFrom::Json(
+                    crate::capture::Pointer::parse(p)
+                        .map_err(|e| err(format!("{key}.server_time"), e))?,
+                ),
+                (None, None) => {
+                    return Err(err(format!("{key}.server_time"), "give header or json"))
+                }
+            }),
+        };
+        self.collect |= matcher.is_some()
+            || !captures.is_empty()
+            || matches!(server_time, Some(super::ServerTimeFrom::Json(_)));
         self.steps.push(StepDef {
             name,
             msg,
@@ -317,6 +332,7 @@ impl Builder<'_> {
             timeout_ns,
             awaits,
             open_loop,
+            server_time,
         });
         Ok(index as u16)
     }

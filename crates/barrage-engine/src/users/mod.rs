@@ -266,6 +266,7 @@ impl Users {
                     timeout_ns,
                     awaits: plan.framing != crate::framing::Framing::None,
                     open_loop,
+                    server_time: None,
                 }]
                 .into(),
                 on: Box::default(),
@@ -339,6 +340,35 @@ pub struct StepDef {
     pub awaits: bool,
     /// Sent by an `every` block (latency from the intended send time).
     pub open_loop: bool,
+    /// HTTP: where the response says the server's own time, besides `Server-Timing`.
+    pub server_time: Option<ServerTimeFrom>,
+}
+
+/// A response field holding the server's own time (milliseconds, or a number with a unit).
+#[derive(Debug)]
+pub enum ServerTimeFrom {
+    /// A header, by its name in lower case.
+    Header(Box<str>),
+    /// A JSON pointer into the body.
+    Json(crate::capture::Pointer),
+}
+
+/// `12.5` (milliseconds), `150us`, `1.5ms`, `0.002s`, as ns; `None` for anything else.
+pub fn parse_server_time(v: &[u8]) -> Option<u64> {
+    let t = std::str::from_utf8(v).ok()?.trim().trim_matches('"');
+    let (num, scale) = if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (t, 1e6)
+    };
+    let x: f64 = num.trim().parse().ok()?;
+    (x.is_finite() && x >= 0.0).then(|| (x * scale).round() as u64)
 }
 
 /// What a step sends.

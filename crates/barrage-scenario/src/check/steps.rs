@@ -256,6 +256,7 @@ impl W<'_> {
             ("method", s.method.as_ref().map(|v| v.line)),
             ("body", s.body.as_ref().map(|v| v.line)),
             ("status", s.status.as_ref().map(|v| v.line)),
+            ("server_time", s.server_time.as_ref().map(|v| v.line)),
             ("headers", s.headers.first().map(|v| v.line)),
         ];
         for (k, line) in http_keys {
@@ -369,6 +370,22 @@ impl W<'_> {
         }
         if let Some(st) = &s.status {
             status(st).map_err(|e| cx.err(st.line, format!("{key}.status"), e))?;
+        }
+        if let Some(t) = &s.server_time {
+            let k = format!("{key}.server_time");
+            match (&t.header, &t.json) {
+                (Some(h), None) if !h.trim().is_empty() => {}
+                (None, Some(p)) => {
+                    super::values::pointer(p).map_err(|e| cx.err(t.line, &k, e))?;
+                }
+                _ => {
+                    return Err(cx.err(
+                        t.line,
+                        &k,
+                        "give one source: header = \"X-Response-Time\" or json = \"/took_ms\"",
+                    ))
+                }
+            }
         }
         if let Some(f) = s.expect.as_ref().and_then(|e| e.framing.as_ref()) {
             return Err(cx.err(
