@@ -47,6 +47,6 @@ fn routes_example_names_three_routes() {
 fn yaml_example_uses_the_same_schema() {
     let c = barrage_scenario::load(&examples().join("engineio.yaml")).unwrap();
     assert_eq!(c.users, 500);
-    assert_eq!(c.captures, ["sid"]);
-    assert_eq!(c.named, ["open", "hello", "chat", "ping", "goodbye"]);
+    assert_eq!(c.captures, ["sid", "eio"]);
+    assert_eq!(c.named, ["open", "hello", "chat", "open-packet", "ping", "goodbye"]);
 }
