@@ -48,5 +48,8 @@ fn yaml_example_uses_the_same_schema() {
     let c = barrage_scenario::load(&examples().join("engineio.yaml")).unwrap();
     assert_eq!(c.users, 500);
     assert_eq!(c.captures, ["sid", "eio"]);
-    assert_eq!(c.named, ["open", "hello", "chat", "open-packet", "ping", "goodbye"]);
+    assert_eq!(
+        c.named,
+        ["open", "hello", "chat", "open-packet", "ping", "goodbye"]
+    );
 }

@@ -12,6 +12,7 @@
 //! fast enough to be a benchmark target rather than the bottleneck. Servers start and stop inside
 //! the calling process: tests bind port 0, the CLI binds what the user asked.
 
+pub mod chat;
 mod driver;
 pub mod echo;
 mod faults;
@@ -25,4 +26,4 @@ pub mod ws;
 pub use tls::TlsFiles;
 
 pub use runtime::ServerHandle;
-pub use stats::{HttpStats, ServerError, ServerStats, TlsStats, WsStats};
+pub use stats::{ChatStats, HttpStats, ServerError, ServerStats, TlsStats, WsStats};

@@ -47,6 +47,45 @@ pub struct ServerStats {
     /// TLS counters of a server started with a certificate (any protocol); `None` without TLS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsStats>,
+    /// The chat server's counters; `None` for other servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatStats>,
+}
+
+/// What the chat server did: what a client's delivery accounting reconciles with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatStats {
+    /// Logins answered (each put its user in a room).
+    pub logins: u64,
+    /// Rooms created.
+    pub rooms: u64,
+    /// `pub` messages received from room members.
+    pub messages_in: u64,
+    /// Deliveries written to room members (duplicates included, drops not).
+    pub deliveries_out: u64,
+    /// Fault knobs: deliveries dropped, sent twice, and held back behind the next one.
+    pub dropped: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Membership pushes (`member`) sent to the other members of a room.
+    pub member_pushes: u64,
+    /// `leave` messages answered.
+    pub leaves: u64,
+}
+
+impl ChatStats {
+    /// Adds `other` field by field.
+    pub fn merge(&mut self, o: &ChatStats) {
+        self.logins += o.logins;
+        self.rooms += o.rooms;
+        self.messages_in += o.messages_in;
+        self.deliveries_out += o.deliveries_out;
+        self.dropped += o.dropped;
+        self.duplicated += o.duplicated;
+        self.reordered += o.reordered;
+        self.member_pushes += o.member_pushes;
+        self.leaves += o.leaves;
+    }
 }
 
 /// What a TLS server's handshakes did (the http part repeats them as `tls_handshakes` and
@@ -154,6 +193,7 @@ impl ServerStats {
         merge_part(&mut self.http, other.http, HttpStats::merge);
         merge_part(&mut self.ws, other.ws, WsStats::merge);
         merge_part(&mut self.tls, other.tls, TlsStats::merge);
+        merge_part(&mut self.chat, other.chat, ChatStats::merge);
     }
 }
 
@@ -163,6 +203,7 @@ pub(crate) enum Kind {
     Echo,
     Http,
     Ws,
+    Chat,
 }
 
 impl Kind {
@@ -172,6 +213,7 @@ impl Kind {
             Kind::Echo => "echo",
             Kind::Http => "http",
             Kind::Ws => "ws",
+            Kind::Chat => "chat",
         }
     }
 }
@@ -234,6 +276,26 @@ pub(crate) struct ThreadCounters {
     ws: [AtomicU64; Ws::COUNT],
     /// Indexed by [`Tls`]; untouched without TLS.
     tls: [AtomicU64; Tls::COUNT],
+    /// Indexed by [`Chat`]; untouched by other servers.
+    chat: [AtomicU64; Chat::COUNT],
+}
+
+/// The chat counters, as indices into [`ThreadCounters`]' array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Chat {
+    Logins,
+    Rooms,
+    MessagesIn,
+    DeliveriesOut,
+    Dropped,
+    Duplicated,
+    Reordered,
+    MemberPushes,
+    Leaves,
+}
+
+impl Chat {
+    const COUNT: usize = 9;
 }
 
 /// The http counters, as indices into [`ThreadCounters`]' array.
@@ -314,6 +376,20 @@ impl ThreadCounters {
                 handshakes: tls_count(Tls::Handshakes),
                 errors: tls_count(Tls::Errors),
             }),
+            chat: (kind == Kind::Chat).then(|| {
+                let c = |x: Chat| self.chat[x as usize].load(Relaxed);
+                ChatStats {
+                    logins: c(Chat::Logins),
+                    rooms: c(Chat::Rooms),
+                    messages_in: c(Chat::MessagesIn),
+                    deliveries_out: c(Chat::DeliveriesOut),
+                    dropped: c(Chat::Dropped),
+                    duplicated: c(Chat::Duplicated),
+                    reordered: c(Chat::Reordered),
+                    member_pushes: c(Chat::MemberPushes),
+                    leaves: c(Chat::Leaves),
+                }
+            }),
         }
     }
 }
@@ -375,6 +451,11 @@ impl CounterWriter {
     /// Counts one WebSocket event.
     pub(crate) fn ws(&self, counter: Ws) {
         bump(&self.0.ws[counter as usize], 1);
+    }
+
+    /// Counts `n` chat events.
+    pub(crate) fn chat(&self, counter: Chat, n: u64) {
+        bump(&self.0.chat[counter as usize], n);
     }
 
     /// Counts one TLS event.

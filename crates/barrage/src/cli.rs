@@ -472,6 +472,9 @@ pub enum Server {
     Http(ServerArgs),
     /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
     Ws(ServerArgs),
+    /// Chat room server, one JSON object per line: login puts the user in a room of random
+    /// size (--room-size), pub broadcasts to the room, leave [listen: 127.0.0.1:7100]
+    Chat(ServerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -496,6 +499,31 @@ pub struct ServerArgs {
     /// a server of known capacity, threads / D requests per second
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub service_time: Option<Duration>,
+
+    /// chat: room capacities, drawn uniformly from MIN-MAX [default: 3-8]
+    #[arg(long, value_name = "MIN-MAX")]
+    pub room_size: Option<String>,
+
+    /// chat: a publisher does not get its own message
+    #[arg(long)]
+    pub no_self: bool,
+
+    /// chat fault: drop each delivery with probability P (e.g. 1% or 0.01), counted
+    #[arg(long = "drop", value_name = "P", value_parser = probability)]
+    pub drop_p: Option<f64>,
+
+    /// chat fault: send each delivery twice with probability P, counted
+    #[arg(long = "dup", value_name = "P", value_parser = probability)]
+    pub dup_p: Option<f64>,
+
+    /// chat fault: hold a delivery back behind the next one to the same member with
+    /// probability P, counted
+    #[arg(long = "reorder", value_name = "P", value_parser = probability)]
+    pub reorder_p: Option<f64>,
+
+    /// chat: seed of the room sizes and the faults
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 
     /// http: say in a `Server-Timing: app;dur=MS` header how long each request was held
     /// (read to response), so barrage can show server time next to client time
@@ -533,4 +561,18 @@ pub struct DemoArgs {
     /// No live status line on stderr
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// A probability: `1%`, `0.5%` or `0.01` (0 to 1).
+fn probability(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a probability; write e.g. 1% or 0.01"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("'{s}': a probability is from 0 to 1 (0% to 100%)"));
+    }
+    Ok(v)
 }

@@ -15,7 +15,34 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Echo(s) => ("echo", "127.0.0.1:7000", s),
         Server::Http(s) => ("http", "127.0.0.1:8080", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
+        Server::Chat(s) => ("chat", "127.0.0.1:7100", s),
     };
+    let chat_flags = [
+        ("--room-size", args.room_size.is_some()),
+        ("--no-self", args.no_self),
+        ("--drop", args.drop_p.is_some()),
+        ("--dup", args.dup_p.is_some()),
+        ("--reorder", args.reorder_p.is_some()),
+        ("--seed", args.seed.is_some()),
+    ];
+    if let Some((flag, _)) = chat_flags
+        .iter()
+        .find(|(_, on)| *on)
+        .filter(|_| name != "chat")
+    {
+        return Err(Usage::says(*flag, format!("applies to serve chat, not serve {name}")).into());
+    }
+    if name == "chat" {
+        for (flag, on) in [
+            ("--tls-cert", args.tls_cert.is_some()),
+            ("--delay", args.delay.is_some()),
+            ("--stall-at", args.stall_at.is_some()),
+        ] {
+            if on {
+                return Err(Usage::says(flag, "does not apply to serve chat").into());
+            }
+        }
+    }
     if args.server_timing && name != "http" {
         return Err(Usage::says(
             "--server-timing",
@@ -38,7 +65,10 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = args.threads.map_or(cores, |t| t as usize);
+    // The chat server keeps its rooms per thread: one thread (one set of rooms) by default.
+    let threads = args
+        .threads
+        .map_or(if name == "chat" { 1 } else { cores }, |t| t as usize);
     let stall_for = args.stall_for.unwrap_or_default();
     let stop = crate::sys::stop_on_signals();
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -67,6 +97,20 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             stall_for,
             server_timing: args.server_timing,
         })?,
+        Server::Chat(_) => {
+            let (room_min, room_max) = room_size(args.room_size.as_deref().unwrap_or("3-8"))?;
+            barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
+                listen,
+                threads,
+                room_min,
+                room_max,
+                self_delivery: !args.no_self,
+                drop: args.drop_p.unwrap_or(0.0),
+                dup: args.dup_p.unwrap_or(0.0),
+                reorder: args.reorder_p.unwrap_or(0.0),
+                seed: args.seed.unwrap_or(1),
+            })?
+        }
         Server::Ws(_) => ws::start(ws::WsConfig {
             listen,
             threads,
@@ -92,6 +136,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             } else {
                 String::new()
             }
+        } else if name == "chat" {
+            format!(": tcp://{} (one JSON object per line)", server.local_addr())
         } else {
             format!(": {scheme}://{}/", server.local_addr())
         }
@@ -130,8 +176,34 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if let Some(t) = &s.tls {
         line += &format!("; TLS {} handshakes, {} errors", t.handshakes, t.errors);
     }
+    if let Some(c) = &s.chat {
+        line += &format!(
+            "; {} logins, {} rooms, {} messages in, {} deliveries out (dropped {}, duplicated {}, reordered {})",
+            c.logins, c.rooms, c.messages_in, c.deliveries_out, c.dropped, c.duplicated, c.reordered
+        );
+    }
     let _ = writeln!(std::io::stdout(), "{line}");
     Ok(0)
+}
+
+/// `--room-size MIN-MAX` (or one size).
+fn room_size(s: &str) -> Result<(usize, usize), Usage> {
+    let bad = || {
+        Usage::value(
+            "--room-size",
+            s,
+            "write MIN-MAX with 1 <= MIN <= MAX, e.g. 3-8",
+        )
+    };
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (usize, usize) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a == 0 || a > b || b > 1_000_000 {
+        return Err(bad());
+    }
+    Ok((a, b))
 }
 
 fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {

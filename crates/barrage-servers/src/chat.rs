@@ -1,0 +1,511 @@
+//! The chat reference server: users log in, are put into rooms of a random size in a range,
+//! and every message a member publishes is broadcast to the room. It is the target of
+//! barrage's one-to-many delivery tests and benchmarks, so it counts what it did exactly
+//! (logins, rooms, messages in, deliveries out) and has fault knobs whose effects it counts
+//! too (dropped, duplicated and reordered deliveries), for a client's loss, duplicate and
+//! reorder figures to be compared with what was injected.
+//!
+//! Protocol: one JSON object per line (TCP).
+//!
+//! | client sends | server answers |
+//! |---|---|
+//! | `{"op":"login","user":"ann"}` | `{"op":"joined","room":7,"size":3,"cap":5}` to ann, `{"op":"member","room":7,"size":3}` to the other members |
+//! | `{"op":"pub","text":"..."}` | `{"op":"msg","room":7,"from":"ann","text":"..."}` to every member (ann too, unless `self_delivery` is off) |
+//! | `{"op":"leave"}` | `{"op":"bye"}`, and `member` to those who stay |
+//! | anything else | `{"op":"error"}` |
+//!
+//! Rooms: a login joins the newest room with a free seat, or creates one whose capacity is
+//! drawn uniformly from the size range; a room that filled up takes no one else (even when a
+//! member leaves). The text of a `pub` is relayed byte for byte (up to its closing quote), so a
+//! client's stamps in it arrive unchanged.
+//!
+//! Key decision: rooms are per event-loop thread (the kernel spreads connections over the
+//! threads' `SO_REUSEPORT` listeners), so a broadcast never crosses threads: no lock, no queue;
+//! with one thread (the default) there is one set of rooms.
+
+use crate::runtime::{self, LoopParts, FIRST_CONN, LISTENER, WAKER};
+use crate::stats::{Chat, CounterWriter, Kind, ServerError};
+use crate::ServerHandle;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Token};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// Lines longer than this close the connection (a client that never sends a newline).
+const MAX_LINE: usize = 64 * 1024;
+const READ_BUF: usize = 64 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct ChatConfig {
+    pub listen: SocketAddr,
+    /// Event-loop threads, each with its own rooms. At least 1.
+    pub threads: usize,
+    /// Room capacities are drawn uniformly from this inclusive range (at least 1).
+    pub room_min: usize,
+    pub room_max: usize,
+    /// A publisher gets its own message too.
+    pub self_delivery: bool,
+    /// Fault knobs, probabilities per delivery in [0, 1]: drop it, send it twice, hold it back
+    /// behind the next delivery to the same member.
+    pub drop: f64,
+    pub dup: f64,
+    pub reorder: f64,
+    /// Seed of the room sizes and the faults (per thread: seed + thread index).
+    pub seed: u64,
+}
+
+impl Default for ChatConfig {
+    fn default() -> Self {
+        ChatConfig {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 7100)),
+            threads: 1,
+            room_min: 3,
+            room_max: 8,
+            self_delivery: true,
+            drop: 0.0,
+            dup: 0.0,
+            reorder: 0.0,
+            seed: 1,
+        }
+    }
+}
+
+/// Binds and starts the chat server; it is accepting when this returns.
+pub fn start(cfg: ChatConfig) -> Result<ServerHandle, ServerError> {
+    let bad = |reason: String| ServerError::Config {
+        addr: cfg.listen,
+        reason,
+    };
+    if cfg.room_min == 0 || cfg.room_min > cfg.room_max {
+        return Err(bad(format!(
+            "room sizes {}-{}: give a range like 3-8 (at least 1)",
+            cfg.room_min, cfg.room_max
+        )));
+    }
+    for (name, p) in [
+        ("drop", cfg.drop),
+        ("dup", cfg.dup),
+        ("reorder", cfg.reorder),
+    ] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(bad(format!("{name} {p}: a probability from 0 to 1")));
+        }
+    }
+    let threads = cfg.threads;
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    runtime::spawn(Kind::Chat, false, cfg.listen, threads, move |parts| {
+        let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Loop::new(parts, cfg.clone(), index).run();
+    })
+}
+
+struct Conn {
+    stream: TcpStream,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    /// A delivery held back by the reorder knob, sent after the next one.
+    held: Option<Vec<u8>>,
+    user: Box<str>,
+    room: Option<usize>,
+    /// Closing once `out` is written (after a `bye`).
+    closing: bool,
+}
+
+struct Room {
+    members: Vec<usize>,
+    cap: usize,
+    /// Takes new members (never again once it was full).
+    open: bool,
+}
+
+struct Loop {
+    parts: LoopParts,
+    cfg: ChatConfig,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    rooms: Vec<Room>,
+    /// The room new users join while it has a free seat.
+    current: Option<usize>,
+    rng: u64,
+    /// Connections with output to write after this turn.
+    dirty: Vec<usize>,
+    rbuf: Box<[u8]>,
+}
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The value of `"key":"...` in a JSON line (up to the next quote), or `None`.
+fn field<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut pat = Vec::with_capacity(key.len() + 4);
+    pat.push(b'"');
+    pat.extend_from_slice(key);
+    pat.extend_from_slice(b"\":\"");
+    let at = memchr::memmem::find(line, &pat)? + pat.len();
+    let len = memchr::memchr(b'"', &line[at..])?;
+    Some(&line[at..at + len])
+}
+
+impl Loop {
+    fn new(parts: LoopParts, cfg: ChatConfig, index: u64) -> Loop {
+        let rng = cfg.seed.wrapping_add(index.wrapping_mul(0x1000_0000_01b3));
+        Loop {
+            parts,
+            cfg,
+            conns: Vec::new(),
+            free: Vec::new(),
+            rooms: Vec::new(),
+            current: None,
+            rng,
+            dirty: Vec::new(),
+            rbuf: vec![0; READ_BUF].into_boxed_slice(),
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((splitmix(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut backoff = false;
+        while !self.parts.should_stop() {
+            let timeout = backoff.then_some(Duration::from_millis(10));
+            if let Err(e) = self.parts.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    eprintln!("barrage chat server: poll failed: {e}");
+                    break;
+                }
+            }
+            backoff = false;
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    LISTENER => backoff = !self.accept(),
+                    Token(t) => {
+                        let slot = t - FIRST_CONN;
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read(slot);
+                        }
+                        if ev.is_writable() {
+                            self.mark(slot);
+                        }
+                    }
+                }
+            }
+            if backoff {
+                backoff = !self.accept();
+            }
+            self.flush_dirty();
+        }
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].is_some() {
+                self.drop_conn(slot);
+            }
+        }
+    }
+
+    /// Accept what is queued; false when out of resources (retry after a pause).
+    fn accept(&mut self) -> bool {
+        loop {
+            match self.parts.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let slot = self.free.pop().unwrap_or_else(|| {
+                        self.conns.push(None);
+                        self.conns.len() - 1
+                    });
+                    let token = Token(slot + FIRST_CONN);
+                    if self
+                        .parts
+                        .poll
+                        .registry()
+                        .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                        .is_err()
+                    {
+                        self.free.push(slot);
+                        continue;
+                    }
+                    self.parts.counters.accepted();
+                    self.conns[slot] = Some(Conn {
+                        stream,
+                        inbuf: Vec::new(),
+                        out: Vec::new(),
+                        held: None,
+                        user: "".into(),
+                        room: None,
+                        closing: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn mark(&mut self, slot: usize) {
+        self.dirty.push(slot);
+    }
+
+    fn read(&mut self, slot: usize) {
+        let mut rbuf = std::mem::take(&mut self.rbuf);
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else {
+                break;
+            };
+            match c.stream.read(&mut rbuf) {
+                Ok(0) => {
+                    self.drop_conn(slot);
+                    break;
+                }
+                Ok(n) => {
+                    self.parts.counters.read(n);
+                    c.inbuf.extend_from_slice(&rbuf[..n]);
+                    self.lines(slot);
+                    let too_long = self.conns[slot]
+                        .as_ref()
+                        .is_some_and(|c| c.inbuf.len() > MAX_LINE);
+                    if too_long {
+                        self.drop_conn(slot);
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_conn(slot);
+                    break;
+                }
+            }
+        }
+        self.rbuf = rbuf;
+    }
+
+    /// Handle every complete line of the connection's input.
+    fn lines(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let input = std::mem::take(&mut c.inbuf);
+        let mut start = 0;
+        while let Some(n) = memchr::memchr(b'\n', &input[start..]) {
+            let line = &input[start..start + n];
+            start += n + 1;
+            self.handle(slot, line);
+            if self.conns[slot].is_none() {
+                return;
+            }
+        }
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.inbuf = input;
+            c.inbuf.drain(..start);
+        }
+    }
+
+    fn handle(&mut self, slot: usize, line: &[u8]) {
+        match field(line, b"op") {
+            Some(b"login") => self.login(slot, field(line, b"user").unwrap_or(b"")),
+            Some(b"pub") => {
+                let text = field(line, b"text").unwrap_or(b"").to_vec();
+                self.publish(slot, &text);
+            }
+            Some(b"leave") => self.leave(slot, true),
+            _ => self.say(slot, b"{\"op\":\"error\"}\n"),
+        }
+    }
+
+    fn say(&mut self, slot: usize, bytes: &[u8]) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.out.extend_from_slice(bytes);
+            self.dirty.push(slot);
+        }
+    }
+
+    fn login(&mut self, slot: usize, user: &[u8]) {
+        // A second login moves the user: it leaves its room first.
+        self.leave(slot, false);
+        let room = match self.current.filter(|&r| self.rooms[r].open) {
+            Some(r) => r,
+            None => {
+                let span = (self.cfg.room_max - self.cfg.room_min + 1) as u64;
+                let cap = self.cfg.room_min + (splitmix(&mut self.rng) % span) as usize;
+                self.rooms.push(Room {
+                    members: Vec::with_capacity(cap),
+                    cap,
+                    open: true,
+                });
+                self.parts.counters.chat(Chat::Rooms, 1);
+                self.current = Some(self.rooms.len() - 1);
+                self.rooms.len() - 1
+            }
+        };
+        let r = &mut self.rooms[room];
+        r.members.push(slot);
+        if r.members.len() >= r.cap {
+            r.open = false;
+        }
+        let (size, cap) = (r.members.len(), r.cap);
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.user = String::from_utf8_lossy(user).into();
+            c.room = Some(room);
+        }
+        self.parts.counters.chat(Chat::Logins, 1);
+        let joined =
+            format!("{{\"op\":\"joined\",\"room\":{room},\"size\":{size},\"cap\":{cap}}}\n");
+        self.say(slot, joined.as_bytes());
+        self.members_changed(room, slot);
+    }
+
+    /// Tell the members of `room` other than `except` its size now.
+    fn members_changed(&mut self, room: usize, except: usize) {
+        let size = self.rooms[room].members.len();
+        let push = format!("{{\"op\":\"member\",\"room\":{room},\"size\":{size}}}\n");
+        let others: Vec<usize> = self.rooms[room]
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| m != except)
+            .collect();
+        for m in others {
+            self.say(m, push.as_bytes());
+            self.parts.counters.chat(Chat::MemberPushes, 1);
+        }
+    }
+
+    fn publish(&mut self, slot: usize, text: &[u8]) {
+        let Some(c) = self.conns[slot].as_ref() else {
+            return;
+        };
+        let Some(room) = c.room else {
+            return self.say(slot, b"{\"op\":\"error\",\"why\":\"login first\"}\n");
+        };
+        self.parts.counters.chat(Chat::MessagesIn, 1);
+        let mut msg = Vec::with_capacity(text.len() + c.user.len() + 48);
+        msg.extend_from_slice(b"{\"op\":\"msg\",\"room\":");
+        msg.extend_from_slice(room.to_string().as_bytes());
+        msg.extend_from_slice(b",\"from\":\"");
+        msg.extend_from_slice(c.user.as_bytes());
+        msg.extend_from_slice(b"\",\"text\":\"");
+        msg.extend_from_slice(text);
+        msg.extend_from_slice(b"\"}\n");
+        let members = self.rooms[room].members.clone();
+        for m in members {
+            if m == slot && !self.cfg.self_delivery {
+                continue;
+            }
+            self.deliver(m, &msg);
+        }
+    }
+
+    /// One delivery to member `m`, through the fault knobs.
+    fn deliver(&mut self, m: usize, msg: &[u8]) {
+        if self.chance(self.cfg.drop) {
+            self.parts.counters.chat(Chat::Dropped, 1);
+            return;
+        }
+        let copies = if self.chance(self.cfg.dup) {
+            self.parts.counters.chat(Chat::Duplicated, 1);
+            2
+        } else {
+            1
+        };
+        let hold = self.chance(self.cfg.reorder);
+        let Some(c) = self.conns[m].as_mut() else {
+            return;
+        };
+        let held = c.held.take();
+        if hold && held.is_none() {
+            // Sent after the next delivery to this member (or before its `bye`).
+            c.held = Some(msg.repeat(copies));
+            self.parts.counters.chat(Chat::Reordered, 1);
+        } else {
+            for _ in 0..copies {
+                c.out.extend_from_slice(msg);
+            }
+        }
+        if let Some(h) = held {
+            c.out.extend_from_slice(&h);
+        }
+        self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
+        self.dirty.push(m);
+    }
+
+    /// Leave the room; `reply`: answer `bye` and close once it is written.
+    fn leave(&mut self, slot: usize, reply: bool) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let room = c.room.take();
+        if let Some(h) = c.held.take() {
+            c.out.extend_from_slice(&h);
+        }
+        if reply {
+            c.out.extend_from_slice(b"{\"op\":\"bye\"}\n");
+            self.parts.counters.chat(Chat::Leaves, 1);
+            self.dirty.push(slot);
+        }
+        if let Some(r) = room {
+            self.rooms[r].members.retain(|&m| m != slot);
+            self.members_changed(r, slot);
+        }
+    }
+
+    fn flush_dirty(&mut self) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &slot in &dirty {
+            self.flush(slot);
+        }
+        dirty.clear();
+        self.dirty = dirty;
+    }
+
+    fn flush(&mut self, slot: usize) {
+        let counters: &CounterWriter = &self.parts.counters;
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let mut failed = false;
+        while !c.out.is_empty() {
+            let len = c.out.len();
+            let stream = &mut c.stream;
+            let out = &c.out;
+            match counters.counted_write(len, || stream.write(out)) {
+                Ok(0) => break,
+                Ok(n) => {
+                    c.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed || (c.closing && c.out.is_empty()) {
+            self.drop_conn(slot);
+        }
+    }
+
+    fn drop_conn(&mut self, slot: usize) {
+        self.leave(slot, false);
+        if let Some(mut c) = self.conns[slot].take() {
+            let _ = self.parts.poll.registry().deregister(&mut c.stream);
+            self.parts.counters.closed();
+            self.free.push(slot);
+        }
+    }
+}
