@@ -1,0 +1,127 @@
+//! The chat server against plain blocking clients: rooms fill within the size range, every
+//! publish reaches every member, and the fault knobs' counts add up with what clients got.
+
+use barrage_servers::chat::{start, ChatConfig};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+fn cfg() -> ChatConfig {
+    ChatConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        room_min: 3,
+        room_max: 5,
+        ..ChatConfig::default()
+    }
+}
+
+struct Client {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn login(addr: std::net::SocketAddr, user: &str) -> (Client, String) {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut c = Client {
+            w: s.try_clone().unwrap(),
+            r: BufReader::new(s),
+        };
+        writeln!(c.w, "{{\"op\":\"login\",\"user\":\"{user}\"}}").unwrap();
+        let joined = c.line();
+        (c, joined)
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        l
+    }
+
+    /// Lines until `bye`, after sending leave.
+    fn leave(&mut self) -> Vec<String> {
+        writeln!(self.w, "{{\"op\":\"leave\"}}").unwrap();
+        let mut out = Vec::new();
+        loop {
+            let l = self.line();
+            if l.is_empty() || l.starts_with("{\"op\":\"bye\"") {
+                return out;
+            }
+            out.push(l);
+        }
+    }
+}
+
+fn num(line: &str, key: &str) -> usize {
+    let k = format!("\"{key}\":");
+    let at = line.find(&k).unwrap() + k.len();
+    line[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn run(cfg: ChatConfig, users: usize, per_user: usize) -> (Vec<usize>, usize, barrage_servers::ChatStats) {
+    let server = start(cfg).unwrap();
+    let addr = server.local_addr();
+    let mut clients = Vec::new();
+    let mut rooms: std::collections::BTreeMap<usize, usize> = Default::default();
+    for i in 0..users {
+        let (c, joined) = Client::login(addr, &format!("u{i}"));
+        let (room, size, cap) = (num(&joined, "room"), num(&joined, "size"), num(&joined, "cap"));
+        assert!((3..=5).contains(&cap) && size <= cap, "{joined}");
+        rooms.insert(room, size);
+        clients.push(c);
+    }
+    for c in clients.iter_mut() {
+        for k in 0..per_user {
+            writeln!(c.w, "{{\"op\":\"pub\",\"text\":\"m{k}\"}}").unwrap();
+        }
+    }
+    // Every publish handled (its deliveries queued before any later `bye`).
+    let t = std::time::Instant::now();
+    while server.stats().chat.unwrap().messages_in < (users * per_user) as u64 {
+        assert!(t.elapsed() < Duration::from_secs(10), "the server never read every publish");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut got = 0;
+    for c in clients.iter_mut() {
+        got += c.leave().iter().filter(|l| l.contains("\"op\":\"msg\"")).count();
+    }
+    let stats = server.shutdown();
+    (rooms.values().copied().collect(), got, stats.chat.unwrap())
+}
+
+#[test]
+fn every_publish_reaches_every_member_of_its_room() {
+    let (sizes, got, s) = run(cfg(), 40, 5);
+    // Members of a room of n get 5 messages from each of the n members (self included),
+    // provided everyone joined before anyone published (true here).
+    let want: usize = sizes.iter().map(|n| n * n * 5).sum();
+    assert_eq!(sizes.iter().sum::<usize>(), 40);
+    assert_eq!(s.logins, 40);
+    assert_eq!(s.rooms as usize, sizes.len());
+    assert_eq!(s.messages_in, 200);
+    assert_eq!(s.deliveries_out as usize, want);
+    assert_eq!(got, want, "every delivery arrived");
+    assert_eq!((s.dropped, s.duplicated, s.reordered), (0, 0, 0));
+}
+
+#[test]
+fn fault_knobs_are_counted_as_injected() {
+    let mut c = cfg();
+    c.drop = 0.05;
+    c.dup = 0.05;
+    c.reorder = 0.05;
+    c.seed = 42;
+    let (sizes, got, s) = run(c, 40, 20);
+    let offered: u64 = sizes.iter().map(|n| (n * n * 20) as u64).sum();
+    assert!(s.dropped > 0 && s.duplicated > 0 && s.reordered > 0, "{s:?}");
+    // Every delivery the server attempted was dropped or sent (a duplicate sends one more).
+    assert_eq!(s.deliveries_out, offered - s.dropped + s.duplicated);
+    assert_eq!(got as u64, s.deliveries_out, "what was sent arrived (held ones before bye)");
+}
