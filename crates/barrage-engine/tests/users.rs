@@ -453,3 +453,122 @@ fn websocket_users_send_messages_and_their_echoes_complete_each_step() {
     assert_eq!(ws.handshakes, 6);
     assert_eq!(st.connections_accepted, 6);
 }
+
+const ROOMS: &str = r#"
+target = "tcp://127.0.0.1:1"
+[protocol]
+framing = "line"
+[users]
+count = 30
+arrive = "300/s"
+hold = "1500ms"
+[[steps]]
+name = "login"
+send = '{"op":"login","user":"u{user}"}\n'
+expect = { json = "/op", equals = "joined" }
+capture.room_size = { json = "/size" }
+[[steps]]
+pause = "300ms"
+[[steps]]
+name = "say"
+every = "100ms"
+repeat = 5
+send = '{"op":"pub","text":"{stamp}"}\n'
+expect = { framing = "none" }
+broadcast = { expect = "{room_size}" }
+[[on]]
+name = "member"
+match = { json = "/op", equals = "member" }
+capture.room_size = { json = "/size" }
+[[leave]]
+name = "bye"
+send = '{"op":"leave"}\n'
+expect = { json = "/op", equals = "bye" }
+"#;
+
+fn rooms_run(
+    drop: f64,
+    dup: f64,
+    reorder: f64,
+) -> (barrage_metrics::Summary, barrage_servers::ChatStats) {
+    let server = barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        drop,
+        dup,
+        reorder,
+        seed: 7,
+        ..Default::default()
+    })
+    .unwrap();
+    let u = users(ROOMS, false, Duration::from_secs(5));
+    let mut p = plan(server.local_addr(), 1, Mode::PingPong, 1.0);
+    p.framing = barrage_engine::Framing::Line;
+    let o = go(p.with_users(u));
+    assert_eq!(o.end, End::Completed);
+    let st = server.shutdown().chat.unwrap();
+    (o.outcome.summary, st)
+}
+
+#[test]
+fn broadcast_deliveries_reconcile_with_the_chat_server() {
+    let (s, chat) = rooms_run(0.0, 0.0, 0.0);
+    let b = s.broadcast.clone().expect("a broadcast section");
+    assert_eq!(chat.logins, 30);
+    assert_eq!(b.c.sent, 150);
+    assert_eq!(chat.messages_in, 150);
+    assert_eq!(
+        b.c.delivered, chat.deliveries_out,
+        "every delivery the server wrote was counted"
+    );
+    assert_eq!(
+        b.c.expected, chat.deliveries_out,
+        "and the room sizes predicted them all"
+    );
+    assert_eq!(b.reach, Some(1.0));
+    assert_eq!(b.c.own, 150, "each sender got its own copy");
+    assert_eq!((b.c.duplicates, b.c.late, b.lost), (0, 0, 0));
+    assert_eq!(
+        b.peer_us.as_ref().unwrap().count + b.own_us.as_ref().unwrap().count,
+        b.c.delivered
+    );
+    assert_eq!(
+        s.exchanges.unexpected_replies, 0,
+        "deliveries are not unexpected replies"
+    );
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+}
+
+#[test]
+fn broadcast_loss_duplicates_and_reorders_read_as_injected() {
+    let (s, chat) = rooms_run(0.05, 0.0, 0.0);
+    let b = s.broadcast.clone().unwrap();
+    assert!(chat.dropped > 0);
+    assert_eq!(b.c.delivered, chat.deliveries_out);
+    assert_eq!(
+        b.c.delivered + chat.dropped,
+        b.c.expected,
+        "reach misses exactly the drops"
+    );
+    assert!(
+        b.lost <= chat.dropped && b.lost > 0,
+        "gaps seen: {} of {} drops",
+        b.lost,
+        chat.dropped
+    );
+    let (s, chat) = rooms_run(0.0, 0.05, 0.0);
+    let b = s.broadcast.clone().unwrap();
+    assert!(chat.duplicated > 0);
+    assert_eq!(b.c.duplicates, chat.duplicated);
+    assert_eq!(b.c.delivered, b.c.expected);
+    let (s, chat) = rooms_run(0.0, 0.0, 0.1);
+    let b = s.broadcast.clone().unwrap();
+    assert!(chat.reordered > 0);
+    assert_eq!(b.c.delivered, b.c.expected, "held deliveries still arrive");
+    assert!(
+        b.c.late <= chat.reordered,
+        "{} late of {} held",
+        b.c.late,
+        chat.reordered
+    );
+    assert_eq!(b.lost, 0);
+}

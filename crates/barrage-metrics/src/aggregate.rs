@@ -176,9 +176,26 @@ pub struct Summary {
     pub exchanges: Exchanges,
     /// Whole-run counters, warm-up included: what the server saw.
     pub totals: Counters,
+    /// Scenario runs with broadcast steps: one-to-many delivery (whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast: Option<BroadcastSummary>,
     /// Scenario runs: each step after the warm-up, in the scenario's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::StepSummary>,
+}
+
+/// One-to-many delivery as reports read it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BroadcastSummary {
+    #[serde(flatten)]
+    pub c: crate::counters::BroadcastCounts,
+    /// delivered / expected; `None` when nothing was expected.
+    pub reach: Option<f64>,
+    /// Gaps still open at the end.
+    pub lost: u64,
+    /// Send to the sender's own copy, and to the other recipients in this process.
+    pub own_us: Option<LatencyStats>,
+    pub peer_us: Option<LatencyStats>,
 }
 
 impl Summary {
@@ -230,6 +247,8 @@ struct Acc {
     ttfb: OptHistogram,
     server: OptHistogram,
     server_gap: OptHistogram,
+    bcast_own: OptHistogram,
+    bcast_peer: OptHistogram,
     steps: crate::steps::Steps,
     ns: u64,
 }
@@ -242,6 +261,8 @@ impl Acc {
         self.ttfb.merge(&d.ttfb);
         self.server.merge(&d.server);
         self.server_gap.merge(&d.server_gap);
+        self.bcast_own.merge(&d.bcast_own);
+        self.bcast_peer.merge(&d.bcast_peer);
         if d.key != DRAIN_KEY {
             self.ns += d.end_ns.saturating_sub(d.start_ns);
         }
@@ -439,6 +460,12 @@ impl Aggregator {
         server.merge(&self.drain.server);
         let mut server_gap = self.measured.server_gap.clone();
         server_gap.merge(&self.drain.server_gap);
+        let mut own = self.warmup.bcast_own.clone();
+        own.merge(&self.measured.bcast_own);
+        own.merge(&self.drain.bcast_own);
+        let mut peer = self.warmup.bcast_peer.clone();
+        peer.merge(&self.measured.bcast_peer);
+        peer.merge(&self.drain.bcast_peer);
         let mut steps = self.measured.steps.clone();
         steps.merge(&self.drain.steps);
         let mut totals = after.clone();
@@ -473,6 +500,16 @@ impl Aggregator {
             handshake_us: self.handshake.stats(),
             server_us: server.stats(),
             server_gap_us: server_gap.stats(),
+            broadcast: (!totals.broadcast.is_empty()).then(|| {
+                let b = totals.broadcast;
+                BroadcastSummary {
+                    c: b,
+                    reach: (b.expected > 0).then(|| b.delivered as f64 / b.expected as f64),
+                    lost: b.lost(),
+                    own_us: own.stats(),
+                    peer_us: peer.stats(),
+                }
+            }),
             io: Io {
                 reads: after.reads,
                 writes: after.writes,

@@ -64,6 +64,54 @@ pub struct Counters {
     /// redis/memcached: counts per `--command`, in the order the commands were given.
     #[serde(default, skip_serializing_if = "CommandCounts::is_empty")]
     pub commands: CommandCounts,
+    /// Scenario broadcast steps: stamped messages sent and their deliveries.
+    #[serde(default, skip_serializing_if = "BroadcastCounts::is_empty")]
+    pub broadcast: BroadcastCounts,
+}
+
+/// One-to-many delivery, counted from stamps: what senders sent and expected, what receivers
+/// got. Every field adds up across threads and processes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BroadcastCounts {
+    /// Stamped messages sent.
+    pub sent: u64,
+    /// Deliveries the senders expected (the room size each send saw, less the sender's own
+    /// copy unless it is expected too).
+    pub expected: u64,
+    /// Distinct stamps received (first copies), own copies included.
+    pub delivered: u64,
+    /// Of them, the senders' own copies.
+    pub own: u64,
+    /// Copies of a stamp already received.
+    pub duplicates: u64,
+    /// Stamps that filled a gap (arrived after a later one of the same sender).
+    pub late: u64,
+    /// Sequence numbers skipped when a later stamp arrived (gaps opened).
+    pub gaps: u64,
+    /// Stamps older than a receiver's window (late; duplicates cannot be told).
+    pub too_old: u64,
+}
+
+impl BroadcastCounts {
+    pub fn is_empty(&self) -> bool {
+        *self == BroadcastCounts::default()
+    }
+
+    fn merge(&mut self, o: &BroadcastCounts) {
+        self.sent += o.sent;
+        self.expected += o.expected;
+        self.delivered += o.delivered;
+        self.own += o.own;
+        self.duplicates += o.duplicates;
+        self.late += o.late;
+        self.gaps += o.gaps;
+        self.too_old += o.too_old;
+    }
+
+    /// Gaps still open: deliveries known lost (a later stamp of the sender came, this never).
+    pub fn lost(&self) -> u64 {
+        self.gaps.saturating_sub(self.late)
+    }
 }
 
 /// What happened to the exchanges of one `--command`.
@@ -183,6 +231,7 @@ impl Counters {
         self.ws_close.merge(&o.ws_close);
         self.misses += o.misses;
         self.commands.merge(&o.commands);
+        self.broadcast.merge(&o.broadcast);
     }
 }
 
@@ -215,6 +264,7 @@ mod tests {
             ws_close: CodeCounts::default(),
             misses: 16,
             commands: CommandCounts::default(),
+            broadcast: BroadcastCounts::default(),
         };
         a.error(ErrorClass::Reset, 1);
         a.status.add(200, 1);

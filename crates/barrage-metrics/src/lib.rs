@@ -23,15 +23,15 @@ pub mod timeline;
 pub mod vocabulary;
 
 pub use aggregate::{
-    Aggregator, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary, Ramp, Rps,
-    Summary, Tick, TickLatency,
+    Aggregator, BroadcastSummary, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary,
+    Ramp, Rps, Summary, Tick, TickLatency,
 };
 pub use analysis::{
     analyze, AnalysisReport, Fit, LeakStatus, LeakVerdict, Recovery, Stability, Trend, Verdict,
     Window,
 };
 pub use codes::CodeCounts;
-pub use counters::{CommandCount, CommandCounts, Counters};
+pub use counters::{BroadcastCounts, CommandCount, CommandCounts, Counters};
 pub use error::{ErrorClass, ErrorCounts};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{

@@ -23,6 +23,10 @@ pub struct Recorder {
     /// less it (what the network, queues and the client added).
     pub server: OptHistogram,
     pub server_gap: OptHistogram,
+    /// Broadcast delivery latency (send -> this receiver): the sender's own copy, and the
+    /// other recipients' in this process (same clock).
+    pub bcast_own: OptHistogram,
+    pub bcast_peer: OptHistogram,
     /// Gauges owned by the worker: connections open now, exchanges in flight now, due
     /// messages waiting in backlogs now.
     pub open: u64,
@@ -97,6 +101,8 @@ impl Recorder {
             handshake: std::mem::take(&mut self.handshake),
             server: std::mem::take(&mut self.server),
             server_gap: std::mem::take(&mut self.server_gap),
+            bcast_own: std::mem::take(&mut self.bcast_own),
+            bcast_peer: std::mem::take(&mut self.bcast_peer),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -131,6 +137,11 @@ pub struct Delta {
     pub server: OptHistogram,
     #[serde(default)]
     pub server_gap: OptHistogram,
+    /// Broadcast delivery latency: own copies, other recipients.
+    #[serde(default)]
+    pub bcast_own: OptHistogram,
+    #[serde(default)]
+    pub bcast_peer: OptHistogram,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -155,6 +166,8 @@ impl Delta {
         self.handshake.merge(&o.handshake);
         self.server.merge(&o.server);
         self.server_gap.merge(&o.server_gap);
+        self.bcast_own.merge(&o.bcast_own);
+        self.bcast_peer.merge(&o.bcast_peer);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;

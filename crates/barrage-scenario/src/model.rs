@@ -139,6 +139,23 @@ pub struct Step {
     /// `Server-Timing` header: `{ header = "X-Response-Time" }` or `{ json = "/took_ms" }`; the
     /// value is milliseconds, or a number with a unit (`150us`, `1.5ms`, `0.002s`).
     pub server_time: Option<At<ServerTime>>,
+    /// One-to-many delivery: this send is a message the server broadcasts to a group (a
+    /// room); its `{stamp}` is found in what every user receives, and deliveries are counted
+    /// against `expect` (see docs/scenarios.md, "Broadcast").
+    pub broadcast: Option<At<Broadcast>>,
+}
+
+/// What a broadcast step expects.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Broadcast {
+    /// How many receive each message: a number or a template such as "{room_size}" (a value
+    /// captured from the server, kept current by `on` rules). Without it, deliveries are
+    /// counted but reach is not.
+    pub expect: Option<At<String>>,
+    /// The sender gets its own message too (counted in `expect`) [default: true].
+    #[serde(rename = "self")]
+    pub self_: Option<bool>,
 }
 
 /// Where a response says the server's own time (one of header or json).

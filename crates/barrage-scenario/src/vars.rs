@@ -6,7 +6,7 @@
 //! literal text. This is the engine's rule for `{conn}`/`{seq}` widened to named values.
 
 /// Built-in values every template may use.
-pub const BUILTINS: [&str; 4] = ["conn", "seq", "ts_us", "user"];
+pub const BUILTINS: [&str; 5] = ["conn", "seq", "ts_us", "user", "stamp"];
 
 /// What one placeholder refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]

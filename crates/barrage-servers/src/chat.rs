@@ -260,10 +260,7 @@ impl Loop {
 
     fn read(&mut self, slot: usize) {
         let mut rbuf = std::mem::take(&mut self.rbuf);
-        loop {
-            let Some(c) = self.conns[slot].as_mut() else {
-                break;
-            };
+        while let Some(c) = self.conns[slot].as_mut() {
             match c.stream.read(&mut rbuf) {
                 Ok(0) => {
                     self.drop_conn(slot);

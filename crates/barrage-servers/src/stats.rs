@@ -547,6 +547,10 @@ mod tests {
             http: None,
             ws: None,
             tls: None,
+            chat: Some(ChatStats {
+                deliveries_out: 7,
+                ..ChatStats::default()
+            }),
         };
         let mut sum = one;
         sum.merge(&one);
@@ -554,6 +558,7 @@ mod tests {
         assert_eq!(sum.writes, 12);
         assert_eq!(sum.connections_accepted, 2);
         assert_eq!((sum.http, sum.ws), (None, None));
+        assert_eq!(sum.chat.unwrap().deliveries_out, 14);
     }
 
     #[test]

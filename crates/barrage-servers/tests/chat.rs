@@ -65,14 +65,22 @@ fn num(line: &str, key: &str) -> usize {
         .unwrap()
 }
 
-fn run(cfg: ChatConfig, users: usize, per_user: usize) -> (Vec<usize>, usize, barrage_servers::ChatStats) {
+fn run(
+    cfg: ChatConfig,
+    users: usize,
+    per_user: usize,
+) -> (Vec<usize>, usize, barrage_servers::ChatStats) {
     let server = start(cfg).unwrap();
     let addr = server.local_addr();
     let mut clients = Vec::new();
     let mut rooms: std::collections::BTreeMap<usize, usize> = Default::default();
     for i in 0..users {
         let (c, joined) = Client::login(addr, &format!("u{i}"));
-        let (room, size, cap) = (num(&joined, "room"), num(&joined, "size"), num(&joined, "cap"));
+        let (room, size, cap) = (
+            num(&joined, "room"),
+            num(&joined, "size"),
+            num(&joined, "cap"),
+        );
         assert!((3..=5).contains(&cap) && size <= cap, "{joined}");
         rooms.insert(room, size);
         clients.push(c);
@@ -85,12 +93,19 @@ fn run(cfg: ChatConfig, users: usize, per_user: usize) -> (Vec<usize>, usize, ba
     // Every publish handled (its deliveries queued before any later `bye`).
     let t = std::time::Instant::now();
     while server.stats().chat.unwrap().messages_in < (users * per_user) as u64 {
-        assert!(t.elapsed() < Duration::from_secs(10), "the server never read every publish");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server never read every publish"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut got = 0;
     for c in clients.iter_mut() {
-        got += c.leave().iter().filter(|l| l.contains("\"op\":\"msg\"")).count();
+        got += c
+            .leave()
+            .iter()
+            .filter(|l| l.contains("\"op\":\"msg\""))
+            .count();
     }
     let stats = server.shutdown();
     (rooms.values().copied().collect(), got, stats.chat.unwrap())
@@ -120,8 +135,14 @@ fn fault_knobs_are_counted_as_injected() {
     c.seed = 42;
     let (sizes, got, s) = run(c, 40, 20);
     let offered: u64 = sizes.iter().map(|n| (n * n * 20) as u64).sum();
-    assert!(s.dropped > 0 && s.duplicated > 0 && s.reordered > 0, "{s:?}");
+    assert!(
+        s.dropped > 0 && s.duplicated > 0 && s.reordered > 0,
+        "{s:?}"
+    );
     // Every delivery the server attempted was dropped or sent (a duplicate sends one more).
     assert_eq!(s.deliveries_out, offered - s.dropped + s.duplicated);
-    assert_eq!(got as u64, s.deliveries_out, "what was sent arrived (held ones before bye)");
+    assert_eq!(
+        got as u64, s.deliveries_out,
+        "what was sent arrived (held ones before bye)"
+    );
 }

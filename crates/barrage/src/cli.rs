@@ -36,8 +36,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a load test against a target (tcp://, http://, https://, ws://, wss://).
     Run(Box<RunArgs>),
-    /// Start a reference server (echo, http or ws) to test against.
-    Serve(ServeArgs),
+    /// Start a reference server (echo, http, ws or chat) to test against.
+    Serve(Box<ServeArgs>),
     /// Start an echo server on loopback and run a short ping-pong and interval test against it.
     Demo(DemoArgs),
     /// Render a saved JSON result as a self-contained HTML page or Markdown (offline).

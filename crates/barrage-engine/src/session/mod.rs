@@ -330,7 +330,55 @@ impl<'a> Replies<'a> {
         out
     }
 
+    /// Broadcast: every stamp in a message a user received is a delivery (counted once per
+    /// stamp and receiver, timed from its send). Returns whether there was one.
+    fn deliveries(&mut self, msg: &[u8]) -> bool {
+        let u = self.user.as_mut().expect("a user");
+        if u.prog.stamp_slot.is_none() {
+            return false;
+        }
+        let now_us = u.wall_base_us + self.now / 1000;
+        let (gid, rec) = (u.gid, &mut *self.rec);
+        let windows = &mut u.st.windows;
+        let mut any = false;
+        crate::users::stamp::scan(msg, |s| {
+            any = true;
+            use crate::users::stamp::Arrival;
+            let b = &mut rec.c.broadcast;
+            let first = match windows.arrive(s.user, s.seq) {
+                Arrival::InOrder { gap } => {
+                    b.gaps += u64::from(gap);
+                    true
+                }
+                Arrival::Late => {
+                    b.late += 1;
+                    true
+                }
+                Arrival::TooOld => {
+                    b.too_old += 1;
+                    true
+                }
+                Arrival::Duplicate => {
+                    b.duplicates += 1;
+                    false
+                }
+            };
+            if first {
+                b.delivered += 1;
+                let us = now_us.saturating_sub(s.ts_us & ((1 << 56) - 1));
+                if u64::from(s.user) == gid & 0xffff_ffff {
+                    b.own += 1;
+                    rec.bcast_own.record_ns(us.saturating_mul(1000));
+                } else {
+                    rec.bcast_peer.record_ns(us.saturating_mul(1000));
+                }
+            }
+        });
+        any
+    }
+
     fn judge_user(&mut self, msg: &[u8], bad: Option<ErrorClass>) -> Option<Exchange> {
+        let stamped = self.deliveries(msg);
         let u = self.user.as_mut().expect("a user");
         let prog = u.prog;
         for (i, rule) in prog.on.iter().enumerate() {
@@ -345,12 +393,14 @@ impl<'a> Replies<'a> {
                 return None;
             }
         }
+        // A delivery nobody awaits is not an unexpected reply.
+        let unasked = u64::from(!stamped);
         let Some(front) = self.ex.front().copied() else {
-            self.rec.c.unexpected += 1;
+            self.rec.c.unexpected += unasked;
             return None;
         };
         let Some(step) = prog.steps.get(front.step as usize) else {
-            self.rec.c.unexpected += 1;
+            self.rec.c.unexpected += unasked;
             return None;
         };
         let mut bad = bad;
@@ -358,7 +408,7 @@ impl<'a> Replies<'a> {
             if let Some(m) = &step.expect {
                 if !m.matches(msg) {
                     if u.skip_unmatched {
-                        self.rec.c.unexpected += 1;
+                        self.rec.c.unexpected += unasked;
                         return None;
                     }
                     bad = Some(ErrorClass::Mismatch);

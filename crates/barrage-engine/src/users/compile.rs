@@ -61,6 +61,11 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
             b.slots.push(format!("row.{name}"));
         }
     }
+    let stamps = has_broadcast(&f.steps) || has_broadcast(&f.leave);
+    let stamp_slot = stamps.then(|| {
+        b.slots.push("stamp".into());
+        b.slots.len() - 1
+    });
     b.list(&f.steps, "steps", false)?;
     b.ops.push(Op::End);
     let leave_pc = b.ops.len();
@@ -102,8 +107,9 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         slots: b.slots.len(),
         row_slots: row_slots.into(),
         loops,
-        collect: b.collect || !f.on.is_empty(),
+        collect: b.collect || !f.on.is_empty() || stamps,
         leave_ns,
+        stamp_slot,
     };
     let arrive = match &c.shape {
         barrage_scenario::Shape::Rate(r) => crate::shape::Shape::constant(*r),
@@ -134,6 +140,12 @@ struct Builder<'a> {
     steps: Vec<StepDef>,
     ops: Vec<Op>,
     collect: bool,
+}
+
+fn has_broadcast(steps: &[At<Step>]) -> bool {
+    steps
+        .iter()
+        .any(|s| s.value.broadcast.is_some() || has_broadcast(&s.value.steps))
 }
 
 fn dur(v: &str, key: &str) -> Result<u64, CompileError> {
@@ -322,6 +334,16 @@ impl Builder<'_> {
         self.collect |= matcher.is_some()
             || !captures.is_empty()
             || matches!(server_time, Some(super::ServerTimeFrom::Json(_)));
+        let broadcast = match &s.broadcast {
+            None => None,
+            Some(b) => Some(super::BroadcastDef {
+                expect: match &b.value.expect {
+                    Some(e) => Some(self.template(&e.value, &format!("{key}.broadcast.expect"))?),
+                    None => None,
+                },
+                include_self: b.value.self_.unwrap_or(true),
+            }),
+        };
         self.steps.push(StepDef {
             name,
             msg,
@@ -333,6 +355,7 @@ impl Builder<'_> {
             awaits,
             open_loop,
             server_time,
+            broadcast,
         });
         Ok(index as u16)
     }

@@ -11,6 +11,7 @@
 //! (`worker/users.rs`); replies are judged in [`crate::session::Replies`] as they complete.
 
 pub mod compile;
+pub mod stamp;
 
 use crate::capture::{Capture, Matcher, Vars};
 use crate::message::{Fill, Template};
@@ -267,6 +268,7 @@ impl Users {
                     awaits: plan.framing != crate::framing::Framing::None,
                     open_loop,
                     server_time: None,
+                    broadcast: None,
                 }]
                 .into(),
                 on: Box::default(),
@@ -275,6 +277,7 @@ impl Users {
                 loops,
                 collect: false,
                 leave_ns: 0,
+                stamp_slot: None,
             },
             rows: Vec::new(),
             stages: Some(stages),
@@ -322,6 +325,8 @@ pub struct Program {
     pub collect: bool,
     /// Time the departure steps may take (their timeouts added up).
     pub leave_ns: u64,
+    /// The variable slot `{stamp}` renders from (a scenario with broadcast steps).
+    pub stamp_slot: Option<usize>,
 }
 
 /// One step users send: its message, what its reply must be, what it captures.
@@ -342,6 +347,17 @@ pub struct StepDef {
     pub open_loop: bool,
     /// HTTP: where the response says the server's own time, besides `Server-Timing`.
     pub server_time: Option<ServerTimeFrom>,
+    /// A broadcast step: its message carries a stamp; deliveries are expected per send.
+    pub broadcast: Option<BroadcastDef>,
+}
+
+/// What a broadcast step expects of each message.
+#[derive(Debug)]
+pub struct BroadcastDef {
+    /// How many receive it (rendered with the user's variables, then read as a number).
+    pub expect: Option<Template>,
+    /// The sender receives its own copy (and it is expected).
+    pub include_self: bool,
 }
 
 /// A response field holding the server's own time (milliseconds, or a number with a unit).
@@ -458,6 +474,8 @@ pub enum Phase {
 /// One user's own state.
 #[derive(Debug)]
 pub struct UserState {
+    /// The user's number (global).
+    pub gid: u64,
     pub phase: Phase,
     pub pc: u16,
     /// The key of the awaited exchange (`u64::MAX`: none awaited).
@@ -480,11 +498,15 @@ pub struct UserState {
     pub step_done: bool,
     /// Connected and ready at least once.
     pub started: bool,
+    /// Broadcast: this user's stamped sends so far, and what it received per sender.
+    pub stamp_seq: u32,
+    pub windows: stamp::Windows,
 }
 
 impl UserState {
-    pub fn new(p: &Program, depart_at: u64) -> Self {
+    pub fn new(p: &Program, depart_at: u64, gid: u64) -> Self {
         Self {
+            gid,
             phase: Phase::Arriving,
             pc: 0,
             await_key: u64::MAX,
@@ -500,6 +522,8 @@ impl UserState {
             pushes: Vec::new(),
             step_done: false,
             started: false,
+            stamp_seq: 0,
+            windows: stamp::Windows::default(),
         }
     }
 
@@ -526,6 +550,10 @@ pub struct UserCtx<'a> {
     /// A reply that does not match its step's `expect` is a pushed message and the step
     /// waits on (message protocols); false for HTTP, where every response answers a request.
     pub skip_unmatched: bool,
+    /// The user's number (its stamps' sender id) and the wall clock at the run's time zero,
+    /// in µs (stamps carry wall-clock send times).
+    pub gid: u64,
+    pub wall_base_us: u64,
 }
 
 #[cfg(test)]

@@ -68,6 +68,7 @@ impl<S: Session> Worker<S> {
             &mut self.users,
             idx as usize,
             self.skip_unmatched,
+            self.wall_base_us,
         );
         let outcome = c.session.eof(&self.cfg, &mut r);
         self.ctl.clear();
@@ -153,6 +154,7 @@ impl<S: Session> Worker<S> {
             &mut self.users,
             idx as usize,
             self.skip_unmatched,
+            self.wall_base_us,
         );
         let res = c.session.input(&self.cfg, data, &mut r);
         let (opening_done, freed, useful, handshake, close) =

@@ -20,7 +20,7 @@ impl<S: Session> Worker<S> {
             .iter_mut()
             .map(|c| {
                 c.retry_at = users.arrival_ns(c.gid);
-                UserState::new(&users.program, users.departure_ns(c.gid))
+                UserState::new(&users.program, users.departure_ns(c.gid), c.gid)
             })
             .collect();
         self.users_left = self.users.len() as u64;
@@ -242,6 +242,33 @@ impl<S: Session> Worker<S> {
             seq: c.seq,
             ts_us: self.wall_base_us + now / 1000,
         };
+        if let Some(b) = &step.broadcast {
+            let st = &mut self.users[i];
+            st.stamp_seq = st.stamp_seq.wrapping_add(1);
+            let stamp = crate::users::stamp::Stamp {
+                shard: 0,
+                user: c.gid as u32,
+                seq: st.stamp_seq,
+                ts_us: fill.ts_us,
+            };
+            if let Some(slot) = users.program.stamp_slot {
+                st.vars.set(slot, &stamp.encode());
+            }
+            self.rec.c.broadcast.sent += 1;
+            if let Some(t) = &b.expect {
+                self.stepbuf.clear();
+                t.render_vars_into(fill, &st.vars, &mut self.stepbuf);
+                let n = std::str::from_utf8(&self.stepbuf)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                self.rec.c.broadcast.expected += if b.include_self {
+                    n
+                } else {
+                    n.saturating_sub(1)
+                };
+            }
+        }
         let at = self.scratch.len();
         step.msg.render(
             fill,
@@ -484,12 +511,16 @@ impl<S: Session> Worker<S> {
         states: &'a mut [UserState],
         i: usize,
         skip_unmatched: bool,
+        wall_base_us: u64,
     ) -> Option<UserCtx<'a>> {
         let u = users.as_deref()?;
+        let st = &mut states[i];
         Some(UserCtx {
             prog: &u.program,
-            st: &mut states[i],
+            gid: st.gid,
+            st,
             skip_unmatched,
+            wall_base_us,
         })
     }
 }

@@ -200,6 +200,22 @@ impl W<'_> {
         if let Some(t) = &s.timeout {
             cx.duration(t, &format!("{key}.timeout"), true)?;
         }
+        if let Some(b) = &s.broadcast {
+            let k = format!("{key}.broadcast");
+            let Some(send) = s.send.as_ref() else {
+                return Err(cx.err(
+                    b.line,
+                    &k,
+                    "goes with a send step (its message carries the {stamp})",
+                ));
+            };
+            if !send.contains("{stamp}") {
+                return Err(cx.err(send.line, format!("{key}.send"), "a broadcast step's message carries {stamp}: put it where the server relays text, e.g. \"text\":\"{stamp}\""));
+            }
+            if let Some(e) = &b.expect {
+                self.template(e, &format!("{k}.expect"), part)?;
+            }
+        }
         if let Some(e) = &s.expect {
             self.expect(e, &format!("{key}.expect"))?;
         }

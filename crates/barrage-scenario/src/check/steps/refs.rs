@@ -25,7 +25,21 @@ impl W<'_> {
             {
                 return Err(self.cx.err(c.line, k, "a capture name holds letters, digits and _, and is not a built-in (conn, seq, ts_us, user, row, rand, secret)"));
             }
-            if let Some(d) = self.defs.iter().find(|d| &d.name == name) {
+            let on_side = matches!(part, Part::On(_));
+            if let Some(d) = self.defs.iter_mut().find(|d| &d.name == name) {
+                if d.rule.is_some() != on_side {
+                    // A value a step captured and an `on` rule keeps current (a room's size
+                    // from membership pushes): one variable, two writers.
+                    capture(c, self.target == TargetKind::Http)
+                        .map_err(|e| self.cx.err(c.line, k.clone(), e))?;
+                    if !on_side {
+                        // Defined by the step list from here on.
+                        d.rule = None;
+                        d.key = k;
+                        d.line = c.line;
+                    }
+                    continue;
+                }
                 return Err(self.cx.err(
                     c.line,
                     k,

@@ -1,0 +1,193 @@
+//! Stamps: a fixed-width, text-safe token a broadcast step puts in its message, found again in
+//! whatever any user receives, so one-to-many delivery is measured without shared state.
+//!
+//! `~b` + shard (2 hex) + user (8 hex) + sequence (8 hex) + send time (14 hex, µs of the wall
+//! clock) + `~`: 35 bytes of `~`, `b` and lower-case hex, safe inside JSON strings, lines and
+//! most text protocols, and relayed unchanged by a server that relays text. The sequence counts
+//! the user's stamped sends (1, 2, ...), so a receiver sees a gap, a duplicate or a late copy
+//! per sender.
+
+/// The length of a stamp.
+pub const LEN: usize = 35;
+const OPEN: &[u8; 2] = b"~b";
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// What a stamp says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub shard: u8,
+    pub user: u32,
+    pub seq: u32,
+    /// Send time, µs of the wall clock (its low 56 bits).
+    pub ts_us: u64,
+}
+
+fn put_hex(out: &mut [u8], v: u64) {
+    let n = out.len();
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = HEX[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
+    }
+}
+
+fn hex(b: &[u8]) -> Option<u64> {
+    b.iter().try_fold(0u64, |acc, &c| {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        Some((acc << 4) | d as u64)
+    })
+}
+
+impl Stamp {
+    pub fn encode(&self) -> [u8; LEN] {
+        let mut out = [0u8; LEN];
+        out[..2].copy_from_slice(OPEN);
+        put_hex(&mut out[2..4], self.shard as u64);
+        put_hex(&mut out[4..12], self.user as u64);
+        put_hex(&mut out[12..20], self.seq as u64);
+        put_hex(&mut out[20..34], self.ts_us & ((1 << 56) - 1));
+        out[34] = b'~';
+        out
+    }
+
+    fn decode(b: &[u8]) -> Option<Stamp> {
+        if b.len() < LEN || &b[..2] != OPEN || b[34] != b'~' {
+            return None;
+        }
+        Some(Stamp {
+            shard: hex(&b[2..4])? as u8,
+            user: hex(&b[4..12])? as u32,
+            seq: hex(&b[12..20])? as u32,
+            ts_us: hex(&b[20..34])?,
+        })
+    }
+}
+
+/// Every stamp in `msg`, in order (anything that only looks like the start of one is skipped).
+pub fn scan(msg: &[u8], mut f: impl FnMut(Stamp)) {
+    let finder = memchr::memmem::Finder::new(OPEN);
+    let mut at = 0;
+    while let Some(i) = finder.find(&msg[at..]) {
+        let start = at + i;
+        match Stamp::decode(&msg[start..]) {
+            Some(s) => {
+                f(s);
+                at = start + LEN;
+            }
+            None => at = start + 1,
+        }
+    }
+}
+
+/// What one receiver knows of one sender's sequence: the highest seen and which of the 64
+/// below it arrived (an anti-replay window). Sixteen bytes per peer.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub sender: u32,
+    pub hi: u32,
+    pub bits: u64,
+}
+
+/// What a stamp's arrival was for its receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// The next or a later one; `gap` sequence numbers were skipped (missing for now).
+    InOrder { gap: u32 },
+    /// Fills an earlier gap: late (reordered).
+    Late,
+    /// Seen before.
+    Duplicate,
+    /// Older than the window: late, and whether it is a duplicate cannot be told.
+    TooOld,
+}
+
+/// The per-sender windows of one receiver (a few peers: its room), in a small vector.
+#[derive(Debug, Default)]
+pub struct Windows(Vec<Window>);
+
+impl Windows {
+    /// Account for stamp `seq` from `sender`. The first stamp heard from a sender starts its
+    /// window (what came before the receiver joined was never its to get).
+    pub fn arrive(&mut self, sender: u32, seq: u32) -> Arrival {
+        let Some(w) = self.0.iter_mut().find(|w| w.sender == sender) else {
+            self.0.push(Window {
+                sender,
+                hi: seq,
+                bits: 1,
+            });
+            return Arrival::InOrder { gap: 0 };
+        };
+        if seq > w.hi {
+            let d = seq - w.hi;
+            w.bits = if d >= 64 { 0 } else { w.bits << d };
+            w.bits |= 1;
+            w.hi = seq;
+            return Arrival::InOrder { gap: d - 1 };
+        }
+        let back = w.hi - seq;
+        if back >= 64 {
+            return Arrival::TooOld;
+        }
+        let bit = 1u64 << back;
+        if w.bits & bit != 0 {
+            Arrival::Duplicate
+        } else {
+            w.bits |= bit;
+            Arrival::Late
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_round_trip_and_are_found_in_any_text() {
+        let s = Stamp {
+            shard: 3,
+            user: 4_000_000_000,
+            seq: 77,
+            ts_us: 1_763_870_000_123_456,
+        };
+        let e = s.encode();
+        assert_eq!(e.len(), LEN);
+        assert!(e.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'~'));
+        let mut text = b"{\"op\":\"msg\",\"text\":\"~b~bx ".to_vec();
+        text.extend_from_slice(&e);
+        text.extend_from_slice(b" and ");
+        let t = Stamp { seq: 78, ..s };
+        text.extend_from_slice(&t.encode());
+        text.extend_from_slice(b"\"}");
+        let mut found = Vec::new();
+        scan(&text, |x| found.push(x));
+        assert_eq!(found, [s, t]);
+        let mut none = 0;
+        scan(&e[..LEN - 1], |_| none += 1);
+        assert_eq!(none, 0, "a cut stamp is not one");
+    }
+
+    #[test]
+    fn windows_tell_gaps_late_copies_and_duplicates() {
+        let mut w = Windows::default();
+        assert_eq!(w.arrive(9, 5), Arrival::InOrder { gap: 0 }, "first heard");
+        assert_eq!(w.arrive(9, 6), Arrival::InOrder { gap: 0 });
+        assert_eq!(w.arrive(9, 9), Arrival::InOrder { gap: 2 });
+        assert_eq!(w.arrive(9, 7), Arrival::Late);
+        assert_eq!(w.arrive(9, 7), Arrival::Duplicate);
+        assert_eq!(w.arrive(9, 9), Arrival::Duplicate);
+        assert_eq!(
+            w.arrive(2, 1),
+            Arrival::InOrder { gap: 0 },
+            "another sender"
+        );
+        assert_eq!(w.arrive(9, 200), Arrival::InOrder { gap: 190 });
+        assert_eq!(w.arrive(9, 8), Arrival::TooOld);
+    }
+}
