@@ -57,6 +57,12 @@ pub struct Tick {
     pub saturated: bool,
     pub errors: ErrorCounts,
     pub latency_us: TickLatency,
+    /// Broadcast: deliveries received in this tick, and their p99 latency (to other
+    /// recipients), µs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delivery_p99_us: u64,
     /// Scenario runs: each step in this tick (index = step), for per-step latency over time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::TickStep>,
@@ -182,6 +188,10 @@ pub struct Summary {
     /// Scenario runs: each step after the warm-up, in the scenario's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::StepSummary>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One-to-many delivery as reports read it.
@@ -406,6 +416,8 @@ impl Aggregator {
                 max: l.max,
                 mean: l.mean,
             },
+            deliveries: c.broadcast.delivered,
+            delivery_p99_us: d.bcast_peer.stats().map_or(0, |l| l.p99),
             steps: d.steps.iter().map(crate::steps::TickStep::of).collect(),
         };
         self.connect.merge(&d.connect);

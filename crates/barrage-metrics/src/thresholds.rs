@@ -70,6 +70,27 @@ pub const METRICS: &[(&str, &str)] = &[
         "requests.failed / (requests + requests.failed); rate (% or fraction)",
     ),
     ("connections.peak", "most connections open at once; count"),
+    (
+        "broadcast.reach",
+        "deliveries received / expected (scenario broadcast steps); rate",
+    ),
+    (
+        "broadcast.lost",
+        "deliveries known lost (a sender's later message arrived, this never); count",
+    ),
+    ("broadcast.duplicates", "deliveries received twice; count"),
+    (
+        "broadcast.late",
+        "deliveries that arrived after a later one of their sender; count",
+    ),
+    (
+        "broadcast.p99",
+        "99th percentile delivery latency, send to another recipient; duration",
+    ),
+    (
+        "broadcast.p50",
+        "median delivery latency to another recipient; duration",
+    ),
     ("server.rss.max", "highest server RSS under load; byte size"),
     ("server.rss.avg", "mean server RSS under load; byte size"),
     (
@@ -183,7 +204,9 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
         | "connect.p99" => Kind::Duration,
         "rps.avg" | "rps.peak" | "rps.current" | "requests" | "requests.failed" | "errors"
         | "connections.peak" | "server.fds.max" => Kind::Count,
-        "errors.rate" => Kind::Rate,
+        "errors.rate" | "broadcast.reach" => Kind::Rate,
+        "broadcast.lost" | "broadcast.duplicates" | "broadcast.late" => Kind::Count,
+        "broadcast.p99" | "broadcast.p50" => Kind::Duration,
         "server.rss.max" | "server.rss.avg" | "server.rss.after" => Kind::Bytes,
         "server.cpu.avg" | "server.cpu.max" | "stability.cv" => Kind::Percent,
         "leak" => Kind::YesNo,
@@ -292,6 +315,7 @@ fn missing_hint(metric: &str) -> &'static str {
         "leak" => "no leak verdict: needs server monitoring",
         "stability.cv" => "no steady-state seconds to analyse",
         "errors.rate" => "nothing completed or failed",
+        m if m.starts_with("broadcast.") => "no broadcast step was sent (or nothing expected)",
         m if m.starts_with("server.") => "the server was not monitored",
         _ => "no exchange or connect was timed",
     }

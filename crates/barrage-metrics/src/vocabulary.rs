@@ -41,6 +41,12 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
         "errors" => s.errors.total() as f64,
         "errors.rate" => s.error_rate()?,
         "connections.peak" => s.connections.peak as f64,
+        "broadcast.reach" => s.broadcast.as_ref()?.reach?,
+        "broadcast.lost" => s.broadcast.as_ref()?.lost as f64,
+        "broadcast.duplicates" => s.broadcast.as_ref()?.c.duplicates as f64,
+        "broadcast.late" => s.broadcast.as_ref()?.c.late as f64,
+        "broadcast.p99" => s.broadcast.as_ref()?.peer_us.as_ref()?.p99 as f64,
+        "broadcast.p50" => s.broadcast.as_ref()?.peer_us.as_ref()?.p50 as f64,
         "stability.cv" => analysis?.stability.as_ref()?.cv_pct,
         "server.rss.max" => server()?.rss_max_bytes as f64,
         "server.rss.avg" => server()?.rss_avg_bytes,
@@ -168,8 +174,8 @@ mod tests {
             .filter(|m| *m != "errors.<class>")
             .chain(crate::compare::METRICS);
         for name in names {
-            // Host samples are all this run lacks.
-            let want = name != "machine.cpu.avg";
+            // Host samples and broadcast steps are all this run lacks.
+            let want = name != "machine.cpu.avg" && !name.starts_with("broadcast.");
             assert_eq!(value(&r, Some(&a), name).is_some(), want, "{name}");
         }
         assert_eq!(value(&r, Some(&a), "server.cpu.avg"), Some(40.0));
@@ -185,6 +191,26 @@ mod tests {
             "needs the analysis"
         );
         assert_eq!(value(&r, Some(&a), "no.such.metric"), None);
+        let mut b = r.clone();
+        b.summary.broadcast = Some(crate::BroadcastSummary {
+            c: crate::BroadcastCounts {
+                expected: 200,
+                delivered: 150,
+                gaps: 7,
+                late: 2,
+                ..Default::default()
+            },
+            reach: Some(0.75),
+            lost: 5,
+            own_us: None,
+            peer_us: Some(crate::LatencyStats {
+                p99: 1234,
+                ..Default::default()
+            }),
+        });
+        assert_eq!(value(&b, None, "broadcast.reach"), Some(0.75));
+        assert_eq!(value(&b, None, "broadcast.lost"), Some(5.0));
+        assert_eq!(value(&b, None, "broadcast.p99"), Some(1234.0));
     }
 
     #[test]

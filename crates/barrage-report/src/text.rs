@@ -24,6 +24,7 @@ impl Renderer for TextRenderer {
             throughput(r),
             latency(r),
             steps(r),
+            broadcast(r),
             io(r),
             health(r),
             crate::monitor_text::monitoring(r),
@@ -338,6 +339,45 @@ fn latency(r: &RunResult) -> Vec<String> {
     lines
 }
 
+/// One-to-many delivery (scenario broadcast steps).
+fn broadcast(r: &RunResult) -> Vec<String> {
+    let Some(b) = &r.summary.broadcast else {
+        return Vec::new();
+    };
+    let c = &b.c;
+    let reach = b.reach.map_or("not measured (no expect)".to_string(), |x| {
+        format!("{:.2} %", x * 100.0)
+    });
+    let mut lines = vec![
+        row(
+            "Broadcast",
+            format!(
+                "{} sent; deliveries expected {}, received {} (reach {reach})",
+                plural(c.sent, "message", "messages"),
+                thousands(c.expected),
+                thousands(c.delivered),
+            ),
+        ),
+        row(
+            "",
+            format!(
+                "lost {}, late {}, duplicates {}; own copies {}",
+                thousands(b.lost),
+                thousands(c.late),
+                thousands(c.duplicates),
+                thousands(c.own)
+            ),
+        ),
+    ];
+    if let Some(l) = &b.peer_us {
+        lines.push(row("  to others", percentiles(l, "delivery", "deliveries")));
+    }
+    if let Some(l) = &b.own_us {
+        lines.push(row("  own copy", percentiles(l, "delivery", "deliveries")));
+    }
+    lines
+}
+
 /// Scenario runs: one row per step (what it sent and how it ended, its latency), and a line
 /// under a step with failures naming their classes.
 fn steps(r: &RunResult) -> Vec<String> {
@@ -414,7 +454,7 @@ fn steps(r: &RunResult) -> Vec<String> {
         lines.push(row(
             "",
             format!(
-                "{} pushed messages answered by on rules",
+                "{} pushed messages taken by on rules",
                 thousands(s.totals.pushed)
             ),
         ));

@@ -514,3 +514,55 @@ server_time = {{ json = "/took_ms" }}
     let e = usage_error(&["run", "bad.toml"], dir.path());
     assert!(e.contains("bad.toml:") && e.contains("server_time"), "{e}");
 }
+
+#[test]
+fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-rooms.toml");
+    for (fault, knob) in [(None, ""), (Some("--drop"), "2%"), (Some("--dup"), "2%")] {
+        let mut extra = vec!["--seed", "5"];
+        if let Some(f) = fault {
+            extra.extend([f, knob]);
+        }
+        let server = EchoServer::serve("chat", &extra);
+        let json = dir.path().join("rooms.json");
+        let out = barrage()
+            .arg("run")
+            .arg(&example)
+            .args(["--target", server.url()])
+            .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
+            .args(["-q", "--no-tui", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let v = read_json(&json);
+        let stats = server.stop();
+        let chat = &stats["chat"];
+        let b = &v["summary"]["broadcast"];
+        let n = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap();
+        assert_eq!(n(chat, "logins"), 120);
+        assert_eq!(n(b, "sent"), n(chat, "messages_in"), "{fault:?}");
+        assert_eq!(
+            n(b, "delivered") + n(b, "duplicates"),
+            n(chat, "deliveries_out"),
+            "{fault:?}: every delivery the server wrote was received"
+        );
+        assert_eq!(n(b, "duplicates"), n(chat, "duplicated"), "{fault:?}");
+        match fault {
+            None => {
+                assert!(out.status.success(), "{}", v["thresholds"]);
+                assert_eq!(n(b, "lost"), 0);
+                assert_eq!(n(b, "delivered"), n(b, "expected"), "reach 100 %");
+            }
+            Some("--drop") => {
+                // Everyone is in a room before anyone speaks (arrivals take 0.12 s, the first
+                // message comes 1 s after login), so the expected deliveries are exact.
+                assert!(n(chat, "dropped") > 0);
+                assert_eq!(n(b, "delivered") + n(chat, "dropped"), n(b, "expected"));
+                assert!(n(b, "lost") <= n(chat, "dropped"));
+                assert_eq!(out.status.code(), Some(3), "the reach threshold fails");
+            }
+            _ => {}
+        }
+    }
+}

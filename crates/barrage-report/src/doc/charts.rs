@@ -167,6 +167,36 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             .series("max", lat(&|t| t.latency_us.max)),
         &mut out,
     );
+    if r.summary.broadcast.is_some() {
+        keep(
+            Chart::new(
+                "deliveries",
+                "Broadcast deliveries",
+                "s",
+                "deliveries/s",
+                x.clone(),
+            )
+            .series("received/s", col(&|t| t.deliveries as f64 / t.dt.max(1e-9))),
+            &mut out,
+        );
+        keep(
+            Chart::new(
+                "delivery-latency",
+                "Delivery latency to others",
+                "s",
+                "ms",
+                x.clone(),
+            )
+            .series(
+                "p99",
+                ticks
+                    .iter()
+                    .map(|t| (t.deliveries > 0).then(|| t.delivery_p99_us as f64 / 1e3))
+                    .collect(),
+            ),
+            &mut out,
+        );
+    }
     let steps = &r.config.steps;
     if !steps.is_empty() {
         let mut c = Chart::new("step-latency", "p99 latency by step", "s", "ms", x.clone());

@@ -222,6 +222,39 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             rows,
         ));
     }
+    if let Some(b) = &s.broadcast {
+        out.push(Block::Heading("Broadcast (one-to-many delivery)".into()));
+        let c = &b.c;
+        let lat = |l: &Option<barrage_metrics::LatencyStats>| {
+            l.as_ref().map_or("-".to_string(), |l| {
+                format!(
+                    "p50 {}, p99 {}, max {}",
+                    duration_us(l.p50 as f64),
+                    duration_us(l.p99 as f64),
+                    duration_us(l.max as f64)
+                )
+            })
+        };
+        out.push(table(
+            ["figure", "value"],
+            vec![
+                ["messages sent".into(), thousands(c.sent)],
+                ["deliveries expected".into(), thousands(c.expected)],
+                ["deliveries received".into(), thousands(c.delivered)],
+                [
+                    "reach".into(),
+                    b.reach
+                        .map_or("-".into(), |x| format!("{:.2} %", x * 100.0)),
+                ],
+                ["lost (gaps)".into(), thousands(b.lost)],
+                ["late (reordered)".into(), thousands(c.late)],
+                ["duplicates".into(), thousands(c.duplicates)],
+                ["own copies".into(), thousands(c.own)],
+                ["latency to others".into(), lat(&b.peer_us)],
+                ["latency of the own copy".into(), lat(&b.own_us)],
+            ],
+        ));
+    }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));
         let rows = t

@@ -95,7 +95,7 @@ impl EchoServer {
         Self::serve("echo", extra)
     }
 
-    /// `barrage serve KIND` (echo, http or ws) the same way; `url()` uses the kind's scheme.
+    /// `barrage serve KIND` (echo, http, ws or chat) the same way; `url()` uses the kind's scheme.
     pub fn serve(kind: &str, extra: &[&str]) -> EchoServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let stats = dir.path().join("server-stats.json");
@@ -133,7 +133,7 @@ impl EchoServer {
             stdout,
             port,
             url: match kind {
-                "echo" => format!("tcp://127.0.0.1:{port}"),
+                "echo" | "chat" => format!("tcp://127.0.0.1:{port}"),
                 other => format!("{other}://127.0.0.1:{port}/"),
             },
             stats,

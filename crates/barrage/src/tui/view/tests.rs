@@ -41,6 +41,8 @@ fn snap(t: f64, rps: f64, lag: u64) -> Snapshot {
         saturated: false,
         errors: ErrorCounts::default(),
         latency_us: Default::default(),
+        deliveries: 0,
+        delivery_p99_us: 0,
         steps: Vec::new(),
     };
     Snapshot {
