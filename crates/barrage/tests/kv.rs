@@ -428,3 +428,62 @@ expect = {{ prefix = "DELETED" }}
         assert_eq!(m.mc_stat("delete_hits"), 6);
     }
 }
+
+/// Redis pub/sub as a broadcast: every user subscribes to one channel (RESP3, so the same
+/// connection can publish), then publishes stamped messages; each message reaches every
+/// subscriber, as redis's own PUBLISH count says.
+#[test]
+fn redis_pubsub_deliveries_are_counted_from_stamps() {
+    let Some(r) = Server::redis() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pubsub.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+target = "redis://127.0.0.1:{}"
+[users]
+count = 6
+arrive = "200/s"
+hold = "1500ms"
+[[steps]]
+name = "hello"
+send = 'HELLO 3\r\n'
+expect = {{ prefix = "%" }}
+[[steps]]
+name = "subscribe"
+send = 'SUBSCRIBE room\r\n'
+expect = {{ framing = "none" }}
+[[steps]]
+pause = "400ms"
+[[steps]]
+name = "publish"
+every = "100ms"
+repeat = 5
+send = 'PUBLISH room {{stamp}}\r\n'
+expect = {{ prefix = ":6" }}
+broadcast = {{ expect = "6" }}
+"#,
+            r.port
+        ),
+    )
+    .unwrap();
+    let v = run_result(&["run", file.to_str().unwrap()], &[]);
+    let b = &v["summary"]["broadcast"];
+    let n = |k: &str| b[k].as_u64().unwrap();
+    assert_eq!(n("sent"), 30);
+    assert_eq!(r.redis_calls("publish"), 30);
+    assert_eq!(n("expected"), 180);
+    assert_eq!(
+        n("delivered"),
+        180,
+        "every subscriber got every message: {b}"
+    );
+    assert_eq!((n("own"), n("duplicates"), n("lost")), (30, 0, 0));
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    assert_eq!(
+        steps[2]["completed"], 30,
+        "each PUBLISH answered: 6 receivers"
+    );
+    assert_eq!(u(&v, "summary.errors.total"), 0);
+}

@@ -330,6 +330,31 @@ impl<'a> Replies<'a> {
         out
     }
 
+    /// A message the server pushed out of band (RESP3 `>` pushes: pub/sub messages and
+    /// subscribe confirmations), never a reply: for a user, its stamps are deliveries and its
+    /// `on` rules apply; otherwise it is ignored, as before.
+    pub fn push(&mut self) {
+        let Some(u) = self.user.as_mut() else { return };
+        let msg = std::mem::take(&mut u.st.reply);
+        self.deliveries(&msg);
+        let u = self.user.as_mut().expect("a user");
+        for (i, rule) in u.prog.on.iter().enumerate() {
+            if rule.matcher.matches(&msg) {
+                for (slot, c) in rule.captures.iter() {
+                    u.st.vars.capture(*slot, c, &msg);
+                }
+                if rule.reply.is_some() {
+                    u.st.pushes.push(i as u16);
+                }
+                break;
+            }
+        }
+        self.rec.c.pushed += 1;
+        let u = self.user.as_mut().expect("a user");
+        u.st.reply = msg;
+        u.st.reply.clear();
+    }
+
     /// Broadcast: every stamp in a message a user received is a delivery (counted once per
     /// stamp and receiver, timed from its send). Returns whether there was one.
     fn deliveries(&mut self, msg: &[u8]) -> bool {

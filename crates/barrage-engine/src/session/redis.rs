@@ -80,6 +80,11 @@ struct Sink<'r, 'a> {
 
 impl RespSink for Sink<'_, '_> {
     #[inline]
+    fn push(&mut self) {
+        self.r.push();
+    }
+
+    #[inline]
     fn reply(&mut self, reply: RespReply) {
         let error = reply == RespReply::Error;
         if error && self.r.ex.front().is_some_and(|e| e.step == OPENING) {
