@@ -421,12 +421,6 @@ fn on_rules_need_a_match_and_an_action() {
     );
     refused(
         toml(&format!(
-            "{HEAD}[[steps]]\nsend = \"x\"\n[[on]]\nmatch = {{ prefix = \"2\" }}\n"
-        )),
-        "t.toml:7: on[0]: a rule needs a reply, a capture or both",
-    );
-    refused(
-        toml(&format!(
             "{HTTP}[[steps]]\npath = \"/\"\n[[on]]\nmatch = {{ prefix = \"2\" }}\nreply = \"3\"\n"
         )),
         "t.toml:7: on[0]: on rules are for pushed messages",

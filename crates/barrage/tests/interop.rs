@@ -792,3 +792,120 @@ fn the_engineio_example_answers_pings_by_its_on_rules_against_a_python_server() 
         v["summary"]["errors"]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Socket.IO (npm socket.io, tests/socketio): rooms and broadcast are Socket.IO's own
+
+/// `node tests/socketio/server.js COUNTS ROOM_SIZE`, when node and the fixture's
+/// node_modules are there (`.ci/run` installs them).
+fn socketio_server(count: &std::path::Path, room: u32) -> Option<(Guard, u16)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/socketio");
+    let ok = on_path_bin("node") && dir.join("node_modules/socket.io").is_dir();
+    if !available("node and tests/socketio/node_modules (npm ci)", ok) {
+        return None;
+    }
+    let mut child = StdCommand::new("node")
+        .arg(dir.join("server.js"))
+        .arg(count)
+        .arg(room.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn node");
+    let stdout = child.stdout.take().unwrap();
+    let guard = Guard(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let port = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the Socket.IO server did not start: {line:?}"));
+    Some((guard, port))
+}
+
+fn on_path_bin(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+}
+
+#[test]
+fn socketio_rooms_deliver_every_stamped_message_to_every_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("counts.json");
+    let Some((server, port)) = socketio_server(&count, 4) else {
+        return;
+    };
+    let file = dir.path().join("sio.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+target = "ws://127.0.0.1:{port}/socket.io/?EIO=4&transport=websocket"
+[users]
+count = 12
+arrive = "200/s"
+hold = "1500ms"
+[[steps]]
+name = "open"
+send = "40"
+expect = {{ prefix = "40" }}
+[[steps]]
+name = "join"
+send = '42["join"]'
+expect = {{ prefix = '42["joined"' }}
+capture.room_size = {{ regex = '"size":([0-9]+)' }}
+[[steps]]
+pause = "300ms"
+[[steps]]
+name = "say"
+every = "100ms"
+repeat = 5
+send = '42["say","{{stamp}}"]'
+expect = {{ framing = "none" }}
+broadcast = {{ expect = "{{room_size}}" }}
+[[on]]
+name = "open-packet"
+match = {{ prefix = "0{{" }}
+[[on]]
+name = "ping"
+match = {{ prefix = "2" }}
+reply = "3"
+[[on]]
+name = "member"
+match = {{ prefix = '42["member"' }}
+capture.room_size = {{ regex = '"size":([0-9]+)' }}
+"#
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("sio.json");
+    let v = run_json(&["run", file.to_str().unwrap()], &json);
+    let t = std::time::Instant::now();
+    let counts: Value = loop {
+        let c = std::fs::read_to_string(&count).unwrap_or_default();
+        if let Ok(c) = serde_json::from_str::<Value>(&c) {
+            if c["disconnects"] == 12 {
+                break c;
+            }
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the server never counted 12 disconnects"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(server);
+    let b = &v["summary"]["broadcast"];
+    assert_eq!(counts["says"], b["sent"]);
+    assert_eq!(
+        counts["deliveries"], b["delivered"],
+        "Socket.IO's emits all arrived: {b}"
+    );
+    assert_eq!(b["expected"], b["delivered"], "reach 100 %");
+    assert_eq!(
+        (b["duplicates"].as_u64(), b["lost"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
+}

@@ -92,9 +92,8 @@ pub(super) fn check_all(
         let key = format!("on[{i}]");
         w.name(&rule.name, &key)?;
         w.matcher(&rule.matches, &format!("{key}.match"), true)?;
-        if rule.reply.is_none() && rule.capture.is_empty() {
-            return Err(cx.err(rule.line, key, "a rule needs a reply, a capture or both"));
-        }
+        // A rule with neither reply nor capture takes the pushes it matches: they are expected
+        // (an Engine.IO open packet), not unexpected replies.
         if let Some(r) = &rule.reply {
             w.template(r, &format!("{key}.reply"), Part::On(i))?;
         }
