@@ -67,10 +67,14 @@ impl Stamp {
 
 /// Every stamp in `msg`, in order (anything that only looks like the start of one is skipped).
 pub fn scan(msg: &[u8], mut f: impl FnMut(Stamp)) {
-    let finder = memchr::memmem::Finder::new(OPEN);
     let mut at = 0;
-    while let Some(i) = finder.find(&msg[at..]) {
+    // `~` is rare in text: find it, then look at what follows.
+    while let Some(i) = memchr::memchr(b'~', &msg[at..]) {
         let start = at + i;
+        if msg.get(start + 1) != Some(&b'b') {
+            at = start + 1;
+            continue;
+        }
         match Stamp::decode(&msg[start..]) {
             Some(s) => {
                 f(s);
