@@ -77,7 +77,7 @@ impl Drop for Guard {
 }
 
 /// `barrage serve echo` on 127.0.0.1:0 with one thread, `--stats` into a temporary directory,
-/// and `--exit-after 20s` as a backstop.
+/// and `--exit-after 60s` as a backstop.
 pub struct EchoServer {
     /// Declared before `stdout` so the process is gone before its pipe closes.
     child: Guard,
@@ -108,7 +108,7 @@ impl EchoServer {
                 "--threads",
                 "1",
                 "--exit-after",
-                "20s",
+                "60s",
                 "--stats",
             ])
             .arg(&stats)
