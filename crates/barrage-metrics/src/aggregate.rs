@@ -63,6 +63,10 @@ pub struct Tick {
     pub deliveries: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delivery_p99_us: u64,
+    /// Broadcast: deliveries the messages sent in this tick were expected to make (reach per
+    /// second = deliveries / expected, within a second of lag).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries_expected: u64,
     /// Scenario runs: each step in this tick (index = step), for per-step latency over time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::TickStep>,
@@ -418,6 +422,7 @@ impl Aggregator {
             },
             deliveries: c.broadcast.delivered,
             delivery_p99_us: d.bcast_peer.stats().map_or(0, |l| l.p99),
+            deliveries_expected: c.broadcast.expected,
             steps: d.steps.iter().map(crate::steps::TickStep::of).collect(),
         };
         self.connect.merge(&d.connect);

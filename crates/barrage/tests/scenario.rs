@@ -607,4 +607,23 @@ fn the_seed_file_at_ci_size_counts_every_delivery() {
     assert_eq!(n(b, "duplicates"), 0);
     assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
     assert!(out.status.code() == Some(0) || out.status.code() == Some(3));
+    // The report draws the delivery side over time.
+    let html = dir.path().join("seed.html");
+    let r = barrage()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    for want in [
+        "Broadcast (one-to-many delivery)",
+        "Broadcast deliveries",
+        "Broadcast reach per second",
+        "Delivery latency to others",
+    ] {
+        assert!(page.contains(want), "the report has {want}");
+    }
 }

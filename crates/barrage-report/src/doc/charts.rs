@@ -180,6 +180,19 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             &mut out,
         );
         keep(
+            Chart::new("reach", "Broadcast reach per second", "s", "%", x.clone()).series(
+                "reach",
+                ticks
+                    .iter()
+                    .map(|t| {
+                        (t.deliveries_expected > 0)
+                            .then(|| 100.0 * t.deliveries as f64 / t.deliveries_expected as f64)
+                    })
+                    .collect(),
+            ),
+            &mut out,
+        );
+        keep(
             Chart::new(
                 "delivery-latency",
                 "Delivery latency to others",

@@ -43,6 +43,7 @@ fn snap(t: f64, rps: f64, lag: u64) -> Snapshot {
         latency_us: Default::default(),
         deliveries: 0,
         delivery_p99_us: 0,
+        deliveries_expected: 0,
         steps: Vec::new(),
     };
     Snapshot {
