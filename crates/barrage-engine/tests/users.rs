@@ -491,7 +491,7 @@ fn rooms_run(
     dup: f64,
     reorder: f64,
 ) -> (barrage_metrics::Summary, barrage_servers::ChatStats) {
-    let server = barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
+    rooms_with(barrage_servers::chat::ChatConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         drop,
         dup,
@@ -499,7 +499,12 @@ fn rooms_run(
         seed: 7,
         ..Default::default()
     })
-    .unwrap();
+}
+
+fn rooms_with(
+    cfg: barrage_servers::chat::ChatConfig,
+) -> (barrage_metrics::Summary, barrage_servers::ChatStats) {
+    let server = barrage_servers::chat::start(cfg).unwrap();
     let u = users(ROOMS, false, Duration::from_secs(5));
     let mut p = plan(server.local_addr(), 1, Mode::PingPong, 1.0);
     p.framing = barrage_engine::Framing::Line;
@@ -571,4 +576,19 @@ fn broadcast_loss_duplicates_and_reorders_read_as_injected() {
         chat.reordered
     );
     assert_eq!(b.lost, 0);
+}
+
+#[test]
+fn a_delivery_delay_shows_in_the_delivery_latency_not_in_reach() {
+    let (s, chat) = rooms_with(barrage_servers::chat::ChatConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        delay: Some(Duration::from_millis(40)),
+        ..Default::default()
+    });
+    let b = s.broadcast.clone().unwrap();
+    assert_eq!(b.c.delivered, chat.deliveries_out);
+    assert_eq!(b.reach, Some(1.0));
+    // Every copy, the sender's own too, waited 40 ms at the server.
+    assert!(b.own_us.unwrap().min >= 39_000, "{:?}", b.own_us);
+    assert!(b.peer_us.unwrap().min >= 39_000);
 }

@@ -53,6 +53,8 @@ pub struct ChatConfig {
     pub reorder: f64,
     /// Seed of the room sizes and the faults (per thread: seed + thread index).
     pub seed: u64,
+    /// Fault knob: every delivery is written this long after its message arrived (order kept).
+    pub delay: Option<Duration>,
 }
 
 impl Default for ChatConfig {
@@ -67,6 +69,7 @@ impl Default for ChatConfig {
             dup: 0.0,
             reorder: 0.0,
             seed: 1,
+            delay: None,
         }
     }
 }
@@ -106,6 +109,8 @@ struct Conn {
     out: Vec<u8>,
     /// A delivery held back by the reorder knob, sent after the next one.
     held: Option<Vec<u8>>,
+    /// The delay knob: deliveries waiting for their time, in order.
+    delayed: std::collections::VecDeque<(std::time::Instant, Vec<u8>)>,
     user: Box<str>,
     room: Option<usize>,
     /// Closing once `out` is written (after a `bye`).
@@ -176,7 +181,12 @@ impl Loop {
         let mut events = Events::with_capacity(1024);
         let mut backoff = false;
         while !self.parts.should_stop() {
-            let timeout = backoff.then_some(Duration::from_millis(10));
+            let next_due = self.next_due();
+            let timeout = match (backoff, next_due) {
+                (true, _) => Some(Duration::from_millis(10)),
+                (false, Some(t)) => Some(t.saturating_duration_since(std::time::Instant::now())),
+                (false, None) => None,
+            };
             if let Err(e) = self.parts.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     eprintln!("barrage chat server: poll failed: {e}");
@@ -202,6 +212,7 @@ impl Loop {
             if backoff {
                 backoff = !self.accept();
             }
+            self.release_due();
             self.flush_dirty();
         }
         for slot in 0..self.conns.len() {
@@ -238,6 +249,7 @@ impl Loop {
                         inbuf: Vec::new(),
                         out: Vec::new(),
                         held: None,
+                        delayed: Default::default(),
                         user: "".into(),
                         room: None,
                         closing: false,
@@ -250,6 +262,38 @@ impl Loop {
                         io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
                     ) => {}
                 Err(_) => return false,
+            }
+        }
+    }
+
+    /// The earliest delayed delivery.
+    fn next_due(&self) -> Option<std::time::Instant> {
+        self.cfg.delay?;
+        self.conns
+            .iter()
+            .flatten()
+            .filter_map(|c| c.delayed.front().map(|d| d.0))
+            .min()
+    }
+
+    /// Move delayed deliveries whose time has come to their connection's output.
+    fn release_due(&mut self) {
+        if self.cfg.delay.is_none() {
+            return;
+        }
+        let now = std::time::Instant::now();
+        for slot in 0..self.conns.len() {
+            let Some(c) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            let mut any = false;
+            while c.delayed.front().is_some_and(|d| d.0 <= now) {
+                let (_, bytes) = c.delayed.pop_front().expect("front");
+                c.out.extend_from_slice(&bytes);
+                any = true;
+            }
+            if any {
+                self.dirty.push(slot);
             }
         }
     }
@@ -418,9 +462,19 @@ impl Loop {
             1
         };
         let hold = self.chance(self.cfg.reorder);
+        let delay = self.cfg.delay;
         let Some(c) = self.conns[m].as_mut() else {
             return;
         };
+        if let Some(d) = delay {
+            // Delayed deliveries keep their order; the other knobs still applied above.
+            let due = std::time::Instant::now() + d;
+            for _ in 0..copies {
+                c.delayed.push_back((due, msg.to_vec()));
+            }
+            self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
+            return;
+        }
         let held = c.held.take();
         if hold && held.is_none() {
             // Sent after the next delivery to this member (or before its `bye`).

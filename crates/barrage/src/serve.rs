@@ -35,7 +35,6 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if name == "chat" {
         for (flag, on) in [
             ("--tls-cert", args.tls_cert.is_some()),
-            ("--delay", args.delay.is_some()),
             ("--stall-at", args.stall_at.is_some()),
         ] {
             if on {
@@ -109,6 +108,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 dup: args.dup_p.unwrap_or(0.0),
                 reorder: args.reorder_p.unwrap_or(0.0),
                 seed: args.seed.unwrap_or(1),
+                delay: args.delay,
             })?
         }
         Server::Ws(_) => ws::start(ws::WsConfig {
