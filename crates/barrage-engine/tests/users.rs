@@ -541,6 +541,15 @@ fn broadcast_deliveries_reconcile_with_the_chat_server() {
         "deliveries are not unexpected replies"
     );
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    // One record per message, over all its recipients (two worker threads: merged exactly).
+    let (first, last, spread) = (
+        b.first_us.unwrap(),
+        b.last_us.unwrap(),
+        b.spread_us.unwrap(),
+    );
+    assert_eq!((first.count, last.count, spread.count), (150, 150, 150));
+    assert!(first.min <= last.min && first.max <= last.max);
+    assert!(spread.max <= last.max);
 }
 
 #[test]

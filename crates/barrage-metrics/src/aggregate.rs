@@ -210,6 +210,54 @@ pub struct BroadcastSummary {
     /// Send to the sender's own copy, and to the other recipients in this process.
     pub own_us: Option<LatencyStats>,
     pub peer_us: Option<LatencyStats>,
+    /// Per message, over its recipients in this process: the first one's latency, the last
+    /// one's, and the spread between them (a message with one recipient spreads 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_us: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_us: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_us: Option<LatencyStats>,
+}
+
+/// Broadcast messages still gathering recipients: merged across workers and segments, and
+/// recorded once no segment added to them for [`SPAN_SETTLE`] ticks (or at the end).
+#[derive(Default)]
+struct Spans {
+    open: std::collections::HashMap<u64, (crate::recorder::MsgSpan, u64)>,
+    ticks: u64,
+    first: OptHistogram,
+    last: OptHistogram,
+    spread: OptHistogram,
+}
+
+/// Ticks a message waits for more recipients before its figures are recorded.
+const SPAN_SETTLE: u64 = 5;
+
+impl Spans {
+    fn add(&mut self, spans: &[(u64, crate::recorder::MsgSpan)]) {
+        for (k, s) in spans {
+            let e = self.open.entry(*k).or_default();
+            e.0.merge(s);
+            e.1 = self.ticks;
+        }
+    }
+
+    /// One tick has passed: record the messages that settled (all of them with `all`).
+    fn tick(&mut self, all: bool) {
+        self.ticks += 1;
+        let now = self.ticks;
+        let (first, last, spread) = (&mut self.first, &mut self.last, &mut self.spread);
+        self.open.retain(|_, (s, seen)| {
+            if !all && now - *seen < SPAN_SETTLE {
+                return true;
+            }
+            first.record_ns(s.first_us.saturating_mul(1000));
+            last.record_ns(s.last_us.saturating_mul(1000));
+            spread.record_ns((s.last_us - s.first_us).saturating_mul(1000));
+            false
+        });
+    }
 }
 
 impl Summary {
@@ -326,6 +374,7 @@ pub struct Aggregator {
     peak_open: u64,
     in_flight_end: u64,
     ready_last_ns: u64,
+    spans: Spans,
 }
 
 impl Aggregator {
@@ -346,6 +395,7 @@ impl Aggregator {
             peak_open: 0,
             in_flight_end: 0,
             ready_last_ns: 0,
+            spans: Spans::default(),
         }
     }
 
@@ -425,6 +475,8 @@ impl Aggregator {
             deliveries_expected: c.broadcast.expected,
             steps: d.steps.iter().map(crate::steps::TickStep::of).collect(),
         };
+        self.spans.add(&d.msg_spans);
+        self.spans.tick(false);
         self.connect.merge(&d.connect);
         self.tls.merge(&d.tls);
         self.handshake.merge(&d.handshake);
@@ -465,7 +517,8 @@ impl Aggregator {
         )
     }
 
-    pub fn finish(self, target_connections: u64, basis: LatencyBasis) -> Outcome {
+    pub fn finish(mut self, target_connections: u64, basis: LatencyBasis) -> Outcome {
+        self.spans.tick(true);
         let mut after = Counters::default();
         after.merge(&self.measured.counters);
         after.merge(&self.drain.counters);
@@ -525,6 +578,9 @@ impl Aggregator {
                     lost: b.lost(),
                     own_us: own.stats(),
                     peer_us: peer.stats(),
+                    first_us: self.spans.first.stats(),
+                    last_us: self.spans.last.stats(),
+                    spread_us: self.spans.spread.stats(),
                 }
             }),
             io: Io {
@@ -701,5 +757,34 @@ mod tests {
         let o = a.finish(1, LatencyBasis::ActualSend);
         assert_eq!(o.summary.exchanges.in_flight_at_end, 2);
         assert!(o.summary.exchanges.balanced());
+    }
+
+    #[test]
+    fn a_broadcast_message_is_one_record_over_its_recipients_in_every_worker() {
+        use crate::recorder::MsgSpan;
+        let span = |f, l, n| MsgSpan {
+            first_us: f,
+            last_us: l,
+            n,
+        };
+        let mut sp = Spans::default();
+        sp.add(&[(7, span(100, 300, 3))]);
+        sp.tick(false);
+        // Another worker's recipients of message 7, a tick later, and a new message 8.
+        sp.add(&[(7, span(50, 120, 2)), (8, span(10, 10, 1))]);
+        for _ in 0..SPAN_SETTLE - 1 {
+            sp.tick(false);
+        }
+        assert_eq!(sp.open.len(), 2, "neither settled yet");
+        sp.tick(false);
+        assert_eq!(sp.open.len(), 0);
+        let (f, l, s) = (
+            sp.first.stats().unwrap(),
+            sp.last.stats().unwrap(),
+            sp.spread.stats().unwrap(),
+        );
+        assert_eq!((f.count, f.min, f.max), (2, 10, 50));
+        assert_eq!((l.count, l.min, l.max), (2, 10, 300));
+        assert_eq!((s.min, s.max), (0, 250));
     }
 }

@@ -38,7 +38,7 @@ pub use monitor::{
     HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, SpawnRecord, TcpStates,
 };
 pub use readiness::{assess, Aspect, Grade, Row};
-pub use recorder::{Delta, Recorder};
+pub use recorder::{Delta, MsgSpan, Recorder};
 pub use result::{
     ConfigStep, ConfigUsers, Environment, HistogramRecord, Histograms, RunConfig, RunResult, Status,
 };

@@ -27,6 +27,10 @@ pub struct Recorder {
     /// other recipients' in this process (same clock).
     pub bcast_own: OptHistogram,
     pub bcast_peer: OptHistogram,
+    /// Broadcast, per message (sender << 32 | sequence) received in this segment: the first
+    /// and last recipient's latency (µs) and the recipients here. Merged across workers and
+    /// segments by the aggregator, which makes first, last and spread exact in the process.
+    pub msg_spans: std::collections::HashMap<u64, MsgSpan>,
     /// Gauges owned by the worker: connections open now, exchanges in flight now, due
     /// messages waiting in backlogs now.
     pub open: u64,
@@ -42,9 +46,39 @@ pub struct Recorder {
     open_peak: u64,
 }
 
+/// One broadcast message's recipients so far: the first and last latency (µs) and how many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MsgSpan {
+    pub first_us: u64,
+    pub last_us: u64,
+    pub n: u32,
+}
+
+impl MsgSpan {
+    pub fn merge(&mut self, o: &MsgSpan) {
+        if self.n == 0 {
+            *self = *o;
+            return;
+        }
+        self.first_us = self.first_us.min(o.first_us);
+        self.last_us = self.last_us.max(o.last_us);
+        self.n += o.n;
+    }
+}
+
 impl Recorder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A recipient got broadcast message `key` after `us`.
+    #[inline]
+    pub fn msg_delivered(&mut self, key: u64, us: u64) {
+        self.msg_spans.entry(key).or_default().merge(&MsgSpan {
+            first_us: us,
+            last_us: us,
+            n: 1,
+        });
     }
 
     #[inline]
@@ -103,6 +137,7 @@ impl Recorder {
             server_gap: std::mem::take(&mut self.server_gap),
             bcast_own: std::mem::take(&mut self.bcast_own),
             bcast_peer: std::mem::take(&mut self.bcast_peer),
+            msg_spans: self.msg_spans.drain().collect(),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -142,6 +177,9 @@ pub struct Delta {
     pub bcast_own: OptHistogram,
     #[serde(default)]
     pub bcast_peer: OptHistogram,
+    /// Broadcast: per message seen in this segment, (key, its spans here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub msg_spans: Vec<(u64, MsgSpan)>,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -168,6 +206,7 @@ impl Delta {
         self.server_gap.merge(&o.server_gap);
         self.bcast_own.merge(&o.bcast_own);
         self.bcast_peer.merge(&o.bcast_peer);
+        self.msg_spans.extend_from_slice(&o.msg_spans);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;

@@ -207,6 +207,9 @@ mod tests {
                 p99: 1234,
                 ..Default::default()
             }),
+            first_us: None,
+            last_us: None,
+            spread_us: None,
         });
         assert_eq!(value(&b, None, "broadcast.reach"), Some(0.75));
         assert_eq!(value(&b, None, "broadcast.lost"), Some(5.0));

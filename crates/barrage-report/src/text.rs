@@ -375,6 +375,20 @@ fn broadcast(r: &RunResult) -> Vec<String> {
     if let Some(l) = &b.own_us {
         lines.push(row("  own copy", percentiles(l, "delivery", "deliveries")));
     }
+    if let (Some(f), Some(l), Some(s)) = (&b.first_us, &b.last_us, &b.spread_us) {
+        lines.push(row(
+            "  per message",
+            format!(
+                "first recipient p50 {}, p99 {}; last p50 {}, p99 {}; spread p50 {}, p99 {}",
+                duration_us(f.p50 as f64),
+                duration_us(f.p99 as f64),
+                duration_us(l.p50 as f64),
+                duration_us(l.p99 as f64),
+                duration_us(s.p50 as f64),
+                duration_us(s.p99 as f64),
+            ),
+        ));
+    }
     lines
 }
 

@@ -390,9 +390,13 @@ impl<'a> Replies<'a> {
             };
             if first {
                 b.delivered += 1;
-                let us = now_us.saturating_sub(s.ts_us & ((1 << 56) - 1));
-                if u64::from(s.user) == gid & 0xffff_ffff {
+                let own = u64::from(s.user) == gid & 0xffff_ffff;
+                if own {
                     b.own += 1;
+                }
+                let us = now_us.saturating_sub(s.ts_us & ((1 << 56) - 1));
+                rec.msg_delivered((u64::from(s.user) << 32) | u64::from(s.seq), us);
+                if own {
                     rec.bcast_own.record_ns(us.saturating_mul(1000));
                 } else {
                     rec.bcast_peer.record_ns(us.saturating_mul(1000));

@@ -252,6 +252,12 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 ["own copies".into(), thousands(c.own)],
                 ["latency to others".into(), lat(&b.peer_us)],
                 ["latency of the own copy".into(), lat(&b.own_us)],
+                ["per message: first recipient".into(), lat(&b.first_us)],
+                ["per message: last recipient".into(), lat(&b.last_us)],
+                [
+                    "per message: spread (last - first)".into(),
+                    lat(&b.spread_us),
+                ],
             ],
         ));
     }
