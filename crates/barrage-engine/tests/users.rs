@@ -601,3 +601,19 @@ fn a_delivery_delay_shows_in_the_delivery_latency_not_in_reach() {
     assert!(b.own_us.unwrap().min >= 39_000, "{:?}", b.own_us);
     assert!(b.peer_us.unwrap().min >= 39_000);
 }
+
+#[test]
+fn a_server_stall_shows_in_the_delivery_latency_and_nothing_is_lost() {
+    let (s, chat) = rooms_with(barrage_servers::chat::ChatConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        stall_at: Some(Duration::from_millis(500)),
+        stall_for: Duration::from_millis(300),
+        ..Default::default()
+    });
+    let b = s.broadcast.clone().unwrap();
+    assert_eq!(b.c.delivered, chat.deliveries_out);
+    assert_eq!((b.reach, b.lost), (Some(1.0), 0));
+    // Messages sent while the server was frozen waited for it to wake up.
+    assert!(b.peer_us.unwrap().max >= 200_000, "{:?}", b.peer_us);
+    assert!(b.spread_us.is_some());
+}

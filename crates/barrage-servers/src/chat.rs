@@ -55,6 +55,10 @@ pub struct ChatConfig {
     pub seed: u64,
     /// Fault knob: every delivery is written this long after its message arrived (order kept).
     pub delay: Option<Duration>,
+    /// Fault knob: once, this long after start, stop reading and writing for `stall_for`
+    /// (connections are still accepted; what arrived meanwhile is handled after).
+    pub stall_at: Option<Duration>,
+    pub stall_for: Duration,
 }
 
 impl Default for ChatConfig {
@@ -70,6 +74,8 @@ impl Default for ChatConfig {
             reorder: 0.0,
             seed: 1,
             delay: None,
+            stall_at: None,
+            stall_for: Duration::ZERO,
         }
     }
 }
@@ -126,6 +132,9 @@ struct Room {
 
 struct Loop {
     parts: LoopParts,
+    /// The stall knob's window, and whether events were left unhandled during it.
+    stall: Option<(std::time::Instant, std::time::Instant)>,
+    missed: bool,
     cfg: ChatConfig,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -160,8 +169,15 @@ fn field<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 impl Loop {
     fn new(parts: LoopParts, cfg: ChatConfig, index: u64) -> Loop {
         let rng = cfg.seed.wrapping_add(index.wrapping_mul(0x1000_0000_01b3));
+        let started = std::time::Instant::now();
+        let stall = cfg
+            .stall_at
+            .filter(|_| !cfg.stall_for.is_zero())
+            .map(|at| (started + at, started + at + cfg.stall_for));
         Loop {
             parts,
+            stall,
+            missed: false,
             cfg,
             conns: Vec::new(),
             free: Vec::new(),
@@ -181,7 +197,26 @@ impl Loop {
         let mut events = Events::with_capacity(1024);
         let mut backoff = false;
         while !self.parts.should_stop() {
-            let next_due = self.next_due();
+            let now = std::time::Instant::now();
+            let stalled = self.stall.is_some_and(|(a, b)| a <= now && now < b);
+            if !stalled && self.missed {
+                // The stall is over: handle what arrived during it.
+                self.missed = false;
+                for slot in 0..self.conns.len() {
+                    if self.conns[slot].is_some() {
+                        self.read(slot);
+                        self.mark(slot);
+                    }
+                }
+            }
+            let stall_edge = self
+                .stall
+                .map(|(a, b)| if now < a { a } else { b })
+                .filter(|t| *t > now);
+            let next_due = match (self.next_due(), stall_edge) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
             let timeout = match (backoff, next_due) {
                 (true, _) => Some(Duration::from_millis(10)),
                 (false, Some(t)) => Some(t.saturating_duration_since(std::time::Instant::now())),
@@ -198,6 +233,7 @@ impl Loop {
                 match ev.token() {
                     WAKER => {}
                     LISTENER => backoff = !self.accept(),
+                    Token(_) if stalled => self.missed = true,
                     Token(t) => {
                         let slot = t - FIRST_CONN;
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -212,8 +248,10 @@ impl Loop {
             if backoff {
                 backoff = !self.accept();
             }
-            self.release_due();
-            self.flush_dirty();
+            if !stalled {
+                self.release_due();
+                self.flush_dirty();
+            }
         }
         for slot in 0..self.conns.len() {
             if self.conns[slot].is_some() {

@@ -33,10 +33,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         return Err(Usage::says(*flag, format!("applies to serve chat, not serve {name}")).into());
     }
     if name == "chat" {
-        for (flag, on) in [
-            ("--tls-cert", args.tls_cert.is_some()),
-            ("--stall-at", args.stall_at.is_some()),
-        ] {
+        for (flag, on) in [("--tls-cert", args.tls_cert.is_some())] {
             if on {
                 return Err(Usage::says(flag, "does not apply to serve chat").into());
             }
@@ -109,6 +106,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 reorder: args.reorder_p.unwrap_or(0.0),
                 seed: args.seed.unwrap_or(1),
                 delay: args.delay,
+                stall_at: args.stall_at,
+                stall_for,
             })?
         }
         Server::Ws(_) => ws::start(ws::WsConfig {
