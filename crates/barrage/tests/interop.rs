@@ -721,8 +721,8 @@ fn the_engineio_example_answers_pings_by_its_on_rules_against_a_python_server() 
     };
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("eio.json");
-    let example =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/engineio.yaml");
+    // Its `steps.hello.p99 < 100ms` is for a quiet machine: dropped here, counts are judged.
+    let example = common::example_without_thresholds("engineio.yaml", dir.path());
     let target = format!(
         "ws://127.0.0.1:{}/socket.io/?EIO=4&transport=websocket",
         py.port
