@@ -5,7 +5,9 @@
 //! too (dropped, duplicated and reordered deliveries), for a client's loss, duplicate and
 //! reorder figures to be compared with what was injected.
 //!
-//! Protocol: one JSON object per line (TCP).
+//! Protocol: one JSON object per line over TCP, or one JSON object per WebSocket text message
+//! (the same port: a connection whose first bytes are `GET ` is taken as a WebSocket upgrade;
+//! any path is accepted). The messages are the same either way.
 //!
 //! | client sends | server answers |
 //! |---|---|
@@ -25,6 +27,8 @@
 
 use crate::runtime::{self, LoopParts, FIRST_CONN, LISTENER, WAKER};
 use crate::stats::{Chat, CounterWriter, Kind, ServerError};
+use crate::ws::frame::{self, Parsed};
+use crate::ws::handshake::{self, Outcome};
 use crate::ServerHandle;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
@@ -47,7 +51,8 @@ pub struct ChatConfig {
     /// A publisher gets its own message too.
     pub self_delivery: bool,
     /// Fault knobs, probabilities per delivery in [0, 1]: drop it, send it twice, hold it back
-    /// behind the next delivery to the same member.
+    /// behind the next delivery from the same sender to the same member (`reordered` counts
+    /// those released behind a later one; one held per member at a time).
     pub drop: f64,
     pub dup: f64,
     pub reorder: f64,
@@ -109,12 +114,45 @@ pub fn start(cfg: ChatConfig) -> Result<ServerHandle, ServerError> {
     })
 }
 
+/// What a connection speaks, known from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wire {
+    Unknown,
+    Lines,
+    /// A WebSocket upgrade request, not yet whole.
+    Upgrade,
+    Ws,
+}
+
+/// A WebSocket message (so far) longer than a line may be.
+fn h_too_long(frame_len: u64, so_far: usize) -> bool {
+    frame_len.saturating_add(so_far as u64) > MAX_LINE as u64
+}
+
+/// Appends one message (a JSON line ending in `\n`) to `out` as `wire` carries it: the line
+/// itself, or a WebSocket text frame of the line without its newline.
+fn put(wire: Wire, out: &mut Vec<u8>, line: &[u8]) {
+    if wire == Wire::Ws {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        frame::write_head(out, frame::TEXT, body.len());
+        out.extend_from_slice(body);
+    } else {
+        out.extend_from_slice(line);
+    }
+}
+
 struct Conn {
     stream: TcpStream,
+    wire: Wire,
+    /// A WebSocket message arriving in fragments, so far.
+    frag: Vec<u8>,
     inbuf: Vec<u8>,
     out: Vec<u8>,
-    /// A delivery held back by the reorder knob, sent after the next one.
-    held: Option<Vec<u8>>,
+    /// A delivery held back by the reorder knob (with its sender's connection id), sent after
+    /// the next delivery from the same sender: a reorder the member can see.
+    held: Option<(u64, Vec<u8>)>,
+    /// Which connection this is, never reused (slots are).
+    id: u64,
     /// The delay knob: deliveries waiting for their time, in order.
     delayed: std::collections::VecDeque<(std::time::Instant, Vec<u8>)>,
     user: Box<str>,
@@ -142,6 +180,7 @@ struct Loop {
     /// The room new users join while it has a free seat.
     current: Option<usize>,
     rng: u64,
+    next_id: u64,
     /// Connections with output to write after this turn.
     dirty: Vec<usize>,
     rbuf: Box<[u8]>,
@@ -184,6 +223,7 @@ impl Loop {
             rooms: Vec::new(),
             current: None,
             rng,
+            next_id: 0,
             dirty: Vec::new(),
             rbuf: vec![0; READ_BUF].into_boxed_slice(),
         }
@@ -282,11 +322,15 @@ impl Loop {
                         continue;
                     }
                     self.parts.counters.accepted();
+                    self.next_id += 1;
                     self.conns[slot] = Some(Conn {
                         stream,
+                        wire: Wire::Unknown,
+                        frag: Vec::new(),
                         inbuf: Vec::new(),
                         out: Vec::new(),
                         held: None,
+                        id: self.next_id,
                         delayed: Default::default(),
                         user: "".into(),
                         room: None,
@@ -371,11 +415,22 @@ impl Loop {
         self.rbuf = rbuf;
     }
 
-    /// Handle every complete line of the connection's input.
+    /// Handle every complete message of the connection's input: lines, or (after an upgrade)
+    /// WebSocket frames.
     fn lines(&mut self, slot: usize) {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
+        if c.wire == Wire::Unknown {
+            match c.inbuf.first() {
+                None => return,
+                Some(b'G') => c.wire = Wire::Upgrade,
+                Some(_) => c.wire = Wire::Lines,
+            }
+        }
+        if c.wire != Wire::Lines {
+            return self.frames(slot);
+        }
         let input = std::mem::take(&mut c.inbuf);
         let mut start = 0;
         while let Some(n) = memchr::memchr(b'\n', &input[start..]) {
@@ -392,6 +447,99 @@ impl Loop {
         }
     }
 
+    /// The WebSocket side of [`Self::lines`]: the opening handshake, then every whole frame
+    /// (masked client frames; fragments reassembled; pings answered; a close answered and the
+    /// connection closed once the answer is written).
+    fn frames(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let mut input = std::mem::take(&mut c.inbuf);
+        let mut start = 0;
+        if c.wire == Wire::Upgrade {
+            match handshake::answer(&input, &mut c.out) {
+                Outcome::Partial => {
+                    c.inbuf = input;
+                    return;
+                }
+                Outcome::Refused(_) => {
+                    c.closing = true;
+                    self.dirty.push(slot);
+                    return;
+                }
+                Outcome::Upgraded { len } => {
+                    c.wire = Wire::Ws;
+                    start = len;
+                    self.dirty.push(slot);
+                }
+            }
+        }
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            if c.closing {
+                return; // nothing more is read after a close
+            }
+            let head = match frame::parse_head(&input[start..]) {
+                Parsed::Partial => break,
+                Parsed::Fail(code) => return self.ws_close(slot, code),
+                Parsed::Head(h) => h,
+            };
+            if h_too_long(head.len, c.frag.len()) {
+                return self.ws_close(slot, frame::TOO_BIG);
+            }
+            let end = start + head.head_len + head.len as usize;
+            if input.len() < end {
+                break;
+            }
+            let payload = &mut input[start + head.head_len..end];
+            frame::unmask(payload, head.mask, 0);
+            start = end;
+            match head.opcode {
+                frame::PING => {
+                    frame::write_head(&mut c.out, frame::PONG, payload.len());
+                    c.out.extend_from_slice(payload);
+                    self.dirty.push(slot);
+                }
+                frame::PONG => {}
+                frame::CLOSE => {
+                    let code = match *payload {
+                        [a, b, ..] => u16::from_be_bytes([a, b]),
+                        _ => 1000,
+                    };
+                    return self.ws_close(slot, code);
+                }
+                frame::CONTINUATION if c.frag.is_empty() => {
+                    return self.ws_close(slot, frame::PROTOCOL_ERROR);
+                }
+                _ if head.fin && c.frag.is_empty() => self.handle(slot, payload),
+                _ => {
+                    c.frag.extend_from_slice(payload);
+                    if head.fin {
+                        let msg = std::mem::take(&mut c.frag);
+                        self.handle(slot, &msg);
+                    }
+                }
+            }
+        }
+        if let Some(c) = self.conns[slot].as_mut() {
+            input.drain(..start);
+            c.inbuf = input;
+        }
+    }
+
+    /// Answers (or starts) the WebSocket closing handshake and closes once that is written.
+    fn ws_close(&mut self, slot: usize, code: u16) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        frame::write_head(&mut c.out, frame::CLOSE, 2);
+        c.out.extend_from_slice(&code.to_be_bytes());
+        c.closing = true;
+        self.dirty.push(slot);
+    }
+
     fn handle(&mut self, slot: usize, line: &[u8]) {
         match field(line, b"op") {
             Some(b"login") => self.login(slot, field(line, b"user").unwrap_or(b"")),
@@ -406,7 +554,7 @@ impl Loop {
 
     fn say(&mut self, slot: usize, bytes: &[u8]) {
         if let Some(c) = self.conns[slot].as_mut() {
-            c.out.extend_from_slice(bytes);
+            put(c.wire, &mut c.out, bytes);
             self.dirty.push(slot);
         }
     }
@@ -478,17 +626,19 @@ impl Loop {
         msg.extend_from_slice(b"\",\"text\":\"");
         msg.extend_from_slice(text);
         msg.extend_from_slice(b"\"}\n");
+        let from = c.id;
         let members = self.rooms[room].members.clone();
         for m in members {
             if m == slot && !self.cfg.self_delivery {
                 continue;
             }
-            self.deliver(m, &msg);
+            self.deliver(m, from, &msg);
         }
     }
 
-    /// One delivery to member `m`, through the fault knobs.
-    fn deliver(&mut self, m: usize, msg: &[u8]) {
+    /// One delivery to member `m` of a message from connection `from`, through the fault
+    /// knobs.
+    fn deliver(&mut self, m: usize, from: u64, msg: &[u8]) {
         if self.chance(self.cfg.drop) {
             self.parts.counters.chat(Chat::Dropped, 1);
             return;
@@ -508,23 +658,32 @@ impl Loop {
             // Delayed deliveries keep their order; the other knobs still applied above.
             let due = std::time::Instant::now() + d;
             for _ in 0..copies {
-                c.delayed.push_back((due, msg.to_vec()));
+                let mut framed = Vec::with_capacity(msg.len() + 4);
+                put(c.wire, &mut framed, msg);
+                c.delayed.push_back((due, framed));
             }
             self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
             return;
         }
-        let held = c.held.take();
-        if hold && held.is_none() {
-            // Sent after the next delivery to this member (or before its `bye`).
-            c.held = Some(msg.repeat(copies));
-            self.parts.counters.chat(Chat::Reordered, 1);
+        if hold && c.held.is_none() {
+            // Sent after the next delivery from the same sender to this member (or, not
+            // reordered after all, before its `bye`).
+            let mut framed = Vec::with_capacity(copies * (msg.len() + 4));
+            for _ in 0..copies {
+                put(c.wire, &mut framed, msg);
+            }
+            c.held = Some((from, framed));
         } else {
             for _ in 0..copies {
-                c.out.extend_from_slice(msg);
+                put(c.wire, &mut c.out, msg);
             }
-        }
-        if let Some(h) = held {
-            c.out.extend_from_slice(&h);
+            if c.held.as_ref().is_some_and(|h| h.0 == from) {
+                let (_, h) = c.held.take().expect("held");
+                c.out.extend_from_slice(&h);
+                // Counted when it happened: the member got a later message of this sender
+                // before this one.
+                self.parts.counters.chat(Chat::Reordered, 1);
+            }
         }
         self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
         self.dirty.push(m);
@@ -536,11 +695,11 @@ impl Loop {
             return;
         };
         let room = c.room.take();
-        if let Some(h) = c.held.take() {
+        if let Some((_, h)) = c.held.take() {
             c.out.extend_from_slice(&h);
         }
         if reply {
-            c.out.extend_from_slice(b"{\"op\":\"bye\"}\n");
+            put(c.wire, &mut c.out, b"{\"op\":\"bye\"}\n");
             self.parts.counters.chat(Chat::Leaves, 1);
             self.dirty.push(slot);
         }
@@ -551,14 +710,19 @@ impl Loop {
     }
 
     fn flush_dirty(&mut self) {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        dirty.sort_unstable();
-        dirty.dedup();
-        for &slot in &dirty {
-            self.flush(slot);
+        // A connection that closes while flushing tells its room: flush those members too.
+        while !self.dirty.is_empty() {
+            let mut dirty = std::mem::take(&mut self.dirty);
+            dirty.sort_unstable();
+            dirty.dedup();
+            for &slot in &dirty {
+                self.flush(slot);
+            }
+            dirty.clear();
+            if self.dirty.is_empty() {
+                self.dirty = dirty; // keep the allocation
+            }
         }
-        dirty.clear();
-        self.dirty = dirty;
     }
 
     fn flush(&mut self, slot: usize) {

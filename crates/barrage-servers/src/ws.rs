@@ -16,8 +16,8 @@
 //! nothing is shared with the client engine's WebSocket codec.
 
 mod conn;
-mod frame;
-mod handshake;
+pub(crate) mod frame;
+pub(crate) mod handshake;
 
 use self::conn::{Conn, Cx};
 use crate::driver::{self, Key, Service, Turn};

@@ -1,10 +1,13 @@
 //! The chat server against plain blocking clients: rooms fill within the size range, every
 //! publish reaches every member, and the fault knobs' counts add up with what clients got.
 
+mod support;
+
 use barrage_servers::chat::{start, ChatConfig};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
+use support::ws_client::{frame, masked, read_close, read_frame, upgrade, CLOSE, PING, PONG, TEXT};
 
 fn cfg() -> ChatConfig {
     ChatConfig {
@@ -144,5 +147,69 @@ fn fault_knobs_are_counted_as_injected() {
     assert_eq!(
         got as u64, s.deliveries_out,
         "what was sent arrived (held ones before bye)"
+    );
+}
+
+/// WebSocket and line clients share the port and the rooms: the same JSON, one message per
+/// text frame, fragments reassembled, pings answered, a close answered and the member gone.
+#[test]
+fn websocket_members_share_rooms_with_line_members() {
+    let mut c = cfg();
+    (c.room_min, c.room_max) = (3, 3);
+    let server = start(c).unwrap();
+    let addr = server.local_addr();
+    let ws = |user: &str| {
+        let mut s = support::connect(addr);
+        upgrade(&mut s);
+        let login = format!("{{\"op\":\"login\",\"user\":\"{user}\"}}");
+        s.write_all(&masked(TEXT, login.as_bytes())).unwrap();
+        let f = read_frame(&mut s);
+        assert_eq!(f.opcode, TEXT);
+        (s, String::from_utf8(f.payload).unwrap())
+    };
+    let (mut a, joined) = ws("wa");
+    assert!(
+        joined.starts_with("{\"op\":\"joined\"") && !joined.ends_with('\n'),
+        "{joined}"
+    );
+    assert_eq!(num(&joined, "size"), 1);
+    let (mut b, _) = ws("wb");
+    let (mut l, joined) = Client::login(addr, "line");
+    assert_eq!(num(&joined, "size"), 3);
+    let text = |s: &mut std::net::TcpStream| {
+        let f = read_frame(s);
+        assert_eq!(f.opcode, TEXT);
+        String::from_utf8(f.payload).unwrap()
+    };
+    // The members told of each arrival.
+    assert_eq!(num(&text(&mut a), "size"), 2);
+    assert_eq!(num(&text(&mut a), "size"), 3);
+    assert_eq!(num(&text(&mut b), "size"), 3);
+    // A publish in three fragments with a ping between them.
+    let body = br#"{"op":"pub","text":"~hello~"}"#;
+    let mask = Some([1, 2, 3, 4]);
+    let mut raw = frame(false, TEXT, &body[..5], mask);
+    raw.extend(frame(true, PING, b"p!", mask));
+    raw.extend(frame(false, 0, &body[5..12], mask));
+    raw.extend(frame(true, 0, &body[12..], mask));
+    a.write_all(&raw).unwrap();
+    let pong = read_frame(&mut a);
+    assert_eq!((pong.opcode, pong.payload.as_slice()), (PONG, &b"p!"[..]));
+    let want = r#"{"op":"msg","room":0,"from":"wa","text":"~hello~"}"#;
+    assert_eq!(text(&mut a), want);
+    assert_eq!(text(&mut b), want);
+    assert_eq!(l.line(), format!("{want}\n"));
+    // A close is answered with its code; the others hear the room shrink.
+    b.write_all(&masked(CLOSE, &1000u16.to_be_bytes())).unwrap();
+    assert_eq!(read_close(&mut b), Some(1000));
+    assert_eq!(num(&text(&mut a), "size"), 2);
+    assert_eq!(num(&l.line(), "size"), 2);
+    // Leaving over WebSocket: `bye` as a text frame.
+    a.write_all(&masked(TEXT, br#"{"op":"leave"}"#)).unwrap();
+    assert_eq!(text(&mut a), r#"{"op":"bye"}"#);
+    let stats = server.shutdown().chat.unwrap();
+    assert_eq!(
+        (stats.logins, stats.messages_in, stats.deliveries_out),
+        (3, 1, 3)
     );
 }

@@ -472,7 +472,8 @@ pub enum Server {
     Http(ServerArgs),
     /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
     Ws(ServerArgs),
-    /// Chat room server, one JSON object per line: login puts the user in a room of random
+    /// Chat room server, one JSON object per line or per WebSocket text message (both on one
+    /// port): login puts the user in a room of random
     /// size (--room-size), pub broadcasts to the room, leave [listen: 127.0.0.1:7100]
     Chat(ServerArgs),
 }
@@ -516,8 +517,8 @@ pub struct ServerArgs {
     #[arg(long = "dup", value_name = "P", value_parser = probability)]
     pub dup_p: Option<f64>,
 
-    /// chat fault: hold a delivery back behind the next one to the same member with
-    /// probability P, counted
+    /// chat fault: hold a delivery back behind the sender's next one to the same member with
+    /// probability P (counted when released out of order)
     #[arg(long = "reorder", value_name = "P", value_parser = probability)]
     pub reorder_p: Option<f64>,
 

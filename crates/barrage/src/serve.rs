@@ -136,7 +136,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 String::new()
             }
         } else if name == "chat" {
-            format!(": tcp://{} (one JSON object per line)", server.local_addr())
+            let a = server.local_addr();
+            format!(": tcp://{a} (one JSON object per line) and ws://{a}/ (one per text message)")
         } else {
             format!(": {scheme}://{}/", server.local_addr())
         }

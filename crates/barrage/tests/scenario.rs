@@ -558,6 +558,115 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
     }
 }
 
+/// The rooms over WebSocket: examples/chat-ws.toml against serve chat's WebSocket side
+/// reconciles as the line protocol does.
+#[test]
+fn the_websocket_rooms_example_reconciles_with_serve_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = common::example_without_thresholds("chat-ws.toml", dir.path());
+    let server = EchoServer::serve("chat", &["--seed", "3"]);
+    let target = server.url().replace("tcp://", "ws://") + "/chat";
+    let json = dir.path().join("ws.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&example)
+        .args(["--target", &target])
+        .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
+        .args(["--threshold", "broadcast.reach >= 100%"])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let v = read_json(&json);
+    let stats = server.stop();
+    assert!(out.status.success(), "{}", v["thresholds"]);
+    let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
+    let n = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap();
+    assert_eq!((n(chat, "logins"), n(chat, "leaves")), (120, 120));
+    assert_eq!(n(b, "sent"), n(chat, "messages_in"));
+    assert_eq!(n(b, "delivered"), n(chat, "deliveries_out"));
+    assert_eq!(n(b, "delivered"), n(b, "expected"));
+    assert_eq!((n(b, "lost"), n(b, "duplicates")), (0, 0));
+    assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
+    assert_eq!(v["summary"]["steps"][1]["sent"], b["sent"], "the say step");
+}
+
+/// The fault knobs at CI size: 2,000 users against serve chat dropping, duplicating and
+/// reordering 1 % of deliveries each. Duplicates and late (reordered) copies read exactly as
+/// injected, and the loss as the dropped share of what was owed.
+#[test]
+fn the_fault_knobs_read_as_injected_at_ci_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = common::example_without_thresholds("chat-rooms.toml", dir.path());
+    let server = EchoServer::serve(
+        "chat",
+        &[
+            "--seed",
+            "11",
+            "--drop",
+            "1%",
+            "--dup",
+            "1%",
+            "--reorder",
+            "1%",
+        ],
+    );
+    let json = dir.path().join("faults.json");
+    let out = barrage()
+        .timeout(std::time::Duration::from_secs(90))
+        .arg("run")
+        .arg(&example)
+        .args(["--target", server.url()])
+        .args(["--users", "2000", "--arrive", "1000", "--hold", "9s"])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(json.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = read_json(&json);
+    let stats = server.stop();
+    let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
+    let n = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap();
+    assert_eq!(n(chat, "logins"), 2000);
+    assert_eq!(n(b, "sent"), n(chat, "messages_in"));
+    // Users leave with a `leave` the server answers after what it owed them: every delivery
+    // written was received, a duplicate being one more.
+    assert_eq!(
+        n(b, "delivered") + n(b, "duplicates"),
+        n(chat, "deliveries_out")
+    );
+    assert_eq!(
+        n(b, "duplicates"),
+        n(chat, "duplicated"),
+        "duplicates as injected"
+    );
+    assert!(n(b, "late") > 0, "{b}");
+    assert_eq!(n(b, "late"), n(chat, "reordered"), "reorders as injected");
+    assert_eq!(n(b, "too_old"), 0);
+    // What was owed and not received was dropped: the measured loss is the injected one, but
+    // for messages a sender sent while its room size was out of date.
+    let owed = n(b, "expected");
+    let missing = owed - n(b, "delivered");
+    let dropped = n(chat, "dropped");
+    assert!(dropped > 0);
+    assert!(
+        missing.abs_diff(dropped) * 1000 <= owed,
+        "{missing} missing, {dropped} dropped of {owed}"
+    );
+    let injected =
+        dropped as f64 / (n(chat, "deliveries_out") + dropped - n(chat, "duplicated")) as f64;
+    assert!(
+        (0.007..0.013).contains(&injected),
+        "1 % drop injected: {injected}"
+    );
+    let reach = b["reach"].as_f64().unwrap();
+    assert!(
+        (1.0 - reach - injected).abs() < 0.001,
+        "reach {reach} against {injected} dropped"
+    );
+    assert!(n(b, "lost") > 0 && n(b, "lost") <= dropped, "{b}");
+}
+
 /// Seed 003 at CI size: examples/chat-100k.toml itself, 2,000 users arriving at 500/s,
 /// against serve chat. Every delivery the server wrote is counted; reach is 100 % but for the
 /// few messages sent while a room was still filling (their sender's room size was one behind).

@@ -379,6 +379,12 @@ impl<'a> Replies<'a> {
                     b.late += 1;
                     true
                 }
+                Arrival::BeforeStart => {
+                    // Counted as the gap it fills, so that `lost` (gaps not filled) holds.
+                    b.gaps += 1;
+                    b.late += 1;
+                    true
+                }
                 Arrival::TooOld => {
                     b.too_old += 1;
                     true

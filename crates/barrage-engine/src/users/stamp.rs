@@ -85,11 +85,13 @@ pub fn scan(msg: &[u8], mut f: impl FnMut(Stamp)) {
     }
 }
 
-/// What one receiver knows of one sender's sequence: the highest seen and which of the 64
-/// below it arrived (an anti-replay window). Sixteen bytes per peer.
+/// What one receiver knows of one sender's sequence: the first and highest seen and which of
+/// the 64 up to the highest arrived (an anti-replay window). 24 bytes per peer.
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
     pub sender: u32,
+    /// The first heard, which started the window.
+    pub start: u32,
     pub hi: u32,
     pub bits: u64,
 }
@@ -101,6 +103,9 @@ pub enum Arrival {
     InOrder { gap: u32 },
     /// Fills an earlier gap: late (reordered).
     Late,
+    /// Older than the first heard from this sender, and not seen before: late (reordered
+    /// behind the one that started the window), filling a gap that was never counted.
+    BeforeStart,
     /// Seen before.
     Duplicate,
     /// Older than the window: late, and whether it is a duplicate cannot be told.
@@ -118,6 +123,7 @@ impl Windows {
         let Some(w) = self.0.iter_mut().find(|w| w.sender == sender) else {
             self.0.push(Window {
                 sender,
+                start: seq,
                 hi: seq,
                 bits: 1,
             });
@@ -139,7 +145,11 @@ impl Windows {
             Arrival::Duplicate
         } else {
             w.bits |= bit;
-            Arrival::Late
+            if seq < w.start {
+                Arrival::BeforeStart
+            } else {
+                Arrival::Late
+            }
         }
     }
 
@@ -193,5 +203,10 @@ mod tests {
         );
         assert_eq!(w.arrive(9, 200), Arrival::InOrder { gap: 190 });
         assert_eq!(w.arrive(9, 8), Arrival::TooOld);
+        // The first heard was held back behind the next: late, with no gap seen opening.
+        assert_eq!(w.arrive(4, 11), Arrival::InOrder { gap: 0 });
+        assert_eq!(w.arrive(4, 10), Arrival::BeforeStart);
+        assert_eq!(w.arrive(4, 10), Arrival::Duplicate);
+        assert_eq!(w.arrive(4, 12), Arrival::InOrder { gap: 0 });
     }
 }
