@@ -156,6 +156,10 @@ pub struct Broadcast {
     /// The sender gets its own message too (counted in `expect`) [default: true].
     #[serde(rename = "self")]
     pub self_: Option<bool>,
+    /// The form of `{stamp}`: "text" (35 text-safe bytes, for servers that relay text) or
+    /// "binary" (20 bytes, for binary-safe protocols) [default: "text"]. Every broadcast step
+    /// of a file uses the same form.
+    pub stamp: Option<At<String>>,
 }
 
 /// Where a response says the server's own time (one of header or json).

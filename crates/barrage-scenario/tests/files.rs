@@ -524,3 +524,34 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn broadcast_steps_carry_a_stamp_of_one_form() {
+    let step = |name: &str, stamp: &str| {
+        format!("[[steps]]\nname = \"{name}\"\nsend = \"{{stamp}}\"\nexpect = {{ framing = \"none\" }}\nbroadcast = {{ expect = \"3\"{stamp} }}\n")
+    };
+    let ok = toml(&format!(
+        "{HEAD}{}{}",
+        step("a", ", stamp = \"binary\""),
+        step("b", ", stamp = \"binary\"")
+    ));
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    refused(
+        toml(&format!("{HEAD}{}", step("a", ", stamp = \"hex\""))),
+        "t.toml:9: steps[0].broadcast.stamp: \"hex\": give \"text\"",
+    );
+    refused(
+        toml(&format!(
+            "{HEAD}{}{}",
+            step("a", ""),
+            step("b", ", stamp = \"binary\"")
+        )),
+        "t.toml:14: steps[1].broadcast.stamp: \"binary\", but steps[0].broadcast uses \"text\"",
+    );
+    refused(
+        toml(&format!(
+            "{HEAD}[[steps]]\nsend = \"hi\"\nbroadcast = {{ expect = \"3\" }}\n"
+        )),
+        "t.toml:6: steps[0].send: a broadcast step's message carries {stamp}",
+    );
+}

@@ -431,9 +431,22 @@ expect = {{ prefix = "DELETED" }}
 
 /// Redis pub/sub as a broadcast: every user subscribes to one channel (RESP3, so the same
 /// connection can publish), then publishes stamped messages; each message reaches every
-/// subscriber, as redis's own PUBLISH count says.
+/// subscriber, as redis's own PUBLISH count says. Text stamps in an inline command, and binary
+/// stamps (which may hold CR and LF bytes) in a RESP bulk string.
 #[test]
 fn redis_pubsub_deliveries_are_counted_from_stamps() {
+    for (publish, form) in [
+        ("PUBLISH room {stamp}\\r\\n", "text"),
+        (
+            "*3\\r\\n$7\\r\\nPUBLISH\\r\\n$4\\r\\nroom\\r\\n$20\\r\\n{stamp}\\r\\n",
+            "binary",
+        ),
+    ] {
+        pubsub(publish, form);
+    }
+}
+
+fn pubsub(publish: &str, form: &str) {
     let Some(r) = Server::redis() else { return };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pubsub.toml");
@@ -460,9 +473,9 @@ pause = "400ms"
 name = "publish"
 every = "100ms"
 repeat = 5
-send = 'PUBLISH room {{stamp}}\r\n'
+send = '{publish}'
 expect = {{ prefix = ":6" }}
-broadcast = {{ expect = "6" }}
+broadcast = {{ expect = "6", stamp = "{form}" }}
 "#,
             r.port
         ),
@@ -471,7 +484,7 @@ broadcast = {{ expect = "6" }}
     let v = run_result(&["run", file.to_str().unwrap()], &[]);
     let b = &v["summary"]["broadcast"];
     let n = |k: &str| b[k].as_u64().unwrap();
-    assert_eq!(n("sent"), 30);
+    assert_eq!(n("sent"), 30, "{form}");
     assert_eq!(r.redis_calls("publish"), 30);
     assert_eq!(n("expected"), 180);
     assert_eq!(

@@ -366,7 +366,7 @@ impl<'a> Replies<'a> {
         let (gid, rec) = (u.gid, &mut *self.rec);
         let windows = &mut u.st.windows;
         let mut any = false;
-        crate::users::stamp::scan(msg, |s| {
+        crate::users::stamp::scan_form(u.prog.stamp_form, msg, |s| {
             any = true;
             use crate::users::stamp::Arrival;
             let b = &mut rec.c.broadcast;

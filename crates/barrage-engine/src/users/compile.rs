@@ -110,6 +110,9 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         collect: b.collect || !f.on.is_empty() || stamps,
         leave_ns,
         stamp_slot,
+        stamp_form: stamp_form(&f.steps)
+            .or_else(|| stamp_form(&f.leave))
+            .unwrap_or_default(),
     };
     let arrive = match &c.shape {
         barrage_scenario::Shape::Rate(r) => crate::shape::Shape::constant(*r),
@@ -140,6 +143,19 @@ struct Builder<'a> {
     steps: Vec<StepDef>,
     ops: Vec<Op>,
     collect: bool,
+}
+
+/// The stamp form of the first broadcast step (the checker made every one agree).
+fn stamp_form(steps: &[At<Step>]) -> Option<super::stamp::Form> {
+    steps.iter().find_map(|s| {
+        let form = s.value.broadcast.as_ref().map(|b| {
+            match b.value.stamp.as_ref().map(|f| f.value.as_str()) {
+                Some("binary") => super::stamp::Form::Binary,
+                _ => super::stamp::Form::Text,
+            }
+        });
+        form.or_else(|| stamp_form(&s.value.steps))
+    })
 }
 
 fn has_broadcast(steps: &[At<Step>]) -> bool {

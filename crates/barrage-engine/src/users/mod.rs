@@ -278,6 +278,7 @@ impl Users {
                 collect: false,
                 leave_ns: 0,
                 stamp_slot: None,
+                stamp_form: stamp::Form::Text,
             },
             rows: Vec::new(),
             stages: Some(stages),
@@ -327,6 +328,8 @@ pub struct Program {
     pub leave_ns: u64,
     /// The variable slot `{stamp}` renders from (a scenario with broadcast steps).
     pub stamp_slot: Option<usize>,
+    /// The form `{stamp}` renders and receivers look for.
+    pub stamp_form: stamp::Form,
 }
 
 /// One step users send: its message, what its reply must be, what it captures.

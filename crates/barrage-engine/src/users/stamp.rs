@@ -1,14 +1,30 @@
-//! Stamps: a fixed-width, text-safe token a broadcast step puts in its message, found again in
-//! whatever any user receives, so one-to-many delivery is measured without shared state.
+//! Stamps: a fixed-width token a broadcast step puts in its message, found again in whatever
+//! any user receives, so one-to-many delivery is measured without shared state.
 //!
-//! `~b` + shard (2 hex) + user (8 hex) + sequence (8 hex) + send time (14 hex, µs of the wall
-//! clock) + `~`: 35 bytes of `~`, `b` and lower-case hex, safe inside JSON strings, lines and
-//! most text protocols, and relayed unchanged by a server that relays text. The sequence counts
-//! the user's stamped sends (1, 2, ...), so a receiver sees a gap, a duplicate or a late copy
-//! per sender.
+//! Text form: `~b` + shard (2 hex) + user (8 hex) + sequence (8 hex) + send time (14 hex, µs of
+//! the wall clock) + `~`: 35 bytes of `~`, `b` and lower-case hex, safe inside JSON strings,
+//! lines and most text protocols, and relayed unchanged by a server that relays text.
+//!
+//! Binary form, for binary-safe protocols (length-prefixed frames, RESP bulk strings,
+//! WebSocket binary messages): the magic `B5 7E 42 01`, then shard (1 byte), user (4), sequence
+//! (4) and send time (7, µs), big-endian: 20 bytes.
+//!
+//! The sequence counts the user's stamped sends (1, 2, ...), so a receiver sees a gap, a
+//! duplicate or a late copy per sender.
 
-/// The length of a stamp.
+/// The length of a stamp (text form).
 pub const LEN: usize = 35;
+/// The length of a binary stamp.
+pub const BIN_LEN: usize = 20;
+const MAGIC: [u8; 4] = [0xB5, 0x7E, 0x42, 0x01];
+
+/// Which form a scenario's stamps take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Form {
+    #[default]
+    Text,
+    Binary,
+}
 const OPEN: &[u8; 2] = b"~b";
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -52,6 +68,31 @@ impl Stamp {
         out
     }
 
+    pub fn encode_binary(&self) -> [u8; BIN_LEN] {
+        let mut out = [0u8; BIN_LEN];
+        out[..4].copy_from_slice(&MAGIC);
+        out[4] = self.shard;
+        out[5..9].copy_from_slice(&self.user.to_be_bytes());
+        out[9..13].copy_from_slice(&self.seq.to_be_bytes());
+        out[13..20].copy_from_slice(&self.ts_us.to_be_bytes()[1..]);
+        out
+    }
+
+    fn decode_binary(b: &[u8]) -> Option<Stamp> {
+        let b: &[u8; BIN_LEN] = b.get(..BIN_LEN)?.try_into().ok()?;
+        if b[..4] != MAGIC {
+            return None;
+        }
+        let mut ts = [0u8; 8];
+        ts[1..].copy_from_slice(&b[13..20]);
+        Some(Stamp {
+            shard: b[4],
+            user: u32::from_be_bytes([b[5], b[6], b[7], b[8]]),
+            seq: u32::from_be_bytes([b[9], b[10], b[11], b[12]]),
+            ts_us: u64::from_be_bytes(ts),
+        })
+    }
+
     fn decode(b: &[u8]) -> Option<Stamp> {
         if b.len() < LEN || &b[..2] != OPEN || b[34] != b'~' {
             return None;
@@ -65,7 +106,32 @@ impl Stamp {
     }
 }
 
-/// Every stamp in `msg`, in order (anything that only looks like the start of one is skipped).
+/// Every stamp of `form` in `msg`, in order (anything that only looks like the start of one is
+/// skipped).
+pub fn scan_form(form: Form, msg: &[u8], f: impl FnMut(Stamp)) {
+    match form {
+        Form::Text => scan(msg, f),
+        Form::Binary => scan_binary(msg, f),
+    }
+}
+
+/// Every binary stamp in `msg`, in order.
+pub fn scan_binary(msg: &[u8], mut f: impl FnMut(Stamp)) {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(MAGIC[0], &msg[at..]) {
+        let start = at + i;
+        match Stamp::decode_binary(&msg[start..]) {
+            Some(s) => {
+                f(s);
+                at = start + BIN_LEN;
+            }
+            None => at = start + 1,
+        }
+    }
+}
+
+/// Every text stamp in `msg`, in order (anything that only looks like the start of one is
+/// skipped).
 pub fn scan(msg: &[u8], mut f: impl FnMut(Stamp)) {
     let mut at = 0;
     // `~` is rare in text: find it, then look at what follows.
@@ -185,6 +251,30 @@ mod tests {
         let mut none = 0;
         scan(&e[..LEN - 1], |_| none += 1);
         assert_eq!(none, 0, "a cut stamp is not one");
+    }
+
+    #[test]
+    fn binary_stamps_round_trip_among_any_bytes() {
+        let s = Stamp {
+            shard: 200,
+            user: 0x0a0d_0a0d,
+            seq: 0xB5,
+            ts_us: (1 << 56) - 1,
+        };
+        let e = s.encode_binary();
+        assert_eq!(e.len(), BIN_LEN);
+        let mut msg = vec![0xB5, 0x7E, 0xB5, 0, b'\r', b'\n'];
+        msg.extend_from_slice(&e);
+        let t = Stamp { seq: 1, ..s };
+        msg.extend_from_slice(&t.encode_binary());
+        msg.push(0xB5);
+        let mut found = Vec::new();
+        scan_form(Form::Binary, &msg, |x| found.push(x));
+        assert_eq!(found, [s, t]);
+        let mut none = 0;
+        scan_binary(&e[..BIN_LEN - 1], |_| none += 1);
+        scan(&e, |_| none += 1);
+        assert_eq!(none, 0, "a cut stamp is not one, nor is a binary one text");
     }
 
     #[test]

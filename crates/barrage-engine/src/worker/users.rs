@@ -252,7 +252,10 @@ impl<S: Session> Worker<S> {
                 ts_us: fill.ts_us,
             };
             if let Some(slot) = users.program.stamp_slot {
-                st.vars.set(slot, &stamp.encode());
+                match users.program.stamp_form {
+                    crate::users::stamp::Form::Text => st.vars.set(slot, &stamp.encode()),
+                    crate::users::stamp::Form::Binary => st.vars.set(slot, &stamp.encode_binary()),
+                }
             }
             self.rec.c.broadcast.sent += 1;
             if let Some(t) = &b.expect {

@@ -46,6 +46,8 @@ struct W<'a> {
     defs: Vec<Def>,
     named: Vec<(String, String)>,
     count: StepCount,
+    /// The stamp form of the first broadcast step and its key (every one must agree).
+    stamp: Option<(String, String)>,
 }
 
 type R = Result<(), ScenarioError>;
@@ -67,6 +69,7 @@ pub(super) fn check_all(
         defs: Vec::new(),
         named: Vec::new(),
         count: StepCount::default(),
+        stamp: None,
     };
     if file.steps.is_empty() {
         return Err(cx.err(
@@ -213,6 +216,26 @@ impl W<'_> {
             }
             if let Some(e) = &b.expect {
                 self.template(e, &format!("{k}.expect"), part)?;
+            }
+            let form = b.stamp.as_ref().map_or("text", |f| f.value.as_str());
+            let line = b.stamp.as_ref().map_or(b.line, |f| f.line);
+            if !matches!(form, "text" | "binary") {
+                return Err(cx.err(
+                    line,
+                    format!("{k}.stamp"),
+                    format!("\"{form}\": give \"text\" (35 text-safe bytes) or \"binary\" (20 bytes, for binary-safe protocols)"),
+                ));
+            }
+            match &self.stamp {
+                Some((f, at)) if f != form => {
+                    return Err(cx.err(
+                        line,
+                        format!("{k}.stamp"),
+                        format!("\"{form}\", but {at} uses \"{f}\": every broadcast step of a file uses one stamp form"),
+                    ));
+                }
+                Some(_) => {}
+                None => self.stamp = Some((form.to_string(), k.clone())),
             }
         }
         if let Some(e) = &s.expect {
