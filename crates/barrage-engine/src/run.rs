@@ -118,10 +118,18 @@ fn coordinate(
     let mut end = End::Completed;
     let mut connected = false;
     let mut halted = false;
+    let mut hurrying = false;
     while !agg.complete() {
         if !halted && stop.load(Ordering::Relaxed) {
             end = End::Interrupted;
             halted = true;
+        }
+        if !hurrying && hurried() {
+            // Workers draining sleep until a reply or their deadline: wake them to see it.
+            hurrying = true;
+            for w in &wakers {
+                let _ = w.wake();
+            }
         }
         if halted && !halt.swap(true, Ordering::Relaxed) {
             for w in &wakers {
@@ -168,6 +176,20 @@ fn coordinate(
     }
     let outcome = agg.finish(connections, plan.latency_basis());
     Ok(RunOutput { outcome, end })
+}
+
+/// Set once a stopped run should not wait for what is in flight: the drain ends at once.
+static HURRY: AtomicBool = AtomicBool::new(false);
+
+/// Cut the drain short (a second signal): workers stop waiting for replies in flight, which
+/// end as in flight at the end; nothing measured is dropped. For the process's runs from now
+/// on, so call it only once the run was told to stop.
+pub fn hurry() {
+    HURRY.store(true, Ordering::Relaxed);
+}
+
+pub(crate) fn hurried() -> bool {
+    HURRY.load(Ordering::Relaxed)
 }
 
 fn unix_ns() -> u64 {

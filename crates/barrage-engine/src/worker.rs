@@ -305,7 +305,9 @@ impl<S: Session> Worker<S> {
                 }
                 false
             }
-            Phase::Drain { until } => self.rec.in_flight == 0 || now >= until,
+            Phase::Drain { until } => {
+                self.rec.in_flight == 0 || now >= until || crate::run::hurried()
+            }
         }
     }
 

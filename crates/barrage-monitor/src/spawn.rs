@@ -39,6 +39,8 @@ pub struct Spawned {
     /// Reaped by `stop` or `drop` (which signal the group first).
     child: Option<Child>,
     stderr: Tail,
+    /// Stops the group should barrage die first.
+    watchdog: Watchdog,
 }
 
 /// How a spawned server ended.
@@ -147,12 +149,14 @@ pub fn spawn_server(
     let mut child = command.spawn().map_err(start_error)?;
     let stderr = Tail::capture(child.stderr.take());
     let pid = child.id();
+    let mut watchdog = Watchdog::arm(pid);
     let deadline = started + ready_timeout;
     loop {
         match child.try_wait() {
             Ok(None) => {}
             Ok(Some(status)) => {
                 // Whatever it left behind in its group (a backgrounded server) goes too.
+                watchdog.disarm();
                 signal_group(pid, SIGKILL);
                 stderr.wait_closed(DRAIN);
                 let (code, signal) = decode(Some(status));
@@ -165,6 +169,7 @@ pub fn spawn_server(
                 });
             }
             Err(e) => {
+                watchdog.disarm();
                 signal_group(pid, SIGKILL);
                 let _ = child.wait();
                 return Err(start_error(e));
@@ -172,6 +177,7 @@ pub fn spawn_server(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            watchdog.disarm();
             signal_group(pid, SIGKILL);
             let _ = child.wait();
             stderr.wait_closed(DRAIN);
@@ -190,6 +196,7 @@ pub fn spawn_server(
                 ready_after: started.elapsed(),
                 child: Some(child),
                 stderr,
+                watchdog,
             });
         }
         thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
@@ -233,6 +240,7 @@ impl Spawned {
         let started = Instant::now();
         let deadline = started + grace;
         let mut status = child.try_wait().ok().flatten();
+        self.watchdog.disarm();
         signal_group(self.pid, SIGTERM);
         let mut killed = false;
         loop {
@@ -267,6 +275,7 @@ impl Spawned {
 impl Drop for Spawned {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            self.watchdog.disarm();
             signal_group(self.pid, SIGKILL);
             let _ = child.wait();
         }
@@ -285,6 +294,38 @@ impl StopReport {
             signal: self.signal,
             stop_took_ms: self.took.as_secs_f64() * 1e3,
             killed: self.killed,
+        }
+    }
+}
+
+/// Ends the server's process group if barrage itself dies without stopping it (SIGKILL, a
+/// crash): a `sh` in its own process group that waits for EOF on a pipe only barrage holds the
+/// write end of, then sends the group SIGTERM and, 2 s later, SIGKILL. The kernel closes the
+/// pipe whatever way barrage ends; a normal stop disarms it first (killed by its pid), so it
+/// never signals a group that is gone.
+struct Watchdog(Option<Child>);
+
+impl Watchdog {
+    fn arm(pgid: u32) -> Watchdog {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!(
+                "read _ ; kill -s TERM -- -{pgid} 2>/dev/null; sleep 2; kill -s KILL -- -{pgid} 2>/dev/null"
+            ))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // Without a watchdog the server is still stopped by every normal end.
+        Watchdog(command.spawn().ok())
+    }
+
+    fn disarm(&mut self) {
+        if let Some(mut w) = self.0.take() {
+            let _ = w.kill();
+            let _ = w.wait();
         }
     }
 }

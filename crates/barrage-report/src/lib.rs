@@ -163,15 +163,45 @@ pub fn render_to_string(r: &RunResult, format: Format) -> String {
 /// Write `r` in `format` to the file at `path` (created or truncated).
 pub fn save(r: &RunResult, format: Format, path: impl AsRef<Path>) -> Result<(), ReportError> {
     let path = path.as_ref();
-    let write = || -> io::Result<()> {
-        let mut out = io::BufWriter::new(std::fs::File::create(path)?);
-        render(r, format, &mut out)?;
-        out.flush()
-    };
-    write().map_err(|source| ReportError::Write {
+    write_whole(path, |out| render(r, format, out)).map_err(|source| ReportError::Write {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Writes a file all or nothing: a regular file (or a new one) is written to a temporary file
+/// beside it, synced and renamed over it, so a failed write (a full disk) leaves the earlier
+/// file as it was and no torn one; anything else (`/dev/stdout`, a FIFO, a device) is written
+/// in place.
+pub fn write_whole(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let in_place = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    if in_place {
+        let mut out = io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+        fill(&mut out)?;
+        return out.flush();
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let file = std::fs::File::create(&tmp)?;
+        let mut out = io::BufWriter::new(file);
+        fill(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Read a result saved as JSON, for re-rendering offline. Unknown fields are ignored (newer

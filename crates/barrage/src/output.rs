@@ -178,7 +178,12 @@ impl Outputs {
             None => Vec::new(),
         };
         let to_stderr = self.json_to_stdout();
-        write_json(self.json, result)?;
+        // Each output succeeds or fails on its own (a full disk for the JSON still prints the
+        // summary and writes a report elsewhere); every failure is one line, and exit code 1.
+        let mut failed = Vec::new();
+        if let Err(e) = write_json(self.json, result) {
+            failed.push(format!("{e:#}"));
+        }
         // With --json -, stdout carries the JSON and the summary goes to stderr.
         let mut text = Vec::new();
         Format::Text.renderer().render(result, &mut text)?;
@@ -196,12 +201,19 @@ impl Outputs {
         };
         if let Err(e) = shown {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
-                return Err(e).context("cannot print the summary");
+                failed.push(format!("cannot print the summary: {e}"));
             }
         }
         if let Some((path, format)) = &self.report {
-            crate::report_cmd::write(result, path, *format)
-                .with_context(|| format!("--report {path}"))?;
+            if let Err(e) = crate::report_cmd::write(result, path, *format) {
+                failed.push(format!("--report {path}: {e:#}"));
+            }
+        }
+        for f in &failed {
+            eprintln!("error: {f}");
+        }
+        if !failed.is_empty() && code == 0 {
+            code = 1;
         }
         Ok(code)
     }
@@ -268,8 +280,7 @@ fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
         Some(JsonOut::Stdout) => {
             render(&mut std::io::stdout().lock()).context("--json -: cannot write")
         }
-        Some(JsonOut::File(p)) => std::fs::File::create(&p)
-            .and_then(|f| render(&mut std::io::BufWriter::new(f)))
+        Some(JsonOut::File(p)) => barrage_report::write_whole(Path::new(&p), |w| render(w))
             .with_context(|| format!("--json {p}: cannot write")),
     }
 }

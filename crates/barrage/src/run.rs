@@ -61,7 +61,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     r.outputs.finish(&result, end.code)
 }
 
-/// The run's stop flags. `stop` is set by SIGINT/SIGTERM and by the dashboard's `q`;
+/// The run's stop flags. `stop` is set by SIGINT/SIGTERM/SIGHUP and by the dashboard's `q`;
 /// `signalled` by the signals only (a `q` is a user stop, not an interrupt).
 struct Signals {
     stop: Arc<AtomicBool>,
@@ -72,7 +72,7 @@ impl Signals {
     fn install() -> Signals {
         let stop = sys::stop_on_signals();
         let signalled = Arc::new(AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        for sig in sys::STOP_SIGNALS {
             let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
         }
         Signals { stop, signalled }

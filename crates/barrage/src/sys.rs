@@ -99,15 +99,27 @@ pub fn rfc3339_now() -> String {
     )
 }
 
-/// SIGINT/SIGTERM set the returned flag; a second one exits at once with code 130.
+/// The signals that stop a run: Ctrl-C, `kill`, and the terminal going away.
+pub const STOP_SIGNALS: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
+/// SIGINT, SIGTERM and SIGHUP set the returned flag; a further one cuts the drain short
+/// ([`barrage_engine::hurry`]). None of them ends the process: the results are always written.
 pub fn stop_on_signals() -> Arc<AtomicBool> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    use signal_hook::flag;
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
-        // Order matters: the conditional exit must see the flag before this signal sets it.
-        let _ = flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop));
-        let _ = flag::register(sig, Arc::clone(&stop));
+    for sig in STOP_SIGNALS {
+        let flag = Arc::clone(&stop);
+        // SAFETY: the handler only does atomic loads and stores, which are async-signal-safe.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    barrage_engine::hurry();
+                }
+            })
+        };
     }
     stop
 }

@@ -1,0 +1,180 @@
+//! Results that survive what goes wrong around a run: an output that cannot be written leaves
+//! the others, an earlier result is replaced whole or not at all, a hangup or a second signal
+//! still writes the results, and a `--spawn`ed server does not outlive a killed barrage.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{ChildStderr, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `barrage ARGS --no-tui` and returns once its first live status line is out (the
+/// load runs and its signal handlers are in place), with the rest of its stderr.
+fn started(args: &[&str]) -> (Guard, BufReader<ChildStderr>) {
+    let mut child = StdCommand::new(bin())
+        .args(args)
+        .arg("--no-tui")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let child = Guard(child);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "barrage ended early");
+        if line.starts_with('[') {
+            return (child, err);
+        }
+    }
+}
+
+#[test]
+fn an_output_that_cannot_be_written_leaves_the_others() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.md");
+    let out = barrage()
+        .args([server.url(), "-c", "2", "-n", "500", "-q"])
+        .args(["--json", "/dev/full", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: --json /dev/full: cannot write")
+            && stderr.to_lowercase().contains("no space left"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("error:")).count(),
+        1
+    );
+    assert!(
+        stdout.contains("Throughput"),
+        "the summary is printed: {stdout}"
+    );
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(md.contains("500"), "the report is written");
+}
+
+#[test]
+fn an_earlier_result_is_replaced_whole_or_not_at_all() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, b"the earlier result").unwrap();
+    let mut child = StdCommand::new(bin())
+        .args([server.url(), "-c", "2", "-d", "2s", "-q", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Whenever it is looked at, the file is the earlier result or the whole new one.
+    let mut looks = 0;
+    let status = loop {
+        let exited = child.try_wait().unwrap();
+        let text = std::fs::read(&json).unwrap();
+        if text != b"the earlier result" {
+            serde_json::from_slice::<serde_json::Value>(&text)
+                .unwrap_or_else(|e| panic!("a torn result ({e}): {} bytes", text.len()));
+        }
+        looks += 1;
+        if let Some(st) = exited {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success() && looks > 1);
+    assert_eq!(s(&read_json(&json), "status"), "completed");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["r.json"], "no temporary file is left");
+}
+
+/// Stops a run with `signals` (one after another) and checks the results were written whole.
+fn stopped_by(signals: &[&str], server_extra: &[&str]) -> serde_json::Value {
+    let server = EchoServer::start(server_extra);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let json_arg = json.to_str().unwrap().to_string();
+    let (mut child, _err) = started(&[
+        server.url(),
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "30s",
+        "--json",
+        &json_arg,
+    ]);
+    for sig in signals {
+        send_signal(child.0.id(), sig);
+    }
+    let status =
+        wait_at_most(&mut child.0, Duration::from_secs(20)).expect("barrage ends after the signal");
+    assert_eq!(status.code(), Some(130), "{signals:?}: {status}");
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "interrupted", "{signals:?}");
+    let ex = |k: &str| u(&r, &format!("summary.exchanges.{k}"));
+    assert_eq!(
+        ex("sent"),
+        ex("completed") + ex("failed") + ex("in_flight_at_end"),
+        "{signals:?}"
+    );
+    r
+}
+
+#[test]
+fn a_hangup_stops_the_run_and_writes_the_results() {
+    let r = stopped_by(&["HUP"], &[]);
+    assert!(u(&r, "summary.requests") > 0);
+}
+
+/// A second signal while replies are awaited ends the drain at once; the results are still
+/// written, what was awaited counted as in flight at the end.
+#[test]
+fn a_second_signal_shortens_the_drain_and_keeps_the_results() {
+    let r = stopped_by(&["INT", "INT"], &["--delay", "5s"]);
+    assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), 4);
+    let r = stopped_by(&["TERM", "HUP", "INT"], &["--delay", "5s"]);
+    assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), 4);
+}
+
+fn accepts(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// barrage killed with SIGKILL cannot stop its `--spawn`ed server: its watchdog does.
+#[test]
+fn a_spawned_server_does_not_outlive_a_killed_barrage() {
+    let port = refused_port();
+    let cmd = format!(
+        "{} serve echo --listen 127.0.0.1:{port} --exit-after 60s",
+        bin().display()
+    );
+    let url = format!("tcp://127.0.0.1:{port}");
+    let (mut child, _err) = started(&[&url, "-c", "2", "-d", "30s", "--spawn", &cmd]);
+    assert!(accepts(port), "the spawned server runs");
+    send_signal(child.0.id(), "KILL");
+    let _ = child.0.wait();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while accepts(port) {
+        assert!(
+            Instant::now() < deadline,
+            "the spawned server still accepts after barrage was killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
