@@ -10,7 +10,7 @@ use crate::plan::{Plan, Protocol, Share};
 use crate::session::{self, Session};
 use crate::spec::Clock;
 use crate::worker::{Worker, WorkerEvent};
-use barrage_metrics::{Aggregator, Outcome, Tick};
+use barrage_metrics::{Aggregator, Delta, Outcome, Tick};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -38,13 +38,38 @@ pub struct RunOutput {
     pub end: End,
 }
 
+/// What sees the run as it goes: every tick of the time series as it becomes final, and (when
+/// it asks) each second's merged delta just before its tick: the run's durable stream.
+pub trait Observer {
+    fn tick(&mut self, tick: &Tick, agg: &Aggregator);
+    fn wants_segments(&self) -> bool {
+        false
+    }
+    fn segment(&mut self, _merged: &Delta) {}
+}
+
+impl<F: FnMut(&Tick, &Aggregator)> Observer for F {
+    fn tick(&mut self, tick: &Tick, agg: &Aggregator) {
+        self(tick, agg)
+    }
+}
+
 /// Execute `plan` with its protocol's session. `stop` may be set from another thread (e.g. a
 /// signal handler) to end the load early; `on_tick` sees every tick of the time series as it
 /// becomes final.
 pub fn run(
     plan: Plan,
     stop: Arc<AtomicBool>,
-    on_tick: impl FnMut(&Tick, &Aggregator),
+    mut on_tick: impl FnMut(&Tick, &Aggregator),
+) -> Result<RunOutput, EngineError> {
+    run_observed(plan, stop, &mut on_tick)
+}
+
+/// [`run`] with an [`Observer`].
+pub fn run_observed(
+    plan: Plan,
+    stop: Arc<AtomicBool>,
+    obs: &mut dyn Observer,
 ) -> Result<RunOutput, EngineError> {
     let spawn: Spawn = match &plan.protocol {
         Protocol::Tcp => spawn::<session::tcp::Tcp>,
@@ -53,7 +78,7 @@ pub fn run(
         Protocol::Redis(_) => spawn::<session::redis::Redis>,
         Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
     };
-    coordinate(plan, stop, on_tick, spawn)
+    coordinate(plan, stop, obs, spawn)
 }
 
 /// Execute `plan` with the session `S`, whatever `plan.protocol` says: a protocol defined
@@ -61,9 +86,9 @@ pub fn run(
 pub fn run_session<S: Session>(
     plan: Plan,
     stop: Arc<AtomicBool>,
-    on_tick: impl FnMut(&Tick, &Aggregator),
+    mut on_tick: impl FnMut(&Tick, &Aggregator),
 ) -> Result<RunOutput, EngineError> {
-    coordinate(plan, stop, on_tick, spawn::<S>)
+    coordinate(plan, stop, &mut on_tick, spawn::<S>)
 }
 
 /// Starts one worker thread.
@@ -72,13 +97,16 @@ type Spawn = fn(Parts) -> std::io::Result<(std::thread::JoinHandle<()>, Arc<mio:
 fn coordinate(
     plan: Plan,
     stop: Arc<AtomicBool>,
-    mut on_tick: impl FnMut(&Tick, &Aggregator),
+    obs: &mut dyn Observer,
     spawn: Spawn,
 ) -> Result<RunOutput, EngineError> {
     let plan = Arc::new(plan);
     let shares = plan.my_shares();
     let connections: u64 = shares.iter().map(|s| s.connections).sum();
     let mut agg = Aggregator::new(plan.timeline(), shares.len());
+    if obs.wants_segments() {
+        agg.keep_segments();
+    }
     if shares.is_empty() {
         // A split run with more shares than connections leaves some processes nothing.
         let outcome = agg.finish(0, plan.latency_basis());
@@ -138,8 +166,12 @@ fn coordinate(
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(WorkerEvent::Delta(d)) => {
-                for t in agg.push(*d) {
-                    on_tick(&t, &agg);
+                let ticks = agg.push(*d);
+                for seg in agg.take_segments() {
+                    obs.segment(&seg);
+                }
+                for t in ticks {
+                    obs.tick(&t, &agg);
                 }
             }
             Ok(WorkerEvent::Connected) => connected = true,

@@ -375,9 +375,28 @@ pub struct Aggregator {
     in_flight_end: u64,
     ready_last_ns: u64,
     spans: Spans,
+    /// With [`Aggregator::keep_segments`]: the merged deltas finalized since the last
+    /// [`Aggregator::take_segments`].
+    segments: Option<Vec<Delta>>,
 }
 
 impl Aggregator {
+    /// Keep each segment's merged delta (all workers' figures for that second) for
+    /// [`Aggregator::take_segments`]: the run's durable stream. Pushing those deltas, in order,
+    /// into a fresh aggregator of one worker with the same timeline gives the same ticks and
+    /// outcome.
+    pub fn keep_segments(&mut self) {
+        self.segments.get_or_insert_with(Vec::new);
+    }
+
+    /// The merged deltas finalized since the last call, in order (empty unless kept).
+    pub fn take_segments(&mut self) -> Vec<Delta> {
+        self.segments
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     pub fn new(timeline: Timeline, workers: usize) -> Self {
         Self {
             timeline,
@@ -396,6 +415,7 @@ impl Aggregator {
             in_flight_end: 0,
             ready_last_ns: 0,
             spans: Spans::default(),
+            segments: None,
         }
     }
 
@@ -498,6 +518,11 @@ impl Aggregator {
             self.in_flight_end = d.in_flight;
         }
         self.ticks.push(tick.clone());
+        if let Some(segs) = &mut self.segments {
+            let mut d = d;
+            d.worker = 0;
+            segs.push(d);
+        }
         tick
     }
 

@@ -21,6 +21,9 @@ pub enum Status {
     Stopped,
     /// It could not do its job (e.g. nothing could connect).
     Failed,
+    /// Rebuilt from a durable stream (`--out DIR`) that has no summary: the process ended
+    /// (killed, crashed) before it wrote one; the figures cover the seconds it recorded.
+    Incomplete,
 }
 
 /// The plan as the user will want to read it back: plain values, resolved defaults.

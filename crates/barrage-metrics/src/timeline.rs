@@ -19,7 +19,7 @@ pub enum Phase {
 }
 
 /// Boundaries in nanoseconds since the run's start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
     pub warmup_ns: u64,
     /// End of the load phase; `None` when the run is bounded by a request count only.

@@ -105,6 +105,7 @@ fn status(r: &RunResult) -> String {
         Status::Interrupted => "interrupted (figures cover the run until then)",
         Status::Stopped => "stopped (figures cover the run until then)",
         Status::Failed => "failed",
+        Status::Incomplete => "incomplete",
     };
     match &r.message {
         Some(m) => format!("{word}: {m}"),

@@ -17,6 +17,7 @@ mod html;
 mod json;
 mod markdown;
 mod monitor_text;
+pub mod stream;
 mod text;
 mod verdicts;
 
@@ -171,13 +172,22 @@ pub fn save(r: &RunResult, format: Format, path: impl AsRef<Path>) -> Result<(),
 
 /// Writes a file all or nothing: a regular file (or a new one) is written to a temporary file
 /// beside it, synced and renamed over it, so a failed write (a full disk) leaves the earlier
-/// file as it was and no torn one; anything else (`/dev/stdout`, a FIFO, a device) is written
-/// in place.
+/// file as it was and no torn one (through a symlink, the file it names); anything else
+/// (`/dev/stdout`, a FIFO, a device) is written in place.
 pub fn write_whole(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
     let in_place = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    // A symlink is written through: the file it names is replaced, the link stays.
+    let real;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() && !in_place => {
+            real = std::fs::canonicalize(path)?;
+            real.as_path()
+        }
+        _ => path,
+    };
     if in_place {
         let mut out = io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
         fill(&mut out)?;
@@ -207,8 +217,14 @@ pub fn write_whole(
 /// Read a result saved as JSON, for re-rendering offline. Unknown fields are ignored (newer
 /// writers may add some); a missing or different `schema` is refused before anything else is
 /// looked at, so that feeding the wrong file gives one clear message.
+///
+/// A run's stream directory (`--out DIR`) loads too: its `result.json`, or the result rebuilt
+/// from the seconds it recorded (see [`stream`]).
 pub fn load(path: impl AsRef<Path>) -> Result<RunResult, ReportError> {
     let path = path.as_ref();
+    if stream::is_stream(path) {
+        return stream::load_dir(path);
+    }
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
         source,
@@ -242,4 +258,40 @@ pub fn parse(text: &str, path: &Path) -> Result<RunResult, ReportError> {
     let mut r: RunResult = serde_json::from_str(text).map_err(json_err)?;
     r.summary.fill_legacy();
     Ok(r)
+}
+
+#[cfg(test)]
+mod write_whole_tests {
+    use super::write_whole;
+    use std::io::{self, Write};
+
+    #[test]
+    fn write_whole_replaces_all_or_nothing_and_writes_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("r.json");
+        std::fs::write(&f, b"old").unwrap();
+        let failed = write_whole(&f, |w| {
+            w.write_all(b"half")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            b"old",
+            "the earlier file is kept"
+        );
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        write_whole(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&f).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+    }
 }

@@ -76,6 +76,7 @@ fn header(r: &RunResult) -> Vec<String> {
         Status::Interrupted => Some("INTERRUPTED"),
         Status::Stopped => Some("STOPPED"),
         Status::Failed => Some("FAILED"),
+        Status::Incomplete => Some("INCOMPLETE"),
     };
     if let Some(status) = status {
         let mut line = format!("  {status}");

@@ -133,11 +133,11 @@ pub struct FindMaxArgs {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// A result written with --json
-    #[arg(value_name = "RESULT.json")]
+    /// A result written with --json, or a run's --out directory (finished or not)
+    #[arg(value_name = "RESULT.json|DIR")]
     pub result: PathBuf,
 
-    /// Output file: .html or .md (- for Markdown on stdout)
+    /// Output file: .html, .md or .json (- for Markdown on stdout)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: String,
 }
@@ -429,6 +429,12 @@ pub struct RunArgs {
     /// Write a self-contained report at the end: FILE.html or FILE.md
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<String>,
+
+    /// Write the run to DIR as it goes (settings first, then each second, synced; the result
+    /// at the end), so a crash loses at most the last seconds; `barrage report DIR` renders
+    /// it, finished or not. DIR must be new or empty
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out: Option<PathBuf>,
 
     /// Plain one-line-per-second output even on a terminal (no full-screen dashboard)
     #[arg(long, help_heading = "Output")]

@@ -88,7 +88,7 @@ fn with_run_shortcut(argv: &[String]) -> Vec<String> {
 
 /// An error and its causes in one line, each cause once: a message that already quotes its
 /// source (thiserror's `{source}`) would otherwise print the OS error twice.
-fn error_line(e: &anyhow::Error) -> String {
+pub(crate) fn error_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain().map(|c| c.to_string()) {
         if line.contains(&cause) {

@@ -59,6 +59,9 @@ struct Baseline {
 /// Every output of one run, resolved and checked.
 pub struct Outputs {
     json: Option<JsonOut>,
+    /// `--out DIR`: checked at resolve, created when the run starts.
+    out: Option<PathBuf>,
+    stream: Option<barrage_report::stream::Writer>,
     report: Option<(String, Format)>,
     baseline: Option<Baseline>,
     quiet: bool,
@@ -86,6 +89,9 @@ impl Outputs {
             }
             None => None,
         };
+        if let Some(dir) = &a.out {
+            check_out_dir(dir)?;
+        }
         let opts = crate::compare::options(a.noise_floor.as_deref())?;
         let baseline = match &a.baseline {
             Some(b) => {
@@ -104,6 +110,8 @@ impl Outputs {
         };
         Ok(Outputs {
             json,
+            out: a.out.clone(),
+            stream: None,
             report,
             baseline,
             quiet: a.quiet,
@@ -121,12 +129,30 @@ impl Outputs {
     pub fn summary(quiet: bool) -> Outputs {
         Outputs {
             json: None,
+            out: None,
+            stream: None,
             report: None,
             baseline: None,
             quiet,
             no_tui: false,
             note: None,
         }
+    }
+
+    /// Starts the durable stream (`--out DIR`) with its header; a directory that cannot be
+    /// created or written is a usage error naming it, before any load.
+    pub fn start_stream(&mut self, header: &barrage_report::stream::Header) -> Result<(), Usage> {
+        if let Some(dir) = &self.out {
+            let w = barrage_report::stream::Writer::create(dir, header)
+                .map_err(|e| Usage::value("--out", dir.display(), e))?;
+            self.stream = Some(w);
+        }
+        Ok(())
+    }
+
+    /// The stream's writer while the load runs.
+    pub fn stream(&mut self) -> Option<&mut barrage_report::stream::Writer> {
+        self.stream.as_mut()
     }
 
     fn json_to_stdout(&self) -> bool {
@@ -182,7 +208,15 @@ impl Outputs {
         // summary and writes a report elsewhere); every failure is one line, and exit code 1.
         let mut failed = Vec::new();
         if let Err(e) = write_json(self.json, result) {
-            failed.push(format!("{e:#}"));
+            failed.push(crate::error_line(&e));
+        }
+        if let Some(w) = &self.stream {
+            if let Err(e) = w.finish(result) {
+                failed.push(format!(
+                    "--out {}: cannot write the result: {e}",
+                    w.dir().display()
+                ));
+            }
         }
         // With --json -, stdout carries the JSON and the summary goes to stderr.
         let mut text = Vec::new();
@@ -206,7 +240,7 @@ impl Outputs {
         }
         if let Some((path, format)) = &self.report {
             if let Err(e) = crate::report_cmd::write(result, path, *format) {
-                failed.push(format!("--report {path}: {e:#}"));
+                failed.push(crate::error_line(&e.context(format!("--report {path}"))));
             }
         }
         for f in &failed {
@@ -265,6 +299,37 @@ impl Live {
         if let Live::Dashboard(d) = self {
             d.finish();
         }
+    }
+}
+
+/// `--out DIR`: new (in a directory that exists) or empty.
+fn check_out_dir(dir: &Path) -> Result<(), Usage> {
+    let bad = |why: &str| Usage::value("--out", dir.display(), why);
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => match entries.next() {
+            None => Ok(()),
+            Some(_) => Err(bad(
+                "holds files already (a run?); give a new or empty directory",
+            )),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(bad(&format!(
+                    "the directory {} does not exist; create it first",
+                    parent.display()
+                )))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(bad("is a file; give a directory"))
+        }
+        Err(e) => Err(bad(&e.to_string())),
     }
 }
 

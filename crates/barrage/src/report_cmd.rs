@@ -1,4 +1,5 @@
-//! `barrage report RESULT.json -o FILE.html|.md` (offline, from the canonical JSON) and
+//! `barrage report RESULT.json|DIR -o FILE.html|.md|.json` (offline, from the canonical JSON
+//! or a run's `--out` directory, finished or not) and
 //! `--report FILE` at the end of a run: one renderer per format in barrage-report.
 
 use crate::cli::ReportArgs;
@@ -9,7 +10,11 @@ use barrage_report::Format;
 use std::io::Write;
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
-    let format = crate::output::report_format("-o", &a.output, true)?;
+    // A result (a stream directory's, rebuilt or not) can be written out as JSON too.
+    let format = match Format::from_path(std::path::Path::new(&a.output)) {
+        Some(Format::Json) => Format::Json,
+        _ => crate::output::report_format("-o", &a.output, true)?,
+    };
     let r = barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
     write(&r, &a.output, format)?;
     Ok(0)

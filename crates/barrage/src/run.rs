@@ -38,10 +38,27 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         result.spec = Some(spec);
         return r.outputs.refused(&result);
     }
-    let live = r.outputs.live(&r.plan, &signals.stop);
-    let out = barrage_engine::run(r.plan, signals.stop.clone(), |tick, agg| {
-        live.update(tick, agg, watch.as_ref().and_then(Watch::latest_server))
+    let mut outputs = r.outputs;
+    outputs.start_stream(&barrage_report::stream::Header {
+        schema: barrage_report::stream::SCHEMA.into(),
+        command_line: r.argv.clone(),
+        started_at: started_at.clone(),
+        config: r.config.clone(),
+        environment: sys::environment(),
+        spec: Some(spec.clone()),
+        timeline: r.plan.timeline(),
+        latency_basis: r.plan.latency_basis(),
+        connections: r.plan.connections,
+        thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
     })?;
+    let live = outputs.live(&r.plan, &signals.stop);
+    let mut observer = Observer {
+        live: &live,
+        watch: watch.as_ref(),
+        stream: outputs.stream(),
+        stop: &signals.stop,
+    };
+    let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
     let end = Ending::of(out.end, &out.outcome, &live, &signals, &r.config.target);
     let recovery_s = watch.as_ref().map(Watch::recovery_s);
     let watched = watch.map(|w| recover(w, &live, &signals));
@@ -58,7 +75,42 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
     result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
-    r.outputs.finish(&result, end.code)
+    outputs.finish(&result, end.code)
+}
+
+/// What watches the run as it goes: the live view, and the durable stream (`--out`).
+struct Observer<'a> {
+    live: &'a Live,
+    watch: Option<&'a Watch>,
+    stream: Option<&'a mut barrage_report::stream::Writer>,
+    stop: &'a AtomicBool,
+}
+
+impl barrage_engine::Observer for Observer<'_> {
+    fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
+        self.live
+            .update(tick, agg, self.watch.and_then(Watch::latest_server))
+    }
+
+    fn wants_segments(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// A second that cannot be written stops the load (the run must not go on blind); what
+    /// was recorded is kept and the other outputs are still written.
+    fn segment(&mut self, merged: &barrage_metrics::Delta) {
+        let Some(w) = self.stream.as_deref_mut() else {
+            return;
+        };
+        if let Err(e) = w.second(merged) {
+            eprintln!(
+                "error: --out {}: cannot write: {e}; stopping the load (what was recorded is kept)",
+                w.dir().display()
+            );
+            self.stream = None;
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The run's stop flags. `stop` is set by SIGINT/SIGTERM/SIGHUP and by the dashboard's `q`;

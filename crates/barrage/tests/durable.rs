@@ -178,3 +178,142 @@ fn a_spawned_server_does_not_outlive_a_killed_barrage() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `barrage report DIR -o FILE.json`: the result of a stream directory, as JSON.
+fn rebuilt(dir: &std::path::Path) -> serde_json::Value {
+    let json = dir.with_extension("rebuilt.json");
+    let out = barrage()
+        .arg("report")
+        .arg(dir)
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_json(&json)
+}
+
+/// Totals equal the sum of the seconds.
+fn totals_are_the_sum_of_the_seconds(r: &serde_json::Value) {
+    let ticks = r["timeseries"].as_array().unwrap();
+    let sum = |k: &str| ticks.iter().map(|t| t[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(u(r, "summary.exchanges.sent"), sum("sent"));
+    assert_eq!(u(r, "summary.exchanges.completed"), sum("requests"));
+    assert_eq!(u(r, "summary.exchanges.failed"), sum("failed"));
+}
+
+/// SIGKILL at ten moments: every second barrage reported live is in the stream, and the
+/// rebuilt result's totals are the sum of its seconds.
+#[test]
+fn a_killed_run_leaves_every_completed_second() {
+    let server = EchoServer::start(&[]);
+    let root = tempfile::tempdir().unwrap();
+    for trial in 0..10u64 {
+        let dir = root.path().join(format!("run{trial}"));
+        let dir_arg = dir.to_str().unwrap().to_string();
+        let (mut child, mut err) = started(&[
+            server.url(),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "30s",
+            "--out",
+            &dir_arg,
+        ]);
+        // The first second is out; kill at a moment in the next one or two.
+        let mut reported = 1;
+        if trial % 3 == 2 {
+            let mut line = String::new();
+            err.read_line(&mut line).unwrap();
+            reported += 1;
+        }
+        std::thread::sleep(Duration::from_millis(trial * 97));
+        send_signal(child.0.id(), "KILL");
+        let _ = child.0.wait();
+        let r = rebuilt(&dir);
+        assert_eq!(s(&r, "status"), "incomplete", "trial {trial}");
+        assert!(
+            s(&r, "message").contains("without a summary"),
+            "trial {trial}: {}",
+            r["message"]
+        );
+        let seconds = r["timeseries"].as_array().unwrap().len();
+        assert!(
+            seconds >= reported,
+            "trial {trial}: {seconds} of {reported} seconds"
+        );
+        assert!(u(&r, "summary.exchanges.completed") > 0);
+        totals_are_the_sum_of_the_seconds(&r);
+    }
+}
+
+/// A finished run's stream holds its result; rebuilt from the seconds alone, it is the same
+/// run: the same totals, time series and latency.
+#[test]
+fn a_finished_runs_seconds_rebuild_its_result_exactly() {
+    let server = EchoServer::start(&[]);
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    let json = root.path().join("r.json");
+    barrage()
+        .args([server.url(), "-c", "2", "-d", "2s", "-q", "--out"])
+        .arg(&dir)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let full = read_json(&json);
+    assert_eq!(read_json(&dir.join("result.json")), full);
+    assert_eq!(rebuilt(&dir), full, "the directory loads as its result");
+    std::fs::remove_file(dir.join("result.json")).unwrap();
+    let again = rebuilt(&dir);
+    assert_eq!(s(&again, "status"), "incomplete");
+    for key in [
+        "exchanges",
+        "latency_us",
+        "requests",
+        "errors",
+        "connections",
+    ] {
+        assert_eq!(again["summary"][key], full["summary"][key], "{key}");
+    }
+    assert_eq!(again["timeseries"], full["timeseries"]);
+    totals_are_the_sum_of_the_seconds(&again);
+}
+
+#[test]
+fn out_must_be_a_new_or_empty_directory() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("x"), b"").unwrap();
+    let out = barrage()
+        .args(["tcp://127.0.0.1:9", "-n", "1", "--out"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("--out") && e.contains("holds files already"),
+        "{e}"
+    );
+    let out = barrage()
+        .args([
+            "tcp://127.0.0.1:9",
+            "-n",
+            "1",
+            "--out",
+            "/nonexistent-dir/run",
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("does not exist"), "{e}");
+}

@@ -1,0 +1,210 @@
+//! The durable stream of a run (`--out DIR`): what a run writes while it goes, so that a
+//! process killed at hour 11 leaves hours of results behind.
+//!
+//! ```text
+//! DIR/run.json       the header, written whole before the load: command line, start time,
+//!                    settings, environment, spec, timeline, thresholds
+//! DIR/seconds.jsonl  one line per second as it becomes final: the second's merged delta
+//!                    (counters and histograms of every worker), appended and synced
+//! DIR/result.json    the result, written whole at the end (as --json writes it)
+//! ```
+//!
+//! Key decision: a line is the aggregator's merged delta, not the rendered tick, so replaying
+//! the lines into a fresh aggregator of one worker gives the same ticks and the same summary
+//! (counts are sums, histograms merge exactly): a run that never wrote `result.json` is
+//! rebuilt from the seconds it recorded, marked incomplete. A torn last line (the process died
+//! while writing it) is left out; a bad line before the last is an error.
+
+use crate::ReportError;
+use barrage_metrics::result::{Environment, RunConfig, Status};
+use barrage_metrics::{Aggregator, Delta, LatencyBasis, RunResult, Timeline};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "barrage.stream/1";
+pub const HEADER: &str = "run.json";
+pub const SECONDS: &str = "seconds.jsonl";
+pub const RESULT: &str = "result.json";
+
+/// `DIR/run.json`: what a result needs besides its seconds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Header {
+    pub schema: String,
+    pub command_line: Vec<String>,
+    pub started_at: String,
+    pub config: RunConfig,
+    pub environment: Environment,
+    #[serde(default)]
+    pub spec: Option<serde_json::Value>,
+    pub timeline: Timeline,
+    pub latency_basis: LatencyBasis,
+    /// The connections (or users) the run planned, as the summary reports them.
+    pub connections: u64,
+    /// The `--threshold` expressions, judged again on a rebuilt result.
+    #[serde(default)]
+    pub thresholds: Vec<String>,
+}
+
+/// Writes a run's stream as it goes.
+pub struct Writer {
+    dir: PathBuf,
+    seconds: File,
+    line: Vec<u8>,
+    /// Seconds written so far.
+    pub written: u64,
+}
+
+impl Writer {
+    /// Creates `dir` (it must not exist, or be empty) with the header and an empty seconds
+    /// file. Every failure names the path.
+    pub fn create(dir: &Path, header: &Header) -> io::Result<Writer> {
+        match std::fs::read_dir(dir) {
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "the directory holds files already (a run?); give a new or empty one",
+                    ));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(dir)?,
+            Err(e) => return Err(e),
+        }
+        crate::write_whole(&dir.join(HEADER), |w| {
+            serde_json::to_writer_pretty(&mut *w, header)?;
+            w.write_all(b"\n")
+        })?;
+        let seconds = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(dir.join(SECONDS))?;
+        Ok(Writer {
+            dir: dir.to_path_buf(),
+            seconds,
+            line: Vec::with_capacity(4096),
+            written: 0,
+        })
+    }
+
+    /// Appends one second (one `write`, then synced to the disk).
+    pub fn second(&mut self, merged: &Delta) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, merged)?;
+        self.line.push(b'\n');
+        self.seconds.write_all(&self.line)?;
+        self.seconds.sync_data()?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Writes `DIR/result.json` whole.
+    pub fn finish(&self, result: &RunResult) -> io::Result<()> {
+        crate::write_whole(&self.dir.join(RESULT), |w| {
+            crate::Format::Json.renderer().render(result, w)
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Whether `path` is a run's stream directory.
+pub fn is_stream(path: &Path) -> bool {
+    path.is_dir() && path.join(HEADER).is_file()
+}
+
+/// The result of a stream directory: `result.json` when the run wrote it, else the result
+/// rebuilt from the header and the seconds, with status incomplete.
+pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
+    let result = dir.join(RESULT);
+    if result.is_file() {
+        return crate::load(&result);
+    }
+    let header_path = dir.join(HEADER);
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let text = read(&header_path)?;
+    let header: Header = serde_json::from_str(&text).map_err(|source| ReportError::Json {
+        path: header_path.clone(),
+        source,
+    })?;
+    if header.schema != SCHEMA {
+        return Err(ReportError::Schema {
+            path: header_path,
+            found: Some(header.schema),
+        });
+    }
+    let seconds_path = dir.join(SECONDS);
+    let seconds = read(&seconds_path)?;
+    let mut agg = Aggregator::new(header.timeline, 1);
+    let lines: Vec<&str> = seconds.lines().collect();
+    let mut ended_ns = 0;
+    let mut count = 0u64;
+    for (i, line) in lines.iter().enumerate() {
+        let d: Delta = match serde_json::from_str(line) {
+            Ok(d) => d,
+            // The process died while writing its last line.
+            Err(_) if i + 1 == lines.len() => break,
+            Err(source) => {
+                return Err(ReportError::Json {
+                    path: seconds_path,
+                    source,
+                })
+            }
+        };
+        ended_ns = ended_ns.max(d.end_ns);
+        count += 1;
+        agg.push(d);
+    }
+    let outcome = agg.finish(header.connections, header.latency_basis);
+    let message = format!(
+        "ended at {} without a summary ({count} seconds recorded)",
+        clock(ended_ns)
+    );
+    let mut r = RunResult::new(
+        Status::Incomplete,
+        Some(message),
+        header.command_line,
+        header.started_at,
+        header.config,
+        header.environment,
+        outcome,
+    );
+    r.spec = header.spec;
+    let thresholds: Vec<_> = header
+        .thresholds
+        .iter()
+        .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
+        .collect();
+    r.conclude(&thresholds, None);
+    Ok(r)
+}
+
+/// `11h02m05s`, `2m05s`, `5.2s`.
+fn clock(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, _) => format!("{:.1}s", ns as f64 / 1e9),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_a_clock() {
+        assert_eq!(clock(5_200_000_000), "5.2s");
+        assert_eq!(clock(125_000_000_000), "2m05s");
+        assert_eq!(clock(39_725_000_000_000), "11h02m05s");
+    }
+}
