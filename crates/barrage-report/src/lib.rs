@@ -263,7 +263,7 @@ pub fn parse(text: &str, path: &Path) -> Result<RunResult, ReportError> {
 #[cfg(test)]
 mod write_whole_tests {
     use super::write_whole;
-    use std::io::{self, Write};
+    use std::io;
 
     #[test]
     fn write_whole_replaces_all_or_nothing_and_writes_through_symlinks() {
