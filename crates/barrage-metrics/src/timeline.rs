@@ -10,10 +10,11 @@ pub const SECOND_NS: u64 = 1_000_000_000;
 /// Segment key of the drain phase (after the load stopped, waiting for replies in flight).
 pub const DRAIN_KEY: u64 = u64::MAX;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Warmup,
+    #[default]
     Measured,
     Drain,
 }

@@ -17,6 +17,7 @@ mod html;
 mod json;
 mod markdown;
 mod monitor_text;
+pub mod series;
 pub mod stream;
 mod text;
 mod verdicts;

@@ -116,13 +116,8 @@ pub fn is_stream(path: &Path) -> bool {
     path.is_dir() && path.join(HEADER).is_file()
 }
 
-/// The result of a stream directory: `result.json` when the run wrote it, else the result
-/// rebuilt from the header and the seconds, with status incomplete.
-pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
-    let result = dir.join(RESULT);
-    if result.is_file() {
-        return crate::load(&result);
-    }
+/// The header and every whole second a stream directory recorded, in order.
+pub fn seconds(dir: &Path) -> Result<(Header, Vec<Delta>), ReportError> {
     let header_path = dir.join(HEADER);
     let read = |path: &Path| {
         std::fs::read_to_string(path).map_err(|source| ReportError::Read {
@@ -142,14 +137,12 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
         });
     }
     let seconds_path = dir.join(SECONDS);
-    let seconds = read(&seconds_path)?;
-    let mut agg = Aggregator::new(header.timeline, 1);
-    let lines: Vec<&str> = seconds.lines().collect();
-    let mut ended_ns = 0;
-    let mut count = 0u64;
+    let text = read(&seconds_path)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
-        let d: Delta = match serde_json::from_str(line) {
-            Ok(d) => d,
+        match serde_json::from_str(line) {
+            Ok(d) => out.push(d),
             // The process died while writing its last line.
             Err(_) if i + 1 == lines.len() => break,
             Err(source) => {
@@ -158,9 +151,24 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
                     source,
                 })
             }
-        };
+        }
+    }
+    Ok((header, out))
+}
+
+/// The result of a stream directory: `result.json` when the run wrote it, else the result
+/// rebuilt from the header and the seconds, with status incomplete.
+pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
+    let result = dir.join(RESULT);
+    if result.is_file() {
+        return crate::load(&result);
+    }
+    let (header, seconds) = seconds(dir)?;
+    let mut agg = Aggregator::new(header.timeline, 1);
+    let mut ended_ns = 0;
+    let count = seconds.len();
+    for d in seconds {
         ended_ns = ended_ns.max(d.end_ns);
-        count += 1;
         agg.push(d);
     }
     let outcome = agg.finish(header.connections, header.latency_basis);

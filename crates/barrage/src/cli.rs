@@ -137,9 +137,14 @@ pub struct ReportArgs {
     #[arg(value_name = "RESULT.json|DIR")]
     pub result: PathBuf,
 
-    /// Output file: .html, .md or .json (- for Markdown on stdout)
+    /// Output file: .html, .md, .json, .csv or .hlog (- for Markdown on stdout)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: String,
+
+    /// The output's format when its name does not say: html, md, json, csv (one row per
+    /// second) or hdr-log (an HdrHistogram interval log; needs a run's --out directory)
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -429,6 +434,16 @@ pub struct RunArgs {
     /// Write a self-contained report at the end: FILE.html or FILE.md
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<String>,
+
+    /// Write one CSV row per second to FILE as the run goes (the per-second JSON's fields as
+    /// columns); rewritten whole at the end with the saturation verdicts filled in
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub csv: Option<String>,
+
+    /// Write each second's latency histogram to FILE as the run goes: an HdrHistogram
+    /// interval log (microseconds), for HistogramLogProcessor or HdrHistogramVisualizer
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub hdr_log: Option<String>,
 
     /// Write the run to DIR as it goes (settings first, then each second, synced; the result
     /// at the end), so a crash loses at most the last seconds; `barrage report DIR` renders

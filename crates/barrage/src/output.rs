@@ -59,9 +59,9 @@ struct Baseline {
 /// Every output of one run, resolved and checked.
 pub struct Outputs {
     json: Option<JsonOut>,
-    /// `--out DIR`: checked at resolve, created when the run starts.
-    out: Option<PathBuf>,
-    stream: Option<barrage_report::stream::Writer>,
+    /// `--out DIR`, `--csv`, `--hdr-log`: checked at resolve, opened when the run starts.
+    files: crate::recorders::Paths,
+    rec: crate::recorders::Recorders,
     report: Option<(String, Format)>,
     baseline: Option<Baseline>,
     quiet: bool,
@@ -92,6 +92,12 @@ impl Outputs {
         if let Some(dir) = &a.out {
             check_out_dir(dir)?;
         }
+        if let Some(p) = &a.csv {
+            crate::outfile::check_writable("--csv", p)?;
+        }
+        if let Some(p) = &a.hdr_log {
+            crate::outfile::check_writable("--hdr-log", p)?;
+        }
         let opts = crate::compare::options(a.noise_floor.as_deref())?;
         let baseline = match &a.baseline {
             Some(b) => {
@@ -110,8 +116,12 @@ impl Outputs {
         };
         Ok(Outputs {
             json,
-            out: a.out.clone(),
-            stream: None,
+            files: crate::recorders::Paths {
+                out: a.out.clone(),
+                csv: a.csv.clone(),
+                hdr_log: a.hdr_log.clone(),
+            },
+            rec: Default::default(),
             report,
             baseline,
             quiet: a.quiet,
@@ -129,8 +139,8 @@ impl Outputs {
     pub fn summary(quiet: bool) -> Outputs {
         Outputs {
             json: None,
-            out: None,
-            stream: None,
+            files: Default::default(),
+            rec: Default::default(),
             report: None,
             baseline: None,
             quiet,
@@ -139,20 +149,16 @@ impl Outputs {
         }
     }
 
-    /// Starts the durable stream (`--out DIR`) with its header; a directory that cannot be
-    /// created or written is a usage error naming it, before any load.
-    pub fn start_stream(&mut self, header: &barrage_report::stream::Header) -> Result<(), Usage> {
-        if let Some(dir) = &self.out {
-            let w = barrage_report::stream::Writer::create(dir, header)
-                .map_err(|e| Usage::value("--out", dir.display(), e))?;
-            self.stream = Some(w);
-        }
+    /// Opens the files written while the load runs (`--out`, `--csv`, `--hdr-log`); one that
+    /// cannot be created or written is a usage error naming it, before any load.
+    pub fn start_files(&mut self, header: &barrage_report::stream::Header) -> Result<(), Usage> {
+        self.rec = crate::recorders::Recorders::open(&self.files, header)?;
         Ok(())
     }
 
-    /// The stream's writer while the load runs.
-    pub fn stream(&mut self) -> Option<&mut barrage_report::stream::Writer> {
-        self.stream.as_mut()
+    /// The live files while the load runs.
+    pub fn recorders(&mut self) -> &mut crate::recorders::Recorders {
+        &mut self.rec
     }
 
     fn json_to_stdout(&self) -> bool {
@@ -186,7 +192,7 @@ impl Outputs {
 
     /// Write everything at the end of a run and return the final exit code: `code` (the
     /// run's end), or 3 when it was 0 and a threshold failed or the baseline check regressed.
-    pub fn finish(self, result: &RunResult, code: i32) -> anyhow::Result<i32> {
+    pub fn finish(mut self, result: &RunResult, code: i32) -> anyhow::Result<i32> {
         let mut code = if code == 0 && result.thresholds_failed() {
             3
         } else {
@@ -210,14 +216,7 @@ impl Outputs {
         if let Err(e) = write_json(self.json, result) {
             failed.push(crate::error_line(&e));
         }
-        if let Some(w) = &self.stream {
-            if let Err(e) = w.finish(result) {
-                failed.push(format!(
-                    "--out {}: cannot write the result: {e}",
-                    w.dir().display()
-                ));
-            }
-        }
+        std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
         // With --json -, stdout carries the JSON and the summary goes to stderr.
         let mut text = Vec::new();
         Format::Text.renderer().render(result, &mut text)?;

@@ -9,14 +9,74 @@ use barrage_metrics::RunResult;
 use barrage_report::Format;
 use std::io::Write;
 
+/// What `barrage report` writes.
+enum Out {
+    Doc(Format),
+    Csv,
+    HdrLog,
+}
+
+fn out_format(a: &ReportArgs) -> Result<Out, Usage> {
+    let by_name = std::path::Path::new(&a.output)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let name = a.format.as_deref().map(str::to_ascii_lowercase).or(by_name);
+    match name.as_deref() {
+        Some("csv") => Ok(Out::Csv),
+        Some("hdr-log" | "hlog" | "hdr") => Ok(Out::HdrLog),
+        // A result (a stream directory's, rebuilt or not) can be written out as JSON too.
+        Some("json") => Ok(Out::Doc(Format::Json)),
+        Some("html" | "htm") if a.format.is_some() => Ok(Out::Doc(Format::Html)),
+        Some("md" | "markdown") if a.format.is_some() => Ok(Out::Doc(Format::Markdown)),
+        Some(other) if a.format.is_some() => Err(Usage::value(
+            "--format",
+            other,
+            "give html, md, json, csv or hdr-log",
+        )),
+        _ => Ok(Out::Doc(crate::output::report_format(
+            "-o", &a.output, true,
+        )?)),
+    }
+}
+
 pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
-    // A result (a stream directory's, rebuilt or not) can be written out as JSON too.
-    let format = match Format::from_path(std::path::Path::new(&a.output)) {
-        Some(Format::Json) => Format::Json,
-        _ => crate::output::report_format("-o", &a.output, true)?,
+    let out = out_format(a)?;
+    let bytes = match out {
+        Out::Doc(format) => {
+            let r =
+                barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
+            write(&r, &a.output, format)?;
+            return Ok(0);
+        }
+        Out::Csv => {
+            let r =
+                barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
+            barrage_report::series::csv(&r).into_bytes()
+        }
+        Out::HdrLog => {
+            if !barrage_report::stream::is_stream(&a.result) {
+                return Err(Usage::file(
+                    a.result.display(),
+                    "an HDR log needs each second's histogram, which a run keeps in its --out DIR (or writes live with --hdr-log); give that directory",
+                )
+                .into());
+            }
+            barrage_report::series::hdr_log_of_stream(&a.result)
+                .map_err(|e| Usage::file(a.result.display(), e))?
+        }
     };
-    let r = barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
-    write(&r, &a.output, format)?;
+    if a.output == "-" {
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e).context("-o -: cannot write to stdout");
+            }
+        }
+    } else {
+        barrage_report::write_whole(std::path::Path::new(&a.output), |w| w.write_all(&bytes))
+            .with_context(|| format!("-o {}: cannot write", a.output))?;
+    }
     Ok(0)
 }
 

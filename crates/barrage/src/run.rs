@@ -39,7 +39,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         return r.outputs.refused(&result);
     }
     let mut outputs = r.outputs;
-    outputs.start_stream(&barrage_report::stream::Header {
+    outputs.start_files(&barrage_report::stream::Header {
         schema: barrage_report::stream::SCHEMA.into(),
         command_line: r.argv.clone(),
         started_at: started_at.clone(),
@@ -55,7 +55,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     let mut observer = Observer {
         live: &live,
         watch: watch.as_ref(),
-        stream: outputs.stream(),
+        files: outputs.recorders(),
         stop: &signals.stop,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
@@ -78,36 +78,29 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     outputs.finish(&result, end.code)
 }
 
-/// What watches the run as it goes: the live view, and the durable stream (`--out`).
+/// What watches the run as it goes: the live view, and the files written as it goes.
 struct Observer<'a> {
     live: &'a Live,
     watch: Option<&'a Watch>,
-    stream: Option<&'a mut barrage_report::stream::Writer>,
+    files: &'a mut crate::recorders::Recorders,
     stop: &'a AtomicBool,
 }
 
 impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
+        self.files.tick(tick);
         self.live
             .update(tick, agg, self.watch.and_then(Watch::latest_server))
     }
 
     fn wants_segments(&self) -> bool {
-        self.stream.is_some()
+        self.files.wants_segments()
     }
 
-    /// A second that cannot be written stops the load (the run must not go on blind); what
-    /// was recorded is kept and the other outputs are still written.
+    /// A second the durable stream cannot write stops the load (the run must not go on
+    /// blind); what was recorded is kept and the other outputs are still written.
     fn segment(&mut self, merged: &barrage_metrics::Delta) {
-        let Some(w) = self.stream.as_deref_mut() else {
-            return;
-        };
-        if let Err(e) = w.second(merged) {
-            eprintln!(
-                "error: --out {}: cannot write: {e}; stopping the load (what was recorded is kept)",
-                w.dir().display()
-            );
-            self.stream = None;
+        if !self.files.segment(merged) {
             self.stop.store(true, Ordering::Relaxed);
         }
     }

@@ -317,3 +317,85 @@ fn out_must_be_a_new_or_empty_directory() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("does not exist"), "{e}");
 }
+
+/// `--csv` and `--hdr-log` are written a second at a time; at the end the CSV is the time
+/// series of the JSON, the HDR log holds each second's latency, and `barrage report` writes
+/// both again from the run's `--out` directory.
+#[test]
+fn csv_and_hdr_log_are_written_as_the_run_goes_and_offline() {
+    let server = EchoServer::start(&[]);
+    let root = tempfile::tempdir().unwrap();
+    let p = |n: &str| root.path().join(n).to_str().unwrap().to_string();
+    let (csv, hlog, dir, json) = (p("r.csv"), p("r.hlog"), p("run"), p("r.json"));
+    let (mut child, _err) = started(&[
+        server.url(),
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--csv",
+        &csv,
+        "--hdr-log",
+        &hlog,
+        "--out",
+        &dir,
+        "--json",
+        &json,
+    ]);
+    // The first second is out: it is in the CSV and the HDR log already.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("t,dt,phase,requests,"), "{text}");
+    assert!(text.lines().count() >= 2, "a row a second: {text}");
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    assert!(
+        log.contains("#[StartTime: ") && log.lines().any(|l| l.contains(",HISTF")),
+        "{log}"
+    );
+    let status = wait_at_most(&mut child.0, Duration::from_secs(30)).expect("the run ends");
+    assert!(status.success());
+    let r = read_json(std::path::Path::new(&json));
+    let ticks = r["timeseries"].as_array().unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), ticks.len(), "a row per second");
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for (row, t) in rows.iter().zip(ticks) {
+        assert_eq!(row.len(), head.len());
+        for k in ["sent", "requests", "failed", "open"] {
+            assert_eq!(row[col(k)], t[k].to_string(), "{k}");
+        }
+        assert_eq!(
+            row[col("latency_us.p99")],
+            t["latency_us"]["p99"].to_string()
+        );
+        assert_eq!(row[col("saturated")], t["saturated"].to_string());
+    }
+    // The HDR log: one interval a second.
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    let intervals = log.lines().filter(|l| l.contains(",HISTF")).count();
+    assert_eq!(intervals, ticks.len(), "an interval a second");
+    // Offline, from the run's directory: the same files.
+    let report = |out: &str| {
+        let o = barrage()
+            .args(["report", &dir, "-o", out])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    assert_eq!(report(&p("again.csv")), text);
+    assert_eq!(
+        report(&p("again.hlog")),
+        std::fs::read_to_string(&hlog).unwrap()
+    );
+    // An HDR log needs the seconds' histograms: a result file alone is refused.
+    let o = barrage()
+        .args(["report", &json, "-o", &p("x.hlog")])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--out DIR"), "{e}");
+}
