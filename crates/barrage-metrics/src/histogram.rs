@@ -74,6 +74,25 @@ impl LatencyHistogram {
         self.overflow
     }
 
+    /// How many values are at most `us` microseconds (within the histogram's precision:
+    /// a value counts by its bucket's range).
+    pub fn count_at_most(&self, us: u64) -> u64 {
+        if self.h.is_empty() {
+            0
+        } else {
+            self.h.count_between(0, us.min(MAX_US))
+        }
+    }
+
+    /// The sum of the values in microseconds (the mean times the count).
+    pub fn sum_us(&self) -> f64 {
+        if self.h.is_empty() {
+            0.0
+        } else {
+            self.h.mean() * self.h.len() as f64
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.h.is_empty()
     }

@@ -435,6 +435,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<String>,
 
+    /// Serve the run's figures as OpenMetrics on http://ADDR/metrics while it goes, for
+    /// Prometheus to scrape: PORT or HOST:PORT (loopback unless --listen-any)
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    pub prometheus: Option<String>,
+
+    /// Let --prometheus listen on an address other than loopback (reachable from other
+    /// machines)
+    #[arg(long, help_heading = "Output")]
+    pub listen_any: bool,
+
     /// Write one CSV row per second to FILE as the run goes (the per-second JSON's fields as
     /// columns); rewritten whole at the end with the saturation verdicts filled in
     #[arg(long, value_name = "FILE", help_heading = "Output")]

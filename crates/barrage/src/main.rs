@@ -17,6 +17,7 @@ mod find_max;
 mod live;
 mod outfile;
 mod output;
+mod prom;
 mod recorders;
 mod redact;
 mod report_cmd;

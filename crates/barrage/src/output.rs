@@ -62,6 +62,8 @@ pub struct Outputs {
     /// `--out DIR`, `--csv`, `--hdr-log`: checked at resolve, opened when the run starts.
     files: crate::recorders::Paths,
     rec: crate::recorders::Recorders,
+    /// `--prometheus`: where to serve `/metrics` (bound when the run starts).
+    pub prometheus: Option<std::net::SocketAddr>,
     report: Option<(String, Format)>,
     baseline: Option<Baseline>,
     quiet: bool,
@@ -95,6 +97,11 @@ impl Outputs {
         if let Some(p) = &a.csv {
             crate::outfile::check_writable("--csv", p)?;
         }
+        let prometheus = a
+            .prometheus
+            .as_deref()
+            .map(|v| crate::prom::parse_addr(v, a.listen_any))
+            .transpose()?;
         if let Some(p) = &a.hdr_log {
             crate::outfile::check_writable("--hdr-log", p)?;
         }
@@ -122,6 +129,7 @@ impl Outputs {
                 hdr_log: a.hdr_log.clone(),
             },
             rec: Default::default(),
+            prometheus,
             report,
             baseline,
             quiet: a.quiet,
@@ -141,6 +149,7 @@ impl Outputs {
             json: None,
             files: Default::default(),
             rec: Default::default(),
+            prometheus: None,
             report: None,
             baseline: None,
             quiet,

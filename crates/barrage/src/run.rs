@@ -51,11 +51,30 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         connections: r.plan.connections,
         thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
     })?;
+    let prom = outputs
+        .prometheus
+        .map(|addr| {
+            crate::prom::Exporter::start(
+                addr,
+                crate::prom::RunLabels {
+                    run: started_at.clone(),
+                    target: r.config.target.clone(),
+                    shard: shard_label(&r.plan),
+                    steps: r.config.steps.iter().map(|s| s.name.clone()).collect(),
+                },
+            )
+        })
+        .transpose()?;
+    if let Some(p) = &prom {
+        // Said even with -q: with port 0 this is the only way to learn the port.
+        eprintln!("barrage: metrics on http://{}/metrics", p.addr());
+    }
     let live = outputs.live(&r.plan, &signals.stop);
     let mut observer = Observer {
         live: &live,
         watch: watch.as_ref(),
         files: outputs.recorders(),
+        prom: prom.as_ref(),
         stop: &signals.stop,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
@@ -63,6 +82,9 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     let recovery_s = watch.as_ref().map(Watch::recovery_s);
     let watched = watch.map(|w| recover(w, &live, &signals));
     live.finish();
+    if let Some(p) = prom {
+        p.stop();
+    }
     let mut result = RunResult::new(
         end.status,
         end.message,
@@ -83,23 +105,41 @@ struct Observer<'a> {
     live: &'a Live,
     watch: Option<&'a Watch>,
     files: &'a mut crate::recorders::Recorders,
+    prom: Option<&'a crate::prom::Exporter>,
     stop: &'a AtomicBool,
+}
+
+/// The `shard` label: which shares of a split run this process runs ("0" for a whole run).
+fn shard_label(plan: &Plan) -> String {
+    plan.shares.as_ref().map_or("0".into(), |set| {
+        set.run
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    })
 }
 
 impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
         self.files.tick(tick);
-        self.live
-            .update(tick, agg, self.watch.and_then(Watch::latest_server))
+        let server = self.watch.and_then(Watch::latest_server);
+        if let Some(p) = self.prom {
+            p.tick(tick, server.as_ref().map(|s| (s.cpu_pct, s.rss_bytes)));
+        }
+        self.live.update(tick, agg, server)
     }
 
     fn wants_segments(&self) -> bool {
-        self.files.wants_segments()
+        self.files.wants_segments() || self.prom.is_some()
     }
 
     /// A second the durable stream cannot write stops the load (the run must not go on
     /// blind); what was recorded is kept and the other outputs are still written.
     fn segment(&mut self, merged: &barrage_metrics::Delta) {
+        if let Some(p) = self.prom {
+            p.segment(merged);
+        }
         if !self.files.segment(merged) {
             self.stop.store(true, Ordering::Relaxed);
         }
