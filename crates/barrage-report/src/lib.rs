@@ -15,6 +15,7 @@ mod doc;
 pub mod fmt;
 mod html;
 mod json;
+pub mod live;
 mod markdown;
 mod monitor_text;
 pub mod series;

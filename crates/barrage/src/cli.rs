@@ -440,8 +440,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR", help_heading = "Output")]
     pub prometheus: Option<String>,
 
-    /// Let --prometheus listen on an address other than loopback (reachable from other
-    /// machines)
+    /// Serve a live web page of the run on http://ADDR/ (charts updated every second, the
+    /// server panel, warnings, the final summary): PORT or HOST:PORT (loopback unless
+    /// --listen-any)
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    pub web: Option<String>,
+
+    /// Let --prometheus and --web listen on an address other than loopback (reachable from
+    /// other machines)
     #[arg(long, help_heading = "Output")]
     pub listen_any: bool,
 

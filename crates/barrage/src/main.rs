@@ -14,6 +14,7 @@ mod compare;
 mod config;
 mod demo;
 mod find_max;
+mod httpd;
 mod live;
 mod outfile;
 mod output;
@@ -33,6 +34,7 @@ mod url;
 mod usage;
 mod validate;
 mod watch;
+mod web;
 
 use clap::Parser;
 use cli::{Cli, Command};

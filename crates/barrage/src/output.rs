@@ -64,6 +64,8 @@ pub struct Outputs {
     rec: crate::recorders::Recorders,
     /// `--prometheus`: where to serve `/metrics` (bound when the run starts).
     pub prometheus: Option<std::net::SocketAddr>,
+    /// `--web`: where to serve the live page.
+    pub web: Option<std::net::SocketAddr>,
     report: Option<(String, Format)>,
     baseline: Option<Baseline>,
     quiet: bool,
@@ -102,6 +104,11 @@ impl Outputs {
             .as_deref()
             .map(|v| crate::prom::parse_addr(v, a.listen_any))
             .transpose()?;
+        let web = a
+            .web
+            .as_deref()
+            .map(|v| crate::web::parse_addr(v, a.listen_any))
+            .transpose()?;
         if let Some(p) = &a.hdr_log {
             crate::outfile::check_writable("--hdr-log", p)?;
         }
@@ -130,6 +137,7 @@ impl Outputs {
             },
             rec: Default::default(),
             prometheus,
+            web,
             report,
             baseline,
             quiet: a.quiet,
@@ -150,6 +158,7 @@ impl Outputs {
             files: Default::default(),
             rec: Default::default(),
             prometheus: None,
+            web: None,
             report: None,
             baseline: None,
             quiet,

@@ -23,11 +23,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 type Labels = Vec<(String, String)>;
 
@@ -143,44 +141,17 @@ pub struct RunLabels {
 pub struct Exporter {
     series: Series,
     steps: Vec<String>,
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: crate::httpd::Server,
 }
 
-/// `--prometheus`'s value: `PORT`, `HOST:PORT` or `[V6]:PORT`.
+/// `--prometheus`'s value: `PORT`, `HOST:PORT` or `[V6]:PORT`; loopback unless `any`.
 pub fn parse_addr(v: &str, any: bool) -> Result<SocketAddr, Usage> {
-    let addr: SocketAddr = match v.parse::<u16>() {
-        Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
-        Err(_) => v.parse().map_err(|_| {
-            Usage::value(
-                "--prometheus",
-                v,
-                "give PORT or HOST:PORT, e.g. 9464 or 127.0.0.1:9464",
-            )
-        })?,
-    };
-    if !addr.ip().is_loopback() && !any {
-        return Err(Usage::value(
-            "--prometheus",
-            v,
-            "not a loopback address: add --listen-any to serve metrics to other machines",
-        ));
-    }
-    Ok(addr)
+    crate::httpd::parse_addr("--prometheus", v, any)
 }
 
 impl Exporter {
     /// Binds `addr` (a usage error naming the flag if it cannot) and starts serving.
     pub fn start(addr: SocketAddr, labels: RunLabels) -> Result<Exporter, Usage> {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| Usage::value("--prometheus", addr, format!("cannot listen: {e}")))?;
-        let addr = listener.local_addr().unwrap_or(addr);
-        if !addr.ip().is_loopback() {
-            eprintln!(
-                "warning: --prometheus serves /metrics on {addr}, reachable from other machines"
-            );
-        }
         let mut registry = Registry::with_prefix_and_labels(
             "barrage",
             [
@@ -325,25 +296,34 @@ impl Exporter {
             let _ = s.step_p99.get_or_create(&l);
         }
         let registry = Arc::new(registry);
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (registry, stop) = (Arc::clone(&registry), Arc::clone(&stop));
-            std::thread::Builder::new()
-                .name("barrage-prometheus".into())
-                .spawn(move || serve(listener, &registry, &stop))
-                .map_err(|e| Usage::value("--prometheus", addr, format!("cannot start: {e}")))?
+        let route = move |path: &str, _query: &str| {
+            if path != "/metrics" {
+                return crate::httpd::Response::not_found("/metrics");
+            }
+            let mut body = String::new();
+            match prometheus_client::encoding::text::encode(&mut body, &registry) {
+                Ok(()) => crate::httpd::Response::Full {
+                    status: 200,
+                    content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    body: body.into_bytes(),
+                },
+                Err(_) => crate::httpd::Response::Full {
+                    status: 500,
+                    content_type: "text/plain",
+                    body: b"cannot encode the metrics\n".to_vec(),
+                },
+            }
         };
+        let server = crate::httpd::Server::start("--prometheus", addr, Arc::new(route))?;
         Ok(Exporter {
             series,
             steps: labels.steps,
-            addr,
-            stop,
-            thread: Some(thread),
+            server,
         })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// One second of the run.
@@ -400,52 +380,8 @@ impl Exporter {
     }
 
     /// Stops serving (the run is over).
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Answers scrapes until `stop`: `GET /metrics` with the OpenMetrics text, anything else 404.
-fn serve(listener: TcpListener, registry: &Registry, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let Ok(mut conn) = conn else {
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
-        let mut head = Vec::with_capacity(1024);
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-            match conn.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
-        }
-        let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-        let path = line.split(|&b| b == b' ').nth(1).unwrap_or_default();
-        let path = path.split(|&b| b == b'?').next().unwrap_or_default();
-        let response = if line.starts_with(b"GET ") && path == b"/metrics" {
-            let mut body = String::new();
-            match prometheus_client::encoding::text::encode(&mut body, registry) {
-                Ok(()) => format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                ),
-                Err(_) => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-            }
-        } else {
-            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 24\r\nConnection: close\r\n\r\nbarrage serves /metrics\n".into()
-        };
-        let _ = conn.write_all(response.as_bytes());
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 

@@ -69,12 +69,29 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         // Said even with -q: with port 0 this is the only way to learn the port.
         eprintln!("barrage: metrics on http://{}/metrics", p.addr());
     }
+    let web = outputs
+        .web
+        .map(|addr| {
+            crate::web::Web::start(
+                addr,
+                serde_json::json!({
+                    "target": r.config.target,
+                    "started_at": started_at,
+                    "command_line": r.argv,
+                }),
+            )
+        })
+        .transpose()?;
+    if let Some(w) = &web {
+        eprintln!("barrage: live page on http://{}/", w.addr());
+    }
     let live = outputs.live(&r.plan, &signals.stop);
     let mut observer = Observer {
         live: &live,
         watch: watch.as_ref(),
         files: outputs.recorders(),
         prom: prom.as_ref(),
+        web: web.as_ref(),
         stop: &signals.stop,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
@@ -97,6 +114,13 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
     result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
+    if let Some(w) = web {
+        let mut text = Vec::new();
+        let _ = barrage_report::Format::Text
+            .renderer()
+            .render(&result, &mut text);
+        w.finish(String::from_utf8_lossy(&text).into_owned());
+    }
     outputs.finish(&result, end.code)
 }
 
@@ -106,6 +130,7 @@ struct Observer<'a> {
     watch: Option<&'a Watch>,
     files: &'a mut crate::recorders::Recorders,
     prom: Option<&'a crate::prom::Exporter>,
+    web: Option<&'a crate::web::Web>,
     stop: &'a AtomicBool,
 }
 
@@ -126,6 +151,9 @@ impl barrage_engine::Observer for Observer<'_> {
         let server = self.watch.and_then(Watch::latest_server);
         if let Some(p) = self.prom {
             p.tick(tick, server.as_ref().map(|s| (s.cpu_pct, s.rss_bytes)));
+        }
+        if let Some(w) = self.web {
+            w.tick(tick, server.as_ref());
         }
         self.live.update(tick, agg, server)
     }

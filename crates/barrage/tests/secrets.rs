@@ -241,3 +241,92 @@ fn a_secret_placeholder_without_its_environment_variable_is_a_usage_error_naming
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("target"));
 }
+
+/// A GET on 127.0.0.1; the whole response.
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The live outputs too: /metrics and the live page's data while the run goes, the CSV, the
+/// HDR log and the --out directory after it.
+#[test]
+fn canaries_reach_no_live_output() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let http = EchoServer::serve("http", &[]);
+    let url = format!("http://127.0.0.1:{}/?access_token=CANARY-query", http.port);
+    let (prom, web) = (free_port(), free_port());
+    let p = |n: &str| path(d, n).to_str().unwrap().to_string();
+    let mut child = std::process::Command::new(bin())
+        .env(ENV, ENV_VALUE)
+        .args([url.as_str(), "-c", "2", "-d", "3s", "--no-tui"])
+        .args(["-H", "Authorization: Bearer CANARY-header"])
+        .args(["-H", &format!("X-Login: {{secret:{ENV}}}")])
+        .args([
+            "-X",
+            "POST",
+            "--body",
+            "password=CANARY-body",
+            "--secret-body",
+        ])
+        .args(["--prometheus", &prom.to_string(), "--web", &web.to_string()])
+        .args([
+            "--csv",
+            &p("r.csv"),
+            "--hdr-log",
+            &p("r.hlog"),
+            "--out",
+            &p("run"),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut child = Guard(child);
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen.push_str(&line);
+        if line.starts_with('[') {
+            break;
+        }
+    }
+    assert_no_canary("/metrics", &get(prom, "/metrics"));
+    assert_no_canary("the live page", &get(web, "/"));
+    let series = get(web, "/series");
+    assert!(series.contains("access_token=[redacted]"), "{series}");
+    assert_no_canary("the live page's data", &series);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(wait_at_most(&mut child.0, std::time::Duration::from_secs(30)).is_some());
+    assert_no_canary("stderr", &format!("{seen}{rest}"));
+    for f in [
+        "r.csv",
+        "r.hlog",
+        "run/run.json",
+        "run/seconds.jsonl",
+        "run/result.json",
+    ] {
+        assert_no_canary(f, &std::fs::read_to_string(path(d, f)).unwrap());
+    }
+    let _ = http.stop();
+}

@@ -1,0 +1,138 @@
+// The live page of a run (`barrage --web`): loads the seconds so far from /series, then
+// follows /events (server-sent events), one message per second; draws the charts with uPlot
+// and keeps the figures, the server panel and the warnings current; shows the final summary
+// when the run ends. Same origin only (the page's CSP allows nothing else).
+(function () {
+  "use strict";
+  var state = { info: null, points: [], done: null, connected: false };
+  window.barrageLive = state;
+  var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"];
+  function num(v) { return v == null ? null : v; }
+  var defs = [
+    { id: "c-rps", title: "Throughput", y: "per second", series: [
+      ["completed", function (p) { return p.tick.rps; }],
+      ["sent", function (p) { return p.tick.dt > 0 ? p.tick.sent / p.tick.dt : 0; }] ] },
+    { id: "c-lat", title: "Latency", y: "µs", series: [
+      ["p50", function (p) { return p.tick.latency_us.p50; }],
+      ["p90", function (p) { return p.tick.latency_us.p90; }],
+      ["p99", function (p) { return p.tick.latency_us.p99; }] ] },
+    { id: "c-conn", title: "Connections", y: "count", series: [
+      ["open", function (p) { return p.tick.open; }],
+      ["in flight", function (p) { return p.tick.in_flight; }] ] },
+    { id: "c-err", title: "Errors", y: "per second", series: [
+      ["failed exchanges", function (p) { return p.tick.failed_requests; }],
+      ["connect failures", function (p) { return p.tick.connect_failures; }] ] },
+    { id: "c-srv", title: "Server", y: "CPU % of a core / RSS MiB", when: function (p) { return !!p.server; }, series: [
+      ["CPU %", function (p) { return p.server ? num(p.server.cpu_pct) : null; }],
+      ["RSS MiB", function (p) {
+        return p.server && p.server.rss_bytes != null ? p.server.rss_bytes / 1048576 : null; }] ] },
+    { id: "c-bc", title: "Broadcast deliveries", y: "per second", when: function (p) {
+      return (p.tick.deliveries || 0) + (p.tick.deliveries_expected || 0) > 0; }, series: [
+      ["received", function (p) { return p.tick.deliveries || 0; }],
+      ["expected", function (p) { return p.tick.deliveries_expected || 0; }] ] },
+  ];
+  var plots = {};
+  function el(id) { return document.getElementById(id); }
+  function text(id, v) { var e = el(id); if (e) e.textContent = v; }
+  function fmt(v, digits) {
+    if (v == null || isNaN(v)) return "–";
+    return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits || 0 });
+  }
+  function draw() {
+    var pts = state.points;
+    var xs = pts.map(function (p) { return p.tick.t; });
+    defs.forEach(function (d) {
+      var box = el(d.id);
+      if (!box) return;
+      // A chart of data this run does not have (no monitored server, no broadcast) stays out.
+      if (d.when && !pts.some(d.when)) { box.hidden = true; return; }
+      box.hidden = false;
+      var rows = [xs].concat(d.series.map(function (s) { return pts.map(s[1]); }));
+      if (!plots[d.id]) {
+        if (typeof uPlot === "undefined" || pts.length === 0) return;
+        var series = [{ label: "s" }].concat(d.series.map(function (s, i) {
+          return { label: s[0], stroke: colors[i % colors.length], width: 2, spanGaps: true };
+        }));
+        plots[d.id] = new uPlot({
+          title: d.title,
+          width: Math.max(320, Math.min(box.clientWidth || 560, 700)),
+          height: 240,
+          series: series,
+          scales: { x: { time: false } },
+          axes: [{ label: "seconds" }, { label: d.y }],
+        }, rows, box);
+        box.setAttribute("data-drawn", "true");
+      } else {
+        plots[d.id].setData(rows);
+      }
+    });
+  }
+  function figures() {
+    var pts = state.points;
+    text("seconds", String(pts.length));
+    if (pts.length === 0) return;
+    // The drain (replies awaited after the load) is not "now": show the last second of load.
+    var last = pts[pts.length - 1];
+    for (var i = pts.length - 1; i >= 0; i--) {
+      if (pts[i].tick.phase !== "drain") { last = pts[i]; break; }
+    }
+    var t = last.tick;
+    text("cur-rps", fmt(t.rps, 1));
+    text("cur-p50", fmt(t.latency_us.p50));
+    text("cur-p99", fmt(t.latency_us.p99));
+    text("cur-open", fmt(t.open));
+    text("cur-failed", fmt(t.failed_requests));
+    var total = 0;
+    pts.forEach(function (p) { total += p.tick.requests; });
+    text("total", fmt(total));
+    if (last.server) {
+      text("srv-cpu", fmt(last.server.cpu_pct, 1));
+      text("srv-rss", last.server.rss_bytes == null ? "–" : fmt(last.server.rss_bytes / 1048576, 1));
+    }
+  }
+  function warn(p) {
+    var t = p.tick, w = [];
+    if (t.failed_requests > 0) w.push(t.failed_requests + " exchanges failed");
+    if (t.connect_failures > 0) w.push(t.connect_failures + " connects failed");
+    if (t.lag_us_max > 10000) w.push("barrage's loop fell " + Math.round(t.lag_us_max / 1000) + " ms behind (the generator may be the bottleneck)");
+    if (t.deliveries_expected > 0 && t.deliveries < t.deliveries_expected)
+      w.push((t.deliveries_expected - t.deliveries) + " broadcast deliveries short");
+    var list = el("warnings");
+    w.forEach(function (m) {
+      var li = document.createElement("li");
+      li.textContent = "at " + t.t.toFixed(1) + " s: " + m;
+      list.insertBefore(li, list.firstChild);
+      while (list.children.length > 50) list.removeChild(list.lastChild);
+    });
+  }
+  function add(p) {
+    state.points.push(p);
+    warn(p);
+  }
+  function finish(d) {
+    state.done = d;
+    text("status", "finished");
+    var pre = el("summary");
+    pre.textContent = d.summary;
+    el("final").hidden = false;
+  }
+  function follow() {
+    var es = new EventSource("/events?from=" + state.points.length);
+    es.onopen = function () { state.connected = true; text("status", "running"); };
+    es.onmessage = function (m) { add(JSON.parse(m.data)); figures(); draw(); };
+    es.addEventListener("done", function (m) { finish(JSON.parse(m.data)); es.close(); });
+    es.onerror = function () {
+      if (!state.done) text("status", "disconnected (barrage ended or is unreachable)");
+      es.close();
+    };
+  }
+  fetch("/series").then(function (r) { return r.json(); }).then(function (s) {
+    state.info = s.info;
+    text("target", s.info.target);
+    text("started", s.info.started_at);
+    s.points.forEach(add);
+    figures();
+    draw();
+    if (s.done) finish(s.done); else follow();
+  });
+})();

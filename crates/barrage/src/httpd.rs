@@ -1,0 +1,206 @@
+//! A small blocking HTTP/1.1 server for barrage's own live endpoints (`--prometheus`,
+//! `--web`): GET only, one request per connection, a thread per connection (at most
+//! [`MAX_CLIENTS`] at once; more are answered 503), short socket timeouts, so a slow or stalled
+//! client holds only its own thread and never the run.
+//!
+//! Key decision: std only (no async runtime in the binary for two loopback endpoints); a
+//! route returns a whole response or a stream that writes until it is done or its client is
+//! gone (server-sent events).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const MAX_CLIENTS: usize = 32;
+
+/// Writes a streamed body until it is done (an error means the client is gone).
+pub type StreamBody = Box<dyn FnOnce(&mut TcpStream) -> std::io::Result<()> + Send>;
+
+/// What a route answers.
+pub enum Response {
+    Full {
+        status: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
+    /// Headers are written with this content type, then the function writes the body until
+    /// it returns (an error means the client is gone).
+    Stream {
+        content_type: &'static str,
+        write: StreamBody,
+    },
+}
+
+impl Response {
+    pub fn not_found(what: &str) -> Response {
+        Response::Full {
+            status: 404,
+            content_type: "text/plain; charset=utf-8",
+            body: format!("not found; barrage serves {what}\n").into_bytes(),
+        }
+    }
+}
+
+/// A route: called with the request's path and its query (without the `?`; empty if none).
+pub type Route = dyn Fn(&str, &str) -> Response + Send + Sync;
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// `PORT`, `HOST:PORT` or `[V6]:PORT` for `flag`; loopback unless `any`.
+pub fn parse_addr(flag: &str, v: &str, any: bool) -> Result<SocketAddr, crate::config::Usage> {
+    use crate::config::Usage;
+    let addr: SocketAddr = match v.parse::<u16>() {
+        Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
+        Err(_) => v.parse().map_err(|_| {
+            Usage::value(
+                flag,
+                v,
+                "give PORT or HOST:PORT, e.g. 9464 or 127.0.0.1:9464",
+            )
+        })?,
+    };
+    if !addr.ip().is_loopback() && !any {
+        return Err(Usage::value(
+            flag,
+            v,
+            "not a loopback address: add --listen-any to serve other machines",
+        ));
+    }
+    Ok(addr)
+}
+
+impl Server {
+    /// Binds `addr` and serves `route`.
+    pub fn start(
+        flag: &str,
+        addr: SocketAddr,
+        route: Arc<Route>,
+    ) -> Result<Server, crate::config::Usage> {
+        use crate::config::Usage;
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| Usage::value(flag, addr, format!("cannot listen: {e}")))?;
+        let addr = listener.local_addr().unwrap_or(addr);
+        if !addr.ip().is_loopback() {
+            eprintln!("warning: {flag} listens on {addr}, reachable from other machines");
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name(format!("barrage{flag}"))
+                .spawn(move || accept(listener, route, &stop))
+                .map_err(|e| Usage::value(flag, addr, format!("cannot start: {e}")))?
+        };
+        Ok(Server {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting (streams in progress end on their own).
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept(listener: TcpListener, route: Arc<Route>, stop: &AtomicBool) {
+    let clients = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let Ok(mut conn) = conn else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        if clients.load(Ordering::Relaxed) >= MAX_CLIENTS {
+            let _ = conn.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            continue;
+        }
+        clients.fetch_add(1, Ordering::Relaxed);
+        let (route, clients2) = (Arc::clone(&route), Arc::clone(&clients));
+        let spawned = std::thread::Builder::new()
+            .name("barrage-http".into())
+            .spawn(move || {
+                handle(conn, &*route);
+                clients2.fetch_sub(1, Ordering::Relaxed);
+            });
+        if spawned.is_err() {
+            clients.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn handle(mut conn: TcpStream, route: &Route) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+    let _ = conn.set_nodelay(true);
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method != "GET" {
+        let _ = conn.write_all(
+            b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    match route(path, query) {
+        Response::Full {
+            status,
+            content_type,
+            body,
+        } => {
+            let reason = match status {
+                200 => "OK",
+                404 => "Not Found",
+                _ => "Error",
+            };
+            let head = format!(
+                "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn
+                .write_all(head.as_bytes())
+                .and_then(|()| conn.write_all(&body));
+        }
+        Response::Stream {
+            content_type,
+            write,
+        } => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
+            );
+            if conn.write_all(head.as_bytes()).is_ok() {
+                let _ = write(&mut conn);
+            }
+        }
+    }
+}
