@@ -11,7 +11,8 @@
 #   BEFORE=... AFTER=... bench/seam.sh --reps 2 --dur 3                              # smoke test
 #
 # Options: --reps N --dur S --http-conns N --redis-conns N (defaults 6, 8, 100, 50).
-# Env: BEFORE, AFTER (binaries, required; never built here), PEERBENCH (harness, default
+# Env: BEFORE, AFTER (binaries, required; never built here), AFTER_ARGS (more arguments for the
+# AFTER runs only, {rundir} expanded: bench/outputs.sh), TITLE (the report's heading), PEERBENCH (harness, default
 # /work/shared/bench, read-only), HTTP_PORT (18091), REDIS_PORT (16391), BARRAGE_BENCH_DIR.
 # Needs: nginx, redis-server, redis-benchmark (the harness calibrates with it), taskset, python3.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -47,13 +48,14 @@ redis_cmd="tcp://{host}:{port} -m 'PING\\r\\n' --expect line -c {conns} -t 1 -d 
 "$PEERBENCH/peers-http.sh" --conns "$hconns" --reps "$reps" --dur "$dur" --only barrage-before \
   --baseline barrage-before --port "${HTTP_PORT:-18091}" --out "$out/http" \
   --add "barrage-before | barrage_json | $BEFORE $http_cmd" \
-  --add "barrage-after | barrage_json | $AFTER $http_cmd" >&2
+  --add "barrage-after | barrage_json | $AFTER $http_cmd ${AFTER_ARGS:-}" >&2
 "$PEERBENCH/peers-redis.sh" --tests ping_inline --conns "$rconns" --reps "$reps" --dur "$dur" \
   --only barrage-before --baseline barrage-before --port "${REDIS_PORT:-16391}" --out "$out/redis" \
   --add "barrage-before | barrage_json | $BEFORE $redis_cmd | ping_inline" \
-  --add "barrage-after | barrage_json | $AFTER $redis_cmd | ping_inline" >&2
+  --add "barrage-after | barrage_json | $AFTER $redis_cmd ${AFTER_ARGS:-} | ping_inline" >&2
 
-echo "## Session seam, before vs after: HTTP vs nginx and redis PING — $out"
+echo "## ${TITLE:-Session seam, before vs after}: HTTP vs nginx and redis PING — $out"
+[[ -n "${AFTER_ARGS:-}" ]] && echo && echo "    after runs with: ${AFTER_ARGS}"
 echo
 sed 's/^/    /' "$out/binaries.txt"
 echo

@@ -35,7 +35,8 @@ pub use counters::{BroadcastCounts, CommandCount, CommandCounts, Counters};
 pub use error::{ErrorClass, ErrorCounts};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{
-    HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, SpawnRecord, TcpStates,
+    HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, ServerMetric, SpawnRecord,
+    TcpStates,
 };
 pub use readiness::{assess, Aspect, Grade, Row};
 pub use recorder::{Delta, MsgSpan, Recorder};

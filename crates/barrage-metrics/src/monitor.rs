@@ -105,3 +105,47 @@ pub struct SpawnRecord {
     /// It ignored SIGTERM for the grace period and was killed (SIGKILL).
     pub killed: bool,
 }
+
+/// One series of the server's own metrics (`--server-metrics URL --server-metric SELECTOR`),
+/// on the run's timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetric {
+    /// What thresholds and reports call it (`server.metric.NAME.max`).
+    pub name: String,
+    /// The selector as given (`queue_depth`, `http_requests_total{code="500"}`, `/stats/x`).
+    pub selector: String,
+    /// `gauge` (the value as scraped) or `rate` (a counter, per second between scrapes).
+    pub kind: String,
+    /// `[t, value]`: seconds since the run's start, and the value (or the rate over the
+    /// interval that ends at t). The series the selector matched are summed, over every URL.
+    pub samples: Vec<[f64; 2]>,
+    /// A counter: how much it grew from the first scrape to the last (resets counted from 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase: Option<f64>,
+    /// Scrapes in which the selector matched nothing, or the URL could not be read.
+    #[serde(default)]
+    pub missed: u64,
+}
+
+impl ServerMetric {
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.samples.iter().map(|s| s[1]).filter(|v| v.is_finite())
+    }
+
+    pub fn min(&self) -> Option<f64> {
+        self.values().reduce(f64::min)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        self.values().reduce(f64::max)
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        let (n, sum) = self.values().fold((0u64, 0.0), |(n, s), v| (n + 1, s + v));
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    pub fn last(&self) -> Option<f64> {
+        self.values().last()
+    }
+}

@@ -191,6 +191,9 @@ pub struct RunResult {
     /// Samples of the monitored server processes, the machine and barrage itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<crate::monitor::MonitorSeries>,
+    /// The server's own metrics, scraped while the run went (`--server-metrics`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<crate::monitor::ServerMetric>,
     /// The server barrage started (`--spawn`) and how it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<crate::monitor::SpawnRecord>,
@@ -250,6 +253,7 @@ impl RunResult {
             timeseries: outcome.timeseries,
             histograms,
             monitor: None,
+            server_metrics: Vec::new(),
             spawn: None,
             analysis: None,
             thresholds: Vec::new(),

@@ -194,8 +194,22 @@ pub fn step_metric(metric: &str) -> Option<(&str, &str)> {
     })
 }
 
+/// What a threshold may say of one series of the server's own metrics:
+/// `server.metric.NAME.STAT`.
+pub const SERVER_METRIC_STATS: [&str; 4] = ["max", "min", "mean", "last"];
+
+/// `server.metric.NAME.STAT` -> (NAME, STAT).
+pub fn server_metric(metric: &str) -> Option<(&str, &str)> {
+    let rest = metric.strip_prefix("server.metric.")?;
+    let (name, stat) = rest.rsplit_once('.')?;
+    (!name.is_empty() && SERVER_METRIC_STATS.contains(&stat)).then_some((name, stat))
+}
+
 /// The kind of a metric name; `None` for an unknown metric.
 pub fn kind_of(metric: &str) -> Option<Kind> {
+    if server_metric(metric).is_some() {
+        return Some(Kind::Count);
+    }
     if let Some((_, m)) = step_metric(metric) {
         return STEP_METRICS.iter().find(|(n, _)| *n == m).map(|(_, k)| *k);
     }
@@ -228,12 +242,15 @@ pub enum Needs {
     Monitoring,
     /// Server samples and a recovery window after the load (`--recovery`, not 0).
     Recovery,
+    /// The server's own metrics: `--server-metrics URL --server-metric SELECTOR`.
+    ServerMetrics,
 }
 
 /// What `metric` needs to be measured (unknown metrics need nothing: the parser refuses them).
 pub fn needs(metric: &str) -> Needs {
     match metric {
         "server.rss.after" | "leak" => Needs::Recovery,
+        m if m.starts_with("server.metric.") => Needs::ServerMetrics,
         m if m.starts_with("server.") => Needs::Monitoring,
         _ => Needs::Nothing,
     }

@@ -21,14 +21,18 @@
 //! [`HostSample`]: barrage_metrics::HostSample
 //! [`MonitorSeries`]: barrage_metrics::MonitorSeries
 
+mod expo;
 mod host;
 mod proc;
 mod sampler;
+mod scrape;
 mod spawn;
 mod sys;
 mod tcp;
 
+pub use expo::{Exposition, Selector};
 pub use sampler::{Latest, LatestProcess, Monitor, MonitorConfig, MIN_INTERVAL};
+pub use scrape::{Scraper, Url as MetricsUrl};
 pub use spawn::{spawn_server, SpawnError, Spawned, StopReport};
 pub use tcp::listener_pid;
 

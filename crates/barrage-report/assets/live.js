@@ -85,6 +85,16 @@
     var total = 0;
     pts.forEach(function (p) { total += p.tick.requests; });
     text("total", fmt(total));
+    var list = el("metrics");
+    if (list && last.metrics && last.metrics.length) {
+      list.hidden = false;
+      list.textContent = "";
+      last.metrics.forEach(function (m) {
+        var li = document.createElement("li");
+        li.textContent = m[0] + ": " + fmt(m[1], 2);
+        list.appendChild(li);
+      });
+    }
     if (last.server) {
       text("srv-cpu", fmt(last.server.cpu_pct, 1));
       text("srv-rss", last.server.rss_bytes == null ? "–" : fmt(last.server.rss_bytes / 1048576, 1));

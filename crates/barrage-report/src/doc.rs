@@ -65,6 +65,7 @@ pub(crate) fn build(r: &RunResult) -> Vec<Section> {
         section("metrics", "Core metrics", metrics::metrics(r)),
         section("network-io", "Network IO", metrics::network_io(r)),
         section("resources", "Server resources", analysis::resources(r)),
+        section("server-metrics", "Server metrics", server_metrics(r)),
         section("charts", "Charts over time", charts::over_time(r)),
         section(
             "latency-distribution",
@@ -83,6 +84,54 @@ pub(crate) fn build(r: &RunResult) -> Vec<Section> {
         .into_iter()
         .filter(|s| !s.blocks.is_empty())
         .collect()
+}
+
+/// The server's own metrics (`--server-metrics`): a row per series, then their charts.
+fn server_metrics(r: &RunResult) -> Vec<Block> {
+    if r.server_metrics.is_empty() {
+        return Vec::new();
+    }
+    let real = |x: f64| {
+        if x < 0.0 {
+            format!("-{}", crate::fmt::real(-x))
+        } else {
+            crate::fmt::real(x)
+        }
+    };
+    let n = |v: Option<f64>| v.map_or("–".into(), real);
+    let rows = r
+        .server_metrics
+        .iter()
+        .map(|m| {
+            [
+                m.name.clone(),
+                m.selector.clone(),
+                if m.kind == "rate" {
+                    "counter, per second".into()
+                } else {
+                    m.kind.clone()
+                },
+                n(m.min()),
+                n(m.mean()),
+                n(m.max()),
+                n(m.last()),
+                m.increase.map_or("–".into(), real),
+                m.samples.len().to_string(),
+                m.missed.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = vec![
+        Block::Para(
+            "Scraped from the server while the run went; a counter is its rate between scrapes, the series a selector matched are summed.".into(),
+        ),
+        table(
+            ["name", "selector", "kind", "min", "mean", "max", "last", "increase", "samples", "missed"],
+            rows,
+        ),
+    ];
+    out.extend(charts::server_metrics(r));
+    out
 }
 
 fn section(id: &'static str, title: &'static str, blocks: Vec<Block>) -> Section {

@@ -36,7 +36,7 @@ pub fn page() -> String {
          <div>open<b id=\"cur-open\">–</b></div><div>failed/s<b id=\"cur-failed\">–</b></div>\
          <div>completed<b id=\"total\">–</b></div>\
          <div>server CPU %<b id=\"srv-cpu\">–</b></div><div>server RSS MiB<b id=\"srv-rss\">–</b></div>\n\
-         </div>\n</section>\n\
+         </div>\n<ul id=\"metrics\" hidden></ul>\n</section>\n\
          <section id=\"charts\">\n<h2>Over time</h2>\n<div class=\"grid\">\n\
          <div class=\"chart-box\" id=\"c-rps\"></div><div class=\"chart-box\" id=\"c-lat\"></div>\
          <div class=\"chart-box\" id=\"c-conn\"></div><div class=\"chart-box\" id=\"c-err\"></div>\

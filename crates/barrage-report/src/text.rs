@@ -28,6 +28,7 @@ impl Renderer for TextRenderer {
             io(r),
             health(r),
             crate::monitor_text::monitoring(r),
+            server_metrics(r),
             crate::verdicts::verdicts(r),
             warmup(r),
         ] {
@@ -729,6 +730,40 @@ fn warmup(r: &RunResult) -> Vec<String> {
         ),
         row("", detail),
     ]
+}
+
+/// The server's own metrics (`--server-metrics`): one line per series.
+fn server_metrics(r: &RunResult) -> Vec<String> {
+    let real = |x: f64| {
+        if x < 0.0 {
+            format!("-{}", crate::fmt::real(-x))
+        } else {
+            crate::fmt::real(x)
+        }
+    };
+    let n = |v: Option<f64>| v.map_or("–".to_string(), real);
+    r.server_metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let what = if m.kind == "rate" { " /s" } else { "" };
+            let mut line = format!(
+                "{}{what}: min {}, mean {}, max {}, last {}",
+                m.name,
+                n(m.min()),
+                n(m.mean()),
+                n(m.max()),
+                n(m.last())
+            );
+            if let Some(inc) = m.increase {
+                line += &format!("; grew by {}", real(inc));
+            }
+            if m.missed > 0 {
+                line += &format!(" ({} scrapes missed it)", m.missed);
+            }
+            row(if i == 0 { "Server stats" } else { "" }, line)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -87,6 +87,19 @@ impl ServerHandle {
 
     /// Stops every thread, waits for them to close their connections and exit, and returns the
     /// final counters (with `connections_open` at 0).
+    /// A function that takes the same live snapshot as [`ServerHandle::stats`], for another
+    /// thread (a metrics endpoint) while the server runs.
+    pub fn stats_reader(&self) -> impl Fn() -> ServerStats + Send + Sync + 'static {
+        let (counters, kind, tls) = (self.counters.clone(), self.kind, self.tls);
+        move || {
+            let mut total = ServerStats::default();
+            for c in &counters {
+                total.merge(&c.snapshot(kind, tls));
+            }
+            total
+        }
+    }
+
     pub fn shutdown(mut self) -> ServerStats {
         self.stop_and_join();
         self.stats()

@@ -393,6 +393,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD", help_heading = "Server monitoring")]
     pub spawn: Option<String>,
 
+    /// Scrape the server's own metrics from URL while the run goes (Prometheus text,
+    /// OpenMetrics or JSON; http:// on loopback unless --listen-any); repeatable, with
+    /// --server-metric naming what to keep
+    #[arg(long, value_name = "URL", help_heading = "Server monitoring")]
+    pub server_metrics: Vec<String>,
+
+    /// A series to keep from --server-metrics: NAME, NAME{label="v"}, a JSON pointer
+    /// (/stats/queue_depth), each optionally ALIAS=...; counters become rates per second;
+    /// judged as server.metric.NAME.max|min|mean|last; repeatable
+    #[arg(long, value_name = "SELECTOR", help_heading = "Server monitoring")]
+    pub server_metric: Vec<String>,
+
     /// How often to sample the monitored processes and the machine
     #[arg(long, default_value = "1s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Server monitoring")]
     pub monitor_interval: Duration,
@@ -447,7 +459,7 @@ pub struct RunArgs {
     pub web: Option<String>,
 
     /// Let --prometheus and --web listen on an address other than loopback (reachable from
-    /// other machines)
+    /// other machines), and --server-metrics read a URL that is not on loopback
     #[arg(long, help_heading = "Output")]
     pub listen_any: bool,
 
@@ -528,6 +540,11 @@ pub struct ServerArgs {
     /// Write the served counts as JSON to FILE on exit
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+
+    /// Serve the counts as OpenMetrics on http://ADDR/metrics while running (PORT or
+    /// HOST:PORT), for barrage run --server-metrics or a Prometheus
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 
     /// Fault: delay every reply by D
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]

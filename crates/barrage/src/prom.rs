@@ -126,6 +126,7 @@ struct Series {
     delivery_p99: FloatGauge,
     server_cpu: FloatGauge,
     server_rss: Gauge,
+    server_metric: Family<Labels, Gauge<f64, AtomicU64>>,
     seconds: Counter,
 }
 
@@ -184,6 +185,7 @@ impl Exporter {
             delivery_p99: FloatGauge::default(),
             server_cpu: FloatGauge::default(),
             server_rss: Gauge::default(),
+            server_metric: Family::default(),
             seconds: Counter::default(),
         };
         let s = &series;
@@ -276,6 +278,11 @@ impl Exporter {
             "The monitored server's resident memory",
             Unit::Bytes,
             s.server_rss.clone(),
+        );
+        r.register(
+            "server_metric",
+            "The server's own metrics (--server-metrics), newest value; a counter as its rate",
+            s.server_metric.clone(),
         );
         r.register(
             "seconds",
@@ -372,6 +379,16 @@ impl Exporter {
             }
         }
         s.seconds.inc();
+    }
+
+    /// The newest values of the server's own metrics.
+    pub fn server_metrics(&self, latest: &[(String, f64)]) {
+        for (name, v) in latest {
+            self.series
+                .server_metric
+                .get_or_create(&vec![("name".to_string(), name.clone())])
+                .set(*v);
+        }
     }
 
     /// One second's merged delta: its latency into the histogram.

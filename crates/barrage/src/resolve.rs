@@ -22,6 +22,8 @@ pub struct Resolved {
     pub spec: barrage_engine::Spec,
     pub config: RunConfig,
     pub watch: Option<WatchPlan>,
+    /// `--server-metrics`: what to scrape while the run goes.
+    pub metrics: Option<crate::watch::MetricsPlan>,
     pub thresholds: Vec<Threshold>,
     pub outputs: Outputs,
     /// The command line as recorded in the result (secrets redacted).
@@ -34,12 +36,14 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let (plan, spec, config) = config::plan(a)?;
     let spec = config::record(&spec, &plan, a.secret_body, &a.redact);
     let watch = crate::watch::plan(a, plan.target.addr)?;
+    let metrics = crate::watch::metrics_plan(a)?;
     let thresholds = a
         .threshold
         .iter()
         .map(|e| thresholds::parse(e).map_err(|e| Usage::new("--threshold", e)))
         .collect::<Result<Vec<_>, _>>()?;
-    measurable(&thresholds, watch.is_some(), a.recovery)?;
+    let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
+    measurable(&thresholds, watch.is_some(), a.recovery, &names)?;
     crate::sys::ensure_fds(
         crate::sys::fds_needed(plan.connections, plan.threads),
         "-c/--connections",
@@ -50,6 +54,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         spec,
         config,
         watch,
+        metrics,
         thresholds,
         outputs,
         argv: crate::redact::argv(&argv, &a.redact, a.secret_body),
@@ -75,6 +80,7 @@ pub fn from_spec(spec: Spec, quiet: bool, argv: Vec<String>) -> Result<Resolved,
         spec,
         config,
         watch: None,
+        metrics: None,
         thresholds: Vec::new(),
         outputs: Outputs::summary(quiet),
         argv,
@@ -88,9 +94,23 @@ fn measurable(
     thresholds: &[Threshold],
     monitored: bool,
     recovery: Option<std::time::Duration>,
+    server_metrics: &[String],
 ) -> Result<(), Usage> {
     for t in thresholds {
         let need = thresholds::needs(&t.metric);
+        if need == Needs::ServerMetrics {
+            let name = thresholds::server_metric(&t.metric).map_or("", |(n, _)| n);
+            if !server_metrics.iter().any(|m| m == name) {
+                return Err(Usage::value(
+                    "--threshold",
+                    format!("'{}'", t.expr),
+                    format!(
+                        "no --server-metric is named {name}: add --server-metrics URL --server-metric '{name}=SELECTOR'"
+                    ),
+                ));
+            }
+            continue;
+        }
         if need != Needs::Nothing && !monitored {
             return Err(Usage::value(
                 "--threshold",

@@ -86,12 +86,14 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         eprintln!("barrage: live page on http://{}/", w.addr());
     }
     let live = outputs.live(&r.plan, &signals.stop);
+    let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
     let mut observer = Observer {
         live: &live,
         watch: watch.as_ref(),
         files: outputs.recorders(),
         prom: prom.as_ref(),
         web: web.as_ref(),
+        scraper: scraper.as_ref(),
         stop: &signals.stop,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
@@ -112,6 +114,9 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         out.outcome,
     );
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
+    result.server_metrics = scraper
+        .map(barrage_monitor::Scraper::stop)
+        .unwrap_or_default();
     result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
     if let Some(w) = web {
@@ -131,6 +136,7 @@ struct Observer<'a> {
     files: &'a mut crate::recorders::Recorders,
     prom: Option<&'a crate::prom::Exporter>,
     web: Option<&'a crate::web::Web>,
+    scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
 }
 
@@ -149,11 +155,13 @@ impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
         self.files.tick(tick);
         let server = self.watch.and_then(Watch::latest_server);
+        let metrics = self.scraper.map(|s| s.latest()).unwrap_or_default();
         if let Some(p) = self.prom {
             p.tick(tick, server.as_ref().map(|s| (s.cpu_pct, s.rss_bytes)));
+            p.server_metrics(&metrics);
         }
         if let Some(w) = self.web {
-            w.tick(tick, server.as_ref());
+            w.tick(tick, server.as_ref(), &metrics);
         }
         self.live.update(tick, agg, server)
     }

@@ -142,9 +142,32 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             format!(": {scheme}://{}/", server.local_addr())
         }
     );
+    let metrics = match &args.metrics {
+        Some(v) => {
+            let addr = crate::httpd::parse_addr("--metrics", v, true)?;
+            let read = server.stats_reader();
+            let route = move |path: &str, _query: &str| {
+                if path != "/metrics" {
+                    return crate::httpd::Response::not_found("/metrics");
+                }
+                crate::httpd::Response::Full {
+                    status: 200,
+                    content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    body: openmetrics(&read()).into_bytes(),
+                }
+            };
+            let m = crate::httpd::Server::start("--metrics", addr, std::sync::Arc::new(route))?;
+            say!("metrics on http://{}/metrics", m.addr());
+            Some(m)
+        }
+        None => None,
+    };
     let deadline = args.exit_after.map(|d| Instant::now() + d);
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
         std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(m) = metrics {
+        m.stop();
     }
     let addr = server.local_addr();
     let s = server.shutdown();
@@ -217,4 +240,34 @@ fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
         })?
         .next()
         .ok_or_else(|| Usage::value("--listen", s, "no address"))
+}
+
+/// A server's counts as OpenMetrics text: every number of its stats record, named by its
+/// path (`barrage_server_chat_deliveries_out_total`); counts are counters, what is open now
+/// a gauge.
+fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    walk(&format!("{prefix}_{k}"), v, out);
+                }
+            }
+            serde_json::Value::Number(n) => {
+                let gauge = prefix.ends_with("_open") || prefix.contains("_open_");
+                if gauge {
+                    out.push_str(&format!("# TYPE {prefix} gauge\n{prefix} {n}\n"));
+                } else {
+                    out.push_str(&format!("# TYPE {prefix} counter\n{prefix}_total {n}\n"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    if let Ok(v) = serde_json::to_value(stats) {
+        walk("barrage_server", &v, &mut out);
+    }
+    out.push_str("# EOF\n");
+    out
 }

@@ -187,3 +187,76 @@ impl Watch {
         (series, record)
     }
 }
+
+/// `--server-metrics URL --server-metric SELECTOR`, resolved.
+pub struct MetricsPlan {
+    pub urls: Vec<barrage_monitor::MetricsUrl>,
+    pub selectors: Vec<barrage_monitor::Selector>,
+    pub interval: Duration,
+}
+
+impl MetricsPlan {
+    /// The names thresholds may use (`server.metric.NAME.STAT`).
+    pub fn names(&self) -> Vec<String> {
+        self.selectors.iter().map(|s| s.alias.clone()).collect()
+    }
+
+    /// Scraping from now; times are seconds since `base`.
+    pub fn start(self, base: Instant) -> barrage_monitor::Scraper {
+        barrage_monitor::Scraper::start(self.urls, self.selectors, self.interval, base)
+    }
+}
+
+/// `None` without `--server-metrics`.
+pub fn metrics_plan(a: &RunArgs) -> Result<Option<MetricsPlan>, Usage> {
+    match (a.server_metrics.is_empty(), a.server_metric.is_empty()) {
+        (true, true) => return Ok(None),
+        (true, false) => {
+            return Err(Usage::says(
+                "--server-metric",
+                "picks from the server's metrics: add --server-metrics URL",
+            ))
+        }
+        (false, true) => {
+            return Err(Usage::says(
+                "--server-metrics",
+                "needs --server-metric NAME for what to keep (e.g. --server-metric queue_depth)",
+            ))
+        }
+        (false, false) => {}
+    }
+    let mut urls = Vec::new();
+    for u in &a.server_metrics {
+        let url =
+            barrage_monitor::MetricsUrl::parse(u).map_err(|e| Usage::new("--server-metrics", e))?;
+        if !a.listen_any && !url.is_loopback() {
+            return Err(Usage::value(
+                "--server-metrics",
+                u,
+                "not on loopback: add --listen-any to read metrics from another machine",
+            ));
+        }
+        urls.push(url);
+    }
+    let mut selectors: Vec<barrage_monitor::Selector> = Vec::new();
+    for s in &a.server_metric {
+        let sel =
+            barrage_monitor::Selector::parse(s).map_err(|e| Usage::new("--server-metric", e))?;
+        if selectors.iter().any(|o| o.alias == sel.alias) {
+            return Err(Usage::value(
+                "--server-metric",
+                s,
+                format!(
+                    "a second series named {}: name one ALIAS=SELECTOR",
+                    sel.alias
+                ),
+            ));
+        }
+        selectors.push(sel);
+    }
+    Ok(Some(MetricsPlan {
+        urls,
+        selectors,
+        interval: a.monitor_interval,
+    }))
+}

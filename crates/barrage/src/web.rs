@@ -92,10 +92,16 @@ impl Web {
     }
 
     /// One second of the run, with the server's sample if it is monitored.
-    pub fn tick(&self, t: &Tick, server: Option<&crate::tui::ServerSample>) {
+    pub fn tick(
+        &self,
+        t: &Tick,
+        server: Option<&crate::tui::ServerSample>,
+        metrics: &[(String, f64)],
+    ) {
         let point = serde_json::json!({
             "tick": t,
             "server": server.map(|s| serde_json::json!({"cpu_pct": s.cpu_pct, "rss_bytes": s.rss_bytes})),
+            "metrics": metrics,
         });
         let (lock, wake) = &*self.shared;
         lock.lock()

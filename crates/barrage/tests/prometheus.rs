@@ -138,6 +138,16 @@ fn prometheus_scrapes_barrage_and_the_dashboard_has_data() {
         .args(["--users", "60", "--arrive", "1000", "--hold", "7s"])
         .args(["--spawn", &spawn, "--recovery", "3s"])
         .args(["--prometheus", &format!("127.0.0.1:{metrics_port}")])
+        // A third-party exposition: Prometheus's own /metrics (a Go process: go_goroutines).
+        .args([
+            "--server-metrics",
+            &format!("http://127.0.0.1:{}/metrics", prom.port),
+        ])
+        .args(["--server-metric", "go_goroutines"])
+        .args([
+            "--server-metric",
+            "scrapes=prometheus_target_interval_length_seconds_count",
+        ])
         .args(["-q", "--json"])
         .arg(&json)
         .output()
@@ -148,6 +158,20 @@ fn prometheus_scrapes_barrage_and_the_dashboard_has_data() {
         "metrics on http://127.0.0.1:{metrics_port}/metrics"
     )));
     let r = read_json(&json);
+    // Prometheus's own series, read by --server-metrics: a gauge and a counter (as a rate).
+    let sm = r["server_metrics"].as_array().unwrap();
+    assert_eq!(sm[0]["kind"], "gauge");
+    assert!(sm[0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s[1].as_f64().unwrap() > 0.0));
+    assert_eq!(sm[1]["kind"], "rate");
+    assert!(
+        sm[1]["increase"].as_f64().unwrap() >= 1.0,
+        "Prometheus scraped barrage: {}",
+        sm[1]
+    );
     // Every sample Prometheus took of the request counter is the sum of the first k seconds
     // of barrage's own time series, for some k.
     let ticks = r["timeseries"].as_array().unwrap();

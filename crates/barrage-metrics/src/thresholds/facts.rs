@@ -47,6 +47,19 @@ impl Facts {
                 f.set(m, v);
             }
         }
+        for m in &result.server_metrics {
+            let at = |stat: &str| format!("server.metric.{}.{stat}", m.name);
+            for (stat, v) in [
+                ("max", m.max()),
+                ("min", m.min()),
+                ("mean", m.mean()),
+                ("last", m.last()),
+            ] {
+                if let Some(v) = v {
+                    f.set(&at(stat), v);
+                }
+            }
+        }
         for s in &result.summary.steps {
             let at = |m: &str| format!("steps.{}.{m}", s.name);
             if let Some(l) = &s.latency_us {

@@ -364,3 +364,20 @@ pub(crate) fn spectrum(r: &RunResult) -> Vec<Block> {
     }
     out
 }
+
+/// The server's own metrics (`--server-metrics`): one chart per series over the run's time.
+pub(crate) fn server_metrics(r: &RunResult) -> Vec<Block> {
+    let mut out = Vec::new();
+    for (i, m) in r.server_metrics.iter().enumerate() {
+        let x: Vec<f64> = m.samples.iter().map(|s| s[0]).collect();
+        let y = if m.kind == "rate" {
+            "per second"
+        } else {
+            "value"
+        };
+        let c = Chart::new(&format!("server-metric-{i}"), &m.name, "seconds", y, x)
+            .series(&m.name, m.samples.iter().map(|s| Some(s[1])).collect());
+        keep(c, &mut out);
+    }
+    out
+}
