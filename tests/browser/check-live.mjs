@@ -5,6 +5,12 @@
 // holds once the run ended, and the final summary it shows. Writes a screenshot.
 //
 //   node check-live.mjs http://127.0.0.1:PORT/ SCREENSHOT.png
+//
+// It writes "ready" on stderr once it has seen the run go on across a reload; then it waits
+// (up to 120 s) for the run to end and the page to show the final summary.
+//
+// It writes "ready" on stderr once it has seen the run go on across a reload; then it waits
+// (up to 120 s) for the run to end and the page to show the final summary.
 import { chromium } from "playwright-core";
 
 const [url, shot] = process.argv.slice(2);
@@ -54,9 +60,14 @@ try {
   });
   await page.waitForTimeout(300);
   out.csp_violations = await page.evaluate(() => window.__csp || []);
-  out.charts = await page.evaluate(() =>
+  out.charts_seen = await page.evaluate(() =>
     [...document.querySelectorAll(".chart-box")].map((b) => ({ id: b.id, hidden: b.hidden, drawn: b.getAttribute("data-drawn") === "true" })));
+  // The caller may end the run now (it waits for this line on stderr).
+  process.stderr.write("ready\n");
+  // The caller may end the run now: it waits for this line on stderr.
+  process.stderr.write("ready\n");
   await until(page, "window.barrageLive && window.barrageLive.done", 120000);
+  out.charts = out.charts_seen;
   out.points = await page.evaluate(() => window.barrageLive.points);
   out.summary = await page.evaluate(() => document.getElementById("summary").textContent);
   out.final_visible = await page.evaluate(() => !document.getElementById("final").hidden);

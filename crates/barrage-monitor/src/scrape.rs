@@ -28,28 +28,41 @@ impl Url {
         let rest = s.strip_prefix("http://").ok_or_else(|| {
             format!("'{s}': give an http:// URL, e.g. http://127.0.0.1:9090/metrics")
         })?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
-                (h, p.parse().map_err(|_| format!("'{s}': bad port '{p}'"))?)
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(end);
+        if authority.contains('@') {
+            // Said without the URL: it may hold a password.
+            return Err("a URL with user info (user:password@) is not supported".into());
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| format!("'{s}': an IPv6 host is written [::1]"))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse().map_err(|_| format!("'{s}': bad port '{p}'"))?,
+                None if after.is_empty() => 80,
+                None => return Err(format!("'{s}': an IPv6 host is written [::1]:PORT")),
+            };
+            (h, port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse().map_err(|_| format!("'{s}': bad port '{p}'"))?),
+                None => (authority, 80),
             }
-            _ => (authority, 80),
         };
         if host.is_empty() {
             return Err(format!("'{s}': the URL names no host"));
         }
+        let path = match path.split('#').next().unwrap_or("") {
+            "" => "/".to_string(),
+            p if p.starts_with('?') => format!("/{p}"),
+            p => p.to_string(),
+        };
         Ok(Url {
             text: s.to_string(),
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
+            host: host.to_string(),
             port,
-            path: if path.is_empty() {
-                "/".into()
-            } else {
-                path.into()
-            },
+            path,
         })
     }
 
@@ -65,28 +78,56 @@ impl Url {
     }
 }
 
-/// GETs the URL: the body of a 200 answer.
+/// GETs the URL: the body of a 200 answer, within [`DEADLINE`] in all.
 fn get(url: &Url) -> Result<String, String> {
+    let deadline = Instant::now() + DEADLINE;
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| e.to_string())?
         .next()
         .ok_or("no address")?;
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| e.to_string())?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut s = TcpStream::connect_timeout(&addr, DEADLINE).map_err(|e| e.to_string())?;
+    let _ = s.set_write_timeout(Some(DEADLINE));
+    let host = if url.host.contains(':') {
+        format!("[{}]", url.host)
+    } else {
+        url.host.clone()
+    };
     write!(
         s,
-        "GET {} HTTP/1.0\r\nHost: {}\r\nAccept: text/plain;version=0.0.4, application/json;q=0.5, */*;q=0.1\r\nUser-Agent: barrage\r\n\r\n",
-        url.path, url.host
+        "GET {} HTTP/1.0\r\nHost: {host}:{}\r\nConnection: close\r\nAccept: text/plain;version=0.0.4, application/json;q=0.5, */*;q=0.1\r\nUser-Agent: barrage\r\n\r\n",
+        url.path, url.port
     )
     .map_err(|e| e.to_string())?;
-    let mut body = Vec::new();
-    s.take(64 << 20)
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&body);
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no whole answer in time".into());
+        }
+        let _ = s.set_read_timeout(Some(left));
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(e.to_string()),
+        }
+        if raw.len() > 64 << 20 {
+            return Err("answer larger than 64 MiB".into());
+        }
+        // A server that keeps the connection open: stop at Content-Length.
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..at]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            if len.is_some_and(|n| raw.len() >= at + 4 + n) {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP response")?;
     let status = head.split(' ').nth(1).unwrap_or("");
     if status != "200" {
@@ -94,6 +135,9 @@ fn get(url: &Url) -> Result<String, String> {
     }
     Ok(body.to_string())
 }
+
+/// The longest one scrape of one URL may take.
+const DEADLINE: Duration = Duration::from_secs(2);
 
 /// What one selector has gathered so far.
 struct Track {
@@ -116,8 +160,12 @@ impl Gatherer {
     fn scrape(&mut self, t: f64) {
         let mut jsons = Vec::new();
         let mut expos = Vec::new();
+        let mut failed = false;
         for u in &self.urls {
-            let Ok(body) = get(u) else { continue };
+            let Ok(body) = get(u) else {
+                failed = true;
+                continue;
+            };
             let trimmed = body.trim_start();
             if trimmed.starts_with('{') || trimmed.starts_with('[') {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
@@ -127,12 +175,20 @@ impl Gatherer {
                 expos.push(expo::parse(&body));
             }
         }
-        self.take(t, &jsons, &expos);
+        self.take(t, &jsons, &expos, failed);
     }
 
     /// What the documents scraped at `t` hold for each selector (summed over every document
     /// that has it).
-    fn take(&mut self, t: f64, jsons: &[serde_json::Value], expos: &[expo::Exposition]) {
+    /// `partial`: a URL could not be read, so a counter's sum would drop and read as a reset:
+    /// counters skip such a scrape.
+    fn take(
+        &mut self,
+        t: f64,
+        jsons: &[serde_json::Value],
+        expos: &[expo::Exposition],
+        partial: bool,
+    ) {
         for (sel, tr) in self.selectors.iter().zip(self.tracks.iter_mut()) {
             let picks = jsons
                 .iter()
@@ -144,11 +200,18 @@ impl Gatherer {
                 *sum.get_or_insert(0.0) += v;
                 counter |= c;
             }
-            let Some(v) = sum else {
+            // A value that is no number (NaN, an infinity: a summary with no observations) is
+            // not a sample.
+            let Some(v) = sum.filter(|v| v.is_finite()) else {
                 tr.metric.missed += 1;
                 continue;
             };
-            if !*tr.counter.get_or_insert(counter) {
+            let counter = *tr.counter.get_or_insert(counter);
+            if counter && partial {
+                tr.metric.missed += 1;
+                continue;
+            }
+            if !counter {
                 tr.metric.samples.push([t, v]);
                 continue;
             }
@@ -222,12 +285,14 @@ impl Scraper {
             tracks,
             latest: Arc::clone(&latest),
         };
+        // The first scrape before the load starts: the counters' starting point.
+        g.scrape(Instant::now().saturating_duration_since(base).as_secs_f64());
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("barrage-scrape".into())
             .spawn(move || {
-                let mut next = Instant::now();
+                let mut next = Instant::now() + interval;
                 while !flag.load(Ordering::Relaxed) {
                     let now = Instant::now();
                     if now >= next {
@@ -283,6 +348,12 @@ mod tests {
             ("::1", 8080, "/")
         );
         assert!(u.is_loopback());
+        let u = Url::parse("http://[::1]/metrics").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/metrics"));
+        let u = Url::parse("http://127.0.0.1:9?x=1").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (9, "/?x=1"));
+        let e = Url::parse("http://me:s3cret@127.0.0.1/").unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
         assert!(Url::parse("https://x/").unwrap_err().contains("http://"));
         assert!(Url::parse("http://x:y/").unwrap_err().contains("port"));
     }
@@ -303,13 +374,16 @@ mod tests {
         };
         let doc = |v: u64| expo::parse(&format!("# TYPE reqs counter\nreqs_total {v}\n"));
         for (t, v) in [(0.0, 100), (1.0, 150), (2.0, 30), (4.0, 70)] {
-            g.take(t, &[], &[doc(v)]);
+            g.take(t, &[], &[doc(v)], false);
         }
-        g.take(5.0, &[], &[]); // a scrape that found nothing
+        g.take(5.0, &[], &[], false); // a scrape that found nothing
+        g.take(6.0, &[], &[doc(90)], true); // a URL failed: no rate from a partial sum
+        let nan = expo::parse("reqs_total NaN\n");
+        g.take(7.0, &[], &[nan], false);
         let m = g.finish().remove(0);
         assert_eq!(m.kind, "rate");
         assert_eq!(m.samples, [[1.0, 50.0], [2.0, 30.0], [4.0, 20.0]]);
         assert_eq!(m.increase, Some(50.0 + 30.0 + 40.0));
-        assert_eq!(m.missed, 1);
+        assert_eq!(m.missed, 3);
     }
 }

@@ -27,11 +27,21 @@ fn server(on_term: &str, port: u16) -> String {
     format!("python3 -c '{script}' {port}")
 }
 
+/// A port nothing listens on, below the kernel's ephemeral range (32768 and up), so no
+/// client socket of a parallel test takes it before the spawned server binds it.
 fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id()
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(NEXT.fetch_add(7_919, Ordering::Relaxed));
+    for i in 0..2_000u32 {
+        let port = 20_000 + (seed.wrapping_add(i.wrapping_mul(101)) % 12_000) as u16;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            return l.local_addr().unwrap();
+        }
+    }
+    panic!("no free port in 20000-31999")
 }
 
 /// Not running: no such process, or a zombie (an orphan waits for init to reap it, which

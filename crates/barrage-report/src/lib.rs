@@ -198,12 +198,33 @@ pub fn write_whole(
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
+    // A new file (never one that is there, nor a link planted at the name), readable like
+    // the one it replaces.
+    let (file, tmp) = {
+        let mut attempt = 0u32;
+        loop {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let mut tmp_name = std::ffi::OsString::from(".");
+            tmp_name.push(name);
+            tmp_name.push(format!(".{}.{nanos:08x}{attempt}.tmp", std::process::id()));
+            let tmp = path.with_file_name(tmp_name);
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(f) => break (f, tmp),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    if let Ok(m) = std::fs::metadata(path) {
+        let _ = file.set_permissions(m.permissions());
+    }
     let result = (|| {
-        let file = std::fs::File::create(&tmp)?;
         let mut out = io::BufWriter::new(file);
         fill(&mut out)?;
         let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;

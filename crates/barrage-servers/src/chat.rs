@@ -398,7 +398,8 @@ impl Loop {
                     self.lines(slot);
                     let too_long = self.conns[slot]
                         .as_ref()
-                        .is_some_and(|c| c.inbuf.len() > MAX_LINE);
+                        // A WebSocket frame of a whole line is a little longer: its head.
+                        .is_some_and(|c| c.inbuf.len() > MAX_LINE + 14);
                     if too_long {
                         self.drop_conn(slot);
                         break;
@@ -506,11 +507,22 @@ impl Loop {
                 frame::CLOSE => {
                     let code = match *payload {
                         [a, b, ..] => u16::from_be_bytes([a, b]),
-                        _ => 1000,
+                        [_] => frame::PROTOCOL_ERROR,
+                        [] => 1000,
+                    };
+                    let code = if frame::valid_close_code(code) {
+                        code
+                    } else {
+                        frame::PROTOCOL_ERROR
                     };
                     return self.ws_close(slot, code);
                 }
+                // A continuation with nothing to continue, or a new message while one is
+                // still arriving in fragments.
                 frame::CONTINUATION if c.frag.is_empty() => {
+                    return self.ws_close(slot, frame::PROTOCOL_ERROR);
+                }
+                frame::TEXT | frame::BINARY if !c.frag.is_empty() => {
                     return self.ws_close(slot, frame::PROTOCOL_ERROR);
                 }
                 _ if head.fin && c.frag.is_empty() => self.handle(slot, payload),

@@ -88,7 +88,9 @@ impl Server {
             .map_err(|e| Usage::value(flag, addr, format!("cannot listen: {e}")))?;
         let addr = listener.local_addr().unwrap_or(addr);
         if !addr.ip().is_loopback() {
-            eprintln!("warning: {flag} listens on {addr}, reachable from other machines");
+            crate::sys::err_line(format_args!(
+                "warning: {flag} listens on {addr}, reachable from other machines"
+            ));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {

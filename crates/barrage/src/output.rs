@@ -187,11 +187,14 @@ impl Outputs {
     /// status line it is), else the status line (none with `-q`).
     pub fn live(&self, plan: &Plan, stop: &Arc<AtomicBool>) -> Live {
         if let (false, Some(n)) = (self.quiet, &self.note) {
-            eprintln!("note: {n}");
+            crate::sys::err_line(format_args!("note: {n}"));
         }
         let dash = tui::wanted(self.no_tui, self.quiet, self.json_to_stdout())
             .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(plan), Arc::clone(stop)))
-            .and_then(|d| d.map_err(|e| eprintln!("warning: no dashboard: {e}")).ok());
+            .and_then(|d| {
+                d.map_err(|e| crate::sys::err_line(format_args!("warning: no dashboard: {e}")))
+                    .ok()
+            });
         match dash {
             Some(d) => Live::Dashboard(d),
             None => Live::Line {
@@ -261,7 +264,7 @@ impl Outputs {
             }
         }
         for f in &failed {
-            eprintln!("error: {f}");
+            crate::sys::err_line(format_args!("error: {f}"));
         }
         if !failed.is_empty() && code == 0 {
             code = 1;
@@ -282,7 +285,7 @@ impl Live {
             Live::Dashboard(d) => d.update_with(tick, agg, server),
             Live::Line { quiet, target } => {
                 if let (false, Some(l)) = (quiet, live::line(tick, agg, *target)) {
-                    eprintln!("{l}");
+                    crate::sys::err_line(format_args!("{l}"));
                 }
             }
         }

@@ -82,10 +82,10 @@ impl Recorders {
         let mut ok = true;
         if let Some(w) = &mut self.stream {
             if let Err(e) = w.second(merged) {
-                eprintln!(
+                crate::sys::err_line(format_args!(
                     "error: --out {}: cannot write: {e}; stopping the load (what was recorded is kept)",
                     w.dir().display()
-                );
+                ));
                 self.stream = None;
                 ok = false;
             }
@@ -93,9 +93,9 @@ impl Recorders {
         if let Some((path, log)) = &mut self.hdr {
             let len = merged.end_ns.saturating_sub(merged.start_ns) as f64 / 1e9;
             if let Err(e) = log.interval(merged.start_ns as f64 / 1e9, len, &merged.latency) {
-                eprintln!(
+                crate::sys::err_line(format_args!(
                     "error: --hdr-log {path}: cannot write: {e}; the load goes on without it"
-                );
+                ));
                 self.hdr = None;
             }
         }
@@ -111,10 +111,10 @@ impl Recorders {
                 .write_all(row.as_bytes())
                 .and_then(|()| c.file.flush())
             {
-                eprintln!(
+                crate::sys::err_line(format_args!(
                     "error: --csv {}: cannot write: {e}; the load goes on without it",
                     c.path
-                );
+                ));
                 self.csv = None;
             }
         }

@@ -39,18 +39,6 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         return r.outputs.refused(&result);
     }
     let mut outputs = r.outputs;
-    outputs.start_files(&barrage_report::stream::Header {
-        schema: barrage_report::stream::SCHEMA.into(),
-        command_line: r.argv.clone(),
-        started_at: started_at.clone(),
-        config: r.config.clone(),
-        environment: sys::environment(),
-        spec: Some(spec.clone()),
-        timeline: r.plan.timeline(),
-        latency_basis: r.plan.latency_basis(),
-        connections: r.plan.connections,
-        thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
-    })?;
     let prom = outputs
         .prometheus
         .map(|addr| {
@@ -67,7 +55,10 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         .transpose()?;
     if let Some(p) = &prom {
         // Said even with -q: with port 0 this is the only way to learn the port.
-        eprintln!("barrage: metrics on http://{}/metrics", p.addr());
+        crate::sys::err_line(format_args!(
+            "barrage: metrics on http://{}/metrics",
+            p.addr()
+        ));
     }
     let web = outputs
         .web
@@ -83,8 +74,21 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         })
         .transpose()?;
     if let Some(w) = &web {
-        eprintln!("barrage: live page on http://{}/", w.addr());
+        crate::sys::err_line(format_args!("barrage: live page on http://{}/", w.addr()));
     }
+    // The files last: a port that cannot be bound leaves no --out directory behind.
+    outputs.start_files(&barrage_report::stream::Header {
+        schema: barrage_report::stream::SCHEMA.into(),
+        command_line: r.argv.clone(),
+        started_at: started_at.clone(),
+        config: r.config.clone(),
+        environment: sys::environment(),
+        spec: Some(spec.clone()),
+        timeline: r.plan.timeline(),
+        latency_basis: r.plan.latency_basis(),
+        connections: r.plan.connections,
+        thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
+    })?;
     let live = outputs.live(&r.plan, &signals.stop);
     let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
     let mut observer = Observer {
@@ -95,9 +99,23 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         web: web.as_ref(),
         scraper: scraper.as_ref(),
         stop: &signals.stop,
+        out_failed: false,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
-    let end = Ending::of(out.end, &out.outcome, &live, &signals, &r.config.target);
+    let out_failed = observer.out_failed;
+    // The server's metrics up to the end of the load, with a last scrape before a spawned
+    // server is stopped (after the recovery window there would be nothing left to read).
+    let server_metrics = scraper
+        .map(barrage_monitor::Scraper::stop)
+        .unwrap_or_default();
+    let mut end = Ending::of(out.end, &out.outcome, &live, &signals, &r.config.target);
+    if out_failed {
+        end = Ending {
+            status: Status::Failed,
+            message: Some("--out: a second could not be written; the load was stopped".into()),
+            code: 1,
+        };
+    }
     let recovery_s = watch.as_ref().map(Watch::recovery_s);
     let watched = watch.map(|w| recover(w, &live, &signals));
     live.finish();
@@ -114,9 +132,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         out.outcome,
     );
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
-    result.server_metrics = scraper
-        .map(barrage_monitor::Scraper::stop)
-        .unwrap_or_default();
+    result.server_metrics = server_metrics;
     result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
     if let Some(w) = web {
@@ -138,6 +154,8 @@ struct Observer<'a> {
     web: Option<&'a crate::web::Web>,
     scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
+    /// The durable stream failed and stopped the load.
+    out_failed: bool,
 }
 
 /// The `shard` label: which shares of a split run this process runs ("0" for a whole run).
@@ -177,6 +195,7 @@ impl barrage_engine::Observer for Observer<'_> {
             p.segment(merged);
         }
         if !self.files.segment(merged) {
+            self.out_failed = true;
             self.stop.store(true, Ordering::Relaxed);
         }
     }
@@ -194,6 +213,9 @@ impl Signals {
         let stop = sys::stop_on_signals();
         let signalled = Arc::new(AtomicBool::new(false));
         for sig in sys::STOP_SIGNALS {
+            if sys::ignored(sig) {
+                continue; // left ignored (nohup), as stop_on_signals leaves it
+            }
             let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
         }
         Signals { stop, signalled }
@@ -239,7 +261,7 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Refus
     };
     crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout, stop).map_err(|why| {
         let msg = format!("{}: {why}", plan.target.url);
-        eprintln!("error: {msg}");
+        crate::sys::err_line(format_args!("error: {msg}"));
         Refused(msg)
     })
 }
@@ -269,7 +291,7 @@ impl Ending {
             ),
             End::Unreachable(why) => {
                 let msg = format!("cannot connect to {target}: {why}");
-                eprintln!("error: {msg}");
+                crate::sys::err_line(format_args!("error: {msg}"));
                 (Status::Failed, Some(msg), 1)
             }
         };

@@ -106,22 +106,49 @@ pub const STOP_SIGNALS: [i32; 3] = [
     signal_hook::consts::SIGHUP,
 ];
 
-/// SIGINT, SIGTERM and SIGHUP set the returned flag; a further one cuts the drain short
-/// ([`barrage_engine::hurry`]). None of them ends the process: the results are always written.
+/// Whether `sig` was set to be ignored when barrage started (`nohup` ignores SIGHUP; a shell
+/// ignores SIGINT for a background job): such a signal is left ignored.
+pub fn ignored(sig: i32) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+    rc == 0 && old.sa_sigaction == libc::SIG_IGN
+}
+
+/// SIGINT, SIGTERM and SIGHUP (each unless it was ignored at start, as `nohup` does) set the
+/// returned flag; the second cuts the drain short ([`barrage_engine::hurry`]) and the results
+/// are still written; a third ends the process at once (exit 130), the way out of anything
+/// that hangs.
 pub fn stop_on_signals() -> Arc<AtomicBool> {
+    static SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in STOP_SIGNALS {
+        if ignored(sig) {
+            continue;
+        }
         let flag = Arc::clone(&stop);
-        // SAFETY: the handler only does atomic loads and stores, which are async-signal-safe.
+        // SAFETY: the handler only does atomic operations and `_exit`, which are
+        // async-signal-safe.
         let _ = unsafe {
             signal_hook::low_level::register(sig, move || {
-                if flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                let n = SEEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                if n == 2 {
                     barrage_engine::hurry();
+                } else if n >= 3 {
+                    libc::_exit(130);
                 }
             })
         };
     }
     stop
+}
+
+/// One line on stderr that never panics: once the terminal is gone (a hangup), writing to it
+/// fails, and a run must still write its results.
+pub fn err_line(line: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 #[cfg(test)]

@@ -146,10 +146,10 @@ impl Watch {
         // After an interrupt the user wants out: no recovery window.
         if !self.recovery.is_zero() && !cut() {
             if !quiet {
-                eprintln!(
+                crate::sys::err_line(format_args!(
                     "[recovery] watching the server for {:.0} s after the load",
                     self.recovery.as_secs_f64()
-                );
+                ));
             }
             let end = Instant::now() + self.recovery;
             while Instant::now() < end && !cut() {

@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 struct State {
     info: serde_json::Value,
-    /// Each second as JSON: `{"tick": ..., "server": ...}`.
-    points: Vec<String>,
+    /// Each second as JSON: `{"tick": ..., "server": ...}` (shared: a request copies the
+    /// pointers under the lock and builds its answer outside it).
+    points: Vec<Arc<str>>,
     /// The final summary as JSON: `{"summary": "..."}`.
     done: Option<String>,
     /// Event streams being served.
@@ -57,11 +58,19 @@ impl Web {
                 body: page.clone().into_bytes(),
             },
             "/series" => {
-                let st = s.0.lock().expect("web state");
-                let mut body = format!("{{\"info\":{},\"points\":[", st.info);
-                body.push_str(&st.points.join(","));
+                let (info, points, done) = {
+                    let st = s.0.lock().expect("web state");
+                    (st.info.to_string(), st.points.clone(), st.done.clone())
+                };
+                let mut body = format!("{{\"info\":{info},\"points\":[");
+                for (i, p) in points.iter().enumerate() {
+                    if i > 0 {
+                        body.push(',');
+                    }
+                    body.push_str(p);
+                }
                 body.push_str("],\"done\":");
-                body.push_str(st.done.as_deref().unwrap_or("null"));
+                body.push_str(done.as_deref().unwrap_or("null"));
                 body.push('}');
                 Response::Full {
                     status: 200,
@@ -107,7 +116,7 @@ impl Web {
         lock.lock()
             .expect("web state")
             .points
-            .push(point.to_string());
+            .push(Arc::from(point.to_string()));
         wake.notify_all();
     }
 
@@ -142,7 +151,7 @@ fn stream(s: &Shared, mut next: usize, w: &mut std::net::TcpStream) -> std::io::
                     break;
                 }
             }
-            let batch: Vec<String> = st.points[next.min(st.points.len())..].to_vec();
+            let batch: Vec<Arc<str>> = st.points[next.min(st.points.len())..].to_vec();
             (batch, st.done.clone())
         };
         if batch.is_empty() && done.is_none() {

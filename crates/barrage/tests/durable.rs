@@ -148,8 +148,20 @@ fn a_hangup_stops_the_run_and_writes_the_results() {
 fn a_second_signal_shortens_the_drain_and_keeps_the_results() {
     let r = stopped_by(&["INT", "INT"], &["--delay", "5s"]);
     assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), 4);
-    let r = stopped_by(&["TERM", "HUP", "INT"], &["--delay", "5s"]);
+    let r = stopped_by(&["TERM", "HUP"], &["--delay", "5s"]);
     assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), 4);
+}
+
+/// A third signal is the way out of anything that hangs: the process ends at once, 130.
+#[test]
+fn a_third_signal_ends_the_process_at_once() {
+    let server = EchoServer::start(&["--delay", "5s"]);
+    let (mut child, _err) = started(&[server.url(), "-c", "2", "-d", "30s"]);
+    for sig in ["INT", "INT", "INT"] {
+        send_signal(child.0.id(), sig);
+    }
+    let status = wait_at_most(&mut child.0, Duration::from_secs(20)).expect("it ends");
+    assert_eq!(status.code(), Some(130));
 }
 
 fn accepts(port: u16) -> bool {
@@ -398,4 +410,40 @@ fn csv_and_hdr_log_are_written_as_the_run_goes_and_offline() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("--out DIR"), "{e}");
+}
+
+/// A run started with SIGHUP ignored (as `nohup` starts it) keeps it ignored: a hangup is not
+/// one of the signals that stop it. (Counted: HUP, INT, INT would be three signals and end the
+/// process without results; with HUP ignored they are two, and the results are written.)
+#[test]
+fn a_run_started_under_nohup_ignores_the_hangup() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = StdCommand::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' HUP; exec '{}' {} -c 2 -d 30s --no-tui --json '{}'",
+            bin().display(),
+            server.url(),
+            json.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut child = Guard(child);
+    let mut line = String::new();
+    while !line.starts_with('[') {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early");
+    }
+    for sig in ["HUP", "INT", "INT"] {
+        send_signal(child.0.id(), sig);
+    }
+    let status = wait_at_most(&mut child.0, Duration::from_secs(20)).expect("it ends");
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(s(&read_json(&json), "status"), "interrupted");
 }

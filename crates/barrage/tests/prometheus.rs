@@ -18,15 +18,6 @@ fn on_path(name: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
 }
 
-/// A free port on 127.0.0.1 (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn encode(q: &str) -> String {
     q.bytes()
         .map(|b| match b {
@@ -219,7 +210,7 @@ fn prometheus_scrapes_barrage_and_the_dashboard_has_data() {
             let expr = target["expr"]
                 .as_str()
                 .unwrap()
-                .replace("$__rate_interval", "4s")
+                .replace("$__rate_interval", "10s")
                 .replace("$run", ".*");
             let result = prom.query(&expr, at);
             assert!(

@@ -254,14 +254,6 @@ fn get(port: u16, path: &str) -> String {
     text
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The live outputs too: /metrics and the live page's data while the run goes, the CSV, the
 /// HDR log and the --out directory after it.
 #[test]

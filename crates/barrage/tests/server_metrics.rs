@@ -8,14 +8,6 @@ mod common;
 
 use common::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn the_servers_own_counters_reconcile_with_what_it_served() {
     let mport = free_port();

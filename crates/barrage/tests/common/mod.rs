@@ -28,6 +28,24 @@ pub fn barrage() -> assert_cmd::Command {
 }
 
 /// A loopback port with nothing listening on it: bind port 0, note the port, close it.
+/// A port on 127.0.0.1 that nothing listens on now, for a server the test starts by name.
+/// Chosen below the kernel's ephemeral range (32768 and up here), so no client socket of a
+/// parallel test takes it meanwhile, from a start that differs per process and call.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id()
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(NEXT.fetch_add(7_919, Ordering::Relaxed));
+    for i in 0..2_000u32 {
+        let port = 20_000 + (seed.wrapping_add(i.wrapping_mul(101)) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 20000-31999")
+}
+
 pub fn refused_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local addr").port()
