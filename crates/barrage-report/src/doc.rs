@@ -91,13 +91,7 @@ fn server_metrics(r: &RunResult) -> Vec<Block> {
     if r.server_metrics.is_empty() {
         return Vec::new();
     }
-    let real = |x: f64| {
-        if x < 0.0 {
-            format!("-{}", crate::fmt::real(-x))
-        } else {
-            crate::fmt::real(x)
-        }
-    };
+    let real = crate::fmt::signed_real;
     let n = |v: Option<f64>| v.map_or("–".into(), real);
     let rows = r
         .server_metrics

@@ -48,6 +48,15 @@ pub fn real(x: f64) -> String {
     }
 }
 
+/// [`real`] for a value that may be negative (a server's gauge).
+pub fn signed_real(x: f64) -> String {
+    if x < 0.0 {
+        format!("-{}", real(-x))
+    } else {
+        real(x)
+    }
+}
+
 /// Three significant digits, no separators: 4.567 -> `4.57`, 45.67 -> `45.7`, 456.7 -> `457`.
 fn sig3(x: f64) -> String {
     if x < 9.995 {

@@ -734,13 +734,7 @@ fn warmup(r: &RunResult) -> Vec<String> {
 
 /// The server's own metrics (`--server-metrics`): one line per series.
 fn server_metrics(r: &RunResult) -> Vec<String> {
-    let real = |x: f64| {
-        if x < 0.0 {
-            format!("-{}", crate::fmt::real(-x))
-        } else {
-            crate::fmt::real(x)
-        }
-    };
+    let real = crate::fmt::signed_real;
     let n = |v: Option<f64>| v.map_or("–".to_string(), real);
     r.server_metrics
         .iter()

@@ -13,9 +13,14 @@ use std::time::{Duration, Instant};
 /// Starts `barrage ARGS --no-tui` and returns once its first live status line is out (the
 /// load runs and its signal handlers are in place), with the rest of its stderr.
 fn started(args: &[&str]) -> (Guard, BufReader<ChildStderr>) {
-    let mut child = StdCommand::new(bin())
-        .args(args)
-        .arg("--no-tui")
+    let mut cmd = StdCommand::new(bin());
+    cmd.args(args).arg("--no-tui");
+    started_as(cmd)
+}
+
+/// [`started`] for a command built by the caller (barrage, or a shell that execs it).
+fn started_as(mut cmd: StdCommand) -> (Guard, BufReader<ChildStderr>) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -420,26 +425,14 @@ fn a_run_started_under_nohup_ignores_the_hangup() {
     let server = EchoServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let mut child = StdCommand::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "trap '' HUP; exec '{}' {} -c 2 -d 30s --no-tui --json '{}'",
-            bin().display(),
-            server.url(),
-            json.display()
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut child = Guard(child);
-    let mut line = String::new();
-    while !line.starts_with('[') {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "ended early");
-    }
+    let mut sh = StdCommand::new("sh");
+    sh.arg("-c").arg(format!(
+        "trap '' HUP; exec '{}' {} -c 2 -d 30s --no-tui --json '{}'",
+        bin().display(),
+        server.url(),
+        json.display()
+    ));
+    let (mut child, _err) = started_as(sh);
     for sig in ["HUP", "INT", "INT"] {
         send_signal(child.0.id(), sig);
     }
