@@ -440,3 +440,36 @@ fn a_run_started_under_nohup_ignores_the_hangup() {
     assert_eq!(status.code(), Some(130));
     assert_eq!(s(&read_json(&json), "status"), "interrupted");
 }
+
+/// The disk fills up mid-run (here: a file-size limit, `ulimit -f`, with SIGXFSZ ignored so a
+/// write fails with EFBIG as on a full disk): the second that cannot be written stops the load
+/// at once with one line naming --out, the run is a failure (exit 1), and the seconds recorded
+/// before rebuild the run.
+#[test]
+fn a_full_disk_mid_run_stops_the_load_and_keeps_what_was_recorded() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut sh = StdCommand::new("sh");
+    sh.arg("-c").arg(format!(
+        "trap '' XFSZ; ulimit -f 16; exec '{}' {} -c 2 -t 1 -d 60s --no-tui --out '{}'",
+        bin().display(),
+        server.url(),
+        out.display()
+    ));
+    let (mut child, mut err) = started_as(sh);
+    let status = wait_at_most(&mut child.0, Duration::from_secs(60)).expect("it ends");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    let errors: Vec<&str> = rest.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(
+        errors[0].starts_with(&format!("error: --out {}: cannot write", out.display()))
+            && errors[0].contains("stopping the load"),
+        "{rest}"
+    );
+    let r = rebuilt(&out);
+    let seconds = r["timeseries"].as_array().unwrap().len();
+    assert!((1..60).contains(&seconds), "{seconds} seconds recorded");
+    totals_are_the_sum_of_the_seconds(&r);
+}
