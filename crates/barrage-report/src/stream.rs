@@ -47,13 +47,61 @@ pub struct Header {
     pub thresholds: Vec<String>,
 }
 
-/// Writes a run's stream as it goes.
+/// Writes a run's stream as it goes: each second is written (to the page cache: a killed
+/// process loses nothing written) by the caller, and synced to the disk by a thread of its
+/// own, so a slow disk never holds the caller (the run's coordinator).
 pub struct Writer {
     dir: PathBuf,
     seconds: File,
     line: Vec<u8>,
     /// Seconds written so far.
     pub written: u64,
+    syncer: Option<Syncer>,
+}
+
+/// The thread that syncs the seconds file after each second; a failure is reported by the
+/// next [`Writer::second`].
+struct Syncer {
+    kick: std::sync::mpsc::Sender<()>,
+    failed: std::sync::Arc<std::sync::Mutex<Option<io::Error>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(file: File) -> io::Result<Syncer> {
+        let (kick, rx) = std::sync::mpsc::channel::<()>();
+        let failed = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let f2 = std::sync::Arc::clone(&failed);
+        let thread = std::thread::Builder::new()
+            .name("barrage-out-sync".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    while rx.try_recv().is_ok() {} // one sync covers every second so far
+                    if let Err(e) = file.sync_data() {
+                        if let Ok(mut slot) = f2.lock() {
+                            slot.get_or_insert(e);
+                        }
+                    }
+                }
+                let _ = file.sync_data();
+            })?;
+        Ok(Syncer {
+            kick,
+            failed,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread after a last sync.
+        let (kick, _) = std::sync::mpsc::channel();
+        drop(std::mem::replace(&mut self.kick, kick));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Writer {
@@ -80,21 +128,31 @@ impl Writer {
             .append(true)
             .create_new(true)
             .open(dir.join(SECONDS))?;
+        let syncer = Syncer::start(seconds.try_clone()?)?;
         Ok(Writer {
             dir: dir.to_path_buf(),
             seconds,
             line: Vec::with_capacity(4096),
             written: 0,
+            syncer: Some(syncer),
         })
     }
 
-    /// Appends one second (one `write`, then synced to the disk).
+    /// Appends one second (one `write`; the syncer thread then syncs it to the disk). An
+    /// error of an earlier sync is returned here.
     pub fn second(&mut self, merged: &Delta) -> io::Result<()> {
+        if let Some(s) = &self.syncer {
+            if let Some(e) = s.failed.lock().ok().and_then(|mut f| f.take()) {
+                return Err(e);
+            }
+        }
         self.line.clear();
         serde_json::to_writer(&mut self.line, merged)?;
         self.line.push(b'\n');
         self.seconds.write_all(&self.line)?;
-        self.seconds.sync_data()?;
+        if let Some(s) = &self.syncer {
+            let _ = s.kick.send(());
+        }
         self.written += 1;
         Ok(())
     }
