@@ -6,6 +6,8 @@
 //!                    settings, environment, spec, timeline, thresholds
 //! DIR/seconds.jsonl  one line per second as it becomes final: the second's merged delta
 //!                    (counters and histograms of every worker), appended and synced
+//! DIR/monitor.jsonl  with --monitor/--spawn: the newest sample of each watched process, the
+//!                    machine and barrage, a line each time a new one was taken
 //! DIR/result.json    the result, written whole at the end (as --json writes it)
 //! ```
 //!
@@ -17,7 +19,10 @@
 
 use crate::ReportError;
 use barrage_metrics::result::{Environment, RunConfig, Status};
-use barrage_metrics::{Aggregator, Delta, LatencyBasis, RunResult, Timeline};
+use barrage_metrics::{
+    Aggregator, Delta, HostSample, LatencyBasis, MonitorSeries, ProcSample, ProcessSeries,
+    RunResult, Timeline,
+};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -27,6 +32,7 @@ pub const SCHEMA: &str = "barrage.stream/1";
 pub const HEADER: &str = "run.json";
 pub const SECONDS: &str = "seconds.jsonl";
 pub const RESULT: &str = "result.json";
+pub const MONITOR: &str = "monitor.jsonl";
 
 /// `DIR/run.json`: what a result needs besides its seconds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -45,6 +51,28 @@ pub struct Header {
     /// The `--threshold` expressions, judged again on a rebuilt result.
     #[serde(default)]
     pub thresholds: Vec<String>,
+    /// With monitoring: what `monitor.jsonl` samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorHeader>,
+}
+
+/// What the monitor watches, for rebuilding its series.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MonitorHeader {
+    pub interval_s: f64,
+    /// The sampler's clock runs this much ahead of the run's (its idle baseline interval).
+    pub lead_s: f64,
+    /// The watched processes: pid and command line, in the order of the lines' samples.
+    pub processes: Vec<(u32, String)>,
+}
+
+/// One line of `monitor.jsonl`: the newest samples at the sampler's time `t`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MonitorLine {
+    pub t: f64,
+    pub processes: Vec<Option<ProcSample>>,
+    pub host: Option<HostSample>,
+    pub generator: Option<ProcSample>,
 }
 
 /// Writes a run's stream as it goes: each second is written (to the page cache: a killed
@@ -57,6 +85,8 @@ pub struct Writer {
     /// Seconds written so far.
     pub written: u64,
     syncer: Option<Syncer>,
+    /// `monitor.jsonl` once a sample came, and the time of the last one written.
+    monitor: Option<(File, f64)>,
 }
 
 /// The thread that syncs the seconds file after each second; a failure is reported by the
@@ -135,6 +165,7 @@ impl Writer {
             line: Vec::with_capacity(4096),
             written: 0,
             syncer: Some(syncer),
+            monitor: None,
         })
     }
 
@@ -154,6 +185,26 @@ impl Writer {
             let _ = s.kick.send(());
         }
         self.written += 1;
+        Ok(())
+    }
+
+    /// Appends the monitor's newest samples, when they are newer than the last written.
+    pub fn monitor(&mut self, line: &MonitorLine) -> io::Result<()> {
+        if self.monitor.as_ref().is_some_and(|(_, t)| *t >= line.t) {
+            return Ok(());
+        }
+        if self.monitor.is_none() {
+            let f = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(self.dir.join(MONITOR))?;
+            self.monitor = Some((f, f64::NEG_INFINITY));
+        }
+        let (f, t) = self.monitor.as_mut().expect("opened above");
+        let mut text = serde_json::to_vec(line)?;
+        text.push(b'\n');
+        f.write_all(&text)?;
+        *t = line.t;
         Ok(())
     }
 
@@ -244,6 +295,9 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
         outcome,
     );
     r.spec = header.spec;
+    if let Some(m) = &header.monitor {
+        r.monitor = Some(monitor_series(dir, m)?);
+    }
     let thresholds: Vec<_> = header
         .thresholds
         .iter()
@@ -251,6 +305,73 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
         .collect();
     r.conclude(&thresholds, None);
     Ok(r)
+}
+
+/// The monitor's series from `monitor.jsonl`, on the run's clock (shifted as the run itself
+/// shifts them: its first sample is t = 0).
+fn monitor_series(dir: &Path, m: &MonitorHeader) -> Result<MonitorSeries, ReportError> {
+    let path = dir.join(MONITOR);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(ReportError::Read { path, source }),
+    };
+    let mut series = MonitorSeries {
+        interval_s: m.interval_s,
+        processes: m
+            .processes
+            .iter()
+            .map(|(pid, command)| ProcessSeries {
+                pid: *pid,
+                command: command.clone(),
+                samples: Vec::new(),
+            })
+            .collect(),
+        ..MonitorSeries::default()
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let line: MonitorLine = match serde_json::from_str(l) {
+            Ok(x) => x,
+            Err(_) if i + 1 == lines.len() => break,
+            Err(source) => return Err(ReportError::Json { path, source }),
+        };
+        for (p, s) in series.processes.iter_mut().zip(line.processes) {
+            if let Some(s) = s.filter(|s| p.samples.last().is_none_or(|l| l.t < s.t)) {
+                p.samples.push(s);
+            }
+        }
+        if let Some(h) = line
+            .host
+            .filter(|h| series.host.last().is_none_or(|l| l.t < h.t))
+        {
+            series.host.push(h);
+        }
+        if let Some(g) = line
+            .generator
+            .filter(|g| series.generator.last().is_none_or(|l| l.t < g.t))
+        {
+            series.generator.push(g);
+        }
+    }
+    let lead = series
+        .processes
+        .iter()
+        .filter_map(|p| p.samples.first())
+        .chain(series.generator.first())
+        .map(|s| s.t)
+        .fold(f64::INFINITY, f64::min);
+    let lead = if lead.is_finite() {
+        lead.min(m.lead_s * 1.5)
+    } else {
+        m.lead_s
+    };
+    for p in &mut series.processes {
+        p.samples.iter_mut().for_each(|s| s.t -= lead);
+    }
+    series.generator.iter_mut().for_each(|s| s.t -= lead);
+    series.host.iter_mut().for_each(|h| h.t -= lead);
+    Ok(series)
 }
 
 /// `11h02m05s`, `2m05s`, `5.2s`.

@@ -102,6 +102,18 @@ impl Recorders {
         ok
     }
 
+    /// The monitor's newest samples (written to `--out` when newer than the last).
+    pub fn monitor(&mut self, line: &stream::MonitorLine) {
+        if let Some(w) = &mut self.stream {
+            if let Err(e) = w.monitor(line) {
+                crate::sys::err_line(format_args!(
+                    "error: --out {}: cannot write the monitor's samples: {e}",
+                    w.dir().display()
+                ));
+            }
+        }
+    }
+
     /// One second of the time series.
     pub fn tick(&mut self, t: &Tick) {
         if let Some(c) = &mut self.csv {

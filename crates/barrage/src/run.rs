@@ -88,7 +88,12 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         latency_basis: r.plan.latency_basis(),
         connections: r.plan.connections,
         thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
+        monitor: watch.as_ref().map(Watch::stream_header),
     })?;
+    // The idle baseline the monitor took before the load: the series' t = 0.
+    if let Some(line) = watch.as_ref().and_then(Watch::stream_line) {
+        outputs.recorders().monitor(&line);
+    }
     let live = outputs.live(&r.plan, &signals.stop);
     let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
     let mut observer = Observer {
@@ -171,6 +176,9 @@ fn shard_label(plan: &Plan) -> String {
 
 impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
+        if let Some(line) = self.watch.and_then(Watch::stream_line) {
+            self.files.monitor(&line);
+        }
         self.files.tick(tick);
         let server = self.watch.and_then(Watch::latest_server);
         let metrics = self.scraper.map(|s| s.latest()).unwrap_or_default();

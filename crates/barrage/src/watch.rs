@@ -82,6 +82,8 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
 
 pub struct Watch {
     monitor: barrage_monitor::Monitor,
+    /// The watched processes, in the monitor's order.
+    pids: Vec<u32>,
     /// The sampler's clock runs this much ahead of the run's (the idle baseline interval).
     lead_s: f64,
     spawned: Option<(barrage_monitor::Spawned, String, f64)>,
@@ -103,6 +105,7 @@ impl WatchPlan {
         // One interval of the idle server before the load: its sample (t = 0 on the run's
         // clock) is the baseline that recovery and leak verdicts compare against.
         let base = Instant::now();
+        let pids = self.pids.clone();
         let monitor = barrage_monitor::Monitor::start(barrage_monitor::MonitorConfig {
             pids: self.pids,
             include_children: true,
@@ -113,6 +116,7 @@ impl WatchPlan {
         std::thread::sleep(self.interval);
         Ok(Watch {
             monitor,
+            pids,
             spawned,
             recovery: self.recovery,
             lead_s: self.interval.as_secs_f64(),
@@ -129,6 +133,39 @@ impl Watch {
         Some(crate::tui::ServerSample {
             cpu_pct: Some(s.cpu_pct),
             rss_bytes: Some(s.rss_bytes),
+        })
+    }
+
+    /// What the durable stream needs to rebuild the monitor's series.
+    pub fn stream_header(&self) -> barrage_report::stream::MonitorHeader {
+        let processes = self
+            .pids
+            .iter()
+            .map(|&pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let words: Vec<String> = cmd
+                    .split(|&b| b == 0)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                (pid, words.join(" "))
+            })
+            .collect();
+        barrage_report::stream::MonitorHeader {
+            interval_s: self.lead_s,
+            lead_s: self.lead_s,
+            processes,
+        }
+    }
+
+    /// The monitor's newest samples, for the durable stream.
+    pub fn stream_line(&self) -> Option<barrage_report::stream::MonitorLine> {
+        let l = self.monitor.latest()?;
+        Some(barrage_report::stream::MonitorLine {
+            t: l.t,
+            processes: l.processes.into_iter().map(|p| p.sample).collect(),
+            host: l.host,
+            generator: l.generator,
         })
     }
 

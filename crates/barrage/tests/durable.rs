@@ -473,3 +473,52 @@ fn a_full_disk_mid_run_stops_the_load_and_keeps_what_was_recorded() {
     assert!((1..60).contains(&seconds), "{seconds} seconds recorded");
     totals_are_the_sum_of_the_seconds(&r);
 }
+
+/// With monitoring, `--out` keeps the monitor's samples too: the series rebuilt from the
+/// directory alone are samples of the finished run's own series, on the same clock.
+#[test]
+fn the_monitors_samples_are_in_the_stream() {
+    let port = free_port();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    let json = root.path().join("r.json");
+    let spawn = format!(
+        "exec '{}' serve echo --listen 127.0.0.1:{port} --threads 1 --exit-after 60s",
+        bin().display()
+    );
+    barrage()
+        .timeout(Duration::from_secs(60))
+        .args([
+            &format!("tcp://127.0.0.1:{port}"),
+            "-c",
+            "2",
+            "-d",
+            "3s",
+            "-q",
+        ])
+        .args(["--spawn", &spawn, "--recovery", "0s", "--out"])
+        .arg(&dir)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success();
+    let full = read_json(&json);
+    std::fs::remove_file(dir.join("result.json")).unwrap();
+    let again = rebuilt(&dir);
+    let samples = |v: &serde_json::Value| {
+        v["monitor"]["processes"][0]["samples"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (all, kept) = (samples(&full), samples(&again));
+    assert!(kept.len() >= 3, "a sample a second: {}", kept.len());
+    for s in &kept {
+        assert!(all.contains(s), "{s} is not one of the run's samples");
+    }
+    assert_eq!(kept[0], all[0], "the idle baseline, t = 0");
+    assert_eq!(
+        again["monitor"]["processes"][0]["command"],
+        full["monitor"]["processes"][0]["command"]
+    );
+}
