@@ -51,6 +51,9 @@ pub struct Header {
     /// The `--threshold` expressions, judged again on a rebuilt result.
     #[serde(default)]
     pub thresholds: Vec<String>,
+    /// A shard of a split run (`--shard I/N`): (I, N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<(usize, usize)>,
     /// With monitoring: what `monitor.jsonl` samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorHeader>,

@@ -49,6 +49,20 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Find the highest open-loop rate that meets every SLO (exponential steps, then bisection).
     FindMax(Box<FindMaxArgs>),
+    /// Merge the --out directories of a run's shards (--shard I/N) into one result, exactly:
+    /// counters, per-second timelines and histograms; thresholds judged on the whole.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Each shard's --out directory (every index of the run once)
+    #[arg(value_name = "DIR", num_args = 1.., required = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// The merged result: FILE.json, .html or .md (- for Markdown on stdout)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
 }
 
 #[derive(Args, Debug)]
@@ -472,6 +486,17 @@ pub struct RunArgs {
     /// interval log (microseconds), for HistogramLogProcessor or HdrHistogramVisualizer
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub hdr_log: Option<String>,
+
+    /// Run shard I of N of this run (connections and rates by stride, exactly): the same
+    /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
+    /// --out DIR goes to `barrage merge`. Every shard uses the same -t
+    #[arg(long, value_name = "I/N", help_heading = "Output")]
+    pub shard: Option<String>,
+
+    /// Time zero of the run: a wall-clock instant every shard waits for (RFC 3339 UTC,
+    /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS)
+    #[arg(long, value_name = "TIME", help_heading = "Output")]
+    pub start_at: Option<String>,
 
     /// Write the run to DIR as it goes (settings first, then each second, synced; the result
     /// at the end), so a crash loses at most the last seconds; `barrage report DIR` renders

@@ -249,8 +249,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         timeout_ns: ns(timeout),
         connect_timeout_ns: ns(connect_timeout),
         drain_ns: ns(DRAIN),
-        clock: Clock::Now,
-        shares: None,
+        clock: start_at(a.start_at.as_deref())?,
+        shares: shard(a.shard.as_deref(), a.threads.map(|t| t as usize))?,
         scenario: a.scenario.clone(),
     };
     // The plan is built from the spec, as any process taking part in the run builds its own.
@@ -859,6 +859,57 @@ fn io_reason(e: &std::io::Error) -> String {
 /// `--expect SPEC`.
 pub fn expect(spec: &str) -> Result<Framing, Usage> {
     barrage_engine::spec::parse_expect(spec).map_err(|why| Usage::value("--expect", spec, why))
+}
+
+/// `--shard I/N`: shard I of N, each running `threads` shares (so every shard must use the
+/// same -t).
+fn shard(
+    v: Option<&str>,
+    threads: Option<usize>,
+) -> Result<Option<barrage_engine::ShareSet>, Usage> {
+    let Some(v) = v else { return Ok(None) };
+    let Some(threads) = threads else {
+        return Err(Usage::says(
+            "--shard",
+            "needs -t N, the same on every shard (the split is by thread shares)",
+        ));
+    };
+    let bad = |why: &str| Usage::value("--shard", v, why);
+    let (i, n) = v
+        .split_once('/')
+        .ok_or_else(|| bad("give I/N, e.g. 0/4 for the first of four shards"))?;
+    let (i, n): (usize, usize) = match (i.trim().parse(), n.trim().parse()) {
+        (Ok(i), Ok(n)) => (i, n),
+        _ => return Err(bad("give I/N with whole numbers, e.g. 0/4")),
+    };
+    if n == 0 || i >= n {
+        return Err(bad("I counts from 0 and is below N, e.g. 0/4 .. 3/4"));
+    }
+    let t = threads.max(1);
+    Ok(Some(barrage_engine::ShareSet {
+        count: n * t,
+        run: (i * t..(i + 1) * t).collect(),
+    }))
+}
+
+/// `--start-at`: RFC 3339 UTC (`2026-11-23T08:00:00Z`) or `@UNIX_SECONDS`.
+fn start_at(v: Option<&str>) -> Result<Clock, Usage> {
+    let Some(v) = v else { return Ok(Clock::Now) };
+    let secs = match v.strip_prefix('@') {
+        Some(n) => n.parse::<f64>().ok(),
+        None => barrage_report::series::unix_seconds(v),
+    }
+    .filter(|s| s.is_finite() && *s > 0.0)
+    .ok_or_else(|| {
+        Usage::value(
+            "--start-at",
+            v,
+            "give a UTC time like 2026-11-23T08:00:00Z, or @UNIX_SECONDS",
+        )
+    })?;
+    Ok(Clock::At {
+        unix_ns: (secs * 1e9) as u64,
+    })
 }
 
 #[cfg(test)]

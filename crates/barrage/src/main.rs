@@ -16,6 +16,7 @@ mod demo;
 mod find_max;
 mod httpd;
 mod live;
+mod merge;
 mod outfile;
 mod output;
 mod prom;
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::compare(a),
         Command::Validate(a) => validate::validate(a),
         Command::FindMax(a) => find_max::find_max(a, argv.clone()),
+        Command::Merge(a) => merge::merge(a),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -89,6 +89,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         connections: r.plan.connections,
         thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
         monitor: watch.as_ref().map(Watch::stream_header),
+        shard: shard_of(&r.plan),
     })?;
     // The idle baseline the monitor took before the load: the series' t = 0.
     if let Some(line) = watch.as_ref().and_then(Watch::stream_line) {
@@ -163,15 +164,16 @@ struct Observer<'a> {
     out_failed: bool,
 }
 
-/// The `shard` label: which shares of a split run this process runs ("0" for a whole run).
+/// Which shard of a split run this process is, (I, N); `None` for a whole run.
+fn shard_of(plan: &Plan) -> Option<(usize, usize)> {
+    let set = plan.shares.as_ref()?;
+    let t = set.run.len().max(1);
+    Some((set.run.first().copied().unwrap_or(0) / t, set.count / t))
+}
+
+/// The `shard` label: I of a split run ("0" for a whole run).
 fn shard_label(plan: &Plan) -> String {
-    plan.shares.as_ref().map_or("0".into(), |set| {
-        set.run
-            .iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    })
+    shard_of(plan).map_or("0".into(), |(i, _)| i.to_string())
 }
 
 impl barrage_engine::Observer for Observer<'_> {

@@ -1,0 +1,138 @@
+//! `barrage merge DIR... -o FILE`: the shards of a split run (`--shard I/N --out DIR` each)
+//! made one result, exactly.
+//!
+//! Key decision: a shard's `--out` directory holds each second's merged delta (counters and
+//! histograms), so merging is what the aggregator does within one process: every shard is a
+//! worker, their seconds are pushed in time order, and the same ticks and summary come out as
+//! if one process had run every share. Thresholds are judged again on the whole (exit 3).
+//! Refused, naming them: shards of different runs (their specs differ beyond the shard and
+//! start), a missing or repeated index, a directory that is no shard.
+
+use crate::cli::MergeArgs;
+use crate::config::Usage;
+use barrage_metrics::result::Status;
+use barrage_metrics::{Aggregator, RunResult};
+use barrage_report::stream;
+
+pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
+    let format = match barrage_report::Format::from_path(std::path::Path::new(&a.output)) {
+        Some(barrage_report::Format::Json) => barrage_report::Format::Json,
+        _ => crate::output::report_format("-o", &a.output, true)?,
+    };
+    let mut shards = Vec::new();
+    for dir in &a.dirs {
+        if !stream::is_stream(dir) {
+            return Err(Usage::file(
+                dir.display(),
+                "is not a run's --out directory (barrage merge reads each shard's --out DIR)",
+            )
+            .into());
+        }
+        let (header, seconds) = stream::seconds(dir).map_err(|e| Usage::file(dir.display(), e))?;
+        let Some((i, n)) = header.shard else {
+            return Err(Usage::file(dir.display(), "is not a shard (run with --shard I/N)").into());
+        };
+        let finished = dir.join(stream::RESULT).is_file();
+        shards.push((dir.clone(), i, n, header, seconds, finished));
+    }
+    // One run, every index once.
+    let n = shards[0].2;
+    let same = |h: &stream::Header| {
+        let mut spec = h.spec.clone().unwrap_or_default();
+        if let Some(o) = spec.as_object_mut() {
+            o.remove("shares");
+            o.remove("clock");
+        }
+        spec
+    };
+    let spec0 = same(&shards[0].3);
+    for (dir, i, ni, h, _, _) in &shards {
+        if *ni != n {
+            return Err(Usage::file(
+                dir.display(),
+                format!("is shard {i}/{ni}, the others are of {n}"),
+            )
+            .into());
+        }
+        if same(h) != spec0 {
+            return Err(Usage::file(
+                dir.display(),
+                format!("is a shard of another run than {}", shards[0].0.display()),
+            )
+            .into());
+        }
+    }
+    let mut seen = vec![Vec::new(); n];
+    for (dir, i, _, _, _, _) in &shards {
+        seen[*i].push(dir.display().to_string());
+    }
+    if let Some((i, dirs)) = seen.iter().enumerate().find(|(_, d)| d.len() > 1) {
+        return Err(Usage::says(
+            "merge",
+            format!("shard {i} is given twice: {}", dirs.join(", ")),
+        )
+        .into());
+    }
+    let missing: Vec<String> = (0..n)
+        .filter(|i| seen[*i].is_empty())
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Usage::says(
+            "merge",
+            format!("shards {} of {n} are missing", missing.join(", ")),
+        )
+        .into());
+    }
+    // Every shard a worker; seconds in time order.
+    shards.sort_by_key(|s| s.1);
+    let header = shards[0].3.clone();
+    let mut agg = Aggregator::new(header.timeline, n);
+    let mut all: Vec<(u64, usize, barrage_metrics::Delta)> = Vec::new();
+    let mut unfinished = Vec::new();
+    for (dir, i, _, _, seconds, finished) in shards {
+        if !finished {
+            unfinished.push(format!("{i} ({})", dir.display()));
+        }
+        for mut d in seconds {
+            d.worker = i as u32;
+            all.push((d.key, i, d));
+        }
+    }
+    all.sort_by_key(|(key, i, _)| (*key, *i));
+    for (_, _, d) in all {
+        agg.push(d);
+    }
+    let outcome = agg.finish(header.connections, header.latency_basis);
+    let (status, message) = if unfinished.is_empty() {
+        (Status::Completed, format!("{n} shards merged"))
+    } else {
+        (
+            Status::Incomplete,
+            format!(
+                "{n} shards merged; without a summary (ended early): shard {}",
+                unfinished.join(", ")
+            ),
+        )
+    };
+    let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
+    command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
+    let mut r = RunResult::new(
+        status,
+        Some(message),
+        command_line,
+        header.started_at,
+        header.config,
+        header.environment,
+        outcome,
+    );
+    r.spec = header.spec;
+    let thresholds: Vec<_> = header
+        .thresholds
+        .iter()
+        .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
+        .collect();
+    r.conclude(&thresholds, None);
+    crate::report_cmd::write(&r, &a.output, format)?;
+    Ok(if r.thresholds_failed() { 3 } else { 0 })
+}
