@@ -240,8 +240,11 @@ fn with_scenario(
         no_replies: plan.framing == Framing::None,
         timeout: plan.timeout,
     };
-    let users = crate::users::compile(&checked, &cx)
+    let mut users = crate::users::compile(&checked, &cx)
         .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;
+    if let Some(s) = &plan.shares {
+        users.program.shard = (s.run.first().copied().unwrap_or(0) / s.run.len().max(1)) as u8;
+    }
     let mut plan = plan.with_users(users);
     if let (Some(max), Some(d)) = (sc.max_duration_ns, plan.duration) {
         plan.duration = Some(d.min(Duration::from_nanos(max)));

@@ -90,6 +90,10 @@ pub struct BroadcastCounts {
     pub gaps: u64,
     /// Stamps older than a receiver's window (late; duplicates cannot be told).
     pub too_old: u64,
+    /// Of the delivered, those from another process (a shard of a split run): counted, not
+    /// timed (the clocks are not known to agree).
+    #[serde(default)]
+    pub remote: u64,
 }
 
 impl BroadcastCounts {
@@ -106,6 +110,7 @@ impl BroadcastCounts {
         self.late += o.late;
         self.gaps += o.gaps;
         self.too_old += o.too_old;
+        self.remote += o.remote;
     }
 
     /// Gaps still open: deliveries known lost (a later stamp of the sender came, this never).

@@ -371,6 +371,15 @@ fn broadcast(r: &RunResult) -> Vec<String> {
             ),
         ),
     ];
+    if c.remote > 0 {
+        lines.push(row(
+            "",
+            format!(
+                "{} from other processes: counted, not timed (their clocks are not known to agree)",
+                thousands(c.remote)
+            ),
+        ));
+    }
     if let Some(l) = &b.peer_us {
         lines.push(row("  to others", percentiles(l, "delivery", "deliveries")));
     }

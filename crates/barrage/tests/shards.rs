@@ -125,3 +125,82 @@ fn shard_flags_are_checked_before_any_load() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+/// Broadcast across shards: two processes' users share the chat server's rooms. Each counts
+/// what it received from the other process but does not time it (the clocks are not known to
+/// agree); the merge adds up to every delivery the server wrote.
+#[test]
+fn broadcast_across_shards_counts_remote_deliveries_untimed() {
+    let server = EchoServer::serve("chat", &["--seed", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let example = example_without_thresholds("chat-rooms.toml", d);
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2;
+    let run = |i: usize| {
+        StdCommand::new(bin())
+            .arg("run")
+            .arg(&example)
+            .args(["--target", server.url()])
+            .args([
+                "--users", "120", "--arrive", "1000", "--hold", "6s", "-t", "1",
+            ])
+            .args([
+                "--shard",
+                &format!("{i}/2"),
+                "--start-at",
+                &format!("@{start}"),
+            ])
+            .args(["-q", "--no-tui", "--out"])
+            .arg(d.join(format!("s{i}")))
+            .arg("--json")
+            .arg(d.join(format!("s{i}.json")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (Guard(run(0)), Guard(run(1)));
+    for c in [&mut a, &mut b] {
+        assert!(
+            wait_at_most(&mut c.0, Duration::from_secs(60)).is_some(),
+            "the shard ends"
+        );
+    }
+    let merged = d.join("m.json");
+    let out = merge(&[&d.join("s0"), &d.join("s1")], &merged);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = server.stop();
+    let chat = &stats["chat"];
+    assert_eq!(chat["logins"], 120, "each shard ran its 60 users");
+    for i in 0..2 {
+        let b = &read_json(&d.join(format!("s{i}.json")))["summary"]["broadcast"];
+        let n = |k: &str| b[k].as_u64().unwrap();
+        assert!(
+            n("remote") > 0,
+            "shard {i} heard the other one's users: {b}"
+        );
+        let timed = b["peer_us"]["count"].as_u64().unwrap_or(0)
+            + b["own_us"]["count"].as_u64().unwrap_or(0);
+        assert_eq!(
+            timed + n("remote"),
+            n("delivered"),
+            "only the local deliveries are timed"
+        );
+    }
+    let m = &read_json(&merged)["summary"]["broadcast"];
+    let n = |k: &str| m[k].as_u64().unwrap();
+    assert_eq!(n("sent"), chat["messages_in"].as_u64().unwrap());
+    assert_eq!(
+        n("delivered") + n("duplicates"),
+        chat["deliveries_out"].as_u64().unwrap()
+    );
+}

@@ -394,7 +394,12 @@ impl<'a> Replies<'a> {
                     false
                 }
             };
-            if first {
+            if first && s.shard != u.prog.shard {
+                // From another process (a shard of a split run): counted, not timed, since
+                // the two clocks are not known to agree.
+                b.delivered += 1;
+                b.remote += 1;
+            } else if first {
                 b.delivered += 1;
                 let own = u64::from(s.user) == gid & 0xffff_ffff;
                 if own {

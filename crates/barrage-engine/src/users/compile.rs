@@ -113,6 +113,7 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         stamp_form: stamp_form(&f.steps)
             .or_else(|| stamp_form(&f.leave))
             .unwrap_or_default(),
+        shard: 0,
     };
     let arrive = match &c.shape {
         barrage_scenario::Shape::Rate(r) => crate::shape::Shape::constant(*r),

@@ -279,6 +279,7 @@ impl Users {
                 leave_ns: 0,
                 stamp_slot: None,
                 stamp_form: stamp::Form::Text,
+                shard: 0,
             },
             rows: Vec::new(),
             stages: Some(stages),
@@ -330,6 +331,9 @@ pub struct Program {
     pub stamp_slot: Option<usize>,
     /// The form `{stamp}` renders and receivers look for.
     pub stamp_form: stamp::Form,
+    /// This process's shard of a split run (its stamps say so; a stamp of another shard is a
+    /// delivery from another process, counted but not timed). 0 for a whole run.
+    pub shard: u8,
 }
 
 /// One step users send: its message, what its reply must be, what it captures.

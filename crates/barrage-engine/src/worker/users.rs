@@ -246,7 +246,7 @@ impl<S: Session> Worker<S> {
             let st = &mut self.users[i];
             st.stamp_seq = st.stamp_seq.wrapping_add(1);
             let stamp = crate::users::stamp::Stamp {
-                shard: 0,
+                shard: users.program.shard,
                 user: c.gid as u32,
                 seq: st.stamp_seq,
                 ts_us: fill.ts_us,

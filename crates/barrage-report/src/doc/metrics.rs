@@ -250,6 +250,10 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 ["late (reordered)".into(), thousands(c.late)],
                 ["duplicates".into(), thousands(c.duplicates)],
                 ["own copies".into(), thousands(c.own)],
+                [
+                    "from other processes (counted, not timed)".into(),
+                    thousands(c.remote),
+                ],
                 ["latency to others".into(), lat(&b.peer_us)],
                 ["latency of the own copy".into(), lat(&b.own_us)],
                 ["per message: first recipient".into(), lat(&b.first_us)],
