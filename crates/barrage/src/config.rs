@@ -875,12 +875,38 @@ fn shard(
         ));
     };
     let bad = |why: &str| Usage::value("--shard", v, why);
-    let (i, n) = v
-        .split_once('/')
-        .ok_or_else(|| bad("give I/N, e.g. 0/4 for the first of four shards"))?;
-    let (i, n): (usize, usize) = match (i.trim().parse(), n.trim().parse()) {
-        (Ok(i), Ok(n)) => (i, n),
-        _ => return Err(bad("give I/N with whole numbers, e.g. 0/4")),
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|x| x.trim().parse::<usize>().ok())
+    };
+    let (i, n): (usize, usize) = if v == "auto" {
+        // Slurm gives both; a Kubernetes Indexed Job gives the index (the count: auto/N).
+        match (env("SLURM_PROCID"), env("SLURM_NTASKS")) {
+            (Some(i), Some(n)) => (i, n),
+            _ => return Err(bad(
+                "no SLURM_PROCID and SLURM_NTASKS here (Slurm); under a Kubernetes Indexed Job give auto/N",
+            )),
+        }
+    } else if let Some(n) = v.strip_prefix("auto/") {
+        let n = n
+            .trim()
+            .parse()
+            .map_err(|_| bad("give auto/N with N whole, e.g. auto/4"))?;
+        let i = env("JOB_COMPLETION_INDEX")
+            .or_else(|| env("SLURM_PROCID"))
+            .ok_or_else(|| {
+                bad("no JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_PROCID here")
+            })?;
+        (i, n)
+    } else {
+        let (i, n) = v
+            .split_once('/')
+            .ok_or_else(|| bad("give I/N, e.g. 0/4 for the first of four shards, or auto"))?;
+        match (i.trim().parse(), n.trim().parse()) {
+            (Ok(i), Ok(n)) => (i, n),
+            _ => return Err(bad("give I/N with whole numbers, e.g. 0/4")),
+        }
     };
     if n == 0 || i >= n {
         return Err(bad("I counts from 0 and is below N, e.g. 0/4 .. 3/4"));
