@@ -487,6 +487,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub hdr_log: Option<String>,
 
+    /// Run the test as N local processes (shards of it, started together and merged exactly
+    /// at the end): for more connections than one process may open files for
+    #[arg(long, value_name = "N", value_parser = units::count, help_heading = "Output")]
+    pub processes: Option<u64>,
+
     /// Run shard I of N of this run (connections and rates by stride, exactly): the same
     /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
     /// --out DIR goes to `barrage merge`. Every shard uses the same -t. `auto`: I and N from

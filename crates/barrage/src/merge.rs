@@ -19,18 +19,29 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         Some(barrage_report::Format::Json) => barrage_report::Format::Json,
         _ => crate::output::report_format("-o", &a.output, true)?,
     };
+    let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
+    command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
+    let r = merged(&a.dirs, command_line)?;
+    crate::report_cmd::write(&r, &a.output, format)?;
+    Ok(if r.thresholds_failed() { 3 } else { 0 })
+}
+
+/// The shards' directories as one result (thresholds judged); `command_line` is recorded.
+pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<RunResult, Usage> {
     let mut shards = Vec::new();
-    for dir in &a.dirs {
+    for dir in dirs {
         if !stream::is_stream(dir) {
             return Err(Usage::file(
                 dir.display(),
                 "is not a run's --out directory (barrage merge reads each shard's --out DIR)",
-            )
-            .into());
+            ));
         }
         let (header, seconds) = stream::seconds(dir).map_err(|e| Usage::file(dir.display(), e))?;
         let Some((i, n)) = header.shard else {
-            return Err(Usage::file(dir.display(), "is not a shard (run with --shard I/N)").into());
+            return Err(Usage::file(
+                dir.display(),
+                "is not a shard (run with --shard I/N)",
+            ));
         };
         let finished = dir.join(stream::RESULT).is_file();
         shards.push((dir.clone(), i, n, header, seconds, finished));
@@ -51,15 +62,13 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
             return Err(Usage::file(
                 dir.display(),
                 format!("is shard {i}/{ni}, the others are of {n}"),
-            )
-            .into());
+            ));
         }
         if same(h) != spec0 {
             return Err(Usage::file(
                 dir.display(),
                 format!("is a shard of another run than {}", shards[0].0.display()),
-            )
-            .into());
+            ));
         }
     }
     let mut seen = vec![Vec::new(); n];
@@ -70,8 +79,7 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         return Err(Usage::says(
             "merge",
             format!("shard {i} is given twice: {}", dirs.join(", ")),
-        )
-        .into());
+        ));
     }
     let missing: Vec<String> = (0..n)
         .filter(|i| seen[*i].is_empty())
@@ -81,8 +89,7 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         return Err(Usage::says(
             "merge",
             format!("shards {} of {n} are missing", missing.join(", ")),
-        )
-        .into());
+        ));
     }
     // Every shard a worker; seconds in time order.
     shards.sort_by_key(|s| s.1);
@@ -115,8 +122,6 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
             ),
         )
     };
-    let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
-    command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
     let mut r = RunResult::new(
         status,
         Some(message),
@@ -133,6 +138,5 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
         .collect();
     r.conclude(&thresholds, None);
-    crate::report_cmd::write(&r, &a.output, format)?;
-    Ok(if r.thresholds_failed() { 3 } else { 0 })
+    Ok(r)
 }

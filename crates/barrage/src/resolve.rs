@@ -44,8 +44,10 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         .collect::<Result<Vec<_>, _>>()?;
     let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
     measurable(&thresholds, watch.is_some(), a.recovery, &names)?;
+    // A shard opens only its own connections.
+    let mine: u64 = plan.my_shares().iter().map(|s| s.connections).sum();
     crate::sys::ensure_fds(
-        crate::sys::fds_needed(plan.connections, plan.threads),
+        crate::sys::fds_needed(mine, plan.threads),
         "-c/--connections",
     )?;
     let outputs = Outputs::resolve(a)?;

@@ -18,6 +18,9 @@ use std::sync::Arc;
 /// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
 /// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
+    if let Some(n) = a.processes {
+        return crate::processes::run(a, argv, n as usize);
+    }
     let r = if crate::scenario::is_file(&a.target) {
         crate::scenario::resolve(a, argv)?
     } else {

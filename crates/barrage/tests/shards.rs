@@ -204,3 +204,54 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
         chat["deliveries_out"].as_u64().unwrap()
     );
 }
+
+/// `--processes N`: the same run as N local shard processes, merged into the run's own result
+/// (exactly the whole -n, as the server read it); flags it does not take yet are refused.
+#[test]
+fn processes_split_a_run_locally_and_merge_it() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .timeout(Duration::from_secs(60))
+        .args([
+            server.url(),
+            "-c",
+            "6",
+            "-n",
+            "3000",
+            "--processes",
+            "3",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "completed");
+    assert_eq!(u(&r, "summary.exchanges.completed"), 3000);
+    assert_eq!(u(&r, "summary.connections.target"), 6);
+    assert_eq!(s(&r, "message"), "3 processes merged");
+    let st = server.stop();
+    assert_eq!(st["bytes_read"].as_u64().unwrap(), 3000 * 19);
+    let e = barrage()
+        .args([
+            "tcp://127.0.0.1:9",
+            "-n",
+            "1",
+            "--processes",
+            "2",
+            "--out",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(e.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--out does not go with --processes"));
+}

@@ -1,0 +1,263 @@
+//! `--processes N`: one run in N local processes (a process here may open only so many
+//! files), as N shards of the same command: each child runs `--shard i/N` with a common
+//! `--start-at` and writes its `--out` directory; the parent follows their seconds for the live
+//! line, and at the end merges the directories exactly (`merge::merged`) into the run's own
+//! result, summary, `--json`, `--report` and thresholds.
+//!
+//! Key decision: the children are ordinary shard runs (the same code as on Slurm or
+//! Kubernetes), so nothing here is a protocol of its own; a child cannot outlive the parent
+//! (parent-death signal), and a child that fails is named in the result.
+
+use crate::cli::RunArgs;
+use crate::config::Usage;
+use barrage_metrics::result::Status;
+use barrage_metrics::{Aggregator, Delta};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Flags the parent keeps for itself (with whether they take a value).
+const PARENT_ONLY: [(&str, bool); 6] = [
+    ("--processes", true),
+    ("--json", true),
+    ("--report", true),
+    ("--baseline", true),
+    ("--max-regression", true),
+    ("--no-tui", false),
+];
+
+/// Flags that do not go with `--processes` yet.
+const NOT_YET: [&str; 11] = [
+    "--shard",
+    "--start-at",
+    "--out",
+    "--csv",
+    "--hdr-log",
+    "--prometheus",
+    "--web",
+    "--spawn",
+    "--monitor",
+    "--server-metrics",
+    "--server-metric",
+];
+
+fn flag_of(arg: &str) -> &str {
+    arg.split_once('=').map_or(arg, |(f, _)| f)
+}
+
+/// The children's arguments: the parent's, less what the parent keeps.
+fn child_args(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in argv.iter().skip(1) {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        let f = flag_of(a);
+        if let Some((_, takes)) = PARENT_ONLY.iter().find(|(p, _)| *p == f) {
+            skip_value = *takes && !a.contains('=');
+            continue;
+        }
+        if a == "-q" || a == "--quiet" {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
+    if n < 2 {
+        return Err(Usage::value("--processes", n, "give 2 or more (1 is a plain run)").into());
+    }
+    for f in NOT_YET {
+        if argv.iter().skip(1).any(|x| flag_of(x) == f) {
+            return Err(Usage::says(f, "does not go with --processes yet").into());
+        }
+    }
+    let outputs = crate::output::Outputs::resolve(a)?;
+    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let root = std::env::temp_dir().join(format!("barrage-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&root)
+        .map_err(|e| anyhow::anyhow!("--processes: {}: {e}", root.display()))?;
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        + 2;
+    let args = child_args(&argv);
+    let threads = a.threads.is_none().then_some("1");
+    let dirs: Vec<PathBuf> = (0..n).map(|i| root.join(format!("shard{i}"))).collect();
+    let mut children = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let mut c = Command::new(&exe);
+        c.args(&args)
+            .args([
+                "--shard",
+                &format!("{i}/{n}"),
+                "--start-at",
+                &format!("@{start}"),
+            ])
+            .args(["-q", "--no-tui", "--out"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        if let Some(t) = threads {
+            c.args(["-t", t]);
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe; the child only sets its parent-death signal.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = c
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("--processes: cannot start shard {i}: {e}"))?;
+        children.push(child);
+    }
+    let stop = crate::sys::stop_on_signals();
+    let quiet = a.quiet;
+    let ended = follow(&dirs, &mut children, &stop, quiet);
+    let result = crate::merge::merged(&dirs, argv.clone());
+    let _ = std::fs::remove_dir_all(&root);
+    let mut result = result?;
+    let failed: Vec<String> = ended
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !matches!(c, Some(0) | Some(3)))
+        .map(|(i, c)| match c {
+            Some(code) => format!("shard {i} exited with {code}"),
+            None => format!("shard {i} was killed"),
+        })
+        .collect();
+    let mut code = 0;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        result.status = Status::Interrupted;
+        result.message = Some(format!("interrupted by a signal; {n} processes merged"));
+        code = 130;
+    } else if !failed.is_empty() {
+        result.status = Status::Failed;
+        result.message = Some(format!("{}; {n} processes merged", failed.join(", ")));
+        code = 1;
+    } else {
+        result.message = Some(format!("{n} processes merged"));
+    }
+    outputs.finish(&result, code)
+}
+
+/// Follows the children until they all exit: their seconds merged into one status line a
+/// second. Returns each child's exit code (`None`: killed by a signal).
+fn follow(
+    dirs: &[PathBuf],
+    children: &mut [Child],
+    stop: &std::sync::atomic::AtomicBool,
+    quiet: bool,
+) -> Vec<Option<i32>> {
+    let n = dirs.len();
+    let mut offsets = vec![0u64; n];
+    let mut partial: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut agg: Option<(Aggregator, u64)> = None;
+    let mut ended: Vec<Option<Option<i32>>> = vec![None; n];
+    let mut signalled = false;
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) && !signalled {
+            // Pass the stop on: each child ends its shard and writes what it has.
+            signalled = true;
+            for c in children.iter() {
+                // SAFETY: kill on our own child's pid.
+                unsafe {
+                    libc::kill(c.id() as i32, libc::SIGINT);
+                }
+            }
+        }
+        for (i, c) in children.iter_mut().enumerate() {
+            if ended[i].is_none() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    ended[i] = Some(st.code());
+                }
+            }
+        }
+        if agg.is_none() {
+            if let Ok((h, _)) = barrage_report::stream::seconds(&dirs[0]) {
+                agg = Some((Aggregator::new(h.timeline, n), h.connections));
+            }
+        }
+        if let Some((a, target)) = &mut agg {
+            for i in 0..n {
+                for d in new_seconds(&dirs[i], &mut offsets[i], &mut partial[i]) {
+                    let mut d: Delta = d;
+                    d.worker = i as u32;
+                    for t in a.push(d) {
+                        if let (false, Some(l)) = (quiet, crate::live::line(&t, a, *target)) {
+                            crate::sys::err_line(l);
+                        }
+                    }
+                }
+            }
+        }
+        if ended.iter().all(Option::is_some) {
+            return ended.into_iter().map(|e| e.flatten()).collect();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The whole lines added to a shard's seconds file since `offset`.
+fn new_seconds(dir: &Path, offset: &mut u64, partial: &mut Vec<u8>) -> Vec<Delta> {
+    let Ok(mut f) = std::fs::File::open(dir.join(barrage_report::stream::SECONDS)) else {
+        return Vec::new();
+    };
+    if f.seek(SeekFrom::Start(*offset)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    *offset += buf.len() as u64;
+    partial.extend_from_slice(&buf);
+    let mut out = Vec::new();
+    while let Some(at) = partial.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = partial.drain(..=at).collect();
+        if let Ok(d) = serde_json::from_slice(&line) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_get_the_command_less_what_the_parent_keeps() {
+        let argv: Vec<String> = [
+            "barrage",
+            "tcp://x:1",
+            "--processes",
+            "4",
+            "-c",
+            "10",
+            "--json=r.json",
+            "--report",
+            "r.md",
+            "-q",
+            "--no-tui",
+            "-d",
+            "5s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(child_args(&argv), ["tcp://x:1", "-c", "10", "-d", "5s"]);
+    }
+}
