@@ -106,6 +106,31 @@ pub struct SpawnRecord {
     pub killed: bool,
 }
 
+impl MonitorSeries {
+    /// Puts the samples on the run's clock: the sampler's clock runs about `lead_s` (its idle
+    /// baseline interval) ahead, and its first sample, taken as the load began, is t = 0
+    /// (scheduling may have delayed it a little from the nominal interval; at most 1.5 x).
+    pub fn to_run_clock(&mut self, lead_s: f64) {
+        let first = self
+            .processes
+            .iter()
+            .filter_map(|p| p.samples.first())
+            .chain(self.generator.first())
+            .map(|s| s.t)
+            .fold(f64::INFINITY, f64::min);
+        let lead = if first.is_finite() {
+            first.min(lead_s * 1.5)
+        } else {
+            lead_s
+        };
+        for p in &mut self.processes {
+            p.samples.iter_mut().for_each(|s| s.t -= lead);
+        }
+        self.generator.iter_mut().for_each(|s| s.t -= lead);
+        self.host.iter_mut().for_each(|h| h.t -= lead);
+    }
+}
+
 /// One series of the server's own metrics (`--server-metrics URL --server-metric SELECTOR`),
 /// on the run's timeline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -82,6 +82,8 @@ pub struct Monitor {
 #[derive(Default)]
 struct Shared {
     latest: Mutex<Option<Latest>>,
+    /// The first sample of everything (the idle baseline), kept.
+    first: Mutex<Option<Latest>>,
     /// CPU time the sampling thread has used so far, in ns.
     cpu_ns: AtomicU64,
     /// The sampling thread's kernel id (0 until it runs).
@@ -154,6 +156,13 @@ impl Monitor {
             interval: config.interval,
             warnings,
         })
+    }
+
+    /// The first samples of everything, once every process has one (the idle baseline;
+    /// `None` before it).
+    pub fn first(&self) -> Option<Latest> {
+        let first = self.shared.first.lock();
+        first.unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The latest sample of everything (`None` before the first one).
@@ -347,6 +356,17 @@ impl Sampler {
             host: self.host_samples.last().cloned(),
             generator: own.and_then(|p| p.samples.last().cloned()),
         };
+        let mut first = self
+            .shared
+            .first
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // The first with a sample of every process (a process's first reading only sets the
+        // base of its rates): the series' first samples, t = 0 on the run's clock.
+        if first.is_none() && latest.processes.iter().all(|p| p.sample.is_some()) {
+            *first = Some(latest.clone());
+        }
+        drop(first);
         *self
             .shared
             .latest

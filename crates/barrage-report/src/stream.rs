@@ -357,23 +357,7 @@ fn monitor_series(dir: &Path, m: &MonitorHeader) -> Result<MonitorSeries, Report
             series.generator.push(g);
         }
     }
-    let lead = series
-        .processes
-        .iter()
-        .filter_map(|p| p.samples.first())
-        .chain(series.generator.first())
-        .map(|s| s.t)
-        .fold(f64::INFINITY, f64::min);
-    let lead = if lead.is_finite() {
-        lead.min(m.lead_s * 1.5)
-    } else {
-        m.lead_s
-    };
-    for p in &mut series.processes {
-        p.samples.iter_mut().for_each(|s| s.t -= lead);
-    }
-    series.generator.iter_mut().for_each(|s| s.t -= lead);
-    series.host.iter_mut().for_each(|h| h.t -= lead);
+    series.to_run_clock(m.lead_s);
     Ok(series)
 }
 

@@ -94,9 +94,12 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         monitor: watch.as_ref().map(Watch::stream_header),
         shard: shard_of(&r.plan),
     })?;
-    // The idle baseline the monitor took before the load: the series' t = 0.
-    if let Some(line) = watch.as_ref().and_then(Watch::stream_line) {
+    // The idle baseline the monitor took before the load: the series' t = 0 (or, if it is
+    // not there yet, at the first second).
+    let mut baseline_written = false;
+    if let Some(line) = watch.as_ref().and_then(Watch::stream_baseline) {
         outputs.recorders().monitor(&line);
+        baseline_written = true;
     }
     let live = outputs.live(&r.plan, &signals.stop);
     let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
@@ -109,6 +112,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         scraper: scraper.as_ref(),
         stop: &signals.stop,
         out_failed: false,
+        baseline_written,
     };
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
     let out_failed = observer.out_failed;
@@ -165,6 +169,8 @@ struct Observer<'a> {
     stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
     out_failed: bool,
+    /// The monitor's baseline is in the stream (it comes before any later sample).
+    baseline_written: bool,
 }
 
 /// Which shard of a split run this process is, (I, N); `None` for a whole run.
@@ -181,6 +187,12 @@ fn shard_label(plan: &Plan) -> String {
 
 impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
+        if !self.baseline_written {
+            if let Some(line) = self.watch.and_then(Watch::stream_baseline) {
+                self.files.monitor(&line);
+                self.baseline_written = true;
+            }
+        }
         if let Some(line) = self.watch.and_then(Watch::stream_line) {
             self.files.monitor(&line);
         }

@@ -158,9 +158,18 @@ impl Watch {
         }
     }
 
+    /// The monitor's first samples (the idle baseline, t = 0 of its series), for the
+    /// durable stream.
+    pub fn stream_baseline(&self) -> Option<barrage_report::stream::MonitorLine> {
+        Self::line_of(self.monitor.first()?)
+    }
+
     /// The monitor's newest samples, for the durable stream.
     pub fn stream_line(&self) -> Option<barrage_report::stream::MonitorLine> {
-        let l = self.monitor.latest()?;
+        Self::line_of(self.monitor.latest()?)
+    }
+
+    fn line_of(l: barrage_monitor::Latest) -> Option<barrage_report::stream::MonitorLine> {
         Some(barrage_report::stream::MonitorLine {
             t: l.t,
             processes: l.processes.into_iter().map(|p| p.sample).collect(),
@@ -194,29 +203,7 @@ impl Watch {
             }
         }
         let mut series = self.monitor.stop();
-        // The first sample was taken as the load began: it is t = 0 (scheduling may have
-        // delayed it by a little from the nominal interval).
-        let lead = series
-            .processes
-            .iter()
-            .filter_map(|p| p.samples.first())
-            .chain(series.generator.first())
-            .map(|s| s.t)
-            .fold(f64::INFINITY, f64::min);
-        let lead = if lead.is_finite() {
-            lead.min(self.lead_s * 1.5)
-        } else {
-            self.lead_s
-        };
-        let shift = |samples: &mut Vec<barrage_metrics::ProcSample>| {
-            samples.iter_mut().for_each(|s| s.t -= lead)
-        };
-        series
-            .processes
-            .iter_mut()
-            .for_each(|p| shift(&mut p.samples));
-        shift(&mut series.generator);
-        series.host.iter_mut().for_each(|h| h.t -= lead);
+        series.to_run_clock(self.lead_s);
         let record = self.spawned.map(|(s, command, _)| {
             let (pid, ready) = (s.pid(), s.ready_after());
             s.stop(STOP_GRACE).record(&command, pid, ready)
