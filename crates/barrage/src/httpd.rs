@@ -151,6 +151,28 @@ fn accept(listener: TcpListener, route: Arc<Route>, stop: &AtomicBool) {
     }
 }
 
+/// Whether the request head's `Host` (if any) is loopback: `localhost`, `127.x.y.z`, `[::1]`,
+/// with or without a port.
+fn host_is_local(head: &str) -> bool {
+    let Some(host) = head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| v.trim().to_ascii_lowercase())
+    }) else {
+        return true;
+    };
+    let name = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h)
+    };
+    name == "localhost"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn handle(mut conn: TcpStream, route: &Route) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
@@ -170,6 +192,15 @@ fn handle(mut conn: TcpStream, route: &Route) {
     if method != "GET" {
         let _ = conn.write_all(
             b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    }
+    // On loopback, a page from elsewhere (DNS rebinding) must not read the run: only a Host
+    // that names this machine's loopback (or none, as HTTP/1.0 allows) is answered.
+    let loopback = conn.local_addr().is_ok_and(|a| a.ip().is_loopback());
+    if loopback && !host_is_local(&String::from_utf8_lossy(&head)) {
+        let _ = conn.write_all(
+            b"HTTP/1.1 421 Misdirected Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         );
         return;
     }
@@ -203,6 +234,38 @@ fn handle(mut conn: TcpStream, route: &Route) {
             if conn.write_all(head.as_bytes()).is_ok() {
                 let _ = write(&mut conn);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_is_local;
+
+    #[test]
+    fn only_loopback_hosts_are_answered_on_loopback() {
+        for ok in [
+            "",
+            "Host: 127.0.0.1:9464",
+            "host: localhost",
+            "Host: [::1]:80",
+            "Host: 127.9.8.7",
+        ] {
+            assert!(
+                host_is_local(&format!("GET / HTTP/1.1\r\n{ok}\r\n\r\n")),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "Host: evil.example",
+            "Host: evil.example:9464",
+            "Host: 10.0.0.1",
+            "Host: [2001:db8::1]:80",
+        ] {
+            assert!(
+                !host_is_local(&format!("GET / HTTP/1.1\r\n{bad}\r\n\r\n")),
+                "{bad}"
+            );
         }
     }
 }
