@@ -288,26 +288,50 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
         "ended at {} without a summary ({count} seconds recorded)",
         clock(ended_ns)
     );
-    let mut r = RunResult::new(
+    let monitor = header
+        .monitor
+        .as_ref()
+        .map(|m| monitor_series(dir, m))
+        .transpose()?;
+    let command_line = header.command_line.clone();
+    Ok(result_of(
+        header,
+        outcome,
         Status::Incomplete,
+        message,
+        command_line,
+        monitor,
+    ))
+}
+
+/// A result from a stream's header and the outcome of its seconds (one run's, or merged
+/// shards'): the header's settings and spec, its thresholds judged on the outcome.
+pub fn result_of(
+    header: Header,
+    outcome: barrage_metrics::Outcome,
+    status: Status,
+    message: String,
+    command_line: Vec<String>,
+    monitor: Option<MonitorSeries>,
+) -> RunResult {
+    let mut r = RunResult::new(
+        status,
         Some(message),
-        header.command_line,
+        command_line,
         header.started_at,
         header.config,
         header.environment,
         outcome,
     );
     r.spec = header.spec;
-    if let Some(m) = &header.monitor {
-        r.monitor = Some(monitor_series(dir, m)?);
-    }
+    r.monitor = monitor;
     let thresholds: Vec<_> = header
         .thresholds
         .iter()
         .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
         .collect();
     r.conclude(&thresholds, None);
-    Ok(r)
+    r
 }
 
 /// The monitor's series from `monitor.jsonl`, on the run's clock (shifted as the run itself

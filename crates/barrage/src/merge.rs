@@ -122,21 +122,13 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
             ),
         )
     };
-    let mut r = RunResult::new(
-        status,
-        Some(message),
-        command_line,
-        header.started_at,
-        header.config,
-        header.environment,
+    // The monitors watched each shard's own servers: not merged.
+    Ok(stream::result_of(
+        header,
         outcome,
-    );
-    r.spec = header.spec;
-    let thresholds: Vec<_> = header
-        .thresholds
-        .iter()
-        .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
-        .collect();
-    r.conclude(&thresholds, None);
-    Ok(r)
+        status,
+        message,
+        command_line,
+        None,
+    ))
 }

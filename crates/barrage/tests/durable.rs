@@ -147,10 +147,11 @@ fn a_hangup_stops_the_run_and_writes_the_results() {
     assert!(u(&r, "summary.requests") > 0);
 }
 
-/// A second signal while replies are awaited ends the drain at once; the results are still
-/// written, what was awaited counted as in flight at the end.
+/// A second signal while replies are awaited does not end the process: the results are still
+/// written, what was awaited counted as in flight at the end. (That it cuts the drain short
+/// is shown by counts in crates/barrage-engine/tests/hurry.rs.)
 #[test]
-fn a_second_signal_shortens_the_drain_and_keeps_the_results() {
+fn a_second_signal_keeps_the_results() {
     let r = stopped_by(&["INT", "INT"], &["--delay", "5s"]);
     assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), 4);
     let r = stopped_by(&["TERM", "HUP"], &["--delay", "5s"]);

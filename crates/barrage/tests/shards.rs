@@ -9,15 +9,10 @@ use common::*;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
-fn shard(url: &str, i: usize, start: u64, dir: &std::path::Path) -> std::process::Child {
+fn shard(url: &str, i: usize, start: &str, dir: &std::path::Path) -> std::process::Child {
     StdCommand::new(bin())
         .args([url, "-c", "4", "-t", "1", "-n", "2000", "-q", "--no-tui"])
-        .args([
-            "--shard",
-            &format!("{i}/2"),
-            "--start-at",
-            &format!("@{start}"),
-        ])
+        .args(["--shard", &format!("{i}/2"), "--start-at", start])
         .arg("--out")
         .arg(dir.join(format!("shard{i}")))
         .arg("--json")
@@ -44,13 +39,9 @@ fn shards_of_a_run_merge_into_exactly_the_whole_run() {
     let server = EchoServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2;
-    let mut a = Guard(shard(server.url(), 0, start, d));
-    let mut b = Guard(shard(server.url(), 1, start, d));
+    let start = start_in(2);
+    let mut a = Guard(shard(server.url(), 0, &start, d));
+    let mut b = Guard(shard(server.url(), 1, &start, d));
     for c in [&mut a, &mut b] {
         let st = wait_at_most(&mut c.0, Duration::from_secs(60)).expect("the shard ends");
         assert!(st.success(), "{st}");
@@ -135,11 +126,7 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let example = example_without_thresholds("chat-rooms.toml", d);
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2;
+    let start = start_in(2);
     let run = |i: usize| {
         StdCommand::new(bin())
             .arg("run")
@@ -148,12 +135,7 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
             .args([
                 "--users", "120", "--arrive", "1000", "--hold", "6s", "-t", "1",
             ])
-            .args([
-                "--shard",
-                &format!("{i}/2"),
-                "--start-at",
-                &format!("@{start}"),
-            ])
+            .args(["--shard", &format!("{i}/2"), "--start-at", &start])
             .args(["-q", "--no-tui", "--out"])
             .arg(d.join(format!("s{i}")))
             .arg("--json")

@@ -11,12 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::time::Duration;
 
-fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        || Path::new("/usr/sbin").join(name).is_file()
-}
-
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/slurm-local.sh")
 }
@@ -53,13 +47,9 @@ fn slurm_runs_the_shards_and_the_merge_is_the_whole_run() {
         String::from_utf8_lossy(&started.stderr)
     );
     let server = EchoServer::start(&[]);
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 5;
+    let start = start_in(5);
     let task = format!(
-        "exec '{}' {} -c 4 -t 1 -n 2000 -q --no-tui --shard auto --start-at @{start} --out '{}'/shard$SLURM_PROCID",
+        "exec '{}' {} -c 4 -t 1 -n 2000 -q --no-tui --shard auto --start-at {start} --out '{}'/shard$SLURM_PROCID",
         bin().display(),
         server.url(),
         dir.path().display()

@@ -46,6 +46,23 @@ pub fn free_port() -> u16 {
     panic!("no free port in 20000-31999")
 }
 
+/// Whether `name` is an executable on PATH (or in /usr/sbin, where Debian puts daemons).
+pub fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        || Path::new("/usr/sbin").join(name).is_file()
+}
+
+/// A wall-clock instant `secs` from now, as `--start-at @UNIX` wants it: every shard of a
+/// test starts together.
+pub fn start_in(secs: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    format!("@{}", now + secs)
+}
+
 pub fn refused_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local addr").port()
