@@ -157,6 +157,30 @@ pub struct Target {
     /// As the user wrote it, e.g. `tcp://localhost:7000`.
     pub url: String,
     pub addr: SocketAddr,
+    /// More addresses of the same server (`--url`): connections are spread over `addr` and
+    /// these, round robin by global id.
+    pub more: Vec<SocketAddr>,
+    /// Source addresses to connect from (`--source-ip`); empty: the kernel's choice.
+    pub sources: Vec<std::net::IpAddr>,
+}
+
+impl Target {
+    /// One address, the kernel's choice of source.
+    pub fn new(url: String, addr: SocketAddr) -> Self {
+        Self {
+            url,
+            addr,
+            more: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// Every address connections go to: `addr` first.
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        std::iter::once(self.addr)
+            .chain(self.more.iter().copied())
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -305,10 +329,7 @@ pub(crate) mod tests {
 
     pub fn plan(connections: u64, mode: Mode) -> Plan {
         Plan {
-            target: Target {
-                url: "tcp://127.0.0.1:1".into(),
-                addr: "127.0.0.1:1".parse().unwrap(),
-            },
+            target: Target::new("tcp://127.0.0.1:1".into(), "127.0.0.1:1".parse().unwrap()),
             protocol: Protocol::Tcp,
             tls: None,
             connections,

@@ -8,6 +8,14 @@
 //! disjoint stride of the range (share `i` of `n` takes `lo + i`, `lo + i + n`, ...), so
 //! workers never race for a port; a port that is taken (by another socket, or in TIME_WAIT) is
 //! skipped, and after a run of taken ports the kernel chooses as before.
+//!
+//! A [`Dialer`] spreads connections over several source addresses (`--source-ip`) and several
+//! target addresses (`--url`), with one cursor per (source, target) pair, so one machine
+//! holds sources × targets × ports connections: a port bound on one source address is free
+//! on the next, and with several targets ports are shared between them (`SO_REUSEADDR`;
+//! `connect` refuses a 4-tuple in use with `EADDRNOTAVAIL`, and the next port is tried). When
+//! a pair's cursor finds only taken ports, the kernel chooses the port at `connect` for the
+//! 4-tuple (`IP_BIND_ADDRESS_NO_PORT`), still from the chosen source address.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -68,12 +76,13 @@ impl PortCursor {
     /// Bind `sock` to the next free port of the stride for a connection to `to`; `false` when
     /// every try found the port taken (the caller lets the kernel choose).
     pub fn bind(&mut self, sock: &socket2::Socket, to: SocketAddr) -> io::Result<bool> {
-        let any = match to.ip() {
-            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-        };
-        for _ in 0..MAX_TRIES {
-            let addr = SocketAddr::new(any, self.next_port());
+        self.bind_from(sock, unspecified(to), MAX_TRIES)
+    }
+
+    /// Bind `sock` to `ip` and the next free port of the stride, trying at most `tries` ports.
+    fn bind_from(&mut self, sock: &socket2::Socket, ip: IpAddr, tries: u32) -> io::Result<bool> {
+        for _ in 0..tries {
+            let addr = SocketAddr::new(ip, self.next_port());
             match sock.bind(&addr.into()) {
                 Ok(()) => return Ok(true),
                 Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
@@ -84,20 +93,165 @@ impl PortCursor {
     }
 }
 
-/// A non-blocking TCP connect to `to`, from an explicit local port when `ports` has one.
-pub fn connect(to: SocketAddr, ports: Option<&mut PortCursor>) -> io::Result<mio::net::TcpStream> {
+fn unspecified(to: SocketAddr) -> IpAddr {
+    match to.ip() {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+fn socket_for(to: SocketAddr) -> io::Result<socket2::Socket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(Domain::for_address(to), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_nonblocking(true)?;
-    if let Some(p) = ports {
-        p.bind(&sock, to)?;
-    }
+    Ok(sock)
+}
+
+/// Starts the connect; on failure the socket comes back with the error.
+fn start(
+    sock: socket2::Socket,
+    to: SocketAddr,
+) -> Result<mio::net::TcpStream, (socket2::Socket, io::Error)> {
     match sock.connect(&to.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
+        Err(e) => return Err((sock, e)),
     }
     Ok(mio::net::TcpStream::from_std(sock.into()))
+}
+
+/// Where one worker's connections go from and to. Connection `g` (its global id) goes to
+/// target `g mod T` from source `(g div T) mod S`, so every (source, target) pair carries an
+/// equal share, in every worker and shard.
+#[derive(Debug)]
+pub struct Dialer {
+    targets: Box<[SocketAddr]>,
+    /// Empty: the kernel chooses the source address.
+    sources: Box<[IpAddr]>,
+    /// One cursor per (source, target) pair, `s * T + t`; empty when the port range is unknown.
+    cursors: Vec<PortCursor>,
+}
+
+impl Dialer {
+    /// `targets` is never empty; `share` of `shares` picks this worker's stride of every
+    /// pair's ports, `skip` where in it to start.
+    pub fn new(
+        targets: &[SocketAddr],
+        sources: &[IpAddr],
+        share: usize,
+        shares: usize,
+        skip: u32,
+    ) -> Self {
+        Self::over(
+            PortCursor::system_range(),
+            targets,
+            sources,
+            share,
+            shares,
+            skip,
+        )
+    }
+
+    /// As [`Dialer::new`], over the local port range `range` (`None`: the kernel chooses).
+    pub fn over(
+        range: Option<(u16, u16)>,
+        targets: &[SocketAddr],
+        sources: &[IpAddr],
+        share: usize,
+        shares: usize,
+        skip: u32,
+    ) -> Self {
+        assert!(!targets.is_empty(), "a dialer needs a target");
+        let pairs = targets.len() * sources.len().max(1);
+        let cursors = range
+            .and_then(|(lo, hi)| PortCursor::new(lo, hi, share, shares))
+            .map(|c| {
+                (0..pairs)
+                    .map(|i| c.clone().skip(skip.wrapping_add(i as u32 * 7)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            targets: targets.into(),
+            sources: sources.into(),
+            cursors,
+        }
+    }
+
+    /// The (source, target) pair of connection `gid`: indices into the lists.
+    pub fn pair_of(&self, gid: u64) -> (usize, usize) {
+        let t = self.targets.len() as u64;
+        let s = self.sources.len().max(1) as u64;
+        (((gid / t) % s) as usize, (gid % t) as usize)
+    }
+
+    /// The address connection `gid` connects to.
+    pub fn target_of(&self, gid: u64) -> SocketAddr {
+        self.targets[self.pair_of(gid).1]
+    }
+
+    /// A non-blocking connect for connection `gid`.
+    pub fn connect(&mut self, gid: u64) -> io::Result<mio::net::TcpStream> {
+        let (s, t) = self.pair_of(gid);
+        let to = self.targets[t];
+        let from = self.sources.get(s).copied();
+        let shared = self.targets.len() > 1;
+        let pair = s * self.targets.len() + t;
+        if let Some(cursor) = self.cursors.get_mut(pair) {
+            let ip = from.unwrap_or_else(|| unspecified(to));
+            let mut unbound = None;
+            for _ in 0..MAX_TRIES {
+                let sock = match unbound.take() {
+                    Some(sock) => sock,
+                    None => {
+                        let sock = socket_for(to)?;
+                        if shared {
+                            sock.set_reuse_address(true)?;
+                        }
+                        sock
+                    }
+                };
+                if !cursor.bind_from(&sock, ip, 1)? {
+                    unbound = Some(sock);
+                    continue;
+                }
+                match start(sock, to) {
+                    Ok(stream) => return Ok(stream),
+                    // The port is shared with another target and this 4-tuple is in use.
+                    Err((_, e)) if shared && e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {}
+                    Err((_, e)) => return Err(e),
+                }
+            }
+        }
+        let sock = socket_for(to)?;
+        if let Some(ip) = from {
+            no_port_bind(&sock);
+            sock.bind(&SocketAddr::new(ip, 0).into())?;
+        }
+        start(sock, to).map_err(|(_, e)| e)
+    }
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`: a bind to (address, 0) leaves the port to `connect`, which
+/// picks one free for the 4-tuple instead of one free for every destination.
+fn no_port_bind(sock: &socket2::Socket) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let on: libc::c_int = 1;
+        // SAFETY: a valid socket and a c_int option of the right size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = sock;
 }
 
 #[cfg(test)]
@@ -142,5 +296,72 @@ mod tests {
         assert!(c.bind(&sock, "127.0.0.1:9".parse().unwrap()).unwrap());
         let got = sock.local_addr().unwrap().as_socket().unwrap().port();
         assert_ne!(got, port, "the held port was skipped");
+    }
+
+    /// Waits until the connect of `s` is done and returns (local, peer).
+    fn established(s: &mio::net::TcpStream) -> (SocketAddr, SocketAddr) {
+        for _ in 0..2000 {
+            if let Ok(peer) = s.peer_addr() {
+                return (s.local_addr().unwrap(), peer);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("no connect");
+    }
+
+    #[test]
+    fn connections_spread_over_sources_and_targets_by_global_id() {
+        let l1 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let l2 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let targets = [l1.local_addr().unwrap(), l2.local_addr().unwrap()];
+        let sources: Vec<IpAddr> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut d = Dialer::new(&targets, &sources, 0, 1, 0);
+        let mut seen = Vec::new();
+        for gid in 0..12u64 {
+            let s = d.connect(gid).unwrap();
+            let (local, peer) = established(&s);
+            assert_eq!(peer, targets[gid as usize % 2], "gid {gid}");
+            assert_eq!(local.ip(), sources[(gid as usize / 2) % 3], "gid {gid}");
+            assert_eq!(d.target_of(gid), peer);
+            seen.push(s);
+        }
+    }
+
+    #[test]
+    fn two_targets_share_each_local_port() {
+        // Four free ports below the ephemeral range, for the cursor alone.
+        let lo = (20_000u16..31_990)
+            .step_by(37)
+            .map(|p| p + (std::process::id() % 30) as u16)
+            .find(|&p| (p..p + 4).all(|q| std::net::TcpListener::bind(("127.0.0.1", q)).is_ok()))
+            .unwrap();
+        let l1 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let l2 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let targets = [l1.local_addr().unwrap(), l2.local_addr().unwrap()];
+        let src: IpAddr = "127.0.0.5".parse().unwrap();
+        let mut d = Dialer::over(Some((lo, lo + 3)), &targets, &[src], 0, 1, 0);
+        let mut held = Vec::new();
+        let mut pairs = std::collections::BTreeSet::new();
+        for gid in 0..8u64 {
+            let s = d.connect(gid).unwrap();
+            let (local, peer) = established(&s);
+            assert_eq!(local.ip(), src);
+            assert!(
+                (lo..lo + 4).contains(&local.port()),
+                "{local} from the range"
+            );
+            pairs.insert((local.port(), peer));
+            held.push(s);
+        }
+        // Eight connections from four ports: each port once to each target.
+        assert_eq!(pairs.len(), 8);
+        // A ninth finds every 4-tuple of the range taken and leaves the port to the kernel.
+        let s = d.connect(8).unwrap();
+        let (local, _) = established(&s);
+        assert_eq!(local.ip(), src);
+        assert!(!(lo..lo + 4).contains(&local.port()), "{local}");
     }
 }

@@ -26,6 +26,12 @@ pub struct Spec {
     /// The host name as written (the TLS server name).
     pub host: String,
     pub protocol: ProtocolSpec,
+    /// More addresses of the same server (`--url`), connections spread round robin.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_addrs: Vec<SocketAddr>,
+    /// Source addresses to connect from (`--source-ip`); empty: the kernel's choice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_ips: Vec<std::net::IpAddr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSpec>,
     pub connections: u64,
@@ -337,6 +343,8 @@ impl Spec {
             addr,
             host,
             protocol,
+            more_addrs: Vec::new(),
+            source_ips: Vec::new(),
             tls: None,
             connections: 10,
             threads: 1,
@@ -472,6 +480,8 @@ impl Spec {
             target: Target {
                 url: self.target.clone(),
                 addr: self.addr,
+                more: self.more_addrs.clone(),
+                sources: self.source_ips.clone(),
             },
             protocol,
             tls,
@@ -587,6 +597,8 @@ mod tests {
             addr: "127.0.0.1:7000".parse().unwrap(),
             host: "127.0.0.1".into(),
             protocol,
+            more_addrs: Vec::new(),
+            source_ips: Vec::new(),
             tls: None,
             connections: 10,
             threads: 2,

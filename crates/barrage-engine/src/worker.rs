@@ -105,8 +105,8 @@ pub struct Worker<S: Session> {
     fails_unconnected: u32,
     /// The "use https://" hint was sent (once per worker).
     told_tls: bool,
-    /// This worker's stride of local ports (`None`: the kernel chooses).
-    ports: Option<crate::ports::PortCursor>,
+    /// Where connections go from and to, with this worker's stride of local ports.
+    dialer: crate::ports::Dialer,
     /// Scenario runs: each connection's user (empty otherwise), and users not yet gone.
     users: Vec<crate::users::UserState>,
     users_left: u64,
@@ -143,9 +143,13 @@ impl<S: Session> Worker<S> {
             .collect();
         let script = Script::compile(&plan);
         let timeline = plan.timeline();
-        let ports = crate::ports::PortCursor::system_range()
-            .and_then(|(lo, hi)| crate::ports::PortCursor::new(lo, hi, share.index, share.count))
-            .map(|c| c.skip(std::process::id().wrapping_mul(7919)));
+        let dialer = crate::ports::Dialer::new(
+            &plan.target.addrs(),
+            &plan.target.sources,
+            share.index,
+            share.count,
+            std::process::id().wrapping_mul(7919),
+        );
         let plan_tls = plan.tls.is_some();
         let skip_unmatched = !matches!(plan.protocol, crate::plan::Protocol::Http(_));
         let mut w = Self {
@@ -187,7 +191,7 @@ impl<S: Session> Worker<S> {
             ever_connected: false,
             fails_unconnected: 0,
             told_tls: false,
-            ports,
+            dialer,
             users: Vec::new(),
             users_left: 0,
             stepbuf: Vec::new(),

@@ -229,6 +229,18 @@ pub struct RunArgs {
     #[arg(long, default_value = "1024", value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub max_connecting: u64,
 
+    /// Connect from these local addresses, connections spread evenly over them: a list of
+    /// addresses, ranges (127.0.0.2-127.0.0.9 or 127.0.0.2-9) and CIDR blocks (10.1.0.0/28),
+    /// comma-separated; `auto` adds loopback addresses until the local ports suffice. Each
+    /// address holds another port range of connections to the same target
+    #[arg(long, value_name = "LIST")]
+    pub source_ip: Option<String>,
+
+    /// Another address of the same server (repeatable): connections are spread over the
+    /// target and these, round robin, so each target port holds its own range of local ports
+    #[arg(long = "url", value_name = "URL")]
+    pub more_urls: Vec<String>,
+
     /// How long to apply load after the warm-up [default: 10s; none with -n]
     #[arg(short = 'd', long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub duration: Option<Duration>,

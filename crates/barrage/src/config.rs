@@ -218,11 +218,18 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     } else {
         None
     };
+    let more_addrs = crate::sources::more_addrs(&a.more_urls, &url)?;
+    let targets: Vec<_> = std::iter::once(url.addr)
+        .chain(more_addrs.iter().copied())
+        .collect();
+    let source_ips = crate::sources::resolve(a.source_ip.as_deref(), &targets, connections)?;
     let spec = Spec {
         target: shown_target,
         addr: url.addr,
         host: secrets.scrub(&url.host),
         protocol,
+        more_addrs,
+        source_ips,
         tls: tls.as_ref().map(|_| TlsSpec {
             insecure: a.insecure,
             cacert: a.cacert.clone(),

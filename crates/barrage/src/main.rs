@@ -28,6 +28,7 @@ mod resolve;
 mod run;
 mod scenario;
 mod serve;
+mod sources;
 mod sys;
 mod tls;
 mod tui;

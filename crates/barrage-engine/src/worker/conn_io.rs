@@ -12,8 +12,7 @@ impl<S: Session> Worker<S> {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {
         self.rec.c.connect_attempts += 1;
         let c = &mut self.conns[idx as usize];
-        let to = self.plan.target.addr;
-        let stream = crate::ports::connect(to, self.ports.as_mut()).and_then(|mut s| {
+        let stream = self.dialer.connect(c.gid).and_then(|mut s| {
             let _ = s.set_nodelay(true);
             self.poll.registry().register(
                 &mut s,

@@ -15,10 +15,7 @@ use std::time::Duration;
 
 pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
     Plan {
-        target: Target {
-            url: format!("tcp://{addr}"),
-            addr,
-        },
+        target: Target::new(format!("tcp://{addr}"), addr),
         protocol: Protocol::Tcp,
         tls: None,
         connections,
