@@ -581,6 +581,12 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::count, value_name = "N")]
     pub threads: Option<u64>,
 
+    /// Serve from N processes on the same port (SO_REUSEPORT): each may open its own
+    /// open-file limit's worth of connections. Counts are added up on exit; chat rooms are
+    /// per process
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub processes: Option<u64>,
+
     /// Write the served counts as JSON to FILE on exit
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,

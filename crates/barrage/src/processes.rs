@@ -14,11 +14,13 @@ use barrage_metrics::result::Status;
 use barrage_metrics::{Aggregator, Delta};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 /// Flags the parent keeps for itself (with whether they take a value).
-const PARENT_ONLY: [(&str, bool); 6] = [
+const PARENT_ONLY: [(&str, bool); 8] = [
+    ("-q", false),
+    ("--quiet", false),
     ("--processes", true),
     ("--json", true),
     ("--report", true),
@@ -48,24 +50,7 @@ fn flag_of(arg: &str) -> &str {
 
 /// The children's arguments: the parent's, less what the parent keeps.
 fn child_args(argv: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip_value = false;
-    for a in argv.iter().skip(1) {
-        if skip_value {
-            skip_value = false;
-            continue;
-        }
-        let f = flag_of(a);
-        if let Some((_, takes)) = PARENT_ONLY.iter().find(|(p, _)| *p == f) {
-            skip_value = *takes && !a.contains('=');
-            continue;
-        }
-        if a == "-q" || a == "--quiet" {
-            continue;
-        }
-        out.push(a.clone());
-    }
-    out
+    crate::sys::args_without(argv, &PARENT_ONLY)
 }
 
 pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
@@ -79,12 +64,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     }
     let outputs = crate::output::Outputs::resolve(a)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let root = std::env::temp_dir().join(format!("barrage-{}-{nanos}", std::process::id()));
-    std::fs::create_dir(&root)
-        .map_err(|e| anyhow::anyhow!("--processes: {}: {e}", root.display()))?;
+    let root = crate::sys::fresh_temp_dir("shards")
+        .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
     let start = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -94,7 +75,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     let dirs: Vec<PathBuf> = (0..n).map(|i| root.join(format!("shard{i}"))).collect();
     let mut children = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let mut c = Command::new(&exe);
+        let mut c = crate::sys::child_of_self(&exe);
         c.args(&args)
             .args([
                 "--shard",
@@ -109,14 +90,6 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
             .stderr(Stdio::inherit());
         if let Some(t) = threads {
             c.args(["-t", t]);
-        }
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe; the child only sets its parent-death signal.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
         }
         let child = c
             .spawn()

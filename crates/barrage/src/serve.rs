@@ -56,6 +56,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         .into());
     }
     let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
+    if args.processes.is_some_and(|n| n > 1) && args.metrics.is_some() {
+        return Err(Usage::says("--metrics", "does not go with --processes yet").into());
+    }
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
         std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
@@ -119,15 +122,24 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             stall_for,
         })?,
     };
+    let mut children = match args.processes.filter(|&n| n > 1) {
+        Some(n) => Some(Children::start(n as usize, server.local_addr(), args)?),
+        None => None,
+    };
     let scheme = match (name, args.tls_cert.is_some()) {
         ("http", true) => "https",
         ("ws", true) => "wss",
         (n, _) => n,
     };
+    let procs = match &children {
+        Some(c) => format!("{} processes, ", c.list.len() + 1),
+        None => String::new(),
+    };
     say!(
-        "barrage {name} server listening on {} ({threads} thread{}){}",
+        "barrage {name} server listening on {} ({procs}{threads} thread{}{}){}",
         server.local_addr(),
         if threads == 1 { "" } else { "s" },
+        if procs.is_empty() { "" } else { " each" },
         if name == "echo" {
             // No client scheme speaks raw TCP in TLS; say so rather than print a tcp:// URL.
             if args.tls_cert.is_some() {
@@ -170,13 +182,27 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         m.stop();
     }
     let addr = server.local_addr();
-    let s = server.shutdown();
+    let mut s = server.shutdown();
+    // With --processes: each process's connections, this one first.
+    let mut per_process = vec![s.connections_accepted];
+    if let Some(c) = children.take() {
+        for other in c.stop()? {
+            per_process.push(other.connections_accepted);
+            s.merge(&other);
+        }
+    }
     // The stats file first: it is the record tests and scripts rely on, and stdout may be a
     // pipe whose reader is gone.
     if let Some(p) = &args.stats {
         let mut v = serde_json::to_value(s)?;
         v["server"] = name.into();
         v["listen"] = addr.to_string().into();
+        if per_process.len() > 1 {
+            v["processes"] = serde_json::json!(per_process
+                .iter()
+                .map(|c| serde_json::json!({ "connections_accepted": c }))
+                .collect::<Vec<_>>());
+        }
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("--stats {}", p.display()))?;
     }
@@ -270,4 +296,119 @@ fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
     }
     out.push_str("# EOF\n");
     out
+}
+
+/// `--processes N`: N - 1 more processes of the same server on the same port (this one is
+/// the first), each with its own stats file, added up when they stop.
+struct Children {
+    list: Vec<(std::process::Child, std::path::PathBuf)>,
+    /// The stats files' directory, removed when they are read.
+    dir: std::path::PathBuf,
+}
+
+impl Children {
+    fn start(
+        n: usize,
+        addr: SocketAddr,
+        args: &crate::cli::ServerArgs,
+    ) -> anyhow::Result<Children> {
+        use std::io::BufRead;
+        let exe = std::env::current_exe().context("--processes")?;
+        let argv: Vec<String> = std::env::args().collect();
+        let keep = crate::sys::args_without(
+            &argv,
+            &[
+                ("--processes", true),
+                ("--listen", true),
+                ("--stats", true),
+                ("--seed", true),
+            ],
+        );
+        let dir =
+            crate::sys::fresh_temp_dir("serve").context("--processes: a temporary directory")?;
+        let mut list = Vec::new();
+        for i in 1..n {
+            let stats = dir.join(format!("stats{i}.json"));
+            let mut c = crate::sys::child_of_self(&exe);
+            c.args(&keep)
+                .args(["--listen", &addr.to_string(), "--stats"])
+                .arg(&stats)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit());
+            if args.seed.is_some() || args.drop_p.is_some() || args.dup_p.is_some() {
+                // Each process draws its own faults.
+                c.args(["--seed", &(args.seed.unwrap_or(1) + i as u64).to_string()]);
+            }
+            let mut child = c
+                .spawn()
+                .with_context(|| format!("--processes: cannot start process {i}"))?;
+            // Its banner says it is listening; no banner: it failed (its error is on stderr).
+            let mut banner = String::new();
+            if let Some(out) = child.stdout.as_mut() {
+                let _ = std::io::BufReader::new(out).read_line(&mut banner);
+            }
+            if !banner.contains("listening on") {
+                let _ = child.kill();
+                let _ = child.wait();
+                drop(Children { list, dir });
+                anyhow::bail!("--processes: process {i} of {n} did not start (see above)");
+            }
+            list.push((child, stats));
+        }
+        Ok(Children { list, dir })
+    }
+}
+
+impl Drop for Children {
+    /// An early end (an error after they started) takes the processes along.
+    fn drop(&mut self) {
+        for (c, _) in &mut self.list {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Children {
+    /// Stops every process (SIGTERM, then SIGKILL after 10 s) and reads its counts.
+    fn stop(mut self) -> anyhow::Result<Vec<barrage_servers::ServerStats>> {
+        for (c, _) in &self.list {
+            // SAFETY: kill on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut out = Vec::new();
+        for (i, (c, stats)) in self.list.iter_mut().enumerate() {
+            let status = loop {
+                match c.try_wait() {
+                    Ok(Some(st)) => break Some(st),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break None;
+                    }
+                }
+            };
+            let text = std::fs::read_to_string(&*stats).unwrap_or_default();
+            let parsed: Option<barrage_servers::ServerStats> = serde_json::from_str(&text).ok();
+            match (status, parsed) {
+                (Some(st), Some(s)) if st.success() => out.push(s),
+                (st, _) => anyhow::bail!(
+                    "--processes: process {} of {} ended badly ({}); its counts are lost",
+                    i + 1,
+                    self.list.len() + 1,
+                    st.map_or("killed after 10 s".to_string(), |s| s.to_string())
+                ),
+            }
+        }
+        self.list.clear();
+        Ok(out)
+    }
 }

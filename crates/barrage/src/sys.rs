@@ -151,6 +151,52 @@ pub fn err_line(line: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// A child process of this binary that cannot outlive it: on Linux it gets SIGTERM when
+/// this process dies (parent-death signal), however this process ends.
+pub fn child_of_self(exe: &std::path::Path) -> std::process::Command {
+    #[allow(unused_mut)]
+    let mut c = std::process::Command::new(exe);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; the child only sets its parent-death signal.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    c
+}
+
+/// `argv` (program name first) without the program name and without `flags` (each with
+/// whether it takes a value, as `--flag V` or `--flag=V`).
+pub fn args_without(argv: &[String], flags: &[(&str, bool)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in argv.iter().skip(1) {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        let f = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
+        if let Some((_, takes)) = flags.iter().find(|(p, _)| *p == f) {
+            skip_value = *takes && !a.contains('=');
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+/// A new directory under the system's temporary directory, named for this process.
+pub fn fresh_temp_dir(what: &str) -> std::io::Result<std::path::PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("barrage-{what}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
