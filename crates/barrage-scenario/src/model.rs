@@ -17,6 +17,10 @@ use std::collections::BTreeMap;
 pub struct File {
     /// The target URL: tcp://, http(s)://, ws(s)://, redis://, memcache:// (as `barrage run URL`).
     pub target: At<String>,
+    /// More addresses of the same server (--url): connections are spread over the target
+    /// and these, round robin (e.g. the ports of a server in several processes).
+    #[serde(default)]
+    pub urls: Vec<At<String>>,
     /// Options of the target's protocol (framing, headers, TLS, WebSocket subprotocol...).
     #[serde(default)]
     pub protocol: Option<Protocol>,
@@ -272,6 +276,66 @@ pub struct Run {
     /// More header or query-parameter names to redact (--redact).
     #[serde(default)]
     pub redact: Vec<At<String>>,
+    /// Run as this many local processes, or "auto" from the open-file limit (--processes).
+    pub processes: Option<At<Processes>>,
+    /// Local addresses to connect from, or "auto" (--source-ip).
+    pub source_ip: Option<At<String>>,
+}
+
+/// `processes`: a count, or "auto".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processes {
+    Auto,
+    Count(u64),
+}
+
+impl<'de> Deserialize<'de> for Processes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Processes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#"a number of processes (1 or more) or "auto""#)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Processes, E> {
+                if v == 0 {
+                    return Err(E::custom(r#"give 1 or more processes, or "auto""#));
+                }
+                Ok(Processes::Count(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Processes, E> {
+                self.visit_u64(
+                    u64::try_from(v)
+                        .map_err(|_| E::custom(r#"give 1 or more processes, or "auto""#))?,
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Processes, E> {
+                match v.trim() {
+                    "auto" => Ok(Processes::Auto),
+                    n => self.visit_u64(
+                        n.parse()
+                            .map_err(|_| E::custom(r#"give a number of processes or "auto""#))?,
+                    ),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Processes {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Processes".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number of processes, or \"auto\" (from the open-file limit).",
+            "oneOf": [
+                { "type": "integer", "minimum": 1 },
+                { "const": "auto" }
+            ]
+        })
+    }
 }
 
 // `Arrive` is a string or a list: parsed by hand (an untagged enum would lose the line and

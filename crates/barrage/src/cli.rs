@@ -500,9 +500,15 @@ pub struct RunArgs {
     pub hdr_log: Option<String>,
 
     /// Run the test as N local processes (shards of it, started together and merged exactly
-    /// at the end): for more connections than one process may open files for
-    #[arg(long, value_name = "N", value_parser = units::count, help_heading = "Output")]
-    pub processes: Option<u64>,
+    /// at the end): for more connections than one process may open files for; `auto`: as
+    /// many as the open-file limit needs
+    #[arg(long, value_name = "N|auto", value_parser = processes, help_heading = "Output")]
+    pub processes: Option<barrage_scenario::model::Processes>,
+
+    /// Set by `--processes` in the parent process: the run is resolved for N processes
+    /// (the machine-wide pre-flight) and not run here.
+    #[arg(skip)]
+    pub parent_of: Option<u64>,
 
     /// Run shard I of N of this run (connections and rates by stride, exactly): the same
     /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
@@ -680,4 +686,16 @@ fn probability(s: &str) -> Result<f64, String> {
         return Err(format!("'{s}': a probability is from 0 to 1 (0% to 100%)"));
     }
     Ok(v)
+}
+
+/// `--processes N|auto`.
+fn processes(s: &str) -> Result<barrage_scenario::model::Processes, String> {
+    use barrage_scenario::model::Processes;
+    if s.trim() == "auto" {
+        return Ok(Processes::Auto);
+    }
+    match units::count(s)? {
+        0 => Err("give 1 or more processes, or auto".into()),
+        n => Ok(Processes::Count(n)),
+    }
 }

@@ -19,6 +19,7 @@ mod live;
 mod merge;
 mod outfile;
 mod output;
+mod preflight;
 mod processes;
 mod prom;
 mod recorders;

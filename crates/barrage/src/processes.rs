@@ -53,14 +53,51 @@ fn child_args(argv: &[String]) -> Vec<String> {
     crate::sys::args_without(argv, &PARENT_ONLY)
 }
 
-pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
-    if n < 2 {
-        return Err(Usage::value("--processes", n, "give 2 or more (1 is a plain run)").into());
+/// How many processes the run wants (`--processes`, or a scenario file's `processes`):
+/// `None` for one (this one), and always for a shard (a shard is one process).
+pub fn wanted(a: &RunArgs) -> Result<Option<u64>, Usage> {
+    use barrage_scenario::model::Processes;
+    if a.shard.is_some() {
+        return Ok(None);
     }
+    let file = crate::scenario::is_file(&a.target);
+    let p = match a.processes {
+        Some(p) => p,
+        None if file => match crate::scenario::file_processes(&a.target)? {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+        None => return Ok(None),
+    };
+    let n = match p {
+        Processes::Count(n) => n,
+        Processes::Auto => {
+            let conns = if file {
+                crate::scenario::users(a)?
+            } else {
+                crate::config::plan(a)?.0.connections
+            };
+            let m = crate::preflight::Machine::read();
+            crate::preflight::processes_for(conns, a.threads.unwrap_or(1), m.nofile_hard)
+        }
+    };
+    Ok((n > 1).then_some(n))
+}
+
+pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     for f in NOT_YET {
         if argv.iter().skip(1).any(|x| flag_of(x) == f) {
             return Err(Usage::says(f, "does not go with --processes yet").into());
         }
+    }
+    // Every check of the run, made once here for all the children (and the machine-wide
+    // pre-flight: they share its ports, memory and tables).
+    let mut whole = a.clone();
+    whole.parent_of = Some(n as u64);
+    if crate::scenario::is_file(&a.target) {
+        crate::scenario::resolve(&whole, argv.clone())?;
+    } else {
+        crate::resolve::resolve(&whole, argv.clone())?;
     }
     let outputs = crate::output::Outputs::resolve(a)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;

@@ -44,12 +44,45 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         .collect::<Result<Vec<_>, _>>()?;
     let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
     measurable(&thresholds, watch.is_some(), a.recovery, &names)?;
-    // A shard opens only its own connections.
+    // A shard opens only its own connections; a --processes parent none (its children
+    // are checked together here, as the machine holds them).
     let mine: u64 = plan.my_shares().iter().map(|s| s.connections).sum();
-    crate::sys::ensure_fds(
-        crate::sys::fds_needed(mine, plan.threads),
-        "-c/--connections",
-    )?;
+    let threads = plan.my_shares().len() as u64;
+    let facts = crate::preflight::Facts {
+        connections: if a.parent_of.is_some() {
+            plan.connections
+        } else {
+            mine
+        },
+        processes: a.parent_of.unwrap_or(1),
+        threads: if a.parent_of.is_some() { 1 } else { threads },
+        targets: plan.target.addrs(),
+        sources: plan.target.sources.len() as u64,
+        paced: plan.connect_rate.is_some() || plan.users.is_some(),
+    };
+    let items = crate::preflight::check(&facts, &crate::preflight::Machine::read());
+    if let Some(refused) = crate::preflight::refusal(&items) {
+        return Err(refused);
+    }
+    if a.parent_of.is_none() {
+        crate::sys::ensure_fds(
+            crate::sys::fds_needed(mine, plan.threads),
+            "-c/--connections",
+        )?;
+        if !a.quiet {
+            for i in items
+                .iter()
+                .filter(|i| i.level == crate::preflight::Level::Warn)
+            {
+                crate::sys::err_line(format!(
+                    "pre-flight: {}: {}; {}",
+                    i.what,
+                    i.says,
+                    i.fix.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+    }
     let outputs = Outputs::resolve(a)?;
     Ok(Resolved {
         plan,

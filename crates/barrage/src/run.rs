@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
 /// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
-    if let Some(n) = a.processes {
+    if let Some(n) = crate::processes::wanted(a)? {
         return crate::processes::run(a, argv, n as usize);
     }
     let r = if crate::scenario::is_file(&a.target) {

@@ -18,6 +18,23 @@ pub fn is_file(target: &str) -> bool {
     !target.contains("://") && barrage_scenario::Format::of(Path::new(target)).is_some()
 }
 
+/// The file's `run.processes`, if it has one.
+pub fn file_processes(file: &str) -> Result<Option<barrage_scenario::model::Processes>, Usage> {
+    let checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
+    let run = checked.file.run.as_ref().map(|r| &r.value);
+    Ok(run.and_then(|r| r.processes.as_ref()).map(|p| p.value))
+}
+
+/// How many users the file's run has, with the command line's overrides.
+pub fn users(a: &RunArgs) -> Result<u64, Usage> {
+    let file = &a.target;
+    let mut checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
+    checked
+        .override_users(a.users, a.hold, a.arrive)
+        .map_err(|e| Usage::file(file, e))?;
+    Ok(checked.users)
+}
+
 pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let file = a.target.clone();
     let path = Path::new(&file);
@@ -76,6 +93,9 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         arrive: a.arrive,
         max_duration_ns: a.duration.or(file_duration).map(barrage_engine::spec::ns),
     });
+    if args.more_urls.is_empty() {
+        args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
+    }
     if let Some(p) = &f.protocol {
         if args.expect.is_none() {
             args.expect = p.framing.as_ref().map(|v| v.value.clone());
@@ -139,6 +159,9 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
             args.spawn = r.spawn.as_ref().map(|v| v.value.clone());
         }
         args.redact.extend(r.redact.iter().map(|v| v.value.clone()));
+        if args.source_ip.is_none() {
+            args.source_ip = r.source_ip.as_ref().map(|v| v.value.clone());
+        }
     }
     for t in &args.threshold {
         if let Some((name, _)) =

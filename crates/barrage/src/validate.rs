@@ -15,7 +15,63 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     let checked = barrage_scenario::load(&a.file).map_err(|e| Usage::file(&shown, e))?;
     binary_checks(&shown, &checked)?;
     say!("ok: {shown}: {}", checked.summary());
-    Ok(0)
+    // The whole run's size against this machine, as `run` checks it before any traffic.
+    let (facts, how) = facts(&shown, &checked)?;
+    say!("pre-flight on this machine ({how}):");
+    let items = crate::preflight::check(&facts, &crate::preflight::Machine::read());
+    for l in crate::preflight::lines(&items) {
+        say!("{l}");
+    }
+    match crate::preflight::refusal(&items) {
+        Some(r) => Err(Usage::file(
+            &shown,
+            format!("{shown}: the whole run in one place does not fit this machine: {r}"),
+        )
+        .into()),
+        None => Ok(0),
+    }
+}
+
+/// The file's run as the pre-flight sees it: users, processes, targets and sources.
+fn facts(file: &str, c: &Checked) -> Result<(crate::preflight::Facts, String), Usage> {
+    use barrage_scenario::model::Processes;
+    let target = crate::url::parse(&c.file.target).map_err(|e| Usage::file(file, e))?;
+    let mut targets = vec![target.addr];
+    for u in &c.file.urls {
+        targets.push(crate::url::parse(u).map_err(|e| Usage::file(file, e))?.addr);
+    }
+    let run = c.file.run.as_ref().map(|r| &r.value);
+    let threads = run.and_then(|r| r.threads.as_ref()).map_or(1, |t| t.value);
+    let hard = crate::preflight::Machine::read().nofile_hard;
+    let processes = match run.and_then(|r| r.processes.as_ref()).map(|p| p.value) {
+        Some(Processes::Count(n)) => n,
+        Some(Processes::Auto) => crate::preflight::processes_for(c.users, threads, hard),
+        None => 1,
+    };
+    let sources = match run.and_then(|r| r.source_ip.as_ref()) {
+        Some(s) => crate::sources::resolve(Some(s), &targets, c.users)
+            .map_err(|e| Usage::file(file, format!("{file}:{}: run.source_ip: {e}", s.line)))?
+            .len() as u64,
+        None => 0,
+    };
+    let how = format!(
+        "{} users, {processes} process{}, {} source address{}",
+        c.users,
+        if processes == 1 { "" } else { "es" },
+        sources.max(1),
+        if sources > 1 { "es" } else { "" }
+    );
+    Ok((
+        crate::preflight::Facts {
+            connections: c.users,
+            processes,
+            threads,
+            targets,
+            sources,
+            paced: true,
+        },
+        how,
+    ))
 }
 
 /// Checks made with the binary's parsers: the target URL and the thresholds' grammar.
@@ -26,6 +82,22 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
     let t = &c.file.target;
     if let Err(e) = crate::url::parse(t) {
         return Err(at(t.line, "target", strip_flag(&e.to_string(), "target")));
+    }
+    for (i, u) in c.file.urls.iter().enumerate() {
+        if let Err(e) = crate::url::parse(u) {
+            return Err(at(
+                u.line,
+                &format!("urls[{i}]"),
+                strip_flag(&e.to_string(), "target"),
+            ));
+        }
+    }
+    if let Some(s) = c.file.run.as_ref().and_then(|r| r.source_ip.as_ref()) {
+        if s.trim() != "auto" {
+            if let Err(e) = crate::sources::parse(s) {
+                return Err(at(s.line, "run.source_ip", e));
+            }
+        }
     }
     if let Some(run) = &c.file.run {
         for (i, th) in run.thresholds.iter().enumerate() {

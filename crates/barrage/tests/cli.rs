@@ -241,7 +241,7 @@ fn bad_more_connections_than_open_files() {
     // Assumes the hard RLIMIT_NOFILE is below ~5,000,040 (true on any usual system).
     assert_usage(
         &[dead(), "-c", "5000000", "-d", "1s"],
-        &["--connections", "open files", "hard limit"],
+        &["open files", "hard limit", "--processes 251", "local ports"],
     );
 }
 
