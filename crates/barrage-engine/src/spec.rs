@@ -61,6 +61,10 @@ pub struct Spec {
     /// Which shares this process runs; `None`: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<ShareSet>,
+    /// Every shard of the run reads one clock (processes of one host, `--one-clock`): a
+    /// broadcast delivery between shards is timed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_clock: bool,
     /// `--rate-stages`, as written: the open-loop rate follows these points (`mode` is
     /// `Rate` at their peak).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -234,6 +238,7 @@ pub enum SpecError {
 fn with_scenario(
     plan: Plan,
     sc: &ScenarioSpec,
+    one_clock: bool,
     host_header: &str,
     headers: &[(String, String)],
 ) -> Result<Plan, SpecError> {
@@ -251,6 +256,7 @@ fn with_scenario(
     if let Some(s) = &plan.shares {
         users.program.shard = (s.run.first().copied().unwrap_or(0) / s.run.len().max(1)) as u8;
     }
+    users.program.one_clock = one_clock;
     let mut plan = plan.with_users(users);
     if let (Some(max), Some(d)) = (sc.max_duration_ns, plan.duration) {
         plan.duration = Some(d.min(Duration::from_nanos(max)));
@@ -362,6 +368,7 @@ impl Spec {
             drain_ns: 2_000_000_000,
             clock: Clock::Now,
             shares: None,
+            one_clock: false,
             rate_stages: None,
             conn_stages: None,
             scenario: None,
@@ -537,7 +544,7 @@ impl Spec {
         }
         match &self.scenario {
             None => Ok(plan),
-            Some(sc) => with_scenario(plan, sc, &http_cx.0, &http_cx.1),
+            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1),
         }
     }
 
@@ -621,6 +628,7 @@ mod tests {
                 count: 4,
                 run: vec![1, 3],
             }),
+            one_clock: false,
             rate_stages: None,
             conn_stages: None,
             scenario: None,

@@ -220,6 +220,15 @@ pub struct BroadcastSummary {
     pub spread_us: Option<LatencyStats>,
 }
 
+impl BroadcastSummary {
+    /// Whether the deliveries from other processes were timed too (they shared one clock):
+    /// every delivery received is in the latency figures.
+    pub fn remote_timed(&self) -> bool {
+        let count = |l: &Option<LatencyStats>| l.as_ref().map_or(0, |l| l.count);
+        count(&self.own_us) + count(&self.peer_us) >= self.c.delivered
+    }
+}
+
 /// Broadcast messages still gathering recipients: merged across workers and segments, and
 /// recorded once no segment added to them for [`SPAN_SETTLE`] ticks (or at the end).
 #[derive(Default)]

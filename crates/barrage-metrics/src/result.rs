@@ -127,6 +127,43 @@ pub struct Environment {
     pub cpu_model: String,
     pub cores: usize,
     pub hostname: String,
+    /// The clock of each process of the run (one for a single run, one per shard for a
+    /// merged one): whether clocks of different hosts can be compared, and how well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<ClockRecord>,
+}
+
+/// One process's wall clock as the kernel reports it (`adjtimex`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockRecord {
+    /// The host's boot id: processes with the same one read the same clock.
+    pub boot_id: String,
+    pub hostname: String,
+    /// Whether NTP/PTP (chrony, ntpd, ptp4l) keeps the clock synchronized.
+    pub synced: bool,
+    /// The kernel's bound on the clock's error, µs (`maxerror`; meaningful when synced).
+    pub max_error_us: u64,
+    /// The kernel's estimated error, µs (`esterror`).
+    pub est_error_us: u64,
+}
+
+/// How far apart the clocks of a run's processes may be, µs: 0 when they all read one
+/// host's clock, the sum of the two largest error bounds when every host is synchronized,
+/// `None` (unknown) otherwise.
+pub fn clock_spread_us(clocks: &[ClockRecord]) -> Option<u64> {
+    let first = clocks.first()?;
+    if clocks
+        .iter()
+        .all(|c| c.boot_id == first.boot_id && !c.boot_id.is_empty())
+    {
+        return Some(0);
+    }
+    if !clocks.iter().all(|c| c.synced) {
+        return None;
+    }
+    let mut bounds: Vec<u64> = clocks.iter().map(|c| c.max_error_us).collect();
+    bounds.sort_unstable_by(|a, b| b.cmp(a));
+    Some(bounds[0] + bounds.get(1).copied().unwrap_or(0))
 }
 
 /// A histogram as stored in the result: compressed HdrHistogram V2, base64, microseconds.
@@ -286,5 +323,43 @@ impl RunResult {
     /// Whether any threshold failed (or could not be measured).
     pub fn thresholds_failed(&self) -> bool {
         crate::thresholds::any_failed(&self.thresholds)
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    fn clock(boot: &str, synced: bool, max: u64) -> ClockRecord {
+        ClockRecord {
+            boot_id: boot.into(),
+            hostname: boot.into(),
+            synced,
+            max_error_us: max,
+            est_error_us: max / 2,
+        }
+    }
+
+    #[test]
+    fn clocks_compare_on_one_host_or_within_their_ntp_bounds() {
+        assert_eq!(clock_spread_us(&[]), None);
+        let one = [clock("a", false, 16_000_000), clock("a", false, 16_000_000)];
+        assert_eq!(clock_spread_us(&one), Some(0), "one host: one clock");
+        let synced = [
+            clock("a", true, 300),
+            clock("b", true, 500),
+            clock("c", true, 100),
+        ];
+        assert_eq!(
+            clock_spread_us(&synced),
+            Some(800),
+            "the two largest bounds"
+        );
+        let unsynced = [clock("a", true, 300), clock("b", false, 500)];
+        assert_eq!(clock_spread_us(&unsynced), None);
+        assert_eq!(
+            clock_spread_us(&[clock("", true, 5), clock("", true, 5)]),
+            Some(10)
+        );
     }
 }

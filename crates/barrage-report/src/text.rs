@@ -374,10 +374,17 @@ fn broadcast(r: &RunResult) -> Vec<String> {
     if c.remote > 0 {
         lines.push(row(
             "",
-            format!(
-                "{} from other processes: counted, not timed (their clocks are not known to agree)",
-                thousands(c.remote)
-            ),
+            if b.remote_timed() {
+                format!(
+                    "{} from other processes, timed (they read one host's clock)",
+                    thousands(c.remote)
+                )
+            } else {
+                format!(
+                    "{} from other processes: counted, not timed (their clocks are not known to agree)",
+                    thousands(c.remote)
+                )
+            },
         ));
     }
     if let Some(l) = &b.peer_us {

@@ -523,6 +523,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", help_heading = "Output")]
     pub start_at: Option<String>,
 
+    /// Every shard of this run runs on this host (one clock): broadcast deliveries between
+    /// shards are timed, not only counted (--processes sets it)
+    #[arg(long, requires = "start_at", help_heading = "Output")]
+    pub one_clock: bool,
+
     /// Write the run to DIR as it goes (settings first, then each second, synced; the result
     /// at the end), so a crash loses at most the last seconds; `barrage report DIR` renders
     /// it, finished or not. DIR must be new or empty

@@ -258,6 +258,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         drain_ns: ns(DRAIN),
         clock: start_at(a.start_at.as_deref())?,
         shares: shard(a.shard.as_deref(), a.threads.map(|t| t as usize))?,
+        one_clock: a.one_clock,
         scenario: a.scenario.clone(),
     };
     // The plan is built from the spec, as any process taking part in the run builds its own.

@@ -93,7 +93,17 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
     }
     // Every shard a worker; seconds in time order.
     shards.sort_by_key(|s| s.1);
-    let header = shards[0].3.clone();
+    let mut header = shards[0].3.clone();
+    // Every shard's clock, in index order: whether their times compare.
+    header.environment.clocks = shards
+        .iter()
+        .flat_map(|s| s.3.environment.clocks.clone())
+        .collect();
+    let clocks = match barrage_metrics::result::clock_spread_us(&header.environment.clocks) {
+        Some(0) => "clocks: one host".to_string(),
+        Some(us) => format!("clocks within {us} µs of each other (NTP bounds)"),
+        None => "clocks not known to agree".to_string(),
+    };
     let mut agg = Aggregator::new(header.timeline, n);
     let mut all: Vec<(u64, usize, barrage_metrics::Delta)> = Vec::new();
     let mut unfinished = Vec::new();
@@ -112,12 +122,12 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
     }
     let outcome = agg.finish(header.connections, header.latency_basis);
     let (status, message) = if unfinished.is_empty() {
-        (Status::Completed, format!("{n} shards merged"))
+        (Status::Completed, format!("{n} shards merged; {clocks}"))
     } else {
         (
             Status::Incomplete,
             format!(
-                "{n} shards merged; without a summary (ended early): shard {}",
+                "{n} shards merged; {clocks}; without a summary (ended early): shard {}",
                 unfinished.join(", ")
             ),
         )

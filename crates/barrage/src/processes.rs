@@ -18,8 +18,9 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 /// Flags the parent keeps for itself (with whether they take a value).
-const PARENT_ONLY: [(&str, bool); 8] = [
+const PARENT_ONLY: [(&str, bool); 9] = [
     ("-q", false),
+    ("--one-clock", false),
     ("--quiet", false),
     ("--processes", true),
     ("--json", true),
@@ -119,6 +120,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
                 &format!("{i}/{n}"),
                 "--start-at",
                 &format!("@{start}"),
+                "--one-clock",
             ])
             .args(["-q", "--no-tui", "--out"])
             .arg(dir)

@@ -72,7 +72,27 @@ pub fn environment() -> Environment {
         cpu_model,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         hostname: read_trim("/proc/sys/kernel/hostname"),
+        clocks: vec![clock()],
     }
+}
+
+/// This host's wall clock as the kernel keeps it: synchronized or not, and its error bounds.
+pub fn clock() -> barrage_metrics::result::ClockRecord {
+    let mut rec = barrage_metrics::result::ClockRecord {
+        boot_id: read_trim("/proc/sys/kernel/random/boot_id"),
+        hostname: read_trim("/proc/sys/kernel/hostname"),
+        ..Default::default()
+    };
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: adjtimex with modes = 0 only reads the kernel's clock state into our struct.
+        let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+        let state = unsafe { libc::adjtimex(&mut tx) };
+        rec.synced = state >= 0 && state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0;
+        rec.max_error_us = tx.maxerror.max(0) as u64;
+        rec.est_error_us = tx.esterror.max(0) as u64;
+    }
+    rec
 }
 
 /// Now, UTC, as `2026-11-21T10:33:44Z`.

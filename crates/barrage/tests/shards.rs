@@ -178,7 +178,18 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
             "only the local deliveries are timed"
         );
     }
-    let m = &read_json(&merged)["summary"]["broadcast"];
+    let whole = read_json(&merged);
+    // Both shards ran here: one clock, and the merge says so.
+    assert!(
+        s(&whole, "message").contains("clocks: one host"),
+        "{}",
+        s(&whole, "message")
+    );
+    assert_eq!(
+        whole["environment"]["clocks"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let m = &whole["summary"]["broadcast"];
     let n = |k: &str| m[k].as_u64().unwrap();
     assert_eq!(n("sent"), chat["messages_in"].as_u64().unwrap());
     assert_eq!(
@@ -236,4 +247,50 @@ fn processes_split_a_run_locally_and_merge_it() {
         .unwrap();
     assert_eq!(e.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&e.stderr).contains("--out does not go with --processes"));
+}
+
+/// `--processes 2` of the rooms example: the processes share one host's clock (`--one-clock`),
+/// so the deliveries between them are timed like the rest; every delivery the server wrote is
+/// received and timed.
+#[test]
+fn processes_on_one_host_time_the_deliveries_between_them() {
+    let server = EchoServer::serve("chat", &["--seed", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let example = example_without_thresholds("chat-rooms.toml", dir.path());
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .timeout(Duration::from_secs(90))
+        .arg("run")
+        .arg(&example)
+        .args([
+            "--target",
+            server.url(),
+            "--users",
+            "120",
+            "--arrive",
+            "1000",
+        ])
+        .args(["--hold", "5s", "--processes", "2", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = server.stop();
+    let b = &read_json(&json)["summary"]["broadcast"];
+    let n = |k: &str| b[k].as_u64().unwrap();
+    assert!(n("remote") > 0, "the processes heard each other: {b}");
+    let timed = b["peer_us"]["count"].as_u64().unwrap() + b["own_us"]["count"].as_u64().unwrap();
+    assert_eq!(
+        timed,
+        n("delivered"),
+        "every delivery timed, remote ones too"
+    );
+    assert_eq!(
+        n("delivered") + n("duplicates"),
+        stats["chat"]["deliveries_out"].as_u64().unwrap()
+    );
 }

@@ -394,12 +394,16 @@ impl<'a> Replies<'a> {
                     false
                 }
             };
-            if first && s.shard != u.prog.shard {
+            let remote = s.shard != u.prog.shard;
+            if first && remote && !u.prog.one_clock {
                 // From another process (a shard of a split run): counted, not timed, since
                 // the two clocks are not known to agree.
                 b.delivered += 1;
                 b.remote += 1;
             } else if first {
+                if remote {
+                    b.remote += 1;
+                }
                 b.delivered += 1;
                 let own = u64::from(s.user) == gid & 0xffff_ffff;
                 if own {

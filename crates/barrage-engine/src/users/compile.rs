@@ -114,6 +114,7 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
             .or_else(|| stamp_form(&f.leave))
             .unwrap_or_default(),
         shard: 0,
+        one_clock: false,
     };
     let arrive = match &c.shape {
         barrage_scenario::Shape::Rate(r) => crate::shape::Shape::constant(*r),

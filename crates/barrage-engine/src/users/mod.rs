@@ -280,6 +280,7 @@ impl Users {
                 stamp_slot: None,
                 stamp_form: stamp::Form::Text,
                 shard: 0,
+                one_clock: false,
             },
             rows: Vec::new(),
             stages: Some(stages),
@@ -332,8 +333,12 @@ pub struct Program {
     /// The form `{stamp}` renders and receivers look for.
     pub stamp_form: stamp::Form,
     /// This process's shard of a split run (its stamps say so; a stamp of another shard is a
-    /// delivery from another process, counted but not timed). 0 for a whole run.
+    /// delivery from another process, counted, and timed only under `one_clock`). 0 for a
+    /// whole run.
     pub shard: u8,
+    /// Every shard reads the same clock (one host) and shares time zero: deliveries from
+    /// other shards are timed like local ones.
+    pub one_clock: bool,
 }
 
 /// One step users send: its message, what its reply must be, what it captures.

@@ -251,7 +251,11 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 ["duplicates".into(), thousands(c.duplicates)],
                 ["own copies".into(), thousands(c.own)],
                 [
-                    "from other processes (counted, not timed)".into(),
+                    if b.remote_timed() {
+                        "from other processes (timed: one host's clock)".into()
+                    } else {
+                        "from other processes (counted, not timed)".into()
+                    },
                     thousands(c.remote),
                 ],
                 ["latency to others".into(), lat(&b.peer_us)],

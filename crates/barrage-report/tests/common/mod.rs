@@ -134,6 +134,7 @@ fn environment() -> Environment {
         cpu_model: "AMD EPYC 7B13".into(),
         cores: 2,
         hostname: "bench-1".into(),
+        clocks: Vec::new(),
     }
 }
 
