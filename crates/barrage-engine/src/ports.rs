@@ -120,9 +120,11 @@ fn start(
     Ok(mio::net::TcpStream::from_std(sock.into()))
 }
 
-/// Where one worker's connections go from and to. Connection `g` (its global id) goes to
-/// target `g mod T` from source `(g div T) mod S`, so every (source, target) pair carries an
-/// equal share, in every worker and shard.
+/// Where one worker's connections go from and to. The worker's k-th connection (global id
+/// `g`, `k = g div shares`) goes to target `k mod T` from source `(k div T) mod S`, so every
+/// (source, target) pair carries an equal part of every worker's connections (a mapping on
+/// `g` itself would follow the workers' stride: with two shares and two sources, each worker
+/// would use one source only).
 #[derive(Debug)]
 pub struct Dialer {
     targets: Box<[SocketAddr]>,
@@ -130,6 +132,8 @@ pub struct Dialer {
     sources: Box<[IpAddr]>,
     /// One cursor per (source, target) pair, `s * T + t`; empty when the port range is unknown.
     cursors: Vec<PortCursor>,
+    /// How many shares the run has (connection ids go by this stride).
+    shares: u64,
 }
 
 impl Dialer {
@@ -175,14 +179,16 @@ impl Dialer {
             targets: targets.into(),
             sources: sources.into(),
             cursors,
+            shares: shares.max(1) as u64,
         }
     }
 
     /// The (source, target) pair of connection `gid`: indices into the lists.
     pub fn pair_of(&self, gid: u64) -> (usize, usize) {
+        let k = gid / self.shares;
         let t = self.targets.len() as u64;
         let s = self.sources.len().max(1) as u64;
-        (((gid / t) % s) as usize, (gid % t) as usize)
+        (((k / t) % s) as usize, (k % t) as usize)
     }
 
     /// The address connection `gid` connects to.
@@ -195,7 +201,9 @@ impl Dialer {
         let (s, t) = self.pair_of(gid);
         let to = self.targets[t];
         let from = self.sources.get(s).copied();
-        let shared = self.targets.len() > 1;
+        // Several targets share ports; given sources rebind ports in TIME_WAIT (a 4-tuple
+        // still in use is refused by connect, and the next port is tried).
+        let shared = self.targets.len() > 1 || !self.sources.is_empty();
         let pair = s * self.targets.len() + t;
         if let Some(cursor) = self.cursors.get_mut(pair) {
             let ip = from.unwrap_or_else(|| unspecified(to));
@@ -217,7 +225,7 @@ impl Dialer {
                 }
                 match start(sock, to) {
                     Ok(stream) => return Ok(stream),
-                    // The port is shared with another target and this 4-tuple is in use.
+                    // This 4-tuple is in use (another target's, or in TIME_WAIT).
                     Err((_, e)) if shared && e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {}
                     Err((_, e)) => return Err(e),
                 }
@@ -328,6 +336,14 @@ mod tests {
             assert_eq!(d.target_of(gid), peer);
             seen.push(s);
         }
+        // Share 1 of 2 (ids 1, 3, 5, ...) spreads over every pair too, not over the odd ones.
+        let d = Dialer::new(&targets, &sources, 1, 2, 0);
+        let mut count = std::collections::BTreeMap::new();
+        for k in 0..12u64 {
+            *count.entry(d.pair_of(1 + 2 * k)).or_insert(0) += 1;
+        }
+        assert_eq!(count.len(), 6, "{count:?}");
+        assert!(count.values().all(|&n| n == 2), "{count:?}");
     }
 
     #[test]
