@@ -294,3 +294,63 @@ fn processes_on_one_host_time_the_deliveries_between_them() {
         stats["chat"]["deliveries_out"].as_u64().unwrap()
     );
 }
+
+/// A child of `--processes` that dies is named, the others run on, and what it did until
+/// then stays in the merged result (its seconds were streamed); the run fails (exit 1).
+#[test]
+fn a_killed_child_is_named_and_its_seconds_kept() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut parent = Guard(
+        StdCommand::new(bin())
+            .args([server.url(), "-c", "4", "--think", "10ms", "-d", "6s"])
+            .args(["--processes", "2", "-q", "--no-tui", "--json"])
+            .arg(&json)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = parent.0.id();
+    // The children, once both are up and running (their start is 2 s after the parent's).
+    let kids = |pid: u32| -> Vec<u32> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    let t = std::time::Instant::now();
+    while kids(pid).len() < 2 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let children = kids(pid);
+    assert_eq!(children.len(), 2, "two children");
+    std::thread::sleep(Duration::from_secs(4));
+    let victim = children[1];
+    send_signal(victim, "KILL");
+    let st = wait_at_most(&mut parent.0, Duration::from_secs(60)).expect("the run ends");
+    assert_eq!(st.code(), Some(1), "a failed child fails the run");
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "failed");
+    let msg = s(&r, "message");
+    assert!(
+        msg.contains("was killed") && msg.contains("2 processes merged"),
+        "{msg}"
+    );
+    // Both shards' exchanges are in the result: the killed one's until it died.
+    let done = u(&r, "summary.exchanges.completed");
+    let served = server.stop()["bytes_read"].as_u64().unwrap() / 19;
+    assert!(
+        done > 0 && done <= served,
+        "{done} completed, {served} served"
+    );
+    let ticks = r["timeseries"].as_array().unwrap();
+    let sum: u64 = ticks.iter().map(|t| t["requests"].as_u64().unwrap()).sum();
+    assert_eq!(
+        sum, done,
+        "the seconds hold every exchange, the killed shard's too"
+    );
+}
