@@ -52,6 +52,9 @@ pub enum Command {
     /// Merge the --out directories of a run's shards (--shard I/N) into one result, exactly:
     /// counters, per-second timelines and histograms; thresholds judged on the whole.
     Merge(MergeArgs),
+    /// Print a job that runs one run as N shards on Slurm (an sbatch script) or Kubernetes
+    /// (an Indexed Job manifest), started together and merged into one result.
+    Dist(crate::dist::DistArgs),
 }
 
 #[derive(Args, Debug)]

@@ -13,6 +13,7 @@ mod cli;
 mod compare;
 mod config;
 mod demo;
+mod dist;
 mod find_max;
 mod httpd;
 mod live;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Command::Validate(a) => validate::validate(a),
         Command::FindMax(a) => find_max::find_max(a, argv.clone()),
         Command::Merge(a) => merge::merge(a),
+        Command::Dist(a) => dist::dist(a),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

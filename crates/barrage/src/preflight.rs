@@ -48,6 +48,7 @@ pub struct Machine {
 }
 
 impl Machine {
+    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux but not on every Unix
     pub fn read() -> Machine {
         let num = |p: &str| {
             std::fs::read_to_string(p)
