@@ -376,6 +376,49 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every split, exhaustively over a grid (a property test without randomness): N shards of
+    /// t threads each run every connection exactly once, their requests add up to the whole,
+    /// and each connection's open-loop schedule is the same in whichever shard runs it (so
+    /// the shards' rates add up to the whole exactly).
+    #[test]
+    fn any_split_into_shards_is_the_whole_run_exactly() {
+        for conns in 1u64..=40 {
+            for requests in [1u64, 7, 1001, 65_537] {
+                for t in 1usize..=3 {
+                    for n in 1usize..=6 {
+                        let mut whole = plan(conns, Mode::Rate(1234.5));
+                        whole.requests = Some(requests);
+                        whole.threads = t;
+                        let mut ids = Vec::new();
+                        let mut reqs = 0;
+                        for i in 0..n {
+                            let mut p = whole.clone();
+                            p.shares = Some(crate::spec::ShareSet {
+                                count: n * t,
+                                run: (i * t..(i + 1) * t).collect(),
+                            });
+                            for s in p.my_shares() {
+                                reqs += s.requests.unwrap();
+                                for k in 0..s.connections {
+                                    let g = s.global_id(k);
+                                    assert_eq!(p.schedule(g), whole.schedule(g), "conn {g}");
+                                    ids.push(g);
+                                }
+                            }
+                        }
+                        ids.sort_unstable();
+                        assert_eq!(
+                            ids,
+                            (0..conns).collect::<Vec<_>>(),
+                            "{conns} conns, {n} shards x {t}"
+                        );
+                        assert_eq!(reqs, requests, "{conns} conns, {n} shards x {t}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn open_loop_modes_have_schedules() {
         let p = plan(10, Mode::Rate(1000.0));
