@@ -202,7 +202,8 @@ pub fn analyze(
             ticks,
             generator,
             &other,
-            result.config.threads,
+            // A generator cannot use more cores than the machine has.
+            result.config.threads.min(result.environment.cores.max(1)),
             steady_from_s,
         ),
         contention: contention(other, crate::figures::load_window(ticks)),

@@ -46,6 +46,8 @@ pub struct MonitorConfig {
     pub base: Instant,
     /// Also sample barrage's own process (`MonitorSeries::generator`).
     pub include_self: bool,
+    /// With `include_self`: barrage's children too (the shard processes of `--processes`).
+    pub self_children: bool,
 }
 
 /// The most recent sample of everything, for a live view.
@@ -109,7 +111,7 @@ impl Monitor {
         let mut tracked = Vec::new();
         let own = config
             .include_self
-            .then_some((std::process::id(), false, true))
+            .then_some((std::process::id(), config.self_children, true))
             .into_iter();
         let wanted = config
             .pids
@@ -499,6 +501,7 @@ mod tests {
             interval,
             base: Instant::now(),
             include_self: false,
+            self_children: false,
         }
     }
 }

@@ -207,6 +207,7 @@ fn children_are_summed_in_when_asked() {
             interval: 100 * MS,
             base: Instant::now(),
             include_self: false,
+            self_children: false,
         })
         .unwrap()
     };

@@ -52,6 +52,7 @@ fn states_of_a_server_holding_20_connections() {
         interval: Duration::from_millis(50),
         base: Instant::now(),
         include_self: true,
+        self_children: false,
     })
     .unwrap();
     let tcp = server_states(&m, |t| t.established == 20);

@@ -513,6 +513,10 @@ pub struct RunArgs {
     #[arg(skip)]
     pub parent_of: Option<u64>,
 
+    /// A shard of `--processes`: the parent judges the thresholds on the merged run
+    #[arg(long, hide = true)]
+    pub skip_thresholds: bool,
+
     /// Run shard I of N of this run (connections and rates by stride, exactly): the same
     /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
     /// --out DIR goes to `barrage merge`. Every shard uses the same -t. `auto`: I and N from

@@ -141,10 +141,16 @@ pub struct K8sArgs {
     /// {secret:NAME} references (repeatable)
     #[arg(long, value_name = "SECRET")]
     pub env_from_secret: Vec<String>,
+
+    /// Run each shard in its node's network (hostNetwork, with cluster DNS kept): the node's
+    /// addresses and ports, no pod network in between; a loopback target is then the node
+    /// itself. Namespaces under the baseline Pod Security level refuse it
+    #[arg(long)]
+    pub host_network: bool,
 }
 
 /// dist's own flags: given among the run's flags, they are the user's mistake of order.
-const DIST_FLAGS: [&str; 14] = [
+const DIST_FLAGS: [&str; 15] = [
     "--shards",
     "--start-in",
     "--start-at",
@@ -158,6 +164,7 @@ const DIST_FLAGS: [&str; 14] = [
     "--memory",
     "--results-pvc",
     "--env-from-secret",
+    "--host-network",
     "--help",
 ];
 
@@ -992,10 +999,19 @@ fn k8s(a: &K8sArgs) -> Result<String, Usage> {
     };
     let barrage = a.shared.barrage.clone().unwrap_or_else(|| "barrage".into());
     if is_loopback(&p.host) {
-        crate::sys::err_line(format!(
-            "note: the target {} is loopback: in a pod that is the pod itself",
-            p.host
-        ));
+        crate::sys::err_line(if a.host_network {
+            format!(
+                "note: the target {} is loopback: with --host-network that is the node each \
+                 shard runs on",
+                p.host
+            )
+        } else {
+            format!(
+                "note: the target {} is loopback: in a pod that is the pod itself \
+                 (--host-network: the node)",
+                p.host
+            )
+        });
     }
     secrets_note(&p, Kind::K8s, !a.env_from_secret.is_empty());
     let wait = p.length.map(|l| (start - now) + l.as_secs() + 300);
@@ -1016,6 +1032,7 @@ fn k8s(a: &K8sArgs) -> Result<String, Usage> {
         memory: &a.memory,
         pvc: a.results_pvc.as_deref(),
         secrets: &a.env_from_secret,
+        host_network: a.host_network,
         start,
         wait,
         files: files.as_deref(),
@@ -1148,6 +1165,9 @@ struct Manifest<'a> {
     memory: &'a str,
     pvc: Option<&'a str>,
     secrets: &'a [String],
+    /// `hostNetwork: true` (and `dnsPolicy: ClusterFirstWithHostNet`, so that service names
+    /// still resolve).
+    host_network: bool,
     start: u64,
     /// How long `kubectl wait` and the Job may take, when the run's length is known.
     wait: Option<u64>,
@@ -1385,19 +1405,25 @@ fn manifest(m: &Manifest) -> String {
             ])]),
         )]),
     )]);
+    let mut pod_spec = vec![
+        ("restartPolicy".into(), s("Never")),
+        ("automountServiceAccountToken".into(), Bool(false)),
+        ("enableServiceLinks".into(), Bool(false)),
+    ];
+    if m.host_network {
+        pod_spec.extend([
+            ("hostNetwork".into(), Bool(true)),
+            ("dnsPolicy".into(), s("ClusterFirstWithHostNet")),
+        ]);
+    }
+    pod_spec.extend([
+        ("affinity".into(), affinity),
+        ("containers".into(), List(vec![Map(container)])),
+        ("volumes".into(), List(volumes)),
+    ]);
     let pod = Map(vec![
         ("metadata".into(), Map(vec![("labels".into(), labels())])),
-        (
-            "spec".into(),
-            Map(vec![
-                ("restartPolicy".into(), s("Never")),
-                ("automountServiceAccountToken".into(), Bool(false)),
-                ("enableServiceLinks".into(), Bool(false)),
-                ("affinity".into(), affinity),
-                ("containers".into(), List(vec![Map(container)])),
-                ("volumes".into(), List(volumes)),
-            ]),
-        ),
+        ("spec".into(), Map(pod_spec)),
     ]);
     let mut job_spec = vec![
         ("completionMode".into(), s("Indexed")),

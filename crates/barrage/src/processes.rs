@@ -17,8 +17,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-/// Flags the parent keeps for itself (with whether they take a value).
-const PARENT_ONLY: [(&str, bool); 9] = [
+/// Flags the parent keeps for itself (with whether they take a value): its outputs, the
+/// watch of the server (one monitor for the whole run) and the thresholds (judged on the
+/// merged run; the children are told to skip theirs).
+const PARENT_ONLY: [(&str, bool); 15] = [
+    ("--monitor", true),
+    ("--spawn", true),
+    ("--monitor-interval", true),
+    ("--recovery", true),
+    ("--threshold", true),
+    ("--skip-thresholds", false),
     ("-q", false),
     ("--one-clock", false),
     ("--quiet", false),
@@ -31,7 +39,7 @@ const PARENT_ONLY: [(&str, bool); 9] = [
 ];
 
 /// Flags that do not go with `--processes` yet.
-const NOT_YET: [&str; 11] = [
+const NOT_YET: [&str; 9] = [
     "--shard",
     "--start-at",
     "--out",
@@ -39,8 +47,6 @@ const NOT_YET: [&str; 11] = [
     "--hdr-log",
     "--prometheus",
     "--web",
-    "--spawn",
-    "--monitor",
     "--server-metrics",
     "--server-metric",
 ];
@@ -95,19 +101,28 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     // pre-flight: they share its ports, memory and tables).
     let mut whole = a.clone();
     whole.parent_of = Some(n as u64);
-    if crate::scenario::is_file(&a.target) {
-        crate::scenario::resolve(&whole, argv.clone())?;
+    let resolved = if crate::scenario::is_file(&a.target) {
+        crate::scenario::resolve(&whole, argv.clone())?
     } else {
-        crate::resolve::resolve(&whole, argv.clone())?;
-    }
+        crate::resolve::resolve(&whole, argv.clone())?
+    };
+    let thresholds = resolved.thresholds;
     let outputs = crate::output::Outputs::resolve(a)?;
+    // One watch for the whole run: the server (--monitor, --spawn, started here before any
+    // child connects) and barrage with all its children, for the generator's CPU.
+    let plan = match resolved.watch {
+        Some(p) => p.with_children_of_self(),
+        None => crate::watch::WatchPlan::generator_only(a.monitor_interval),
+    };
+    let mut watch = plan.start()?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
     let root = crate::sys::fresh_temp_dir("shards")
         .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
-    let start = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-        + 2;
+        .unwrap_or_default();
+    let start = now.as_secs() + 2;
+    watch.run_starts_at(std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now));
     let args = child_args(&argv);
     let threads = a.threads.is_none().then_some("1");
     let dirs: Vec<PathBuf> = (0..n).map(|i| root.join(format!("shard{i}"))).collect();
@@ -121,6 +136,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
                 "--start-at",
                 &format!("@{start}"),
                 "--one-clock",
+                "--skip-thresholds",
             ])
             .args(["-q", "--no-tui", "--out"])
             .arg(dir)
@@ -138,9 +154,16 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     let stop = crate::sys::stop_on_signals();
     let quiet = a.quiet;
     let ended = follow(&dirs, &mut children, &stop, quiet);
+    let recovery_s = Some(watch.recovery_s()).filter(|r| *r > 0.0);
+    let (series, spawned) = watch.finish(|| stop.load(std::sync::atomic::Ordering::Relaxed), quiet);
     let result = crate::merge::merged(&dirs, argv.clone());
     let _ = std::fs::remove_dir_all(&root);
     let mut result = result?;
+    result.monitor = Some(series);
+    result.spawn = spawned;
+    // The children's threads together, as many as the machine runs at once.
+    result.config.threads = n * a.threads.unwrap_or(1) as usize;
+    result.conclude(&thresholds, recovery_s);
     let failed: Vec<String> = ended
         .iter()
         .enumerate()

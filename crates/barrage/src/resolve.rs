@@ -37,8 +37,9 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let spec = config::record(&spec, &plan, a.secret_body, &a.redact);
     let watch = crate::watch::plan(a, plan.target.addr)?;
     let metrics = crate::watch::metrics_plan(a)?;
-    let thresholds = a
-        .threshold
+    // A shard of --processes leaves the thresholds to its parent (which has the monitor).
+    let judged: &[String] = if a.skip_thresholds { &[] } else { &a.threshold };
+    let thresholds = judged
         .iter()
         .map(|e| thresholds::parse(e).map_err(|e| Usage::new("--threshold", e)))
         .collect::<Result<Vec<_>, _>>()?;

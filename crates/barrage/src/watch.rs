@@ -23,6 +23,29 @@ pub struct WatchPlan {
     interval: Duration,
     recovery: Duration,
     target: SocketAddr,
+    /// barrage's own samples include its children (the shards of `--processes`).
+    self_children: bool,
+}
+
+impl WatchPlan {
+    /// Nothing but barrage itself (and its children): the generator's CPU and the other
+    /// processes', for the saturation verdict of a `--processes` run.
+    pub fn generator_only(interval: Duration) -> WatchPlan {
+        WatchPlan {
+            pids: Vec::new(),
+            spawn: None,
+            interval,
+            recovery: Duration::ZERO,
+            target: SocketAddr::from(([127, 0, 0, 1], 0)),
+            self_children: true,
+        }
+    }
+
+    /// barrage's own samples include its children.
+    pub fn with_children_of_self(mut self) -> WatchPlan {
+        self.self_children = true;
+        self
+    }
 }
 
 /// `None` when nothing is to be watched.
@@ -77,6 +100,7 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         interval: a.monitor_interval,
         recovery: a.recovery.unwrap_or(Duration::from_secs(10)),
         target,
+        self_children: false,
     }))
 }
 
@@ -88,6 +112,8 @@ pub struct Watch {
     lead_s: f64,
     spawned: Option<(barrage_monitor::Spawned, String, f64)>,
     recovery: Duration,
+    /// When the sampler's clock started.
+    base: Instant,
 }
 
 impl WatchPlan {
@@ -112,6 +138,7 @@ impl WatchPlan {
             interval: self.interval,
             base,
             include_self: true,
+            self_children: self.self_children,
         })?;
         std::thread::sleep(self.interval);
         Ok(Watch {
@@ -120,6 +147,7 @@ impl WatchPlan {
             spawned,
             recovery: self.recovery,
             lead_s: self.interval.as_secs_f64(),
+            base,
         })
     }
 }
@@ -176,6 +204,12 @@ impl Watch {
             host: l.host,
             generator: l.generator,
         })
+    }
+
+    /// The run's time zero is `at` (not the end of the idle baseline, as for a run in this
+    /// process): the shards of `--processes` start at a common instant.
+    pub fn run_starts_at(&mut self, at: Instant) {
+        self.lead_s = at.saturating_duration_since(self.base).as_secs_f64();
     }
 
     pub fn recovery_s(&self) -> f64 {

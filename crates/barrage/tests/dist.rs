@@ -745,6 +745,76 @@ fn a_url_run_with_a_claim_and_secrets_is_valid_kubernetes_too() {
         !manifest.contains("configmap/"),
         "nothing to delete but the Job"
     );
+    assert!(
+        pod.get("hostNetwork").is_none(),
+        "the pod network by default"
+    );
+    assert!(pod.get("dnsPolicy").is_none());
+}
+
+#[test]
+fn host_network_puts_each_shard_in_its_nodes_network() {
+    let Some(python) = validator_python() else {
+        available(
+            "python3 with jsonschema and PyYAML (tests/k8s/validate.py)",
+            false,
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dist(&[
+        "k8s",
+        "tcp://127.0.0.1:7000",
+        "--shards",
+        "2",
+        "--image",
+        "localhost/barrage:dev",
+        "--host-network",
+        "--",
+        "-c",
+        "20",
+        "-n",
+        "4000",
+    ]);
+    let manifest = stdout_of(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("with --host-network that is the node each shard runs on"),
+        "{said}"
+    );
+    let docs = validated(&python, &write(dir.path(), "m.yaml", &manifest));
+    let pod = &kind(&docs, "Job")["spec"]["template"]["spec"];
+    assert_eq!(pod["hostNetwork"], true);
+    assert_eq!(
+        pod["dnsPolicy"], "ClusterFirstWithHostNet",
+        "service names resolve"
+    );
+    // Still spread over nodes and stripped of privileges.
+    assert_eq!(
+        pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+            ["podAffinityTerm"]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    let c = &pod["containers"][0];
+    assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
+    // Given among the run's flags, it is the user's mistake of order.
+    let out = dist(&[
+        "k8s",
+        "tcp://127.0.0.1:7000",
+        "--shards",
+        "2",
+        "--image",
+        "b",
+        "-c",
+        "2",
+        "--host-network",
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--host-network is a flag of barrage dist"),
+        "{e}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -354,3 +354,58 @@ fn a_killed_child_is_named_and_its_seconds_kept() {
         "the seconds hold every exchange, the killed shard's too"
     );
 }
+
+/// `--processes` with `--monitor`: one watch for the whole run (the server, and barrage with
+/// its children for the generator's CPU), and the thresholds judged on the merged run, server
+/// figures included.
+#[test]
+fn processes_watch_the_server_and_judge_thresholds_on_the_whole() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let pid = server.pid().to_string();
+    let out = barrage()
+        .timeout(Duration::from_secs(60))
+        .args([server.url(), "-c", "4", "--think", "20ms", "-d", "3s"])
+        .args([
+            "--processes",
+            "2",
+            "--monitor",
+            &pid,
+            "--recovery",
+            "1s",
+            "-q",
+        ])
+        .args(["--threshold", "server.rss.max < 1GiB"])
+        .args(["--threshold", "requests > 1000000000"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "one threshold fails: {e}");
+    let r = read_json(&json);
+    let m = &r["monitor"];
+    assert_eq!(m["processes"][0]["pid"].as_u64(), Some(server.pid() as u64));
+    let gen = m["generator"].as_array().expect("generator samples");
+    assert!(
+        gen.iter()
+            .any(|g| g["cpu_pct"].as_f64().unwrap_or(0.0) > 0.0),
+        "the children's CPU is counted: {gen:?}"
+    );
+    assert_eq!(r["analysis"]["saturation"]["cpu_measured"], true);
+    let t = r["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert!(
+        t.iter()
+            .any(|x| x["expr"] == "server.rss.max < 1GiB" && x["passed"] == true),
+        "{t:?}"
+    );
+    assert!(
+        t.iter()
+            .any(|x| x["expr"] == "requests > 1000000000" && x["passed"] == false),
+        "{t:?}"
+    );
+    let done = u(&r, "summary.exchanges.completed");
+    assert_eq!(done * 19, server.stop()["bytes_read"].as_u64().unwrap());
+}
