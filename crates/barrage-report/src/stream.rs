@@ -230,6 +230,60 @@ pub fn is_stream(path: &Path) -> bool {
 
 /// The header and every whole second a stream directory recorded, in order.
 pub fn seconds(dir: &Path) -> Result<(Header, Vec<Delta>), ReportError> {
+    let (header, it) = seconds_iter(dir)?;
+    let out = it.collect::<Result<Vec<_>, _>>()?;
+    Ok((header, out))
+}
+
+/// The header and the seconds of a stream directory, read one line at a time: a long run's
+/// seconds (a histogram each) do not fit in memory all at once.
+pub fn seconds_iter(dir: &Path) -> Result<(Header, Seconds), ReportError> {
+    let header = header_of(dir)?;
+    let path = dir.join(SECONDS);
+    let file = std::fs::File::open(&path).map_err(|source| ReportError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(file));
+    let ahead = lines.next();
+    Ok((header, Seconds { lines, ahead, path }))
+}
+
+/// The seconds of a stream, in file order (see [`seconds_iter`]). A last line that does not
+/// parse is the one the process died writing, and ends the stream.
+pub struct Seconds {
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    ahead: Option<std::io::Result<String>>,
+    path: std::path::PathBuf,
+}
+
+impl Iterator for Seconds {
+    type Item = Result<Delta, ReportError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let line = self.ahead.take()?;
+        self.ahead = self.lines.next();
+        let line = match line {
+            Ok(l) => l,
+            Err(source) => {
+                return Some(Err(ReportError::Read {
+                    path: self.path.clone(),
+                    source,
+                }))
+            }
+        };
+        match serde_json::from_str(&line) {
+            Ok(d) => Some(Ok(d)),
+            Err(_) if self.ahead.is_none() => None,
+            Err(source) => Some(Err(ReportError::Json {
+                path: self.path.clone(),
+                source,
+            })),
+        }
+    }
+}
+
+fn header_of(dir: &Path) -> Result<Header, ReportError> {
     let header_path = dir.join(HEADER);
     let read = |path: &Path| {
         std::fs::read_to_string(path).map_err(|source| ReportError::Read {
@@ -248,24 +302,7 @@ pub fn seconds(dir: &Path) -> Result<(Header, Vec<Delta>), ReportError> {
             found: Some(header.schema),
         });
     }
-    let seconds_path = dir.join(SECONDS);
-    let text = read(&seconds_path)?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        match serde_json::from_str(line) {
-            Ok(d) => out.push(d),
-            // The process died while writing its last line.
-            Err(_) if i + 1 == lines.len() => break,
-            Err(source) => {
-                return Err(ReportError::Json {
-                    path: seconds_path,
-                    source,
-                })
-            }
-        }
-    }
-    Ok((header, out))
+    Ok(header)
 }
 
 /// The result of a stream directory: `result.json` when the run wrote it, else the result

@@ -36,7 +36,8 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
                 "is not a run's --out directory (barrage merge reads each shard's --out DIR)",
             ));
         }
-        let (header, seconds) = stream::seconds(dir).map_err(|e| Usage::file(dir.display(), e))?;
+        let (header, seconds) =
+            stream::seconds_iter(dir).map_err(|e| Usage::file(dir.display(), e))?;
         let Some((i, n)) = header.shard else {
             return Err(Usage::file(
                 dir.display(),
@@ -105,20 +106,39 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
         None => "clocks not known to agree".to_string(),
     };
     let mut agg = Aggregator::new(header.timeline, n);
-    let mut all: Vec<(u64, usize, barrage_metrics::Delta)> = Vec::new();
     let mut unfinished = Vec::new();
+    let mut streams = Vec::new();
     for (dir, i, _, _, seconds, finished) in shards {
         if !finished {
             unfinished.push(format!("{i} ({})", dir.display()));
         }
-        for mut d in seconds {
-            d.worker = i as u32;
-            all.push((d.key, i, d));
-        }
+        streams.push((dir, i, seconds.peekable()));
     }
-    all.sort_by_key(|(key, i, _)| (*key, *i));
-    for (_, _, d) in all {
-        agg.push(d);
+    // The shards' seconds in time order, one at a time from each file (a k-way merge: a
+    // long run's seconds, a histogram each, do not fit in memory together).
+    loop {
+        let mut next: Option<(u64, usize)> = None;
+        // Streams are in shard order: on equal keys the lower shard goes first.
+        for (s, (dir, _, it)) in streams.iter_mut().enumerate() {
+            match it.peek() {
+                Some(Ok(d)) => {
+                    if next.is_none_or(|(k, _)| d.key < k) {
+                        next = Some((d.key, s));
+                    }
+                }
+                Some(Err(_)) => {
+                    let e = it.next().and_then(Result::err).map(|e| e.to_string());
+                    return Err(Usage::file(dir.display(), e.unwrap_or_default()));
+                }
+                None => {}
+            }
+        }
+        let Some((_, s)) = next else { break };
+        let i = streams[s].1;
+        if let Some(Ok(mut d)) = streams[s].2.next() {
+            d.worker = i as u32;
+            agg.push(d);
+        }
     }
     let outcome = agg.finish(header.connections, header.latency_basis);
     let (status, message) = if unfinished.is_empty() {
