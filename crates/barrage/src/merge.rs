@@ -121,11 +121,10 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
         // Streams are in shard order: on equal keys the lower shard goes first.
         for (s, (dir, _, it)) in streams.iter_mut().enumerate() {
             match it.peek() {
-                Some(Ok(d)) => {
-                    if next.is_none_or(|(k, _)| d.key < k) {
-                        next = Some((d.key, s));
-                    }
+                Some(Ok(d)) if next.is_none_or(|(k, _)| d.key < k) => {
+                    next = Some((d.key, s));
                 }
+                Some(Ok(_)) => {}
                 Some(Err(_)) => {
                     let e = it.next().and_then(Result::err).map(|e| e.to_string());
                     return Err(Usage::file(dir.display(), e.unwrap_or_default()));
