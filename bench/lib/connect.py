@@ -12,13 +12,16 @@ tool is then stopped (SIGTERM) and the server too. Medians over reps.
 import argparse, os, signal, statistics, subprocess, sys, time, urllib.request
 
 
-def free_port():
+def free_ports(n):
+    """n distinct free ports (all held until all are chosen)."""
     import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def open_conns(mport):
@@ -33,13 +36,16 @@ def open_conns(mport):
 
 
 def one(barrage, tool, cmd, n, out):
-    port, mport = free_port(), free_port()
+    port, mport = free_ports(2)
     server = subprocess.Popen(
         [barrage, "serve", "echo", "--listen", f"127.0.0.1:{port}", "--threads", "1",
          "--metrics", f"127.0.0.1:{mport}", "--exit-after", "120s"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    server.stdout.readline()
+    banner = server.stdout.readline()
+    deadline = time.monotonic() + 10
     while open_conns(mport) is None:
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server did not start: {banner.strip()}")
         time.sleep(0.01)
     argv = [a.replace("{port}", str(port)).replace("{n}", str(n)) for a in cmd]
     log = open(os.path.join(out, f"{tool}.log"), "a")
@@ -62,7 +68,11 @@ def one(barrage, tool, cmd, n, out):
         proc.kill()
         proc.wait()
     server.send_signal(signal.SIGTERM)
-    server.wait(10)
+    try:
+        server.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
     return took, peak
 
 
