@@ -20,6 +20,7 @@
 //!   `--env-from-secret`). No environment value is ever written out.
 
 use crate::cli::RunArgs;
+use crate::sys::rfc3339;
 use crate::usage::Usage;
 use clap::{Args, Parser as _, Subcommand};
 use std::path::{Path, PathBuf};
@@ -579,28 +580,6 @@ fn start_at(v: &str, now: u64) -> Result<u64, Usage> {
 fn start_in(v: &str) -> Result<u64, Usage> {
     let d = crate::units::positive_duration(v).map_err(|e| Usage::value("--start-in", v, e))?;
     Ok(d.as_secs() + u64::from(d.subsec_nanos() > 0))
-}
-
-/// Unix seconds as `2026-11-23T08:00:00Z`.
-fn rfc3339(secs: u64) -> String {
-    let secs = secs as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// Lower-case letters, digits and `-` from `s` (runs of anything else become one `-`),

@@ -97,9 +97,16 @@ pub fn clock() -> barrage_metrics::result::ClockRecord {
 
 /// Now, UTC, as `2026-11-21T10:33:44Z`.
 pub fn rfc3339_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
+    rfc3339(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// Unix seconds as `2026-11-23T08:00:00Z`.
+pub fn rfc3339(secs: u64) -> String {
+    let secs = secs as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days + 719_468;

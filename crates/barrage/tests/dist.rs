@@ -126,34 +126,6 @@ fn stdout_of(out: &std::process::Output) -> String {
 // ---------------------------------------------------------------------------------------
 // Slurm, for real.
 
-fn slurm_script_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/slurm-local.sh")
-}
-
-/// The cluster, stopped (by the PIDs it recorded) however the test ends.
-struct Cluster(PathBuf);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let pids: Vec<String> = ["slurmctld.pid", "slurmd-n1.pid", "slurmd-n2.pid"]
-            .iter()
-            .filter_map(|f| std::fs::read_to_string(self.0.join(f)).ok())
-            .map(|p| p.trim().to_string())
-            .collect();
-        let _ = StdCommand::new(slurm_script_path())
-            .arg("stop")
-            .arg(&self.0)
-            .status();
-        // The daemons take a moment to exit; the next test's cluster needs their ports.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while pids.iter().any(|p| Path::new("/proc").join(p).exists())
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 /// `sbatch --wait FILE` from `dir`: the job's exit code (bounded).
 fn sbatch(conf: &Path, dir: &Path, script: &Path) -> (i32, String) {
     let mut c = Guard(
@@ -209,19 +181,8 @@ fn the_sbatch_script_runs_on_slurm_and_the_merge_reconciles_with_the_server() {
     }
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("slurm");
-    let started = StdCommand::new(slurm_script_path())
-        .arg("start")
-        .arg(&state)
-        .output()
-        .unwrap();
-    let _cluster = Cluster(state.clone());
-    assert!(
-        started.status.success(),
-        "the cluster starts: {}{}",
-        String::from_utf8_lossy(&started.stdout),
-        String::from_utf8_lossy(&started.stderr)
-    );
-    let conf = state.join("slurm.conf");
+    let cluster = SlurmCluster::start(&state);
+    let conf = cluster.conf();
 
     // 1. A URL and its flags: 2 shards, one per node, the default results directory.
     let server = EchoServer::start(&[]);

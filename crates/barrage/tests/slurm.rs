@@ -7,22 +7,8 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::time::Duration;
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/slurm-local.sh")
-}
-
-/// The cluster, stopped (by the PIDs it recorded) however the test ends.
-struct Cluster(PathBuf);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = StdCommand::new(script()).arg("stop").arg(&self.0).status();
-    }
-}
 
 #[test]
 fn slurm_runs_the_shards_and_the_merge_is_the_whole_run() {
@@ -34,18 +20,7 @@ fn slurm_runs_the_shards_and_the_merge_is_the_whole_run() {
     }
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("slurm");
-    let started = StdCommand::new(script())
-        .arg("start")
-        .arg(&state)
-        .output()
-        .unwrap();
-    let _cluster = Cluster(state.clone());
-    assert!(
-        started.status.success(),
-        "the cluster starts: {}{}",
-        String::from_utf8_lossy(&started.stdout),
-        String::from_utf8_lossy(&started.stderr)
-    );
+    let _cluster = SlurmCluster::start(&state);
     let server = EchoServer::start(&[]);
     let start = start_in(5);
     let task = format!(

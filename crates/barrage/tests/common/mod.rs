@@ -307,3 +307,55 @@ pub fn example_without_thresholds(name: &str, dir: &Path) -> PathBuf {
     std::fs::write(&p, out).unwrap();
     p
 }
+
+/// A two-node Slurm cluster on this host (`deploy/slurm/slurm-local.sh start DIR`), stopped
+/// by the PIDs it recorded however the test ends, waiting for the daemons to exit (the next
+/// test's cluster needs their ports).
+pub struct SlurmCluster(pub PathBuf);
+
+impl SlurmCluster {
+    pub fn script() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm/slurm-local.sh")
+    }
+
+    /// Starts it with its state in `state`; the test fails if it does not start.
+    pub fn start(state: &Path) -> SlurmCluster {
+        let started = StdCommand::new(Self::script())
+            .arg("start")
+            .arg(state)
+            .output()
+            .unwrap();
+        let cluster = SlurmCluster(state.to_path_buf());
+        assert!(
+            started.status.success(),
+            "the cluster starts: {}{}",
+            String::from_utf8_lossy(&started.stdout),
+            String::from_utf8_lossy(&started.stderr)
+        );
+        cluster
+    }
+
+    pub fn conf(&self) -> PathBuf {
+        self.0.join("slurm.conf")
+    }
+}
+
+impl Drop for SlurmCluster {
+    fn drop(&mut self) {
+        let pids: Vec<String> = ["slurmctld.pid", "slurmd-n1.pid", "slurmd-n2.pid"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(self.0.join(f)).ok())
+            .map(|p| p.trim().to_string())
+            .collect();
+        let _ = StdCommand::new(Self::script())
+            .arg("stop")
+            .arg(&self.0)
+            .status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pids.iter().any(|p| Path::new("/proc").join(p).exists())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
