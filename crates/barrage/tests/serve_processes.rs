@@ -38,27 +38,21 @@ fn chat_rooms_are_per_process_and_every_delivery_is_counted() {
     let server = EchoServer::serve("chat", &["--processes", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let file = example_without_thresholds("chat-rooms.toml", dir.path());
-    let json = dir.path().join("r.json");
-    let out = barrage()
-        .arg(&file)
-        .args([
+    let file = file.to_str().unwrap();
+    let r = run_result(
+        &[
+            file,
             "--target",
             server.url(),
             "--users",
             "60",
             "--arrive",
             "200/s",
-        ])
-        .args(["--hold", "2s", "-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+            "--hold",
+            "2s",
+        ],
+        &[],
     );
-    let r = read_json(&json);
     let st = server.stop();
     let chat = &st["chat"];
     assert_eq!(chat["logins"].as_u64(), Some(60));

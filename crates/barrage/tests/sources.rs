@@ -10,30 +10,20 @@ use common::*;
 fn connections_spread_exactly_over_targets_from_several_sources() {
     let a = EchoServer::start(&[]);
     let b = EchoServer::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = barrage()
-        .args([
-            a.url(),
-            "--url",
-            b.url(),
-            "-c",
-            "300",
-            "-t",
-            "2",
-            "-n",
-            "3000",
-        ])
-        .args(["--source-ip", "127.0.0.2-4", "-q", "--no-tui", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = read_json(&json);
+    let args = [
+        a.url(),
+        "--url",
+        b.url(),
+        "-c",
+        "300",
+        "-t",
+        "2",
+        "-n",
+        "3000",
+        "--source-ip",
+        "127.0.0.2-4",
+    ];
+    let r = run_result(&args, &[]);
     assert_eq!(u(&r, "summary.exchanges.completed"), 3000);
     assert_eq!(u(&r, "summary.exchanges.failed"), 0);
     assert_eq!(u(&r, "summary.connections.failed"), 0);
