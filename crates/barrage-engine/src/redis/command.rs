@@ -7,7 +7,8 @@
 //! smooth weighted round robin laid out once as a table indexed by `seq % total`, so picking is
 //! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
 
-use crate::message::{push_u64, unescape, EscapeError, Fill, Template, TemplateError};
+use crate::message::{digits, unescape, EscapeError, Fill, Room, Template, TemplateError};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// The largest sum of weights (the length of the pick table).
 pub const MAX_TOTAL_WEIGHT: u64 = 10_000;
@@ -55,9 +56,55 @@ enum Part {
     /// Rendered as is.
     Fill(Template),
     /// Redis: `$<len>\r\n<value>\r\n`, the length of the filled value.
-    Bulk(Template),
+    Bulk(Sized),
     /// memcached data block: `<len>\r\n<value>\r\n`.
-    Block(Template),
+    Block(Sized),
+}
+
+impl Part {
+    /// The most bytes the part writes (a sized value: prefix, a 20-digit length, the value,
+    /// two CRLFs).
+    fn bound(&self) -> usize {
+        match self {
+            Part::Lit(b) => b.len(),
+            Part::Fill(t) => t.bound().unwrap_or(0),
+            Part::Bulk(s) | Part::Block(s) => 1 + 20 + 2 + s.t.bound().unwrap_or(0) + 2,
+        }
+    }
+}
+
+/// A value sent after its length. The value is rendered once, in place, after a length field
+/// as wide as last time (a filled value's length rarely changes its number of digits); when
+/// the width was wrong the value is moved by the difference.
+#[derive(Debug)]
+struct Sized {
+    t: Template,
+    /// Digits of the length written last: the guess for the next one. Shared by the workers
+    /// (a relaxed load and store, plain moves on x86); a stale guess only costs a move.
+    width: AtomicU8,
+}
+
+impl Sized {
+    fn new(t: Template) -> Self {
+        let least = t.rendered_len(Fill {
+            conn: 0,
+            seq: 0,
+            ts_us: 0,
+        });
+        Self {
+            width: AtomicU8::new(digits(least as u64) as u8),
+            t,
+        }
+    }
+}
+
+impl Clone for Sized {
+    fn clone(&self) -> Self {
+        Self {
+            t: self.t.clone(),
+            width: AtomicU8::new(self.width.load(Relaxed)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +114,8 @@ struct Command {
     parts: Box<[Part]>,
     /// The whole request when no part has a placeholder.
     fixed: Option<Box<[u8]>>,
+    /// The most bytes a request renders to.
+    bound: usize,
 }
 
 /// The compiled `--command` list of one run and its weighted mix.
@@ -92,7 +141,7 @@ impl Commands {
                     b.extend_from_slice(b"\r\n");
                     parts.push(Part::Lit(b.into()));
                 } else {
-                    parts.push(Part::Bulk(w));
+                    parts.push(Part::Bulk(Sized::new(w)));
                 }
             }
             Ok((name, parts))
@@ -135,11 +184,13 @@ impl Commands {
                 [Part::Lit(b)] => Some(b.clone()),
                 _ => None,
             };
+            let bound = parts.iter().map(Part::bound).sum();
             cmds.push(Command {
                 spec: spec.clone(),
                 name,
                 parts: parts.into(),
                 fixed,
+                bound,
             });
             weights.push(weight);
         }
@@ -179,18 +230,17 @@ impl Commands {
 
     /// Appends command `i` for `fill` to `out`; returns the bytes written.
     pub fn render_into(&self, i: usize, fill: Fill, out: &mut Vec<u8>) -> usize {
-        let before = out.len();
-        for part in self.cmds[i].parts.iter() {
+        let cmd = &self.cmds[i];
+        let mut room = Room::open(out, cmd.bound);
+        for part in cmd.parts.iter() {
             match part {
-                Part::Lit(b) => out.extend_from_slice(b),
-                Part::Fill(t) => {
-                    t.render_into(fill, out);
-                }
-                Part::Bulk(t) => sized(out, b"$", t, fill),
-                Part::Block(t) => sized(out, b"", t, fill),
+                Part::Lit(b) => room.put(b),
+                Part::Fill(t) => t.write(fill, &mut room),
+                Part::Bulk(s) => sized(&mut room, b"$", s, fill),
+                Part::Block(s) => sized(&mut room, b"", s, fill),
             }
         }
-        out.len() - before
+        room.close()
     }
 
     /// The request of message `fill.seq` (its command picked by the weighted mix), appended
@@ -225,15 +275,25 @@ impl Commands {
     }
 }
 
-/// `<prefix><len>\r\n<value>\r\n`: the value's length is counted first (digits of the
-/// filled numbers), so the header goes first and the value is written once, in place.
-fn sized(out: &mut Vec<u8>, prefix: &[u8], t: &Template, fill: Fill) {
-    out.extend_from_slice(prefix);
-    push_u64(out, t.rendered_len(fill) as u64);
-    out.extend_from_slice(b"\r\n");
-    let len = t.render_into(fill, out);
-    debug_assert_eq!(len, t.rendered_len(fill));
-    out.extend_from_slice(b"\r\n");
+/// `<prefix><len>\r\n<value>\r\n`, in one pass: the value is written after a length field
+/// of the guessed width, then its length in front of it (the room has space for a field of
+/// 20 digits, so a wider one only moves the value).
+#[inline]
+fn sized(room: &mut Room, prefix: &[u8], s: &Sized, fill: Fill) {
+    room.put(prefix);
+    let head = room.at();
+    let guess = s.width.load(Relaxed) as usize;
+    room.put(&b"00000000000000000000\r\n"[20 - guess..]);
+    let value = room.at();
+    s.t.write(fill, room);
+    let len = (room.at() - value) as u64;
+    let width = digits(len);
+    if width != guess {
+        room.shift(head + guess, width as isize - guess as isize);
+        s.width.store(width as u8, Relaxed);
+    }
+    room.num_at(head, len);
+    room.put(b"\r\n");
 }
 
 /// `N*rest` -> (N, rest); no prefix -> (1, spec).
@@ -356,7 +416,7 @@ fn mc_parts(spec: &str, words: Vec<Template>) -> Result<(String, Vec<Part>), Com
             head.push(b' ');
             head.extend_from_slice(key.raw());
             head.extend_from_slice(b" 0 0 ");
-            vec![joined(head)?, Part::Block(value.clone())]
+            vec![joined(head)?, Part::Block(Sized::new(value.clone()))]
         }
         "delete" => {
             let [key] = args else {
@@ -399,14 +459,16 @@ fn merge_literals(parts: Vec<Part>) -> Vec<Part> {
     for p in parts {
         let p = match p {
             Part::Fill(t) if t.is_static() => Part::Lit(t.raw().into()),
-            Part::Bulk(ref t) | Part::Block(ref t) if t.is_static() => {
+            Part::Bulk(ref t) | Part::Block(ref t) if t.t.is_static() => {
                 let mut b = Vec::new();
                 let prefix: &[u8] = if matches!(p, Part::Bulk(_)) {
                     b"$"
                 } else {
                     b""
                 };
-                sized(&mut b, prefix, t, nothing);
+                let mut room = Room::open(&mut b, Part::Bulk(t.clone()).bound());
+                sized(&mut room, prefix, t, nothing);
+                room.close();
                 Part::Lit(b.into())
             }
             p => p,

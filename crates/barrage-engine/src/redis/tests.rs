@@ -277,6 +277,29 @@ fn redis_commands_are_resp_encoded_with_lengths_after_filling() {
 }
 
 #[test]
+fn a_length_that_changes_width_is_written_right_both_ways() {
+    // The length field's width is guessed from the last request: widening and narrowing
+    // (and a memcached block the same) must move the value, never leave a gap.
+    let c = Commands::redis(&specs(&["SET {seq} v"])).unwrap();
+    let m = Commands::memcache(&specs(&["set k {seq}"])).unwrap();
+    for seq in [5, 1_234_567_890, 7, 12_345_678_901_234_567_890, 0, 99, 123] {
+        let mut out = b"before".to_vec();
+        let n = c.render_into(0, fill(1, seq), &mut out);
+        let v = seq.to_string();
+        let want = format!(
+            "before*3\r\n$3\r\nSET\r\n${}\r\n{v}\r\n$1\r\nv\r\n",
+            v.len()
+        );
+        assert_eq!(String::from_utf8_lossy(&out), want, "seq {seq}");
+        assert_eq!(n, want.len() - 6);
+        let mut out = Vec::new();
+        m.render_into(0, fill(1, seq), &mut out);
+        let want = format!("set k 0 0 {}\r\n{v}\r\n", v.len());
+        assert_eq!(String::from_utf8_lossy(&out), want, "seq {seq}");
+    }
+}
+
+#[test]
 fn rendering_allocates_nothing_once_the_buffer_has_room() {
     let c = Commands::redis(&specs(&["SET key:{seq} {conn}"])).unwrap();
     let mut out = Vec::with_capacity(256);
