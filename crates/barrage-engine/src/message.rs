@@ -639,7 +639,18 @@ mod tests {
             let want = [&b"head"[..], &src[..n], b"0|18446744073709551615"].concat();
             assert_eq!(out, want, "length {n}");
         }
-        for n in [0, 9, 10, 99, 100, 101, 12_345, 999_999_999, 1 << 40, u64::MAX] {
+        for n in [
+            0,
+            9,
+            10,
+            99,
+            100,
+            101,
+            12_345,
+            999_999_999,
+            1 << 40,
+            u64::MAX,
+        ] {
             let (mut a, mut b) = (Vec::new(), [0u8; 20]);
             let at = format_u64(&mut b, n);
             push_u64(&mut a, n);

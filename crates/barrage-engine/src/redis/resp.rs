@@ -214,6 +214,12 @@ impl RespDecoder {
         rest: &[u8],
         sink: &mut impl RespSink,
     ) -> Result<Option<usize>, RespError> {
+        if self.depth == 0 && rest.starts_with(b"+OK\r\n") {
+            // The most common reply of all, whole: a value.
+            self.top = Top::Value;
+            sink.reply(RespReply::Value);
+            return Ok(Some(5));
+        }
         let Some(cr) = memchr::memchr(b'\r', rest) else {
             return Ok(None);
         };
@@ -260,6 +266,15 @@ impl RespDecoder {
                 digits = true;
             }
             _ => return Ok(None),
+        }
+        if kind == b'$' && !neg && self.depth == 0 {
+            // A whole top-level bulk (a GET's answer): header, payload and CRLF in one step.
+            let end = cr + 2 + num as usize;
+            if rest.get(end..end + 2) == Some(&b"\r\n"[..]) {
+                self.top = Top::Value;
+                sink.reply(RespReply::Value);
+                return Ok(Some(end + 2));
+            }
         }
         self.start(kind)?;
         self.num = num;

@@ -103,6 +103,7 @@ fn mixed_stream() -> (Vec<u8>, Vec<Ev>) {
         (b":42\r\n", Some(V)),
         (b"$12\r\nhello\r\nworld\r\n", Some(V)),
         (b"$-1\r\n", Some(N)),
+        (b"$0\r\n\r\n", Some(V)),
         (b"*3\r\n$1\r\na\r\n*-1\r\n*2\r\n:1\r\n-ERR in\r\n", Some(V)),
         (b"_\r\n", Some(N)),
         (b"|1\r\n+a\r\n+b\r\n", None),
