@@ -68,7 +68,7 @@ impl Part {
         match self {
             Part::Lit(b) => b.len(),
             Part::Fill(t) => t.bound().unwrap_or(0),
-            Part::Bulk(s) | Part::Block(s) => 1 + 20 + 2 + s.t.bound().unwrap_or(0) + 2,
+            Part::Bulk(s) | Part::Block(s) => s.bound(),
         }
     }
 }
@@ -79,8 +79,9 @@ impl Part {
 #[derive(Debug)]
 struct Sized {
     t: Template,
-    /// Digits of the length written last: the guess for the next one. Shared by the workers
-    /// (a relaxed load and store, plain moves on x86); a stale guess only costs a move.
+    /// Digits of the length written last: the guess for the next one. Each worker renders
+    /// from its own clone of the commands (its session config), so no thread writes another's
+    /// guess; atomic only so that `Commands` stays `Sync` (relaxed: plain moves on x86).
     width: AtomicU8,
 }
 
@@ -95,6 +96,13 @@ impl Sized {
             width: AtomicU8::new(digits(least as u64) as u8),
             t,
         }
+    }
+}
+
+impl Sized {
+    /// The most bytes [`sized`] writes: a prefix, a 20-digit length, two CRLFs and the value.
+    fn bound(&self) -> usize {
+        1 + 20 + 2 + self.t.bound().unwrap_or(0) + 2
     }
 }
 
@@ -466,7 +474,7 @@ fn merge_literals(parts: Vec<Part>) -> Vec<Part> {
                 } else {
                     b""
                 };
-                let mut room = Room::open(&mut b, Part::Bulk(t.clone()).bound());
+                let mut room = Room::open(&mut b, t.bound());
                 sized(&mut room, prefix, t, nothing);
                 room.close();
                 Part::Lit(b.into())
