@@ -58,7 +58,8 @@ pub struct ChatConfig {
     pub reorder: f64,
     /// Seed of the room sizes and the faults (per thread: seed + thread index).
     pub seed: u64,
-    /// Fault knob: every delivery is written this long after its message arrived (order kept).
+    /// Fault knob: every delivery is written this long after its message arrived (order kept;
+    /// a `bye` comes after the deliveries still owed; deliveries out are counted when written).
     pub delay: Option<Duration>,
     /// Fault knob: once, this long after start, stop reading and writing for `stall_for`
     /// (connections are still accepted; what arrived meanwhile is handled after).
@@ -153,8 +154,9 @@ struct Conn {
     held: Option<(u64, Vec<u8>)>,
     /// Which connection this is, never reused (slots are).
     id: u64,
-    /// The delay knob: deliveries waiting for their time, in order.
-    delayed: std::collections::VecDeque<(std::time::Instant, Vec<u8>)>,
+    /// The delay knob: deliveries waiting for their time, in order (a `bye` waits behind
+    /// them); the flag says whether the bytes are a delivery, counted when released.
+    delayed: std::collections::VecDeque<(std::time::Instant, Vec<u8>, bool)>,
     user: Box<str>,
     room: Option<usize>,
     /// Closing once `out` is written (after a `bye`).
@@ -368,13 +370,17 @@ impl Loop {
             let Some(c) = self.conns[slot].as_mut() else {
                 continue;
             };
-            let mut any = false;
+            let (mut any, mut deliveries) = (false, 0);
             while c.delayed.front().is_some_and(|d| d.0 <= now) {
-                let (_, bytes) = c.delayed.pop_front().expect("front");
+                let (_, bytes, delivery) = c.delayed.pop_front().expect("front");
                 c.out.extend_from_slice(&bytes);
+                deliveries += delivery as u64;
                 any = true;
             }
             if any {
+                // Counted as written now: a connection that goes before its time drops them
+                // uncounted, as a server that never wrote them.
+                self.parts.counters.chat(Chat::DeliveriesOut, deliveries);
                 self.dirty.push(slot);
             }
         }
@@ -667,14 +673,14 @@ impl Loop {
             return;
         };
         if let Some(d) = delay {
-            // Delayed deliveries keep their order; the other knobs still applied above.
+            // Delayed deliveries keep their order; the other knobs still applied above. They are
+            // counted as deliveries out when their time comes (release_due).
             let due = std::time::Instant::now() + d;
             for _ in 0..copies {
                 let mut framed = Vec::with_capacity(msg.len() + 4);
                 put(c.wire, &mut framed, msg);
-                c.delayed.push_back((due, framed));
+                c.delayed.push_back((due, framed, true));
             }
-            self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
             return;
         }
         if hold && c.held.is_none() {
@@ -711,9 +717,17 @@ impl Loop {
             c.out.extend_from_slice(&h);
         }
         if reply {
-            put(c.wire, &mut c.out, b"{\"op\":\"bye\"}\n");
             self.parts.counters.chat(Chat::Leaves, 1);
-            self.dirty.push(slot);
+            if let Some(&(due, ..)) = c.delayed.back() {
+                // The delay knob: `bye` comes after the deliveries still owed, as from a
+                // server whose every write is late.
+                let mut bye = Vec::new();
+                put(c.wire, &mut bye, b"{\"op\":\"bye\"}\n");
+                c.delayed.push_back((due, bye, false));
+            } else {
+                put(c.wire, &mut c.out, b"{\"op\":\"bye\"}\n");
+                self.dirty.push(slot);
+            }
         }
         if let Some(r) = room {
             self.rooms[r].members.retain(|&m| m != slot);

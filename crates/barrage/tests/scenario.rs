@@ -508,7 +508,12 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
     let dir = tempfile::tempdir().unwrap();
     // The file's latency limit is for a quiet machine: judged here are reach and loss only.
     let example = common::example_without_thresholds("chat-rooms.toml", dir.path());
-    for (fault, knob) in [(None, ""), (Some("--drop"), "2%"), (Some("--dup"), "2%")] {
+    for (fault, knob) in [
+        (None, ""),
+        (Some("--drop"), "2%"),
+        (Some("--dup"), "2%"),
+        (Some("--reorder"), "5%"),
+    ] {
         let mut extra = vec!["--seed", "5"];
         if let Some(f) = fault {
             extra.extend([f, knob]);
@@ -539,8 +544,13 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
             "{fault:?}: every delivery the server wrote was received"
         );
         assert_eq!(n(b, "duplicates"), n(chat, "duplicated"), "{fault:?}");
+        assert_eq!(n(b, "late"), n(chat, "reordered"), "{fault:?}");
         match fault {
-            None => {
+            None | Some("--reorder") => {
+                // A reordered delivery arrives late, not lost: the gap it left is filled.
+                if fault.is_some() {
+                    assert!(n(chat, "reordered") > 0);
+                }
                 assert!(out.status.success(), "{}", v["thresholds"]);
                 assert_eq!(n(b, "lost"), 0);
                 assert_eq!(n(b, "delivered"), n(b, "expected"), "reach 100 %");
@@ -554,6 +564,53 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
                 assert_eq!(out.status.code(), Some(3), "the reach threshold fails");
             }
             _ => {}
+        }
+    }
+}
+
+/// The two timing knobs of serve chat read as injected: with `--delay`, no delivery arrives
+/// sooner than the delay and the server's `bye` still follows what it owed (reach 100 %);
+/// with a one-second `--stall-at/--stall-for`, nothing is lost and the messages sent into the
+/// stall wait for its end.
+#[test]
+fn the_delay_and_stall_knobs_read_as_injected() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = common::example_without_thresholds("chat-rooms.toml", dir.path());
+    let delay_us = 150_000;
+    for knobs in [
+        &["--delay", "150ms"][..],
+        &["--stall-at", "3s", "--stall-for", "1s"][..],
+    ] {
+        let server = EchoServer::serve("chat", &[&["--seed", "7"][..], knobs].concat());
+        let json = dir.path().join("timing.json");
+        let out = barrage()
+            .arg("run")
+            .arg(&example)
+            .args(["--target", server.url()])
+            .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
+            .args(["--threshold", "broadcast.reach >= 100%"])
+            .args(["--threshold", "broadcast.lost == 0"])
+            .args(["-q", "--no-tui", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let v = read_json(&json);
+        let stats = server.stop();
+        assert!(out.status.success(), "{knobs:?}: {}", v["thresholds"]);
+        let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
+        let n = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap();
+        assert_eq!(n(chat, "logins"), 120);
+        assert_eq!(n(b, "sent"), n(chat, "messages_in"), "{knobs:?}");
+        assert_eq!(n(b, "delivered"), n(chat, "deliveries_out"), "{knobs:?}");
+        assert_eq!(n(b, "delivered"), n(b, "expected"), "{knobs:?}");
+        let (peer, own) = (&b["peer_us"], &b["own_us"]);
+        if knobs[0] == "--delay" {
+            assert!(n(peer, "min") >= delay_us, "{knobs:?}: {peer}");
+            assert!(n(own, "min") >= delay_us, "{knobs:?}: {own}");
+        } else {
+            // About 30 messages a second are sent from 1 s to 6 s into the run: some sent early
+            // in the stall (3 s to 4 s after the server started) wait most of it.
+            assert!(n(peer, "max").max(n(own, "max")) >= 500_000, "{peer}");
         }
     }
 }
