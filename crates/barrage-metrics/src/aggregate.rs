@@ -207,6 +207,11 @@ pub struct BroadcastSummary {
     pub reach: Option<f64>,
     /// Gaps still open at the end.
     pub lost: u64,
+    /// expected - delivered (0 if more came than expected): deliveries owed and not
+    /// received, whether a gap revealed them (`lost`) or not (a sender's last messages, those
+    /// still on their way at the end).
+    #[serde(default)]
+    pub missing: u64,
     /// Send to the sender's own copy, and to the other recipients in this process.
     pub own_us: Option<LatencyStats>,
     pub peer_us: Option<LatencyStats>,
@@ -610,6 +615,7 @@ impl Aggregator {
                     c: b,
                     reach: (b.expected > 0).then(|| b.delivered as f64 / b.expected as f64),
                     lost: b.lost(),
+                    missing: b.expected.saturating_sub(b.delivered),
                     own_us: own.stats(),
                     peer_us: peer.stats(),
                     first_us: self.spans.first.stats(),

@@ -78,6 +78,10 @@ pub const METRICS: &[(&str, &str)] = &[
         "broadcast.lost",
         "deliveries known lost (a sender's later message arrived, this never); count",
     ),
+    (
+        "broadcast.missing",
+        "deliveries expected and not received (lost or not yet arrived at the end); count",
+    ),
     ("broadcast.duplicates", "deliveries received twice; count"),
     (
         "broadcast.late",
@@ -219,7 +223,9 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
         "rps.avg" | "rps.peak" | "rps.current" | "requests" | "requests.failed" | "errors"
         | "connections.peak" | "server.fds.max" => Kind::Count,
         "errors.rate" | "broadcast.reach" => Kind::Rate,
-        "broadcast.lost" | "broadcast.duplicates" | "broadcast.late" => Kind::Count,
+        "broadcast.lost" | "broadcast.missing" | "broadcast.duplicates" | "broadcast.late" => {
+            Kind::Count
+        }
         "broadcast.p99" | "broadcast.p50" => Kind::Duration,
         "server.rss.max" | "server.rss.avg" | "server.rss.after" => Kind::Bytes,
         "server.cpu.avg" | "server.cpu.max" | "stability.cv" => Kind::Percent,

@@ -43,6 +43,7 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
         "connections.peak" => s.connections.peak as f64,
         "broadcast.reach" => s.broadcast.as_ref()?.reach?,
         "broadcast.lost" => s.broadcast.as_ref()?.lost as f64,
+        "broadcast.missing" => s.broadcast.as_ref()?.missing as f64,
         "broadcast.duplicates" => s.broadcast.as_ref()?.c.duplicates as f64,
         "broadcast.late" => s.broadcast.as_ref()?.c.late as f64,
         "broadcast.p99" => s.broadcast.as_ref()?.peer_us.as_ref()?.p99 as f64,
@@ -202,6 +203,7 @@ mod tests {
             },
             reach: Some(0.75),
             lost: 5,
+            missing: 50,
             own_us: None,
             peer_us: Some(crate::LatencyStats {
                 p99: 1234,
@@ -213,6 +215,7 @@ mod tests {
         });
         assert_eq!(value(&b, None, "broadcast.reach"), Some(0.75));
         assert_eq!(value(&b, None, "broadcast.lost"), Some(5.0));
+        assert_eq!(value(&b, None, "broadcast.missing"), Some(50.0));
         assert_eq!(value(&b, None, "broadcast.p99"), Some(1234.0));
     }
 

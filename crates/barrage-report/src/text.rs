@@ -363,7 +363,8 @@ fn broadcast(r: &RunResult) -> Vec<String> {
         row(
             "",
             format!(
-                "lost {}, late {}, duplicates {}; own copies {}",
+                "not received {} (lost {}), late {}, duplicates {}; own copies {}",
+                thousands(b.missing),
                 thousands(b.lost),
                 thousands(c.late),
                 thousands(c.duplicates),

@@ -554,12 +554,18 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
                 assert!(out.status.success(), "{}", v["thresholds"]);
                 assert_eq!(n(b, "lost"), 0);
                 assert_eq!(n(b, "delivered"), n(b, "expected"), "reach 100 %");
+                assert_eq!(n(b, "missing"), 0);
             }
             Some("--drop") => {
                 // Everyone is in a room before anyone speaks (arrivals take 0.12 s, the first
                 // message comes 1 s after login), so the expected deliveries are exact.
                 assert!(n(chat, "dropped") > 0);
                 assert_eq!(n(b, "delivered") + n(chat, "dropped"), n(b, "expected"));
+                assert_eq!(
+                    n(b, "missing"),
+                    n(chat, "dropped"),
+                    "not received: the dropped"
+                );
                 assert!(n(b, "lost") <= n(chat, "dropped"));
                 assert_eq!(out.status.code(), Some(3), "the reach threshold fails");
             }

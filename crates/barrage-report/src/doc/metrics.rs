@@ -246,6 +246,10 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                     b.reach
                         .map_or("-".into(), |x| format!("{:.2} %", x * 100.0)),
                 ],
+                [
+                    "not received (expected - received)".into(),
+                    thousands(b.missing),
+                ],
                 ["lost (gaps)".into(), thousands(b.lost)],
                 ["late (reordered)".into(), thousands(c.late)],
                 ["duplicates".into(), thousands(c.duplicates)],
