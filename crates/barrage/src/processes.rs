@@ -1,8 +1,10 @@
 //! `--processes N`: one run in N local processes (a process here may open only so many
 //! files), as N shards of the same command: each child runs `--shard i/N` with a common
-//! `--start-at` and writes its `--out` directory; the parent follows their seconds for the live
-//! line, and at the end merges the directories exactly (`merge::merged`) into the run's own
-//! result, summary, `--json`, `--report` and thresholds.
+//! `--start-at` and writes its `--out` directory; the parent follows their seconds, merged a
+//! second at a time, into the run's live outputs (the live view, `--out`, `--csv`, `--hdr-log`,
+//! `--prometheus`, `--web`; `--server-metrics` scraped by the parent), and at the end merges
+//! the directories exactly (`merge::merged`) into the run's own result, summary, `--json`,
+//! `--report` and thresholds.
 //!
 //! Key decision: the children are ordinary shard runs (the same code as on Slurm or
 //! Kubernetes), so nothing here is a protocol of its own; a child cannot outlive the parent
@@ -18,9 +20,9 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 /// Flags the parent keeps for itself (with whether they take a value): its outputs, the
-/// watch of the server (one monitor for the whole run) and the thresholds (judged on the
-/// merged run; the children are told to skip theirs).
-const PARENT_ONLY: [(&str, bool); 15] = [
+/// watch of the server (one monitor, one scrape of its metrics for the whole run) and the
+/// thresholds (judged on the merged run; the children are told to skip theirs).
+const PARENT_ONLY: [(&str, bool); 22] = [
     ("--monitor", true),
     ("--spawn", true),
     ("--monitor-interval", true),
@@ -36,20 +38,17 @@ const PARENT_ONLY: [(&str, bool); 15] = [
     ("--baseline", true),
     ("--max-regression", true),
     ("--no-tui", false),
+    ("--out", true),
+    ("--csv", true),
+    ("--hdr-log", true),
+    ("--prometheus", true),
+    ("--web", true),
+    ("--server-metrics", true),
+    ("--server-metric", true),
 ];
 
-/// Flags that do not go with `--processes` yet.
-const NOT_YET: [&str; 9] = [
-    "--shard",
-    "--start-at",
-    "--out",
-    "--csv",
-    "--hdr-log",
-    "--prometheus",
-    "--web",
-    "--server-metrics",
-    "--server-metric",
-];
+/// Flags that do not go with `--processes`: the parent gives each child its own.
+const NOT_YET: [&str; 2] = ["--shard", "--start-at"];
 
 fn flag_of(arg: &str) -> &str {
     arg.split_once('=').map_or(arg, |(f, _)| f)
@@ -94,7 +93,11 @@ pub fn wanted(a: &RunArgs) -> Result<Option<u64>, Usage> {
 pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     for f in NOT_YET {
         if argv.iter().skip(1).any(|x| flag_of(x) == f) {
-            return Err(Usage::says(f, "does not go with --processes yet").into());
+            return Err(Usage::says(
+                f,
+                "does not go with --processes (each process gets its own)",
+            )
+            .into());
         }
     }
     // Every check of the run, made once here for all the children (and the machine-wide
@@ -107,7 +110,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         crate::resolve::resolve(&whole, argv.clone())?
     };
     let thresholds = resolved.thresholds;
-    let outputs = crate::output::Outputs::resolve(a)?;
+    let mut outputs = resolved.outputs;
     // One watch for the whole run: the server (--monitor, --spawn, started here before any
     // child connects) and barrage with all its children, for the generator's CPU.
     let plan = match resolved.watch {
@@ -123,6 +126,30 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let start = now.as_secs() + 2;
     watch.run_starts_at(std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now));
+    let started_at = crate::sys::rfc3339_now();
+    let (prom, web) = crate::run::serve_live(
+        &outputs,
+        &started_at,
+        &resolved.config,
+        &resolved.argv,
+        "0".into(),
+    )?;
+    // The parent's --out is a whole run's stream: the merged seconds, replayable alone.
+    let spec = resolved.spec.to_json();
+    outputs.start_files(&barrage_report::stream::Header {
+        schema: barrage_report::stream::SCHEMA.into(),
+        command_line: resolved.argv.clone(),
+        started_at: started_at.clone(),
+        config: resolved.config.clone(),
+        environment: crate::sys::environment(),
+        spec: Some(spec),
+        timeline: resolved.plan.timeline(),
+        latency_basis: resolved.plan.latency_basis(),
+        connections: resolved.plan.connections,
+        thresholds: thresholds.iter().map(|t| t.expr.clone()).collect(),
+        monitor: Some(watch.stream_header()),
+        shard: None,
+    })?;
     let args = child_args(&argv);
     let threads = a.threads.is_none().then_some("1");
     let dirs: Vec<PathBuf> = (0..n).map(|i| root.join(format!("shard{i}"))).collect();
@@ -153,14 +180,51 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     }
     let stop = crate::sys::stop_on_signals();
     let quiet = a.quiet;
-    let ended = follow(&dirs, &mut children, &stop, quiet);
+    let live = outputs.live(&resolved.plan, &stop);
+    let scraper = resolved.metrics.map(|m| m.start(std::time::Instant::now()));
+    let mut baseline_written = false;
+    if let Some(line) = watch.stream_baseline() {
+        outputs.recorders().monitor(&line);
+        baseline_written = true;
+    }
+    let mut observer = crate::run::Observer {
+        live: &live,
+        watch: Some(&watch),
+        files: outputs.recorders(),
+        prom: prom.as_ref(),
+        web: web.as_ref(),
+        scraper: scraper.as_ref(),
+        stop: &stop,
+        out_failed: false,
+        baseline_written,
+    };
+    let follow = Follow {
+        dirs: &dirs,
+        timeline: resolved.plan.timeline(),
+        stop: &stop,
+    };
+    let ended = follow.run(&mut children, &mut observer);
+    let out_failed = observer.out_failed;
+    let server_metrics = scraper
+        .map(barrage_monitor::Scraper::stop)
+        .unwrap_or_default();
     let recovery_s = Some(watch.recovery_s()).filter(|r| *r > 0.0);
-    let (series, spawned) = watch.finish(|| stop.load(std::sync::atomic::Ordering::Relaxed), quiet);
+    live.recovering();
+    let (series, spawned) = watch.finish(
+        || stop.load(std::sync::atomic::Ordering::Relaxed),
+        quiet || live.silent(),
+    );
+    live.finish();
+    if let Some(p) = prom {
+        p.stop();
+    }
     let result = crate::merge::merged(&dirs, argv.clone());
     let _ = std::fs::remove_dir_all(&root);
     let mut result = result?;
+    result.started_at = started_at;
     result.monitor = Some(series);
     result.spawn = spawned;
+    result.server_metrics = server_metrics;
     // The children's threads together, as many as the machine runs at once.
     result.config.threads = n * a.threads.unwrap_or(1) as usize;
     result.conclude(&thresholds, recovery_s);
@@ -174,7 +238,13 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         })
         .collect();
     let mut code = 0;
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if out_failed {
+        result.status = Status::Failed;
+        result.message = Some(format!(
+            "--out: a second could not be written; the load was stopped; {n} processes merged"
+        ));
+        code = 1;
+    } else if stop.load(std::sync::atomic::Ordering::Relaxed) {
         result.status = Status::Interrupted;
         result.message = Some(format!("interrupted by a signal; {n} processes merged"));
         code = 130;
@@ -185,63 +255,70 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     } else {
         result.message = Some(format!("{n} processes merged"));
     }
+    crate::run::finish_web(web, &result);
     outputs.finish(&result, code)
 }
 
-/// Follows the children until they all exit: their seconds merged into one status line a
-/// second. Returns each child's exit code (`None`: killed by a signal).
-fn follow(
-    dirs: &[PathBuf],
-    children: &mut [Child],
-    stop: &std::sync::atomic::AtomicBool,
-    quiet: bool,
-) -> Vec<Option<i32>> {
-    let n = dirs.len();
-    let mut offsets = vec![0u64; n];
-    let mut partial: Vec<Vec<u8>> = vec![Vec::new(); n];
-    let mut agg: Option<(Aggregator, u64)> = None;
-    let mut ended: Vec<Option<Option<i32>>> = vec![None; n];
-    let mut signalled = false;
-    loop {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) && !signalled {
-            // Pass the stop on: each child ends its shard and writes what it has.
-            signalled = true;
-            for c in children.iter() {
-                // SAFETY: kill on our own child's pid.
-                unsafe {
-                    libc::kill(c.id() as i32, libc::SIGINT);
-                }
-            }
+/// The children's `--out` directories, followed.
+struct Follow<'a> {
+    dirs: &'a [PathBuf],
+    timeline: barrage_metrics::Timeline,
+    stop: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Follow<'_> {
+    /// Follows the children until they all exit: their seconds merged a second at a time
+    /// (every shard a worker) into the observer, as the engine's coordinator feeds it in a
+    /// one-process run. Returns each child's exit code (`None`: killed by a signal).
+    fn run(&self, children: &mut [Child], obs: &mut crate::run::Observer<'_>) -> Vec<Option<i32>> {
+        use barrage_engine::Observer as _;
+        let n = self.dirs.len();
+        let mut offsets = vec![0u64; n];
+        let mut partial: Vec<Vec<u8>> = vec![Vec::new(); n];
+        let mut agg = Aggregator::new(self.timeline, n);
+        if obs.wants_segments() {
+            agg.keep_segments();
         }
-        for (i, c) in children.iter_mut().enumerate() {
-            if ended[i].is_none() {
-                if let Ok(Some(st)) = c.try_wait() {
-                    ended[i] = Some(st.code());
-                }
-            }
-        }
-        if agg.is_none() {
-            if let Ok((h, _)) = barrage_report::stream::seconds(&dirs[0]) {
-                agg = Some((Aggregator::new(h.timeline, n), h.connections));
-            }
-        }
-        if let Some((a, target)) = &mut agg {
-            for i in 0..n {
-                for d in new_seconds(&dirs[i], &mut offsets[i], &mut partial[i]) {
-                    let mut d: Delta = d;
-                    d.worker = i as u32;
-                    for t in a.push(d) {
-                        if let (false, Some(l)) = (quiet, crate::live::line(&t, a, *target)) {
-                            crate::sys::err_line(l);
-                        }
+        let mut ended: Vec<Option<Option<i32>>> = vec![None; n];
+        let mut signalled = false;
+        loop {
+            if self.stop.load(std::sync::atomic::Ordering::Relaxed) && !signalled {
+                // Pass the stop on: each child ends its shard and writes what it has.
+                signalled = true;
+                for c in children.iter() {
+                    // SAFETY: kill on our own child's pid.
+                    unsafe {
+                        libc::kill(c.id() as i32, libc::SIGINT);
                     }
                 }
             }
+            for (i, c) in children.iter_mut().enumerate() {
+                if ended[i].is_none() {
+                    if let Ok(Some(st)) = c.try_wait() {
+                        ended[i] = Some(st.code());
+                    }
+                }
+            }
+            // After the exits were seen: a child's last seconds are read below.
+            let all_ended = ended.iter().all(Option::is_some);
+            for i in 0..n {
+                for d in new_seconds(&self.dirs[i], &mut offsets[i], &mut partial[i]) {
+                    let mut d: Delta = d;
+                    d.worker = i as u32;
+                    let ticks = agg.push(d);
+                    for seg in agg.take_segments() {
+                        obs.segment(&seg);
+                    }
+                    for t in ticks {
+                        obs.tick(&t, &agg);
+                    }
+                }
+            }
+            if all_ended {
+                return ended.into_iter().map(|e| e.flatten()).collect();
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        if ended.iter().all(Option::is_some) {
-            return ended.into_iter().map(|e| e.flatten()).collect();
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -42,43 +42,13 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         return r.outputs.refused(&result);
     }
     let mut outputs = r.outputs;
-    let prom = outputs
-        .prometheus
-        .map(|addr| {
-            crate::prom::Exporter::start(
-                addr,
-                crate::prom::RunLabels {
-                    run: started_at.clone(),
-                    target: r.config.target.clone(),
-                    shard: shard_label(&r.plan),
-                    steps: r.config.steps.iter().map(|s| s.name.clone()).collect(),
-                },
-            )
-        })
-        .transpose()?;
-    if let Some(p) = &prom {
-        // Said even with -q: with port 0 this is the only way to learn the port.
-        crate::sys::err_line(format_args!(
-            "barrage: metrics on http://{}/metrics",
-            p.addr()
-        ));
-    }
-    let web = outputs
-        .web
-        .map(|addr| {
-            crate::web::Web::start(
-                addr,
-                serde_json::json!({
-                    "target": r.config.target,
-                    "started_at": started_at,
-                    "command_line": r.argv,
-                }),
-            )
-        })
-        .transpose()?;
-    if let Some(w) = &web {
-        crate::sys::err_line(format_args!("barrage: live page on http://{}/", w.addr()));
-    }
+    let (prom, web) = serve_live(
+        &outputs,
+        &started_at,
+        &r.config,
+        &r.argv,
+        shard_label(&r.plan),
+    )?;
     // The files last: a port that cannot be bound leaves no --out directory behind.
     outputs.start_files(&barrage_report::stream::Header {
         schema: barrage_report::stream::SCHEMA.into(),
@@ -148,29 +118,84 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     result.server_metrics = server_metrics;
     result.spec = Some(spec);
     result.conclude(&r.thresholds, recovery_s);
+    finish_web(web, &result);
+    outputs.finish(&result, end.code)
+}
+
+/// Starts what serves the run while it goes: `--prometheus` and `--web` (each said on stderr,
+/// even with -q: with port 0 that is the only way to learn the port).
+pub(crate) fn serve_live(
+    outputs: &crate::output::Outputs,
+    started_at: &str,
+    config: &barrage_metrics::RunConfig,
+    argv: &[String],
+    shard: String,
+) -> anyhow::Result<(Option<crate::prom::Exporter>, Option<crate::web::Web>)> {
+    let prom = outputs
+        .prometheus
+        .map(|addr| {
+            crate::prom::Exporter::start(
+                addr,
+                crate::prom::RunLabels {
+                    run: started_at.to_string(),
+                    target: config.target.clone(),
+                    shard,
+                    steps: config.steps.iter().map(|s| s.name.clone()).collect(),
+                },
+            )
+        })
+        .transpose()?;
+    if let Some(p) = &prom {
+        crate::sys::err_line(format_args!(
+            "barrage: metrics on http://{}/metrics",
+            p.addr()
+        ));
+    }
+    let web = outputs
+        .web
+        .map(|addr| {
+            crate::web::Web::start(
+                addr,
+                serde_json::json!({
+                    "target": config.target,
+                    "started_at": started_at,
+                    "command_line": argv,
+                }),
+            )
+        })
+        .transpose()?;
+    if let Some(w) = &web {
+        crate::sys::err_line(format_args!("barrage: live page on http://{}/", w.addr()));
+    }
+    Ok((prom, web))
+}
+
+/// The live page's last state: the run's text summary.
+pub(crate) fn finish_web(web: Option<crate::web::Web>, result: &RunResult) {
     if let Some(w) = web {
         let mut text = Vec::new();
         let _ = barrage_report::Format::Text
             .renderer()
-            .render(&result, &mut text);
+            .render(result, &mut text);
         w.finish(String::from_utf8_lossy(&text).into_owned());
     }
-    outputs.finish(&result, end.code)
 }
 
-/// What watches the run as it goes: the live view, and the files written as it goes.
-struct Observer<'a> {
-    live: &'a Live,
-    watch: Option<&'a Watch>,
-    files: &'a mut crate::recorders::Recorders,
-    prom: Option<&'a crate::prom::Exporter>,
-    web: Option<&'a crate::web::Web>,
-    scraper: Option<&'a barrage_monitor::Scraper>,
-    stop: &'a AtomicBool,
+/// What watches the run as it goes: the live view, and the files written as it goes. Fed by
+/// the engine's coordinator, or by the parent of `--processes` with its children's merged
+/// seconds.
+pub(crate) struct Observer<'a> {
+    pub live: &'a Live,
+    pub watch: Option<&'a Watch>,
+    pub files: &'a mut crate::recorders::Recorders,
+    pub prom: Option<&'a crate::prom::Exporter>,
+    pub web: Option<&'a crate::web::Web>,
+    pub scraper: Option<&'a barrage_monitor::Scraper>,
+    pub stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
-    out_failed: bool,
+    pub out_failed: bool,
     /// The monitor's baseline is in the stream (it comes before any later sample).
-    baseline_written: bool,
+    pub baseline_written: bool,
 }
 
 /// Which shard of a split run this process is, (I, N); `None` for a whole run.

@@ -7,8 +7,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -22,18 +20,6 @@ fn encode(q: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// GET http://127.0.0.1:port/path; (status, body).
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let status = text.split(' ').nth(1)?.parse().ok()?;
-    let body = text.split_once("\r\n\r\n")?.1.to_string();
-    Some((status, body))
 }
 
 struct Prometheus {
@@ -73,7 +59,7 @@ impl Prometheus {
             _dir: dir,
         };
         let t = Instant::now();
-        while get(port, "/-/ready").is_none_or(|(s, _)| s != 200) {
+        while http_get(port, "/-/ready").is_none_or(|(s, _)| s != 200) {
             assert!(
                 p.child.0.try_wait().unwrap().is_none(),
                 "prometheus exited at start"
@@ -89,7 +75,7 @@ impl Prometheus {
 
     /// An instant query at `time` (Unix seconds); the `data.result` array.
     fn query(&self, q: &str, time: f64) -> Vec<Value> {
-        let (status, body) = get(
+        let (status, body) = http_get(
             self.port,
             &format!("/api/v1/query?query={}&time={time}", encode(q)),
         )
@@ -264,7 +250,7 @@ fn metrics_are_served_during_the_run_only_on_loopback_by_default() {
     let t = Instant::now();
     // Wait for a scrape that has a whole second in it.
     let body = loop {
-        if let Some((200, body)) = get(port, "/metrics") {
+        if let Some((200, body)) = http_get(port, "/metrics") {
             let seconds = body
                 .lines()
                 .find(|l| l.starts_with("barrage_seconds_total{"))
@@ -279,7 +265,7 @@ fn metrics_are_served_during_the_run_only_on_loopback_by_default() {
     };
     assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
     assert!(body.contains("barrage_errors_total{") && body.contains("class=\"timeout\""));
-    assert_eq!(get(port, "/").map(|r| r.0), Some(404));
+    assert_eq!(http_get(port, "/").map(|r| r.0), Some(404));
     send_signal(child.0.id(), "INT");
     let _ = wait_at_most(&mut child.0, Duration::from_secs(20));
     let e = barrage()

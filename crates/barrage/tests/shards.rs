@@ -240,13 +240,112 @@ fn processes_split_a_run_locally_and_merge_it() {
             "1",
             "--processes",
             "2",
-            "--out",
-            "x",
+            "--start-at",
+            "@2000000000",
         ])
         .output()
         .unwrap();
     assert_eq!(e.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&e.stderr).contains("--out does not go with --processes"));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--start-at does not go with --processes"));
+}
+
+/// `--processes` with every live output: the parent merges the children's seconds as they
+/// come and feeds `--out`, `--csv`, `--hdr-log`, `--prometheus`, `--web` and
+/// `--server-metrics` with the merged run, as one process would. While it runs, `/metrics` and
+/// the live page hold whole merged seconds; after it, the `--out` directory rebuilds the same
+/// result, the CSV and the HDR log have a row and an interval a second, and the server's own
+/// counter adds up to what it served.
+#[test]
+fn processes_feed_every_live_output_with_the_merged_run() {
+    let mport = free_port();
+    let server = EchoServer::start(&["--metrics", &format!("127.0.0.1:{mport}")]);
+    let root = tempfile::tempdir().unwrap();
+    let p = |n: &str| root.path().join(n).to_str().unwrap().to_string();
+    let (csv, hlog, dir, json) = (p("r.csv"), p("r.hlog"), p("run"), p("r.json"));
+    let (prom, web) = (free_port(), free_port());
+    let mut child = std::process::Command::new(bin())
+        .args([server.url(), "-c", "4", "-d", "4s", "--processes", "2"])
+        .args(["--out", &dir, "--csv", &csv, "--hdr-log", &hlog])
+        .args(["--prometheus", &format!("127.0.0.1:{prom}")])
+        .args(["--web", &format!("127.0.0.1:{web}")])
+        .args([
+            "--server-metrics",
+            &format!("http://127.0.0.1:{mport}/metrics"),
+            "--server-metric",
+            "barrage_server_bytes_read_total",
+        ])
+        .args(["-q", "--no-tui", "--json", &json])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // While it runs: a scrape with requests in it, and the live page's seconds.
+    let (mut scraped, mut seconds) = (None, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while (scraped.is_none() || seconds.is_none()) && std::time::Instant::now() < deadline {
+        if let Some((200, body)) = http_get(prom, "/metrics") {
+            let total = body
+                .lines()
+                .find(|l| l.starts_with("barrage_requests_total"))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok());
+            scraped = total.filter(|t| *t > 0.0).or(scraped);
+        }
+        if let Some((200, body)) = http_get(web, "/series") {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let n = v["points"].as_array().map_or(0, Vec::len);
+            seconds = (n > 0).then_some(n).or(seconds);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = wait_at_most(&mut child, Duration::from_secs(60)).expect("the run ends");
+    assert!(status.success());
+    assert!(seconds.is_some(), "the live page had seconds while it ran");
+    let r = read_json(std::path::Path::new(&json));
+    assert_eq!(s(&r, "message"), "2 processes merged");
+    let ticks = r["timeseries"].as_array().unwrap();
+    // Every scrape is whole merged seconds: a sum of the first k seconds of the result.
+    let mut prefix = vec![0u64];
+    for t in ticks {
+        prefix.push(prefix.last().unwrap() + t["requests"].as_u64().unwrap());
+    }
+    let scraped = scraped.expect("a scrape with requests in it") as u64;
+    assert!(prefix.contains(&scraped), "{scraped} in {prefix:?}");
+    // --out: a whole run's stream, the merged seconds; rebuilt, the same run.
+    let again = p("again.json");
+    let o = barrage()
+        .args(["report", &dir, "-o", &again])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let a = read_json(std::path::Path::new(&again));
+    for k in [
+        "summary.exchanges.completed",
+        "summary.exchanges.sent",
+        "summary.latency_us.p99",
+        "summary.io.bytes_read",
+    ] {
+        assert_eq!(u(&a, k), u(&r, k), "{k}");
+    }
+    assert_eq!(a["timeseries"], r["timeseries"]);
+    // A row and an interval a second.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), ticks.len() + 1, "{text}");
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    let intervals = log.lines().filter(|l| l.contains(",HISTF")).count();
+    assert_eq!(intervals, ticks.len());
+    // The server's counter, scraped by the parent: what it read.
+    let st = server.stop();
+    let m = &r["server_metrics"][0];
+    assert_eq!(m["kind"], "rate");
+    assert_eq!(
+        m["increase"].as_f64().unwrap(),
+        st["bytes_read"].as_f64().unwrap()
+    );
+    assert_eq!(
+        st["bytes_read"].as_u64().unwrap(),
+        u(&r, "summary.io.bytes_written")
+    );
 }
 
 /// `--processes 2` of the rooms example: the processes share one host's clock (`--one-clock`),
