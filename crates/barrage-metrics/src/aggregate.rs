@@ -240,9 +240,8 @@ impl BroadcastSummary {
 struct Spans {
     open: std::collections::HashMap<u64, (crate::recorder::MsgSpan, u64)>,
     ticks: u64,
-    first: OptHistogram,
-    last: OptHistogram,
-    spread: OptHistogram,
+    /// Every settled message so far.
+    all: crate::recorder::SettledSpans,
 }
 
 /// Ticks a message waits for more recipients before its figures are recorded.
@@ -257,20 +256,26 @@ impl Spans {
         }
     }
 
-    /// One tick has passed: record the messages that settled (all of them with `all`).
-    fn tick(&mut self, all: bool) {
+    /// Figures of messages that settled elsewhere (a kept segment: a stream, a shard).
+    fn add_settled(&mut self, s: &crate::recorder::SettledSpans) {
+        self.all.merge(s);
+    }
+
+    /// One tick has passed: record the messages that settled (all of them with `all`);
+    /// returns them.
+    fn tick(&mut self, all: bool) -> crate::recorder::SettledSpans {
         self.ticks += 1;
         let now = self.ticks;
-        let (first, last, spread) = (&mut self.first, &mut self.last, &mut self.spread);
+        let mut settled = crate::recorder::SettledSpans::default();
         self.open.retain(|_, (s, seen)| {
             if !all && now - *seen < SPAN_SETTLE {
                 return true;
             }
-            first.record_ns(s.first_us.saturating_mul(1000));
-            last.record_ns(s.last_us.saturating_mul(1000));
-            spread.record_ns((s.last_us - s.first_us).saturating_mul(1000));
+            settled.record(s);
             false
         });
+        self.all.merge(&settled);
+        settled
     }
 }
 
@@ -510,7 +515,10 @@ impl Aggregator {
             steps: d.steps.iter().map(crate::steps::TickStep::of).collect(),
         };
         self.spans.add(&d.msg_spans);
-        self.spans.tick(false);
+        self.spans.add_settled(&d.settled);
+        // The drain segment is the last: every message still open settles with it, so that
+        // the kept segments carry every figure.
+        let settled = self.spans.tick(d.key == DRAIN_KEY);
         self.connect.merge(&d.connect);
         self.tls.merge(&d.tls);
         self.handshake.merge(&d.handshake);
@@ -533,8 +541,13 @@ impl Aggregator {
         }
         self.ticks.push(tick.clone());
         if let Some(segs) = &mut self.segments {
+            // Kept with the messages settled in it, not their raw spans: a second of the
+            // stream is the same size at any message rate. Replayed, the settled figures add
+            // up to the same histograms.
             let mut d = d;
             d.worker = 0;
+            d.msg_spans = Vec::new();
+            d.settled.merge(&settled);
             segs.push(d);
         }
         tick
@@ -618,9 +631,9 @@ impl Aggregator {
                     missing: b.expected.saturating_sub(b.delivered),
                     own_us: own.stats(),
                     peer_us: peer.stats(),
-                    first_us: self.spans.first.stats(),
-                    last_us: self.spans.last.stats(),
-                    spread_us: self.spans.spread.stats(),
+                    first_us: self.spans.all.first.stats(),
+                    last_us: self.spans.all.last.stats(),
+                    spread_us: self.spans.all.spread.stats(),
                 }
             }),
             io: Io {
@@ -799,6 +812,79 @@ mod tests {
         assert!(o.summary.exchanges.balanced());
     }
 
+    /// The durable stream keeps a second's settled per-message figures, not the raw spans:
+    /// kept segments have none, and replayed into a fresh aggregator (as `barrage report DIR`
+    /// and `merge` do) they give the same first, last and spread as the live run, the messages
+    /// still open at the drain included.
+    #[test]
+    fn kept_segments_carry_settled_spans_and_replay_to_the_same_figures() {
+        use crate::recorder::MsgSpan;
+        let tl = Timeline {
+            warmup_ns: 0,
+            load_end_ns: Some(10 * S),
+        };
+        let mut live = Aggregator::new(tl, 2);
+        live.keep_segments();
+        let mut kept = Vec::new();
+        for k in 0..10u64 {
+            for w in 0..2u32 {
+                let mut d = delta(w, k * S, k * S, (k + 1) * S, 1);
+                d.counters.broadcast.delivered = 3;
+                // Message k has recipients in both workers; message 100 + k in one.
+                d.msg_spans.push((
+                    k,
+                    MsgSpan {
+                        first_us: 100 + u64::from(w) * 50 + k,
+                        last_us: 400 + u64::from(w) * 300,
+                        n: 2,
+                    },
+                ));
+                if w == 0 {
+                    d.msg_spans.push((
+                        100 + k,
+                        MsgSpan {
+                            first_us: 7,
+                            last_us: 9,
+                            n: 1,
+                        },
+                    ));
+                }
+                live.push(d);
+                kept.extend(live.take_segments());
+            }
+        }
+        for w in 0..2 {
+            live.push(delta(w, DRAIN_KEY, 10 * S, 10 * S, 0));
+            kept.extend(live.take_segments());
+        }
+        assert_eq!(kept.len(), 11);
+        assert!(kept.iter().all(|d| d.msg_spans.is_empty()));
+        assert!(
+            !kept[9].settled.is_empty(),
+            "messages settle as the run goes"
+        );
+        let mut again = Aggregator::new(tl, 1);
+        for d in kept {
+            // Through the stream's own encoding.
+            let d: Delta = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+            again.push(d);
+        }
+        let b = |a: Aggregator| {
+            let o = a.finish(2, LatencyBasis::ActualSend);
+            let b = o.summary.broadcast;
+            b.map(|b| (b.first_us, b.last_us, b.spread_us))
+        };
+        let (l, r) = (b(live), b(again));
+        assert_eq!(l, r);
+        let (first, _, spread) = l.unwrap();
+        assert_eq!(first.unwrap().count, 20, "one record per message");
+        assert_eq!(
+            spread.unwrap().max,
+            700 - 100,
+            "over both workers' recipients"
+        );
+    }
+
     #[test]
     fn a_broadcast_message_is_one_record_over_its_recipients_in_every_worker() {
         use crate::recorder::MsgSpan;
@@ -819,9 +905,9 @@ mod tests {
         sp.tick(false);
         assert_eq!(sp.open.len(), 0);
         let (f, l, s) = (
-            sp.first.stats().unwrap(),
-            sp.last.stats().unwrap(),
-            sp.spread.stats().unwrap(),
+            sp.all.first.stats().unwrap(),
+            sp.all.last.stats().unwrap(),
+            sp.all.spread.stats().unwrap(),
         );
         assert_eq!((f.count, f.min, f.max), (2, 10, 50));
         assert_eq!((l.count, l.min, l.max), (2, 10, 300));

@@ -338,6 +338,10 @@ impl OptHistogram {
         self.0.as_ref()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     pub fn stats(&self) -> Option<LatencyStats> {
         self.0.as_ref().map(LatencyHistogram::stats)
     }

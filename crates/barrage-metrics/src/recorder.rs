@@ -46,6 +46,36 @@ pub struct Recorder {
     open_peak: u64,
 }
 
+/// Broadcast per-message figures of the messages that settled (no recipient added for a few
+/// seconds): the first recipient's latency, the last one's, and the spread between them, a
+/// value per message. What the durable stream carries instead of the raw per-message spans:
+/// a second's worth is three histograms however many messages there were.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettledSpans {
+    pub first: OptHistogram,
+    pub last: OptHistogram,
+    pub spread: OptHistogram,
+}
+
+impl SettledSpans {
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty() && self.last.is_empty() && self.spread.is_empty()
+    }
+
+    pub fn record(&mut self, s: &MsgSpan) {
+        self.first.record_ns(s.first_us.saturating_mul(1000));
+        self.last.record_ns(s.last_us.saturating_mul(1000));
+        self.spread
+            .record_ns((s.last_us - s.first_us).saturating_mul(1000));
+    }
+
+    pub fn merge(&mut self, o: &SettledSpans) {
+        self.first.merge(&o.first);
+        self.last.merge(&o.last);
+        self.spread.merge(&o.spread);
+    }
+}
+
 /// One broadcast message's recipients so far: the first and last latency (µs) and how many.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MsgSpan {
@@ -138,6 +168,7 @@ impl Recorder {
             bcast_own: std::mem::take(&mut self.bcast_own),
             bcast_peer: std::mem::take(&mut self.bcast_peer),
             msg_spans: self.msg_spans.drain().collect(),
+            settled: Default::default(),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -177,9 +208,14 @@ pub struct Delta {
     pub bcast_own: OptHistogram,
     #[serde(default)]
     pub bcast_peer: OptHistogram,
-    /// Broadcast: per message seen in this segment, (key, its spans here).
+    /// Broadcast: per message seen in this segment, (key, its spans here). From the workers
+    /// only: a kept (merged) segment has them settled into `settled` instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub msg_spans: Vec<(u64, MsgSpan)>,
+    /// Broadcast: the per-message figures that settled in this segment (kept segments: the
+    /// durable stream, a shard's seconds).
+    #[serde(default, skip_serializing_if = "SettledSpans::is_empty")]
+    pub settled: SettledSpans,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -207,6 +243,7 @@ impl Delta {
         self.bcast_own.merge(&o.bcast_own);
         self.bcast_peer.merge(&o.bcast_peer);
         self.msg_spans.extend_from_slice(&o.msg_spans);
+        self.settled.merge(&o.settled);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;
