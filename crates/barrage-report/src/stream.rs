@@ -283,6 +283,83 @@ impl Iterator for Seconds {
     }
 }
 
+/// The key of a shard's `--json` result that embeds its stream: `{"header": H, "seconds":
+/// [...]}`, the header and the lines a `--out` directory would hold, so that the result file
+/// alone merges exactly.
+pub const EMBEDDED: &str = "stream";
+
+/// Whether a result file embeds its stream (a shard's `--json`).
+pub fn embeds_stream(path: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        stream: Option<serde::de::IgnoredAny>,
+    }
+    path.is_file()
+        && std::fs::File::open(path)
+            .ok()
+            .and_then(|f| serde_json::from_reader::<_, Probe>(io::BufReader::new(f)).ok())
+            .is_some_and(|p| p.stream.is_some())
+}
+
+/// The seconds embedded in a result file, parsed one at a time (the text is held, not the
+/// histograms).
+pub struct EmbeddedSeconds {
+    seconds: std::vec::IntoIter<Box<serde_json::value::RawValue>>,
+    path: PathBuf,
+}
+
+impl Iterator for EmbeddedSeconds {
+    type Item = Result<Delta, ReportError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let raw = self.seconds.next()?;
+        Some(
+            serde_json::from_str(raw.get()).map_err(|source| ReportError::Json {
+                path: self.path.clone(),
+                source,
+            }),
+        )
+    }
+}
+
+/// The header and seconds a shard's `--json` result embeds (see [`EMBEDDED`]), and whether
+/// the shard ended with its result (its status is not `incomplete`).
+pub fn embedded_iter(path: &Path) -> Result<(Header, EmbeddedSeconds, bool), ReportError> {
+    #[derive(Deserialize)]
+    struct Embedded {
+        header: Header,
+        seconds: Vec<Box<serde_json::value::RawValue>>,
+    }
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        status: Option<Status>,
+        stream: Embedded,
+    }
+    let f = std::fs::File::open(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: File =
+        serde_json::from_reader(io::BufReader::new(f)).map_err(|source| ReportError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if file.stream.header.schema != SCHEMA {
+        return Err(ReportError::Schema {
+            path: path.to_path_buf(),
+            found: Some(file.stream.header.schema),
+        });
+    }
+    let finished = file.status != Some(Status::Incomplete);
+    let seconds = EmbeddedSeconds {
+        seconds: file.stream.seconds.into_iter(),
+        path: path.to_path_buf(),
+    };
+    Ok((file.stream.header, seconds, finished))
+}
+
 fn header_of(dir: &Path) -> Result<Header, ReportError> {
     let header_path = dir.join(HEADER);
     let read = |path: &Path| {

@@ -49,8 +49,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Find the highest open-loop rate that meets every SLO (exponential steps, then bisection).
     FindMax(Box<FindMaxArgs>),
-    /// Merge the --out directories of a run's shards (--shard I/N) into one result, exactly:
-    /// counters, per-second timelines and histograms; thresholds judged on the whole.
+    /// Merge the --out directories or --json results of a run's shards (--shard I/N) into one
+    /// result, exactly: counters, per-second timelines and histograms; thresholds judged on the
+    /// whole.
     Merge(MergeArgs),
     /// Print a job that runs one run as N shards on Slurm (an sbatch script) or Kubernetes
     /// (an Indexed Job manifest), started together and merged into one result.
@@ -59,8 +60,8 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    /// Each shard's --out directory (every index of the run once)
-    #[arg(value_name = "DIR", num_args = 1.., required = true)]
+    /// Each shard's --out directory or --json result (every index of the run once)
+    #[arg(value_name = "DIR|FILE", num_args = 1.., required = true)]
     pub dirs: Vec<PathBuf>,
 
     /// The merged result: FILE.json, .html or .md (- for Markdown on stdout)

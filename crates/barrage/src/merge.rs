@@ -1,8 +1,8 @@
-//! `barrage merge DIR... -o FILE`: the shards of a split run (`--shard I/N --out DIR` each)
-//! made one result, exactly.
+//! `barrage merge DIR|FILE... -o FILE`: the shards of a split run (`--shard I/N` each, with
+//! `--out DIR` or `--json FILE`) made one result, exactly.
 //!
 //! Key decision: a shard's `--out` directory holds each second's merged delta (counters and
-//! histograms), so merging is what the aggregator does within one process: every shard is a
+//! histograms), and a shard's `--json` result embeds the same seconds, so merging is what the aggregator does within one process: every shard is a
 //! worker, their seconds are pushed in time order, and the same ticks and summary come out as
 //! if one process had run every share. Thresholds are judged again on the whole (exit 3).
 //! Refused, naming them: shards of different runs (their specs differ beyond the shard and
@@ -12,7 +12,7 @@ use crate::cli::MergeArgs;
 use crate::config::Usage;
 use barrage_metrics::result::Status;
 use barrage_metrics::{Aggregator, RunResult};
-use barrage_report::stream;
+use barrage_report::{stream, ReportError};
 
 pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     let format = match barrage_report::Format::from_path(std::path::Path::new(&a.output)) {
@@ -29,22 +29,33 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
 /// The shards' directories as one result (thresholds judged); `command_line` is recorded.
 pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<RunResult, Usage> {
     let mut shards = Vec::new();
+    type Seconds = Box<dyn Iterator<Item = Result<barrage_metrics::Delta, ReportError>>>;
     for dir in dirs {
-        if !stream::is_stream(dir) {
+        let (header, seconds, finished): (_, Seconds, _) = if stream::is_stream(dir) {
+            let (header, seconds) =
+                stream::seconds_iter(dir).map_err(|e| Usage::file(dir.display(), e))?;
+            (
+                header,
+                Box::new(seconds),
+                dir.join(stream::RESULT).is_file(),
+            )
+        } else if stream::embeds_stream(dir) {
+            let (header, seconds, finished) =
+                stream::embedded_iter(dir).map_err(|e| Usage::file(dir.display(), e))?;
+            (header, Box::new(seconds), finished)
+        } else {
             return Err(Usage::file(
                 dir.display(),
-                "is not a run's --out directory (barrage merge reads each shard's --out DIR)",
+                "is neither a run's --out directory nor a shard's --json result (barrage merge \
+                 reads each shard's --out DIR or its --json FILE)",
             ));
-        }
-        let (header, seconds) =
-            stream::seconds_iter(dir).map_err(|e| Usage::file(dir.display(), e))?;
+        };
         let Some((i, n)) = header.shard else {
             return Err(Usage::file(
                 dir.display(),
                 "is not a shard (run with --shard I/N)",
             ));
         };
-        let finished = dir.join(stream::RESULT).is_file();
         shards.push((dir.clone(), i, n, header, seconds, finished));
     }
     // One run, every index once.

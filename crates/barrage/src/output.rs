@@ -134,6 +134,7 @@ impl Outputs {
                 out: a.out.clone(),
                 csv: a.csv.clone(),
                 hdr_log: a.hdr_log.clone(),
+                embed: a.shard.is_some() && a.json.is_some(),
             },
             rec: Default::default(),
             prometheus,
@@ -207,7 +208,7 @@ impl Outputs {
     /// A run that stopped before any load (the TLS pre-flight refused the server): only the
     /// JSON result is written, saying why; exit code 1.
     pub fn refused(self, result: &RunResult) -> anyhow::Result<i32> {
-        write_json(self.json, result)?;
+        write_json(self.json, result, None)?;
         Ok(1)
     }
 
@@ -234,7 +235,8 @@ impl Outputs {
         // Each output succeeds or fails on its own (a full disk for the JSON still prints the
         // summary and writes a report elsewhere); every failure is one line, and exit code 1.
         let mut failed = Vec::new();
-        if let Err(e) = write_json(self.json, result) {
+        let embedded = self.rec.take_embedded();
+        if let Err(e) = write_json(self.json, result, embedded) {
             failed.push(crate::error_line(&e));
         }
         std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
@@ -353,12 +355,36 @@ fn check_out_dir(dir: &Path) -> Result<(), Usage> {
     }
 }
 
-fn write_json(out: Option<JsonOut>, result: &RunResult) -> anyhow::Result<()> {
+/// Writes the JSON result; a shard's with its header and seconds embedded (`"stream"`, one
+/// second a line), so that the file alone merges exactly.
+fn write_json(
+    out: Option<JsonOut>,
+    result: &RunResult,
+    embedded: Option<(String, std::io::BufReader<std::fs::File>)>,
+) -> anyhow::Result<()> {
+    let embedded = std::cell::RefCell::new(embedded);
     let render = |w: &mut dyn Write| {
-        Format::Json
-            .renderer()
-            .render(result, w)
-            .and_then(|_| w.flush())
+        let Some((header, seconds)) = embedded.borrow_mut().take() else {
+            return Format::Json
+                .renderer()
+                .render(result, w)
+                .and_then(|_| w.flush());
+        };
+        let mut text = Vec::new();
+        Format::Json.renderer().render(result, &mut text)?;
+        let end = text.iter().rposition(|&b| b == b'}').unwrap_or(0);
+        w.write_all(&text[..end])?;
+        write!(
+            w,
+            ",\n  \"{}\": {{\n    \"header\": {header},\n    \"seconds\": [",
+            barrage_report::stream::EMBEDDED
+        )?;
+        for (i, line) in std::io::BufRead::lines(seconds).enumerate() {
+            w.write_all(if i == 0 { b"\n      " } else { b",\n      " })?;
+            w.write_all(line?.as_bytes())?;
+        }
+        w.write_all(b"\n    ]\n  }\n}\n")?;
+        w.flush()
     };
     match out {
         None => Ok(()),

@@ -21,6 +21,8 @@ pub struct Paths {
     pub out: Option<PathBuf>,
     pub csv: Option<String>,
     pub hdr_log: Option<String>,
+    /// A shard's `--json`: its seconds are embedded in the result, for `barrage merge`.
+    pub embed: bool,
 }
 
 struct Csv {
@@ -29,12 +31,20 @@ struct Csv {
     steps: usize,
 }
 
+/// A shard's seconds for its `--json` result: spooled to an unlinked temporary file as they
+/// come (a long run's seconds stay out of memory), embedded at the end.
+struct Spool {
+    header: String,
+    file: BufWriter<File>,
+}
+
 /// The open live files.
 #[derive(Default)]
 pub struct Recorders {
     stream: Option<stream::Writer>,
     csv: Option<Csv>,
     hdr: Option<(String, HdrLog<File>)>,
+    spool: Option<Spool>,
 }
 
 impl Recorders {
@@ -68,12 +78,31 @@ impl Recorders {
                 .map_err(|e| Usage::value("--hdr-log", path, e))?;
             r.hdr = Some((path.clone(), log));
         }
+        if paths.embed {
+            let header = serde_json::to_string(header).expect("a header serializes");
+            let file = crate::sys::unlinked_temp_file("shard-seconds").map_err(|e| {
+                Usage::new("--json", format!("a temporary file for the seconds: {e}"))
+            })?;
+            r.spool = Some(Spool {
+                header,
+                file: BufWriter::new(file),
+            });
+        }
         Ok(r)
+    }
+
+    /// A shard's header and seconds (one JSON line each), to embed in its `--json` result.
+    pub fn take_embedded(&mut self) -> Option<(String, std::io::BufReader<File>)> {
+        use std::io::Seek;
+        let s = self.spool.take()?;
+        let mut f = s.file.into_inner().ok()?;
+        f.rewind().ok()?;
+        Some((s.header, std::io::BufReader::new(f)))
     }
 
     /// Whether the engine must hand over each second's merged delta.
     pub fn wants_segments(&self) -> bool {
-        self.stream.is_some() || self.hdr.is_some()
+        self.stream.is_some() || self.hdr.is_some() || self.spool.is_some()
     }
 
     /// One second's merged delta, before its tick. `false`: the durable stream failed and the
@@ -88,6 +117,15 @@ impl Recorders {
                 ));
                 self.stream = None;
                 ok = false;
+            }
+        }
+        if let Some(s) = &mut self.spool {
+            let line = serde_json::to_string(merged).expect("a delta serializes");
+            if let Err(e) = writeln!(s.file, "{line}") {
+                crate::sys::err_line(format_args!(
+                    "error: --json: cannot keep the shard's seconds ({e}); its result will not merge"
+                ));
+                self.spool = None;
             }
         }
         if let Some((path, log)) = &mut self.hdr {

@@ -216,12 +216,29 @@ pub fn args_without(argv: &[String], flags: &[(&str, bool)]) -> Vec<String> {
 
 /// A new directory under the system's temporary directory, named for this process.
 pub fn fresh_temp_dir(what: &str) -> std::io::Result<std::path::PathBuf> {
+    let dir = temp_name(what);
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+/// A name in the temporary directory no other process or moment uses.
+fn temp_name(what: &str) -> std::path::PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("barrage-{what}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir(&dir)?;
-    Ok(dir)
+    std::env::temp_dir().join(format!("barrage-{what}-{}-{nanos}", std::process::id()))
+}
+
+/// A new file in the temporary directory, already unlinked: it goes with the process.
+pub fn unlinked_temp_file(what: &str) -> std::io::Result<std::fs::File> {
+    let path = temp_name(what);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(f)
 }
 
 #[cfg(test)]

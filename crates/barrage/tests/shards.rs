@@ -85,10 +85,7 @@ fn shards_of_a_run_merge_into_exactly_the_whole_run() {
             vec![d.join("shard0"), d.join("shard0"), d.join("shard1")],
             "shard 0 is given twice",
         ),
-        (
-            vec![d.join("shard0.json")],
-            "is not a run's --out directory",
-        ),
+        (vec![d.join("merged.json")], "nor a shard's --json result"),
     ] {
         let args: Vec<&std::path::Path> = args.iter().map(|p| p.as_path()).collect();
         let out = merge(&args, &d.join("x.json"));
@@ -196,6 +193,57 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
         n("delivered") + n("duplicates"),
         chat["deliveries_out"].as_u64().unwrap()
     );
+}
+
+/// A shard's `--json` result alone merges: it embeds its header and seconds, so `barrage merge
+/// shard-*.json` gives exactly what merging the `--out` directories gives (the same time series
+/// and histograms), and the whole -n as the server read it.
+#[test]
+fn shards_json_results_merge_like_their_directories() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let start = start_in(2);
+    let mut a = Guard(shard(server.url(), 0, &start, d));
+    let mut b = Guard(shard(server.url(), 1, &start, d));
+    for c in [&mut a, &mut b] {
+        let st = wait_at_most(&mut c.0, Duration::from_secs(60)).expect("the shard ends");
+        assert!(st.success(), "{st}");
+    }
+    let r0 = read_json(&d.join("shard0.json"));
+    let seconds = r0["stream"]["seconds"].as_array().unwrap();
+    assert_eq!(
+        seconds.len(),
+        std::fs::read_to_string(d.join("shard0/seconds.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        "the same seconds as its --out"
+    );
+    assert_eq!(r0["stream"]["header"]["shard"], serde_json::json!([0, 2]));
+    let (from_files, from_dirs) = (d.join("files.json"), d.join("dirs.json"));
+    for (args, out) in [
+        ([d.join("shard1.json"), d.join("shard0.json")], &from_files),
+        ([d.join("shard0"), d.join("shard1")], &from_dirs),
+    ] {
+        let o = merge(&[&args[0], &args[1]], out);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (f, m) = (read_json(&from_files), read_json(&from_dirs));
+    assert_eq!(u(&f, "summary.exchanges.completed"), 2000);
+    assert_eq!(f["timeseries"], m["timeseries"]);
+    assert_eq!(f["summary"]["latency_us"], m["summary"]["latency_us"]);
+    assert_eq!(s(&f, "status"), "completed");
+    assert!(f.get("stream").is_none(), "a merged run is no shard");
+    let st = server.stop();
+    assert_eq!(st["bytes_read"].as_u64().unwrap(), 2000 * 19);
+    // A file and a directory of the same shard: given twice.
+    let o = merge(
+        &[&d.join("shard0.json"), &d.join("shard0")],
+        &d.join("x.json"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shard 0 is given twice"));
 }
 
 /// `--processes N`: the same run as N local shard processes, merged into the run's own result
