@@ -33,6 +33,8 @@ pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, 
 pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
-pub use run::{hurry, run, run_observed, run_session, End, EngineError, Observer, RunOutput};
+pub use run::{
+    hurry, observe, run, run_observed, run_session, End, EngineError, Observer, RunOutput,
+};
 pub use spec::{Clock, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec};
 pub use worker::classify_tls;

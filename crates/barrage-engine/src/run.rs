@@ -48,6 +48,18 @@ pub trait Observer {
     fn segment(&mut self, _merged: &Delta) {}
 }
 
+/// Hands what just became final to `obs`: the kept segments (each second's merged delta),
+/// then the ticks, in order. The one way ticks reach an observer, in this process's
+/// coordinator and in a parent following its children's seconds.
+pub fn observe<O: Observer + ?Sized>(agg: &mut Aggregator, ticks: Vec<Tick>, obs: &mut O) {
+    for seg in agg.take_segments() {
+        obs.segment(&seg);
+    }
+    for t in ticks {
+        obs.tick(&t, agg);
+    }
+}
+
 impl<F: FnMut(&Tick, &Aggregator)> Observer for F {
     fn tick(&mut self, tick: &Tick, agg: &Aggregator) {
         self(tick, agg)
@@ -167,12 +179,7 @@ fn coordinate(
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(WorkerEvent::Delta(d)) => {
                 let ticks = agg.push(*d);
-                for seg in agg.take_segments() {
-                    obs.segment(&seg);
-                }
-                for t in ticks {
-                    obs.tick(&t, &agg);
-                }
+                observe(&mut agg, ticks, obs);
             }
             Ok(WorkerEvent::Connected) => connected = true,
             Ok(WorkerEvent::Unreachable { detail, .. }) => {

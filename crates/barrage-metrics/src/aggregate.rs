@@ -294,6 +294,10 @@ impl Summary {
     /// `exchanges` and `errors`: read their failed requests as the error events, the rate
     /// those records were judged by. (A new record with failures always has them here.)
     pub fn fill_legacy(&mut self) {
+        // `missing` came later: what a record without it did not receive.
+        if let Some(b) = &mut self.broadcast {
+            b.missing = b.c.expected.saturating_sub(b.c.delivered);
+        }
         let x = &self.exchanges;
         if self.failed_requests.total() == 0 && x.failed + x.not_sent > 0 {
             self.failed_requests = self.errors;
@@ -452,6 +456,19 @@ impl Aggregator {
                 self.pending.insert(d.key, d);
             }
         }
+        self.release()
+    }
+
+    /// Worker `w` will send nothing more (a shard whose stream ended early, a child process
+    /// that died or had nothing to do): the seconds that waited for it become final without
+    /// it; returns them, in order.
+    pub fn end_worker(&mut self, w: usize) -> Vec<Tick> {
+        self.last_key[w] = Some(DRAIN_KEY);
+        self.release()
+    }
+
+    /// The pending seconds every worker has passed, finalized in order.
+    fn release(&mut self) -> Vec<Tick> {
         let mut out = Vec::new();
         while let Some((&key, _)) = self.pending.first_key_value() {
             if !self.last_key.iter().all(|k| k.is_some_and(|k| k >= key)) {
@@ -791,6 +808,28 @@ mod tests {
         let t = a.push(delta(1, DRAIN_KEY, S + S / 4, S + S / 4, 0));
         assert_eq!(t.len(), 1);
         assert!(a.complete());
+    }
+
+    /// A worker that stops sending (a shard killed, or with nothing to do) holds the others'
+    /// seconds back only until it is ended: then they are final, and the run complete.
+    #[test]
+    fn an_ended_worker_releases_the_seconds_waiting_for_it() {
+        let tl = Timeline {
+            warmup_ns: 0,
+            load_end_ns: Some(3 * S),
+        };
+        let mut a = Aggregator::new(tl, 2);
+        assert!(
+            a.push(delta(0, 0, 0, S, 5)).is_empty(),
+            "waits for worker 1"
+        );
+        assert!(a.push(delta(0, S, S, 2 * S, 6)).is_empty());
+        assert!(a.push(delta(0, DRAIN_KEY, 2 * S, 2 * S, 0)).is_empty());
+        let t = a.end_worker(1);
+        assert_eq!(t.iter().map(|t| t.requests).collect::<Vec<_>>(), [5, 6, 0]);
+        assert!(a.complete());
+        let o = a.finish(2, LatencyBasis::ActualSend);
+        assert_eq!(o.summary.exchanges.completed, 11);
     }
 
     #[test]

@@ -136,6 +136,8 @@ pub enum ReportError {
     },
     #[error("unknown report format {0:?} (expected one of: text, json, markdown, html)")]
     UnknownFormat(String),
+    #[error("{} is a result without its seconds: only a shard's --json result (--shard I/N) embeds them; merge the shards' --out directories or --json results", path.display())]
+    NoStream { path: PathBuf },
 }
 
 fn schema_message(path: &Path, found: Option<&str>) -> String {

@@ -288,20 +288,6 @@ impl Iterator for Seconds {
 /// alone merges exactly.
 pub const EMBEDDED: &str = "stream";
 
-/// Whether a result file embeds its stream (a shard's `--json`).
-pub fn embeds_stream(path: &Path) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        stream: Option<serde::de::IgnoredAny>,
-    }
-    path.is_file()
-        && std::fs::File::open(path)
-            .ok()
-            .and_then(|f| serde_json::from_reader::<_, Probe>(io::BufReader::new(f)).ok())
-            .is_some_and(|p| p.stream.is_some())
-}
-
 /// The seconds embedded in a result file, parsed one at a time (the text is held, not the
 /// histograms).
 pub struct EmbeddedSeconds {
@@ -335,7 +321,8 @@ pub fn embedded_iter(path: &Path) -> Result<(Header, EmbeddedSeconds, bool), Rep
     struct File {
         #[serde(default)]
         status: Option<Status>,
-        stream: Embedded,
+        #[serde(default)]
+        stream: Option<Embedded>,
     }
     let f = std::fs::File::open(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
@@ -346,18 +333,23 @@ pub fn embedded_iter(path: &Path) -> Result<(Header, EmbeddedSeconds, bool), Rep
             path: path.to_path_buf(),
             source,
         })?;
-    if file.stream.header.schema != SCHEMA {
+    let Some(stream) = file.stream else {
+        return Err(ReportError::NoStream {
+            path: path.to_path_buf(),
+        });
+    };
+    if stream.header.schema != SCHEMA {
         return Err(ReportError::Schema {
             path: path.to_path_buf(),
-            found: Some(file.stream.header.schema),
+            found: Some(stream.header.schema),
         });
     }
     let finished = file.status != Some(Status::Incomplete);
     let seconds = EmbeddedSeconds {
-        seconds: file.stream.seconds.into_iter(),
+        seconds: stream.seconds.into_iter(),
         path: path.to_path_buf(),
     };
-    Ok((file.stream.header, seconds, finished))
+    Ok((stream.header, seconds, finished))
 }
 
 fn header_of(dir: &Path) -> Result<Header, ReportError> {

@@ -520,7 +520,7 @@ pub struct RunArgs {
 
     /// Run shard I of N of this run (connections and rates by stride, exactly): the same
     /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
-    /// --out DIR goes to `barrage merge`. Every shard uses the same -t. `auto`: I and N from
+    /// --out DIR or --json FILE goes to `barrage merge`. Every shard uses the same -t. `auto`: I and N from
     /// Slurm (SLURM_PROCID, SLURM_NTASKS); `auto/N`: I from a Kubernetes Indexed Job
     /// (JOB_COMPLETION_INDEX)
     #[arg(long, value_name = "I/N", help_heading = "Output")]

@@ -39,20 +39,20 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
                 Box::new(seconds),
                 dir.join(stream::RESULT).is_file(),
             )
-        } else if stream::embeds_stream(dir) {
+        } else if dir.is_file() {
             let (header, seconds, finished) =
                 stream::embedded_iter(dir).map_err(|e| Usage::file(dir.display(), e))?;
             (header, Box::new(seconds), finished)
         } else {
-            return Err(Usage::file(
-                dir.display(),
+            return Err(Usage::says(
+                dir.display().to_string(),
                 "is neither a run's --out directory nor a shard's --json result (barrage merge \
                  reads each shard's --out DIR or its --json FILE)",
             ));
         };
         let Some((i, n)) = header.shard else {
-            return Err(Usage::file(
-                dir.display(),
+            return Err(Usage::says(
+                dir.display().to_string(),
                 "is not a shard (run with --shard I/N)",
             ));
         };
@@ -71,14 +71,14 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
     let spec0 = same(&shards[0].3);
     for (dir, i, ni, h, _, _) in &shards {
         if *ni != n {
-            return Err(Usage::file(
-                dir.display(),
+            return Err(Usage::says(
+                dir.display().to_string(),
                 format!("is shard {i}/{ni}, the others are of {n}"),
             ));
         }
         if same(h) != spec0 {
-            return Err(Usage::file(
-                dir.display(),
+            return Err(Usage::says(
+                dir.display().to_string(),
                 format!("is a shard of another run than {}", shards[0].0.display()),
             ));
         }
@@ -149,6 +149,11 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
             d.worker = i as u32;
             agg.push(d);
         }
+    }
+    // A shard whose seconds ended early (killed, or it had nothing to do) holds none of the
+    // others' back.
+    for i in 0..n {
+        agg.end_worker(i);
     }
     let outcome = agg.finish(header.connections, header.latency_basis);
     let (status, message) = if unfinished.is_empty() {

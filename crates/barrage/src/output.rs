@@ -235,7 +235,10 @@ impl Outputs {
         // Each output succeeds or fails on its own (a full disk for the JSON still prints the
         // summary and writes a report elsewhere); every failure is one line, and exit code 1.
         let mut failed = Vec::new();
-        let embedded = self.rec.take_embedded();
+        let embedded = self.rec.take_embedded().unwrap_or_else(|why| {
+            failed.push(why);
+            None
+        });
         if let Err(e) = write_json(self.json, result, embedded) {
             failed.push(crate::error_line(&e));
         }
@@ -372,7 +375,10 @@ fn write_json(
         };
         let mut text = Vec::new();
         Format::Json.renderer().render(result, &mut text)?;
-        let end = text.iter().rposition(|&b| b == b'}').unwrap_or(0);
+        let end = text
+            .iter()
+            .rposition(|&b| b == b'}')
+            .expect("a JSON result is an object");
         w.write_all(&text[..end])?;
         write!(
             w,

@@ -48,7 +48,7 @@ const PARENT_ONLY: [(&str, bool); 22] = [
 ];
 
 /// Flags that do not go with `--processes`: the parent gives each child its own.
-const NOT_YET: [&str; 2] = ["--shard", "--start-at"];
+const PER_CHILD: [&str; 2] = ["--shard", "--start-at"];
 
 fn flag_of(arg: &str) -> &str {
     arg.split_once('=').map_or(arg, |(f, _)| f)
@@ -91,7 +91,7 @@ pub fn wanted(a: &RunArgs) -> Result<Option<u64>, Usage> {
 }
 
 pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
-    for f in NOT_YET {
+    for f in PER_CHILD {
         if argv.iter().skip(1).any(|x| flag_of(x) == f) {
             return Err(Usage::says(
                 f,
@@ -109,6 +109,16 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     } else {
         crate::resolve::resolve(&whole, argv.clone())?
     };
+    if resolved.plan.connections < n as u64 {
+        return Err(Usage::says(
+            "--processes",
+            format!(
+                "{n} needs at least {n} connections (users), one for each process; the run has {}",
+                resolved.plan.connections
+            ),
+        )
+        .into());
+    }
     let thresholds = resolved.thresholds;
     let mut outputs = resolved.outputs;
     // One watch for the whole run: the server (--monitor, --spawn, started here before any
@@ -119,13 +129,16 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     };
     let mut watch = plan.start()?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
-    let root = crate::sys::fresh_temp_dir("shards")
-        .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
+    let root = TempRoot(
+        crate::sys::fresh_temp_dir("shards")
+            .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?,
+    );
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let start = now.as_secs() + 2;
-    watch.run_starts_at(std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now));
+    let starts = std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now);
+    watch.run_starts_at(starts);
     let started_at = crate::sys::rfc3339_now();
     let (prom, web) = crate::run::serve_live(
         &outputs,
@@ -135,24 +148,18 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         "0".into(),
     )?;
     // The parent's --out is a whole run's stream: the merged seconds, replayable alone.
-    let spec = resolved.spec.to_json();
-    outputs.start_files(&barrage_report::stream::Header {
-        schema: barrage_report::stream::SCHEMA.into(),
-        command_line: resolved.argv.clone(),
-        started_at: started_at.clone(),
-        config: resolved.config.clone(),
-        environment: crate::sys::environment(),
-        spec: Some(spec),
-        timeline: resolved.plan.timeline(),
-        latency_basis: resolved.plan.latency_basis(),
-        connections: resolved.plan.connections,
-        thresholds: thresholds.iter().map(|t| t.expr.clone()).collect(),
-        monitor: Some(watch.stream_header()),
-        shard: None,
-    })?;
+    outputs.start_files(&crate::run::stream_header(
+        &resolved.argv,
+        &started_at,
+        &resolved.config,
+        resolved.spec.to_json(),
+        &resolved.plan,
+        &thresholds,
+        Some(&watch),
+    ))?;
     let args = child_args(&argv);
     let threads = a.threads.is_none().then_some("1");
-    let dirs: Vec<PathBuf> = (0..n).map(|i| root.join(format!("shard{i}"))).collect();
+    let dirs: Vec<PathBuf> = (0..n).map(|i| root.0.join(format!("shard{i}"))).collect();
     let mut children = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
         let mut c = crate::sys::child_of_self(&exe);
@@ -178,30 +185,23 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
             .map_err(|e| anyhow::anyhow!("--processes: cannot start shard {i}: {e}"))?;
         children.push(child);
     }
-    let stop = crate::sys::stop_on_signals();
-    let quiet = a.quiet;
-    let live = outputs.live(&resolved.plan, &stop);
-    let scraper = resolved.metrics.map(|m| m.start(std::time::Instant::now()));
-    let mut baseline_written = false;
-    if let Some(line) = watch.stream_baseline() {
-        outputs.recorders().monitor(&line);
-        baseline_written = true;
-    }
-    let mut observer = crate::run::Observer {
-        live: &live,
-        watch: Some(&watch),
-        files: outputs.recorders(),
-        prom: prom.as_ref(),
-        web: web.as_ref(),
-        scraper: scraper.as_ref(),
-        stop: &stop,
-        out_failed: false,
-        baseline_written,
-    };
+    let signals = crate::run::Signals::install();
+    let live = outputs.live(&resolved.plan, &signals.stop);
+    // The scraper's clock is the run's: its samples on the run's timeline.
+    let scraper = resolved.metrics.map(|m| m.start(starts));
+    let mut observer = crate::run::Observer::new(
+        &live,
+        Some(&watch),
+        outputs.recorders(),
+        prom.as_ref(),
+        web.as_ref(),
+        scraper.as_ref(),
+        &signals.stop,
+    );
     let follow = Follow {
         dirs: &dirs,
         timeline: resolved.plan.timeline(),
-        stop: &stop,
+        stop: &signals.stop,
     };
     let ended = follow.run(&mut children, &mut observer);
     let out_failed = observer.out_failed;
@@ -209,18 +209,14 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         .map(barrage_monitor::Scraper::stop)
         .unwrap_or_default();
     let recovery_s = Some(watch.recovery_s()).filter(|r| *r > 0.0);
-    live.recovering();
-    let (series, spawned) = watch.finish(
-        || stop.load(std::sync::atomic::Ordering::Relaxed),
-        quiet || live.silent(),
-    );
+    let user_stop = live.keys().is_some_and(|k| k.user_stopped()) && !signals.signalled();
+    let (series, spawned) = crate::run::recover(watch, &live, &signals);
     live.finish();
     if let Some(p) = prom {
         p.stop();
     }
-    let result = crate::merge::merged(&dirs, argv.clone());
-    let _ = std::fs::remove_dir_all(&root);
-    let mut result = result?;
+    let mut result = crate::merge::merged(&dirs, argv.clone())?;
+    drop(root);
     result.started_at = started_at;
     result.monitor = Some(series);
     result.spawn = spawned;
@@ -228,10 +224,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     // The children's threads together, as many as the machine runs at once.
     result.config.threads = n * a.threads.unwrap_or(1) as usize;
     result.conclude(&thresholds, recovery_s);
+    let stopped = signals.stop.load(std::sync::atomic::Ordering::Relaxed);
     let failed: Vec<String> = ended
         .iter()
         .enumerate()
-        .filter(|(_, c)| !matches!(c, Some(0) | Some(3)))
+        // A stop is passed on to the children: their exit 130 is the stop, not a failure.
+        .filter(|(_, c)| !(matches!(c, Some(0) | Some(3)) || stopped && *c == &Some(130)))
         .map(|(i, c)| match c {
             Some(code) => format!("shard {i} exited with {code}"),
             None => format!("shard {i} was killed"),
@@ -244,19 +242,34 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
             "--out: a second could not be written; the load was stopped; {n} processes merged"
         ));
         code = 1;
-    } else if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        result.status = Status::Interrupted;
-        result.message = Some(format!("interrupted by a signal; {n} processes merged"));
-        code = 130;
     } else if !failed.is_empty() {
         result.status = Status::Failed;
         result.message = Some(format!("{}; {n} processes merged", failed.join(", ")));
         code = 1;
+    } else if user_stop {
+        let at = barrage_metrics::figures::load_end(&result.timeseries);
+        result.status = Status::Stopped;
+        result.message = Some(format!(
+            "stopped by the user at {at:.1} s; {n} processes merged"
+        ));
+    } else if stopped {
+        result.status = Status::Interrupted;
+        result.message = Some(format!("interrupted by a signal; {n} processes merged"));
+        code = 130;
     } else {
         result.message = Some(format!("{n} processes merged"));
     }
     crate::run::finish_web(web, &result);
     outputs.finish(&result, code)
+}
+
+/// The children's temporary directories, removed however the run ends.
+struct TempRoot(PathBuf);
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The children's `--out` directories, followed.
@@ -280,6 +293,7 @@ impl Follow<'_> {
             agg.keep_segments();
         }
         let mut ended: Vec<Option<Option<i32>>> = vec![None; n];
+        let mut done = vec![false; n];
         let mut signalled = false;
         loop {
             if self.stop.load(std::sync::atomic::Ordering::Relaxed) && !signalled {
@@ -300,20 +314,23 @@ impl Follow<'_> {
                 }
             }
             // After the exits were seen: a child's last seconds are read below.
-            let all_ended = ended.iter().all(Option::is_some);
+            let exited: Vec<bool> = ended.iter().map(Option::is_some).collect();
             for i in 0..n {
                 for d in new_seconds(&self.dirs[i], &mut offsets[i], &mut partial[i]) {
                     let mut d: Delta = d;
                     d.worker = i as u32;
                     let ticks = agg.push(d);
-                    for seg in agg.take_segments() {
-                        obs.segment(&seg);
-                    }
-                    for t in ticks {
-                        obs.tick(&t, &agg);
-                    }
+                    barrage_engine::observe(&mut agg, ticks, obs);
+                }
+                if exited[i] && !done[i] {
+                    // Its last second is read: a child that died (or had nothing to do)
+                    // holds none of the others' seconds back.
+                    done[i] = true;
+                    let ticks = agg.end_worker(i);
+                    barrage_engine::observe(&mut agg, ticks, obs);
                 }
             }
+            let all_ended = exited.iter().all(|e| *e);
             if all_ended {
                 return ended.into_iter().map(|e| e.flatten()).collect();
             }

@@ -45,6 +45,8 @@ pub struct Recorders {
     csv: Option<Csv>,
     hdr: Option<(String, HdrLog<File>)>,
     spool: Option<Spool>,
+    /// Why the shard's seconds could not be kept (its `--json` cannot embed them).
+    spool_failed: Option<String>,
 }
 
 impl Recorders {
@@ -91,13 +93,22 @@ impl Recorders {
         Ok(r)
     }
 
-    /// A shard's header and seconds (one JSON line each), to embed in its `--json` result.
-    pub fn take_embedded(&mut self) -> Option<(String, std::io::BufReader<File>)> {
+    /// A shard's header and seconds (one JSON line each), to embed in its `--json` result;
+    /// `Err`: they could not be kept, and why (the result is written without them).
+    pub fn take_embedded(&mut self) -> Result<Option<(String, std::io::BufReader<File>)>, String> {
         use std::io::Seek;
-        let s = self.spool.take()?;
-        let mut f = s.file.into_inner().ok()?;
-        f.rewind().ok()?;
-        Some((s.header, std::io::BufReader::new(f)))
+        if let Some(why) = self.spool_failed.take() {
+            return Err(why);
+        }
+        let Some(s) = self.spool.take() else {
+            return Ok(None);
+        };
+        let failed = |e: std::io::Error| {
+            format!("--json: cannot keep the shard's seconds ({e}); the result is written without them and will not merge")
+        };
+        let mut f = s.file.into_inner().map_err(|e| failed(e.into_error()))?;
+        f.rewind().map_err(failed)?;
+        Ok(Some((s.header, std::io::BufReader::new(f))))
     }
 
     /// Whether the engine must hand over each second's merged delta.
@@ -122,10 +133,10 @@ impl Recorders {
         if let Some(s) = &mut self.spool {
             let line = serde_json::to_string(merged).expect("a delta serializes");
             if let Err(e) = writeln!(s.file, "{line}") {
-                crate::sys::err_line(format_args!(
-                    "error: --json: cannot keep the shard's seconds ({e}); its result will not merge"
-                ));
+                let why = format!("--json: cannot keep the shard's seconds ({e}); the result is written without them and will not merge");
+                crate::sys::err_line(format_args!("error: {why}"));
                 self.spool = None;
+                self.spool_failed = Some(why);
             }
         }
         if let Some((path, log)) = &mut self.hdr {

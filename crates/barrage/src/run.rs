@@ -50,40 +50,26 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         shard_label(&r.plan),
     )?;
     // The files last: a port that cannot be bound leaves no --out directory behind.
-    outputs.start_files(&barrage_report::stream::Header {
-        schema: barrage_report::stream::SCHEMA.into(),
-        command_line: r.argv.clone(),
-        started_at: started_at.clone(),
-        config: r.config.clone(),
-        environment: sys::environment(),
-        spec: Some(spec.clone()),
-        timeline: r.plan.timeline(),
-        latency_basis: r.plan.latency_basis(),
-        connections: r.plan.connections,
-        thresholds: r.thresholds.iter().map(|t| t.expr.clone()).collect(),
-        monitor: watch.as_ref().map(Watch::stream_header),
-        shard: shard_of(&r.plan),
-    })?;
-    // The idle baseline the monitor took before the load: the series' t = 0 (or, if it is
-    // not there yet, at the first second).
-    let mut baseline_written = false;
-    if let Some(line) = watch.as_ref().and_then(Watch::stream_baseline) {
-        outputs.recorders().monitor(&line);
-        baseline_written = true;
-    }
+    outputs.start_files(&stream_header(
+        &r.argv,
+        &started_at,
+        &r.config,
+        spec.clone(),
+        &r.plan,
+        &r.thresholds,
+        watch.as_ref(),
+    ))?;
     let live = outputs.live(&r.plan, &signals.stop);
     let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
-    let mut observer = Observer {
-        live: &live,
-        watch: watch.as_ref(),
-        files: outputs.recorders(),
-        prom: prom.as_ref(),
-        web: web.as_ref(),
-        scraper: scraper.as_ref(),
-        stop: &signals.stop,
-        out_failed: false,
-        baseline_written,
-    };
+    let mut observer = Observer::new(
+        &live,
+        watch.as_ref(),
+        outputs.recorders(),
+        prom.as_ref(),
+        web.as_ref(),
+        scraper.as_ref(),
+        &signals.stop,
+    );
     let out = barrage_engine::run_observed(r.plan, signals.stop.clone(), &mut observer)?;
     let out_failed = observer.out_failed;
     // The server's metrics up to the end of the load, with a last scrape before a spawned
@@ -185,17 +171,74 @@ pub(crate) fn finish_web(web: Option<crate::web::Web>, result: &RunResult) {
 /// the engine's coordinator, or by the parent of `--processes` with its children's merged
 /// seconds.
 pub(crate) struct Observer<'a> {
-    pub live: &'a Live,
-    pub watch: Option<&'a Watch>,
-    pub files: &'a mut crate::recorders::Recorders,
-    pub prom: Option<&'a crate::prom::Exporter>,
-    pub web: Option<&'a crate::web::Web>,
-    pub scraper: Option<&'a barrage_monitor::Scraper>,
-    pub stop: &'a AtomicBool,
+    live: &'a Live,
+    watch: Option<&'a Watch>,
+    files: &'a mut crate::recorders::Recorders,
+    prom: Option<&'a crate::prom::Exporter>,
+    web: Option<&'a crate::web::Web>,
+    scraper: Option<&'a barrage_monitor::Scraper>,
+    stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
     pub out_failed: bool,
     /// The monitor's baseline is in the stream (it comes before any later sample).
-    pub baseline_written: bool,
+    baseline_written: bool,
+}
+
+/// The header of the run's durable stream (`--out DIR/run.json`).
+pub(crate) fn stream_header(
+    argv: &[String],
+    started_at: &str,
+    config: &barrage_metrics::RunConfig,
+    spec: serde_json::Value,
+    plan: &Plan,
+    thresholds: &[barrage_metrics::thresholds::Threshold],
+    watch: Option<&Watch>,
+) -> barrage_report::stream::Header {
+    barrage_report::stream::Header {
+        schema: barrage_report::stream::SCHEMA.into(),
+        command_line: argv.to_vec(),
+        started_at: started_at.to_string(),
+        config: config.clone(),
+        environment: sys::environment(),
+        spec: Some(spec),
+        timeline: plan.timeline(),
+        latency_basis: plan.latency_basis(),
+        connections: plan.connections,
+        thresholds: thresholds.iter().map(|t| t.expr.clone()).collect(),
+        monitor: watch.map(Watch::stream_header),
+        shard: shard_of(plan),
+    }
+}
+
+impl<'a> Observer<'a> {
+    /// The observer of a run about to start; the monitor's idle baseline (the series' t = 0)
+    /// goes into the stream now if it is there already, else with the first second.
+    pub(crate) fn new(
+        live: &'a Live,
+        watch: Option<&'a Watch>,
+        files: &'a mut crate::recorders::Recorders,
+        prom: Option<&'a crate::prom::Exporter>,
+        web: Option<&'a crate::web::Web>,
+        scraper: Option<&'a barrage_monitor::Scraper>,
+        stop: &'a AtomicBool,
+    ) -> Observer<'a> {
+        let mut baseline_written = false;
+        if let Some(line) = watch.and_then(Watch::stream_baseline) {
+            files.monitor(&line);
+            baseline_written = true;
+        }
+        Observer {
+            live,
+            watch,
+            files,
+            prom,
+            web,
+            scraper,
+            stop,
+            out_failed: false,
+            baseline_written,
+        }
+    }
 }
 
 /// Which shard of a split run this process is, (I, N); `None` for a whole run.
@@ -253,13 +296,13 @@ impl barrage_engine::Observer for Observer<'_> {
 
 /// The run's stop flags. `stop` is set by SIGINT/SIGTERM/SIGHUP and by the dashboard's `q`;
 /// `signalled` by the signals only (a `q` is a user stop, not an interrupt).
-struct Signals {
-    stop: Arc<AtomicBool>,
+pub(crate) struct Signals {
+    pub stop: Arc<AtomicBool>,
     signalled: Arc<AtomicBool>,
 }
 
 impl Signals {
-    fn install() -> Signals {
+    pub(crate) fn install() -> Signals {
         let stop = sys::stop_on_signals();
         let signalled = Arc::new(AtomicBool::new(false));
         for sig in sys::STOP_SIGNALS {
@@ -271,7 +314,7 @@ impl Signals {
         Signals { stop, signalled }
     }
 
-    fn signalled(&self) -> bool {
+    pub(crate) fn signalled(&self) -> bool {
         self.signalled.load(Ordering::Relaxed)
     }
 }
@@ -355,7 +398,11 @@ impl Ending {
 
 /// The recovery window, then the monitor's series. It runs after a user stop too; a signal,
 /// Ctrl-C or one more `q` cuts it.
-fn recover(w: Watch, live: &Live, signals: &Signals) -> (MonitorSeries, Option<SpawnRecord>) {
+pub(crate) fn recover(
+    w: Watch,
+    live: &Live,
+    signals: &Signals,
+) -> (MonitorSeries, Option<SpawnRecord>) {
     let keys = live.keys();
     let quits_before = keys.as_ref().map_or(0, |k| k.quits());
     let cut = || {

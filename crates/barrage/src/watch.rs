@@ -108,8 +108,11 @@ pub struct Watch {
     monitor: barrage_monitor::Monitor,
     /// The watched processes, in the monitor's order.
     pids: Vec<u32>,
-    /// The sampler's clock runs this much ahead of the run's (the idle baseline interval).
+    /// The sampler's clock runs this much ahead of the run's (the idle baseline interval, or
+    /// more when the run starts later: `run_starts_at`).
     lead_s: f64,
+    /// Between two samples.
+    interval: Duration,
     spawned: Option<(barrage_monitor::Spawned, String, f64)>,
     recovery: Duration,
     /// When the sampler's clock started.
@@ -147,6 +150,7 @@ impl WatchPlan {
             spawned,
             recovery: self.recovery,
             lead_s: self.interval.as_secs_f64(),
+            interval: self.interval,
             base,
         })
     }
@@ -180,7 +184,7 @@ impl Watch {
             })
             .collect();
         barrage_report::stream::MonitorHeader {
-            interval_s: self.lead_s,
+            interval_s: self.interval.as_secs_f64(),
             lead_s: self.lead_s,
             processes,
         }

@@ -85,7 +85,14 @@ fn shards_of_a_run_merge_into_exactly_the_whole_run() {
             vec![d.join("shard0"), d.join("shard0"), d.join("shard1")],
             "shard 0 is given twice",
         ),
-        (vec![d.join("merged.json")], "nor a shard's --json result"),
+        (
+            vec![d.join("merged.json")],
+            "is a result without its seconds",
+        ),
+        (
+            vec![d.join("nope")],
+            "nope is neither a run's --out directory",
+        ),
     ] {
         let args: Vec<&std::path::Path> = args.iter().map(|p| p.as_path()).collect();
         let out = merge(&args, &d.join("x.json"));
@@ -295,6 +302,24 @@ fn processes_split_a_run_locally_and_merge_it() {
         .unwrap();
     assert_eq!(e.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&e.stderr).contains("--start-at does not go with --processes"));
+    let e = barrage()
+        .args([
+            "tcp://127.0.0.1:9",
+            "-c",
+            "1",
+            "-n",
+            "1",
+            "--processes",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(e.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("--processes 2 needs at least 2 connections"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
 }
 
 /// `--processes` with every live output: the parent merges the children's seconds as they
@@ -359,10 +384,20 @@ fn processes_feed_every_live_output_with_the_merged_run() {
     }
     let scraped = scraped.expect("a scrape with requests in it") as u64;
     assert!(prefix.contains(&scraped), "{scraped} in {prefix:?}");
-    // --out: a whole run's stream, the merged seconds; rebuilt, the same run.
+    // --out: a whole run's stream, the merged seconds; rebuilt from them alone (without its
+    // result.json), the same run.
+    let seconds_only = p("seconds-only");
+    std::fs::create_dir(&seconds_only).unwrap();
+    for f in ["run.json", "seconds.jsonl", "monitor.jsonl"] {
+        std::fs::copy(
+            std::path::Path::new(&dir).join(f),
+            std::path::Path::new(&seconds_only).join(f),
+        )
+        .unwrap();
+    }
     let again = p("again.json");
     let o = barrage()
-        .args(["report", &dir, "-o", &again])
+        .args(["report", &seconds_only, "-o", &again])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -376,6 +411,10 @@ fn processes_feed_every_live_output_with_the_merged_run() {
         assert_eq!(u(&a, k), u(&r, k), "{k}");
     }
     assert_eq!(a["timeseries"], r["timeseries"]);
+    assert_eq!(
+        a["monitor"]["interval_s"], r["monitor"]["interval_s"],
+        "the monitor's interval"
+    );
     // A row and an interval a second.
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), ticks.len() + 1, "{text}");
@@ -500,6 +539,14 @@ fn a_killed_child_is_named_and_its_seconds_kept() {
         sum, done,
         "the seconds hold every exchange, the killed shard's too"
     );
+    // The survivor's seconds after the death are kept: the run's last seconds have its
+    // exchanges (a dead shard holds none of the others' seconds back).
+    let late: u64 = ticks
+        .iter()
+        .filter(|t| t["t"].as_f64().unwrap() >= 5.0)
+        .map(|t| t["requests"].as_u64().unwrap())
+        .sum();
+    assert!(late > 0, "{ticks:?}");
 }
 
 /// `--processes` with `--monitor`: one watch for the whole run (the server, and barrage with
