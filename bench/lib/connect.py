@@ -1,110 +1,171 @@
 #!/usr/bin/env python3
-"""Time to connect N idle connections, as the server counts them (bench/connect.sh).
+"""Time to connect N idle connections with no pacing, and their memory (bench/connect.sh).
 
-For each tool and rep: a fresh `barrage serve echo` (its --metrics endpoint gives the open
-connections), the tool started with N connections and no pacing, the server's
-`barrage_server_connections_open` polled every 10 ms until it reaches N; the time from the
-tool's start to then is the figure (process start included, the same for every tool). The
-tool is then stopped (SIGTERM) and the server too. Medians over reps.
+Every run (a tool, a rep) is made in a network namespace of its own (`unshare --net`, loopback
+only): a fresh port range, no TIME_WAIT sockets left by the run before, so each tool starts
+from the same state. Inside it: `barrage serve echo --threads 1` (as many processes as the
+20,000-file limit per process needs for N), then the tool with N connections and no pacing.
+The namespace's established TCP connections are read from /proc/net/snmp (CurrEstab: both
+ends of a loopback connection are in the namespace, so connections = CurrEstab / 2) every
+10 ms. Figures per run: the time from the tool's start to all N established, the time from
+the first established connection to all N (without process start-up and barrage's common
+start of --processes), and the tool's RSS (every process of its tree) 2 s after all N were up,
+per connection. The tool is then stopped (SIGTERM, by PID), and the server.
 
-    connect.py --barrage BIN [--tcpkali BIN] [--conns 19000] [--reps 3] [--out DIR]
+More than one process is needed above ~19,000 connections (open files): barrage runs
+`--processes auto --source-ip auto`; tcpkali runs as K processes of N/K connections each,
+each from its own source address (`--source-ip 127.0.0.I`, as barrage's sources), -w 1 each.
+
+    connect.py --barrage BIN [--tcpkali BIN] [--conns 19000,100000] [--reps 3] [--out DIR]
 """
-import argparse, os, signal, statistics, subprocess, sys, time, urllib.request
+import argparse, json, math, os, signal, statistics, subprocess, sys, time
+
+PER_PROCESS = 18000
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def free_ports(n):
-    """n distinct free ports (all held until all are chosen)."""
-    import socket
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+def established():
+    with open("/proc/net/snmp") as f:
+        rows = [l.split() for l in f if l.startswith("Tcp:")]
+    head, vals = rows[0], rows[1]
+    return int(vals[head.index("CurrEstab")]) // 2
 
 
-def open_conns(mport):
-    try:
-        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=2).read().decode()
-    except OSError:
-        return None
-    for line in body.splitlines():
-        if line.startswith("barrage_server_connections_open "):
-            return int(float(line.split()[1]))
-    return None
+def tree_rss(roots):
+    """RSS in bytes of the processes `roots` and all their descendants."""
+    parent, rss = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        rest = s[s.rfind(")") + 2:].split()
+        parent[int(d)], rss[int(d)] = int(rest[1]), int(rest[21]) * PAGE
+    total = 0
+    for pid in rss:
+        p = pid
+        while p > 1:
+            if p in roots:
+                total += rss[pid]
+                break
+            p = parent.get(p, 0)
+    return total
 
 
-def one(barrage, tool, cmd, n, out):
-    port, mport = free_ports(2)
+def stop(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def inner(a):
+    """One run, inside its namespace; prints one JSON line."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    n, port = a.conns_one, 17000
+    k = max(1, math.ceil(n / PER_PROCESS))
+    log = open(os.path.join(a.out, f"{a.tool}-{n}.log"), "a")
     server = subprocess.Popen(
-        [barrage, "serve", "echo", "--listen", f"127.0.0.1:{port}", "--threads", "1",
-         "--metrics", f"127.0.0.1:{mport}", "--exit-after", "120s"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    banner = server.stdout.readline()
-    deadline = time.monotonic() + 10
-    while open_conns(mport) is None:
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the server did not start: {banner.strip()}")
-        time.sleep(0.01)
-    argv = [a.replace("{port}", str(port)).replace("{n}", str(n)) for a in cmd]
-    log = open(os.path.join(out, f"{tool}.log"), "a")
+        [a.barrage, "serve", "echo", "--listen", f"127.0.0.1:{port}", "--threads", "1",
+         "--processes", str(k), "--exit-after", "150s"],
+        stdout=log, stderr=subprocess.STDOUT)
+    time.sleep(0.5)
+    if a.tool == "barrage":
+        cmd = [a.barrage, f"tcp://127.0.0.1:{port}", "-c", str(n), "--think", "60s", "-d", "60s",
+               "-q", "--no-tui"]
+        cmd += ["--processes", "auto", "--source-ip", "auto"] if k > 1 else ["-t", "2"]
+        cmds = [cmd]
+    else:
+        per = math.ceil(n / k)
+        cmds = [[a.tcpkali, "-c", str(min(per, n - i * per)), "--connect-rate", "1000000",
+                 "-w", "1" if k > 1 else "2", "-T", "60s", "--source-ip", f"127.0.0.{i + 1}",
+                 f"127.0.0.1:{port}"] for i in range(k)]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    took, last, peak = None, 0, 0
-    while time.monotonic() - t0 < 60:
-        c = open_conns(mport) or 0
+    procs = [subprocess.Popen(c, stdout=log, stderr=subprocess.STDOUT) for c in cmds]
+    first = took = None
+    peak = 0
+    while time.monotonic() - t0 < 90:
+        c = established()
+        now = time.monotonic() - t0
         peak = max(peak, c)
+        if c > 0 and first is None:
+            first = now
         if c >= n:
-            took = time.monotonic() - t0
+            took = now
             break
-        if proc.poll() is not None:
+        if all(p.poll() is not None for p in procs):
             break
         time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.communicate()
-    return took, peak
+    rss = None
+    if took is not None:
+        time.sleep(2)
+        rss = tree_rss({p.pid for p in procs})
+    stop(procs)
+    stop([server])
+    print(json.dumps({"took": took, "first": first, "peak": peak, "rss": rss}), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--barrage", required=True)
     ap.add_argument("--tcpkali")
-    ap.add_argument("--conns", type=int, default=19000)
+    ap.add_argument("--conns", default="19000,100000")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="/tmp/barrage-bench/connect")
+    ap.add_argument("--inner", metavar="TOOL", dest="tool")
+    ap.add_argument("--conns-one", type=int)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tools = {
-        "barrage": [a.barrage, "tcp://127.0.0.1:{port}", "-c", "{n}", "-t", "2", "--think", "60s",
-                    "-d", "60s", "-q", "--no-tui"],
-    }
-    if a.tcpkali:
-        tools["tcpkali"] = [a.tcpkali, "-c", "{n}", "--connect-rate", "1000000", "-w", "2",
-                            "-T", "60s", "127.0.0.1:{port}"]
-    results = {t: [] for t in tools}
-    for rep in range(a.reps):
-        for t, cmd in tools.items():
-            took, peak = one(a.barrage, t, cmd, a.conns, a.out)
-            results[t].append(took)
-            print(f"rep {rep + 1} {t}: " + (f"{a.conns} open after {took:.3f} s" if took else f"only {peak} opened"), flush=True)
+    if a.tool:
+        return inner(a)
+    tools = ["barrage"] + (["tcpkali"] if a.tcpkali else [])
+    sizes = [int(x) for x in a.conns.split(",")]
+    results = {(t, n): [] for t in tools for n in sizes}
+    for n in sizes:
+        for rep in range(a.reps):
+            # Alternate which tool goes first.
+            for t in (tools if rep % 2 == 0 else tools[::-1]):
+                argv = [sys.executable, os.path.abspath(__file__), "--inner", t, "--conns-one", str(n),
+                        "--barrage", a.barrage, "--out", a.out]
+                if a.tcpkali:
+                    argv += ["--tcpkali", a.tcpkali]
+                done = subprocess.run(["unshare", "--net", "--"] + argv, capture_output=True, text=True,
+                                      timeout=300)
+                try:
+                    r = json.loads(done.stdout.strip().splitlines()[-1])
+                except (IndexError, ValueError):
+                    raise SystemExit(f"{t} at {n}: the run failed: {done.stderr.strip()}")
+                results[(t, n)].append(r)
+                if r["took"] is None:
+                    print(f"{n:,} rep {rep + 1} {t}: only {r['peak']:,} established", flush=True)
+                else:
+                    print(f"{n:,} rep {rep + 1} {t}: all up {r['took']:.3f} s after start, "
+                          f"{r['took'] - r['first']:.3f} s after the first; "
+                          f"RSS {r['rss'] / n:.0f} B per connection", flush=True)
     print()
-    print(f"| tool | time to {a.conns:,} open connections (median of {a.reps}) | reps |")
-    print("|---|---|---|")
-    for t, v in results.items():
-        ok = [x for x in v if x is not None]
-        med = f"{statistics.median(ok):.3f} s" if len(ok) == len(v) else "did not open them all"
-        print(f"| {t} | {med} | {', '.join('-' if x is None else f'{x:.3f}' for x in v)} |")
+    print("| connections | tool | from start to all up (median) | from the first to all up | "
+          "RSS per connection | reps (from start, s) |")
+    print("|---|---|---|---|---|---|")
+    for (t, n), rs in results.items():
+        ok = [r for r in rs if r["took"] is not None]
+        if len(ok) < len(rs):
+            med = f"{len(rs) - len(ok)} of {len(rs)} did not open them all"
+            reps = ", ".join("-" if r["took"] is None else "%.3f" % r["took"] for r in rs)
+            print(f"| {n:,} | {t} | {med} | | | {reps} |")
+            continue
+        start = statistics.median(r["took"] for r in ok)
+        spread = statistics.median(r["took"] - r["first"] for r in ok)
+        rss = statistics.median(r["rss"] for r in ok) / n
+        reps = ", ".join("%.3f" % r["took"] for r in ok)
+        print(f"| {n:,} | {t} | {start:.3f} s | {spread:.3f} s | {rss:,.0f} B | {reps} |")
 
 
 if __name__ == "__main__":
