@@ -215,6 +215,13 @@ pub struct BroadcastSummary {
     /// Send to the sender's own copy, and to the other recipients in this process.
     pub own_us: Option<LatencyStats>,
     pub peer_us: Option<LatencyStats>,
+    /// Deliveries from other processes whose clocks are not one (a merge of shards on several
+    /// hosts): timed on two clocks, shown only when their agreement is known to be within the
+    /// merge's tolerance (`remote_clock_us`: the bound, µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_us: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_clock_us: Option<u64>,
     /// Per message, over its recipients in this process: the first one's latency, the last
     /// one's, and the spread between them (a message with one recipient spreads 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -334,6 +341,7 @@ struct Acc {
     server_gap: OptHistogram,
     bcast_own: OptHistogram,
     bcast_peer: OptHistogram,
+    bcast_remote: OptHistogram,
     steps: crate::steps::Steps,
     ns: u64,
 }
@@ -348,6 +356,7 @@ impl Acc {
         self.server_gap.merge(&d.server_gap);
         self.bcast_own.merge(&d.bcast_own);
         self.bcast_peer.merge(&d.bcast_peer);
+        self.bcast_remote.merge(&d.bcast_remote);
         if d.key != DRAIN_KEY {
             self.ns += d.end_ns.saturating_sub(d.start_ns);
         }
@@ -401,6 +410,8 @@ pub struct Aggregator {
     /// With [`Aggregator::keep_segments`]: the merged deltas finalized since the last
     /// [`Aggregator::take_segments`].
     segments: Option<Vec<Delta>>,
+    /// [`Aggregator::time_remote`]: the bound on the shards' clock disagreement, µs.
+    time_remote: Option<u64>,
 }
 
 impl Aggregator {
@@ -410,6 +421,12 @@ impl Aggregator {
     /// outcome.
     pub fn keep_segments(&mut self) {
         self.segments.get_or_insert_with(Vec::new);
+    }
+
+    /// The shards' clocks agree within `bound_us`, close enough for a merge to show the
+    /// deliveries between them, timed on two clocks (`remote_us`).
+    pub fn time_remote(&mut self, bound_us: u64) {
+        self.time_remote = Some(bound_us);
     }
 
     /// The merged deltas finalized since the last call, in order (empty unless kept).
@@ -439,6 +456,7 @@ impl Aggregator {
             ready_last_ns: 0,
             spans: Spans::default(),
             segments: None,
+            time_remote: None,
         }
     }
 
@@ -605,6 +623,11 @@ impl Aggregator {
         let mut peer = self.warmup.bcast_peer.clone();
         peer.merge(&self.measured.bcast_peer);
         peer.merge(&self.drain.bcast_peer);
+        let mut remote = self.warmup.bcast_remote.clone();
+        remote.merge(&self.measured.bcast_remote);
+        remote.merge(&self.drain.bcast_remote);
+        let remote_us = self.time_remote.and_then(|_| remote.stats());
+        let remote_clock_us = self.time_remote.filter(|_| remote_us.is_some());
         let mut steps = self.measured.steps.clone();
         steps.merge(&self.drain.steps);
         let mut totals = after.clone();
@@ -648,6 +671,8 @@ impl Aggregator {
                     missing: b.expected.saturating_sub(b.delivered),
                     own_us: own.stats(),
                     peer_us: peer.stats(),
+                    remote_us,
+                    remote_clock_us,
                     first_us: self.spans.all.first.stats(),
                     last_us: self.spans.all.last.stats(),
                     spread_us: self.spans.all.spread.stats(),

@@ -27,6 +27,10 @@ pub struct Recorder {
     /// other recipients' in this process (same clock).
     pub bcast_own: OptHistogram,
     pub bcast_peer: OptHistogram,
+    /// Broadcast deliveries from another process of a split run (not one clock): this
+    /// receiver's clock less the sender's stamp, kept apart; a merge shows them only when the
+    /// processes' clocks are known to agree closely enough.
+    pub bcast_remote: OptHistogram,
     /// Broadcast, per message (sender << 32 | sequence) received in this segment: the first
     /// and last recipient's latency (µs) and the recipients here. Merged across workers and
     /// segments by the aggregator, which makes first, last and spread exact in the process.
@@ -167,6 +171,7 @@ impl Recorder {
             server_gap: std::mem::take(&mut self.server_gap),
             bcast_own: std::mem::take(&mut self.bcast_own),
             bcast_peer: std::mem::take(&mut self.bcast_peer),
+            bcast_remote: std::mem::take(&mut self.bcast_remote),
             msg_spans: self.msg_spans.drain().collect(),
             settled: Default::default(),
             open: self.open,
@@ -208,6 +213,9 @@ pub struct Delta {
     pub bcast_own: OptHistogram,
     #[serde(default)]
     pub bcast_peer: OptHistogram,
+    /// Broadcast deliveries from another process, on two clocks (see the recorder's).
+    #[serde(default, skip_serializing_if = "OptHistogram::is_empty")]
+    pub bcast_remote: OptHistogram,
     /// Broadcast: per message seen in this segment, (key, its spans here). From the workers
     /// only: a kept (merged) segment has them settled into `settled` instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -242,6 +250,7 @@ impl Delta {
         self.server_gap.merge(&o.server_gap);
         self.bcast_own.merge(&o.bcast_own);
         self.bcast_peer.merge(&o.bcast_peer);
+        self.bcast_remote.merge(&o.bcast_remote);
         self.msg_spans.extend_from_slice(&o.msg_spans);
         self.settled.merge(&o.settled);
         self.open += o.open;

@@ -205,6 +205,8 @@ mod tests {
             lost: 5,
             missing: 50,
             own_us: None,
+            remote_us: None,
+            remote_clock_us: None,
             peer_us: Some(crate::LatencyStats {
                 p99: 1234,
                 ..Default::default()

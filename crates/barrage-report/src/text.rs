@@ -380,9 +380,15 @@ fn broadcast(r: &RunResult) -> Vec<String> {
                     "{} from other processes, timed (they read one host's clock)",
                     thousands(c.remote)
                 )
+            } else if let Some(us) = b.remote_clock_us {
+                format!(
+                    "{} from other processes, timed on two clocks known to agree within {}",
+                    thousands(c.remote),
+                    duration_us(us as f64)
+                )
             } else {
                 format!(
-                    "{} from other processes: counted, not timed (their clocks are not known to agree)",
+                    "{} from other processes: counted, not timed (their clocks are not known to agree closely enough)",
                     thousands(c.remote)
                 )
             },
@@ -390,6 +396,12 @@ fn broadcast(r: &RunResult) -> Vec<String> {
     }
     if let Some(l) = &b.peer_us {
         lines.push(row("  to others", percentiles(l, "delivery", "deliveries")));
+    }
+    if let Some(l) = &b.remote_us {
+        lines.push(row(
+            "  other process",
+            percentiles(l, "delivery", "deliveries"),
+        ));
     }
     if let Some(l) = &b.own_us {
         lines.push(row("  own copy", percentiles(l, "delivery", "deliveries")));

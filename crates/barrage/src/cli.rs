@@ -67,6 +67,11 @@ pub struct MergeArgs {
     /// The merged result: FILE.json, .html or .md (- for Markdown on stdout)
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: String,
+
+    /// Broadcast deliveries between shards on different hosts are timed (on two clocks) when
+    /// the shards' recorded clock error bounds add up to at most this; else only counted
+    #[arg(long, default_value = "1ms", value_parser = units::duration, value_name = "D")]
+    pub clock_tolerance: std::time::Duration,
 }
 
 #[derive(Args, Debug)]

@@ -21,13 +21,19 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     };
     let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
     command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
-    let r = merged(&a.dirs, command_line)?;
+    let r = merged(&a.dirs, command_line, a.clock_tolerance)?;
     crate::report_cmd::write(&r, &a.output, format)?;
     Ok(if r.thresholds_failed() { 3 } else { 0 })
 }
 
 /// The shards' directories as one result (thresholds judged); `command_line` is recorded.
-pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<RunResult, Usage> {
+/// Deliveries between shards whose clocks differ are timed when the clocks are known to agree
+/// within `clock_tolerance`.
+pub fn merged(
+    dirs: &[std::path::PathBuf],
+    command_line: Vec<String>,
+    clock_tolerance: std::time::Duration,
+) -> Result<RunResult, Usage> {
     let mut shards = Vec::new();
     type Seconds = Box<dyn Iterator<Item = Result<barrage_metrics::Delta, ReportError>>>;
     for dir in dirs {
@@ -111,12 +117,22 @@ pub fn merged(dirs: &[std::path::PathBuf], command_line: Vec<String>) -> Result<
         .iter()
         .flat_map(|s| s.3.environment.clocks.clone())
         .collect();
-    let clocks = match barrage_metrics::result::clock_spread_us(&header.environment.clocks) {
+    let spread = barrage_metrics::result::clock_spread_us(&header.environment.clocks);
+    let tolerance_us = clock_tolerance.as_micros() as u64;
+    let mut clocks = match spread {
         Some(0) => "clocks: one host".to_string(),
         Some(us) => format!("clocks within {us} µs of each other (NTP bounds)"),
         None => "clocks not known to agree".to_string(),
     };
     let mut agg = Aggregator::new(header.timeline, n);
+    match spread {
+        Some(us) if us <= tolerance_us => agg.time_remote(us),
+        Some(_) => clocks.push_str(&format!(
+            ", more than --clock-tolerance {}: deliveries between shards counted, not timed",
+            barrage_report::fmt::duration_us(clock_tolerance.as_micros() as f64)
+        )),
+        None => clocks.push_str(": deliveries between shards counted, not timed"),
+    }
     let mut unfinished = Vec::new();
     let mut streams = Vec::new();
     for (dir, i, _, _, seconds, finished) in shards {

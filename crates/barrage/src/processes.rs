@@ -215,7 +215,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     if let Some(p) = prom {
         p.stop();
     }
-    let mut result = crate::merge::merged(&dirs, argv.clone())?;
+    // The children share this host's clock (--one-clock): their deliveries are timed already.
+    let mut result = crate::merge::merged(&dirs, argv.clone(), Duration::ZERO)?;
     drop(root);
     result.started_at = started_at;
     result.monitor = Some(series);

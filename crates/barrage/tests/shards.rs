@@ -122,10 +122,13 @@ fn shard_flags_are_checked_before_any_load() {
 }
 
 /// Broadcast across shards: two processes' users share the chat server's rooms. Each counts
-/// what it received from the other process but does not time it (the clocks are not known to
-/// agree); the merge adds up to every delivery the server wrote.
+/// what it received from the other process and times it apart, on the two clocks; the merge
+/// adds up to every delivery the server wrote, and shows the deliveries between shards timed
+/// only when the shards' recorded clocks agree within `--clock-tolerance` (here one host;
+/// then, with the records edited, two synchronized hosts within and beyond the tolerance, and
+/// an unsynchronized one).
 #[test]
-fn broadcast_across_shards_counts_remote_deliveries_untimed() {
+fn broadcast_across_shards_is_timed_only_when_the_clocks_agree() {
     let server = EchoServer::serve("chat", &["--seed", "4"]);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -200,6 +203,54 @@ fn broadcast_across_shards_counts_remote_deliveries_untimed() {
         n("delivered") + n("duplicates"),
         chat["deliveries_out"].as_u64().unwrap()
     );
+    // One host: the deliveries between the shards are timed, every one of them.
+    assert_eq!(m["remote_us"]["count"].as_u64(), Some(n("remote")), "{m}");
+    assert_eq!(m["remote_clock_us"], 0);
+    // Two hosts, as their records say: s1 copied with another boot id.
+    let host = |from: &str, to: &str, boot: &str, synced: bool, bound: u64| {
+        let (from, to) = (d.join(from), d.join(to));
+        std::fs::create_dir(&to).unwrap();
+        for f in ["seconds.jsonl", "result.json"] {
+            std::fs::copy(from.join(f), to.join(f)).unwrap();
+        }
+        let mut h = read_json(&from.join("run.json"));
+        for c in h["environment"]["clocks"].as_array_mut().unwrap() {
+            c["boot_id"] = boot.into();
+            c["synced"] = synced.into();
+            c["max_error_us"] = bound.into();
+        }
+        std::fs::write(to.join("run.json"), h.to_string()).unwrap();
+    };
+    host("s0", "a0", "host-a", true, 300);
+    host("s1", "b1", "host-b", true, 200);
+    host("s1", "c1", "host-c", false, 0);
+    let merged_with = |dirs: [&str; 2], tolerance: &str| {
+        let out = d.join(format!("{}-{}.json", dirs[1], tolerance));
+        let o = barrage()
+            .arg("merge")
+            .args(dirs.map(|x| d.join(x)))
+            .args(["--clock-tolerance", tolerance, "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        read_json(&out)
+    };
+    let within = merged_with(["a0", "b1"], "1ms");
+    let b = &within["summary"]["broadcast"];
+    assert_eq!(b["remote_clock_us"], 500, "the two bounds added");
+    assert_eq!(b["remote_us"]["count"].as_u64(), Some(n("remote")));
+    assert_eq!(b["delivered"], m["delivered"], "the same deliveries");
+    for (dirs, tolerance, why) in [
+        (["a0", "b1"], "100us", "more than --clock-tolerance 100"),
+        (["a0", "c1"], "1ms", "clocks not known to agree"),
+    ] {
+        let r = merged_with(dirs, tolerance);
+        let b = &r["summary"]["broadcast"];
+        assert!(b.get("remote_us").is_none(), "{dirs:?}: {b}");
+        assert_eq!(b["remote"], m["remote"], "still counted");
+        assert!(s(&r, "message").contains(why), "{}", s(&r, "message"));
+    }
 }
 
 /// A shard's `--json` result alone merges: it embeds its header and seconds, so `barrage merge

@@ -396,10 +396,13 @@ impl<'a> Replies<'a> {
             };
             let remote = s.shard != u.prog.shard;
             if first && remote && !u.prog.one_clock {
-                // From another process (a shard of a split run): counted, not timed, since
-                // the two clocks are not known to agree.
+                // From another process (a shard of a split run), whose clock is not known to
+                // agree with this one: counted, and timed apart on the two clocks; a merge
+                // shows that time only if the clocks are known to agree closely enough.
                 b.delivered += 1;
                 b.remote += 1;
+                let us = now_us.saturating_sub(s.ts_us & ((1 << 56) - 1));
+                rec.bcast_remote.record_ns(us.saturating_mul(1000));
             } else if first {
                 if remote {
                     b.remote += 1;

@@ -257,12 +257,24 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 [
                     if b.remote_timed() {
                         "from other processes (timed: one host's clock)".into()
+                    } else if b.remote_clock_us.is_some() {
+                        "from other processes (timed on two clocks)".into()
                     } else {
                         "from other processes (counted, not timed)".into()
                     },
                     thousands(c.remote),
                 ],
                 ["latency to others".into(), lat(&b.peer_us)],
+                [
+                    match b.remote_clock_us {
+                        Some(us) => format!(
+                            "latency from other processes (two clocks, within {})",
+                            duration_us(us as f64)
+                        ),
+                        None => "latency from other processes (not timed)".into(),
+                    },
+                    lat(&b.remote_us),
+                ],
                 ["latency of the own copy".into(), lat(&b.own_us)],
                 ["per message: first recipient".into(), lat(&b.first_us)],
                 ["per message: last recipient".into(), lat(&b.last_us)],
