@@ -5,7 +5,8 @@
 # then leaving at 100/s: about 60 minutes. barrage runs as the file says (`processes = "auto"`,
 # `source_ip = "auto"`: 6 processes, 127.0.0.1-4). Writes the run's JSON and HTML report, the
 # server's counts, the live log, and the generator's and the server's CPU and RSS every second
-# (lib/proctree.py: each process tree, children included), then prints a summary.
+# (lib/proctree.py: each process tree, children included), then prints a summary. The run
+# watches the server itself (--monitor) and streams the merged run to results/.../stream.
 #
 #   bench/chat-100k.sh                                   # the full run (~60 min)
 #   bench/chat-100k.sh --users 20000 --arrive 500 --hold 60s   # a smaller one
@@ -24,7 +25,10 @@ server=$!
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$out/server.log" && break; sleep 0.1; done
 cat "$out/server.log" >&2
-"$BARRAGE" run "$REPO/examples/chat-100k.toml" --target "tcp://127.0.0.1:$port" --hold 10m "$@" \
+# The parent watches the server (all its processes) and the generator (barrage and its
+# children) for the saturation verdict, and streams the merged run to --out as it goes.
+"$BARRAGE" run "$REPO/examples/chat-100k.toml" --target "tcp://127.0.0.1:$port" --hold 10m \
+  --monitor "$server" --out "$out/stream" "$@" \
   --no-tui --json "$out/run.json" --report "$out/run.html" >"$out/summary.txt" 2>"$out/live.log" &
 run=$!
 python3 "$BENCH_HERE/lib/proctree.py" "$out/usage.csv" "barrage=$run" "server=$server" &
