@@ -146,16 +146,20 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         let mut thresholds: Vec<String> = r.thresholds.iter().map(|t| t.value.clone()).collect();
         thresholds.append(&mut args.threshold);
         args.threshold = thresholds;
-        if args.json.is_none() {
+        // A child of --processes (told to skip thresholds) leaves the run's outputs and its
+        // watch of the server to the parent: N children must not each write the file's
+        // `json`, or each spawn its server.
+        let parent_does_it = args.skip_thresholds;
+        if args.json.is_none() && !parent_does_it {
             args.json = r.json.as_ref().map(|v| v.value.clone());
         }
-        if args.report.is_none() {
+        if args.report.is_none() && !parent_does_it {
             args.report = r.report.as_ref().map(|v| v.value.clone());
         }
-        if args.monitor.is_empty() {
+        if args.monitor.is_empty() && !parent_does_it {
             args.monitor = r.monitor.iter().map(|m| m.value.clone()).collect();
         }
-        if args.spawn.is_none() {
+        if args.spawn.is_none() && !parent_does_it {
             args.spawn = r.spawn.as_ref().map(|v| v.value.clone());
         }
         args.redact.extend(r.redact.iter().map(|v| v.value.clone()));

@@ -600,6 +600,76 @@ fn a_killed_child_is_named_and_its_seconds_kept() {
     assert!(late > 0, "{ticks:?}");
 }
 
+/// A scenario file's `[run]` outputs and server watch belong to the parent of `--processes`:
+/// its `spawn` starts the server once (not once more per child) and its `json` is the merged
+/// run's.
+#[test]
+fn processes_leave_the_files_outputs_and_spawn_to_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let spawns = d.join("spawns");
+    let json = d.join("r.json");
+    let file = d.join("p.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"target = "tcp://127.0.0.1:{port}"
+
+[protocol]
+framing = "line"
+
+[users]
+count = 4
+arrive = "1000/s"
+hold = "2s"
+
+[[steps]]
+send = 'hi {{user}}\n'
+expect = {{ prefix = "hi" }}
+
+[run]
+processes = 2
+json = "{json}"
+spawn = "echo started >> {spawns} && exec {bin} serve echo --listen 127.0.0.1:{port}"
+"#,
+            json = json.display(),
+            spawns = spawns.display(),
+            bin = bin().display(),
+        ),
+    )
+    .unwrap();
+    let out = barrage()
+        .timeout(Duration::from_secs(60))
+        .args(["run"])
+        .arg(&file)
+        .args(["-q", "--no-tui"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&spawns).unwrap().lines().count(),
+        1,
+        "the server was spawned once"
+    );
+    let r = read_json(&json);
+    assert_eq!(s(&r, "message"), "2 processes merged");
+    assert_eq!(
+        u(&r, "summary.exchanges.completed"),
+        4,
+        "one exchange a user"
+    );
+    assert!(
+        r["spawn"].is_object(),
+        "the parent spawned it: {}",
+        r["spawn"]
+    );
+}
+
 /// `--processes` with `--monitor`: one watch for the whole run (the server, and barrage with
 /// its children for the generator's CPU), and the thresholds judged on the merged run, server
 /// figures included.
