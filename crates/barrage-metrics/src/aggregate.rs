@@ -242,7 +242,9 @@ impl BroadcastSummary {
 }
 
 /// Broadcast messages still gathering recipients: merged across workers and segments, and
-/// recorded once no segment added to them for [`SPAN_SETTLE`] ticks (or at the end).
+/// recorded once every recipient their sender expected has them, or no segment added to them
+/// for [`SPAN_SETTLE`] ticks (or at the end). A message that reached no one here (its
+/// recipients were in other processes, or lost) is dropped unrecorded.
 #[derive(Default)]
 struct Spans {
     open: std::collections::HashMap<u64, (crate::recorder::MsgSpan, u64)>,
@@ -275,10 +277,12 @@ impl Spans {
         let now = self.ticks;
         let mut settled = crate::recorder::SettledSpans::default();
         self.open.retain(|_, (s, seen)| {
-            if !all && now - *seen < SPAN_SETTLE {
+            if !all && !s.complete() && now - *seen < SPAN_SETTLE {
                 return true;
             }
-            settled.record(s);
+            if s.n > 0 {
+                settled.record(s);
+            }
             false
         });
         self.all.merge(&settled);
@@ -901,6 +905,7 @@ mod tests {
                         first_us: 100 + u64::from(w) * 50 + k,
                         last_us: 400 + u64::from(w) * 300,
                         n: 2,
+                        expected: 0,
                     },
                 ));
                 if w == 0 {
@@ -910,6 +915,7 @@ mod tests {
                             first_us: 7,
                             last_us: 9,
                             n: 1,
+                            expected: 0,
                         },
                     ));
                 }
@@ -949,6 +955,50 @@ mod tests {
         );
     }
 
+    /// A message whose every expected recipient has it settles at once (a killed run loses
+    /// its figures only if it was still under way); one short of a recipient waits the settle
+    /// time; one that reached no one here is dropped unrecorded.
+    #[test]
+    fn a_complete_message_settles_at_once() {
+        use crate::recorder::MsgSpan;
+        let got = |f, l, n| MsgSpan {
+            first_us: f,
+            last_us: l,
+            n,
+            expected: 0,
+        };
+        let sent = |expected| MsgSpan {
+            expected,
+            ..MsgSpan::default()
+        };
+        let mut sp = Spans::default();
+        // Message 1: the sender expects 3; two recipients in one worker, one in another.
+        sp.add(&[(1, sent(3)), (1, got(100, 200, 2))]);
+        sp.add(&[(1, got(150, 150, 1))]);
+        // Message 2: expects 3, two came. Message 3: expected 2, reached no one here.
+        sp.add(&[(2, sent(3)), (2, got(10, 20, 2)), (3, sent(2))]);
+        let now = sp.tick(false);
+        assert_eq!(
+            now.first.stats().map(|s| s.count),
+            Some(1),
+            "message 1 only"
+        );
+        assert_eq!(now.spread.stats().map(|s| s.max), Some(100));
+        assert_eq!(sp.open.len(), 2);
+        // Added before the first tick: they settle on tick SPAN_SETTLE.
+        for _ in 2..SPAN_SETTLE {
+            assert!(sp.tick(false).is_empty());
+        }
+        let late = sp.tick(false);
+        assert_eq!(
+            late.first.stats().map(|s| s.count),
+            Some(1),
+            "message 2; 3 unrecorded"
+        );
+        assert!(sp.open.is_empty());
+        assert_eq!(sp.all.first.stats().map(|s| s.count), Some(2));
+    }
+
     #[test]
     fn a_broadcast_message_is_one_record_over_its_recipients_in_every_worker() {
         use crate::recorder::MsgSpan;
@@ -956,6 +1006,7 @@ mod tests {
             first_us: f,
             last_us: l,
             n,
+            expected: 0,
         };
         let mut sp = Spans::default();
         sp.add(&[(7, span(100, 300, 3))]);

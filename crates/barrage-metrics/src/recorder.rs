@@ -80,23 +80,39 @@ impl SettledSpans {
     }
 }
 
-/// One broadcast message's recipients so far: the first and last latency (µs) and how many.
+/// One broadcast message's recipients so far: the first and last latency (µs) and how many;
+/// and, from its sender, how many recipients it expects (0: not known here).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MsgSpan {
     pub first_us: u64,
     pub last_us: u64,
     pub n: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expected: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl MsgSpan {
     pub fn merge(&mut self, o: &MsgSpan) {
+        self.expected = self.expected.max(o.expected);
+        if o.n == 0 {
+            return;
+        }
         if self.n == 0 {
-            *self = *o;
+            (self.first_us, self.last_us, self.n) = (o.first_us, o.last_us, o.n);
             return;
         }
         self.first_us = self.first_us.min(o.first_us);
         self.last_us = self.last_us.max(o.last_us);
         self.n += o.n;
+    }
+
+    /// Every recipient the sender expected has it: nothing more to wait for.
+    pub fn complete(&self) -> bool {
+        self.expected > 0 && self.n >= self.expected
     }
 }
 
@@ -112,6 +128,17 @@ impl Recorder {
             first_us: us,
             last_us: us,
             n: 1,
+            expected: 0,
+        });
+    }
+
+    /// A sender sent broadcast message `key`, expecting `expected` recipients: once they all
+    /// have it, its per-message figures need not wait (they settle at once).
+    #[inline]
+    pub fn msg_sent(&mut self, key: u64, expected: u32) {
+        self.msg_spans.entry(key).or_default().merge(&MsgSpan {
+            expected,
+            ..MsgSpan::default()
         });
     }
 

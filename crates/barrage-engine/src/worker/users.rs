@@ -265,11 +265,15 @@ impl<S: Session> Worker<S> {
                     .ok()
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .unwrap_or(0);
-                self.rec.c.broadcast.expected += if b.include_self {
+                let expected = if b.include_self {
                     n
                 } else {
                     n.saturating_sub(1)
                 };
+                self.rec.c.broadcast.expected += expected;
+                let key = (u64::from(stamp.user) << 32) | u64::from(stamp.seq);
+                self.rec
+                    .msg_sent(key, expected.min(u64::from(u32::MAX)) as u32);
             }
         }
         let at = self.scratch.len();
