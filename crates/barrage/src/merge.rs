@@ -125,14 +125,18 @@ pub fn merged(
         None => "clocks not known to agree".to_string(),
     };
     let mut agg = Aggregator::new(header.timeline, n);
-    match spread {
-        Some(us) if us <= tolerance_us => agg.time_remote(us),
-        Some(_) => clocks.push_str(&format!(
+    // Why deliveries between shards are not timed, if there are any (said below).
+    let untimed = match spread {
+        Some(us) if us <= tolerance_us => {
+            agg.time_remote(us);
+            None
+        }
+        Some(_) => Some(format!(
             ", more than --clock-tolerance {}: deliveries between shards counted, not timed",
             barrage_report::fmt::duration_us(clock_tolerance.as_micros() as f64)
         )),
-        None => clocks.push_str(": deliveries between shards counted, not timed"),
-    }
+        None => Some(": deliveries between shards counted, not timed".to_string()),
+    };
     let mut unfinished = Vec::new();
     let mut streams = Vec::new();
     for (dir, i, _, _, seconds, finished) in shards {
@@ -172,6 +176,14 @@ pub fn merged(
         agg.end_worker(i);
     }
     let outcome = agg.finish(header.connections, header.latency_basis);
+    let remote = outcome
+        .summary
+        .broadcast
+        .as_ref()
+        .is_some_and(|b| b.c.remote > 0 && !b.remote_timed());
+    if let (Some(why), true) = (untimed, remote) {
+        clocks.push_str(&why);
+    }
     let (status, message) = if unfinished.is_empty() {
         (Status::Completed, format!("{n} shards merged; {clocks}"))
     } else {
