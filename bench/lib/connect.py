@@ -20,8 +20,10 @@ each from its own source address (`--source-ip 127.0.0.I`, as barrage's sources)
 """
 import argparse, json, math, os, signal, statistics, subprocess, sys, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proctree  # noqa: E402  (the /proc reader, shared)
+
 PER_PROCESS = 18000
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def established():
@@ -33,25 +35,15 @@ def established():
 
 def tree_rss(roots):
     """RSS in bytes of the processes `roots` and all their descendants."""
-    parent, rss = {}, {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        rest = s[s.rfind(")") + 2:].split()
-        parent[int(d)], rss[int(d)] = int(rest[1]), int(rest[21]) * PAGE
+    table = proctree.procs()
     total = 0
-    for pid in rss:
+    for pid, (_, _, rss) in table.items():
         p = pid
         while p > 1:
             if p in roots:
-                total += rss[pid]
+                total += rss
                 break
-            p = parent.get(p, 0)
+            p = table.get(p, (0,))[0]
     return total
 
 

@@ -503,6 +503,31 @@ server_time = {{ json = "/took_ms" }}
     assert!(e.contains("bad.toml:") && e.contains("server_time"), "{e}");
 }
 
+/// 120 users of the rooms example against `server`, held `hold`, with the thresholds
+/// `broadcast.reach >= REACH` and `broadcast.lost == 0`: the run's output and its JSON.
+fn rooms(
+    example: &Path,
+    server: &EchoServer,
+    hold: &str,
+    reach: &str,
+    dir: &Path,
+) -> (std::process::Output, serde_json::Value) {
+    let json = dir.join("rooms.json");
+    let out = barrage()
+        .arg("run")
+        .arg(example)
+        .args(["--target", server.url()])
+        .args(["--users", "120", "--arrive", "1000", "--hold", hold])
+        .args(["--threshold", &format!("broadcast.reach >= {reach}")])
+        .args(["--threshold", "broadcast.lost == 0"])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let v = read_json(&json);
+    (out, v)
+}
+
 #[test]
 fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults() {
     let dir = tempfile::tempdir().unwrap();
@@ -519,19 +544,7 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
             extra.extend([f, knob]);
         }
         let server = EchoServer::serve("chat", &extra);
-        let json = dir.path().join("rooms.json");
-        let out = barrage()
-            .arg("run")
-            .arg(&example)
-            .args(["--target", server.url()])
-            .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
-            .args(["--threshold", "broadcast.reach >= 99.9%"])
-            .args(["--threshold", "broadcast.lost == 0"])
-            .args(["-q", "--no-tui", "--json"])
-            .arg(&json)
-            .output()
-            .unwrap();
-        let v = read_json(&json);
+        let (out, v) = rooms(&example, &server, "6s", "99.9%", dir.path());
         let stats = server.stop();
         let chat = &stats["chat"];
         let b = &v["summary"]["broadcast"];
@@ -585,22 +598,10 @@ fn the_delay_and_stall_knobs_read_as_injected() {
     let delay_us = 150_000;
     for knobs in [
         &["--delay", "150ms"][..],
-        &["--stall-at", "3s", "--stall-for", "1s"][..],
+        &["--stall-at", "4s", "--stall-for", "1s"][..],
     ] {
         let server = EchoServer::serve("chat", &[&["--seed", "7"][..], knobs].concat());
-        let json = dir.path().join("timing.json");
-        let out = barrage()
-            .arg("run")
-            .arg(&example)
-            .args(["--target", server.url()])
-            .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
-            .args(["--threshold", "broadcast.reach >= 100%"])
-            .args(["--threshold", "broadcast.lost == 0"])
-            .args(["-q", "--no-tui", "--json"])
-            .arg(&json)
-            .output()
-            .unwrap();
-        let v = read_json(&json);
+        let (out, v) = rooms(&example, &server, "8s", "100%", dir.path());
         let stats = server.stop();
         assert!(out.status.success(), "{knobs:?}: {}", v["thresholds"]);
         let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
@@ -614,8 +615,9 @@ fn the_delay_and_stall_knobs_read_as_injected() {
             assert!(n(peer, "min") >= delay_us, "{knobs:?}: {peer}");
             assert!(n(own, "min") >= delay_us, "{knobs:?}: {own}");
         } else {
-            // About 30 messages a second are sent from 1 s to 6 s into the run: some sent early
-            // in the stall (3 s to 4 s after the server started) wait most of it.
+            // About 30 messages a second are sent from 1 s to 8 s into the run: some sent early
+            // in the stall (4 s to 5 s after the server started, so barrage may start up to
+            // 3.5 s late) wait most of it.
             assert!(n(peer, "max").max(n(own, "max")) >= 500_000, "{peer}");
         }
     }

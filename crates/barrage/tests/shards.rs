@@ -24,6 +24,17 @@ fn shard(url: &str, i: usize, start: &str, dir: &std::path::Path) -> std::proces
         .unwrap()
 }
 
+/// Shards 0 and 1 of the same run (`shard`), started together, both ended well.
+fn two_shards(url: &str, dir: &std::path::Path) {
+    let start = start_in(2);
+    let mut a = Guard(shard(url, 0, &start, dir));
+    let mut b = Guard(shard(url, 1, &start, dir));
+    for c in [&mut a, &mut b] {
+        let st = wait_at_most(&mut c.0, Duration::from_secs(60)).expect("the shard ends");
+        assert!(st.success(), "{st}");
+    }
+}
+
 fn merge(args: &[&std::path::Path], out: &std::path::Path) -> std::process::Output {
     barrage()
         .arg("merge")
@@ -39,13 +50,7 @@ fn shards_of_a_run_merge_into_exactly_the_whole_run() {
     let server = EchoServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let start = start_in(2);
-    let mut a = Guard(shard(server.url(), 0, &start, d));
-    let mut b = Guard(shard(server.url(), 1, &start, d));
-    for c in [&mut a, &mut b] {
-        let st = wait_at_most(&mut c.0, Duration::from_secs(60)).expect("the shard ends");
-        assert!(st.success(), "{st}");
-    }
+    two_shards(server.url(), d);
     let (r0, r1) = (
         read_json(&d.join("shard0.json")),
         read_json(&d.join("shard1.json")),
@@ -261,13 +266,7 @@ fn shards_json_results_merge_like_their_directories() {
     let server = EchoServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let start = start_in(2);
-    let mut a = Guard(shard(server.url(), 0, &start, d));
-    let mut b = Guard(shard(server.url(), 1, &start, d));
-    for c in [&mut a, &mut b] {
-        let st = wait_at_most(&mut c.0, Duration::from_secs(60)).expect("the shard ends");
-        assert!(st.success(), "{st}");
-    }
+    two_shards(server.url(), d);
     let r0 = read_json(&d.join("shard0.json"));
     let seconds = r0["stream"]["seconds"].as_array().unwrap();
     assert_eq!(
