@@ -97,9 +97,7 @@ impl Sized {
             t,
         }
     }
-}
 
-impl Sized {
     /// The most bytes [`sized`] writes: a prefix, a 20-digit length, two CRLFs and the value.
     fn bound(&self) -> usize {
         1 + 20 + 2 + self.t.bound().unwrap_or(0) + 2
