@@ -16,8 +16,8 @@ pub(crate) mod testutil;
 mod trend;
 
 pub use contention::{
-    classify, contention, other_cpu, Cause, Contention, OtherCpu, CONTENTION_RULE,
-    OTHER_MATERIAL_PCT,
+    classify, contention, other_cpu, Cause, Contention, CpuShares, OtherCpu, CONTENTION_RULE,
+    MACHINE_FULL_PCT, OTHER_MATERIAL_PCT,
 };
 pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
@@ -26,10 +26,10 @@ pub use memory::{
     DEFAULT_TOLERANCE_PCT, LEAK_RULE, RECOVERY_SLACK_BYTES,
 };
 pub use saturation::{
-    saturation, saturation_summary, sign as saturation_sign, SaturationSummary, Sign,
+    saturation, saturation_summary, sign as saturation_sign, CpuSeries, SaturationSummary, Sign,
     CPU_SATURATED, LAG_SATURATED_US,
 };
-pub use stability::{stability, steady_start, steady_ticks, Stability, RAMP_DONE};
+pub use stability::{stability, steady_state, steady_ticks, Schedule, Stability, RAMP_DONE};
 pub use trend::{
     error_rate_trend, fd_trend, p99_trend, rss_trend, trend, Trend, TrendMetric, Verdict,
 };
@@ -133,8 +133,13 @@ pub fn server_usage(
 /// Everything [`analyze`] found in one run. Server parts are `None` without monitoring.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnalysisReport {
-    /// The steady state is `(steady_from_s, load_end_s]`.
+    /// The steady state is `(steady_from_s, steady_to_s]` ([`steady_state`]); the load ends
+    /// at `load_end_s`.
     pub steady_from_s: f64,
+    /// Results written before the steady state could end before the load did lack it:
+    /// [`AnalysisReport::fill_legacy`] sets it to `load_end_s`, their steady state's end.
+    #[serde(default = "f64_nan")]
+    pub steady_to_s: f64,
     pub load_end_s: f64,
     pub stability: Option<Stability>,
     pub p99_trend: Option<Trend>,
@@ -156,6 +161,40 @@ pub struct AnalysisReport {
     pub bytes_per_connection: Option<Fit>,
 }
 
+fn f64_nan() -> f64 {
+    f64::NAN
+}
+
+impl AnalysisReport {
+    /// The steady state as a window of the run's clock.
+    pub fn steady(&self) -> Window {
+        Window {
+            from_s: self.steady_from_s,
+            to_s: self.steady_to_s,
+        }
+    }
+
+    /// Fill what results written by older versions lack.
+    pub fn fill_legacy(&mut self) {
+        if self.steady_to_s.is_nan() {
+            self.steady_to_s = self.load_end_s;
+        }
+    }
+}
+
+/// The steady state of a run: a users scenario's by its schedule, else by its connections.
+fn run_steady_state(result: &RunResult) -> Window {
+    let schedule = result.config.users.as_ref().map(|u| Schedule {
+        last_arrival_s: u.last_arrival_s,
+        depart_from_s: (u.depart != "at_end").then_some(u.last_arrival_s + u.hold_s),
+    });
+    steady_state(
+        &result.timeseries,
+        result.summary.connections.target,
+        schedule,
+    )
+}
+
 /// Analyse one run. `recovery_s`: length of the recovery phase (sampling without load after
 /// the load ended), `None` or 0 when there was none. Idle samples are those at `t ≤ 0`, taken
 /// before the load started; the recovery's samples are all those after the load's end.
@@ -165,12 +204,8 @@ pub fn analyze(
     recovery_s: Option<f64>,
 ) -> AnalysisReport {
     let ticks = &result.timeseries;
-    let steady_from_s = steady_start(ticks, result.summary.connections.target);
+    let steady = run_steady_state(result);
     let load_end_s = crate::figures::load_end(ticks);
-    let steady = Window {
-        from_s: steady_from_s,
-        to_s: load_end_s,
-    };
     let generator = monitor.map_or(&[][..], |m| &m.generator[..]);
     let procs = monitor.map_or(0, |m| m.processes.len());
     let server = monitor.map(combined_server).unwrap_or_default();
@@ -190,21 +225,27 @@ pub fn analyze(
     });
     let ramp = Window {
         from_s: 0.0,
-        to_s: steady_from_s,
+        to_s: steady.from_s,
+    };
+    let cpu = CpuSeries {
+        generator,
+        server: &server,
+        other: &other,
+        host: monitor.map_or(&[][..], |m| &m.host[..]),
     };
     AnalysisReport {
-        steady_from_s,
+        steady_from_s: steady.from_s,
+        steady_to_s: steady.to_s,
         load_end_s,
-        stability: stability(ticks, steady_from_s),
-        p99_trend: p99_trend(ticks, steady_from_s),
-        error_rate_trend: error_rate_trend(ticks, steady_from_s),
+        stability: stability(ticks, steady),
+        p99_trend: p99_trend(ticks, steady),
+        error_rate_trend: error_rate_trend(ticks, steady),
         saturation: saturation_summary(
             ticks,
-            generator,
-            &other,
+            cpu,
             // A generator cannot use more cores than the machine has.
             result.config.threads.min(result.environment.cores.max(1)),
-            steady_from_s,
+            steady,
         ),
         contention: contention(other, crate::figures::load_window(ticks)),
         correctness: Some(correctness(&result.summary.exchanges)),

@@ -50,17 +50,47 @@ pub struct ProcessFigures {
     pub tcp_close_wait_max: u64,
 }
 
-/// The figures of `samples` within `w`; `None` without a sample there.
+/// The mean of a series' values `(t, v)` within `w`, each weighted by the seconds it covers:
+/// a sampled share (CPU) covers the time since the sample before it, which is longer than the
+/// interval when the monitor fell behind (reading 100,000 sockets' fds takes more than a
+/// second), so seconds in which it sampled less often (a busy machine) still weigh as much as
+/// the others. The first sample covers as long as the second does. `None` without a point in
+/// `w`.
+pub fn time_mean(points: &[(f64, f64)], w: Window) -> Option<f64> {
+    let mut prev: Option<f64> = None;
+    let second_gap = points.get(1).zip(points.first()).map(|(b, a)| b.0 - a.0);
+    let (mut sum, mut total, mut plain, mut n) = (0.0, 0.0, 0.0, 0usize);
+    for &(t, v) in points {
+        let covered = prev.map_or(second_gap.unwrap_or(1.0), |p| t - p).max(0.0);
+        prev = Some(t);
+        if w.contains(t) {
+            sum += v * covered;
+            total += covered;
+            plain += v;
+            n += 1;
+        }
+    }
+    match n {
+        0 => None,
+        _ if total > 0.0 => Some(sum / total),
+        _ => Some(plain / n as f64),
+    }
+}
+
+/// The figures of `samples` within `w`; `None` without a sample there. The CPU average is a
+/// [`time_mean`].
 pub fn process(samples: &[ProcSample], w: Window) -> Option<ProcessFigures> {
     let s: Vec<&ProcSample> = w.select(samples).collect();
     if s.is_empty() {
         return None;
     }
     let n = s.len() as f64;
+    let cpu: Vec<(f64, f64)> = samples.iter().map(|x| (x.t, x.cpu_pct)).collect();
+    let cpu_avg_pct = time_mean(&cpu, w)?;
     let max = |f: fn(&ProcSample) -> u64| s.iter().map(|x| f(x)).max().unwrap_or(0);
     Some(ProcessFigures {
         samples: s.len(),
-        cpu_avg_pct: s.iter().map(|x| x.cpu_pct).sum::<f64>() / n,
+        cpu_avg_pct,
         cpu_max_pct: s.iter().map(|x| x.cpu_pct).fold(0.0, f64::max),
         rss_avg_bytes: s.iter().map(|x| x.rss_bytes as f64).sum::<f64>() / n,
         rss_max_bytes: max(|x| x.rss_bytes),
@@ -136,10 +166,10 @@ pub struct Machine {
 pub fn machine(host: &[HostSample], w: Window) -> Option<Machine> {
     let s: Vec<&HostSample> = host.iter().filter(|h| w.contains(h.t)).collect();
     let last = s.last()?;
-    let n = s.len() as f64;
+    let cpu: Vec<(f64, f64)> = host.iter().map(|h| (h.t, h.cpu_pct)).collect();
     Some(Machine {
         samples: s.len(),
-        cpu_avg_pct: s.iter().map(|h| h.cpu_pct).sum::<f64>() / n,
+        cpu_avg_pct: time_mean(&cpu, w)?,
         cpu_max_pct: s.iter().map(|h| h.cpu_pct).fold(0.0, f64::max),
         mem_used_max_bytes: s.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0),
         mem_total_bytes: last.mem_total_bytes,
@@ -226,6 +256,50 @@ mod tests {
             host,
             generator: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_cpu_average_weighs_each_sample_by_the_time_it_covers() {
+        // Regression: the 100,000-user hour's monitor fell behind when the machine was busy
+        // (a sample every 2-13 s), and the plain mean of its samples put the server at 57 %
+        // of a core where a per-second sampler read 77 %.
+        let w = Window {
+            from_s: 0.0,
+            to_s: 100.0,
+        };
+        // 10 quiet seconds sampled every second at 10 %, then 30 busy seconds in 3 samples.
+        let mut pts: Vec<(f64, f64)> = (1..=10).map(|t| (t as f64, 10.0)).collect();
+        pts.extend([(20.0, 90.0), (30.0, 90.0), (40.0, 90.0)]);
+        let m = time_mean(&pts, w).unwrap();
+        assert!((m - (10.0 * 10.0 + 30.0 * 90.0) / 40.0).abs() < 1e-9, "{m}");
+        // A window takes the samples in it, each still covering the time since its previous.
+        let busy = Window {
+            from_s: 10.0,
+            to_s: 40.0,
+        };
+        assert_eq!(time_mean(&pts, busy), Some(90.0));
+        assert_eq!(
+            time_mean(
+                &pts,
+                Window {
+                    from_s: 50.0,
+                    to_s: 60.0
+                }
+            ),
+            None
+        );
+        // Evenly spaced samples: the plain mean.
+        let even = [(1.0, 10.0), (2.0, 20.0), (3.0, 60.0)];
+        assert_eq!(time_mean(&even, w), Some(30.0));
+        let samples: Vec<ProcSample> = pts
+            .iter()
+            .map(|(t, c)| {
+                let mut s = proc(*t, MIB);
+                s.cpu_pct = *c;
+                s
+            })
+            .collect();
+        assert_eq!(process(&samples, w).unwrap().cpu_avg_pct, m);
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub struct Row {
 
 pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/throughput \
     thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn; Pass \
-    becomes Warn if the generator was saturated (by its own work or starved by other processes) \
+    becomes Warn if the generator was saturated (for any cause) \
     in more than 5 % of the seconds, or if other processes used more than 20 % of a core on \
     average under load";
 pub const STABILITY_RULE: &str = "CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
@@ -215,10 +215,11 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
             "; generator saturated in {} of {} s",
             sat.saturated_s, sat.of_s
         ));
-        if sat.own_work_s + sat.starved_s > 0 {
+        if sat.own_work_s + sat.server_s + sat.starved_s > 0 {
             figure.push_str(&format!(
-                " (by its own work {} s, starved by other processes {} s)",
-                sat.own_work_s, sat.starved_s
+                " (by its own work {} s, out of CPU with the server {} s, starved by other \
+                 processes {} s)",
+                sat.own_work_s, sat.server_s, sat.starved_s
             ));
         }
         if sat.saturated_s * 20 > sat.of_s {

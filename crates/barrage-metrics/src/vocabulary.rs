@@ -119,11 +119,11 @@ fn measured_window(r: &RunResult, a: &AnalysisReport) -> Window {
 
 /// µs of CPU per completed exchange: the process's mean CPU over `w` / the average rate.
 fn cpu_per_request(samples: &[ProcSample], w: Window, rps_avg: f64) -> Option<f64> {
-    let cpu: Vec<f64> = w.select(samples).map(|s| s.cpu_pct).collect();
-    if cpu.is_empty() || rps_avg <= 0.0 {
+    if rps_avg <= 0.0 {
         return None;
     }
-    let mean_pct = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    let cpu: Vec<(f64, f64)> = samples.iter().map(|s| (s.t, s.cpu_pct)).collect();
+    let mean_pct = crate::figures::time_mean(&cpu, w)?;
     Some(mean_pct / 100.0 * 1e6 / rps_avg)
 }
 

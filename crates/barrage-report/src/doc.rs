@@ -255,27 +255,12 @@ fn warnings(r: &RunResult) -> Vec<Block> {
             )));
         }
         let sat = &a.saturation;
-        if sat.starved_s > 0 {
+        for w in crate::verdicts::saturation_warnings(sat) {
             out.push(Block::Warning(format!(
-                "The load generator was starved of CPU by other processes for {} s of {} s; the \
-                 figures of those seconds describe the machine, not the server (rule: {}).",
-                sat.starved_s, sat.of_s, sat.rule
-            )));
-        }
-        if sat.own_work_s > 0 {
-            out.push(Block::Warning(format!(
-                "The load generator was saturated by its own work for {} s of {} s; the \
-                 figures of those seconds describe barrage, not the server (rule: {}).",
-                sat.own_work_s, sat.of_s, sat.rule
-            )));
-        }
-        let unknown = sat.saturated_s - sat.own_work_s - sat.starved_s;
-        if unknown > 0 {
-            out.push(Block::Warning(format!(
-                "The load generator was the bottleneck for {unknown} s of {} s (its CPU was not \
-                 sampled, so its own work cannot be told from starvation); the figures of \
-                 those seconds describe barrage, not the server (rule: {}).",
-                sat.of_s, sat.rule
+                "{}{} (rule: {}).",
+                w[..1].to_uppercase(),
+                &w[1..],
+                sat.rule
             )));
         }
     }

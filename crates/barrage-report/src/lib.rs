@@ -282,6 +282,9 @@ pub fn parse(text: &str, path: &Path) -> Result<RunResult, ReportError> {
     }
     let mut r: RunResult = serde_json::from_str(text).map_err(json_err)?;
     r.summary.fill_legacy();
+    if let Some(a) = &mut r.analysis {
+        a.fill_legacy();
+    }
     Ok(r)
 }
 

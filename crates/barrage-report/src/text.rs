@@ -245,13 +245,14 @@ fn throughput(r: &RunResult) -> Vec<String> {
     // steady state is the load as planned.
     let steady = r.analysis.as_ref().and_then(|a| {
         let st = a.stability.as_ref()?;
-        (a.steady_from_s >= 1.0).then_some((st.mean_rps, a.steady_from_s))
+        let ramped = a.steady_from_s >= 1.0 || a.steady_to_s < a.load_end_s;
+        ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
     });
-    if let Some((rps, from)) = steady {
+    if let Some((rps, from, to)) = steady {
         lines.push(row(
             "  steady",
             format!(
-                "{} req/s after the ramp (from {from:.0} s)",
+                "{} req/s in the steady state ({from:.0} s to {to:.0} s)",
                 real(rps).trim()
             ),
         ));

@@ -2,9 +2,75 @@
 //! saturation, thresholds and the readiness table. Only what was measured is shown.
 
 use crate::fmt::bytes;
-use barrage_metrics::analysis::LeakStatus;
+use barrage_metrics::analysis::{LeakStatus, SaturationSummary};
 use barrage_metrics::readiness::Grade;
 use barrage_metrics::RunResult;
+
+/// The generator-saturation warnings of the steady state, one sentence per cause, without
+/// the rule (the text summary leaves it out, the documents append it).
+pub(crate) fn saturation_warnings(sat: &SaturationSummary) -> Vec<String> {
+    let of = sat.of_s;
+    let mut out = Vec::new();
+    if sat.own_work_s > 0 {
+        out.push(format!(
+            "the load generator was saturated by its own work for {} s of {of} s of the steady \
+             state; the figures of those seconds describe barrage, not the server",
+            sat.own_work_s
+        ));
+    }
+    if sat.server_s > 0 {
+        out.push(format!(
+            "the load generator and the server ran out of CPU together for {} s of {of} s of \
+             the steady state (the machine's cores were full, the server holding most of what \
+             barrage did not use); the figures of those seconds describe this machine, not the \
+             server's capacity: give them separate cores or machines",
+            sat.server_s
+        ));
+    }
+    if sat.starved_s > 0 {
+        out.push(format!(
+            "the load generator was starved of CPU by other processes for {} s of {of} s of the \
+             steady state; the figures of those seconds describe the machine, not the server",
+            sat.starved_s
+        ));
+    }
+    let unknown = sat.unknown_s();
+    if unknown > 0 {
+        out.push(format!(
+            "the load generator was the bottleneck for {unknown} s of {of} s of the steady state \
+             (its CPU was not sampled: add --monitor to tell its own work from starvation); the \
+             figures of those seconds describe barrage, not the server"
+        ));
+    }
+    out
+}
+
+/// The saturated seconds outside the steady state, by cause, or `None` when there were none.
+pub(crate) fn ramp_saturation(sat: &SaturationSummary) -> Option<String> {
+    if sat.ramp_s == 0 {
+        return None;
+    }
+    let mut causes = Vec::new();
+    for (n, what) in [
+        (sat.ramp_own_work_s, "own work"),
+        (sat.ramp_server_s, "out of CPU with the server"),
+        (sat.ramp_starved_s, "starved by other processes"),
+    ] {
+        if n > 0 {
+            causes.push(format!("{what} {n} s"));
+        }
+    }
+    let known = sat.ramp_own_work_s + sat.ramp_server_s + sat.ramp_starved_s;
+    if known < sat.ramp_s {
+        causes.push(format!("not sampled {} s", sat.ramp_s - known));
+    }
+    Some(format!(
+        "the generator also looked saturated in {} s outside the steady state (warm-up, ramp \
+         up or ramp down): {}; reported apart, not counted above",
+        sat.ramp_s,
+        causes.join(", ")
+    ))
+}
 
 pub fn verdicts(r: &RunResult) -> Vec<String> {
     let mut lines = Vec::new();
@@ -54,31 +120,11 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
                 c.other_avg_pct, c.other_max_pct
             ));
         }
-        let sat = &a.saturation;
-        if sat.starved_s > 0 {
-            lines.push(format!(
-                "WARNING       the load generator was starved of CPU by other processes for {} s of {} s; numbers in those seconds describe the machine, not the server",
-                sat.starved_s, sat.of_s
-            ));
+        for w in saturation_warnings(&a.saturation) {
+            lines.push(format!("WARNING       {w}"));
         }
-        if sat.own_work_s > 0 {
-            lines.push(format!(
-                "WARNING       the load generator was saturated by its own work for {} s of {} s; numbers in those seconds describe barrage, not the server",
-                sat.own_work_s, sat.of_s
-            ));
-        }
-        let unknown = sat.saturated_s - sat.own_work_s - sat.starved_s;
-        if unknown > 0 {
-            lines.push(format!(
-                "WARNING       the load generator was the bottleneck for {unknown} s of {} s (its CPU was not sampled: add --monitor to tell its own work from starvation); numbers in those seconds describe barrage, not the server",
-                sat.of_s
-            ));
-        }
-        if sat.ramp_s > 0 {
-            lines.push(format!(
-                "Ramp          the generator also looked saturated in {} s of the warm-up or connection ramp (reported apart, not counted above)",
-                sat.ramp_s
-            ));
+        if let Some(ramp) = ramp_saturation(&a.saturation) {
+            lines.push(format!("Ramp          {ramp}"));
         }
     }
     if !r.thresholds.is_empty() {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{barrage, read_json, s, u, EchoServer};
+use common::{barrage, f, read_json, s, u, EchoServer};
 use std::path::{Path, PathBuf};
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -772,6 +772,22 @@ fn the_seed_file_at_ci_size_counts_every_delivery() {
     assert_eq!(n(b, "duplicates"), 0);
     assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
     assert!(out.status.code() == Some(0) || out.status.code() == Some(3));
+    // The steady state is the schedule's: from the last arrival to the first departure (hold
+    // after it), although users leaving at 100/s keep the run from ending at full strength.
+    let a = &v["analysis"];
+    let last = f(&v, "config.users.last_arrival_s");
+    assert_eq!(f(a, "steady_from_s"), last);
+    assert_eq!(f(a, "steady_to_s"), last + 8.0);
+    assert!(f(a, "load_end_s") > last + 8.0);
+    let full_steady = v["timeseries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["phase"] == "measured" && f(t, "dt") >= 0.999)
+        .filter(|t| f(t, "t") > last && f(t, "t") <= last + 8.0)
+        .count() as u64;
+    assert!(full_steady >= 7, "{full_steady}");
+    assert_eq!(u(a, "stability.n"), full_steady);
     // The report draws the delivery side over time.
     let html = dir.path().join("seed.html");
     let r = barrage()

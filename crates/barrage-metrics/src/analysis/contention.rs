@@ -83,7 +83,8 @@ pub fn contention(other: Vec<OtherCpu>, under_load: Window) -> Option<Contention
     if load.is_empty() {
         return None;
     }
-    let avg = load.iter().sum::<f64>() / load.len() as f64;
+    let points: Vec<(f64, f64)> = other.iter().map(|o| (o.t, o.pct)).collect();
+    let avg = crate::figures::time_mean(&points, under_load)?;
     Some(Contention {
         other_avg_pct: avg,
         other_max_pct: load.iter().copied().fold(0.0, f64::max),
@@ -93,26 +94,55 @@ pub fn contention(other: Vec<OtherCpu>, under_load: Window) -> Option<Contention
     })
 }
 
+/// The machine's busy share of all its cores (%) from which its CPU counts as full.
+pub const MACHINE_FULL_PCT: f64 = 90.0;
+
 /// Why a saturated second was saturated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// barrage used all the CPU it could, or nothing else wanted the CPU: its own work.
     OwnWork,
+    /// The machine's cores were full and the monitored server held more of them than other
+    /// processes: barrage and the server ran out of CPU together (they share the machine).
+    Server,
     /// barrage was below its CPU limit while other processes took a material share.
     OtherProcesses,
     /// No CPU samples for that second.
     NotMeasured,
 }
 
-/// The cause of one saturated second from barrage's CPU (`None`: not sampled), its limit (%
-/// of one core) and other processes' CPU in that second (`None`: not sampled).
-pub fn classify(generator_cpu: Option<f64>, limit: f64, other_cpu: Option<f64>) -> Cause {
-    match (generator_cpu, other_cpu) {
-        (None, _) => Cause::NotMeasured,
-        (Some(g), _) if g >= limit => Cause::OwnWork,
-        (Some(_), Some(o)) if o > OTHER_MATERIAL_PCT => Cause::OtherProcesses,
-        (Some(_), _) => Cause::OwnWork,
+/// CPU use in one second, each in % of one core except `machine` (busy share of all cores,
+/// %); `None` where not sampled.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuShares {
+    pub generator: Option<f64>,
+    pub server: Option<f64>,
+    pub other: Option<f64>,
+    pub machine: Option<f64>,
+}
+
+/// The cause of one saturated second from the CPU use in it and barrage's CPU limit (% of one
+/// core). barrage at its limit: its own work. Below it, with the machine full: whoever of the
+/// server and the other processes held more of the CPU (the server only when it used a
+/// material share). Below it on a machine with CPU to spare: other processes when they used a
+/// material share, else barrage's own work (a hot thread, the kernel on its behalf).
+pub fn classify(s: CpuShares, limit: f64) -> Cause {
+    let Some(g) = s.generator else {
+        return Cause::NotMeasured;
+    };
+    if g >= limit {
+        return Cause::OwnWork;
+    }
+    let other = s.other.unwrap_or(0.0);
+    let server = s.server.unwrap_or(0.0);
+    let full = s.machine.is_some_and(|m| m >= MACHINE_FULL_PCT);
+    if full && server > OTHER_MATERIAL_PCT && server >= other {
+        Cause::Server
+    } else if other > OTHER_MATERIAL_PCT {
+        Cause::OtherProcesses
+    } else {
+        Cause::OwnWork
     }
 }
 
@@ -173,14 +203,40 @@ mod tests {
 
     #[test]
     fn starved_and_self_saturated_seconds_are_told_apart() {
-        // One worker thread: limit 90 % of a core.
-        assert_eq!(classify(Some(95.0), 90.0, Some(150.0)), Cause::OwnWork);
+        let c = |generator, server, other, machine| {
+            classify(
+                CpuShares {
+                    generator,
+                    server,
+                    other,
+                    machine,
+                },
+                90.0, // one worker thread: limit 90 % of a core
+            )
+        };
+        assert_eq!(c(Some(95.0), None, Some(150.0), None), Cause::OwnWork);
         assert_eq!(
-            classify(Some(40.0), 90.0, Some(150.0)),
+            c(Some(40.0), None, Some(150.0), None),
             Cause::OtherProcesses
         );
-        assert_eq!(classify(Some(40.0), 90.0, Some(20.0)), Cause::OwnWork);
-        assert_eq!(classify(Some(40.0), 90.0, None), Cause::OwnWork);
-        assert_eq!(classify(None, 90.0, Some(150.0)), Cause::NotMeasured);
+        assert_eq!(c(Some(40.0), None, Some(20.0), None), Cause::OwnWork);
+        assert_eq!(c(Some(40.0), None, None, None), Cause::OwnWork);
+        assert_eq!(c(None, None, Some(150.0), None), Cause::NotMeasured);
+        // Two cores full, the server holding most of what barrage left: the server.
+        let full = Some(MACHINE_FULL_PCT);
+        assert_eq!(c(Some(80.0), Some(110.0), Some(10.0), full), Cause::Server);
+        // ... unless other processes held more, or the machine had CPU to spare.
+        assert_eq!(
+            c(Some(80.0), Some(50.0), Some(70.0), full),
+            Cause::OtherProcesses
+        );
+        assert_eq!(
+            c(Some(80.0), Some(110.0), Some(5.0), Some(89.0)),
+            Cause::OwnWork
+        );
+        // A full machine with a server that barely ran is not the server's doing.
+        assert_eq!(c(Some(80.0), Some(15.0), Some(5.0), full), Cause::OwnWork);
+        // barrage at its limit is its own work, whatever the rest did.
+        assert_eq!(c(Some(90.0), Some(110.0), Some(0.0), full), Cause::OwnWork);
     }
 }

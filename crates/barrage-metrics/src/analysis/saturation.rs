@@ -6,9 +6,10 @@
 //! compared to the previous tick (due messages could not be sent on time). Results from saturated seconds
 //! understate what the server can do; reports should say so rather than hide it.
 
-use super::contention::{classify, Cause, OtherCpu};
+use super::contention::{classify, Cause, CpuShares, OtherCpu, MACHINE_FULL_PCT};
+use super::Window;
 use crate::aggregate::Tick;
-use crate::monitor::ProcSample;
+use crate::monitor::{HostSample, ProcSample};
 use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
@@ -19,13 +20,24 @@ pub const CPU_SATURATED: f64 = 0.9;
 pub const LAG_SATURATED_US: u64 = 10_000;
 
 /// Mean of the values within half a tick of the tick's end (a sample's CPU covers the interval
-/// that ends at its `t`); `None` when there is none.
+/// that ends at its `t`). When the monitor took none there (it fell behind), the first sample
+/// after the tick, whose interval covers it; `None` when there is none.
 fn mean_near(tick: &Tick, samples: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
     let half = tick.dt.max(1e-9) / 2.0;
-    let (sum, n) = samples
-        .filter(|(t, _)| *t > tick.t - half && *t <= tick.t + half)
-        .fold((0.0, 0usize), |(sum, n), (_, v)| (sum + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
+    let (mut sum, mut n, mut covering) = (0.0, 0usize, None);
+    for (t, v) in samples {
+        if t > tick.t - half && t <= tick.t + half {
+            sum += v;
+            n += 1;
+        } else if t > tick.t + half && covering.is_none() {
+            covering = Some(v);
+        }
+    }
+    if n > 0 {
+        Some(sum / n as f64)
+    } else {
+        covering
+    }
 }
 
 fn cpu_near(tick: &Tick, generator: &[ProcSample]) -> Option<f64> {
@@ -75,10 +87,10 @@ pub fn saturation(ticks: &[Tick], generator: &[ProcSample], threads: usize) -> V
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SaturationSummary {
-    /// Saturated ticks, and all ticks of the warm-up and load phases.
+    /// Saturated ticks of the steady state, and all its ticks.
     pub saturated_s: usize,
     pub of_s: usize,
-    /// End times of the saturated ticks.
+    /// End times of the saturated ticks of the steady state.
     pub times: Vec<f64>,
     /// Whether generator CPU samples were available (otherwise only the backlog counted).
     pub cpu_measured: bool,
@@ -86,62 +98,117 @@ pub struct SaturationSummary {
     /// material share of the CPU: saturated by its own work.
     #[serde(default)]
     pub own_work_s: usize,
+    /// Saturated seconds in which barrage was below its CPU limit, the machine's cores were
+    /// full and the monitored server held more of them than other processes: barrage and the
+    /// server ran out of CPU together.
+    #[serde(default)]
+    pub server_s: usize,
     /// Saturated seconds in which barrage was below its CPU limit while other processes took
-    /// more than a fifth of a core: starved by other processes.
+    /// more than a fifth of a core (and more than the server, when the cores were full):
+    /// starved by other processes.
     #[serde(default)]
     pub starved_s: usize,
-    /// Saturated seconds before the steady state (warm-up and connection ramp): reported
-    /// apart, never counted in the figures above, the warnings or the readiness table.
+    /// Saturated seconds outside the steady state (warm-up, ramp up, ramp down): reported
+    /// apart, never counted in the figures above, the warnings or the readiness table; split
+    /// by cause the same way.
     #[serde(default)]
     pub ramp_s: usize,
     #[serde(default)]
     pub ramp_times: Vec<f64>,
+    #[serde(default)]
+    pub ramp_own_work_s: usize,
+    #[serde(default)]
+    pub ramp_server_s: usize,
+    #[serde(default)]
+    pub ramp_starved_s: usize,
     pub rule: String,
 }
 
-/// The saturated seconds, each with its cause ([`classify`]); `other`: other processes' CPU.
-pub fn saturation_summary(
-    ticks: &[Tick],
-    generator: &[ProcSample],
-    other: &[OtherCpu],
-    threads: usize,
-    steady_from_s: f64,
-) -> SaturationSummary {
-    let (ramp_times, times): (Vec<f64>, Vec<f64>) = saturation(ticks, generator, threads)
-        .into_iter()
-        .partition(|t| *t <= steady_from_s);
-    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
-    let (mut own_work_s, mut starved_s) = (0, 0);
+impl SaturationSummary {
+    /// Saturated seconds of the steady state whose cause is not known (no CPU samples).
+    pub fn unknown_s(&self) -> usize {
+        self.saturated_s - self.own_work_s - self.server_s - self.starved_s
+    }
+}
+
+/// The CPU series that tell a saturated second's cause; any may be empty.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuSeries<'a> {
+    pub generator: &'a [ProcSample],
+    /// The monitored server processes, counted together.
+    pub server: &'a [ProcSample],
+    pub other: &'a [OtherCpu],
+    pub host: &'a [HostSample],
+}
+
+impl CpuSeries<'_> {
+    fn shares(&self, tk: &Tick) -> CpuShares {
+        CpuShares {
+            generator: cpu_near(tk, self.generator),
+            server: cpu_near(tk, self.server),
+            other: mean_near(tk, self.other.iter().map(|o| (o.t, o.pct))),
+            machine: mean_near(tk, self.host.iter().map(|h| (h.t, h.cpu_pct))),
+        }
+    }
+}
+
+/// Saturated seconds by cause: (own work, server, other processes).
+fn causes(ticks: &[Tick], times: &[f64], cpu: &CpuSeries, limit: f64) -> (usize, usize, usize) {
+    let mut n = (0, 0, 0);
     for tk in ticks.iter().filter(|tk| times.contains(&tk.t)) {
-        let other = mean_near(tk, other.iter().map(|o| (o.t, o.pct)));
-        match classify(cpu_near(tk, generator), limit, other) {
-            Cause::OwnWork => own_work_s += 1,
-            Cause::OtherProcesses => starved_s += 1,
+        match classify(cpu.shares(tk), limit) {
+            Cause::OwnWork => n.0 += 1,
+            Cause::Server => n.1 += 1,
+            Cause::OtherProcesses => n.2 += 1,
             Cause::NotMeasured => {}
         }
     }
+    n
+}
+
+/// The saturated seconds, in the steady state and outside it, each with its cause
+/// ([`classify`]).
+pub fn saturation_summary(
+    ticks: &[Tick],
+    cpu: CpuSeries,
+    threads: usize,
+    steady: Window,
+) -> SaturationSummary {
+    let (times, ramp_times): (Vec<f64>, Vec<f64>) = saturation(ticks, cpu.generator, threads)
+        .into_iter()
+        .partition(|t| steady.contains(*t));
+    let limit = CPU_SATURATED * threads.max(1) as f64 * 100.0;
+    let (own_work_s, server_s, starved_s) = causes(ticks, &times, &cpu, limit);
+    let (ramp_own_work_s, ramp_server_s, ramp_starved_s) = causes(ticks, &ramp_times, &cpu, limit);
     SaturationSummary {
         own_work_s,
+        server_s,
         starved_s,
         saturated_s: times.len(),
         of_s: ticks
             .iter()
-            .filter(|t| t.phase != Phase::Drain && t.t > steady_from_s)
+            .filter(|t| t.phase != Phase::Drain && steady.contains(t.t))
             .count(),
         times,
         ramp_s: ramp_times.len(),
         ramp_times,
-        cpu_measured: !generator.is_empty(),
+        ramp_own_work_s,
+        ramp_server_s,
+        ramp_starved_s,
+        cpu_measured: !cpu.generator.is_empty(),
         rule: format!(
             "a second is saturated when barrage's CPU is at least {:.0} % of its {} worker \
              thread(s) ({:.0} % of one core), its event loop ran {} ms or more late, or the \
-             open-loop backlog grew since the previous second; starved by other processes when \
-             barrage was below that CPU while other processes used more than 20 % of a core, \
-             else saturated by its own work",
+             open-loop backlog grew since the previous second. Below that CPU, barrage was \
+             starved: by the server when the machine's cores were at least {:.0} % busy and \
+             the server held more of them than other processes (they ran out of CPU \
+             together), by other processes when they used more than 20 % of a core; else it \
+             was saturated by its own work",
             CPU_SATURATED * 100.0,
             threads.max(1),
             CPU_SATURATED * threads.max(1) as f64 * 100.0,
-            LAG_SATURATED_US / 1000
+            LAG_SATURATED_US / 1000,
+            MACHINE_FULL_PCT,
         ),
     }
 }
@@ -150,6 +217,13 @@ pub fn saturation_summary(
 mod tests {
     use super::*;
     use crate::analysis::testutil::{measured, tick};
+
+    fn from(from_s: f64) -> Window {
+        Window {
+            from_s,
+            to_s: f64::INFINITY,
+        }
+    }
 
     fn gen(t: f64, cpu: f64) -> ProcSample {
         ProcSample {
@@ -202,7 +276,7 @@ mod tests {
         {
             t.lag_us_max = lag;
         }
-        let s = saturation_summary(&ticks, &[], &[], 1, 4.0);
+        let s = saturation_summary(&ticks, CpuSeries::default(), 1, from(4.0));
         assert_eq!((s.saturated_s, s.of_s), (1, 4), "{s:?}");
         assert_eq!(s.times, vec![6.0]);
         assert_eq!((s.ramp_s, s.ramp_times.clone()), (3, vec![1.0, 2.0, 3.0]));
@@ -222,7 +296,7 @@ mod tests {
             .map(|(i, c)| gen(i as f64 + 1.02, *c))
             .collect();
         assert_eq!(saturation(&ticks, &g, 2), vec![2.0, 3.0, 5.0, 6.0]);
-        let s = saturation_summary(&ticks, &[], &[], 2, 0.0);
+        let s = saturation_summary(&ticks, CpuSeries::default(), 2, from(0.0));
         assert_eq!((s.saturated_s, s.of_s, s.cpu_measured), (2, 6, false));
         assert_eq!(s.times, vec![2.0, 5.0]);
         assert!(s.rule.contains("180 %"));
@@ -240,19 +314,34 @@ mod tests {
     }
 
     #[test]
+    fn a_tick_the_monitor_skipped_takes_the_sample_that_covers_it() {
+        // A monitor that fell behind sampled at 1 s and then at 4 s: that sample's CPU is the
+        // mean over (1, 4], so ticks 2-4 take it; tick 5 after the last sample has none.
+        let ticks = measured(&[100.0; 5], 10);
+        let g = [gen(1.0, 20.0), gen(4.0, 95.0)];
+        let cpu: Vec<Option<f64>> = ticks.iter().map(|tk| cpu_near(tk, &g)).collect();
+        assert_eq!(cpu, [Some(20.0), Some(95.0), Some(95.0), Some(95.0), None]);
+        assert_eq!(saturation(&ticks, &g, 1), vec![2.0, 3.0, 4.0]);
+    }
+
+    #[test]
     fn saturated_seconds_are_split_by_cause() {
-        // One thread; every second late. Seconds 1-2: barrage at 95 % (own work); 3-4: at
-        // 30 % while others use 150 % of a core (starved); 5: at 30 %, others idle.
-        let mut ticks = measured(&[100.0; 5], 10);
+        // One thread on two cores; every second late. Seconds 1-2: barrage at 95 % (own
+        // work); 3-4: at 30 % while others use 150 % of a core (starved); 5: at 30 %, others
+        // idle; 6-7: at 70 %, the machine full, the server at 120 % (the server).
+        let mut ticks = measured(&[100.0; 7], 10);
         for t in &mut ticks {
             t.lag_us_max = 20_000;
         }
-        let g: Vec<_> = [95.0, 95.0, 30.0, 30.0, 30.0]
-            .iter()
-            .enumerate()
-            .map(|(i, c)| gen(i as f64 + 1.0, *c))
-            .collect();
-        let other: Vec<_> = [0.0, 0.0, 150.0, 150.0, 5.0]
+        let series = |v: &[f64]| -> Vec<ProcSample> {
+            v.iter()
+                .enumerate()
+                .map(|(i, c)| gen(i as f64 + 1.0, *c))
+                .collect()
+        };
+        let g = series(&[95.0, 95.0, 30.0, 30.0, 30.0, 70.0, 70.0]);
+        let server = series(&[50.0, 50.0, 10.0, 10.0, 10.0, 120.0, 120.0]);
+        let other: Vec<_> = [0.0, 0.0, 150.0, 150.0, 5.0, 10.0, 10.0]
             .iter()
             .enumerate()
             .map(|(i, pct)| OtherCpu {
@@ -260,10 +349,48 @@ mod tests {
                 pct: *pct,
             })
             .collect();
-        let s = saturation_summary(&ticks, &g, &other, 1, 0.0);
-        assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 3, 2));
+        let host: Vec<_> = [72.5, 72.5, 95.0, 95.0, 22.5, 100.0, 100.0]
+            .iter()
+            .enumerate()
+            .map(|(i, pct)| HostSample {
+                t: i as f64 + 1.0,
+                cpu_pct: *pct,
+                ..Default::default()
+            })
+            .collect();
+        let cpu = CpuSeries {
+            generator: &g,
+            server: &server,
+            other: &other,
+            host: &host,
+        };
+        let s = saturation_summary(&ticks, cpu, 1, from(0.0));
+        let split = |s: &SaturationSummary| (s.saturated_s, s.own_work_s, s.server_s, s.starved_s);
+        assert_eq!(split(&s), (7, 3, 2, 2));
+        assert_eq!(s.unknown_s(), 0);
+        // Outside the steady state the same split, reported apart.
+        let s = saturation_summary(
+            &ticks,
+            cpu,
+            1,
+            Window {
+                from_s: 4.0,
+                to_s: 5.0,
+            },
+        );
+        assert_eq!(split(&s), (1, 1, 0, 0));
+        assert_eq!(s.ramp_times, vec![1.0, 2.0, 3.0, 4.0, 6.0, 7.0]);
+        assert_eq!(
+            (s.ramp_own_work_s, s.ramp_server_s, s.ramp_starved_s),
+            (2, 2, 2)
+        );
         // Without CPU samples the cause is not claimed.
-        let s = saturation_summary(&ticks, &[], &other, 1, 0.0);
-        assert_eq!((s.saturated_s, s.own_work_s, s.starved_s), (5, 0, 0));
+        let no_gen = CpuSeries {
+            generator: &[],
+            ..cpu
+        };
+        let s = saturation_summary(&ticks, no_gen, 1, from(0.0));
+        assert_eq!(split(&s), (7, 0, 0, 0));
+        assert_eq!(s.unknown_s(), 7);
     }
 }

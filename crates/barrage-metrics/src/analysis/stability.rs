@@ -1,11 +1,16 @@
 //! Steady state and the stability of throughput in it.
 //!
-//! The steady state starts when both the warm-up and the connection ramp are over: from the
-//! end of the first tick at which at least 99 % of the target connections are open and stay
-//! open until the load ends. Stability looks only at full measured seconds (`dt ≥ 0.999`) after
-//! that point, since partial segments at the warm-up and load ends have noisy rates.
+//! The steady state is the part of the load in which the planned load was all there: after the
+//! warm-up and the ramp up, before the ramp down. For a users scenario that is the schedule: from
+//! the last arrival to the first departure (`hold` after the last arrival; the load's end when
+//! users leave at the end). For connections it is read from the open connections: the last
+//! unbroken stretch of ticks with at least 99 % of the target open, so a dip restarts it and a
+//! final ramp down (planned, or the server dropping connections) ends it. Stability looks only
+//! at full measured seconds (`dt ≥ 0.999`) in it, since partial segments at the warm-up and load
+//! ends have noisy rates.
 
 use super::trend::{trend, Trend, TrendMetric};
+use super::Window;
 use crate::aggregate::Tick;
 use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
@@ -13,31 +18,60 @@ use serde::{Deserialize, Serialize};
 /// Share of the target connections that counts as "ramped up".
 pub const RAMP_DONE: f64 = 0.99;
 
-/// Seconds since the run's start after which the run is in its steady state (ticks with
-/// `t > steady_start` belong to it).
-///
-/// When the open connections never stay at 99 % of the target until the load ends, this is
-/// the end of the last load tick: the steady state is empty and nothing is called stable.
-pub fn steady_start(ticks: &[Tick], target_connections: u64) -> f64 {
+/// A users scenario's schedule, in seconds since the run's start: the steady state is
+/// `(last_arrival_s, depart_from_s]`; `depart_from_s` is `None` when users leave at the end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    pub last_arrival_s: f64,
+    pub depart_from_s: Option<f64>,
+}
+
+/// The steady state (ticks with `from_s < t ≤ to_s` belong to it). When there is none (the
+/// connections never reached 99 % of the target, or the schedule leaves no time between the
+/// last arrival and the first departure) it is empty at the end of the last load tick, and
+/// nothing is called stable.
+pub fn steady_state(ticks: &[Tick], target_connections: u64, schedule: Option<Schedule>) -> Window {
     let warmup_end = ticks
         .iter()
         .filter(|t| t.phase == Phase::Warmup)
         .map(|t| t.t)
         .fold(0.0, f64::max);
     let load: Vec<&Tick> = ticks.iter().filter(|t| t.phase != Phase::Drain).collect();
-    let need = RAMP_DONE * target_connections as f64;
-    let ramp_done = match load.iter().rposition(|t| (t.open as f64) < need) {
-        None => load.first().map_or(0.0, |t| t.t),
-        Some(i) => load.get(i + 1).unwrap_or(&load[i]).t,
+    let load_end = load.last().map_or(0.0, |t| t.t);
+    let empty = Window {
+        from_s: load_end,
+        to_s: load_end,
     };
-    warmup_end.max(ramp_done)
+    let (from_s, to_s) = match schedule {
+        Some(s) => (
+            s.last_arrival_s,
+            s.depart_from_s.map_or(load_end, |d| d.min(load_end)),
+        ),
+        None => {
+            let need = RAMP_DONE * target_connections as f64;
+            let full = |t: &Tick| t.open as f64 >= need;
+            let Some(end) = load.iter().rposition(|t| full(t)) else {
+                return empty;
+            };
+            let from_s = match load[..end].iter().rposition(|t| !full(t)) {
+                None => load[0].t,
+                Some(i) => load[i + 1].t,
+            };
+            (from_s, load[end].t)
+        }
+    };
+    let from_s = from_s.max(warmup_end);
+    if from_s >= to_s {
+        return empty;
+    }
+    Window { from_s, to_s }
 }
 
 /// The full measured seconds of the steady state.
-pub fn steady_ticks(ticks: &[Tick], steady_from_s: f64) -> impl Iterator<Item = &Tick> {
+pub fn steady_ticks(ticks: &[Tick], steady: Window) -> impl Iterator<Item = &Tick> {
     ticks
         .iter()
-        .filter(move |t| t.phase == Phase::Measured && t.dt >= 0.999 && t.t > steady_from_s)
+        .filter(move |t| t.phase == Phase::Measured && t.dt >= 0.999 && steady.contains(t.t))
 }
 
 /// How even the per-second rate was in the steady state.
@@ -55,8 +89,8 @@ pub struct Stability {
 }
 
 /// `None` with fewer than 3 steady seconds or a mean rate of 0.
-pub fn stability(ticks: &[Tick], steady_from_s: f64) -> Option<Stability> {
-    let pts: Vec<(f64, f64)> = steady_ticks(ticks, steady_from_s)
+pub fn stability(ticks: &[Tick], steady: Window) -> Option<Stability> {
+    let pts: Vec<(f64, f64)> = steady_ticks(ticks, steady)
         .map(|t| (t.t, t.requests as f64 / t.dt))
         .collect();
     let n = pts.len();
@@ -84,6 +118,10 @@ mod tests {
     use crate::analysis::testutil::{measured, tick, XorShift};
     use crate::analysis::Verdict;
 
+    fn window(from_s: f64, to_s: f64) -> Window {
+        Window { from_s, to_s }
+    }
+
     #[test]
     fn steady_state_starts_after_warmup_and_ramp() {
         let mut ticks = vec![
@@ -95,21 +133,64 @@ mod tests {
         }
         ticks.push(tick(7.5, Phase::Drain, 0, 0));
         // 99 reached at t = 4 and held to the end; the drain's 0 does not count.
-        assert_eq!(steady_start(&ticks, 100), 4.0);
+        assert_eq!(steady_state(&ticks, 100, None), window(4.0, 7.0));
         // A dip below 99 % later restarts the steady state after the dip.
         ticks[4].open = 90;
-        assert_eq!(steady_start(&ticks, 100), 6.0);
+        assert_eq!(steady_state(&ticks, 100, None), window(6.0, 7.0));
         // Ramp done during the warm-up: the warm-up end decides.
-        assert_eq!(steady_start(&ticks, 10), 2.0);
+        assert_eq!(steady_state(&ticks, 10, None), window(2.0, 7.0));
         // Never ramped: the steady state is empty.
-        assert_eq!(steady_start(&ticks, 1000), 7.0);
-        assert!(stability(&ticks, steady_start(&ticks, 1000)).is_none());
+        assert_eq!(steady_state(&ticks, 1000, None), window(7.0, 7.0));
+        assert!(stability(&ticks, steady_state(&ticks, 1000, None)).is_none());
+    }
+
+    #[test]
+    fn a_ramp_down_ends_the_steady_state() {
+        // Regression: a run whose connections ramped down at the end had an empty steady
+        // state (they did not "stay open until the load ended"), so the whole run was ramp.
+        let open = [10, 50, 100, 100, 100, 100, 100, 60, 20, 0];
+        let ticks: Vec<Tick> = open
+            .iter()
+            .enumerate()
+            .map(|(i, o)| tick(i as f64 + 1.0, Phase::Measured, 10, *o))
+            .collect();
+        let w = steady_state(&ticks, 100, None);
+        assert_eq!(w, window(3.0, 7.0));
+        assert_eq!(steady_ticks(&ticks, w).count(), 4);
+        assert_eq!(stability(&ticks, w).unwrap().n, 4);
+    }
+
+    #[test]
+    fn a_users_schedule_sets_the_steady_state() {
+        // Users that failed and left keep the open count under 99 % of the users; the
+        // schedule, not the count, says when everyone has arrived and when they start leaving.
+        let ticks: Vec<Tick> = (1..=20)
+            .map(|t| tick(t as f64, Phase::Measured, 10, 90))
+            .collect();
+        let s = |depart| {
+            Some(Schedule {
+                last_arrival_s: 5.0,
+                depart_from_s: depart,
+            })
+        };
+        assert_eq!(steady_state(&ticks, 100, s(Some(15.0))), window(5.0, 15.0));
+        assert_eq!(steady_state(&ticks, 100, s(None)), window(5.0, 20.0));
+        // A run stopped before the departures: up to its end.
+        assert_eq!(steady_state(&ticks, 100, s(Some(99.0))), window(5.0, 20.0));
+        // No hold: no steady state.
+        assert_eq!(steady_state(&ticks, 100, s(Some(5.0))), window(20.0, 20.0));
+        // The warm-up still comes first.
+        let mut warm = ticks.clone();
+        for t in &mut warm[..8] {
+            t.phase = Phase::Warmup;
+        }
+        assert_eq!(steady_state(&warm, 100, s(Some(15.0))), window(8.0, 15.0));
     }
 
     #[test]
     fn constant_rate_has_zero_cv_and_no_drift() {
         let ticks = measured(&[5000.0; 30], 10);
-        let s = stability(&ticks, 0.0).unwrap();
+        let s = stability(&ticks, window(0.0, f64::INFINITY)).unwrap();
         assert_eq!((s.cv_pct, s.max_dev_pct, s.n), (0.0, 0.0, 30));
         assert_eq!(s.drift.verdict, Verdict::Flat);
         assert_eq!(s.drift.per_hour, 0.0);
@@ -124,18 +205,18 @@ mod tests {
         let mut ticks = measured(&rates, 10);
         ticks[10].dt = 0.5;
         ticks[10].requests = 1_000_000;
-        let s = stability(&ticks, 0.0).unwrap();
+        let s = stability(&ticks, window(0.0, f64::INFINITY)).unwrap();
         assert_eq!(s.n, 1999);
         assert!((s.cv_pct - 8.0).abs() < 0.5, "{}", s.cv_pct);
         assert!(s.max_dev_pct > 20.0 && s.max_dev_pct < 40.0);
-        let from_t = stability(&ticks, 1000.0).unwrap();
+        let from_t = stability(&ticks, window(1000.0, f64::INFINITY)).unwrap();
         assert_eq!(from_t.n, 1000);
     }
 
     #[test]
     fn a_rate_that_falls_by_half_drifts() {
         let rates: Vec<f64> = (0..100).map(|i| 2000.0 - 10.0 * i as f64).collect();
-        let s = stability(&measured(&rates, 10), 0.0).unwrap();
+        let s = stability(&measured(&rates, 10), window(0.0, f64::INFINITY)).unwrap();
         assert_eq!(s.drift.verdict, Verdict::Shrinking);
     }
 }

@@ -186,8 +186,8 @@ pub fn fd_trend(samples: &[ProcSample], window: Window) -> Option<Trend> {
 
 /// Per-second p99 over the steady state (seconds without a completed exchange are skipped:
 /// they have no p99).
-pub fn p99_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
-    let pts: Vec<_> = steady_ticks(ticks, steady_from_s)
+pub fn p99_trend(ticks: &[Tick], steady: Window) -> Option<Trend> {
+    let pts: Vec<_> = steady_ticks(ticks, steady)
         .filter(|t| t.requests > 0)
         .map(|t| (t.t, t.latency_us.p99 as f64))
         .collect();
@@ -196,8 +196,8 @@ pub fn p99_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
 
 /// Per-second error rate failed / (completed + failed) requests over the steady state
 /// (seconds with neither are skipped).
-pub fn error_rate_trend(ticks: &[Tick], steady_from_s: f64) -> Option<Trend> {
-    let pts: Vec<_> = steady_ticks(ticks, steady_from_s)
+pub fn error_rate_trend(ticks: &[Tick], steady: Window) -> Option<Trend> {
+    let pts: Vec<_> = steady_ticks(ticks, steady)
         .filter_map(|t| {
             let e = t.failed_requests;
             let all = t.requests + e;
@@ -278,11 +278,11 @@ mod tests {
                 "fds {seed}"
             );
             assert_eq!(
-                p99_trend(&ticks, 0.0).unwrap().verdict,
+                p99_trend(&ticks, all()).unwrap().verdict,
                 Verdict::Flat,
                 "p99 {seed}"
             );
-            let et = error_rate_trend(&ticks, 0.0).unwrap();
+            let et = error_rate_trend(&ticks, all()).unwrap();
             assert_eq!(et.verdict, Verdict::Flat, "errors {seed}");
         }
     }
@@ -309,7 +309,7 @@ mod tests {
         for (i, t) in ticks.iter_mut().enumerate() {
             t.latency_us.p99 = 1000 + 5 * i as u64;
         }
-        let tr = p99_trend(&ticks, 0.0).unwrap();
+        let tr = p99_trend(&ticks, all()).unwrap();
         assert_eq!(tr.verdict, Verdict::Growing);
         let mean = 1000.0 + 5.0 * 49.5;
         assert!((tr.per_hour - 5.0 * 3600.0 / mean * 100.0).abs() < 1e-6);
@@ -322,7 +322,7 @@ mod tests {
             t.errors.add(crate::error::ErrorClass::Timeout, i as u64);
             t.failed_requests = i as u64;
         }
-        let tr = error_rate_trend(&ticks, 0.0).unwrap();
+        let tr = error_rate_trend(&ticks, all()).unwrap();
         assert_eq!(tr.verdict, Verdict::Growing);
         assert_eq!(tr.unit, "percentage points/h");
         let s: Vec<_> = (0..10).map(|i| proc(i as f64, 1.0)).collect();

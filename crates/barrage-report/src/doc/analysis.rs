@@ -155,11 +155,13 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
             "throughput stability".into(),
             format!("CV {:.1} %", s.cv_pct),
             format!(
-                "mean {} req/s, largest deviation {:.1} % over {} steady seconds (from {:.0} s)",
+                "mean {} req/s, largest deviation {:.1} % over {} steady seconds ({:.0} s to \
+                 {:.0} s)",
                 crate::fmt::real(s.mean_rps),
                 s.max_dev_pct,
                 s.n,
-                a.steady_from_s
+                a.steady_from_s,
+                a.steady_to_s
             ),
         ]);
         rows.push(trend_row("throughput drift", &s.drift));
@@ -216,9 +218,18 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
         rows.push([
             "generator saturation".into(),
             format!(
-                "{} s of {} s after the ramp (own work {} s, starved by other processes {} s); \
-                 {} s more during the warm-up or connection ramp",
-                sat.saturated_s, sat.of_s, sat.own_work_s, sat.starved_s, sat.ramp_s
+                "{} s of {} s of the steady state (own work {} s, out of CPU with the server \
+                 {} s, starved by other processes {} s); {} s more outside it (own work {} s, \
+                 with the server {} s, starved {} s)",
+                sat.saturated_s,
+                sat.of_s,
+                sat.own_work_s,
+                sat.server_s,
+                sat.starved_s,
+                sat.ramp_s,
+                sat.ramp_own_work_s,
+                sat.ramp_server_s,
+                sat.ramp_starved_s
             ),
             sat.rule.clone(),
         ]);
