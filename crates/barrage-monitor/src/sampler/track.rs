@@ -3,11 +3,12 @@
 //! A process that exits (or whose pid now names another process) stops being read: its
 //! samples so far are kept, nothing more is recorded, and nothing fails.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use barrage_metrics::{ProcSample, ProcessSeries, TcpStates};
 
+use super::ScanPacer;
 use crate::proc::{self, ProcReading};
 use crate::MonitorError;
 
@@ -19,6 +20,10 @@ pub(super) struct Tracked {
     /// The previous reading; `None` once the process is gone.
     prev: Option<Prev>,
     with_sockets: bool,
+    /// The socket inodes of the last socket scan (one `readlink` per fd), and when the next is
+    /// due.
+    sockets: HashSet<u64>,
+    pacer: ScanPacer,
     /// Highest RSS seen (VmHWM of the process, or the summed tree's highest sample).
     peak: u64,
     pub fds_readable: bool,
@@ -51,13 +56,19 @@ impl Tracked {
         }
         let command = proc::command(pid).unwrap_or_else(|_| format!("[{}]", stat.comm));
         let at = Instant::now();
-        let r = proc::read_process(pid, stat.starttime, include_children, with_sockets, buf)
+        let mut r = proc::read_process(pid, stat.starttime, include_children, with_sockets, buf)
             .ok_or_else(gone)?;
+        let mut pacer = ScanPacer::default();
+        if with_sockets {
+            pacer.scanned(at, Instant::now());
+        }
         Ok(Tracked {
             pid,
             starttime: stat.starttime,
             include_children,
             with_sockets,
+            sockets: std::mem::take(&mut r.sockets),
+            pacer,
             peak: r.hwm_bytes.max(r.rss_bytes),
             fds_readable: r.fds_readable,
             prev: Some(Prev::new(at, r)),
@@ -70,18 +81,22 @@ impl Tracked {
         self.prev.is_some()
     }
 
-    /// A reading now, while the process lives; the first failure marks it gone for good.
+    /// A reading now, while the process lives; the first failure marks it gone for good. Its
+    /// `sockets` are those of the last socket scan ([`ScanPacer`]) until [`Tracked::record`]
+    /// hands them back.
     pub fn read(&mut self, buf: &mut String) -> Option<(Instant, ProcReading)> {
         self.prev.as_ref()?;
         let at = Instant::now();
-        match proc::read_process(
-            self.pid,
-            self.starttime,
-            self.include_children,
-            self.with_sockets,
-            buf,
-        ) {
-            Some(r) => Some((at, r)),
+        let scan = self.with_sockets && self.pacer.due(at);
+        match proc::read_process(self.pid, self.starttime, self.include_children, scan, buf) {
+            Some(mut r) => {
+                if scan {
+                    self.pacer.scanned(at, Instant::now());
+                } else {
+                    r.sockets = std::mem::take(&mut self.sockets);
+                }
+                Some((at, r))
+            }
             None => {
                 self.prev = None;
                 None
@@ -94,11 +109,12 @@ impl Tracked {
         &mut self,
         at: Instant,
         t: f64,
-        r: ProcReading,
+        mut r: ProcReading,
         tcp: TcpStates,
         ticks_per_s: f64,
         cores: f64,
     ) {
+        self.sockets = std::mem::take(&mut r.sockets);
         let Some(prev) = self.prev.as_mut() else {
             return;
         };
@@ -182,6 +198,8 @@ mod tests {
             starttime: 0,
             include_children: false,
             with_sockets: true,
+            sockets: HashSet::new(),
+            pacer: ScanPacer::default(),
             prev: Some(Prev::new(
                 at,
                 ProcReading {
