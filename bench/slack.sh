@@ -6,6 +6,11 @@
 #
 #   bench/slack.sh                                  # 3 reps x 10 s x 3 slacks (~2 min)
 #   BEFORE=/work/bin/barrage-before bench/slack.sh  # with the exact-schedule build
+#   FLOOR=1 bench/slack.sh                          # with the kernel's floor at each W
+#
+# FLOOR=1 builds and runs crates/barrage-engine/examples/open_loop_floor.rs beside barrage:
+# the same load with only the system calls no generator can avoid (one write per message,
+# one read per readable event, one epoll_wait per wake-up), so barrage's figure has a floor.
 #
 # Options (lib/slack.py): --reps N --dur D --slacks 0,100us,1ms.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -17,4 +22,9 @@ bins=()
 bins+=("after=$BARRAGE")
 echo "## Open-loop timer slack — $out"
 echo
-python3 "$BENCH_HERE/lib/slack.py" --out "$out" "$@" "${bins[@]}"
+floor=()
+if [[ -n "${FLOOR:-}" ]]; then
+  (cd "$REPO" && cargo build --release -p barrage-engine --example open_loop_floor >&2)
+  floor=(--floor "${CARGO_TARGET_DIR:-$REPO/target}/release/examples/open_loop_floor")
+fi
+python3 "$BENCH_HERE/lib/slack.py" --out "$out" "${floor[@]}" "$@" "${bins[@]}"

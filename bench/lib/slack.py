@@ -15,6 +15,8 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--dur", default="10s")
 ap.add_argument("--slacks", default="0,100us,1ms")
 ap.add_argument("--out", required=True)
+ap.add_argument("--floor", help="the open_loop_floor example: the kernel's floor at each W, "
+                "run beside barrage (same pinning, same server, interleaved)")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 bins = [b.split("=", 1) for b in a.binaries]
@@ -27,6 +29,8 @@ for name, path in bins:
         runs.append((name, path, None))
     else:
         runs += [(name, path, w) for w in a.slacks.split(",")]
+if a.floor:
+    runs += [("floor", a.floor, w) for w in a.slacks.split(",")]
 
 srv = subprocess.Popen(
     ["taskset", "-c", "0", server_bin, "serve", "echo", "--listen", f"127.0.0.1:{port}",
@@ -39,6 +43,21 @@ try:
         for name, path, w in runs:
             label = f"{name} W={w}" if w is not None else f"{name} (exact)"
             out = os.path.join(a.out, f"{label.replace(' ', '_')}-{rep}.json")
+            if name == "floor":
+                wd = "0us" if w == "0" else w
+                p = subprocess.run(["taskset", "-c", "1", path, f"127.0.0.1:{port}", "1000",
+                                    "50ms", wd, a.dur], capture_output=True, text=True,
+                                   timeout=120, check=True)
+                open(out, "w").write(p.stdout)
+                f = json.loads(p.stdout)
+                dur_s = float(a.dur.rstrip("s"))
+                rows.setdefault(label, []).append({
+                    "cpu_us": f["cpu_us_per_message"], "p50": float("nan"),
+                    "p99": float("nan"), "rps": f["messages"] / dur_s,
+                    "not_sent": f["messages"] - f["replies"],
+                })
+                time.sleep(2)
+                continue
             times = out + ".time"
             cmd = ["taskset", "-c", "1", "/usr/bin/time", "-f", "%U %S", "-o", times, path,
                    f"tcp://127.0.0.1:{port}", "-c", "1000", "-t", "1", "--interval", "50ms",
@@ -63,6 +82,7 @@ med = statistics.median
 print("| generator | CPU µs / message | p50 | p99 | msg/s | not sent | reps |")
 print("|---|---|---|---|---|---|---|")
 for label, rs in rows.items():
-    print(f"| {label} | {med([x['cpu_us'] for x in rs]):.2f} | {med([x['p50'] for x in rs]):.0f} µs "
-          f"| {med([x['p99'] for x in rs]):.0f} µs | {med([x['rps'] for x in rs]):,.0f} "
+    lat = lambda k: "—" if label.startswith("floor") else f"{med([x[k] for x in rs]):.0f} µs"
+    print(f"| {label} | {med([x['cpu_us'] for x in rs]):.2f} | {lat('p50')} "
+          f"| {lat('p99')} | {med([x['rps'] for x in rs]):,.0f} "
           f"| {med([x['not_sent'] for x in rs]):.0f} | {len(rs)} |")

@@ -1,0 +1,157 @@
+//! The kernel's floor under an open-loop load (issue 10): the least CPU per message any
+//! generator on this machine can spend at a given rate, to set barrage's figure against.
+//!
+//! N connections, each sending one 19-byte line every `interval` (staggered evenly, like
+//! barrage's `--interval`), messages due within `slack` of the first due one going out
+//! together (barrage's `--timer-slack`); one thread, one mio poll. Per message it makes the
+//! system calls no generator can avoid: one `write`, and one `read` per readable event (a read
+//! shorter than the buffer drained the socket, so there is no second read for EAGAIN); one
+//! `epoll_wait` per wake-up. No timing, no recording, no parsing beyond counting the bytes
+//! back: what it spends is the kernel's TCP, wake-up and scheduling cost plus a few hundred
+//! instructions.
+//!
+//! ```text
+//! cargo run --release -p barrage-engine --example open_loop_floor -- \
+//!     127.0.0.1:7392 1000 50ms 1ms 10s
+//! ```
+//!
+//! Prints one JSON line: messages sent, bytes echoed back, system calls, and the process's
+//! user and system CPU time (getrusage) per message. Loopback only: it refuses other targets.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+const MSG: &[u8] = b"hello from barrage\n";
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((s, "s"), |i| s.split_at(i));
+    let v: f64 = num.parse().map_err(|_| format!("not a duration: {s}"))?;
+    let ns = match unit {
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("unit of {s}: us, ms or s")),
+    };
+    Ok(Duration::from_nanos((v * ns) as u64))
+}
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("open_loop_floor: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [addr, conns, interval, slack, secs] = &args[..] else {
+        return Err("usage: open_loop_floor ADDR CONNS INTERVAL SLACK DURATION".into());
+    };
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("not an address: {addr}"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("{addr} is not loopback"));
+    }
+    let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
+    let (interval, slack, secs) = (duration(interval)?, duration(slack)?, duration(secs)?);
+    let io = |e: std::io::Error| e.to_string();
+
+    let mut poll = Poll::new().map_err(io)?;
+    let mut streams = Vec::with_capacity(conns);
+    for i in 0..conns {
+        let s = std::net::TcpStream::connect(addr).map_err(io)?;
+        s.set_nodelay(true).map_err(io)?;
+        s.set_nonblocking(true).map_err(io)?;
+        let mut s = TcpStream::from_std(s);
+        poll.registry()
+            .register(&mut s, Token(i), Interest::READABLE)
+            .map_err(io)?;
+        streams.push(s);
+    }
+
+    // Message k goes to connection k % conns, due at start + k * interval / conns.
+    let step_ns = interval.as_nanos() as f64 / conns as f64;
+    let start = Instant::now() + Duration::from_millis(100);
+    let due = |k: u64| start + Duration::from_nanos((k as f64 * step_ns) as u64);
+    let end = start + secs;
+    let cpu0 = cpu_time();
+    let (mut k, mut writes, mut reads, mut polls, mut back) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut events = Events::with_capacity(1024);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut read_ready = |events: &Events, streams: &mut [TcpStream], reads: &mut u64| {
+        let mut got = 0;
+        for ev in events.iter() {
+            let s = &mut streams[ev.token().0];
+            loop {
+                *reads += 1;
+                match s.read(&mut buf) {
+                    Ok(n) => {
+                        got += n as u64;
+                        if n < buf.len() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
+        }
+        got
+    };
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if due(k) <= now {
+            // The batch: everything due up to the first due message plus the slack.
+            let until = due(k) + slack;
+            while due(k) <= until && due(k) < end {
+                let s = &mut streams[(k % conns as u64) as usize];
+                writes += 1;
+                match s.write(MSG) {
+                    Ok(n) if n == MSG.len() => {}
+                    other => return Err(format!("write: {other:?}")),
+                }
+                k += 1;
+            }
+        }
+        let timeout = due(k).saturating_duration_since(Instant::now());
+        polls += 1;
+        poll.poll(&mut events, Some(timeout.min(end - now)))
+            .map_err(io)?;
+        back += read_ready(&events, &mut streams, &mut reads);
+    }
+    // The replies still under way.
+    let drain_end = Instant::now() + Duration::from_secs(1);
+    while back < k * MSG.len() as u64 && Instant::now() < drain_end {
+        polls += 1;
+        poll.poll(&mut events, Some(Duration::from_millis(50)))
+            .map_err(io)?;
+        back += read_ready(&events, &mut streams, &mut reads);
+    }
+    let cpu = cpu_time() - cpu0;
+    println!(
+        "{{\"messages\":{k},\"replies\":{},\"writes\":{writes},\"reads\":{reads},\"polls\":{polls},\
+         \"cpu_s\":{:.3},\"cpu_us_per_message\":{:.2}}}",
+        back / MSG.len() as u64,
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / k.max(1) as f64
+    );
+    Ok(())
+}
