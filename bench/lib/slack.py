@@ -50,7 +50,8 @@ try:
                                    timeout=120, check=True)
                 open(out, "w").write(p.stdout)
                 f = json.loads(p.stdout)
-                dur_s = float(a.dur.rstrip("s"))
+                dur_s = (float(a.dur[:-2]) / 1000 if a.dur.endswith("ms")
+                         else float(a.dur.rstrip("s")))
                 rows.setdefault(label, []).append({
                     "cpu_us": f["cpu_us_per_message"], "p50": float("nan"),
                     "p99": float("nan"), "rps": f["messages"] / dur_s,
@@ -79,7 +80,7 @@ finally:
     srv.wait(timeout=10)
 
 med = statistics.median
-print("| generator | CPU µs / message | p50 | p99 | msg/s | not sent | reps |")
+print("| generator | CPU µs / message | p50 | p99 | msg/s | not sent (floor: not answered) | reps |")
 print("|---|---|---|---|---|---|---|")
 for label, rs in rows.items():
     lat = lambda k: "—" if label.startswith("floor") else f"{med([x[k] for x in rs]):.0f} µs"

@@ -119,8 +119,9 @@ fn run() -> Result<(), String> {
             break;
         }
         if due(k) <= now {
-            // The batch: everything due up to the first due message plus the slack.
-            let until = due(k) + slack;
+            // The batch: everything due by now (a late wake-up sends what it owes at once, as
+            // barrage does) plus the slack.
+            let until = now + slack;
             while due(k) <= until && due(k) < end {
                 let s = &mut streams[(k % conns as u64) as usize];
                 writes += 1;

@@ -166,14 +166,6 @@ fn f64_nan() -> f64 {
 }
 
 impl AnalysisReport {
-    /// The steady state as a window of the run's clock.
-    pub fn steady(&self) -> Window {
-        Window {
-            from_s: self.steady_from_s,
-            to_s: self.steady_to_s,
-        }
-    }
-
     /// Fill what results written by older versions lack.
     pub fn fill_legacy(&mut self) {
         if self.steady_to_s.is_nan() {
@@ -186,7 +178,7 @@ impl AnalysisReport {
 fn run_steady_state(result: &RunResult) -> Window {
     let schedule = result.config.users.as_ref().map(|u| Schedule {
         last_arrival_s: u.last_arrival_s,
-        depart_from_s: (u.depart != "at_end").then_some(u.last_arrival_s + u.hold_s),
+        depart_from_s: u.last_arrival_s + u.hold_s,
     });
     steady_state(
         &result.timeseries,

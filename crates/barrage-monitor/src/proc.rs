@@ -145,18 +145,17 @@ pub(crate) fn numeric_entries(dir: &str) -> io::Result<impl Iterator<Item = u32>
 }
 
 /// Counts the open file descriptors of `pid` and, given a set, collects its socket inodes
-/// (one `readlink` per fd: the costly part with many connections). Needs the same user (or
-/// root): the error is PermissionDenied otherwise.
+/// (one `readlink` per fd: the costly part with many connections); the set needs the same
+/// user (or root): the error is PermissionDenied otherwise.
 ///
-/// Without a set, the count is the size Linux ≥ 6.2 reports for `/proc/<pid>/fd` (one `stat`,
-/// where a listing costs ~1 µs per fd); older kernels report 0 there, and the fds are listed.
+/// The count is the size Linux ≥ 6.2 reports for `/proc/<pid>/fd` (one `stat`, where a listing
+/// costs ~1 µs per fd, and taken before the listing so that the listing's own fd is not
+/// counted); older kernels report 0 there, and the listing counts.
 pub(crate) fn scan_fds(pid: u32, mut sockets: Option<&mut HashSet<u64>>) -> io::Result<u64> {
     let dir = format!("/proc/{pid}/fd");
-    if sockets.is_none() {
-        let size = fs::metadata(&dir)?.len();
-        if size > 0 {
-            return Ok(size);
-        }
+    let size = fs::metadata(&dir)?.len();
+    if sockets.is_none() && size > 0 {
+        return Ok(size);
     }
     let mut n = 0;
     for entry in fs::read_dir(&dir)? {
@@ -171,7 +170,7 @@ pub(crate) fn scan_fds(pid: u32, mut sockets: Option<&mut HashSet<u64>>) -> io::
             }
         }
     }
-    Ok(n)
+    Ok(if size > 0 { size } else { n })
 }
 
 /// Whether this kernel has `/proc/<pid>/task/<tid>/children` (CONFIG_PROC_CHILDREN).
@@ -389,13 +388,16 @@ mod tests {
             .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let mut sockets = HashSet::new();
-        let listed = scan_fds(child.id(), Some(&mut sockets)).unwrap();
+        let listed = fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .unwrap()
+            .count() as u64;
         let counted = scan_fds(child.id(), None).unwrap();
+        let mut sockets = HashSet::new();
+        let scanned = scan_fds(child.id(), Some(&mut sockets)).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(listed >= 3, "{listed}");
-        assert_eq!(counted, listed);
+        assert_eq!((counted, scanned), (listed, listed));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! thread replaces once per sample (the engine never touches either).
 //!
 //! Cost per sample: a few small /proc files per process, one status file per thread, the open
-//! fd count (one `stat` of `/proc/<pid>/fd`), and four host files; and, paced by their own cost
+//! fd count (one `stat` of `/proc/<pid>/fd` on Linux ≥ 6.2, a listing before), and four host
+//! files; and, paced by their own cost
 //! ([`ScanPacer`]), one readlink per open fd to tie sockets to a process (~3-6 µs each) and one
 //! sock_diag walk of the socket table per network namespace for their TCP states. Measured
 //! here: well under 1 ms for an idle server; ~25 ms for a server holding 4,000 connections
@@ -218,7 +219,6 @@ impl Drop for Monitor {
     }
 }
 
-/// The sampling thread's state; owned by the thread.
 /// Pacing of the costly parts of a sample, by their own cost: tying sockets to a process (one
 /// `readlink` per open fd, ~3-6 µs each: ~1 s for 200,000 fds) and walking the machine's TCP
 /// sockets for their states (sock_diag, ~2 µs per socket). Done every sample at 100,000
@@ -230,6 +230,7 @@ impl Drop for Monitor {
 /// connections watched on both sides: barrage's CPU 24.6 % of a core before, 12.7 % after.
 const SCAN_BUDGET: u32 = 20;
 
+/// When a paced scan is due again: [`SCAN_BUDGET`] times the cost of the last one after it.
 #[derive(Clone, Copy, Debug, Default)]
 struct ScanPacer {
     next: Option<Instant>,
@@ -247,6 +248,7 @@ impl ScanPacer {
     }
 }
 
+/// The sampling thread's state; owned by the thread.
 struct Sampler {
     base: Instant,
     interval: Duration,
@@ -307,7 +309,8 @@ impl Sampler {
             self.tcp = self.tcp_states(&readings);
             self.tcp_pacer.scanned(start, Instant::now());
         }
-        for ((p, r), tcp) in self.tracked.iter_mut().zip(readings).zip(self.tcp.clone()) {
+        for (i, (p, r)) in self.tracked.iter_mut().zip(readings).enumerate() {
+            let tcp = self.tcp.get(i).copied().unwrap_or_default();
             if let Some((at, r)) = r {
                 p.record(at, t, r, tcp, self.ticks_per_s, self.cores);
             }

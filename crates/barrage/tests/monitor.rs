@@ -253,11 +253,14 @@ fn saturation_causes_and_other_cpu_are_consistent() {
     let n = |x: &Value| x.as_u64().unwrap();
     let saturated = n(&sat["saturated_s"]);
     assert!(
-        n(&sat["own_work_s"]) + n(&sat["starved_s"]) <= saturated,
+        n(&sat["own_work_s"]) + n(&sat["server_s"]) + n(&sat["starved_s"]) <= saturated,
         "{sat}"
     );
-    // The same seconds are flagged in the time series, with those of the warm-up and the
-    // connection ramp, which are counted apart (`ramp_s`), not in the headline.
+    let ramp_causes =
+        n(&sat["ramp_own_work_s"]) + n(&sat["ramp_server_s"]) + n(&sat["ramp_starved_s"]);
+    assert!(ramp_causes <= n(&sat["ramp_s"]), "{sat}");
+    // The same seconds are flagged in the time series, with those outside the steady state
+    // (warm-up, ramp up, ramp down), which are counted apart (`ramp_s`), not in the headline.
     let flagged = v["timeseries"]
         .as_array()
         .unwrap()

@@ -6,8 +6,10 @@
 //! never below 0). It is *material* above [`OTHER_MATERIAL_PCT`] (a fifth of a core) on
 //! average under load: the machine was shared, so the figures may describe the neighbours as
 //! much as the server. A saturated second is then told apart ([`classify`]): barrage at its
-//! CPU limit is *saturated by its own work*; below it, with other processes above a fifth of
-//! a core in that second, it was *starved by other processes*.
+//! CPU limit is *saturated by its own work*; below it, on a machine whose cores were full and
+//! where the server held more of them than other processes, it *ran out of CPU together with
+//! the server*; with other processes above a fifth of a core in that second, it was *starved by
+//! other processes*.
 
 use crate::analysis::Window;
 use crate::monitor::{MonitorSeries, ProcSample};

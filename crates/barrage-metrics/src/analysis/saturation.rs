@@ -127,7 +127,8 @@ pub struct SaturationSummary {
 impl SaturationSummary {
     /// Saturated seconds of the steady state whose cause is not known (no CPU samples).
     pub fn unknown_s(&self) -> usize {
-        self.saturated_s - self.own_work_s - self.server_s - self.starved_s
+        self.saturated_s
+            .saturating_sub(self.own_work_s + self.server_s + self.starved_s)
     }
 }
 

@@ -2,8 +2,8 @@
 //!
 //! The steady state is the part of the load in which the planned load was all there: after the
 //! warm-up and the ramp up, before the ramp down. For a users scenario that is the schedule: from
-//! the last arrival to the first departure (`hold` after the last arrival; the load's end when
-//! users leave at the end). For connections it is read from the open connections: the last
+//! the last arrival to the first departure (`hold` after the last arrival, also when users leave
+//! all at once at the end: their `leave` steps still run after it). For connections it is read from the open connections: the last
 //! unbroken stretch of ticks with at least 99 % of the target open, so a dip restarts it and a
 //! final ramp down (planned, or the server dropping connections) ends it. Stability looks only
 //! at full measured seconds (`dt ≥ 0.999`) in it, since partial segments at the warm-up and load
@@ -19,11 +19,12 @@ use serde::{Deserialize, Serialize};
 pub const RAMP_DONE: f64 = 0.99;
 
 /// A users scenario's schedule, in seconds since the run's start: the steady state is
-/// `(last_arrival_s, depart_from_s]`; `depart_from_s` is `None` when users leave at the end.
+/// `(last_arrival_s, depart_from_s]`. Users leave `hold` after the last arrival whether they
+/// leave at a rate or all at once ("at the end": their `leave` steps still run after it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
     pub last_arrival_s: f64,
-    pub depart_from_s: Option<f64>,
+    pub depart_from_s: f64,
 }
 
 /// The steady state (ticks with `from_s < t ≤ to_s` belong to it). When there is none (the
@@ -43,10 +44,7 @@ pub fn steady_state(ticks: &[Tick], target_connections: u64, schedule: Option<Sc
         to_s: load_end,
     };
     let (from_s, to_s) = match schedule {
-        Some(s) => (
-            s.last_arrival_s,
-            s.depart_from_s.map_or(load_end, |d| d.min(load_end)),
-        ),
+        Some(s) => (s.last_arrival_s, s.depart_from_s.min(load_end)),
         None => {
             let need = RAMP_DONE * target_connections as f64;
             let full = |t: &Tick| t.open as f64 >= need;
@@ -173,18 +171,18 @@ mod tests {
                 depart_from_s: depart,
             })
         };
-        assert_eq!(steady_state(&ticks, 100, s(Some(15.0))), window(5.0, 15.0));
-        assert_eq!(steady_state(&ticks, 100, s(None)), window(5.0, 20.0));
+        // Departures (at a rate, or all at once with `leave` steps still running) from 15 s.
+        assert_eq!(steady_state(&ticks, 100, s(15.0)), window(5.0, 15.0));
         // A run stopped before the departures: up to its end.
-        assert_eq!(steady_state(&ticks, 100, s(Some(99.0))), window(5.0, 20.0));
+        assert_eq!(steady_state(&ticks, 100, s(99.0)), window(5.0, 20.0));
         // No hold: no steady state.
-        assert_eq!(steady_state(&ticks, 100, s(Some(5.0))), window(20.0, 20.0));
+        assert_eq!(steady_state(&ticks, 100, s(5.0)), window(20.0, 20.0));
         // The warm-up still comes first.
         let mut warm = ticks.clone();
         for t in &mut warm[..8] {
             t.phase = Phase::Warmup;
         }
-        assert_eq!(steady_state(&warm, 100, s(Some(15.0))), window(8.0, 15.0));
+        assert_eq!(steady_state(&warm, 100, s(15.0)), window(8.0, 15.0));
     }
 
     #[test]

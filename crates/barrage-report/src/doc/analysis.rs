@@ -217,20 +217,22 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
     if sat.of_s > 0 {
         rows.push([
             "generator saturation".into(),
-            format!(
-                "{} s of {} s of the steady state (own work {} s, out of CPU with the server \
-                 {} s, starved by other processes {} s); {} s more outside it (own work {} s, \
-                 with the server {} s, starved {} s)",
-                sat.saturated_s,
-                sat.of_s,
-                sat.own_work_s,
-                sat.server_s,
-                sat.starved_s,
-                sat.ramp_s,
-                sat.ramp_own_work_s,
-                sat.ramp_server_s,
-                sat.ramp_starved_s
-            ),
+            {
+                let mut f = format!(
+                    "{} s of {} s of the steady state (own work {} s, out of CPU with the server \
+                     {} s, starved by other processes {} s",
+                    sat.saturated_s, sat.of_s, sat.own_work_s, sat.server_s, sat.starved_s
+                );
+                if sat.unknown_s() > 0 {
+                    f.push_str(&format!(", not sampled {} s", sat.unknown_s()));
+                }
+                f.push(')');
+                if let Some(ramp) = crate::verdicts::ramp_saturation(sat) {
+                    f.push_str("; ");
+                    f.push_str(&ramp);
+                }
+                f
+            },
             sat.rule.clone(),
         ]);
     }
