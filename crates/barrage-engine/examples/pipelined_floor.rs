@@ -1,0 +1,126 @@
+//! The kernel's floor under pipelined redis load (issue 9): the least CPU per request any
+//! client on this machine can spend, to set barrage's and redis-benchmark's figures against.
+//!
+//! N connections, each keeping `pipeline` `SET key:1 1` commands in flight (a batch written
+//! with one `write` when the previous batch's replies are all in, like redis-benchmark `-P`);
+//! one thread, one mio poll; replies are counted by their `\n`, nothing is parsed or timed. The
+//! system calls are those no client can avoid: one `write` per batch, one `read` per readable
+//! event (a short read drained the socket), one `epoll_wait` per wake-up.
+//!
+//! ```text
+//! cargo run --release -p barrage-engine --example pipelined_floor -- 127.0.0.1:6379 50 16 2000000
+//! ```
+//!
+//! Prints one JSON line: requests, replies, system calls, and the process's user and system
+//! CPU time (getrusage) per request. Loopback only: it refuses other targets.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("pipelined_floor: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [addr, conns, pipeline, total] = &args[..] else {
+        return Err("usage: pipelined_floor ADDR CONNS PIPELINE REQUESTS".into());
+    };
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("not an address: {addr}"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("{addr} is not loopback"));
+    }
+    let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
+    let pipeline: u64 = pipeline.parse().map_err(|_| "PIPELINE: a number")?;
+    let total: u64 = total.parse().map_err(|_| "REQUESTS: a number")?;
+    let io = |e: std::io::Error| e.to_string();
+    let batch: Vec<u8> = CMD.repeat(pipeline as usize);
+
+    let mut poll = Poll::new().map_err(io)?;
+    let mut streams = Vec::with_capacity(conns);
+    for i in 0..conns {
+        let s = std::net::TcpStream::connect(addr).map_err(io)?;
+        s.set_nodelay(true).map_err(io)?;
+        s.set_nonblocking(true).map_err(io)?;
+        let mut s = TcpStream::from_std(s);
+        poll.registry()
+            .register(&mut s, Token(i), Interest::READABLE)
+            .map_err(io)?;
+        streams.push(s);
+    }
+    let cpu0 = cpu_time();
+    let (mut sent, mut replies, mut writes, mut reads, mut polls) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    // Replies still due on each connection's batch.
+    let mut owed = vec![0u64; conns];
+    for (s, owed) in streams.iter_mut().zip(&mut owed) {
+        if sent < total {
+            writes += 1;
+            s.write_all(&batch).map_err(io)?;
+            sent += pipeline;
+            *owed = pipeline;
+        }
+    }
+    let mut events = Events::with_capacity(1024);
+    let mut buf = vec![0u8; 64 * 1024];
+    while replies < sent {
+        polls += 1;
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .map_err(io)?;
+        if events.is_empty() {
+            return Err(format!("no reply for 5 s ({replies} of {sent})"));
+        }
+        for ev in events.iter() {
+            let i = ev.token().0;
+            let s = &mut streams[i];
+            loop {
+                reads += 1;
+                match s.read(&mut buf) {
+                    Ok(0) => return Err("the server closed a connection".into()),
+                    Ok(n) => {
+                        let got = memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+                        replies += got;
+                        owed[i] -= got;
+                        if n < buf.len() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(format!("read: {e}")),
+                }
+            }
+            if owed[i] == 0 && sent < total {
+                writes += 1;
+                s.write_all(&batch).map_err(io)?;
+                sent += pipeline;
+                owed[i] = pipeline;
+            }
+        }
+    }
+    let cpu = cpu_time() - cpu0;
+    println!(
+        "{{\"requests\":{sent},\"replies\":{replies},\"writes\":{writes},\"reads\":{reads},\
+         \"polls\":{polls},\"cpu_s\":{:.3},\"cpu_us_per_request\":{:.3}}}",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / sent.max(1) as f64
+    );
+    Ok(())
+}
