@@ -503,11 +503,11 @@ server_time = {{ json = "/took_ms" }}
     assert!(e.contains("bad.toml:") && e.contains("server_time"), "{e}");
 }
 
-/// 120 users of the rooms example against `server`, held `hold`, with the thresholds
+/// 120 users of the rooms example against `target`, held `hold`, with the thresholds
 /// `broadcast.reach >= REACH` and `broadcast.lost == 0`: the run's output and its JSON.
 fn rooms(
     example: &Path,
-    server: &EchoServer,
+    target: &str,
     hold: &str,
     reach: &str,
     dir: &Path,
@@ -516,7 +516,7 @@ fn rooms(
     let out = barrage()
         .arg("run")
         .arg(example)
-        .args(["--target", server.url()])
+        .args(["--target", target])
         .args(["--users", "120", "--arrive", "1000", "--hold", hold])
         .args(["--threshold", &format!("broadcast.reach >= {reach}")])
         .args(["--threshold", "broadcast.lost == 0"])
@@ -544,7 +544,7 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
             extra.extend([f, knob]);
         }
         let server = EchoServer::serve("chat", &extra);
-        let (out, v) = rooms(&example, &server, "6s", "99.9%", dir.path());
+        let (out, v) = rooms(&example, server.url(), "6s", "99.9%", dir.path());
         let stats = server.stop();
         let chat = &stats["chat"];
         let b = &v["summary"]["broadcast"];
@@ -601,7 +601,7 @@ fn the_delay_and_stall_knobs_read_as_injected() {
         &["--stall-at", "4s", "--stall-for", "1s"][..],
     ] {
         let server = EchoServer::serve("chat", &[&["--seed", "7"][..], knobs].concat());
-        let (out, v) = rooms(&example, &server, "8s", "100%", dir.path());
+        let (out, v) = rooms(&example, server.url(), "8s", "100%", dir.path());
         let stats = server.stop();
         assert!(out.status.success(), "{knobs:?}: {}", v["thresholds"]);
         let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
@@ -631,18 +631,7 @@ fn the_websocket_rooms_example_reconciles_with_serve_chat() {
     let example = common::example_without_thresholds("chat-ws.toml", dir.path());
     let server = EchoServer::serve("chat", &["--seed", "3"]);
     let target = server.url().replace("tcp://", "ws://") + "/chat";
-    let json = dir.path().join("ws.json");
-    let out = barrage()
-        .arg("run")
-        .arg(&example)
-        .args(["--target", &target])
-        .args(["--users", "120", "--arrive", "1000", "--hold", "6s"])
-        .args(["--threshold", "broadcast.reach >= 100%"])
-        .args(["-q", "--no-tui", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let v = read_json(&json);
+    let (out, v) = rooms(&example, &target, "6s", "100%", dir.path());
     let stats = server.stop();
     assert!(out.status.success(), "{}", v["thresholds"]);
     let (chat, b) = (&stats["chat"], &v["summary"]["broadcast"]);
