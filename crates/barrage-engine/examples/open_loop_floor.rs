@@ -19,11 +19,13 @@
 //! user and system CPU time (getrusage) per message. Loopback only: it refuses other targets.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+#[path = "floor/mod.rs"]
+mod floor;
+
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Poll};
 
 const MSG: &[u8] = b"hello from barrage\n";
 
@@ -41,19 +43,8 @@ fn duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos((v * ns) as u64))
 }
 
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("open_loop_floor: {e}");
-        std::process::exit(2);
-    }
+    floor::main("open_loop_floor", run);
 }
 
 fn run() -> Result<(), String> {
@@ -61,35 +52,20 @@ fn run() -> Result<(), String> {
     let [addr, conns, interval, slack, secs] = &args[..] else {
         return Err("usage: open_loop_floor ADDR CONNS INTERVAL SLACK DURATION".into());
     };
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|_| format!("not an address: {addr}"))?;
-    if !addr.ip().is_loopback() {
-        return Err(format!("{addr} is not loopback"));
-    }
+    let addr = floor::loopback(addr)?;
     let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
     let (interval, slack, secs) = (duration(interval)?, duration(slack)?, duration(secs)?);
     let io = |e: std::io::Error| e.to_string();
 
     let mut poll = Poll::new().map_err(io)?;
-    let mut streams = Vec::with_capacity(conns);
-    for i in 0..conns {
-        let s = std::net::TcpStream::connect(addr).map_err(io)?;
-        s.set_nodelay(true).map_err(io)?;
-        s.set_nonblocking(true).map_err(io)?;
-        let mut s = TcpStream::from_std(s);
-        poll.registry()
-            .register(&mut s, Token(i), Interest::READABLE)
-            .map_err(io)?;
-        streams.push(s);
-    }
+    let mut streams = floor::connect(addr, conns, &poll)?;
 
     // Message k goes to connection k % conns, due at start + k * interval / conns.
     let step_ns = interval.as_nanos() as f64 / conns as f64;
     let start = Instant::now() + Duration::from_millis(100);
     let due = |k: u64| start + Duration::from_nanos((k as f64 * step_ns) as u64);
     let end = start + secs;
-    let cpu0 = cpu_time();
+    let cpu0 = floor::cpu_time();
     let (mut k, mut writes, mut reads, mut polls, mut back) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut events = Events::with_capacity(1024);
     let mut buf = vec![0u8; 64 * 1024];
@@ -146,7 +122,7 @@ fn run() -> Result<(), String> {
             .map_err(io)?;
         back += read_ready(&events, &mut streams, &mut reads);
     }
-    let cpu = cpu_time() - cpu0;
+    let cpu = floor::cpu_time() - cpu0;
     println!(
         "{{\"messages\":{k},\"replies\":{},\"writes\":{writes},\"reads\":{reads},\"polls\":{polls},\
          \"cpu_s\":{:.3},\"cpu_us_per_message\":{:.2}}}",

@@ -15,27 +15,17 @@
 //! CPU time (getrusage) per request. Loopback only: it refuses other targets.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+#[path = "floor/mod.rs"]
+mod floor;
+
+use mio::{Events, Poll};
 
 const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
 
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("pipelined_floor: {e}");
-        std::process::exit(2);
-    }
+    floor::main("pipelined_floor", run);
 }
 
 fn run() -> Result<(), String> {
@@ -43,12 +33,7 @@ fn run() -> Result<(), String> {
     let [addr, conns, pipeline, total] = &args[..] else {
         return Err("usage: pipelined_floor ADDR CONNS PIPELINE REQUESTS".into());
     };
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|_| format!("not an address: {addr}"))?;
-    if !addr.ip().is_loopback() {
-        return Err(format!("{addr} is not loopback"));
-    }
+    let addr = floor::loopback(addr)?;
     let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
     let pipeline: u64 = pipeline.parse().map_err(|_| "PIPELINE: a number")?;
     let total: u64 = total.parse().map_err(|_| "REQUESTS: a number")?;
@@ -56,18 +41,8 @@ fn run() -> Result<(), String> {
     let batch: Vec<u8> = CMD.repeat(pipeline as usize);
 
     let mut poll = Poll::new().map_err(io)?;
-    let mut streams = Vec::with_capacity(conns);
-    for i in 0..conns {
-        let s = std::net::TcpStream::connect(addr).map_err(io)?;
-        s.set_nodelay(true).map_err(io)?;
-        s.set_nonblocking(true).map_err(io)?;
-        let mut s = TcpStream::from_std(s);
-        poll.registry()
-            .register(&mut s, Token(i), Interest::READABLE)
-            .map_err(io)?;
-        streams.push(s);
-    }
-    let cpu0 = cpu_time();
+    let mut streams = floor::connect(addr, conns, &poll)?;
+    let cpu0 = floor::cpu_time();
     let (mut sent, mut replies, mut writes, mut reads, mut polls) = (0u64, 0u64, 0u64, 0u64, 0u64);
     // Replies still due on each connection's batch.
     let mut owed = vec![0u64; conns];
@@ -115,7 +90,7 @@ fn run() -> Result<(), String> {
             }
         }
     }
-    let cpu = cpu_time() - cpu0;
+    let cpu = floor::cpu_time() - cpu0;
     println!(
         "{{\"requests\":{sent},\"replies\":{replies},\"writes\":{writes},\"reads\":{reads},\
          \"polls\":{polls},\"cpu_s\":{:.3},\"cpu_us_per_request\":{:.3}}}",

@@ -1,0 +1,54 @@
+//! What the floor examples (`open_loop_floor`, `pipelined_floor`) share: the exit on a bad
+//! argument, the loopback check, the connections, and the process's CPU time.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use mio::{Interest, Poll, Token};
+
+/// Runs `run`; an error is one line on stderr and exit code 2.
+pub fn main(name: &str, run: fn() -> Result<(), String>) {
+    if let Err(e) = run() {
+        eprintln!("{name}: {e}");
+        std::process::exit(2);
+    }
+}
+
+/// `addr` parsed, refused unless it is loopback.
+pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
+    let a: SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("not an address: {addr}"))?;
+    if !a.ip().is_loopback() {
+        return Err(format!("{a} is not loopback"));
+    }
+    Ok(a)
+}
+
+/// `n` connections to `addr` (TCP_NODELAY, non-blocking), registered for reading as tokens
+/// 0..n.
+pub fn connect(addr: SocketAddr, n: usize, poll: &Poll) -> Result<Vec<TcpStream>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let mut streams = Vec::with_capacity(n);
+    for i in 0..n {
+        let s = std::net::TcpStream::connect(addr).map_err(io)?;
+        s.set_nodelay(true).map_err(io)?;
+        s.set_nonblocking(true).map_err(io)?;
+        let mut s = TcpStream::from_std(s);
+        poll.registry()
+            .register(&mut s, Token(i), Interest::READABLE)
+            .map_err(io)?;
+        streams.push(s);
+    }
+    Ok(streams)
+}
+
+/// The process's user + system CPU time so far.
+pub fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
