@@ -313,9 +313,16 @@ impl RunResult {
         let facts = crate::thresholds::Facts::from_result(self, Some(&analysis));
         self.thresholds = crate::thresholds::evaluate_all(thresholds, &facts);
         self.readiness = crate::readiness::assess(self, &analysis, &self.thresholds);
+        // Both lists are end times of ticks, in order: one pass, not a search per tick.
+        let sat = &analysis.saturation;
+        let (mut steady, mut ramp) = (
+            sat.times.iter().peekable(),
+            sat.ramp_times.iter().peekable(),
+        );
         for tick in &mut self.timeseries {
-            tick.saturated = analysis.saturation.times.contains(&tick.t)
-                || analysis.saturation.ramp_times.contains(&tick.t);
+            let in_steady = steady.next_if(|t| **t == tick.t).is_some();
+            let in_ramp = ramp.next_if(|t| **t == tick.t).is_some();
+            tick.saturated = in_steady || in_ramp;
         }
         self.analysis = Some(analysis);
     }
