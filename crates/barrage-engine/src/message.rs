@@ -131,6 +131,70 @@ impl<'a> Room<'a> {
     }
 }
 
+/// Where the `{seq}` fields of a written message end (absolute indexes into the buffer it was
+/// written to), at most [`SeqMarks::MAX`] of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeqMarks {
+    ends: [u32; SeqMarks::MAX],
+    n: u8,
+}
+
+impl SeqMarks {
+    /// The most fields marked; a message with more is rendered whole every time.
+    pub const MAX: usize = 8;
+
+    #[inline]
+    fn push(&mut self, end: usize) {
+        if let Some(e) = self.ends.get_mut(self.n as usize) {
+            *e = end as u32;
+            self.n += 1;
+        }
+    }
+
+    /// The ends marked.
+    #[inline]
+    pub fn ends(&self) -> &[u32] {
+        &self.ends[..self.n as usize]
+    }
+
+    /// How many ends are marked.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The bytes from mark `from` on moved by `by` (a value moved behind its length field).
+    pub fn shift(&mut self, from: usize, by: isize) {
+        for e in &mut self.ends[from..self.n as usize] {
+            *e = (*e as isize + by) as u32;
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.n = 0;
+    }
+}
+
+/// Counts the decimal field that ends at `end` in `bytes` up by one, in place; the caller
+/// knows that the next number has as many digits (no carry leaves the field).
+#[inline]
+pub fn bump_digits(bytes: &mut [u8], end: usize) {
+    let mut at = end;
+    while at > 0 {
+        at -= 1;
+        if bytes[at] == b'9' {
+            bytes[at] = b'0';
+        } else {
+            bytes[at] += 1;
+            return;
+        }
+    }
+}
+
 /// `n` in decimal filling `out` exactly (`out.len()` = its digits), two digits per step from
 /// a table (a division by 100 instead of two by 10).
 #[inline]
@@ -552,6 +616,26 @@ impl Template {
     /// [`Template::render_vars_into`]).
     #[inline]
     pub fn write(&self, fill: Fill, room: &mut Room) {
+        self.write_marked(fill, room, None);
+    }
+
+    /// How many `{seq}` fields the message has when `{seq}` and `{conn}` are its only
+    /// placeholders (then the message for seq + 1 differs from the one for seq only in the
+    /// digits of those fields, the connection being the same); `None` otherwise.
+    pub fn seq_fields(&self) -> Option<usize> {
+        let Some(pieces) = &self.pieces else {
+            return Some(0);
+        };
+        pieces.iter().try_fold(0, |n, p| match p {
+            Piece::Lit(_) | Piece::Conn => Some(n),
+            Piece::Seq => Some(n + 1),
+            _ => None,
+        })
+    }
+
+    /// [`Template::write`], telling `marks` where each `{seq}` field ends.
+    #[inline]
+    pub fn write_marked(&self, fill: Fill, room: &mut Room, mut marks: Option<&mut SeqMarks>) {
         match &self.pieces {
             None => room.put(&self.raw),
             Some(pieces) => {
@@ -559,7 +643,12 @@ impl Template {
                     match p {
                         Piece::Lit(b) => room.put(b),
                         Piece::Conn => room.num(fill.conn),
-                        Piece::Seq => room.num(fill.seq),
+                        Piece::Seq => {
+                            room.num(fill.seq);
+                            if let Some(m) = marks.as_deref_mut() {
+                                m.push(room.at());
+                            }
+                        }
                         Piece::TsUs => room.num(fill.ts_us),
                         Piece::SeqMod(n) => room.num(fill.seq % n),
                         Piece::RandMod(n) => room.num(rand_mod(fill.conn, fill.seq, *n)),

@@ -10,7 +10,7 @@
 mod command;
 mod resp;
 
-pub use command::{CommandError, Commands, MAX_TOTAL_WEIGHT};
+pub use command::{CommandError, Commands, Last, MAX_TOTAL_WEIGHT};
 pub use resp::{RespDecoder, RespError, RespReply, RespSink, MAX_AGGREGATE, MAX_BULK, STACK};
 
 #[cfg(test)]

@@ -220,6 +220,21 @@ impl RespDecoder {
             sink.reply(RespReply::Value);
             return Ok(Some(5));
         }
+        if self.depth == 0 {
+            // A miss, whole: RESP2's null bulk or null array, RESP3's null.
+            let null = if rest.starts_with(b"$-1\r\n") || rest.starts_with(b"*-1\r\n") {
+                5
+            } else if rest.starts_with(b"_\r\n") {
+                3
+            } else {
+                0
+            };
+            if null > 0 {
+                self.top = Top::Value;
+                sink.reply(RespReply::Null);
+                return Ok(Some(null));
+            }
+        }
         let Some(cr) = memchr::memchr(b'\r', rest) else {
             return Ok(None);
         };

@@ -106,6 +106,7 @@ fn mixed_stream() -> (Vec<u8>, Vec<Ev>) {
         (b"$0\r\n\r\n", Some(V)),
         (b"*3\r\n$1\r\na\r\n*-1\r\n*2\r\n:1\r\n-ERR in\r\n", Some(V)),
         (b"_\r\n", Some(N)),
+        (b"*-1\r\n", Some(N)),
         (b"|1\r\n+a\r\n+b\r\n", None),
         (b"%2\r\n+k\r\n~1\r\n,1e3\r\n+j\r\n(123\r\n", Some(V)),
         (b">2\r\n+pubsub\r\n=7\r\ntxt:a\r\n\r\n", Some(Ev::Push)),
@@ -297,6 +298,76 @@ fn a_length_that_changes_width_is_written_right_both_ways() {
         m.render_into(0, fill(1, seq), &mut out);
         let want = format!("set k 0 0 {}\r\n{v}\r\n", v.len());
         assert_eq!(String::from_utf8_lossy(&out), want, "seq {seq}");
+    }
+}
+
+#[test]
+fn a_connections_next_request_is_its_last_counted_up_and_always_what_render_writes() {
+    // Every kind of command: stepping ({seq}, {conn}, in keys, values and memcached blocks,
+    // several fields, widths that carry), and not stepping ({rand%N}, {seq%N}, {ts_us},
+    // more fields than are marked), alone and in a weighted mix.
+    let redis = [
+        vec!["SET key:{seq} {conn}"],
+        vec!["GET key:{seq}"],
+        vec!["SET k v"],
+        vec!["SET c:{conn} {conn}"],
+        vec!["SET {seq}{seq}{seq}{seq}{seq}{seq}{seq}{seq}{seq} x"],
+        vec!["SET {seq}{seq}{seq}{seq}{seq}{seq}{seq}{seq} {conn}{seq}"],
+        vec!["SET key:{rand%1000} {seq}", "GET key:{seq%10}"],
+        vec![
+            "3*SET key:{seq} {seq}",
+            "GET key:{seq}",
+            "2*ZADD z {ts_us} m:{seq}",
+        ],
+    ];
+    let memcache = [
+        vec!["set key:{seq} v{seq}"],
+        vec!["get key:{seq} k:{conn}"],
+        vec![
+            "3*set key:{seq} {conn}:{seq}",
+            "get key:{seq}",
+            "incr n:{seq} {seq}",
+        ],
+    ];
+    let all = redis
+        .iter()
+        .map(|s| Commands::redis(&specs(s)).unwrap())
+        .chain(
+            memcache
+                .iter()
+                .map(|s| Commands::memcache(&specs(s)).unwrap()),
+        );
+    for c in all {
+        let mut last = Last::default();
+        let (mut next, mut whole) = (b"kept".to_vec(), b"kept".to_vec());
+        let mut check = |conn: u64, seq: u64| {
+            let f = Fill {
+                conn,
+                seq,
+                ts_us: 1_700_000_000_000_000 ^ seq,
+            };
+            let got = c.render_next(f, &mut next, &mut last);
+            let want = c.render(f, &mut whole);
+            assert_eq!(got, want, "{} conn {conn} seq {seq}", c.describe(want.1));
+            assert_eq!(next, whole, "{} conn {conn} seq {seq}", c.describe(want.1));
+        };
+        // Runs of next seqs across every width change, another connection in between, a
+        // jump back and one forward, and a run near the top of u64.
+        for seq in 0..1_100 {
+            check(3, seq);
+        }
+        check(12, 1_100);
+        check(3, 1_101);
+        check(3, 1_102);
+        check(3, 7);
+        check(3, 8);
+        check(3, 99_999);
+        for seq in 99_998..100_003 {
+            check(3, seq);
+        }
+        for seq in u64::MAX - 3..u64::MAX {
+            check(40, seq);
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use super::{Msg, Out, ProtoError, Rendered, Replies, Session};
 use crate::memcache::{McDecoder, McReply, McSink};
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
-use crate::redis::Commands;
+use crate::redis::{Commands, Last};
 use barrage_metrics::ErrorClass;
 
 pub struct Cfg {
@@ -17,6 +17,8 @@ pub struct Cfg {
 
 pub struct Memcache {
     dec: McDecoder,
+    /// The last request, for the next one ([`Commands::render_next`]).
+    last: Last,
 }
 
 impl Session for Memcache {
@@ -35,16 +37,18 @@ impl Session for Memcache {
     fn new(_cfg: &Cfg) -> Self {
         Self {
             dec: McDecoder::default(),
+            last: Last::default(),
         }
     }
 
     fn reset(&mut self, _cfg: &Cfg) {
         self.dec.reset();
+        self.last.clear();
     }
 
     #[inline]
     fn render(&mut self, cfg: &Cfg, _msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
-        let (len, i) = cfg.commands.render(fill, out.buf);
+        let (len, i) = cfg.commands.render_next(fill, out.buf, &mut self.last);
         Rendered::command(len, i)
     }
 

@@ -7,7 +7,7 @@ use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
 use crate::exchange::OPENING;
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
-use crate::redis::{Commands, RespDecoder, RespReply, RespSink};
+use crate::redis::{Commands, Last, RespDecoder, RespReply, RespSink};
 use barrage_metrics::ErrorClass;
 
 pub struct Cfg {
@@ -17,6 +17,8 @@ pub struct Cfg {
 
 pub struct Redis {
     dec: RespDecoder,
+    /// The last request, for the next one ([`Commands::render_next`]).
+    last: Last,
 }
 
 impl Session for Redis {
@@ -36,11 +38,13 @@ impl Session for Redis {
     fn new(_cfg: &Cfg) -> Self {
         Self {
             dec: RespDecoder::default(),
+            last: Last::default(),
         }
     }
 
     fn reset(&mut self, _cfg: &Cfg) {
         self.dec.reset();
+        self.last.clear();
     }
 
     #[inline]
@@ -54,7 +58,7 @@ impl Session for Redis {
                 }
             }
             Msg::Load => {
-                let (len, i) = cfg.commands.render(fill, out.buf);
+                let (len, i) = cfg.commands.render_next(fill, out.buf, &mut self.last);
                 Rendered::command(len, i)
             }
         }
