@@ -36,6 +36,10 @@ ap.add_argument("--port", type=int, default=None)
 ap.add_argument("--only", default=None, help="comma list of contenders (default: all)")
 ap.add_argument("--barrage-cmd", default=None,
                 help="override barrage's command template (placeholders as below plus {command} {inline})")
+ap.add_argument("--rb-keyspace", type=int, default=0,
+                help="redis: pass -r N to redis-benchmark (random keys from N); 0: its default, one key "
+                     "'key:__rand_int__' for every SET and GET. barrage's keys are key:{seq}, one per request, "
+                     "so -r 100000000 gives both tools a new key per request (the same work for the server)")
 ap.add_argument("--rate-min", type=float, default=1.0, help="target: barrage req/s ratio >= this")
 ap.add_argument("--cpu-max", type=float, default=0.6, help="target: barrage CPU/req ratio <= this")
 a = ap.parse_args()
@@ -48,6 +52,7 @@ os.makedirs(a.out, exist_ok=True)
 HOST = "127.0.0.1"
 H.assert_loopback(HOST)
 
+RFLAG = f" -r {a.rb_keyspace}" if a.rb_keyspace > 0 else ""
 REDIS_CMDS = {"set": "SET key:{seq} {conn}", "get": "GET key:{seq}", "lpush": "LPUSH list {seq}"}
 MC_COMMANDS = ["get key:{rand%1000}", "3*set key:{rand%1000} VALUE"]
 MC_CFG = "key\n16 16 1\nvalue\n5 5 1\ncmd\n0 0.75\n1 0.25\n"  # memcaslap: 0 = set, 1 = get
@@ -149,7 +154,7 @@ if a.kind == "redis":
             for p in (int(x) for x in a.pipelines.split(",")):
                 cases.append(dict(test=t, conns=c, pipeline=p))
     contenders.append(dict(name="redis-benchmark", parser="redis_csv", cases=None,
-                           cmd="redis-benchmark -h {host} -p {port} -c {conns} -n {n} -P {pipeline} -t {test} --csv"))
+                           cmd="redis-benchmark -h {host} -p {port} -c {conns} -n {n} -P {pipeline} -t {test} --csv" + RFLAG))
     bcmd = a.barrage_cmd or ("{barrage} redis://{host}:{port} --command {command} -c {conns} -t 1 -n {n} "
                              "--pipeline {pipeline} -q --json {rundir}/barrage.json")
 else:
@@ -203,7 +208,7 @@ try:
         if a.kind != "redis":
             continue
         cal = dict(name="calibrate", parser="redis_csv",
-                   cmd="redis-benchmark -h {host} -p {port} -c {conns} -n {n} -P {pipeline} -t {test} --csv")
+                   cmd="redis-benchmark -h {host} -p {port} -c {conns} -n {n} -P {pipeline} -t {test} --csv" + RFLAG)
         n0 = 50000 * (8 if case["pipeline"] > 1 else 1)  # ~2 s at this machine's rates
         params = dict(host=HOST, port=port, dur=a.dur, n=n0, url="", **case)
         redis(port, "FLUSHALL")
@@ -278,6 +283,11 @@ def good(r):
 ckeys = list(cases[0].keys())
 print(f"{a.kind}: {a.reps} reps x ~{a.dur} s, interleaved (rotating order); server on CPU 0, generators on CPU 1 "
       f"(barrage -t 1); ratios are medians of per-rep ratios vs {BASE}")
+if a.kind == "redis":
+    print()
+    print(f"Keys: barrage {', '.join(REDIS_CMDS[t] for t in a.tests.split(','))}; redis-benchmark "
+          + (f"-r {a.rb_keyspace} (key:<12 random digits> from {a.rb_keyspace:,})" if a.rb_keyspace > 0
+             else "without -r (one key, key:__rand_int__)"))
 print()
 print("| " + " | ".join(ckeys) + f" | tool | reps ok | req/s median (min–max) | req/s ÷ {BASE} | gen CPU µs/req | "
       f"CPU/req ÷ {BASE} | steady gen CPU µs/req | p50 ms | p99 ms | gen CPU % | server CPU % | errors |")

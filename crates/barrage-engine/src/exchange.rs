@@ -10,7 +10,10 @@
 //!
 //! Memory: the oldest exchange is stored inline and the rest in a queue that allocates only
 //! when more than one exchange is in flight, so an idle connection or a ping-pong connection
-//! costs no heap here.
+//! costs no heap here. A pipelined batch (requests written together: the same start, send
+//! time, length and step, consecutive keys) is the head and a count of the exchanges behind
+//! it, not queue entries: its replies complete by counting down, and the queue is not touched
+//! (taking an exchange from it was a cache miss per reply under pipelined load).
 
 use std::collections::VecDeque;
 
@@ -19,6 +22,10 @@ use std::collections::VecDeque;
 pub const OPENING: u16 = u16::MAX;
 
 const NONE: u64 = u64::MAX;
+
+/// How far apart the keys of consecutive load requests are (a connection's load keys are
+/// `seq << 1 | 1`, [`crate::conn::Conn::load_key`]): the keys of a run.
+pub const RUN_STEP: u64 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Exchange {
@@ -61,20 +68,25 @@ impl Exchange {
 pub struct Exchanges {
     /// The oldest exchange still open (`key == NONE`: nothing in flight). Never a tombstone.
     head: Exchange,
+    /// The run behind the head: this many exchanges that differ from it only in their keys,
+    /// `head.key + RUN_STEP * j` for j in `1..=run` (never an opening's). It grows only while `rest` is
+    /// empty, so everything in `rest` comes after it.
+    run: u16,
+    /// Open exchanges sent by the opening (they are not part of the load).
+    openings: u16,
+    tombs: u32,
     /// The younger ones, in key order; may hold tombstones (completed out of order).
     rest: VecDeque<Exchange>,
-    tombs: u32,
-    /// Open exchanges sent by the opening (they are not part of the load).
-    openings: u32,
 }
 
 impl Default for Exchanges {
     fn default() -> Self {
         Self {
             head: Exchange::EMPTY,
-            rest: VecDeque::new(),
-            tombs: 0,
+            run: 0,
             openings: 0,
+            tombs: 0,
+            rest: VecDeque::new(),
         }
     }
 }
@@ -84,11 +96,20 @@ impl Exchanges {
     #[inline]
     pub fn push(&mut self, ex: Exchange) {
         debug_assert!(ex.key != NONE);
-        self.openings += u32::from(ex.step == OPENING);
-        if self.head.key == NONE {
+        self.openings += u16::from(ex.step == OPENING);
+        let h = &self.head;
+        if h.key == NONE {
             self.head = ex;
+        } else if self.rest.is_empty()
+            && self.run < u16::MAX
+            && ex.key == h.key + RUN_STEP * (u64::from(self.run) + 1)
+            && (ex.start, ex.sent, ex.len, ex.step) == (h.start, h.sent, h.len, h.step)
+            && ex.step != OPENING
+        {
+            self.run += 1;
         } else {
-            debug_assert!(self.rest.back().map_or(self.head.key, |b| b.key) < ex.key);
+            let last = h.key + RUN_STEP * u64::from(self.run);
+            debug_assert!(self.rest.back().map_or(last, |b| b.key) < ex.key);
             self.rest.push_back(ex);
         }
     }
@@ -99,10 +120,26 @@ impl Exchanges {
         (self.head.key != NONE).then_some(&self.head)
     }
 
-    /// The oldest exchange still open, to update (bytes written under `--expect none`).
+    /// The oldest exchange still open, to update (bytes written under `--expect none`): a run
+    /// behind it becomes queue entries first, so the change is the head's alone.
     #[inline]
     pub fn front_mut(&mut self) -> Option<&mut Exchange> {
-        (self.head.key != NONE).then_some(&mut self.head)
+        if self.head.key == NONE {
+            return None;
+        }
+        self.unroll();
+        Some(&mut self.head)
+    }
+
+    /// The run's exchanges as queue entries, in key order, in front of the (empty) queue.
+    fn unroll(&mut self) {
+        for j in (1..=u64::from(self.run)).rev() {
+            self.rest.push_front(Exchange {
+                key: self.head.key + RUN_STEP * j,
+                ..self.head
+            });
+        }
+        self.run = 0;
     }
 
     /// Open exchanges of the load (the opening's requests left out).
@@ -122,7 +159,7 @@ impl Exchanges {
         if self.head.key == NONE {
             0
         } else {
-            1 + self.rest.len() - self.tombs as usize
+            1 + self.run as usize + self.rest.len() - self.tombs as usize
         }
     }
 
@@ -133,8 +170,13 @@ impl Exchanges {
             return None;
         }
         let ex = self.head;
-        self.openings -= u32::from(ex.step == OPENING);
-        self.advance();
+        self.openings -= u16::from(ex.step == OPENING);
+        if self.run > 0 {
+            self.run -= 1;
+            self.head.key += RUN_STEP;
+        } else {
+            self.advance();
+        }
         Some(ex)
     }
 
@@ -144,6 +186,7 @@ impl Exchanges {
         if self.head.key == key && key != NONE {
             return self.pop_front();
         }
+        self.unroll();
         let i = self.rest.binary_search_by_key(&key, |e| e.key).ok()?;
         let e = &mut self.rest[i];
         if e.done {
@@ -151,20 +194,26 @@ impl Exchanges {
         }
         e.done = true;
         self.tombs += 1;
-        self.openings -= u32::from(e.step == OPENING);
+        self.openings -= u16::from(e.step == OPENING);
         Some(*e)
     }
 
     /// The open exchanges, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Exchange> + '_ {
-        self.front()
-            .into_iter()
-            .chain(self.rest.iter().filter(|e| !e.done))
+    pub fn iter(&self) -> impl Iterator<Item = Exchange> + '_ {
+        let head = self.front().copied();
+        let run = head.into_iter().flat_map(move |h| {
+            (0..=u64::from(self.run)).map(move |j| Exchange {
+                key: h.key + RUN_STEP * j,
+                ..h
+            })
+        });
+        run.chain(self.rest.iter().filter(|e| !e.done).copied())
     }
 
     /// Forget everything (the connection broke).
     pub fn clear(&mut self) {
         self.head = Exchange::EMPTY;
+        self.run = 0;
         self.rest.clear();
         self.tombs = 0;
         self.openings = 0;
@@ -249,6 +298,95 @@ mod tests {
         assert_eq!((q.len(), q.counted()), (2, 2));
         q.clear();
         assert_eq!((q.len(), q.counted()), (0, 0));
+    }
+
+    #[test]
+    fn a_pipelined_batch_is_a_run_that_needs_no_queue() {
+        let mut q = Exchanges::default();
+        let key = |seq: u64| seq << 1 | 1; // as a connection's load keys
+        for seq in 10..26 {
+            q.push(Exchange::new(key(seq), 7, 8, 30, 1));
+        }
+        assert_eq!((q.len(), q.run, q.rest.capacity()), (16, 15, 0));
+        for seq in 10..26 {
+            assert_eq!(q.pop_front(), Some(Exchange::new(key(seq), 7, 8, 30, 1)));
+        }
+        assert!(q.is_empty());
+        assert_eq!(q.rest.capacity(), 0);
+    }
+
+    /// Every operation, in random order, against a plain list of exchanges: the same
+    /// exchanges come out, in the same order, whatever became a run.
+    #[test]
+    fn runs_and_queue_behave_exactly_like_a_plain_list() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for _ in 0..200 {
+            let mut q = Exchanges::default();
+            let mut model: Vec<Exchange> = Vec::new();
+            let mut key = 1u64;
+            for _ in 0..200 {
+                match next(6) {
+                    0 | 1 => {
+                        // A batch: alike but for the keys, sometimes with a differing one.
+                        let (start, len) = (next(3), 1 + next(2) as u32);
+                        let step = if next(8) == 0 {
+                            OPENING
+                        } else {
+                            next(2) as u16
+                        };
+                        for _ in 0..1 + next(20) {
+                            let odd = next(10) == 0;
+                            let e =
+                                Exchange::new(key, start, start + 1, len + u32::from(odd), step);
+                            // Mostly a run's step; sometimes a gap or a smaller step.
+                            key += match next(8) {
+                                0 => 1,
+                                1 => 3,
+                                _ => RUN_STEP,
+                            };
+                            q.push(e);
+                            model.push(e);
+                        }
+                    }
+                    2 => {
+                        let want = (!model.is_empty()).then(|| model.remove(0));
+                        assert_eq!(q.pop_front(), want);
+                    }
+                    3 => {
+                        // Out of order: an open key, or one that is not.
+                        if !model.is_empty() && next(4) > 0 {
+                            let i = next(model.len() as u64) as usize;
+                            let e = model.remove(i);
+                            let done = q.complete(e.key).map(|x| Exchange { done: false, ..x });
+                            assert_eq!(done, Some(e));
+                        } else {
+                            let k = key + next(3);
+                            assert_eq!(q.complete(k), None);
+                        }
+                    }
+                    4 => {
+                        if let Some(f) = q.front_mut() {
+                            f.len += 100;
+                            model[0].len += 100;
+                        }
+                    }
+                    _ => {}
+                }
+                assert_eq!(q.len(), model.len());
+                let openings = model.iter().filter(|e| e.step == OPENING).count();
+                assert_eq!(q.counted(), model.len() - openings);
+                assert_eq!(q.front().copied(), model.first().copied());
+                assert!(q.iter().eq(model.iter().copied()));
+            }
+            q.clear();
+            assert!(q.is_empty() && q.iter().next().is_none());
+        }
     }
 
     #[test]
