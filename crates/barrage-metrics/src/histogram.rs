@@ -51,10 +51,16 @@ impl LatencyHistogram {
 
     #[inline]
     pub fn record_us(&mut self, us: u64) {
+        self.record_us_n(us, 1);
+    }
+
+    /// Record `n` equal values (microseconds).
+    #[inline]
+    pub fn record_us_n(&mut self, us: u64, n: u64) {
         if us > MAX_US {
-            self.overflow += 1;
+            self.overflow += n;
         }
-        self.h.saturating_record(us.min(MAX_US));
+        self.h.saturating_record_n(us.min(MAX_US), n);
     }
 
     pub fn merge(&mut self, other: &LatencyHistogram) {

@@ -574,7 +574,7 @@ impl<'a> Replies<'a> {
                 self.useful = true;
                 self.rec.c.completed += 1;
                 let ns = self.now.saturating_sub(ex.start);
-                self.rec.latency.record_ns(ns);
+                self.rec.record_latency_ns(ns);
                 if let Some(s) = server {
                     self.rec.server.record_ns(s);
                     self.rec.server_gap.record_ns(ns.saturating_sub(s));
