@@ -322,9 +322,12 @@ impl<S: Session> Worker<S> {
         let closed_loop = self.script.window().is_some();
         let c = &mut self.conns[idx as usize];
         let mut left = m as u64;
-        while let Some(f) = c.ex.front_mut() {
+        while let Some(f) = c.ex.front() {
             if left < f.len as u64 {
-                f.len -= left as u32;
+                // Partly written: only then the head alone changes (`front_mut` splits a run).
+                if let Some(f) = c.ex.front_mut() {
+                    f.len -= left as u32;
+                }
                 break;
             }
             left -= f.len as u64;
