@@ -46,7 +46,13 @@ impl LatencyHistogram {
     /// Record one value given in nanoseconds (rounded to the nearest microsecond).
     #[inline]
     pub fn record_ns(&mut self, ns: u64) {
-        self.record_us((ns + 500) / 1000)
+        self.record_us(Self::us_of_ns(ns))
+    }
+
+    /// Nanoseconds to the microseconds a histogram keeps (rounded to the nearest).
+    #[inline]
+    pub fn us_of_ns(ns: u64) -> u64 {
+        (ns + 500) / 1000
     }
 
     #[inline]

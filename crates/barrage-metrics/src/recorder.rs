@@ -185,7 +185,7 @@ impl Recorder {
     /// load) is touched once per batch.
     #[inline]
     pub fn record_latency_ns(&mut self, ns: u64) {
-        let us = (ns + 500) / 1000;
+        let us = LatencyHistogram::us_of_ns(ns);
         if us != self.pending_us || self.pending_n == 0 {
             self.flush_latency();
             self.pending_us = us;
