@@ -167,7 +167,13 @@ impl CommandCounts {
 
     #[inline]
     pub fn completed(&mut self, i: usize) {
-        self.at(i).completed += 1;
+        self.completed_n(i, 1);
+    }
+
+    /// `n` exchanges of command `i` completed (a pipelined batch at once).
+    #[inline]
+    pub fn completed_n(&mut self, i: usize, n: u64) {
+        self.at(i).completed += n;
     }
 
     #[inline]
@@ -177,7 +183,12 @@ impl CommandCounts {
 
     #[inline]
     pub fn miss(&mut self, i: usize) {
-        self.at(i).misses += 1;
+        self.miss_n(i, 1);
+    }
+
+    #[inline]
+    pub fn miss_n(&mut self, i: usize, n: u64) {
+        self.at(i).misses += n;
     }
 
     /// The counts of command `i` (zero when it was never counted).

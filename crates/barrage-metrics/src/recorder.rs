@@ -185,12 +185,18 @@ impl Recorder {
     /// load) is touched once per batch.
     #[inline]
     pub fn record_latency_ns(&mut self, ns: u64) {
+        self.record_latency_ns_n(ns, 1);
+    }
+
+    /// `n` exchanges with this latency (a batch completed by one input).
+    #[inline]
+    pub fn record_latency_ns_n(&mut self, ns: u64, n: u64) {
         let us = LatencyHistogram::us_of_ns(ns);
         if us != self.pending_us || self.pending_n == 0 {
             self.flush_latency();
             self.pending_us = us;
         }
-        self.pending_n += 1;
+        self.pending_n += n;
     }
 
     fn flush_latency(&mut self) {

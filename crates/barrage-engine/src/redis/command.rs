@@ -300,9 +300,18 @@ impl Commands {
             && last.seq.wrapping_add(1) == fill.seq
             && (last.marks.is_empty() || digits(fill.seq) == digits(last.seq));
         if next {
+            // Copied first, then counted up in both copies: a copy that reads bytes just
+            // counted up would wait for those single-byte stores (no store forwarding into a
+            // wider load), which costs more than counting up twice.
+            let at = out.len();
+            out.extend_from_slice(&last.bytes);
+            let copy = &mut out[at..];
             for &end in last.marks.ends() {
+                bump_digits(copy, end as usize);
                 bump_digits(&mut last.bytes, end as usize);
             }
+            last.seq = fill.seq;
+            return (last.bytes.len(), i);
         } else if self.table.is_empty() || self.pick(fill.seq.wrapping_add(1)) == i {
             last.bytes.clear();
             last.marks.clear();

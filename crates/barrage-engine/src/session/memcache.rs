@@ -4,7 +4,7 @@
 //! `NOT_FOUND`) is a completed request counted in `misses`; `ERROR`, `CLIENT_ERROR` and
 //! `SERVER_ERROR` fail it as `reply_error`.
 
-use super::{Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Msg, OkRun, Out, ProtoError, Rendered, Replies, Session};
 use crate::memcache::{McDecoder, McReply, McSink};
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
@@ -61,22 +61,35 @@ impl Session for Memcache {
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         let dec = &mut self.dec;
         super::feed_collecting(data, r, |d, r| {
-            dec.feed(d, &mut Sink { r }).map_err(ProtoError::new)
+            let mut sink = Sink {
+                r,
+                ok: OkRun::default(),
+            };
+            let fed = dec.feed(d, &mut sink).map_err(ProtoError::new);
+            sink.ok.flush(sink.r);
+            fed
         })
     }
 }
 
 struct Sink<'r, 'a> {
     r: &'r mut Replies<'a>,
+    /// Successful replies not yet counted (counted in order before anything else).
+    ok: OkRun,
 }
 
 impl McSink for Sink<'_, '_> {
     #[inline]
     fn reply(&mut self, reply: McReply) {
         let error = reply == McReply::Error;
+        if !error {
+            self.ok.add(self.r, reply.is_miss());
+            return;
+        }
+        self.ok.flush(self.r);
         let bad = error.then_some(ErrorClass::ReplyError);
-        if let Some(ex) = self.r.complete(bad) {
-            self.r.count_command(&ex, reply.is_miss(), error);
+        if let Some(step) = self.r.complete(bad) {
+            self.r.count_command(step, reply.is_miss(), error);
         }
     }
 }

@@ -103,6 +103,36 @@ pub(crate) fn feed_collecting(
     Ok(())
 }
 
+/// Successful replies in a row, not yet counted: a decoder's sink adds each one here, and
+/// they are counted together ([`Replies::complete_n`]) when a reply of another kind comes or
+/// the input ends. A pipelined batch of like replies then costs one count, not one per reply.
+#[derive(Default)]
+pub(crate) struct OkRun {
+    n: u32,
+    miss: bool,
+}
+
+impl OkRun {
+    /// One more successful reply; `miss` when it found nothing.
+    #[inline]
+    pub fn add(&mut self, r: &mut Replies, miss: bool) {
+        if self.n > 0 && self.miss != miss {
+            self.flush(r);
+        }
+        self.miss = miss;
+        self.n += 1;
+    }
+
+    /// Count what is pending: before a reply of another kind, and at the end of the input.
+    #[inline]
+    pub fn flush(&mut self, r: &mut Replies) {
+        if self.n > 0 {
+            r.complete_n(self.n, self.miss);
+            self.n = 0;
+        }
+    }
+}
+
 /// A protocol error in what the server sent: the connection fails with class `Protocol`.
 #[derive(Debug)]
 pub struct ProtoError {
@@ -481,7 +511,7 @@ impl<'a> Replies<'a> {
             u.st.step_done = true;
         }
         let ex = self.ex.pop_front()?;
-        self.finish(ex, bad);
+        self.finish(&ex, bad);
         Some(ex)
     }
 
@@ -520,19 +550,65 @@ impl<'a> Replies<'a> {
     }
 
     /// The exchange at the front got its reply: completed, or failed with `bad`. A reply
-    /// with nothing in flight is counted as unexpected.
+    /// with nothing in flight is counted as unexpected. Returns the step of the exchange
+    /// (what [`Replies::count_command`] takes): only the step, so that the whole exchange
+    /// is not copied out through the stack once per reply.
     #[inline]
-    pub fn complete(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
+    pub fn complete(&mut self, bad: Option<ErrorClass>) -> Option<u16> {
         if self.user.is_some() {
-            return self.complete_user(bad);
+            return self.complete_user(bad).map(|ex| ex.step);
         }
         self.rec.c.replies += 1;
         let Some(ex) = self.ex.pop_front() else {
             self.rec.c.unexpected += 1;
             return None;
         };
-        self.finish(ex, bad);
-        Some(ex)
+        self.finish(&ex, bad);
+        Some(ex.step)
+    }
+
+    /// `n` replies in a row, each completing the exchange at the front without an error;
+    /// `miss`: each found nothing. Counted exactly as `n` calls of [`Replies::complete`] and
+    /// [`Replies::count_command`] would count them, but a pipelined batch of like exchanges
+    /// (a run, see [`Exchanges::pop_run`]) is counted once with its size. Scenario users,
+    /// `--verify` and server timing take the one-by-one path.
+    pub fn complete_n(&mut self, mut n: u32, miss: bool) {
+        if self.user.is_some() || self.verify.is_some() || self.server_ns.is_some() {
+            for _ in 0..n {
+                if let Some(step) = self.complete(None) {
+                    self.count_command(step, miss, false);
+                }
+            }
+            return;
+        }
+        while n > 0 {
+            let Some((ex, k)) = self.ex.pop_run(n) else {
+                self.rec.c.replies += u64::from(n);
+                self.rec.c.unexpected += u64::from(n);
+                return;
+            };
+            n -= k;
+            self.rec.c.replies += u64::from(k);
+            if ex.step == OPENING {
+                self.finish(&ex, None); // an opening is never part of a run: k == 1
+                continue;
+            }
+            let k = u64::from(k);
+            self.rec.in_flight -= k;
+            self.useful = true;
+            self.rec.c.completed += k;
+            self.rec
+                .record_latency_ns_n(self.now.saturating_sub(ex.start), k);
+            if self.closed_loop {
+                self.freed += k as u32;
+            }
+            let i = ex.step as usize;
+            self.rec.c.commands.completed_n(i, k);
+            if miss {
+                self.rec.c.misses += k;
+                self.rec.c.commands.miss_n(i, k);
+            }
+        }
     }
 
     /// The exchange with this key got its reply (protocols whose replies carry a key).
@@ -542,11 +618,12 @@ impl<'a> Replies<'a> {
             self.rec.c.unexpected += 1;
             return None;
         };
-        self.finish(ex, bad);
+        self.finish(&ex, bad);
         Some(ex)
     }
 
-    fn finish(&mut self, ex: Exchange, bad: Option<ErrorClass>) {
+    #[inline]
+    fn finish(&mut self, ex: &Exchange, bad: Option<ErrorClass>) {
         let mismatch = match self.verify.as_deref_mut() {
             Some(v) => {
                 v.off = 0;
@@ -595,11 +672,11 @@ impl<'a> Replies<'a> {
     /// Count the outcome of a command's exchange (sessions with a command mix): a completed
     /// exchange, `miss` when it found nothing, or an error reply when `error`.
     #[inline]
-    pub fn count_command(&mut self, ex: &Exchange, miss: bool, error: bool) {
-        if ex.step == OPENING || self.user.is_some() {
+    pub fn count_command(&mut self, step: u16, miss: bool, error: bool) {
+        if step == OPENING || self.user.is_some() {
             return;
         }
-        let i = ex.step as usize;
+        let i = step as usize;
         if error {
             self.rec.c.commands.error(i);
         } else {
@@ -615,5 +692,100 @@ impl<'a> Replies<'a> {
     pub fn handshake_done(&mut self, consumed: usize) {
         self.useful = true;
         self.handshake = Some(consumed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection's state for one input: its exchanges, recorder and what the input did.
+    struct Conn {
+        ex: Exchanges,
+        rec: Recorder,
+        ctl: Vec<u8>,
+        rng: Rng,
+    }
+
+    impl Conn {
+        fn new(batches: &[(u64, usize, u16)]) -> Self {
+            let mut ex = Exchanges::default();
+            let mut rec = Recorder::new();
+            let mut key = 1;
+            for &(start, n, step) in batches {
+                for _ in 0..n {
+                    ex.push(Exchange::new(key, start, start, 20, step));
+                    key += 2;
+                    if step != OPENING {
+                        rec.in_flight += 1;
+                    }
+                }
+            }
+            Self {
+                ex,
+                rec,
+                ctl: Vec::new(),
+                rng: Rng::new(1),
+            }
+        }
+
+        fn input(&mut self, f: impl FnOnce(&mut Replies)) -> (u32, bool, bool) {
+            let mut r = Replies::new(
+                &mut self.ex,
+                None,
+                &mut self.rec,
+                5_000_000,
+                &[],
+                true,
+                &mut self.ctl,
+                &mut self.rng,
+            );
+            f(&mut r);
+            (r.freed, r.useful, r.opening_done)
+        }
+    }
+
+    /// Replies counted in batches count exactly as one by one: counters per command,
+    /// latencies, misses, window slots, the opening, and replies with nothing in flight.
+    #[test]
+    fn a_batch_of_replies_counts_as_the_same_replies_one_by_one() {
+        // (the batches in flight: start, count, step; the inputs: replies, miss)
+        type Case<'a> = (&'a [(u64, usize, u16)], &'a [(u32, bool)]);
+        let cases: &[Case] = &[
+            (&[(1_000, 16, 0)], &[(16, true)]),
+            (
+                &[(1_000, 16, 0), (2_000, 16, 1)],
+                &[(5, false), (20, true), (7, false)],
+            ),
+            (&[(0, 1, OPENING), (1_000, 3, 0)], &[(4, false)]),
+            (&[(1_000, 2, 0)], &[(5, false)]),
+            (&[], &[(3, true)]),
+            (
+                &[(1_000, 1, 0), (1_500, 1, 0), (2_000, 1, 1)],
+                &[(1, true), (2, false)],
+            ),
+        ];
+        for (batches, replies) in cases {
+            let mut one = Conn::new(batches);
+            let mut many = Conn::new(batches);
+            let mut did_one = Vec::new();
+            let mut did_many = Vec::new();
+            for &(n, miss) in *replies {
+                did_one.push(one.input(|r| {
+                    for _ in 0..n {
+                        if let Some(step) = r.complete(None) {
+                            r.count_command(step, miss, false);
+                        }
+                    }
+                }));
+                did_many.push(many.input(|r| r.complete_n(n, miss)));
+            }
+            assert_eq!(did_one, did_many, "{batches:?} {replies:?}");
+            assert_eq!(one.rec.in_flight, many.rec.in_flight);
+            assert!(one.ex.iter().eq(many.ex.iter()));
+            let (a, b) = (one.rec.take(0, 0, 0, 1), many.rec.take(0, 0, 0, 1));
+            assert!(a.counters.completed > 0 || batches.is_empty());
+            assert_eq!(a, b, "{batches:?} {replies:?}");
+        }
     }
 }

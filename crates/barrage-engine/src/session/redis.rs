@@ -3,7 +3,7 @@
 //! request; an error reply (`-ERR ...`) fails it as `reply_error`; RESP3 pushes complete
 //! nothing. With `--resp3` every connection opens with `HELLO 3` (the script's opening).
 
-use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Close, Msg, OkRun, Out, ProtoError, Rendered, Replies, Session};
 use crate::exchange::OPENING;
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
@@ -73,24 +73,38 @@ impl Session for Redis {
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         let dec = &mut self.dec;
         super::feed_collecting(data, r, |d, r| {
-            dec.feed(d, &mut Sink { r }).map_err(ProtoError::new)
+            let mut sink = Sink {
+                r,
+                ok: OkRun::default(),
+            };
+            let fed = dec.feed(d, &mut sink).map_err(ProtoError::new);
+            sink.ok.flush(sink.r);
+            fed
         })
     }
 }
 
 struct Sink<'r, 'a> {
     r: &'r mut Replies<'a>,
+    /// Successful replies not yet counted (counted in order before anything else).
+    ok: OkRun,
 }
 
 impl RespSink for Sink<'_, '_> {
     #[inline]
     fn push(&mut self) {
+        self.ok.flush(self.r);
         self.r.push();
     }
 
     #[inline]
     fn reply(&mut self, reply: RespReply) {
         let error = reply == RespReply::Error;
+        if !error {
+            self.ok.add(self.r, reply == RespReply::Null);
+            return;
+        }
+        self.ok.flush(self.r);
         if error && self.r.ex.front().is_some_and(|e| e.step == OPENING) {
             // The server does not speak RESP3 (redis before 6): nothing else can work.
             self.r.close = Some(Close::Fail(
@@ -100,8 +114,8 @@ impl RespSink for Sink<'_, '_> {
             return;
         }
         let bad = error.then_some(ErrorClass::ReplyError);
-        if let Some(ex) = self.r.complete(bad) {
-            self.r.count_command(&ex, reply == RespReply::Null, error);
+        if let Some(step) = self.r.complete(bad) {
+            self.r.count_command(step, reply == RespReply::Null, error);
         }
     }
 }
