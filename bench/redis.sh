@@ -13,7 +13,8 @@
 #   AFTER=/tmp/barrage-after bench/redis.sh                 # 12 cases x 2 tools x 3 reps x ~4 s (~8 min)
 #   AFTER=... bench/redis.sh --tests set --conns 50 --pipelines 1 --reps 1 --dur 2   # smoke test
 #
-# Options (lib/kv_bench.py): --reps --dur --conns --tests --pipelines --port --only --barrage-cmd.
+# Options (lib/kv_bench.py): --reps --dur --conns --tests --pipelines --port --only --barrage-cmd,
+#   --rb-keyspace N (redis-benchmark -r N), --same-keys (barrage sends redis-benchmark's own commands).
 # Env: AFTER (the binary; else BARRAGE / the cargo build of lib/common.sh), PEERBENCH (shared
 # harness, read-only, default /work/shared/bench), BARRAGE_BENCH_DIR.
 # Needs: redis-server, redis-benchmark (apt-get install -y redis-server redis-tools), taskset, python3.

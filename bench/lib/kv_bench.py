@@ -40,6 +40,9 @@ ap.add_argument("--rb-keyspace", type=int, default=0,
                 help="redis: pass -r N to redis-benchmark (random keys from N); 0: its default, one key "
                      "'key:__rand_int__' for every SET and GET. barrage's keys are key:{seq}, one per request, "
                      "so -r 100000000 gives both tools a new key per request (the same work for the server)")
+ap.add_argument("--same-keys", action="store_true",
+                help="redis: barrage sends redis-benchmark's own commands (its default key "
+                     "'key:__rand_int__' and value 'xxx', without -r): byte for byte the same work for the server")
 ap.add_argument("--rate-min", type=float, default=1.0, help="target: barrage req/s ratio >= this")
 ap.add_argument("--cpu-max", type=float, default=0.6, help="target: barrage CPU/req ratio <= this")
 a = ap.parse_args()
@@ -54,6 +57,10 @@ H.assert_loopback(HOST)
 
 RFLAG = f" -r {a.rb_keyspace}" if a.rb_keyspace > 0 else ""
 REDIS_CMDS = {"set": "SET key:{seq} {conn}", "get": "GET key:{seq}", "lpush": "LPUSH list {seq}"}
+if a.same_keys:
+    if a.rb_keyspace > 0:
+        sys.exit("--same-keys: redis-benchmark's own commands have one key; drop --rb-keyspace")
+    REDIS_CMDS = {"set": "SET key:__rand_int__ xxx", "get": "GET key:__rand_int__", "lpush": "LPUSH mylist xxx"}
 MC_COMMANDS = ["get key:{rand%1000}", "3*set key:{rand%1000} VALUE"]
 MC_CFG = "key\n16 16 1\nvalue\n5 5 1\ncmd\n0 0.75\n1 0.25\n"  # memcaslap: 0 = set, 1 = get
 
