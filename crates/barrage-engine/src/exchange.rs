@@ -39,9 +39,6 @@ pub struct Exchange {
     /// What sent it: a command index of the session's mix, or [`OPENING`].
     pub step: u16,
     done: bool,
-    /// Fills the struct to 32 bytes so that a copy is two whole 16-byte moves (a 31-byte
-    /// copy overlaps its two halves, and reading it back stalls store forwarding).
-    pad: u8,
 }
 
 impl Exchange {
@@ -53,7 +50,6 @@ impl Exchange {
             len,
             step,
             done: false,
-            pad: 0,
         }
     }
 
@@ -64,7 +60,6 @@ impl Exchange {
         len: 0,
         step: 0,
         done: false,
-        pad: 0,
     };
 }
 
@@ -187,8 +182,10 @@ impl Exchanges {
 
     /// Remove up to `max` (≥ 1) exchanges from the front at once, all alike but for their
     /// keys: the head and as much of its run as asked for. Returns the head as it was and how
-    /// many went (at least 1); `None` when nothing is in flight. The same as that many
-    /// [`Exchanges::pop_front`] calls, which a pipelined batch of replies would make.
+    /// many went (at least 1); `None` when nothing is in flight or `max` is 0. The same as
+    /// that many [`Exchanges::pop_front`] calls, which a pipelined batch of replies would
+    /// make. A run forms only while nothing is queued behind it (see [`Exchanges::push`]):
+    /// batches written while an earlier one is partly answered are taken one at a time.
     #[inline]
     pub fn pop_run(&mut self, max: u32) -> Option<(Exchange, u32)> {
         if self.head.key == NONE || max == 0 {

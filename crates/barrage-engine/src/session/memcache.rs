@@ -93,3 +93,46 @@ impl McSink for Sink<'_, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::tests::Conn;
+
+    /// Successful replies gathered for one count are counted in their place: an error
+    /// reply and the end of the input come after the ones before them, so every reply
+    /// completes its own request, whatever the input's split.
+    #[test]
+    fn gathered_replies_complete_their_own_requests() {
+        let input: &[u8] = b"STORED\r\nEND\r\nSERVER_ERROR out of memory\r\nVALUE k 0 1\r\nx\r\nEND\r\nEND\r\nSTORED\r\n";
+        // In flight: set get set get get set (steps 0 1 0 1 1 0).
+        let batches = [
+            (1_000, 1, 0),
+            (1_000, 1, 1),
+            (1_000, 1, 0),
+            (1_000, 2, 1),
+            (1_000, 1, 0),
+        ];
+        for split in 0..=input.len() {
+            let specs = ["set k 1".to_string(), "get k".to_string()];
+            let cfg = Cfg {
+                commands: Commands::memcache(&specs).unwrap(),
+            };
+            let mut s = Memcache::new(&cfg);
+            let mut c = Conn::new(&batches);
+            for part in [&input[..split], &input[split..]] {
+                c.input(|r| s.input(&cfg, part, r).unwrap());
+            }
+            let d = c.rec.take(0, 0, 0, 1);
+            let at = |i| {
+                let g = d.counters.commands.get(i);
+                (g.completed, g.errors, g.misses)
+            };
+            assert_eq!(at(0), (2, 1, 0), "set, split at {split}");
+            assert_eq!(at(1), (3, 0, 2), "get, split at {split}");
+            assert_eq!((d.counters.completed, d.counters.misses), (5, 2));
+            assert_eq!(d.counters.failed_by.get(ErrorClass::ReplyError), 1);
+            assert_eq!((c.rec.in_flight, c.ex.len()), (0, 0));
+        }
+    }
+}

@@ -696,19 +696,20 @@ impl<'a> Replies<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A connection's state for one input: its exchanges, recorder and what the input did.
-    struct Conn {
-        ex: Exchanges,
-        rec: Recorder,
+    pub(crate) struct Conn {
+        pub ex: Exchanges,
+        pub rec: Recorder,
         ctl: Vec<u8>,
         rng: Rng,
     }
 
     impl Conn {
-        fn new(batches: &[(u64, usize, u16)]) -> Self {
+        /// Exchanges in flight: batches of (start, count, step), keys as a connection's.
+        pub fn new(batches: &[(u64, usize, u16)]) -> Self {
             let mut ex = Exchanges::default();
             let mut rec = Recorder::new();
             let mut key = 1;
@@ -729,7 +730,8 @@ mod tests {
             }
         }
 
-        fn input(&mut self, f: impl FnOnce(&mut Replies)) -> (u32, bool, bool) {
+        /// One input through `f`: what it did (window slots freed, useful, opening done).
+        pub fn input(&mut self, f: impl FnOnce(&mut Replies)) -> (u32, bool, bool) {
             let mut r = Replies::new(
                 &mut self.ex,
                 None,
