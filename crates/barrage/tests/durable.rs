@@ -19,7 +19,19 @@ fn started(args: &[&str]) -> (Guard, BufReader<ChildStderr>) {
 }
 
 /// [`started`] for a command built by the caller (barrage, or a shell that execs it).
+/// The child starts with the stop signals at their default actions, whatever the test
+/// process inherited (a suite run under `nohup` ignores SIGHUP, and barrage keeps an ignored
+/// signal ignored); a shell that execs barrage can still ignore one itself (`trap`).
 fn started_as(mut cmd: StdCommand) -> (Guard, BufReader<ChildStderr>) {
+    // SAFETY: signal() is async-signal-safe; the child only resets three dispositions.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
