@@ -29,7 +29,8 @@ pub enum End {
     Completed,
     /// The stop flag was set (a signal): figures cover the time until then.
     Interrupted,
-    /// The target could not be reached: nothing ever connected.
+    /// The target could not be reached: nothing ever got through (connected, handshaken
+    /// and its opening answered).
     Unreachable(String),
 }
 

@@ -40,7 +40,8 @@ const CONNECT_TIME_PER_TURN_NS: u64 = 2_000_000;
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
     Delta(Box<Delta>),
-    /// The first connection of this worker succeeded.
+    /// The first connection of this worker got through (connected, its handshakes done and
+    /// its opening answered).
     Connected,
     /// Several connects failed and none ever succeeded.
     Unreachable {

@@ -245,6 +245,39 @@ fn redis_resp3_opens_each_connection_with_hello() {
     assert_eq!(r.redis_calls("hset") + r.redis_calls("hgetall"), 300);
 }
 
+/// A redis without HELLO (renamed away, as on a server older than 6): `--resp3` stops the
+/// run at once with the server's refusal named, exit 1, and no command sent.
+#[test]
+fn redis_refusing_hello_stops_a_resp3_run_with_the_reason() {
+    let Some(r) = Server::start("redis-server", |port| {
+        ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+            .iter()
+            .chain(&["--save", "", "--appendonly", "no"])
+            .chain(&["--rename-command", "HELLO", ""])
+            .map(|s| s.to_string())
+            .collect()
+    }) else {
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}", r.port);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .args([&url, "-c", "4", "-t", "1", "-d", "30s", "--resp3", "-q"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused HELLO 3"), "{err}");
+    let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "failed");
+    assert_eq!(u(&v, "summary.exchanges.sent"), 0);
+    assert!(u(&v, "summary.errors.total") >= 3);
+    assert_eq!(r.redis_calls("get") + r.redis_calls("ping"), 0);
+}
+
 #[test]
 fn memcached_mix_reconciles_with_stats() {
     let Some(m) = Server::memcached() else { return };

@@ -179,11 +179,8 @@ impl<S: Session> Worker<S> {
         // turn reconnects into a busy loop. Useful work (a handshake, a completed exchange)
         // resets it.
         c.timeout_at = u64::MAX;
-        if !self.ever_connected {
-            self.ever_connected = true;
-            let _ = self.tx.send(WorkerEvent::Connected);
-        }
         if !self.users.is_empty() {
+            self.connected();
             return self.user_begin(idx, now);
         }
         let c = &mut self.conns[idx as usize];
@@ -198,6 +195,7 @@ impl<S: Session> Worker<S> {
     /// with the first message due after this moment (like wrk2), so the connection ramp never
     /// turns into a catch-up burst or into latency. A reconnect keeps the schedule.
     pub(super) fn start_mode(&mut self, idx: u32, now: u64) {
+        self.connected();
         let c = &mut self.conns[idx as usize];
         c.state = State::Ready;
         c.pc = self.script.load_pc();
@@ -213,6 +211,17 @@ impl<S: Session> Worker<S> {
             self.conns[idx as usize].owed = window;
         }
         self.service(idx, now);
+    }
+
+    /// A connection got through: connected, its handshakes done and its opening answered
+    /// (RESP3's `HELLO 3`). Until the first one does, failures count towards the fail-fast
+    /// stop (`Unreachable`): a server that refuses the opening on every connection stops the
+    /// run with its reason, as one that refuses connections does.
+    fn connected(&mut self) {
+        if !self.ever_connected {
+            self.ever_connected = true;
+            let _ = self.tx.send(WorkerEvent::Connected);
+        }
     }
 
     /// After reading or flushing: send what is owed, keep the timeout armed.
