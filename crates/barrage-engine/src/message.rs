@@ -412,7 +412,9 @@ fn modulo_tag(b: &[u8]) -> Option<Result<(usize, Piece), TemplateError>> {
             },
         )),
         _ => {
-            let shown = &b[..(end + 1).min(b.len())];
+            // The placeholder as written: up to its closing brace when there is one nearby.
+            let close = b.iter().take(64).position(|&c| c == b'}');
+            let shown = &b[..close.map_or((end + 1).min(b.len()), |i| i + 1)];
             Err(TemplateError(String::from_utf8_lossy(shown).into_owned()))
         }
     })
@@ -882,7 +884,14 @@ mod tests {
         ] {
             let err = Template::try_new(bad.as_bytes().to_vec()).unwrap_err();
             assert!(err.to_string().contains("{seq%N}"), "{bad}: {err}");
+            assert!(
+                err.to_string().starts_with(&format!("'{bad}'")),
+                "{bad}: {err}"
+            );
         }
+        // The placeholder is quoted whole, not cut where its number stopped.
+        let err = Template::try_new(b"GET key:{rand%abc} x".to_vec()).unwrap_err();
+        assert!(err.to_string().starts_with("'{rand%abc}'"), "{err}");
     }
 
     #[test]

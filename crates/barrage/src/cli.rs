@@ -16,7 +16,7 @@ hold, at what latency, and where they break.\n\n\
 Start with `barrage demo` (an echo server and two short tests, all on loopback), then point it \
 at your own server:\n\n  \
 barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
-barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50  # ping-pong against redis\n  \
+barrage redis://127.0.0.1:6379 -c 50 --command 'GET key:{rand%1000}'  # redis, like redis-benchmark\n  \
 barrage http://127.0.0.1:8080/ -c 100 -d 30s                     # HTTP/1.1 keep-alive, like wrk\n  \
 barrage ws://127.0.0.1:9000/ -c 100 -m 'hello'                   # WebSocket echo ping-pong\n  \
 barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
@@ -34,7 +34,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run a load test against a target (tcp://, http://, https://, ws://, wss://).
+    /// Run a load test against a target (tcp://, http://, https://, ws://, wss://, redis://,
+    /// memcache://).
     Run(Box<RunArgs>),
     /// Start a reference server (echo, http, ws or chat) to test against.
     Serve(Box<ServeArgs>),
@@ -192,7 +193,7 @@ pub struct CompareArgs {
     after_help = "Examples:\n  \
 barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m\n  \
 barrage tcp://127.0.0.1:7000 -c 100 --rate 20k --warmup 5s --json result.json\n  \
-barrage tcp://127.0.0.1:6379 -m 'PING\\r\\n' --expect line -c 50 -n 1M\n  \
+barrage redis://127.0.0.1:6379 -c 50 --pipeline 16 --command 'SET key:{seq} {conn}' -n 1M\n  \
 barrage http://127.0.0.1:8080/api -X POST -H 'Content-Type: application/json' --body @req.json\n  \
 barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n\n\
 Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
@@ -200,7 +201,8 @@ Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 3 a
 130 interrupted."
 )]
 pub struct RunArgs {
-    /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH or ws(s)://HOST[:PORT]/PATH,
+    /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH, ws(s)://HOST[:PORT]/PATH,
+    /// redis://HOST[:PORT] or memcache://HOST[:PORT],
     /// or a scenario file (.toml, .yaml): its settings, under the flags given here
     #[arg(value_name = "URL|FILE")]
     pub target: String,
@@ -254,7 +256,8 @@ pub struct RunArgs {
     #[arg(short = 'd', long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub duration: Option<Duration>,
 
-    /// Stop after N completed exchanges
+    /// Stop after N answered exchanges (completed, or failed by their reply: an error reply
+    /// counts; a request lost with its connection is sent again)
     #[arg(short = 'n', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub requests: Option<u64>,
 
