@@ -197,7 +197,8 @@ barrage redis://127.0.0.1:6379 -c 50 --pipeline 16 --command 'SET key:{seq} {con
 barrage http://127.0.0.1:8080/api -X POST -H 'Content-Type: application/json' --body @req.json\n  \
 barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n\n\
 Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
-Exit codes: 0 completed, 1 failed (e.g. nothing could connect), 2 bad usage, 3 a --threshold failed,\n\
+Exit codes: 0 completed, 1 failed (e.g. nothing could connect, or no byte came back), 2 bad usage,\n\
+3 a --threshold failed,\n\
 130 interrupted."
 )]
 pub struct RunArgs {

@@ -369,7 +369,24 @@ struct Ending {
 impl Ending {
     fn of(end: End, outcome: &Outcome, live: &Live, signals: &Signals, target: &str) -> Ending {
         let user_stop = live.keys().is_some_and(|k| k.user_stopped()) && !signals.signalled();
+        let t = &outcome.summary.totals;
+        // Requests went out and not one byte came back: the server accepted and never
+        // answered. Nothing was measured, and saying so beats a summary of zeros with exit 0.
+        // (Scenario runs may send without awaiting anything: their steps are judged instead.)
+        let silent = t.sent > 0
+            && t.completed == 0
+            && t.bytes_read == 0
+            && outcome.summary.steps.is_empty()
+            && outcome.summary.broadcast.is_none();
         let (status, message, code) = match end {
+            End::Completed if silent => {
+                let msg = format!(
+                    "{target} never answered: {} requests sent, not a byte came back",
+                    t.sent
+                );
+                crate::sys::err_line(format_args!("error: {msg}"));
+                (Status::Failed, Some(msg), 1)
+            }
             End::Completed => (Status::Completed, None, 0),
             // `q` in the dashboard: a normal end, by the usual exit rules.
             End::Interrupted if user_stop => {

@@ -152,3 +152,36 @@ fn a_stop_signal_ends_a_run_waiting_on_a_silent_tls_server() {
     assert_eq!(status.code(), Some(130), "{status}");
     assert_eq!(s(&read_json(&json), "status"), "interrupted");
 }
+
+/// A server that accepts and never answers: the run ends as failed (exit 1) with one line
+/// saying so, not as a completed run of zeros.
+#[test]
+fn a_server_that_never_answers_fails_the_run() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s); // accept, never answer
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let url = format!("tcp://127.0.0.1:{port}");
+    let out = std::process::Command::new(bin())
+        .args([&url, "-c", "3", "-t", "1", "-d", "1s", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("never answered"), "{err}");
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "failed");
+    assert_eq!(u(&r, "summary.exchanges.completed"), 0);
+    assert_eq!(
+        u(&r, "summary.exchanges.sent"),
+        3,
+        "one request per connection, in flight"
+    );
+}
