@@ -26,6 +26,7 @@
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
 use crate::result::RunResult;
 use crate::thresholds::Outcome;
+use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +100,8 @@ pub const MEMORY_RULE: &str = "no leak and RSS back after the recovery phase: Pa
     otherwise (inconclusive, no recovery phase, not back): Warn";
 pub const ERRORS_RULE: &str = "failed requests (failed after sending, or not sent) / (completed + \
     failed) after the warm-up < 0.1 %: Pass, \
-    < 1 %: Warn, else Fail; Pass becomes Warn if the error rate grows";
+    < 1 %: Warn, else Fail; Pass becomes Warn if the error rate grows; a second of the load \
+    with no connection open (the server went away) is Fail";
 
 fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
     Row {
@@ -360,8 +362,35 @@ fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
     if tr == Some(Verdict::Growing) {
         g = g.at_most_warn();
     }
-    let fig = format!("{pct:.3} % ({errors} of {all}); rate {}", verdict(tr));
+    let mut fig = format!("{pct:.3} % ({errors} of {all}); rate {}", verdict(tr));
+    if let Some((secs, from)) = outage(result) {
+        g = Grade::Fail;
+        fig.push_str(&format!(
+            "; no connection open for {secs:.0} s of the load, from {from:.0} s (the server went away)"
+        ));
+    }
     row(aspect, g, fig, ERRORS_RULE)
+}
+
+/// Seconds of the measured load, after a connection first opened, in which not one
+/// connection was open: the server went away (killed, stopped listening), and a closed loop
+/// sends nothing to fail meanwhile. Returns their length and when the first began. Scenario
+/// runs, whose users come and go, are left out.
+fn outage(result: &RunResult) -> Option<(f64, f64)> {
+    if result.config.users.is_some() {
+        return None;
+    }
+    let mut opened = false;
+    let (mut secs, mut from) = (0.0, None);
+    for t in &result.timeseries {
+        if t.open_peak > 0 {
+            opened = true;
+        } else if opened && t.phase == Phase::Measured {
+            secs += t.dt;
+            from.get_or_insert(t.t - t.dt);
+        }
+    }
+    from.map(|f| (secs, f))
 }
 
 #[cfg(test)]

@@ -549,3 +549,48 @@ fn the_monitors_samples_are_in_the_stream() {
         full["monitor"]["processes"][0]["command"]
     );
 }
+
+/// The server killed a second into the run: barrage keeps going, reconnecting, writes its
+/// results, and the readiness `errors` row fails for the seconds with no connection open
+/// (a closed loop sends nothing to fail meanwhile, so the error rate alone would pass).
+#[test]
+fn a_server_that_goes_away_fails_the_errors_row() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let json_arg = json.to_str().unwrap().to_string();
+    let (mut child, _err) = started(&[
+        server.url(),
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "5s",
+        "--json",
+        &json_arg,
+    ]);
+    send_signal(server.pid(), "KILL");
+    let status = wait_at_most(&mut child.0, Duration::from_secs(30)).expect("barrage ends");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "readiness rows do not set the exit code"
+    );
+    let r = read_json(&json);
+    assert!(u(&r, "summary.exchanges.completed") > 0);
+    let row = r["readiness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["aspect"] == "errors")
+        .unwrap();
+    assert_eq!(row["status"], "fail", "{row}");
+    assert!(
+        row["figure"]
+            .as_str()
+            .unwrap()
+            .contains("the server went away"),
+        "{row}"
+    );
+}

@@ -186,3 +186,35 @@ fn stability_drift_is_stated_over_the_runs_window_not_extrapolated_to_an_hour() 
     );
     assert!(fig.contains(&want), "{fig} should contain {want}");
 }
+
+/// A server that went away mid-run: seconds of the load with no connection open fail the
+/// errors row, though nothing failed meanwhile (a closed loop sends nothing to fail).
+#[test]
+fn seconds_with_no_connection_open_fail_the_errors_row() {
+    let errors_row = |r: &RunResult| {
+        let a = analyze(r, None, None);
+        assess(r, &a, &[])
+            .into_iter()
+            .find(|row| row.aspect == Aspect::Errors)
+            .unwrap()
+    };
+    let mut r = result(20, 1000, 0, 10);
+    assert_eq!(errors_row(&r).status, Grade::Pass);
+    for t in r.timeseries.iter_mut().filter(|t| t.t > 12.0) {
+        (t.open, t.open_peak, t.requests) = (0, 0, 0);
+    }
+    let row = errors_row(&r);
+    assert_eq!(row.status, Grade::Fail, "{}", row.figure);
+    assert!(
+        row.figure
+            .contains("no connection open for 8 s of the load, from 12 s"),
+        "{}",
+        row.figure
+    );
+    // Before any connection opened (a slow start) is not an outage.
+    let mut r = result(20, 1000, 0, 10);
+    for t in r.timeseries.iter_mut().filter(|t| t.t <= 3.0) {
+        (t.open, t.open_peak, t.requests) = (0, 0, 0);
+    }
+    assert_eq!(errors_row(&r).status, Grade::Pass);
+}
