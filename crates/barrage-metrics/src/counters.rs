@@ -165,29 +165,19 @@ impl CommandCounts {
         self.at(i).sent += 1;
     }
 
+    /// `n` exchanges of command `i` completed (one, or a pipelined batch at once).
     #[inline]
-    pub fn completed(&mut self, i: usize) {
-        self.completed_n(i, 1);
-    }
-
-    /// `n` exchanges of command `i` completed (a pipelined batch at once).
-    #[inline]
-    pub fn completed_n(&mut self, i: usize, n: u64) {
+    pub fn completed(&mut self, i: usize, n: u64) {
         self.at(i).completed += n;
     }
 
     #[inline]
-    pub fn error(&mut self, i: usize) {
-        self.at(i).errors += 1;
+    pub fn error(&mut self, i: usize, n: u64) {
+        self.at(i).errors += n;
     }
 
     #[inline]
-    pub fn miss(&mut self, i: usize) {
-        self.miss_n(i, 1);
-    }
-
-    #[inline]
-    pub fn miss_n(&mut self, i: usize, n: u64) {
+    pub fn miss(&mut self, i: usize, n: u64) {
         self.at(i).misses += n;
     }
 
@@ -306,14 +296,14 @@ mod tests {
         };
         a.commands.sent(0);
         a.commands.sent(0);
-        a.commands.completed(0);
-        a.commands.miss(0);
+        a.commands.completed(0, 1);
+        a.commands.miss(0, 1);
         a.commands.sent(1);
-        a.commands.error(1);
+        a.commands.error(1, 1);
         let mut b = Counters::default();
         // Counting an index beyond the length grows the vector.
         b.commands.sent(2);
-        b.commands.completed(2);
+        b.commands.completed(2, 1);
         b.commands.sent(0);
         a.merge(&b);
         assert_eq!(a.commands.len(), 3);

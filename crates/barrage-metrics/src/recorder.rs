@@ -178,19 +178,13 @@ impl Recorder {
         self.c.failed_by.add(ErrorClass::NotSent, n);
     }
 
-    /// An exchange's latency (nanoseconds, kept to the nearest microsecond like
-    /// [`LatencyHistogram::record_ns`]). Equal values in a row are counted and recorded
-    /// together: the replies to a pipelined batch, read at once, complete requests written at
-    /// once, so their latencies are equal, and the histogram (a cache miss per record under
-    /// load) is touched once per batch.
+    /// `n` exchanges' latency (nanoseconds, kept to the nearest microsecond like
+    /// [`LatencyHistogram::record_ns`]): one, or a batch completed by one input. Equal values
+    /// in a row are counted and recorded together: the replies to a pipelined batch, read at
+    /// once, complete requests written at once, so their latencies are equal, and the
+    /// histogram (a cache miss per record under load) is touched once per batch.
     #[inline]
-    pub fn record_latency_ns(&mut self, ns: u64) {
-        self.record_latency_ns_n(ns, 1);
-    }
-
-    /// `n` exchanges with this latency (a batch completed by one input).
-    #[inline]
-    pub fn record_latency_ns_n(&mut self, ns: u64, n: u64) {
+    pub fn record_latency_ns(&mut self, ns: u64, n: u64) {
         let us = LatencyHistogram::us_of_ns(ns);
         if us != self.pending_us || self.pending_n == 0 {
             self.flush_latency();
@@ -369,14 +363,14 @@ mod tests {
             4_000_000_000_000,
         ];
         for &v in &ns {
-            r.record_latency_ns(v);
+            r.record_latency_ns(v, 1);
             direct.record_ns(v);
         }
         let d = r.take(0, 0, 0, 1_000);
         assert_eq!(d.latency.count(), ns.len() as u64);
         assert_eq!(d.latency, direct);
         // Nothing is carried into the next segment.
-        r.record_latency_ns(1_000);
+        r.record_latency_ns(1_000, 1);
         assert_eq!(r.take(0, 1_000, 1_000, 2_000).latency.count(), 1);
         assert!(r.take(0, 2_000, 2_000, 3_000).latency.is_empty());
     }
@@ -385,7 +379,7 @@ mod tests {
     fn take_moves_command_counts_and_keeps_their_length() {
         let mut r = Recorder::new();
         r.c.commands.sent(2);
-        r.c.commands.completed(2);
+        r.c.commands.completed(2, 1);
         let d = r.take(0, 0, 0, 1_000);
         assert_eq!(d.counters.commands.get(2).completed, 1);
         // Zeroed, at the same length: the next segment counts without growing.

@@ -566,10 +566,12 @@ fn a_server_that_goes_away_fails_the_errors_row() {
         "-t",
         "1",
         "-d",
-        "5s",
+        "8s",
         "--json",
         &json_arg,
     ]);
+    // Killed after the first second's line: the seconds left are long enough for whole
+    // seconds without a connection even on a busy machine.
     send_signal(server.pid(), "KILL");
     let status = wait_at_most(&mut child.0, Duration::from_secs(30)).expect("barrage ends");
     assert_eq!(

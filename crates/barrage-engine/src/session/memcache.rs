@@ -97,7 +97,7 @@ impl McSink for Sink<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::tests::Conn;
+    use crate::session::tests::{at_every_split, SplitCounts};
 
     /// Successful replies gathered for one count are counted in their place: an error
     /// reply and the end of the input come after the ones before them, so every reply
@@ -113,26 +113,19 @@ mod tests {
             (1_000, 2, 1),
             (1_000, 1, 0),
         ];
-        for split in 0..=input.len() {
-            let specs = ["set k 1".to_string(), "get k".to_string()];
-            let cfg = Cfg {
-                commands: Commands::memcache(&specs).unwrap(),
-            };
-            let mut s = Memcache::new(&cfg);
-            let mut c = Conn::new(&batches);
-            for part in [&input[..split], &input[split..]] {
-                c.input(|r| s.input(&cfg, part, r).unwrap());
-            }
-            let d = c.rec.take(0, 0, 0, 1);
-            let at = |i| {
-                let g = d.counters.commands.get(i);
-                (g.completed, g.errors, g.misses)
-            };
-            assert_eq!(at(0), (2, 1, 0), "set, split at {split}");
-            assert_eq!(at(1), (3, 0, 2), "get, split at {split}");
-            assert_eq!((d.counters.completed, d.counters.misses), (5, 2));
-            assert_eq!(d.counters.failed_by.get(ErrorClass::ReplyError), 1);
-            assert_eq!((c.rec.in_flight, c.ex.len()), (0, 0));
+        let cfg = Cfg {
+            commands: Commands::memcache(&["set k 1".into(), "get k".into()]).unwrap(),
+        };
+        let want = SplitCounts {
+            per_command: vec![(2, 1, 0), (3, 0, 2)],
+            totals: (5, 2, 1),
+            left: (0, 0),
+        };
+        for (split, got) in at_every_split::<Memcache>(&cfg, input, &batches, 2)
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(got, want, "split at {split}");
         }
     }
 }

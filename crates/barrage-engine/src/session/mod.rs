@@ -573,7 +573,7 @@ impl<'a> Replies<'a> {
     /// (a run, see [`Exchanges::pop_run`]) is counted once with its size. Scenario users,
     /// `--verify` and server timing take the one-by-one path.
     pub fn complete_n(&mut self, mut n: u32, miss: bool) {
-        if self.user.is_some() || self.verify.is_some() || self.server_ns.is_some() {
+        if self.user.is_some() {
             for _ in 0..n {
                 if let Some(step) = self.complete(None) {
                     self.count_command(step, miss, false);
@@ -581,33 +581,18 @@ impl<'a> Replies<'a> {
             }
             return;
         }
+        // `--verify` and server timing are per reply: one exchange at a time.
+        let per_reply = self.verify.is_some() || self.server_ns.is_some();
         while n > 0 {
-            let Some((ex, k)) = self.ex.pop_run(n) else {
+            let Some((ex, k)) = self.ex.pop_run(if per_reply { 1 } else { n }) else {
                 self.rec.c.replies += u64::from(n);
                 self.rec.c.unexpected += u64::from(n);
                 return;
             };
             n -= k;
             self.rec.c.replies += u64::from(k);
-            if ex.step == OPENING {
-                self.finish(&ex, None); // an opening is never part of a run: k == 1
-                continue;
-            }
-            let k = u64::from(k);
-            self.rec.in_flight -= k;
-            self.useful = true;
-            self.rec.c.completed += k;
-            self.rec
-                .record_latency_ns_n(self.now.saturating_sub(ex.start), k);
-            if self.closed_loop {
-                self.freed += k as u32;
-            }
-            let i = ex.step as usize;
-            self.rec.c.commands.completed_n(i, k);
-            if miss {
-                self.rec.c.misses += k;
-                self.rec.c.commands.miss_n(i, k);
-            }
+            self.finish_n(&ex, None, u64::from(k));
+            self.count_command_n(ex.step, miss, false, u64::from(k));
         }
     }
 
@@ -624,6 +609,16 @@ impl<'a> Replies<'a> {
 
     #[inline]
     fn finish(&mut self, ex: &Exchange, bad: Option<ErrorClass>) {
+        self.finish_n(ex, bad, 1);
+    }
+
+    /// `k` exchanges like `ex` got their replies ([`Exchanges::pop_run`]). What is judged or
+    /// recorded per reply (`--verify`, server timing, a scenario user's step) takes `k == 1`.
+    #[inline]
+    fn finish_n(&mut self, ex: &Exchange, bad: Option<ErrorClass>, k: u64) {
+        debug_assert!(
+            k == 1 || (self.verify.is_none() && self.server_ns.is_none() && self.user.is_none())
+        );
         let mismatch = match self.verify.as_deref_mut() {
             Some(v) => {
                 v.off = 0;
@@ -636,22 +631,22 @@ impl<'a> Replies<'a> {
             self.useful = true; // a login answered is useful work: the backoff starts over
             return;
         }
-        self.rec.in_flight -= 1;
+        self.rec.in_flight -= k;
         let user = self.user.is_some();
         let server = self.server_ns.take();
         match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
             Some(class) => {
-                self.rec.exchanges_failed(class, 1);
-                self.rec.c.error(class, 1);
+                self.rec.exchanges_failed(class, k);
+                self.rec.c.error(class, k);
                 if user {
-                    self.rec.steps.failed(ex.step as usize, class, 1);
+                    self.rec.steps.failed(ex.step as usize, class, k);
                 }
             }
             None => {
                 self.useful = true;
-                self.rec.c.completed += 1;
+                self.rec.c.completed += k;
                 let ns = self.now.saturating_sub(ex.start);
-                self.rec.record_latency_ns(ns);
+                self.rec.record_latency_ns(ns, k);
                 if let Some(s) = server {
                     self.rec.server.record_ns(s);
                     self.rec.server_gap.record_ns(ns.saturating_sub(s));
@@ -665,7 +660,7 @@ impl<'a> Replies<'a> {
             }
         }
         if self.closed_loop {
-            self.freed += 1;
+            self.freed += k as u32;
         }
     }
 
@@ -673,17 +668,23 @@ impl<'a> Replies<'a> {
     /// exchange, `miss` when it found nothing, or an error reply when `error`.
     #[inline]
     pub fn count_command(&mut self, step: u16, miss: bool, error: bool) {
+        self.count_command_n(step, miss, error, 1);
+    }
+
+    /// [`Replies::count_command`] for `n` exchanges of the same command and outcome.
+    #[inline]
+    fn count_command_n(&mut self, step: u16, miss: bool, error: bool, n: u64) {
         if step == OPENING || self.user.is_some() {
             return;
         }
         let i = step as usize;
         if error {
-            self.rec.c.commands.error(i);
+            self.rec.c.commands.error(i, n);
         } else {
-            self.rec.c.commands.completed(i);
+            self.rec.c.commands.completed(i, n);
             if miss {
-                self.rec.c.misses += 1;
-                self.rec.c.commands.miss(i);
+                self.rec.c.misses += n;
+                self.rec.c.commands.miss(i, n);
             }
         }
     }
@@ -745,6 +746,47 @@ pub(crate) mod tests {
             f(&mut r);
             (r.freed, r.useful, r.opening_done)
         }
+    }
+
+    /// `input` fed to a new session in two parts, at every split point, with `batches` in
+    /// flight: for each split, the per-command (completed, errors, misses), the totals
+    /// (completed, misses, `reply_error`s), and what is still in flight (gauge, queue).
+    pub fn at_every_split<S: Session>(
+        cfg: &S::Cfg,
+        input: &[u8],
+        batches: &[(u64, usize, u16)],
+        commands: usize,
+    ) -> Vec<SplitCounts> {
+        (0..=input.len())
+            .map(|split| {
+                let mut s = S::new(cfg);
+                let mut c = Conn::new(batches);
+                for part in [&input[..split], &input[split..]] {
+                    c.input(|r| s.input(cfg, part, r).unwrap());
+                }
+                let d = c.rec.take(0, 0, 0, 1);
+                let g = |i| d.counters.commands.get(i);
+                SplitCounts {
+                    per_command: (0..commands)
+                        .map(|i| (g(i).completed, g(i).errors, g(i).misses))
+                        .collect(),
+                    totals: (
+                        d.counters.completed,
+                        d.counters.misses,
+                        d.counters.failed_by.get(ErrorClass::ReplyError),
+                    ),
+                    left: (c.rec.in_flight, c.ex.len()),
+                }
+            })
+            .collect()
+    }
+
+    /// What [`at_every_split`] found for one split.
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct SplitCounts {
+        pub per_command: Vec<(u64, u64, u64)>,
+        pub totals: (u64, u64, u64),
+        pub left: (u64, usize),
     }
 
     /// Replies counted in batches count exactly as one by one: counters per command,

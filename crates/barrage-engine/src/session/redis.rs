@@ -123,27 +123,7 @@ impl RespSink for Sink<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::tests::Conn;
-    use barrage_metrics::CommandCount;
-
-    fn session(specs: &[&str]) -> (Cfg, Redis) {
-        let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
-        let cfg = Cfg {
-            commands: Commands::redis(&specs).unwrap(),
-            hello: Box::default(),
-        };
-        let s = Redis::new(&cfg);
-        (cfg, s)
-    }
-
-    fn count(completed: u64, errors: u64, misses: u64) -> CommandCount {
-        CommandCount {
-            completed,
-            errors,
-            misses,
-            ..CommandCount::default()
-        }
-    }
+    use crate::session::tests::{at_every_split, SplitCounts};
 
     /// Successful replies gathered for one count are counted in their place: an error
     /// reply, a push and the end of the input come after the ones before them, so every
@@ -160,22 +140,20 @@ mod tests {
             (1_000, 2, 1),
             (1_000, 1, 0),
         ];
-        for split in 0..=input.len() {
-            let (cfg, mut s) = session(&["SET a 1", "GET a"]);
-            let mut c = Conn::new(&batches);
-            for part in [&input[..split], &input[split..]] {
-                c.input(|r| s.input(&cfg, part, r).unwrap());
-            }
-            let d = c.rec.take(0, 0, 0, 1);
-            let at = |i| {
-                let g = d.counters.commands.get(i);
-                count(g.completed, g.errors, g.misses)
-            };
-            assert_eq!(at(0), count(3, 1, 0), "SET, split at {split}");
-            assert_eq!(at(1), count(3, 0, 2), "GET, split at {split}");
-            assert_eq!((d.counters.completed, d.counters.misses), (6, 2));
-            assert_eq!(d.counters.failed_by.get(ErrorClass::ReplyError), 1);
-            assert_eq!((c.rec.in_flight, c.ex.len()), (0, 0));
+        let cfg = Cfg {
+            commands: Commands::redis(&["SET a 1".into(), "GET a".into()]).unwrap(),
+            hello: Box::default(),
+        };
+        let want = SplitCounts {
+            per_command: vec![(3, 1, 0), (3, 0, 2)],
+            totals: (6, 2, 1),
+            left: (0, 0),
+        };
+        for (split, got) in at_every_split::<Redis>(&cfg, input, &batches, 2)
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(got, want, "split at {split}");
         }
     }
 }
