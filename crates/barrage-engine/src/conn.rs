@@ -32,6 +32,9 @@ pub struct Conn<S> {
     pub pc: u16,
     /// In the worker's ready queue already.
     pub ready_queued: bool,
+    /// In the worker's read queue (its read budget ran out before the socket was drained):
+    /// 0 no, 1 yes, 2 yes and the peer's FIN was already reported (read on to the EOF).
+    pub read_queued: u8,
     pub stream: Option<TcpStream>,
     /// TLS session over `stream` (`https://`, `wss://`).
     pub tls: Option<Box<rustls::ClientConnection>>,
@@ -72,6 +75,7 @@ impl<S: Session> Conn<S> {
             state: State::Waiting,
             pc: 0,
             ready_queued: false,
+            read_queued: 0,
             stream: None,
             tls: None,
             since: 0,
@@ -98,6 +102,12 @@ impl<S> Conn<S> {
     /// Whether the connection has been ready for load at least once (its schedule runs).
     pub fn started(&self) -> bool {
         self.k0 != u64::MAX
+    }
+
+    /// The socket has not taken what was already queued for it: more than 64 KiB waiting
+    /// (plain), or records the socket refused (TLS).
+    pub fn backlogged(&self) -> bool {
+        self.wbuf.len() - self.wpos > 64 << 10 || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     pub fn pending_write(&self) -> bool {

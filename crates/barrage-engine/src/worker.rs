@@ -30,6 +30,11 @@ const T_WAKE: u8 = 0;
 pub(crate) const T_TIMEOUT: u8 = 1;
 const T_CONNECT: u8 = 2;
 const READ_BUF: usize = 64 * 1024;
+/// Reads of one connection per turn of the loop (1 MiB): a server that sends faster than its
+/// replies are decoded must not keep the loop from its clock, its timers and the stop flag.
+/// What is left is read in the next turn (the connection waits in the read queue, since
+/// edge-triggered epoll will not report those bytes again).
+const READS_PER_TURN: u32 = 16;
 /// Connects started per turn of the event loop (see `pump_connects`).
 const CONNECTS_PER_TURN: u32 = 64;
 /// Time a turn of the loop may spend starting connects: when the kernel's port search is slow
@@ -83,7 +88,10 @@ pub struct Worker<S: Session> {
     /// Control bytes a session answers with while decoding (pongs, close answers).
     ctl: Vec<u8>,
     connect_queue: VecDeque<u32>,
+    /// Connections to service in the next turn (`--expect none` refills of a closed loop).
     ready: VecDeque<u32>,
+    /// Connections whose read budget ran out with bytes left in the socket.
+    reads: VecDeque<u32>,
     connecting: u32,
     next_connect: u64,
     connect_timer: u64,
@@ -177,6 +185,7 @@ impl<S: Session> Worker<S> {
             scratch: Vec::with_capacity(4096),
             ctl: Vec::new(),
             ready: VecDeque::new(),
+            reads: VecDeque::new(),
             connecting: 0,
             next_connect: 0,
             connect_timer: u64::MAX,
@@ -233,9 +242,22 @@ impl<S: Session> Worker<S> {
                 self.rec.lag_max_ns = self.rec.lag_max_ns.max(now - at);
                 self.on_timer(at, idx, kind, now);
             }
-            while let Some(idx) = self.ready.pop_front() {
+            // One pass over the connections queued before this turn: a connection queues
+            // itself again for the next turn, never for this one, so a socket that always
+            // accepts (`--expect none` into a server that discards) or always has bytes (a
+            // flood) cannot keep the loop from its clock, its timers and the stop flag.
+            for _ in 0..self.ready.len() {
+                let Some(idx) = self.ready.pop_front() else {
+                    break;
+                };
                 self.conns[idx as usize].ready_queued = false;
                 self.service(idx, self.now());
+            }
+            for _ in 0..self.reads.len() {
+                let Some(idx) = self.reads.pop_front() else {
+                    break;
+                };
+                self.read_more(idx, self.now());
             }
             // Timers above may have queued reconnects: start them now, not at the next wake.
             self.pump_connects(self.now());
@@ -247,7 +269,8 @@ impl<S: Session> Worker<S> {
                 next = next.min(until);
             }
             let now = self.now();
-            let timeout = if !self.ready.is_empty() || self.connect_more || next <= now {
+            let busy = !self.ready.is_empty() || !self.reads.is_empty();
+            let timeout = if busy || self.connect_more || next <= now {
                 Some(std::time::Duration::ZERO)
             } else {
                 self.alarm.arm(next, now)

@@ -276,6 +276,72 @@ fn expect_none_completes_on_write() {
     assert_eq!(s.totals.bytes_written, s.exchanges.sent * 14);
 }
 
+/// Closed-loop `--expect none` into a server that reads and discards: the socket always
+/// takes the next write, so the loop must still give its turns to the clock (the run ends at
+/// its duration) and account each second (it once ran forever and put every exchange in
+/// second 1).
+fn expect_none_closed_loop(pipeline: u32) {
+    let server = sink_server();
+    let mut p = plan(server.addr, 4, Mode::PingPong, 2.0);
+    p.framing = Framing::None;
+    p.pipeline = pipeline;
+    p.drain = Duration::from_millis(200);
+    let o = go_within(p, Arc::new(AtomicBool::new(false)), Duration::from_secs(12));
+    assert_eq!(o.end, End::Completed);
+    let s = &o.outcome.summary;
+    assert!(s.exchanges.completed > 0);
+    // Every completed exchange is 14 bytes written; a partly written one is in flight.
+    let w = s.totals.bytes_written;
+    assert!(
+        w >= s.exchanges.completed * 14 && w <= s.exchanges.sent * 14,
+        "{w} {:?}",
+        s.exchanges
+    );
+    let full: Vec<_> = o
+        .outcome
+        .timeseries
+        .iter()
+        .filter(|k| k.dt >= 0.999)
+        .collect();
+    assert!(full.len() >= 2, "{} full seconds", full.len());
+    for k in &full {
+        assert!(
+            k.requests > 0,
+            "second {} completed nothing: {:?}",
+            k.t,
+            o.outcome.timeseries
+        );
+    }
+    assert_balanced(&o);
+}
+
+#[test]
+fn expect_none_closed_loop_yields_to_the_clock_and_counts_every_second() {
+    expect_none_closed_loop(1);
+}
+
+#[test]
+fn expect_none_pipelined_yields_to_the_clock_and_counts_every_second() {
+    expect_none_closed_loop(8);
+}
+
+#[test]
+fn expect_none_closed_loop_stops_on_the_stop_flag() {
+    let server = sink_server();
+    let mut p = plan(server.addr, 4, Mode::PingPong, 600.0);
+    p.framing = Framing::None;
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let o = go_within(p, stop, Duration::from_secs(10));
+    assert_eq!(o.end, End::Interrupted);
+    assert!(o.outcome.summary.exchanges.completed > 0);
+    assert_balanced(&o);
+}
+
 #[test]
 fn a_full_backlog_counts_not_sent_instead_of_dropping_silently() {
     let server = deaf_server();
@@ -398,7 +464,17 @@ fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
     let server = echo_server(1);
     let addr = server.local_addr();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        // The kill comes once every connection is up and has been served (on a loaded
+        // machine 300 ms were not always enough for that), so each one is broken by it.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            let st = server.stats();
+            if st.connections_accepted >= 5 && st.connections_open == 5 && st.writes >= 5 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(100));
         drop(server); // closes every connection and the listener
         Instant::now()
     });

@@ -1093,3 +1093,155 @@ fn ws_a_protocol_error_does_not_poison_the_next_connection() {
     assert_eq!(s.errors.total(), 1, "{:?}", s.errors);
     assert!(s.exchanges.completed > 10, "{:?}", s.exchanges);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Floods: a server that sends faster than the client decodes. The run must still end at its
+// duration (the loop reads a bounded share per turn and keeps its clock), and what it owes the
+// server in return (pongs) must not queue without bound.
+
+/// `unit` repeated into one buffer of about 64 KiB.
+fn flood_of(unit: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(64 << 10);
+    while b.len() + unit.len() <= 64 << 10 {
+        b.extend_from_slice(unit);
+    }
+    b
+}
+
+/// After the upgrade, writes `flood` over and over until the client goes. With `read`, another
+/// thread reads what the client sends meanwhile (pongs and closes land in `Seen`); without, the
+/// client's writes are never read. `done` counts connections whose client went.
+fn ws_flood(flood: Vec<u8>, read: bool) -> (TestServer, Arc<Seen>, Arc<AtomicUsize>) {
+    let seen = Arc::new(Seen::default());
+    let done = Arc::new(AtomicUsize::new(0));
+    let (seen2, done2) = (Arc::clone(&seen), Arc::clone(&done));
+    let server = TestServer::start(move |mut s| {
+        if ws_accept(&mut s).is_none() {
+            return;
+        }
+        let reader = read.then(|| {
+            let mut r = s.try_clone().unwrap();
+            let seen = Arc::clone(&seen2);
+            std::thread::spawn(move || echo_frames_silently(&mut r, &seen))
+        });
+        while s.write_all(&flood).is_ok() {}
+        if let Some(r) = reader {
+            let _ = r.join();
+        }
+        done2.fetch_add(1, Ordering::Relaxed);
+    });
+    (server, seen, done)
+}
+
+/// Records what the client sends (pongs, closes, messages) without answering.
+fn echo_frames_silently(s: &mut TcpStream, seen: &Seen) {
+    while let Some((b0, payload)) = read_frame(s) {
+        match b0 & 0x0f {
+            0x1 | 0x2 => {
+                seen.messages.fetch_add(1, Ordering::Relaxed);
+            }
+            0x8 => {
+                let code =
+                    (payload.len() >= 2).then(|| u16::from_be_bytes([payload[0], payload[1]]));
+                seen.closes.lock().unwrap().push(code);
+                return;
+            }
+            0xA => seen.pongs.lock().unwrap().push(payload),
+            _ => {}
+        }
+    }
+}
+
+fn wait_for(n: usize, count: &AtomicUsize) {
+    let t = Instant::now();
+    while count.load(Ordering::Relaxed) < n && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn flood_run(p: Plan) -> Ran {
+    let bound = p.duration.unwrap_or_default() + p.drain + SLACK;
+    let t = Instant::now();
+    let out = common::go_within(p, Arc::new(AtomicBool::new(false)), bound);
+    let e = out.outcome.summary.exchanges;
+    assert!(e.balanced(), "conservation broken: {e:?}");
+    Ran {
+        out,
+        took: t.elapsed(),
+    }
+}
+
+#[test]
+fn ws_a_ping_flood_ends_at_the_duration_with_one_pong_per_read_at_most() {
+    // Regression: pings faster than the client decoded them wedged the worker (its read loop
+    // never drained the socket), ignored -d, --timeout and signals, and queued a pong per
+    // ping without bound.
+    let (server, seen, done) = ws_flood(flood_of(&frame(0x89, b"ping")), true);
+    let r = flood_run(ws_plan(server.addr, 2));
+    wait_for(2, &done);
+    assert_eq!(r.out.end, End::Completed, "{:?}", r.out.end);
+    let pongs = seen.pongs.lock().unwrap().len() as u64;
+    let reads = r.s().totals.reads;
+    assert!(pongs > 0, "pings were never answered");
+    assert!(
+        pongs <= reads,
+        "{pongs} pongs for {reads} reads: pongs must be coalesced (one per read at most)"
+    );
+    assert!(seen.pongs.lock().unwrap().iter().all(|p| p == b"ping"));
+}
+
+#[test]
+fn ws_a_ping_flood_from_a_server_that_never_reads_ends_at_the_duration() {
+    let (server, _, done) = ws_flood(flood_of(&frame(0x89, b"ping")), false);
+    let r = flood_run(ws_plan(server.addr, 2));
+    assert_eq!(r.out.end, End::Completed, "{:?}", r.out.end);
+    drop(server);
+    wait_for(2, &done);
+}
+
+#[test]
+fn ws_a_text_flood_ends_at_the_duration_and_counts_the_unasked_messages() {
+    let (server, _, done) = ws_flood(flood_of(&frame(0x81, b"flood")), true);
+    let r = flood_run(ws_plan(server.addr, 2));
+    wait_for(2, &done);
+    assert_eq!(r.out.end, End::Completed, "{:?}", r.out.end);
+    let s = r.s();
+    assert!(s.exchanges.completed >= 2, "{:?}", s.exchanges);
+    assert!(s.exchanges.unexpected_replies > 0, "{:?}", s.exchanges);
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+}
+
+#[test]
+fn tcp_a_flood_without_a_newline_ends_at_the_duration_as_timeouts() {
+    // `--expect line` against a server that streams bytes and never ends a line: the read
+    // loop once overran the run's bound by most of a second.
+    // Three writers per connection, so the bytes come faster than one client thread reads.
+    let server = TestServer::start(move |s| {
+        let writers: Vec<_> = (0..3)
+            .map(|_| {
+                let mut s = s.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let flood = vec![b'x'; 64 << 10];
+                    while s.write_all(&flood).is_ok() {}
+                })
+            })
+            .collect();
+        for w in writers {
+            let _ = w.join();
+        }
+    });
+    let mut p = base(server.addr, 2);
+    p.framing = barrage_engine::Framing::Line;
+    p.timeout = Duration::from_millis(200);
+    let r = flood_run(p);
+    assert_eq!(r.out.end, End::Completed, "{:?}", r.out.end);
+    let s = r.s();
+    assert_eq!(s.exchanges.completed, 0, "{:?}", s.exchanges);
+    assert!(s.errors.get(ErrorClass::Timeout) >= 2, "{:?}", s.errors);
+    assert_eq!(
+        s.errors.total(),
+        s.errors.get(ErrorClass::Timeout),
+        "{:?}",
+        s.errors
+    );
+}

@@ -160,6 +160,13 @@ impl FrameSink for Sink<'_, '_> {
     }
 
     fn ping(&mut self, payload: &[u8]) {
+        if self.r.close.is_some() {
+            return; // closing: nothing more is answered
+        }
+        // Only the latest ping of a read is answered (RFC 6455 5.5.3 allows a pong for just
+        // the most recently processed ping): a ping flood costs one pong per read, not one
+        // per ping. Until a close, `ctl` holds nothing but that pong.
+        self.r.ctl.clear();
         let m = self.mask();
         crate::ws::encode_frame(OpCode::Pong, payload, m, self.r.ctl);
     }

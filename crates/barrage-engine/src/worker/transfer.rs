@@ -11,14 +11,25 @@ use crate::exchange::OPENING;
 use crate::session::{Close, Replies};
 
 impl<S: Session> Worker<S> {
-    /// Read until the socket is drained. A short read means drained (edge-triggered epoll
-    /// reports new data as a new event), except when the event also said the peer closed:
-    /// then the FIN is already here and no further event will come, so read on to the EOF.
+    /// Read until the socket is drained or the turn's read budget is spent (then the rest is
+    /// read in the next turn, see `READS_PER_TURN`). A short read means drained
+    /// (edge-triggered epoll reports new data as a new event), except when the event also
+    /// said the peer closed: then the FIN is already here and no further event will come, so
+    /// read on to the EOF.
     pub(super) fn read_ready(&mut self, idx: u32, now: u64, peer_closed: bool) {
         let mut rbuf = std::mem::take(&mut self.rbuf);
+        let mut budget = READS_PER_TURN;
         loop {
             let c = &mut self.conns[idx as usize];
             let Some(s) = c.stream.as_mut() else { break };
+            if budget == 0 {
+                if c.read_queued == 0 {
+                    self.reads.push_back(idx);
+                }
+                c.read_queued = c.read_queued.max(1 + peer_closed as u8);
+                break;
+            }
+            budget -= 1;
             match s.read(&mut rbuf) {
                 Ok(0) => {
                     self.on_eof(idx, now);
@@ -45,6 +56,25 @@ impl<S: Session> Worker<S> {
             }
         }
         self.rbuf = rbuf;
+    }
+
+    /// The next turn's share of a connection whose read budget ran out.
+    pub(super) fn read_more(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
+        let peer_closed = std::mem::take(&mut c.read_queued) == 2;
+        let live = matches!(
+            c.state,
+            State::Tls | State::Handshake | State::Login | State::Ready
+        );
+        if !live || c.stream.is_none() {
+            return;
+        }
+        self.read_ready(idx, now, peer_closed);
+        let c = &self.conns[idx as usize];
+        if c.stream.is_some() && c.pending_write() {
+            self.flush(idx, now);
+        }
+        self.after_io(idx, now);
     }
 
     /// The peer closed the connection (FIN, or TLS close_notify).
@@ -173,6 +203,11 @@ impl<S: Session> Worker<S> {
                 let _ = self.tx.send(WorkerEvent::Misdirected { detail });
             }
             return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
+        }
+        if !self.ctl.is_empty() && c.backlogged() {
+            // A peer that does not read what it is sent gets no more control answers (pongs,
+            // a close answer) than fit: later pings are answered once the socket drains.
+            self.ctl.clear();
         }
         if !self.ctl.is_empty() {
             let res = write_to(c, &mut self.rec, &self.ctl);

@@ -43,6 +43,17 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
     }
 }
 
+/// Run with a watchdog: a run that does not end within `bound` fails the test (instead of
+/// hanging the suite).
+pub fn go_within(p: Plan, stop: Arc<AtomicBool>, bound: Duration) -> barrage_engine::RunOutput {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(barrage_engine::run(p, stop, |_, _| {}).unwrap());
+    });
+    rx.recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("the run did not end within {bound:?}"))
+}
+
 /// A port on 127.0.0.1 where nothing listens.
 pub fn refused_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
