@@ -617,3 +617,102 @@ fn a_server_stall_shows_in_the_delivery_latency_and_nothing_is_lost() {
     assert!(b.peer_us.unwrap().max >= 200_000, "{:?}", b.peer_us);
     assert!(b.spread_us.is_some());
 }
+
+/// An HTTP server whose `/slow` route answers after 150 ms and `/fast` at once. It counts the
+/// requests that were already waiting behind one it had not answered yet (pipelined), per
+/// route.
+fn routes_server(seen: Arc<Mutex<HashMap<String, u64>>>) -> TestServer {
+    TestServer::start(move |s| {
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        loop {
+            let mut line = String::new();
+            loop {
+                let mut l = String::new();
+                match r.read_line(&mut l) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                if l == "\r\n" {
+                    break;
+                }
+                if line.is_empty() {
+                    line = l;
+                }
+            }
+            let slow = line.starts_with("GET /slow ");
+            if slow {
+                std::thread::sleep(Duration::from_millis(150));
+            }
+            // Another request already here, before this one is answered: it was pipelined.
+            let mut b = [0u8; 1];
+            w.set_nonblocking(true).unwrap();
+            let waiting = !r.buffer().is_empty() || matches!(w.peek(&mut b), Ok(n) if n > 0);
+            w.set_nonblocking(false).unwrap();
+            let route = if slow { "slow" } else { "fast" };
+            let mut seen = seen.lock().unwrap();
+            *seen.entry(route.into()).or_default() += 1;
+            if waiting {
+                *seen.entry(format!("behind {route}")).or_default() += 1;
+            }
+            drop(seen);
+            if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+}
+
+/// Regression: the steps of an `every` block were pipelined on the user's connection, so a
+/// fast route answered behind a slow one read the slow one's time (the routes example gave
+/// `static` and `sayhi` identical figures; `/delay/5, /, /delay/1` all read 5.4 ms). Each
+/// step now waits for the reply before it and is timed from then: the server never finds a
+/// request waiting behind another, every request is counted per route, and the fast route
+/// after the slow one is not timed with the slow one's 150 ms.
+#[test]
+fn every_block_steps_are_timed_each_from_when_it_could_be_sent() {
+    const ROUTES: &str = r#"
+target = "http://127.0.0.1:1"
+[users]
+count = 2
+arrive = "100/s"
+hold = "1s"
+[[steps]]
+every = "400ms"
+steps = [
+  { name = "slow", path = "/slow", status = "200" },
+  { name = "fast", path = "/fast", status = "200" },
+]
+"#;
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let server = routes_server(Arc::clone(&seen));
+    let u = users(ROUTES, true, Duration::from_secs(5));
+    let p = common::http_plan(server.addr, 1, Mode::PingPong, 3.0, "GET", "/");
+    let o = go(p.with_users(u));
+    let s = &o.outcome.summary;
+    let seen = seen.lock().unwrap();
+    let n = |k: &str| seen.get(k).copied().unwrap_or(0);
+    assert_eq!(o.end, End::Completed);
+    assert_eq!((n("behind slow"), n("behind fast")), (0, 0), "{seen:?}");
+    let (slow, fast) = (&s.steps[0], &s.steps[1]);
+    assert_eq!(slow.c.completed, n("slow"));
+    assert_eq!(fast.c.completed, n("fast"));
+    assert!(
+        slow.c.completed >= 2 && fast.c.completed >= 2,
+        "{:?}",
+        s.steps
+    );
+    assert!(s.exchanges.balanced(), "{:?}", s.exchanges);
+    let (ls, lf) = (
+        slow.latency_us.as_ref().unwrap(),
+        fast.latency_us.as_ref().unwrap(),
+    );
+    // The server holds every slow request 150 ms; a fast one timed behind it would too.
+    assert!(ls.min >= 150_000, "slow {ls:?}");
+    assert!(
+        lf.p50 < 150_000,
+        "the fast route read the slow one's time: {lf:?}"
+    );
+}

@@ -495,9 +495,15 @@ pub struct UserState {
     /// The end of the current pause (`u64::MAX`: none).
     pub wait_until: u64,
     /// The current `every` block: when its tick 0 was, ticks due and ticks sent.
+    /// `every_sent` counts ticks started (their first step sent).
     pub every_t0: u64,
     pub every_due: u64,
     pub every_sent: u64,
+    /// The started tick's next step (an op index; 0: no tick under way), and when that step
+    /// could be sent, which its latency is timed from: the tick's intended time for its first
+    /// step, the previous awaited step's reply for the others.
+    pub every_op: u16,
+    pub every_from: u64,
     pub depart_at: u64,
     pub vars: Vars,
     /// The reply being collected, and its HTTP status.
@@ -526,6 +532,8 @@ impl UserState {
             every_t0: u64::MAX,
             every_due: 0,
             every_sent: 0,
+            every_op: 0,
+            every_from: 0,
             depart_at,
             vars: Vars::new(p.slots),
             reply: Vec::new(),
@@ -547,6 +555,7 @@ impl UserState {
         self.every_t0 = u64::MAX;
         self.every_due = 0;
         self.every_sent = 0;
+        self.every_op = 0;
         self.reply.clear();
         self.status = 0;
         self.loops.iter_mut().for_each(|l| *l = 0);

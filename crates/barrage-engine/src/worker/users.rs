@@ -153,6 +153,7 @@ impl<S: Session> Worker<S> {
                         st.every_t0 = now;
                         st.every_due = 0;
                         st.every_sent = 0;
+                        st.every_op = 0;
                     }
                     let t0 = st.every_t0;
                     // Ticks at or after the departure are not this user's load.
@@ -179,20 +180,40 @@ impl<S: Session> Worker<S> {
                             }
                         }
                     }
-                    if !c.pending_write() {
-                        while self.users[i].every_sent < self.users[i].every_due {
-                            let k = self.users[i].every_sent;
-                            let intended = t0 + k * period_ns;
-                            for op in first..end {
-                                if let Op::Send(s) = prog.ops[op as usize] {
-                                    self.user_send(idx, s, intended, now);
-                                }
+                    // A tick's steps go out in order, each awaited step holding the next
+                    // until its reply: on one connection a step sent behind another would
+                    // wait for it (HTTP/1.1 answers in order), and the slowest route's time
+                    // would be every route's. The first step of a tick is timed from the
+                    // tick's intended time, the others from the reply before them.
+                    while !self.conns[i].pending_write() {
+                        let st = &mut self.users[i];
+                        if st.await_key != u64::MAX {
+                            break;
+                        }
+                        if st.every_op == 0 {
+                            if st.every_sent >= st.every_due {
+                                break;
                             }
-                            self.users[i].every_sent += 1;
+                            st.every_op = first;
+                            st.every_from = t0 + st.every_sent * period_ns;
+                            st.every_sent += 1;
+                        }
+                        let op = st.every_op;
+                        if op >= end {
+                            st.every_op = 0; // the tick is done
+                            continue;
+                        }
+                        st.every_op += 1;
+                        if let Op::Send(s) = prog.ops[op as usize] {
+                            let from = st.every_from;
+                            let key = self.user_send(idx, s, from, now);
+                            if prog.steps[s as usize].awaits {
+                                self.users[i].await_key = key;
+                            }
                         }
                     }
                     let st = &mut self.users[i];
-                    if st.every_sent >= times {
+                    if st.every_sent >= times && st.every_op == 0 && st.await_key == u64::MAX {
                         st.every_t0 = u64::MAX;
                         st.pc = end;
                         continue;
@@ -368,7 +389,12 @@ impl<S: Session> Worker<S> {
         if st.step_done {
             st.step_done = false;
             st.await_key = u64::MAX;
-            st.pc += 1;
+            if st.every_op != 0 {
+                // A step of an `every` tick: the tick's next step could be sent from now.
+                st.every_from = now;
+            } else {
+                st.pc += 1;
+            }
             self.conns[i].timeout_at = u64::MAX;
         }
         if self.conns[i].state == State::Ready {
@@ -443,8 +469,18 @@ impl<S: Session> Worker<S> {
                 self.rec.steps.not_sent(*s as usize, unsent);
             }
         }
+        // The tick under way: its steps not sent yet.
+        if st.every_op != 0 {
+            for op in &users.program.ops[(st.every_op.min(end)) as usize..end as usize] {
+                if let Op::Send(s) = op {
+                    self.rec.not_sent(1);
+                    self.rec.steps.not_sent(*s as usize, 1);
+                }
+            }
+        }
         st.every_due = due;
         st.every_sent = due;
+        st.every_op = 0;
         st.every_t0 = u64::MAX;
     }
 
