@@ -363,7 +363,7 @@ fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
         g = g.at_most_warn();
     }
     let mut fig = format!("{pct:.3} % ({errors} of {all}); rate {}", verdict(tr));
-    if let Some((secs, from)) = outage(result) {
+    if let Some((secs, from)) = outage(result, a) {
         g = Grade::Fail;
         fig.push_str(&format!(
             "; no connection open for {secs:.0} s of the load, from {from:.0} s (the server went away)"
@@ -374,18 +374,18 @@ fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
 
 /// Seconds of the measured load, after a connection first opened, in which not one
 /// connection was open: the server went away (killed, stopped listening), and a closed loop
-/// sends nothing to fail meanwhile. Returns their length and when the first began. Scenario
-/// runs, whose users come and go, are left out.
-fn outage(result: &RunResult) -> Option<(f64, f64)> {
-    if result.config.users.is_some() {
-        return None;
-    }
+/// sends nothing to fail meanwhile. Returns their length and when the first began. In a
+/// scenario, whose users come and go, only the steady state counts (every user arrived,
+/// none departed yet): a second there with no connection open is the server gone.
+fn outage(result: &RunResult, a: &AnalysisReport) -> Option<(f64, f64)> {
+    let users = result.config.users.is_some();
     let mut opened = false;
     let (mut secs, mut from) = (0.0, None);
     for t in &result.timeseries {
+        let steady = t.t - t.dt >= a.steady_from_s - 1e-9 && t.t <= a.steady_to_s + 1e-9;
         if t.open_peak > 0 {
             opened = true;
-        } else if opened && t.phase == Phase::Measured {
+        } else if opened && t.phase == Phase::Measured && (!users || steady) {
             secs += t.dt;
             from.get_or_insert(t.t - t.dt);
         }

@@ -596,3 +596,76 @@ fn a_server_that_goes_away_fails_the_errors_row() {
         "{row}"
     );
 }
+
+/// Regression (issue 24): with the chat server killed mid-run, the rooms scenario passed every
+/// threshold, its readiness errors row passed and it exited 0: its users' `every` ticks that
+/// fell due while they had no connection were never counted. They are not sent now, in the
+/// step and the run, and the errors threshold and row fail.
+#[test]
+fn a_scenario_whose_server_goes_away_counts_the_ticks_it_could_not_send() {
+    let server = EchoServer::serve("chat", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let file = dir.path().join("rooms.toml");
+    std::fs::write(
+        &file,
+        r#"
+target = "tcp://127.0.0.1:1"
+[protocol]
+framing = "line"
+[users]
+count = 20
+arrive = "200/s"
+hold = "6s"
+depart = "at_end"
+[[steps]]
+name = "login"
+send = '{"op":"login","user":"u{user}"}\n'
+expect = { json = "/op", equals = "joined", timeout = "2s" }
+capture.room_size = { json = "/size" }
+[[steps]]
+name = "say"
+every = "500ms"
+send = '{"op":"pub","text":"{stamp}"}\n'
+expect = { framing = "none" }
+broadcast = { expect = "{room_size}" }
+[[on]]
+name = "member"
+match = { json = "/op", equals = "member" }
+capture.room_size = { json = "/size" }
+[run]
+thresholds = ["errors.rate < 0.1%"]
+"#,
+    )
+    .unwrap();
+    let (mut child, _err) = started(&[
+        "run",
+        file.to_str().unwrap(),
+        "--target",
+        server.url(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // Killed after the first second's line: the users lose their connections for the
+    // seconds left of their hold.
+    send_signal(server.pid(), "KILL");
+    let status = wait_at_most(&mut child.0, Duration::from_secs(40)).expect("barrage ends");
+    assert_eq!(status.code(), Some(3), "the errors threshold fails");
+    let r = read_json(&json);
+    let not_sent = u(&r, "summary.exchanges.not_sent");
+    assert!(not_sent > 20, "ticks due with no connection: {not_sent}");
+    let say = &r["summary"]["steps"][1];
+    assert_eq!(say["name"], "say");
+    assert_eq!(say["not_sent"].as_u64(), Some(not_sent), "{say}");
+    assert_eq!(
+        u(&r, "summary.exchanges.scheduled"),
+        u(&r, "summary.exchanges.sent") + not_sent
+    );
+    let row = r["readiness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["aspect"] == "errors")
+        .unwrap();
+    assert_eq!(row["status"], "fail", "{row}");
+}

@@ -504,6 +504,11 @@ pub struct UserState {
     /// step, the previous awaited step's reply for the others.
     pub every_op: u16,
     pub every_from: u64,
+    /// The `every` op the schedule belongs to, and whether that schedule is suspended: the
+    /// user's connection broke while it ran, and it resumes (the ticks due meanwhile not
+    /// sent) when the user, reconnected, reaches the block again.
+    pub every_pc: u16,
+    pub every_resume: bool,
     pub depart_at: u64,
     pub vars: Vars,
     /// The reply being collected, and its HTTP status.
@@ -534,6 +539,8 @@ impl UserState {
             every_sent: 0,
             every_op: 0,
             every_from: 0,
+            every_pc: 0,
+            every_resume: false,
             depart_at,
             vars: Vars::new(p.slots),
             reply: Vec::new(),
@@ -552,9 +559,11 @@ impl UserState {
         self.pc = 0;
         self.await_key = u64::MAX;
         self.wait_until = u64::MAX;
-        self.every_t0 = u64::MAX;
-        self.every_due = 0;
-        self.every_sent = 0;
+        if !self.every_resume {
+            self.every_t0 = u64::MAX;
+            self.every_due = 0;
+            self.every_sent = 0;
+        }
         self.every_op = 0;
         self.reply.clear();
         self.status = 0;

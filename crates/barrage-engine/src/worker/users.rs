@@ -149,12 +149,25 @@ impl<S: Session> Worker<S> {
                     first,
                     end,
                 } => {
+                    if st.every_t0 != u64::MAX && st.every_pc != st.pc {
+                        // A suspended schedule of another block (its ticks were accounted
+                        // when the connection broke).
+                        st.every_t0 = u64::MAX;
+                        st.every_resume = false;
+                    }
                     if st.every_t0 == u64::MAX {
                         st.every_t0 = now;
                         st.every_due = 0;
                         st.every_sent = 0;
                         st.every_op = 0;
+                        st.every_pc = st.pc;
+                    } else if st.every_resume {
+                        // Back after a broken connection: the ticks that fell due while the
+                        // user had none were not sent; the schedule goes on from here.
+                        st.every_resume = false;
+                        self.every_skip(i, now.saturating_sub(1));
                     }
+                    let st = &mut self.users[i];
                     let t0 = st.every_t0;
                     // Ticks at or after the departure are not this user's load.
                     let horizon = now.min(st.depart_at.saturating_sub(1));
@@ -430,9 +443,18 @@ impl<S: Session> Worker<S> {
         }
     }
 
-    /// An `every` block is cut short (departure, a broken connection, the end of the run):
-    /// the ticks due and never sent are accounted as not sent.
+    /// An `every` block is cut short (departure, the end of the run): the ticks due and
+    /// never sent are accounted as not sent.
     pub(super) fn user_every_unsent(&mut self, i: usize, now: u64) {
+        self.every_skip(i, now);
+        let st = &mut self.users[i];
+        st.every_t0 = u64::MAX;
+        st.every_resume = false;
+    }
+
+    /// The ticks of the user's `every` schedule due by `now` and not sent are not sent (the
+    /// steps of a tick under way too); the schedule itself is kept.
+    fn every_skip(&mut self, i: usize, now: u64) {
         let plan = self.users_arc();
         let users = plan.users.as_deref().expect("a scenario");
         let st = &mut self.users[i];
@@ -444,7 +466,7 @@ impl<S: Session> Worker<S> {
             times,
             first,
             end,
-        }) = users.program.ops.get(st.pc as usize)
+        }) = users.program.ops.get(st.every_pc as usize)
         else {
             st.every_t0 = u64::MAX;
             return;
@@ -481,7 +503,6 @@ impl<S: Session> Worker<S> {
         st.every_due = due;
         st.every_sent = due;
         st.every_op = 0;
-        st.every_t0 = u64::MAX;
     }
 
     /// The user leaves for good: its connection closes (a WebSocket says goodbye first).
@@ -531,17 +552,24 @@ impl<S: Session> Worker<S> {
     /// What a broken connection means for its user: gone when it was leaving (or past its
     /// departure); otherwise it will reconnect and start over. Returns whether it is gone.
     pub(super) fn user_lost(&mut self, i: usize, now: u64) -> bool {
-        self.user_every_unsent(i, now);
+        // The schedule of an `every` block under way is suspended, not ended: the ticks that
+        // fall due until the user is back on it are counted as not sent.
+        self.every_skip(i, now);
         let st = &mut self.users[i];
+        st.every_resume = st.every_t0 != u64::MAX;
         st.await_key = u64::MAX;
         st.wait_until = u64::MAX;
         st.pushes.clear();
         st.reply.clear();
         if st.phase == UserPhase::Gone {
+            st.every_t0 = u64::MAX;
+            st.every_resume = false;
             return true;
         }
         if st.phase == UserPhase::Leaving || now >= st.depart_at {
             st.phase = UserPhase::Gone;
+            st.every_t0 = u64::MAX;
+            st.every_resume = false;
             self.users_left -= 1;
             return true;
         }

@@ -218,3 +218,43 @@ fn seconds_with_no_connection_open_fail_the_errors_row() {
     }
     assert_eq!(errors_row(&r).status, Grade::Pass);
 }
+
+/// A scenario whose server went away: seconds of its steady state (every user arrived, none
+/// departed) with no connection open fail the errors row; seconds outside it (users still
+/// arriving, or already gone) are not an outage.
+#[test]
+fn a_scenario_with_no_connection_open_in_its_steady_state_fails_the_errors_row() {
+    let errors_row = |r: &RunResult| {
+        let a = analyze(r, None, None);
+        assess(r, &a, &[])
+            .into_iter()
+            .find(|row| row.aspect == Aspect::Errors)
+            .unwrap()
+    };
+    let mut r = result(20, 1000, 0, 10);
+    r.config.users = Some(crate::result::ConfigUsers {
+        count: 10,
+        arrive: "10/s".into(),
+        last_arrival_s: 2.0,
+        hold_s: 14.0,
+        depart: "at_end".into(),
+        scenario: "s.toml".into(),
+    });
+    // Gone after the users' schedule (t > 16 s): users leaving, not an outage.
+    for t in r.timeseries.iter_mut().filter(|t| t.t > 16.0) {
+        (t.open, t.open_peak, t.requests) = (0, 0, 0);
+    }
+    let row = errors_row(&r);
+    assert_eq!(row.status, Grade::Pass, "{}", row.figure);
+    // Gone from 8 s, inside the schedule: the server went away.
+    for t in r.timeseries.iter_mut().filter(|t| t.t > 8.0) {
+        (t.open, t.open_peak, t.requests) = (0, 0, 0);
+    }
+    let row = errors_row(&r);
+    assert_eq!(row.status, Grade::Fail, "{}", row.figure);
+    assert!(
+        row.figure.contains("the server went away"),
+        "{}",
+        row.figure
+    );
+}
