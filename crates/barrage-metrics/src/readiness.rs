@@ -22,6 +22,9 @@
 //!   else Fail; a Pass becomes Warn when the error rate grows (trend rule).
 //! - **correctness**: unexpected replies / completed exchanges: 0 → Pass, ≤ 1 % → Warn, else
 //!   Fail (a reply framing that does not match the server is not a pass).
+//! - **connections**: the planned connections (users) that were ever ready: all → Pass,
+//!   ≥ 99 % → Warn, else Fail; a Pass becomes Warn when fewer than 99 % of them were open in
+//!   some second of the steady state.
 
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
 use crate::result::RunResult;
@@ -43,6 +46,8 @@ pub enum Aspect {
     Errors,
     #[serde(rename = "correctness")]
     Correctness,
+    #[serde(rename = "connections")]
+    Connections,
 }
 
 impl Aspect {
@@ -54,6 +59,7 @@ impl Aspect {
             Self::MemoryManagement => "memory management",
             Self::Errors => "errors",
             Self::Correctness => "correctness",
+            Self::Connections => "connections",
         }
     }
 }
@@ -103,6 +109,10 @@ pub const ERRORS_RULE: &str = "failed requests (failed after sending, or not sen
     < 1 %: Warn, else Fail; Pass becomes Warn if the error rate grows; a second of the load \
     with no connection open (the server went away) is Fail";
 
+pub const CONNECTIONS_RULE: &str = "planned connections (users) ever ready: all: Pass, >= 99 %: \
+    Warn, else Fail; Pass becomes Warn if fewer than 99 % were open in a second of the steady \
+    state";
+
 fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
     Row {
         aspect,
@@ -113,7 +123,7 @@ fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
 }
 
 /// The readiness table, in the order performance, stability, resource use, memory
-/// management, errors, correctness. `outcomes`: the evaluated thresholds (may be empty).
+/// management, errors, correctness, connections. `outcomes`: the evaluated thresholds (may be empty).
 pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome]) -> Vec<Row> {
     vec![
         performance(result, analysis, outcomes),
@@ -122,6 +132,7 @@ pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome
         memory(analysis),
         errors(result, analysis),
         correctness(result),
+        connections(result, analysis),
     ]
 }
 
@@ -370,6 +381,60 @@ fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
         ));
     }
     row(aspect, g, fig, ERRORS_RULE)
+}
+
+/// Did the run get the connections it planned: ever ready (each at least once), and open
+/// through the steady state.
+fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
+    let aspect = Aspect::Connections;
+    let s = &result.summary;
+    let planned = s.connections.target;
+    let Some(ramp) = s.ramp.as_ref().filter(|_| planned > 0) else {
+        let fig = "not recorded".into();
+        return row(aspect, Grade::NotMeasured, fig, CONNECTIONS_RULE);
+    };
+    let ready = ramp.ready.min(planned);
+    let pct = 100.0 * ready as f64 / planned as f64;
+    let mut g = if ready >= planned {
+        Grade::Pass
+    } else if pct >= 99.0 {
+        Grade::Warn
+    } else {
+        Grade::Fail
+    };
+    let mut fig = format!("{ready} of {planned} planned ever ready ({pct:.1} %)");
+    if ready < planned {
+        let c = &s.connections;
+        fig.push_str(&format!("; {} of {} connects failed", c.failed, c.attempts));
+        let top = s.errors.nonzero().max_by_key(|(_, n)| *n);
+        if let Some((class, n)) = top {
+            fig.push_str(&format!(", most as {class} ({n})"));
+        }
+    }
+    // The fewest open at the end of a whole second of the steady state: a scenario's is its
+    // schedule; a URL run's starts when its last connection was first ready (its own steady
+    // state is where 99 % were open, so it could not show a loss).
+    let from = match (&result.config.users, ramp.all_ready_s) {
+        (None, Some(t)) => t,
+        _ => a.steady_from_s,
+    };
+    let low = result
+        .timeseries
+        .iter()
+        .filter(|t| t.dt >= 0.999 && t.t - t.dt >= from - 1e-9 && t.t <= a.steady_to_s + 1e-9)
+        .min_by_key(|t| t.open);
+    if let Some(t) = low {
+        let open_pct = 100.0 * t.open as f64 / planned as f64;
+        fig.push_str(&format!(
+            "; steady state: at least {} open ({open_pct:.1} %)",
+            t.open
+        ));
+        if open_pct < 99.0 {
+            g = g.at_most_warn();
+            fig.push_str(&format!(", {} at {:.0} s", t.open, t.t));
+        }
+    }
+    row(aspect, g, fig, CONNECTIONS_RULE)
 }
 
 /// Seconds of the measured load, after a connection first opened, in which not one

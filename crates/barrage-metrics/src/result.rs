@@ -93,6 +93,13 @@ pub struct RunConfig {
     /// Scenario runs: the users, their arrival and departure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<ConfigUsers>,
+    /// The source addresses connections came from (`--source-ip`, `auto` resolved); empty:
+    /// the kernel's choice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_ips: Vec<String>,
+    /// `--processes N`: the run was N local shard processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
 }
 
 /// A step of a scenario as the result names it.

@@ -16,7 +16,8 @@
 //! Metrics (see [`METRICS`]): `p50 p75 p90 p99 p999 p9999 latency.max latency.mean`
 //! (exchange latency after the warm-up), `connect.p99`, `rps.avg rps.peak rps.current`,
 //! `requests`, `errors`, `errors.<class>` (one error class, e.g. `errors.timeout`),
-//! `errors.rate` (errors / (completed + errors)), `connections.peak`, `server.rss.max`,
+//! `errors.rate` (errors / (completed + errors)), `connections.peak`, `connections.ready`
+//! (planned connections ever ready, a rate), `server.rss.max`,
 //! `server.rss.avg`, `server.rss.after` (after the recovery phase), `server.cpu.avg`,
 //! `server.cpu.max` (% of one core), `server.fds.max`, `stability.cv`, `leak`.
 //!
@@ -70,6 +71,10 @@ pub const METRICS: &[(&str, &str)] = &[
         "requests.failed / (requests + requests.failed); rate (% or fraction)",
     ),
     ("connections.peak", "most connections open at once; count"),
+    (
+        "connections.ready",
+        "planned connections (users) that were ever ready / planned; rate",
+    ),
     (
         "broadcast.reach",
         "deliveries received / expected (scenario broadcast steps); rate",
@@ -222,7 +227,7 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
         | "connect.p99" => Kind::Duration,
         "rps.avg" | "rps.peak" | "rps.current" | "requests" | "requests.failed" | "errors"
         | "connections.peak" | "server.fds.max" => Kind::Count,
-        "errors.rate" | "broadcast.reach" => Kind::Rate,
+        "errors.rate" | "broadcast.reach" | "connections.ready" => Kind::Rate,
         "broadcast.lost" | "broadcast.missing" | "broadcast.duplicates" | "broadcast.late" => {
             Kind::Count
         }

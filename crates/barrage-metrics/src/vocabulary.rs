@@ -41,6 +41,11 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
         "errors" => s.errors.total() as f64,
         "errors.rate" => s.error_rate()?,
         "connections.peak" => s.connections.peak as f64,
+        "connections.ready" => {
+            let planned = s.connections.target;
+            let ready = s.ramp.as_ref()?.ready.min(planned);
+            (planned > 0).then(|| ready as f64 / planned as f64)?
+        }
         "broadcast.reach" => s.broadcast.as_ref()?.reach?,
         "broadcast.lost" => s.broadcast.as_ref()?.lost as f64,
         "broadcast.missing" => s.broadcast.as_ref()?.missing as f64,

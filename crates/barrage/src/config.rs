@@ -456,6 +456,8 @@ pub fn describe(
                 .collect()
         }),
         users: scenario_users(plan).map(|u| users_config(u, spec)),
+        source_ips: spec.source_ips.iter().map(|ip| ip.to_string()).collect(),
+        processes: None,
     }
 }
 

@@ -224,6 +224,7 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     result.server_metrics = server_metrics;
     // The children's threads together, as many as the machine runs at once.
     result.config.threads = n * a.threads.unwrap_or(1) as usize;
+    result.config.processes = Some(n as u64);
     result.conclude(&thresholds, recovery_s);
     let stopped = signals.stop.load(std::sync::atomic::Ordering::Relaxed);
     let failed: Vec<String> = ended

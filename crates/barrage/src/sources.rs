@@ -9,18 +9,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 /// At most this many source addresses (a /20 of IPv4).
 const MAX_SOURCES: usize = 4096;
 
-/// The share of a port range a plan may count on (the rest: other sockets, TIME_WAIT).
-const USABLE: f64 = 0.9;
-
 /// The local ports one source address has for one target: the ephemeral range.
 pub fn ports_per_source() -> u64 {
     barrage_engine::ports::PortCursor::system_range()
         .map_or(28_232, |(lo, hi)| u64::from(hi.saturating_sub(lo)) + 1)
-}
-
-/// Connections one (source, target) pair can carry in a plan.
-pub fn usable_per_pair() -> u64 {
-    (ports_per_source() as f64 * USABLE) as u64
 }
 
 /// The source list of `--source-ip` for `conns` connections to `targets`.
@@ -62,11 +54,18 @@ pub fn resolve(
     Ok(list)
 }
 
+/// The share of a pair's ports `auto` plans for: half, leaving the rest to reconnects (a
+/// closed connection holds its port in TIME_WAIT), other sockets and earlier runs. With 90 % (the
+/// pre-flight's refusal limit) it once picked one source for 25,000 connections, 2 % of the ports spare, and 956
+/// connects found no free port.
+const AUTO_SHARE: f64 = 0.5;
+
 /// `auto`: for a loopback target, 127.0.0.1, 127.0.0.2, ... until every (source, target)
-/// pair carries at most [`usable_per_pair`] connections; elsewhere the kernel's choice (a
+/// pair carries at most half its ports ([`AUTO_SHARE`]); elsewhere the kernel's choice (a
 /// machine's other addresses are not known to reach the target).
 pub fn auto(to: SocketAddr, targets: u64, conns: u64) -> Vec<IpAddr> {
-    let per_source = usable_per_pair() * targets.max(1);
+    let per_pair = (ports_per_source() as f64 * AUTO_SHARE) as u64;
+    let per_source = per_pair * targets.max(1);
     let need = conns.div_ceil(per_source.max(1)).max(1);
     if need <= 1 || !matches!(to.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
         return Vec::new();
@@ -241,11 +240,17 @@ mod tests {
     #[test]
     fn auto_adds_loopback_sources_until_the_ports_suffice() {
         let to: SocketAddr = "127.0.0.1:7000".parse().unwrap();
-        let per = usable_per_pair();
+        let per = (ports_per_source() as f64 * AUTO_SHARE) as u64;
         assert!(auto(to, 1, per).is_empty(), "one address holds them");
         assert_eq!(auto(to, 1, per + 1), ips(&["127.0.0.1", "127.0.0.2"]));
         assert_eq!(auto(to, 1, 100_000).len() as u64, 100_000u64.div_ceil(per));
         assert!(auto(to, 4, 100_000).len() as u64 <= 100_000u64.div_ceil(4 * per).max(1));
+        // Regression (issue 24): 25,000 connections on a 28,232-port range went to one
+        // source with 2 % of its ports spare; auto leaves half of every pair's ports free.
+        let ports = ports_per_source();
+        let n = auto(to, 1, ports * 9 / 10);
+        assert_eq!(n.len(), 2, "90 % of a range is two sources");
+        assert!((ports * 9 / 10).div_ceil(n.len() as u64) <= ports / 2);
         let remote: SocketAddr = "192.0.2.1:80".parse().unwrap();
         assert!(
             auto(remote, 1, 1_000_000).is_empty(),

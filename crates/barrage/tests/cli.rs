@@ -1049,7 +1049,7 @@ fn thresholds_pass_fail_and_exit_code_3() {
     assert_eq!(th.len(), 2);
     assert_eq!(th[0]["passed"], true);
     assert_eq!(th[1]["passed"], false);
-    assert_eq!(v["readiness"].as_array().unwrap().len(), 6);
+    assert_eq!(v["readiness"].as_array().unwrap().len(), 7);
 
     let out = barrage()
         .args([

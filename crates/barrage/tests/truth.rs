@@ -187,3 +187,64 @@ fn silent_listener() -> u16 {
     });
     port
 }
+
+/// Regression (issue 24): connections that never came up failed nothing (`12,917 of 25,000
+/// connections were ever ready`, errors pass, exit 0). A server that takes 4 of 8 connections
+/// and then stops listening: the connections row fails, `connections.ready >= 99%` fails the
+/// run (exit 3), and the result records the source addresses it used.
+#[test]
+fn connections_that_never_came_up_fail_the_connections_row_and_threshold() {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming().take(4) {
+            let Ok(s) = s else { continue };
+            let w = s.try_clone().unwrap();
+            held.push(std::thread::spawn(move || {
+                let mut w = w;
+                let mut r = BufReader::new(s);
+                let mut line = Vec::new();
+                while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    if w.write_all(&line).is_err() {
+                        return;
+                    }
+                    line.clear();
+                }
+            }));
+        }
+        // The listener closes here: later connects are refused.
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .arg(format!("tcp://{addr}"))
+        .args(["-c", "8", "-t", "1", "-d", "2s", "--connect-rate", "20"])
+        .args(["--source-ip", "127.0.0.1", "--expect", "line"])
+        .args(["--threshold", "connections.ready >= 99%", "--no-tui"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let r = read_json(&json);
+    assert_eq!(u(&r, "summary.ramp.ready"), 4);
+    let row = r["readiness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["aspect"] == "connections")
+        .expect("a connections row");
+    assert_eq!(row["status"], "fail", "{row}");
+    assert!(
+        row["figure"]
+            .as_str()
+            .unwrap()
+            .contains("4 of 8 planned ever ready (50.0 %)"),
+        "{row}"
+    );
+    assert_eq!(r["config"]["source_ips"], serde_json::json!(["127.0.0.1"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("connections.ready"), "{stdout}");
+}

@@ -110,6 +110,9 @@ pub fn result(secs: u64, per_s: u64, errors_per_s: u64, conns: u64) -> RunResult
             open_peak: conns,
             ..Default::default()
         };
+        if s == 0 {
+            d.counters.first_ready = conns; // every connection up in the first second
+        }
         d.counters.sent = per_s + errors_per_s;
         d.counters.completed = per_s;
         d.counters.failed = errors_per_s;

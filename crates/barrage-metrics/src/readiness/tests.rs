@@ -43,13 +43,14 @@ fn without_monitoring_server_rows_are_not_measured() {
             "resource use",
             "memory management",
             "errors",
-            "correctness"
+            "correctness",
+            "connections"
         ]
     );
     use Grade::*;
     assert_eq!(
         grades(&rows),
-        [Pass, Pass, NotMeasured, NotMeasured, Pass, Pass]
+        [Pass, Pass, NotMeasured, NotMeasured, Pass, Pass, Pass]
     );
     assert!(rows
         .iter()
@@ -75,7 +76,7 @@ fn healthy_monitored_server_passes_everything() {
         60.0,
     );
     let a = analyze(&r, Some(&m), Some(10.0));
-    assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 6]);
+    assert_eq!(grades(&assess(&r, &a, &[])), [Grade::Pass; 7]);
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn failures_are_graded_by_their_rules() {
     );
     let rows = assess(&r, &a, &out);
     use Grade::*;
-    assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail, Pass]);
+    assert_eq!(grades(&rows), [Fail, Pass, Fail, Fail, Fail, Pass, Pass]);
     assert!(
         rows[0]
             .figure
@@ -139,7 +140,8 @@ fn warnings_and_nothing_completed() {
             Grade::NotMeasured,
             Grade::NotMeasured,
             Grade::NotMeasured,
-            Grade::NotMeasured
+            Grade::NotMeasured,
+            Grade::Pass
         ]
     );
 }
@@ -257,4 +259,58 @@ fn a_scenario_with_no_connection_open_in_its_steady_state_fails_the_errors_row()
         "{}",
         row.figure
     );
+}
+
+/// Regression (issue 24): a run whose planned connections never all came up (12,917 of
+/// 25,000, local ports exhausted) passed every row and exited 0. The connections row fails
+/// below 99 % ever ready, warns between 99 % and all, and warns when the steady state had
+/// fewer than 99 % open; `connections.ready` gates it as a threshold.
+#[test]
+fn connections_that_never_came_up_fail_the_connections_row() {
+    let conn_row = |r: &RunResult| {
+        let a = analyze(r, None, None);
+        assess(r, &a, &[])
+            .into_iter()
+            .find(|row| row.aspect == Aspect::Connections)
+            .unwrap()
+    };
+    let with_ready = |ready: u64| {
+        let mut r = result(20, 1000, 0, 1000);
+        r.summary.ramp = Some(crate::aggregate::Ramp {
+            ready,
+            all_ready_s: None,
+        });
+        r
+    };
+    let r = with_ready(1000);
+    assert_eq!(conn_row(&r).status, Grade::Pass, "{}", conn_row(&r).figure);
+    let r = with_ready(995);
+    assert_eq!(conn_row(&r).status, Grade::Warn, "{}", conn_row(&r).figure);
+    let mut r = with_ready(517);
+    r.summary
+        .errors
+        .add(crate::error::ErrorClass::LocalPortExhausted, 483);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Fail, "{}", row.figure);
+    assert!(
+        row.figure
+            .contains("517 of 1000 planned ever ready (51.7 %)")
+            && row.figure.contains("local_port_exhausted (483)"),
+        "{}",
+        row.figure
+    );
+    // The threshold reads the same figure.
+    let facts = crate::thresholds::Facts::from_result(&r, None);
+    assert_eq!(facts.get("connections.ready"), Some(0.517));
+    let t = parse("connections.ready >= 99%").unwrap();
+    assert!(evaluate_all(&[t], &facts)
+        .iter()
+        .all(|o| o.passed == Some(false)));
+    // All ready, but the steady state lost a tenth of them for a second.
+    let mut r = with_ready(1000);
+    r.summary.ramp.as_mut().unwrap().all_ready_s = Some(0.5);
+    r.timeseries[10].open = 900;
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Warn, "{}", row.figure);
+    assert!(row.figure.contains("at least 900 open"), "{}", row.figure);
 }
