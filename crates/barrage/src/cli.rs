@@ -488,13 +488,23 @@ pub struct RunArgs {
 
     /// Serve the run's figures as OpenMetrics on http://ADDR/metrics while it goes, for
     /// Prometheus to scrape: PORT or HOST:PORT (loopback unless --listen-any)
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub prometheus: Option<String>,
 
     /// Serve a live web page of the run on http://ADDR/ (charts updated every second, the
     /// server panel, warnings, the final summary): PORT or HOST:PORT (loopback unless
     /// --listen-any)
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub web: Option<String>,
 
     /// Let --prometheus and --web listen on an address other than loopback (reachable from
@@ -621,7 +631,7 @@ pub struct ServerArgs {
 
     /// Serve the counts as OpenMetrics on http://ADDR/metrics while running (PORT or
     /// HOST:PORT), for barrage run --server-metrics or a Prometheus
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", allow_negative_numbers = true)]
     pub metrics: Option<String>,
 
     /// Fault: delay every reply by D

@@ -58,6 +58,13 @@ pub fn parse_addr(flag: &str, v: &str, any: bool) -> Result<SocketAddr, crate::c
     use crate::config::Usage;
     let addr: SocketAddr = match v.parse::<u16>() {
         Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
+        Err(_) if v.trim().parse::<i64>().is_ok() => {
+            return Err(Usage::value(
+                flag,
+                v,
+                "a port is 0 to 65535; give PORT or HOST:PORT, e.g. 9464 or 127.0.0.1:9464",
+            ))
+        }
         Err(_) => v.parse().map_err(|_| {
             Usage::value(
                 flag,

@@ -59,6 +59,11 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if args.processes.is_some_and(|n| n > 1) && args.metrics.is_some() {
         return Err(Usage::says("--metrics", "does not go with --processes yet").into());
     }
+    let metrics_addr = args
+        .metrics
+        .as_deref()
+        .map(|v| crate::httpd::parse_addr("--metrics", v, true))
+        .transpose()?;
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
         std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
@@ -154,9 +159,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             format!(": {scheme}://{}/", server.local_addr())
         }
     );
-    let metrics = match &args.metrics {
-        Some(v) => {
-            let addr = crate::httpd::parse_addr("--metrics", v, true)?;
+    let metrics = match metrics_addr {
+        Some(addr) => {
             let read = server.stats_reader();
             let route = move |path: &str, _query: &str| {
                 if path != "/metrics" {
