@@ -65,6 +65,9 @@ pub struct ChatConfig {
     /// (connections are still accepted; what arrived meanwhile is handled after).
     pub stall_at: Option<Duration>,
     pub stall_for: Duration,
+    /// Share the port with servers already listening on it (`SO_REUSEPORT`: the kernel splits
+    /// the connections); otherwise such a port is [`crate::ServerError::InUse`].
+    pub reuse_port: bool,
 }
 
 impl Default for ChatConfig {
@@ -82,6 +85,7 @@ impl Default for ChatConfig {
             delay: None,
             stall_at: None,
             stall_for: Duration::ZERO,
+            reuse_port: false,
         }
     }
 }
@@ -109,10 +113,17 @@ pub fn start(cfg: ChatConfig) -> Result<ServerHandle, ServerError> {
     }
     let threads = cfg.threads;
     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    runtime::spawn(Kind::Chat, false, cfg.listen, threads, move |parts| {
-        let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Loop::new(parts, cfg.clone(), index).run();
-    })
+    runtime::spawn(
+        Kind::Chat,
+        false,
+        cfg.listen,
+        cfg.reuse_port,
+        threads,
+        move |parts| {
+            let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Loop::new(parts, cfg.clone(), index).run();
+        },
+    )
 }
 
 /// What a connection speaks, known from its first bytes.

@@ -229,6 +229,11 @@ pub enum ServerError {
         #[source]
         source: io::Error,
     },
+    /// Another socket listens on the address already (another server, or another run of this
+    /// one): refused rather than sharing its connections through `SO_REUSEPORT`, unless the
+    /// config's `reuse_port` asks to share.
+    #[error("another server listens on {addr} already")]
+    InUse { addr: SocketAddr },
     /// The configuration cannot work, e.g. zero threads.
     #[error("invalid configuration for the server on {addr}: {reason}")]
     Config { addr: SocketAddr, reason: String },

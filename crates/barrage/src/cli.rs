@@ -625,6 +625,11 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::count, value_name = "N")]
     pub processes: Option<u64>,
 
+    /// Share the port with a server already listening on it (SO_REUSEPORT: the kernel splits
+    /// the connections between them); without it such a port is refused
+    #[arg(long)]
+    pub reuse_port: bool,
+
     /// Write the served counts as JSON to FILE on exit
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,

@@ -82,6 +82,18 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }),
         _ => None,
     };
+    let in_use = |e: barrage_servers::ServerError| -> anyhow::Error {
+        match e {
+            barrage_servers::ServerError::InUse { addr } => Usage::value(
+                "--listen",
+                addr,
+                "another server listens there already; stop it, choose another port (0 picks \
+                 a free one), or give --reuse-port to share it (the kernel splits the connections)",
+            )
+            .into(),
+            e => e.into(),
+        }
+    };
     let server: ServerHandle = match &a.server {
         Server::Echo(_) => echo::start(echo::EchoConfig {
             listen,
@@ -90,7 +102,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
-        })?,
+            reuse_port: args.reuse_port,
+        })
+        .map_err(in_use)?,
         Server::Http(_) => http::start(http::HttpConfig {
             listen,
             threads,
@@ -99,8 +113,10 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             service_time: args.service_time,
             stall_at: args.stall_at,
             stall_for,
+            reuse_port: args.reuse_port,
             server_timing: args.server_timing,
-        })?,
+        })
+        .map_err(in_use)?,
         Server::Chat(_) => {
             let (room_min, room_max) = room_size(args.room_size.as_deref().unwrap_or("3-8"))?;
             barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
@@ -116,7 +132,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 delay: args.delay,
                 stall_at: args.stall_at,
                 stall_for,
-            })?
+                reuse_port: args.reuse_port,
+            })
+            .map_err(in_use)?
         }
         Server::Ws(_) => ws::start(ws::WsConfig {
             listen,
@@ -125,7 +143,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
-        })?,
+            reuse_port: args.reuse_port,
+        })
+        .map_err(in_use)?,
     };
     let mut children = match args.processes.filter(|&n| n > 1) {
         Some(n) => Some(Children::start(n as usize, server.local_addr(), args)?),
@@ -326,6 +346,7 @@ impl Children {
                 ("--listen", true),
                 ("--stats", true),
                 ("--seed", true),
+                ("--reuse-port", false),
             ],
         );
         let dir =
@@ -335,7 +356,8 @@ impl Children {
             let stats = dir.join(format!("stats{i}.json"));
             let mut c = crate::sys::child_of_self(&exe);
             c.args(&keep)
-                .args(["--listen", &addr.to_string(), "--stats"])
+                // Each child joins the first process's port.
+                .args(["--reuse-port", "--listen", &addr.to_string(), "--stats"])
                 .arg(&stats)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())
