@@ -652,6 +652,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "MIN-MAX")]
     pub room_size: Option<String>,
 
+    /// chat: bytes a member may have queued that its socket has not taken; a member that
+    /// falls further behind (a client that does not read) is disconnected, counted
+    /// (slow_disconnects, slow_dropped) [default: 1M]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
+    pub max_queue: Option<u64>,
+
     /// chat: a publisher does not get its own message
     #[arg(long)]
     pub no_self: bool,

@@ -24,6 +24,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         ("--dup", args.dup_p.is_some()),
         ("--reorder", args.reorder_p.is_some()),
         ("--seed", args.seed.is_some()),
+        ("--max-queue", args.max_queue.is_some()),
     ];
     if let Some((flag, _)) = chat_flags
         .iter()
@@ -132,6 +133,11 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 delay: args.delay,
                 stall_at: args.stall_at,
                 stall_for,
+                max_queue: args
+                    .max_queue
+                    .map_or(barrage_servers::chat::MAX_QUEUE, |b| {
+                        usize::try_from(b).unwrap_or(usize::MAX)
+                    }),
                 reuse_port: args.reuse_port,
             })
             .map_err(in_use)?
@@ -254,6 +260,12 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             "; {} logins, {} rooms, {} messages in, {} deliveries out (dropped {}, duplicated {}, reordered {})",
             c.logins, c.rooms, c.messages_in, c.deliveries_out, c.dropped, c.duplicated, c.reordered
         );
+        if c.slow_disconnects > 0 {
+            line += &format!(
+                "; {} slow members disconnected at --max-queue ({} deliveries they were owed dropped)",
+                c.slow_disconnects, c.slow_dropped
+            );
+        }
     }
     let _ = writeln!(std::io::stdout(), "{line}");
     Ok(0)
@@ -294,7 +306,7 @@ fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
 
 /// A server's counts as OpenMetrics text: every number of its stats record, named by its
 /// path (`barrage_server_chat_deliveries_out_total`); counts are counters, what is open now
-/// a gauge.
+/// and high-water marks (`_peak_`) gauges.
 fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut String) {
         match v {
@@ -304,7 +316,9 @@ fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
                 }
             }
             serde_json::Value::Number(n) => {
-                let gauge = prefix.ends_with("_open") || prefix.contains("_open_");
+                let gauge = prefix.ends_with("_open")
+                    || prefix.contains("_open_")
+                    || prefix.contains("_peak_");
                 if gauge {
                     out.push_str(&format!("# TYPE {prefix} gauge\n{prefix} {n}\n"));
                 } else {

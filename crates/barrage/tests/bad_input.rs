@@ -143,6 +143,19 @@ fn bad_input_sweep_one_line_naming_the_flag_and_no_panic() {
             &[],
         ),
         case(
+            &[
+                "serve",
+                "echo",
+                "--listen",
+                "127.0.0.1:0",
+                "--max-queue",
+                "1M",
+            ],
+            2,
+            &["--max-queue", "applies to serve chat"],
+            &[],
+        ),
+        case(
             &[live, "--json", "-", "--report", "-", "-n", "1"],
             2,
             &["--report -", "--json - already writes to stdout"],
