@@ -25,6 +25,7 @@ fn http_server() -> ServerHandle {
         stall_at: None,
         stall_for: Duration::ZERO,
         server_timing: false,
+        reuse_port: false,
     })
     .unwrap()
 }
@@ -37,6 +38,7 @@ fn ws_server() -> ServerHandle {
         delay: None,
         stall_at: None,
         stall_for: Duration::ZERO,
+        reuse_port: false,
     })
     .unwrap()
 }

@@ -423,6 +423,7 @@ fn websocket_users_send_messages_and_their_echoes_complete_each_step() {
         delay: None,
         stall_at: None,
         stall_for: Duration::ZERO,
+        reuse_port: false,
     })
     .unwrap();
     let u = users(WS_USERS, false, Duration::from_secs(5));

@@ -21,6 +21,12 @@
 //! member leaves). The text of a `pub` is relayed byte for byte (up to its closing quote), so a
 //! client's stamps in it arrive unchanged.
 //!
+//! Output is bounded per member: what its socket has not taken may grow to
+//! [`ChatConfig::max_queue`] bytes; a member that falls further behind (a client that does not
+//! read) is disconnected, counted in `slow_disconnects`, and the deliveries it was owed in
+//! `slow_dropped`. A delivery counts in `deliveries_out` once the socket has taken all of its
+//! bytes, not when it is queued.
+//!
 //! Key decision: rooms are per event-loop thread (the kernel spreads connections over the
 //! threads' `SO_REUSEPORT` listeners), so a broadcast never crosses threads: no lock, no queue;
 //! with one thread (the default) there is one set of rooms.
@@ -39,6 +45,8 @@ use std::time::Duration;
 /// Lines longer than this close the connection (a client that never sends a newline).
 const MAX_LINE: usize = 64 * 1024;
 const READ_BUF: usize = 64 * 1024;
+/// [`ChatConfig::max_queue`]'s default: 1 MB a member beyond what its socket holds.
+pub const MAX_QUEUE: usize = 1_000_000;
 
 #[derive(Clone, Debug)]
 pub struct ChatConfig {
@@ -65,6 +73,13 @@ pub struct ChatConfig {
     /// (connections are still accepted; what arrived meanwhile is handled after).
     pub stall_at: Option<Duration>,
     pub stall_for: Duration,
+    /// Bytes a member may have queued that its socket has not taken (at least 1); one whose
+    /// output would grow past it is disconnected (`slow_disconnects`), the deliveries it was
+    /// owed counted as `slow_dropped`. What a client that never reads costs the server.
+    pub max_queue: usize,
+    /// Share the port with servers already listening on it (`SO_REUSEPORT`: the kernel splits
+    /// the connections); otherwise such a port is [`crate::ServerError::InUse`].
+    pub reuse_port: bool,
 }
 
 impl Default for ChatConfig {
@@ -82,6 +97,8 @@ impl Default for ChatConfig {
             delay: None,
             stall_at: None,
             stall_for: Duration::ZERO,
+            max_queue: MAX_QUEUE,
+            reuse_port: false,
         }
     }
 }
@@ -92,6 +109,9 @@ pub fn start(cfg: ChatConfig) -> Result<ServerHandle, ServerError> {
         addr: cfg.listen,
         reason,
     };
+    if cfg.max_queue == 0 {
+        return Err(bad("max_queue 0: give at least 1 byte".to_owned()));
+    }
     if cfg.room_min == 0 || cfg.room_min > cfg.room_max {
         return Err(bad(format!(
             "room sizes {}-{}: give a range like 3-8 (at least 1)",
@@ -109,10 +129,17 @@ pub fn start(cfg: ChatConfig) -> Result<ServerHandle, ServerError> {
     }
     let threads = cfg.threads;
     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    runtime::spawn(Kind::Chat, false, cfg.listen, threads, move |parts| {
-        let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Loop::new(parts, cfg.clone(), index).run();
-    })
+    runtime::spawn(
+        Kind::Chat,
+        false,
+        cfg.listen,
+        cfg.reuse_port,
+        threads,
+        move |parts| {
+            let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Loop::new(parts, cfg.clone(), index).run();
+        },
+    )
 }
 
 /// What a connection speaks, known from its first bytes.
@@ -148,10 +175,22 @@ struct Conn {
     /// A WebSocket message arriving in fragments, so far.
     frag: Vec<u8>,
     inbuf: Vec<u8>,
+    /// Queued output: the bytes after the first `sent` of everything queued.
     out: Vec<u8>,
-    /// A delivery held back by the reorder knob (with its sender's connection id), sent after
-    /// the next delivery from the same sender: a reorder the member can see.
-    held: Option<(u64, Vec<u8>)>,
+    /// Bytes of output the socket has taken so far.
+    sent: u64,
+    /// Where deliveries queued in `out` end (counting as `sent` does) and how many end there;
+    /// each counts as a delivery out once the socket has taken its last byte.
+    marks: std::collections::VecDeque<(u64, u64)>,
+    /// Deliveries in `marks`.
+    queued: u64,
+    /// Its output would have passed `max_queue`: closed at the next flush.
+    slow: bool,
+    /// A write failed: closed at the next flush.
+    failed: bool,
+    /// A delivery held back by the reorder knob (with its sender's connection id and its
+    /// copies), sent after the next delivery from the same sender: a reorder the member can see.
+    held: Option<(u64, Vec<u8>, u64)>,
     /// Which connection this is, never reused (slots are).
     id: u64,
     /// The delay knob: deliveries waiting for their time, in order (a `bye` waits behind
@@ -161,6 +200,26 @@ struct Conn {
     room: Option<usize>,
     /// Closing once `out` is written (after a `bye`).
     closing: bool,
+}
+
+impl Conn {
+    /// The `n` deliveries just appended to `out` end here.
+    fn mark(&mut self, n: u64) {
+        let end = self.sent + self.out.len() as u64;
+        match self.marks.back_mut() {
+            Some(last) if last.0 == end => last.1 += n,
+            _ => self.marks.push_back((end, n)),
+        }
+        self.queued += n;
+    }
+
+    /// Deliveries the connection was owed and has not been written: queued, held back,
+    /// delayed.
+    fn owed(&self) -> u64 {
+        self.queued
+            + self.held.as_ref().map_or(0, |h| h.2)
+            + self.delayed.iter().filter(|d| d.2).count() as u64
+    }
 }
 
 struct Room {
@@ -331,6 +390,11 @@ impl Loop {
                         frag: Vec::new(),
                         inbuf: Vec::new(),
                         out: Vec::new(),
+                        sent: 0,
+                        marks: Default::default(),
+                        queued: 0,
+                        slow: false,
+                        failed: false,
                         held: None,
                         id: self.next_id,
                         delayed: Default::default(),
@@ -367,20 +431,27 @@ impl Loop {
         }
         let now = std::time::Instant::now();
         for slot in 0..self.conns.len() {
-            let Some(c) = self.conns[slot].as_mut() else {
-                continue;
-            };
-            let (mut any, mut deliveries) = (false, 0);
-            while c.delayed.front().is_some_and(|d| d.0 <= now) {
+            let mut any = false;
+            while let Some(len) = self.conns[slot]
+                .as_ref()
+                .and_then(|c| c.delayed.front())
+                .filter(|d| d.0 <= now)
+                .map(|d| d.1.len())
+            {
+                // Counted as written when the socket takes them: a connection that goes before
+                // its time drops them uncounted, as a server that never wrote them.
+                if self.full(slot, len) {
+                    break;
+                }
+                let c = self.conns[slot].as_mut().expect("checked");
                 let (_, bytes, delivery) = c.delayed.pop_front().expect("front");
                 c.out.extend_from_slice(&bytes);
-                deliveries += delivery as u64;
+                if delivery {
+                    c.mark(1);
+                }
                 any = true;
             }
             if any {
-                // Counted as written now: a connection that goes before its time drops them
-                // uncounted, as a server that never wrote them.
-                self.parts.counters.chat(Chat::DeliveriesOut, deliveries);
                 self.dirty.push(slot);
             }
         }
@@ -505,9 +576,13 @@ impl Loop {
             start = end;
             match head.opcode {
                 frame::PING => {
-                    frame::write_head(&mut c.out, frame::PONG, payload.len());
-                    c.out.extend_from_slice(payload);
-                    self.dirty.push(slot);
+                    let len = payload.len();
+                    if !self.full(slot, len + 10) {
+                        let c = self.conns[slot].as_mut().expect("not full");
+                        frame::write_head(&mut c.out, frame::PONG, len);
+                        c.out.extend_from_slice(&input[end - len..end]);
+                        self.dirty.push(slot);
+                    }
                 }
                 frame::PONG => {}
                 frame::CLOSE => {
@@ -571,10 +646,39 @@ impl Loop {
     }
 
     fn say(&mut self, slot: usize, bytes: &[u8]) {
+        if self.full(slot, bytes.len() + 10) {
+            return;
+        }
         if let Some(c) = self.conns[slot].as_mut() {
             put(c.wire, &mut c.out, bytes);
             self.dirty.push(slot);
         }
+    }
+
+    /// Whether `slot`'s output has no room for `len` more bytes (or it is gone or closing
+    /// as slow): what its socket takes is written first; past `max_queue`, the member is
+    /// marked slow and closed at the next flush.
+    fn full(&mut self, slot: usize, len: usize) -> bool {
+        let cap = self.cfg.max_queue;
+        match self.conns[slot].as_ref() {
+            None => return true,
+            Some(c) if c.slow || c.failed => return true,
+            // One message always fits an empty queue.
+            Some(c) if c.out.is_empty() || c.out.len() + len <= cap => return false,
+            Some(_) => {}
+        }
+        self.write_out(slot);
+        let c = self.conns[slot].as_mut().expect("still there");
+        if c.failed {
+            self.dirty.push(slot);
+            return true;
+        }
+        if c.out.is_empty() || c.out.len() + len <= cap {
+            return false;
+        }
+        c.slow = true;
+        self.dirty.push(slot);
+        true
     }
 
     fn login(&mut self, slot: usize, user: &[u8]) {
@@ -669,6 +773,16 @@ impl Loop {
         };
         let hold = self.chance(self.cfg.reorder);
         let delay = self.cfg.delay;
+        let held = self.conns[m].as_ref().and_then(|c| c.held.as_ref());
+        // Held back now (below): nothing is queued for the socket yet.
+        let holds = hold && held.is_none();
+        let held_len = held.filter(|h| h.0 == from).map_or(0, |h| h.1.len());
+        if delay.is_none() && !holds && self.full(m, copies * (msg.len() + 10) + held_len) {
+            if self.conns[m].as_ref().is_some_and(|c| c.slow) {
+                self.parts.counters.chat(Chat::SlowDropped, copies as u64);
+            }
+            return;
+        }
         let Some(c) = self.conns[m].as_mut() else {
             return;
         };
@@ -683,27 +797,28 @@ impl Loop {
             }
             return;
         }
-        if hold && c.held.is_none() {
+        if holds {
             // Sent after the next delivery from the same sender to this member (or, not
             // reordered after all, before its `bye`).
             let mut framed = Vec::with_capacity(copies * (msg.len() + 4));
             for _ in 0..copies {
                 put(c.wire, &mut framed, msg);
             }
-            c.held = Some((from, framed));
-        } else {
-            for _ in 0..copies {
-                put(c.wire, &mut c.out, msg);
-            }
-            if c.held.as_ref().is_some_and(|h| h.0 == from) {
-                let (_, h) = c.held.take().expect("held");
-                c.out.extend_from_slice(&h);
-                // Counted when it happened: the member got a later message of this sender
-                // before this one.
-                self.parts.counters.chat(Chat::Reordered, 1);
-            }
+            c.held = Some((from, framed, copies as u64));
+            return;
         }
-        self.parts.counters.chat(Chat::DeliveriesOut, copies as u64);
+        for _ in 0..copies {
+            put(c.wire, &mut c.out, msg);
+            c.mark(1);
+        }
+        if c.held.as_ref().is_some_and(|h| h.0 == from) {
+            let (_, h, n) = c.held.take().expect("held");
+            c.out.extend_from_slice(&h);
+            c.mark(n);
+            // Counted when it happened: the member got a later message of this sender
+            // before this one.
+            self.parts.counters.chat(Chat::Reordered, 1);
+        }
         self.dirty.push(m);
     }
 
@@ -713,8 +828,9 @@ impl Loop {
             return;
         };
         let room = c.room.take();
-        if let Some((_, h)) = c.held.take() {
+        if let Some((_, h, n)) = c.held.take() {
             c.out.extend_from_slice(&h);
+            c.mark(n);
         }
         if reply {
             self.parts.counters.chat(Chat::Leaves, 1);
@@ -751,30 +867,62 @@ impl Loop {
         }
     }
 
-    fn flush(&mut self, slot: usize) {
+    /// Writes what the socket takes of `slot`'s output. Deliveries are counted out as their
+    /// last byte is taken: optimistically before the write, corrected after it (the rule of
+    /// `stats.rs`: a client that has read a delivery finds it counted). A failed write sets
+    /// `failed`.
+    fn write_out(&mut self, slot: usize) {
         let counters: &CounterWriter = &self.parts.counters;
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        let mut failed = false;
-        while !c.out.is_empty() {
+        counters.chat_peak(Chat::QueuePeakBytes, c.out.len() as u64);
+        while !c.out.is_empty() && !c.failed {
             let len = c.out.len();
             let stream = &mut c.stream;
             let out = &c.out;
-            match counters.counted_write(len, || stream.write(out)) {
-                Ok(0) => break,
-                Ok(n) => {
-                    c.out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    failed = true;
+            let all = c.queued;
+            counters.chat(Chat::DeliveriesOut, all);
+            let wrote = match counters.counted_write(len, || stream.write(out)) {
+                Ok(n) => n,
+                Err(e) => {
+                    counters.chat_undo(Chat::DeliveriesOut, all);
+                    match e.kind() {
+                        io::ErrorKind::Interrupted => continue,
+                        io::ErrorKind::WouldBlock => {}
+                        _ => c.failed = true,
+                    }
                     break;
                 }
+            };
+            c.sent += wrote as u64;
+            c.out.drain(..wrote);
+            while let Some(&(end, n)) = c.marks.front() {
+                if end > c.sent {
+                    break;
+                }
+                c.marks.pop_front();
+                c.queued -= n;
+            }
+            counters.chat_undo(Chat::DeliveriesOut, c.queued);
+            if wrote == 0 && len > 0 {
+                break;
             }
         }
-        if failed || (c.closing && c.out.is_empty()) {
+    }
+
+    fn flush(&mut self, slot: usize) {
+        self.write_out(slot);
+        let Some(c) = self.conns[slot].as_ref() else {
+            return;
+        };
+        if c.slow {
+            // Its deliveries still owed are dropped with it (a partly written one too).
+            let owed = c.owed();
+            self.parts.counters.chat(Chat::SlowDisconnects, 1);
+            self.parts.counters.chat(Chat::SlowDropped, owed);
+            self.drop_conn(slot);
+        } else if c.failed || (c.closing && c.out.is_empty()) {
             self.drop_conn(slot);
         }
     }

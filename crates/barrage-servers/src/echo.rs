@@ -48,6 +48,9 @@ pub struct EchoConfig {
     pub stall_at: Option<Duration>,
     /// Length of the stall; zero means no stall.
     pub stall_for: Duration,
+    /// Share the port with servers already listening on it (`SO_REUSEPORT`: the kernel splits
+    /// the connections); otherwise such a port is [`crate::ServerError::InUse`].
+    pub reuse_port: bool,
 }
 
 impl Default for EchoConfig {
@@ -60,6 +63,7 @@ impl Default for EchoConfig {
             delay: None,
             stall_at: None,
             stall_for: Duration::ZERO,
+            reuse_port: false,
         }
     }
 }
@@ -80,6 +84,7 @@ pub fn start(cfg: EchoConfig) -> Result<ServerHandle, ServerError> {
         Kind::Echo,
         tls.is_some(),
         cfg.listen,
+        cfg.reuse_port,
         cfg.threads,
         move |parts| {
             let service = Echo {

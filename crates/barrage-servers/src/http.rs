@@ -73,6 +73,9 @@ pub struct HttpConfig {
     /// Every response says how long the server held its request, from reading it to
     /// rendering the response: `Server-Timing: app;dur=MS`.
     pub server_timing: bool,
+    /// Share the port with servers already listening on it (`SO_REUSEPORT`: the kernel splits
+    /// the connections); otherwise such a port is [`crate::ServerError::InUse`].
+    pub reuse_port: bool,
 }
 
 impl Default for HttpConfig {
@@ -87,6 +90,7 @@ impl Default for HttpConfig {
             stall_at: None,
             stall_for: Duration::ZERO,
             server_timing: false,
+            reuse_port: false,
         }
     }
 }
@@ -108,6 +112,7 @@ pub fn start(cfg: HttpConfig) -> Result<ServerHandle, ServerError> {
         Kind::Http,
         tls.is_some(),
         cfg.listen,
+        cfg.reuse_port,
         cfg.threads,
         move |parts| {
             let service = HttpService {

@@ -6,8 +6,11 @@
 //! lock or hand-off queue exists. Everything that can fail (bind, epoll, eventfd, spawn) happens
 //! in [`spawn`] before it returns, so a caller may connect as soon as it has the handle.
 //!
-//! Deliberate absence: `SO_REUSEPORT` also lets a *second* server started by the same user on
-//! the same port join the group and take part of the traffic; we accept that for a test tool.
+//! The first listener binds *alone* (`SO_REUSEPORT` is set only after its bind, before
+//! `listen`), so a port another server already listens on is refused ([`ServerError::InUse`])
+//! rather than joined: `SO_REUSEPORT` would otherwise let a second server of the same user take
+//! part of the first one's connections without a word. Sharing a port (`serve --processes`,
+//! `--reuse-port`) is asked for with `reuse_port`.
 
 use crate::stats::{CounterWriter, Kind, ServerError, ServerStats, ThreadCounters};
 use mio::net::TcpListener;
@@ -134,6 +137,7 @@ pub(crate) fn spawn<F>(
     kind: Kind,
     tls: bool,
     listen: SocketAddr,
+    reuse_port: bool,
     threads: usize,
     run: F,
 ) -> Result<ServerHandle, ServerError>
@@ -146,7 +150,7 @@ where
             reason: "threads must be at least 1".to_owned(),
         });
     }
-    let listeners = bind_listeners(listen, threads)?;
+    let listeners = bind_listeners(listen, threads, reuse_port)?;
     let local_addr = listeners[0]
         .local_addr()
         .map_err(|source| ServerError::Bind {
@@ -198,10 +202,15 @@ where
     Ok(handle)
 }
 
-/// Binds `n` non-blocking listeners to the same address. The first one resolves port 0; the
-/// others join its port.
-fn bind_listeners(listen: SocketAddr, n: usize) -> Result<Vec<TcpListener>, ServerError> {
-    let first = bind_one(listen)?;
+/// Binds `n` non-blocking listeners to the same address. The first one resolves port 0 and,
+/// unless `reuse_port`, binds alone: a port another server listens on is [`ServerError::InUse`].
+/// The others join its port.
+fn bind_listeners(
+    listen: SocketAddr,
+    n: usize,
+    reuse_port: bool,
+) -> Result<Vec<TcpListener>, ServerError> {
+    let first = bind_one(listen, reuse_port)?;
     let addr = first.local_addr().map_err(|source| ServerError::Bind {
         addr: listen,
         source,
@@ -209,20 +218,34 @@ fn bind_listeners(listen: SocketAddr, n: usize) -> Result<Vec<TcpListener>, Serv
     let mut all = Vec::with_capacity(n);
     all.push(first);
     for _ in 1..n {
-        all.push(bind_one(addr)?);
+        all.push(bind_one(addr, true)?);
     }
     Ok(all)
 }
 
-fn bind_one(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+/// One listener on `addr`. With `join`, `SO_REUSEPORT` is set before the bind (the socket joins
+/// the port's group, ours or another server's); without, after it, so that the bind fails if
+/// anything listens there already, and the sockets bound later (our other threads, `--processes`)
+/// can still join this one.
+fn bind_one(addr: SocketAddr, join: bool) -> Result<TcpListener, ServerError> {
     let bind_err = |source| ServerError::Bind { addr, source };
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
         .map_err(bind_err)?;
     // SO_REUSEADDR: restart on a port whose old connections are still in TIME_WAIT.
     socket.set_reuse_address(true).map_err(bind_err)?;
-    socket.set_reuse_port(true).map_err(bind_err)?;
+    if join {
+        socket.set_reuse_port(true).map_err(bind_err)?;
+    }
     socket.set_nonblocking(true).map_err(bind_err)?;
-    socket.bind(&addr.into()).map_err(bind_err)?;
+    match socket.bind(&addr.into()) {
+        Err(e) if !join && e.kind() == std::io::ErrorKind::AddrInUse => {
+            return Err(ServerError::InUse { addr })
+        }
+        other => other.map_err(bind_err)?,
+    }
+    if !join {
+        socket.set_reuse_port(true).map_err(bind_err)?;
+    }
     socket.listen(BACKLOG).map_err(bind_err)?;
     Ok(TcpListener::from_std(socket.into()))
 }

@@ -61,7 +61,8 @@ pub struct ChatStats {
     pub rooms: u64,
     /// `pub` messages received from room members.
     pub messages_in: u64,
-    /// Deliveries written to room members (duplicates included, drops not).
+    /// Deliveries written to room members (duplicates included, drops not), each counted
+    /// once the socket has taken its last byte.
     pub deliveries_out: u64,
     /// Fault knobs: deliveries dropped, sent twice, and held back behind the next one.
     pub dropped: u64,
@@ -71,6 +72,17 @@ pub struct ChatStats {
     pub member_pushes: u64,
     /// `leave` messages answered.
     pub leaves: u64,
+    /// Members disconnected because their output passed `max_queue` (clients that do not
+    /// read).
+    #[serde(default)]
+    pub slow_disconnects: u64,
+    /// Deliveries those members were owed and never written (a partly written one included).
+    #[serde(default)]
+    pub slow_dropped: u64,
+    /// The most bytes any member had queued that its socket had not taken (at most
+    /// `max_queue` plus one message); the largest of threads and processes when merged.
+    #[serde(default)]
+    pub queue_peak_bytes: u64,
 }
 
 impl ChatStats {
@@ -85,6 +97,9 @@ impl ChatStats {
         self.reordered += o.reordered;
         self.member_pushes += o.member_pushes;
         self.leaves += o.leaves;
+        self.slow_disconnects += o.slow_disconnects;
+        self.slow_dropped += o.slow_dropped;
+        self.queue_peak_bytes = self.queue_peak_bytes.max(o.queue_peak_bytes);
     }
 }
 
@@ -229,6 +244,11 @@ pub enum ServerError {
         #[source]
         source: io::Error,
     },
+    /// Another socket listens on the address already (another server, or another run of this
+    /// one): refused rather than sharing its connections through `SO_REUSEPORT`, unless the
+    /// config's `reuse_port` asks to share.
+    #[error("another server listens on {addr} already")]
+    InUse { addr: SocketAddr },
     /// The configuration cannot work, e.g. zero threads.
     #[error("invalid configuration for the server on {addr}: {reason}")]
     Config { addr: SocketAddr, reason: String },
@@ -292,10 +312,14 @@ pub(crate) enum Chat {
     Reordered,
     MemberPushes,
     Leaves,
+    SlowDisconnects,
+    SlowDropped,
+    /// A high-water mark, not a count ([`CounterWriter::chat_peak`]).
+    QueuePeakBytes,
 }
 
 impl Chat {
-    const COUNT: usize = 9;
+    const COUNT: usize = 12;
 }
 
 /// The http counters, as indices into [`ThreadCounters`]' array.
@@ -388,6 +412,9 @@ impl ThreadCounters {
                     reordered: c(Chat::Reordered),
                     member_pushes: c(Chat::MemberPushes),
                     leaves: c(Chat::Leaves),
+                    slow_disconnects: c(Chat::SlowDisconnects),
+                    slow_dropped: c(Chat::SlowDropped),
+                    queue_peak_bytes: c(Chat::QueuePeakBytes),
                 }
             }),
         }
@@ -456,6 +483,19 @@ impl CounterWriter {
     /// Counts `n` chat events.
     pub(crate) fn chat(&self, counter: Chat, n: u64) {
         bump(&self.0.chat[counter as usize], n);
+    }
+
+    /// Takes back `n` chat events counted optimistically.
+    pub(crate) fn chat_undo(&self, counter: Chat, n: u64) {
+        unbump(&self.0.chat[counter as usize], n);
+    }
+
+    /// Raises a high-water mark to `v`.
+    pub(crate) fn chat_peak(&self, counter: Chat, v: u64) {
+        let c = &self.0.chat[counter as usize];
+        if v > c.load(Relaxed) {
+            c.store(v, Relaxed);
+        }
     }
 
     /// Counts one TLS event.

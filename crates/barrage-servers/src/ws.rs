@@ -56,6 +56,9 @@ pub struct WsConfig {
     pub stall_at: Option<Duration>,
     /// Length of the stall; zero means no stall.
     pub stall_for: Duration,
+    /// Share the port with servers already listening on it (`SO_REUSEPORT`: the kernel splits
+    /// the connections); otherwise such a port is [`crate::ServerError::InUse`].
+    pub reuse_port: bool,
 }
 
 impl Default for WsConfig {
@@ -68,6 +71,7 @@ impl Default for WsConfig {
             delay: None,
             stall_at: None,
             stall_for: Duration::ZERO,
+            reuse_port: false,
         }
     }
 }
@@ -87,6 +91,7 @@ pub fn start(cfg: WsConfig) -> Result<ServerHandle, ServerError> {
         Kind::Ws,
         tls.is_some(),
         cfg.listen,
+        cfg.reuse_port,
         cfg.threads,
         move |parts| {
             let service = WsService {

@@ -213,3 +213,90 @@ fn websocket_members_share_rooms_with_line_members() {
         (3, 1, 3)
     );
 }
+
+/// Issue 24: a member that never reads had every delivery queued for it without bound (1.9 GB
+/// in 12 s), each counted in `deliveries_out` as it was queued. Now its output is capped: past
+/// `max_queue` it is disconnected (counted, with the deliveries it was owed), and
+/// `deliveries_out` and `bytes_written` are what the sockets took: exactly what the clients
+/// read.
+#[test]
+fn a_member_that_never_reads_is_cut_off_at_its_queue_cap_and_only_written_deliveries_count() {
+    use std::io::Read;
+    const CAP: usize = 64 * 1024;
+    const N: usize = 1000;
+    let mut c = cfg();
+    (c.room_min, c.room_max) = (3, 3);
+    c.self_delivery = false;
+    c.max_queue = CAP;
+    let server = start(c).unwrap();
+    let addr = server.local_addr();
+    // The slow member: a small receive window; it reads its `joined` and then nothing.
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.connect(&addr.into()).unwrap();
+    let s: TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut slow = Client {
+        w: s.try_clone().unwrap(),
+        r: BufReader::new(s),
+    };
+    writeln!(slow.w, "{{\"op\":\"login\",\"user\":\"slow\"}}").unwrap();
+    let mut slow_bytes = slow.line().len();
+    // The fast member reads every delivery; the publisher publishes N messages of 20 kB.
+    let (mut fast, joined) = Client::login(addr, "fast");
+    let mut fast_bytes = joined.len();
+    let reader = std::thread::spawn(move || {
+        let (mut msgs, mut bytes) = (0, 0);
+        while msgs < N {
+            let l = fast.line();
+            assert!(!l.is_empty(), "the fast member was cut off after {msgs}");
+            bytes += l.len();
+            msgs += l.contains("\"op\":\"msg\"") as usize;
+        }
+        (fast, bytes)
+    });
+    let (mut publisher, joined) = Client::login(addr, "pub");
+    let mut pub_bytes = joined.len();
+    let line = format!("{{\"op\":\"pub\",\"text\":\"{}\"}}\n", "x".repeat(20_000));
+    for _ in 0..N {
+        publisher.w.write_all(line.as_bytes()).unwrap();
+    }
+    let (mut fast, bytes) = reader.join().unwrap();
+    fast_bytes += bytes;
+    // Every publish was handled (the fast member has them all); the slow member was cut off:
+    // it reads what its socket took, then the end.
+    let mut rest = Vec::new();
+    slow.r
+        .read_to_end(&mut rest)
+        .expect("the slow member is disconnected, not kept waiting");
+    slow_bytes += rest.len();
+    let slow_msgs = rest
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(b"{\"op\":\"msg\"") && l.ends_with(b"\"}"))
+        .count();
+    for (c, bytes) in [
+        (&mut fast, &mut fast_bytes),
+        (&mut publisher, &mut pub_bytes),
+    ] {
+        *bytes += c.leave().iter().map(|l| l.len()).sum::<usize>() + "{\"op\":\"bye\"}\n".len();
+    }
+    let all = server.shutdown();
+    let s = all.chat.unwrap();
+    assert_eq!(s.messages_in, N as u64);
+    assert_eq!(s.slow_disconnects, 1, "{s:?}");
+    assert!(slow_msgs < N / 2, "it took {slow_msgs} deliveries: no cap");
+    assert_eq!(s.deliveries_out, (N + slow_msgs) as u64, "{s:?}");
+    assert!(
+        s.slow_dropped >= 1 && slow_msgs as u64 + s.slow_dropped <= N as u64,
+        "{s:?}"
+    );
+    assert!(
+        s.queue_peak_bytes as usize <= CAP + line.len() + 64,
+        "{s:?}"
+    );
+    assert_eq!(
+        all.bytes_written,
+        (slow_bytes + fast_bytes + pub_bytes) as u64,
+        "bytes written are bytes the clients read"
+    );
+}

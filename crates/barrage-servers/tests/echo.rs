@@ -115,8 +115,59 @@ fn bind_failure_names_the_address() {
         ..config(2)
     })
     .expect_err("the port is taken");
+    assert!(matches!(err, ServerError::InUse { .. }), "{err:?}");
+    assert!(err.to_string().contains(&addr.to_string()), "{err}");
+    // Asked to share, it still cannot join a listener that does not share.
+    let err = echo::start(EchoConfig {
+        listen: addr,
+        reuse_port: true,
+        ..config(2)
+    })
+    .expect_err("the port is taken");
     assert!(matches!(err, ServerError::Bind { .. }), "{err:?}");
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
+}
+
+/// Issue 24: every listener had SO_REUSEPORT from the start, so a second server on a port the
+/// first one listened on joined its group and silently took part of its connections.
+#[test]
+fn a_second_server_on_a_listening_port_is_refused_unless_it_asks_to_share() {
+    let first = start(config(2));
+    let addr = first.local_addr();
+    let err = echo::start(EchoConfig {
+        listen: addr,
+        ..config(1)
+    })
+    .expect_err("the port has a server");
+    assert!(
+        matches!(err, ServerError::InUse { addr: a } if a == addr),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("another server listens on {addr} already")
+    );
+    let err = barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
+        listen: addr,
+        ..Default::default()
+    })
+    .expect_err("the port has a server");
+    assert!(matches!(err, ServerError::InUse { .. }), "{err:?}");
+    // Asked to share, it joins: between them the two servers accept every connection.
+    let second = echo::start(EchoConfig {
+        listen: addr,
+        reuse_port: true,
+        ..config(1)
+    })
+    .expect("sharing the port was asked for");
+    let conns: Vec<_> = (0..64).map(|_| connect(addr)).collect();
+    let deadline = std::time::Instant::now() + support::IO_TIMEOUT;
+    let accepted = || first.stats().connections_accepted + second.stats().connections_accepted;
+    while accepted() < 64 && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(accepted(), 64);
+    drop(conns);
 }
 
 #[test]

@@ -488,13 +488,23 @@ pub struct RunArgs {
 
     /// Serve the run's figures as OpenMetrics on http://ADDR/metrics while it goes, for
     /// Prometheus to scrape: PORT or HOST:PORT (loopback unless --listen-any)
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub prometheus: Option<String>,
 
     /// Serve a live web page of the run on http://ADDR/ (charts updated every second, the
     /// server panel, warnings, the final summary): PORT or HOST:PORT (loopback unless
     /// --listen-any)
-    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub web: Option<String>,
 
     /// Let --prometheus and --web listen on an address other than loopback (reachable from
@@ -615,13 +625,18 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::count, value_name = "N")]
     pub processes: Option<u64>,
 
+    /// Share the port with a server already listening on it (SO_REUSEPORT: the kernel splits
+    /// the connections between them); without it such a port is refused
+    #[arg(long)]
+    pub reuse_port: bool,
+
     /// Write the served counts as JSON to FILE on exit
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
 
     /// Serve the counts as OpenMetrics on http://ADDR/metrics while running (PORT or
     /// HOST:PORT), for barrage run --server-metrics or a Prometheus
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", allow_negative_numbers = true)]
     pub metrics: Option<String>,
 
     /// Fault: delay every reply by D
@@ -636,6 +651,12 @@ pub struct ServerArgs {
     /// chat: room capacities, drawn uniformly from MIN-MAX [default: 3-8]
     #[arg(long, value_name = "MIN-MAX")]
     pub room_size: Option<String>,
+
+    /// chat: bytes a member may have queued that its socket has not taken; a member that
+    /// falls further behind (a client that does not read) is disconnected, counted
+    /// (slow_disconnects, slow_dropped) [default: 1M]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
+    pub max_queue: Option<u64>,
 
     /// chat: a publisher does not get its own message
     #[arg(long)]

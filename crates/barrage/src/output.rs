@@ -86,6 +86,13 @@ impl Outputs {
             }
         };
         let report = match &a.report {
+            Some(p) if p == "-" && matches!(json, Some(JsonOut::Stdout)) => {
+                return Err(Usage::value(
+                    "--report",
+                    p,
+                    "--json - already writes to stdout; give the report a FILE.md or FILE.html",
+                ));
+            }
             Some(p) => {
                 let format = report_format("--report", p, true)?;
                 crate::outfile::check_writable("--report", p)?;
@@ -97,6 +104,14 @@ impl Outputs {
             check_out_dir(dir)?;
         }
         if let Some(p) = &a.csv {
+            if p == "-" {
+                return Err(Usage::value(
+                    "--csv",
+                    p,
+                    "the CSV is rewritten whole at the end, so it needs a file; give FILE.csv \
+                     (barrage report RESULT.json --format csv -o - prints one)",
+                ));
+            }
             crate::outfile::check_writable("--csv", p)?;
         }
         let prometheus = a
@@ -110,6 +125,14 @@ impl Outputs {
             .map(|v| crate::web::parse_addr(v, a.listen_any))
             .transpose()?;
         if let Some(p) = &a.hdr_log {
+            if p == "-" {
+                return Err(Usage::value(
+                    "--hdr-log",
+                    p,
+                    "stdout carries the summary; give a FILE (or --out DIR, then \
+                     barrage report DIR --format hdr-log -o -)",
+                ));
+            }
             crate::outfile::check_writable("--hdr-log", p)?;
         }
         let opts = crate::compare::options(a.noise_floor.as_deref())?;

@@ -24,6 +24,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         ("--dup", args.dup_p.is_some()),
         ("--reorder", args.reorder_p.is_some()),
         ("--seed", args.seed.is_some()),
+        ("--max-queue", args.max_queue.is_some()),
     ];
     if let Some((flag, _)) = chat_flags
         .iter()
@@ -59,6 +60,11 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if args.processes.is_some_and(|n| n > 1) && args.metrics.is_some() {
         return Err(Usage::says("--metrics", "does not go with --processes yet").into());
     }
+    let metrics_addr = args
+        .metrics
+        .as_deref()
+        .map(|v| crate::httpd::parse_addr("--metrics", v, true))
+        .transpose()?;
     if let Some(p) = &args.stats {
         // Fail now, not after hours of serving.
         std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
@@ -77,6 +83,18 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }),
         _ => None,
     };
+    let in_use = |e: barrage_servers::ServerError| -> anyhow::Error {
+        match e {
+            barrage_servers::ServerError::InUse { addr } => Usage::value(
+                "--listen",
+                addr,
+                "another server listens there already; stop it, choose another port (0 picks \
+                 a free one), or give --reuse-port to share it (the kernel splits the connections)",
+            )
+            .into(),
+            e => e.into(),
+        }
+    };
     let server: ServerHandle = match &a.server {
         Server::Echo(_) => echo::start(echo::EchoConfig {
             listen,
@@ -85,7 +103,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
-        })?,
+            reuse_port: args.reuse_port,
+        })
+        .map_err(in_use)?,
         Server::Http(_) => http::start(http::HttpConfig {
             listen,
             threads,
@@ -94,8 +114,10 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             service_time: args.service_time,
             stall_at: args.stall_at,
             stall_for,
+            reuse_port: args.reuse_port,
             server_timing: args.server_timing,
-        })?,
+        })
+        .map_err(in_use)?,
         Server::Chat(_) => {
             let (room_min, room_max) = room_size(args.room_size.as_deref().unwrap_or("3-8"))?;
             barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
@@ -111,7 +133,14 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 delay: args.delay,
                 stall_at: args.stall_at,
                 stall_for,
-            })?
+                max_queue: args
+                    .max_queue
+                    .map_or(barrage_servers::chat::MAX_QUEUE, |b| {
+                        usize::try_from(b).unwrap_or(usize::MAX)
+                    }),
+                reuse_port: args.reuse_port,
+            })
+            .map_err(in_use)?
         }
         Server::Ws(_) => ws::start(ws::WsConfig {
             listen,
@@ -120,7 +149,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             delay: args.delay,
             stall_at: args.stall_at,
             stall_for,
-        })?,
+            reuse_port: args.reuse_port,
+        })
+        .map_err(in_use)?,
     };
     let mut children = match args.processes.filter(|&n| n > 1) {
         Some(n) => Some(Children::start(n as usize, server.local_addr(), args)?),
@@ -154,9 +185,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             format!(": {scheme}://{}/", server.local_addr())
         }
     );
-    let metrics = match &args.metrics {
-        Some(v) => {
-            let addr = crate::httpd::parse_addr("--metrics", v, true)?;
+    let metrics = match metrics_addr {
+        Some(addr) => {
             let read = server.stats_reader();
             let route = move |path: &str, _query: &str| {
                 if path != "/metrics" {
@@ -230,6 +260,12 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             "; {} logins, {} rooms, {} messages in, {} deliveries out (dropped {}, duplicated {}, reordered {})",
             c.logins, c.rooms, c.messages_in, c.deliveries_out, c.dropped, c.duplicated, c.reordered
         );
+        if c.slow_disconnects > 0 {
+            line += &format!(
+                "; {} slow members disconnected at --max-queue ({} deliveries they were owed dropped)",
+                c.slow_disconnects, c.slow_dropped
+            );
+        }
     }
     let _ = writeln!(std::io::stdout(), "{line}");
     Ok(0)
@@ -270,7 +306,7 @@ fn listen_addr(s: &str) -> Result<SocketAddr, Usage> {
 
 /// A server's counts as OpenMetrics text: every number of its stats record, named by its
 /// path (`barrage_server_chat_deliveries_out_total`); counts are counters, what is open now
-/// a gauge.
+/// and high-water marks (`_peak_`) gauges.
 fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut String) {
         match v {
@@ -280,7 +316,9 @@ fn openmetrics(stats: &barrage_servers::ServerStats) -> String {
                 }
             }
             serde_json::Value::Number(n) => {
-                let gauge = prefix.ends_with("_open") || prefix.contains("_open_");
+                let gauge = prefix.ends_with("_open")
+                    || prefix.contains("_open_")
+                    || prefix.contains("_peak_");
                 if gauge {
                     out.push_str(&format!("# TYPE {prefix} gauge\n{prefix} {n}\n"));
                 } else {
@@ -322,6 +360,7 @@ impl Children {
                 ("--listen", true),
                 ("--stats", true),
                 ("--seed", true),
+                ("--reuse-port", false),
             ],
         );
         let dir =
@@ -331,7 +370,8 @@ impl Children {
             let stats = dir.join(format!("stats{i}.json"));
             let mut c = crate::sys::child_of_self(&exe);
             c.args(&keep)
-                .args(["--listen", &addr.to_string(), "--stats"])
+                // Each child joins the first process's port.
+                .args(["--reuse-port", "--listen", &addr.to_string(), "--stats"])
                 .arg(&stats)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())

@@ -9,6 +9,13 @@
 //! `q`/Esc is a *user stop* (a normal end: exit code 0 or 3, the recovery window still runs and
 //! a second `q` skips it); Ctrl-C is an interruption, like SIGINT ([`Keys`]). The terminal is
 //! restored by a guard on every path out: `finish`, drop, an I/O error or a panic.
+//!
+//! The dashboard is only for a process in the terminal's foreground process group (`timeout N
+//! barrage ...` runs barrage in a group of its own): from any other group, raw mode would stop
+//! the whole process with SIGTTOU, so such a run shows the status line instead. Every call
+//! that touches the terminal runs with SIGTTOU and SIGTTIN blocked in its thread, so a run
+//! moved to the background while the dashboard is up never stops on the terminal either: its
+//! writes go through and a read fails (which ends the display, never the run).
 
 use barrage_metrics::{Aggregator, ErrorCounts, Phase, Tick};
 use barrage_report::fmt;
@@ -36,14 +43,55 @@ const FRAME: Duration = Duration::from_millis(250);
 /// Seconds of history in the rolling charts.
 const HISTORY: usize = 60;
 
-/// Whether the dashboard replaces the status line: stdin and stdout are terminals and nothing
-/// asked for plain output.
+/// Whether the dashboard replaces the status line: stdin and stdout are terminals, this
+/// process is in their foreground process group, and nothing asked for plain output.
 pub fn wanted(no_tui: bool, quiet: bool, json_to_stdout: bool) -> bool {
     !no_tui
         && !quiet
         && !json_to_stdout
         && std::io::stdout().is_terminal()
         && std::io::stdin().is_terminal()
+        && in_foreground(0)
+        && in_foreground(1)
+}
+
+/// Whether this process is in the foreground process group of the terminal on `fd`.
+fn in_foreground(fd: i32) -> bool {
+    // SAFETY: plain queries, no memory handed over.
+    let (tty, own) = unsafe { (libc::tcgetpgrp(fd), libc::getpgrp()) };
+    tty != -1 && tty == own
+}
+
+/// SIGTTOU and SIGTTIN blocked in this thread while it lives: from outside the terminal's
+/// foreground group, a terminal call then goes through or fails with EIO instead of stopping
+/// the process.
+struct NoTtyStop {
+    old: libc::sigset_t,
+}
+
+impl NoTtyStop {
+    fn new() -> NoTtyStop {
+        // SAFETY: the sets are initialized by sigemptyset/pthread_sigmask before use, and
+        // pthread_sigmask changes only this thread's mask.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTTOU);
+            libc::sigaddset(&mut set, libc::SIGTTIN);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            NoTtyStop { old }
+        }
+    }
+}
+
+impl Drop for NoTtyStop {
+    fn drop(&mut self) {
+        // SAFETY: restores this thread's own mask, saved by `new`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
 }
 
 /// What the dashboard knows before the first tick.
@@ -160,6 +208,8 @@ impl Dashboard {
         let thread = std::thread::Builder::new()
             .name("barrage-tui".into())
             .spawn(move || {
+                // This thread draws and reads keys: never stopped by the terminal.
+                let _no_stop = NoTtyStop::new();
                 let _guard = guard;
                 // An I/O error ends the display, never the run.
                 let _ = ui_loop(term, View::new(info), rx, &flags);
@@ -269,6 +319,7 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 impl TermGuard {
     fn enter() -> std::io::Result<TermGuard> {
+        let _no_stop = NoTtyStop::new();
         terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let guard = TermGuard;
@@ -289,6 +340,7 @@ impl Drop for TermGuard {
 
 fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
+        let _no_stop = NoTtyStop::new();
         let _ = execute!(
             std::io::stdout(),
             terminal::LeaveAlternateScreen,

@@ -116,6 +116,63 @@ fn bad_input_sweep_one_line_naming_the_flag_and_no_panic() {
             &["--report /nonexistent-dir/r.md", "does not exist"],
             &[],
         ),
+        // Issue 24: a negative port names its flag; one stdout; `-` is never a file name.
+        case(
+            &[&tcp, "--prometheus", "-1", "-n", "1"],
+            2,
+            &["--prometheus -1", "0 to 65535"],
+            &["unexpected argument"],
+        ),
+        case(
+            &[&tcp, "--web", "-1", "-n", "1"],
+            2,
+            &["--web -1", "0 to 65535"],
+            &[],
+        ),
+        case(
+            &[
+                "serve",
+                "echo",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics",
+                "-1",
+            ],
+            2,
+            &["--metrics -1", "0 to 65535"],
+            &[],
+        ),
+        case(
+            &[
+                "serve",
+                "echo",
+                "--listen",
+                "127.0.0.1:0",
+                "--max-queue",
+                "1M",
+            ],
+            2,
+            &["--max-queue", "applies to serve chat"],
+            &[],
+        ),
+        case(
+            &[live, "--json", "-", "--report", "-", "-n", "1"],
+            2,
+            &["--report -", "--json - already writes to stdout"],
+            &[],
+        ),
+        case(
+            &[live, "--csv", "-", "-n", "1"],
+            2,
+            &["--csv -", "needs a file"],
+            &[],
+        ),
+        case(
+            &[live, "--hdr-log", "-", "-n", "1"],
+            2,
+            &["--hdr-log -", "give a FILE"],
+            &[],
+        ),
         case(
             &[live, "--json", "/proc/version", "-n", "1"],
             2,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{read_json, s, EchoServer};
+use common::{read_json, s, status_lines, EchoServer};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -71,6 +71,11 @@ struct Dash {
 }
 
 fn start_dashboard(tag: &str, args: impl Fn(&EchoServer) -> String) -> Option<Dash> {
+    start_in_pane(tag, "", args)
+}
+
+/// [`start_dashboard`] with a command in front of barrage's (`timeout 60`).
+fn start_in_pane(tag: &str, prefix: &str, args: impl Fn(&EchoServer) -> String) -> Option<Dash> {
     if !tmux_available() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -84,7 +89,7 @@ fn start_dashboard(tag: &str, args: impl Fn(&EchoServer) -> String) -> Option<Da
     let json = dir.path().join("result.json");
     let exit = dir.path().join("exit-code");
     let script = format!(
-        "'{}' {} {} --json '{}'; echo $? > '{}'; exec sleep 60",
+        "{prefix} '{}' {} {} --json '{}'; echo $? > '{}'; exec sleep 60",
         common::bin().display(),
         server.url(),
         args(&server),
@@ -219,6 +224,113 @@ fn q_is_a_user_stop_that_keeps_the_recovery_window() {
     let out = tmux.cmd(&["capture-pane", "-p", "-S", "-300", "-t", "dash"]);
     let after = String::from_utf8_lossy(&out.stdout);
     assert!(after.contains("STOPPED: stopped by the user at"), "{after}");
+    drop(tmux);
+    server.stop();
+}
+
+/// Issue 24: `timeout N barrage ...` typed in a terminal was stopped (state T) before it
+/// connected: `timeout` runs barrage in a process group of its own, outside the terminal's
+/// foreground group, and the dashboard's raw mode stopped it with SIGTTOU. Outside the
+/// foreground group it now runs as with --no-tui: status lines, and it ends by itself.
+#[test]
+fn a_run_outside_the_terminals_foreground_group_is_not_stopped_and_shows_status_lines() {
+    let Some(Dash {
+        tmux,
+        server,
+        json,
+        exit,
+        _dir,
+    }) = start_in_pane("-bg", "timeout 60", |_| "-c 2 -d 2s".into())
+    else {
+        return;
+    };
+    let code = wait_file(&exit, Duration::from_secs(30)).unwrap_or_else(|| {
+        panic!(
+            "barrage did not end by itself (stopped by the terminal?):\n{}",
+            tmux.capture()
+        )
+    });
+    assert_eq!(code.trim(), "0", "exit code {code}:\n{}", tmux.capture());
+    assert_eq!(s(&read_json(&json), "status"), "completed");
+    let out = tmux.cmd(&["capture-pane", "-p", "-S", "-300", "-t", "dash"]);
+    let after = String::from_utf8_lossy(&out.stdout);
+    assert!(!is_dashboard(&after), "a dashboard:\n{after}");
+    assert!(!status_lines(&after).is_empty(), "no status line:\n{after}");
+    assert!(after.contains("Exchanges     sent"), "no summary:\n{after}");
+    drop(tmux);
+    server.stop();
+}
+
+/// The state letter of `pid` (`/proc/PID/stat`), `None` once it is gone.
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Issue 24, the other half: a dashboard whose process is moved to the background while it
+/// runs (stopped and continued: the shell takes the terminal back) was stopped again by
+/// SIGTTOU when it gave the terminal back at the end, and never wrote its result. Terminal
+/// calls run with SIGTTOU and SIGTTIN blocked, so it ends by itself.
+#[test]
+fn a_dashboard_sent_to_the_background_is_never_stopped_by_the_terminal() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI"
+        );
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("result.json");
+    let tmux = Tmux {
+        socket: format!("barrage-test-job-{}", std::process::id()),
+    };
+    let shell = ["bash", "--norc", "--noprofile", "-i"];
+    let mut args = vec!["new-session", "-d", "-s", "dash", "-x", "120", "-y", "40"];
+    args.extend(shell);
+    assert!(tmux.cmd(&args).status.success());
+    let line = format!(
+        "'{}' {} -c 2 -d 5s --json '{}'",
+        common::bin().display(),
+        server.url(),
+        json.display()
+    );
+    assert!(tmux
+        .cmd(&["send-keys", "-t", "dash", &line, "Enter"])
+        .status
+        .success());
+    tmux.wait_for(Duration::from_secs(10), "the dashboard", |sc| {
+        is_dashboard(sc) && sc.contains("running")
+    });
+    let out = tmux.cmd(&["display", "-p", "-t", "dash", "#{pane_pid}"]);
+    let shell_pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let pid: u32 = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| {
+                st.contains("(barrage) ")
+                    && st.rsplit_once(") ").and_then(|(_, r)| r.split(' ').nth(1))
+                        == Some(shell_pid.as_str())
+            })
+        })
+        .expect("barrage, the shell's child");
+    // Stopped: the shell takes the terminal back; continued: it runs in the background.
+    common::send_signal(pid, "STOP");
+    tmux.wait_for(Duration::from_secs(10), "the shell's Stopped", |sc| {
+        sc.contains("Stopped")
+    });
+    common::send_signal(pid, "CONT");
+    let written = wait_file(&json, Duration::from_secs(30));
+    assert!(
+        written.is_some(),
+        "no result; barrage is in state {:?}:\n{}",
+        proc_state(pid),
+        tmux.capture()
+    );
+    assert_eq!(s(&read_json(&json), "status"), "completed");
     drop(tmux);
     server.stop();
 }

@@ -275,3 +275,93 @@ fn metrics_are_served_during_the_run_only_on_loopback_by_default() {
     assert_eq!(e.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&e.stderr).contains("--listen-any"));
 }
+
+/// The status of the answer to `req` on a new connection to `port` (its first line), or
+/// `None` if the connection closed without one.
+fn status_of(port: u16, req: &str) -> (std::net::TcpStream, Option<u16>) {
+    use std::io::{BufRead, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(s.try_clone().unwrap()).read_line(&mut line);
+    (s, line.split(' ').nth(1).and_then(|c| c.parse().ok()))
+}
+
+/// Issue 24: 32 clients that sent nothing, or trickled their request head, held every slot of
+/// the `--prometheus`/`--web` server and every scrape was answered 503, as long as they
+/// liked; 32 event streams did the same to `/series`. Now a new connection takes the slot of
+/// the oldest one still reading its head, a head must arrive within its deadline (408), and
+/// streams leave slots for whole answers.
+#[test]
+fn slow_clients_and_streams_cannot_lock_a_scrape_out() {
+    use std::io::{Read, Write};
+    let server = EchoServer::start(&[]);
+    let (prom, web) = (free_port(), free_port());
+    let mut child = Guard(
+        StdCommand::new(bin())
+            .args([server.url(), "-c", "1", "-d", "60s", "-q", "--prometheus"])
+            .arg(prom.to_string())
+            .arg("--web")
+            .arg(web.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t = Instant::now();
+    while http_get(prom, "/metrics").map(|r| r.0) != Some(200)
+        || http_get(web, "/series").map(|r| r.0) != Some(200)
+    {
+        assert!(t.elapsed() < Duration::from_secs(15), "no /metrics");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // 40 connections that send nothing and 8 that send a byte now and then.
+    let mut silent: Vec<_> = (0..40)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", prom)).unwrap())
+        .collect();
+    for s in silent.iter_mut().take(8) {
+        s.write_all(b"GET /metr").unwrap();
+    }
+    let scrape = http_get(prom, "/metrics").map(|r| r.0);
+    assert_eq!(scrape, Some(200), "a scrape behind 48 slow clients");
+    drop(silent);
+    // A head trickled a byte at a time is cut off at its deadline with a 408 (the old
+    // per-read timeout let it go on for ever).
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", prom)).unwrap();
+    slow.set_read_timeout(Some(Duration::from_millis(250)))
+        .unwrap();
+    let (mut answer, mut buf) = (Vec::new(), [0u8; 256]);
+    for b in b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+        .iter()
+        .cycle()
+        .take(40)
+    {
+        if slow.write_all(&[*b]).is_err() {
+            break;
+        }
+        match slow.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(_) => continue,
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408 "),
+        "after 10 s: {answer:?}"
+    );
+    // 32 event streams: 28 are served, 4 are refused, and /series still answers.
+    let events = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let streams: Vec<_> = (0..32).map(|_| status_of(web, events)).collect();
+    let served = streams.iter().filter(|s| s.1 == Some(200)).count();
+    let refused = streams.iter().filter(|s| s.1 == Some(503)).count();
+    assert_eq!((served, refused), (28, 4));
+    assert_eq!(http_get(web, "/series").map(|r| r.0), Some(200));
+    assert_eq!(http_get(prom, "/metrics").map(|r| r.0), Some(200));
+    drop(streams);
+    send_signal(child.0.id(), "INT");
+    assert!(wait_at_most(&mut child.0, Duration::from_secs(20)).is_some());
+    server.stop();
+}

@@ -86,3 +86,44 @@ fn a_process_count_of_zero_or_with_metrics_is_refused() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+/// Issue 24: `serve` bound a port another server listened on (SO_REUSEPORT) and the two split
+/// the connections without a word. Refused naming --listen and --reuse-port; with --reuse-port
+/// it shares.
+#[test]
+fn serve_refuses_a_port_another_server_listens_on_unless_reuse_port() {
+    let first = EchoServer::start(&[]);
+    let listen = format!("127.0.0.1:{}", first.port);
+    for kind in ["echo", "http", "ws", "chat"] {
+        let out = barrage()
+            .args(["serve", kind, "--listen", &listen, "--exit-after", "5s"])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{kind}: {e}");
+        assert!(out.stdout.is_empty(), "{kind}: it started");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "error: --listen {listen}: another server listens there"
+            )) && e.contains("--reuse-port"),
+            "{kind}: {e}"
+        );
+    }
+    let out = barrage()
+        .args(["serve", "echo", "--listen", &listen, "--reuse-port"])
+        .args(["--threads", "1", "--exit-after", "1s"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let banner = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        banner.contains(&format!("listening on {listen}")),
+        "{banner}"
+    );
+    first.stop();
+}
