@@ -28,6 +28,7 @@ fn users(text: &str, http: bool, timeout: Duration) -> Users {
         http,
         no_replies: false,
         timeout,
+        secret: &|_| None,
     };
     compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
 }
