@@ -873,7 +873,9 @@ mod tests {
         assert_eq!(st.raw(), b"K t{seq}{name}");
         assert_eq!(
             Template::with_vars_and_secrets(b"{secret:NOPE}".to_vec(), resolve, &lookup),
-            Err(VarTemplateError::Secret(SecretError::Missing("NOPE".into())))
+            Err(VarTemplateError::Secret(SecretError::Missing(
+                "NOPE".into()
+            )))
         );
     }
 
