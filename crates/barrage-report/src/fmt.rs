@@ -123,9 +123,29 @@ pub fn bytes(n: f64) -> String {
     unreachable!("the last unit always returns")
 }
 
+/// A byte rate, with the bit rate network figures are usually quoted in:
+/// `byte_rate(18.75e6)` -> `17.9 MiB/s (150 Mbit/s)`.
+pub fn byte_rate(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() {
+        return "n/a".into();
+    }
+    format!(
+        "{}/s ({} Mbit/s)",
+        bytes(bytes_per_s),
+        sig3(bytes_per_s.max(0.0) * 8.0 / 1e6)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_rates_show_bits_too() {
+        assert_eq!(byte_rate(18.75e6), "17.9 MiB/s (150 Mbit/s)");
+        assert_eq!(byte_rate(0.0), "0 B/s (0.00 Mbit/s)");
+        assert_eq!(byte_rate(55.5e6), "52.9 MiB/s (444 Mbit/s)");
+    }
 
     #[test]
     fn thousands_separates_groups_of_three() {

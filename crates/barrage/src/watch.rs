@@ -183,6 +183,13 @@ impl Watch {
         })
     }
 
+    /// The latest sample of the machine's network interfaces (bytes/s in and out) and its
+    /// time on the sampler's clock (a new sample has a new time), for the live page.
+    pub fn latest_net(&self) -> Option<(f64, Vec<barrage_metrics::NetIfSample>)> {
+        let host = self.monitor.latest()?.host?;
+        Some((host.t, host.net))
+    }
+
     /// What the durable stream needs to rebuild the monitor's series.
     pub fn stream_header(&self) -> barrage_report::stream::MonitorHeader {
         let processes = self
