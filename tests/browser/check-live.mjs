@@ -71,6 +71,12 @@ try {
   out.points = await page.evaluate(() => window.barrageLive.points);
   out.summary = await page.evaluate(() => document.getElementById("summary").textContent);
   out.final_visible = await page.evaluate(() => !document.getElementById("final").hidden);
+  // The machine's network per interface (a monitored run): what the page computed, the
+  // table's cells, and whether the section shows.
+  out.network = await page.evaluate(() => window.barrageLive.network);
+  out.network_rows = await page.evaluate(() =>
+    [...document.querySelectorAll("#net tr")].map((tr) => [...tr.children].map((td) => td.textContent)));
+  out.network_visible = await page.evaluate(() => !document.getElementById("network").hidden);
   await page.screenshot({ path: shot, fullPage: true });
 } finally {
   await browser.close();

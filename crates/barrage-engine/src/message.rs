@@ -297,24 +297,15 @@ pub fn fill_secrets(
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
-        if !raw[i..].starts_with(SECRET_OPEN) {
+        let Some(tag) = secret_tag(&raw[i..]) else {
             out.push(raw[i]);
             i += 1;
             continue;
-        }
-        let rest = &raw[i + SECRET_OPEN.len()..];
-        let len = rest
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-            .count();
-        // `len` bytes are ASCII: the conversion cannot fail.
-        let name = std::str::from_utf8(&rest[..len]).unwrap_or_default();
-        if len == 0 || rest.get(len) != Some(&b'}') || rest[0].is_ascii_digit() {
-            return Err(SecretError::BadName(name.to_string()));
-        }
+        };
+        let (len, name) = tag?;
         let value = lookup(name).ok_or_else(|| SecretError::Missing(name.to_string()))?;
         out.extend_from_slice(&value);
-        i += SECRET_OPEN.len() + len + 1;
+        i += len;
     }
     Ok(out)
 }
@@ -348,6 +339,8 @@ pub enum VarTemplateError {
          {{row.NAME}}, or use a built-in ({{conn}}, {{seq}}, {{ts_us}})"
     )]
     Unknown(String),
+    #[error(transparent)]
+    Secret(#[from] SecretError),
 }
 
 /// `{name}` at the start of `b` (a letter or `_`, then letters, digits, `_`, `-`, `.`): the
@@ -367,6 +360,25 @@ fn var_name(b: &[u8]) -> Option<&str> {
 
 /// Resolves a variable name to its slot.
 type Resolve<'a> = &'a dyn Fn(&str) -> Option<usize>;
+
+/// Looks up the value of `{secret:NAME}` (the environment variable NAME).
+pub type SecretLookup<'a> = &'a dyn Fn(&str) -> Option<Vec<u8>>;
+
+/// `{secret:NAME}` at the start of `b`: its length and NAME; `None` when `b` does not start
+/// with `{secret:`, an error when what follows is not a name and `}`.
+fn secret_tag(b: &[u8]) -> Option<Result<(usize, &str), SecretError>> {
+    let rest = b.strip_prefix(SECRET_OPEN)?;
+    let len = rest
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+        .count();
+    // `len` bytes are ASCII: the conversion cannot fail.
+    let name = std::str::from_utf8(&rest[..len]).unwrap_or_default();
+    if len == 0 || rest.get(len) != Some(&b'}') || rest[0].is_ascii_digit() {
+        return Some(Err(SecretError::BadName(name.to_string())));
+    }
+    Some(Ok((SECRET_OPEN.len() + len + 1, name)))
+}
 
 /// splitmix64's finalizer: a bijective mix of 64 bits.
 pub fn splitmix64(x: u64) -> u64 {
@@ -450,10 +462,12 @@ impl Template {
     /// `{rand%N}` in already unescaped bytes (for `--command`); a malformed `{seq%...}` or
     /// `{rand%...}` is an error.
     pub fn try_new(raw: Vec<u8>) -> Result<Self, TemplateError> {
-        Self::build(raw, true, None).map_err(|e| match e {
+        Self::build(raw, true, None, None).map_err(|e| match e {
             VarTemplateError::Range(e) => e,
-            // Unreachable: without a resolver no name is looked up.
+            // Unreachable: without a resolver no name is looked up, nor without a secret
+            // lookup a secret.
             VarTemplateError::Unknown(n) => TemplateError(n),
+            VarTemplateError::Secret(e) => TemplateError(e.to_string()),
         })
     }
 
@@ -465,7 +479,18 @@ impl Template {
         raw: Vec<u8>,
         resolve: impl Fn(&str) -> Option<usize>,
     ) -> Result<Self, VarTemplateError> {
-        Self::build(raw, true, Some(&resolve))
+        Self::build(raw, true, Some(&resolve), None)
+    }
+
+    /// [`Template::with_vars`] with each `{secret:NAME}` filled by `secret` into literal
+    /// bytes (a scenario's templates). The value is never read as placeholders: a secret
+    /// holding `{seq}` is sent as written.
+    pub fn with_vars_and_secrets(
+        raw: Vec<u8>,
+        resolve: impl Fn(&str) -> Option<usize>,
+        secret: SecretLookup,
+    ) -> Result<Self, VarTemplateError> {
+        Self::build(raw, true, Some(&resolve), Some(secret))
     }
 
     /// The variable slots the template renders, in order of appearance (repeats included).
@@ -481,7 +506,7 @@ impl Template {
     /// from these three tags' digit counts, so this set must stay as it is unless that
     /// computation learns the others.)
     pub fn new(raw: Vec<u8>) -> Self {
-        match Self::build(raw, false, None) {
+        match Self::build(raw, false, None, None) {
             Ok(t) => t,
             // Unreachable: only the key-range placeholders can fail, and they are off here.
             Err(_) => Self {
@@ -492,16 +517,35 @@ impl Template {
         }
     }
 
-    /// `ranges`: also take `{seq%N}` and `{rand%N}` (strictly); `vars`: also `{name}`.
-    fn build(raw: Vec<u8>, ranges: bool, vars: Option<Resolve>) -> Result<Self, VarTemplateError> {
+    /// `ranges`: also take `{seq%N}` and `{rand%N}` (strictly); `vars`: also `{name}`;
+    /// `secrets`: fill `{secret:NAME}` into the literal text.
+    fn build(
+        raw: Vec<u8>,
+        ranges: bool,
+        vars: Option<Resolve>,
+        secrets: Option<SecretLookup>,
+    ) -> Result<Self, VarTemplateError> {
         const TAGS: [(&[u8], Piece); 3] = [
             (b"{conn}", Piece::Conn),
             (b"{seq}", Piece::Seq),
             (b"{ts_us}", Piece::TsUs),
         ];
         let mut pieces = Vec::new();
-        let (mut lit_start, mut i) = (0, 0);
+        // The message with its secrets filled, and the literal text since the last piece.
+        let (mut filled, mut lit) = (Vec::with_capacity(raw.len()), Vec::new());
+        let mut i = 0;
         while i < raw.len() {
+            if let Some(lookup) = secrets {
+                if let Some(tag) = secret_tag(&raw[i..]) {
+                    let (len, name) = tag?;
+                    let value =
+                        lookup(name).ok_or_else(|| SecretError::Missing(name.to_string()))?;
+                    filled.extend_from_slice(&value);
+                    lit.extend_from_slice(&value);
+                    i += len;
+                    continue;
+                }
+            }
             let ranged = if ranges { modulo_tag(&raw[i..]) } else { None };
             let hit = match ranged {
                 Some(Ok(found)) => Some(found),
@@ -527,19 +571,23 @@ impl Template {
             };
             match hit {
                 Some((len, piece)) => {
-                    if lit_start < i {
-                        pieces.push(Piece::Lit(raw[lit_start..i].into()));
+                    if !lit.is_empty() {
+                        pieces.push(Piece::Lit(std::mem::take(&mut lit).into()));
                     }
                     pieces.push(piece);
+                    filled.extend_from_slice(&raw[i..i + len]);
                     i += len;
-                    lit_start = i;
                 }
-                None => i += 1,
+                None => {
+                    filled.push(raw[i]);
+                    lit.push(raw[i]);
+                    i += 1;
+                }
             }
         }
         let dynamic = pieces.iter().any(|p| !matches!(p, Piece::Lit(_)));
-        if dynamic && lit_start < raw.len() {
-            pieces.push(Piece::Lit(raw[lit_start..].into()));
+        if dynamic && !lit.is_empty() {
+            pieces.push(Piece::Lit(lit.into()));
         }
         let bound = if dynamic {
             pieces.iter().try_fold(0, |sum, p| match p {
@@ -548,11 +596,11 @@ impl Template {
                 _ => Some(sum + 20),
             })
         } else {
-            Some(raw.len())
+            Some(filled.len())
         };
         Ok(Self {
             pieces: dynamic.then(|| pieces.into()),
-            raw: raw.into(),
+            raw: filled.into(),
             bound,
         })
     }
@@ -561,7 +609,7 @@ impl Template {
         self.pieces.is_none()
     }
 
-    /// The message bytes as written by the user (placeholders unexpanded).
+    /// The message bytes as written by the user (placeholders unexpanded, secrets filled).
     pub fn raw(&self) -> &[u8] {
         &self.raw
     }
@@ -796,6 +844,39 @@ mod tests {
         );
         assert_eq!(out, b"c=7 s=42 t=1000!");
         assert_eq!(n, out.len());
+    }
+
+    #[test]
+    fn scenario_templates_fill_secrets_as_literal_text_never_as_placeholders() {
+        let lookup = |n: &str| (n == "TOKEN").then(|| b"t{seq}{name}".to_vec());
+        let resolve = |n: &str| (n == "name").then_some(0);
+        let t = Template::with_vars_and_secrets(
+            b"A {secret:TOKEN} {seq} {name}".to_vec(),
+            resolve,
+            &lookup,
+        )
+        .unwrap();
+        assert_eq!(t.var_slots().count(), 1, "only the template's own {{name}}");
+        let mut vars = Vars::new(1);
+        vars.set(0, b"v");
+        let mut out = Vec::new();
+        let fill = Fill {
+            conn: 1,
+            seq: 7,
+            ts_us: 0,
+        };
+        t.render_vars_into(fill, &vars, &mut out);
+        assert_eq!(out, b"A t{seq}{name} 7 v");
+        let st = Template::with_vars_and_secrets(b"K {secret:TOKEN}".to_vec(), resolve, &lookup)
+            .unwrap();
+        assert!(st.is_static());
+        assert_eq!(st.raw(), b"K t{seq}{name}");
+        assert_eq!(
+            Template::with_vars_and_secrets(b"{secret:NOPE}".to_vec(), resolve, &lookup),
+            Err(VarTemplateError::Secret(SecretError::Missing(
+                "NOPE".into()
+            )))
+        );
     }
 
     #[test]

@@ -241,8 +241,11 @@ fn with_scenario(
     one_clock: bool,
     host_header: &str,
     headers: &[(String, String)],
+    secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
 ) -> Result<Plan, SpecError> {
     let checked = sc.load().map_err(SpecError::Scenario)?;
+    let secret = std::cell::RefCell::new(secret);
+    let lookup = |name: &str| (secret.borrow_mut())(name);
     let cx = crate::users::compile::Context {
         dir: &sc.dir,
         host_header,
@@ -250,6 +253,7 @@ fn with_scenario(
         http: matches!(plan.protocol, Protocol::Http(_)),
         no_replies: plan.framing == Framing::None,
         timeout: plan.timeout,
+        secret: &lookup,
     };
     let mut users = crate::users::compile(&checked, &cx)
         .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;
@@ -544,7 +548,7 @@ impl Spec {
         }
         match &self.scenario {
             None => Ok(plan),
-            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1),
+            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1, secret),
         }
     }
 

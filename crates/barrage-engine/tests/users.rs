@@ -28,6 +28,7 @@ fn users(text: &str, http: bool, timeout: Duration) -> Users {
         http,
         no_replies: false,
         timeout,
+        secret: &|_| None,
     };
     compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -551,6 +552,44 @@ fn broadcast_deliveries_reconcile_with_the_chat_server() {
     assert_eq!((first.count, last.count, spread.count), (150, 150, 150));
     assert!(first.min <= last.min && first.max <= last.max);
     assert!(spread.max <= last.max);
+}
+
+/// The rooms a broadcast run saw, from the deliveries alone (no room id in the scenario): 30
+/// users against rooms of exactly 4 are 7 full rooms and one of 2, across the two worker
+/// threads; with sizes drawn from 3-8 the count is the server's and the members add up to its
+/// logins.
+#[test]
+fn a_broadcast_run_reports_its_rooms_and_their_sizes_as_the_server_made_them() {
+    use barrage_metrics::RoomSize;
+    let (s, chat) = rooms_with(barrage_servers::chat::ChatConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        room_min: 4,
+        room_max: 4,
+        ..Default::default()
+    });
+    assert_eq!(chat.rooms, 8);
+    let r = s.broadcast.unwrap().rooms.expect("rooms");
+    assert_eq!((r.count, r.users), (8, 30));
+    assert_eq!(
+        r.sizes,
+        [
+            RoomSize { size: 2, rooms: 1 },
+            RoomSize { size: 4, rooms: 7 }
+        ]
+    );
+    let (s, chat) = rooms_run(0.0, 0.0, 0.0);
+    let r = s.broadcast.unwrap().rooms.expect("rooms");
+    assert_eq!((r.count, r.users), (chat.rooms, chat.logins));
+    assert_eq!(r.sizes.iter().map(|z| z.size * z.rooms).sum::<u64>(), 30);
+    assert_eq!(r.sizes.iter().map(|z| z.rooms).sum::<u64>(), r.count);
+    // Every room but the last to be filled is full: 3 to 8 members.
+    let small = r
+        .sizes
+        .iter()
+        .filter(|z| z.size < 3)
+        .map(|z| z.rooms)
+        .sum::<u64>();
+    assert!(small <= 1 && r.sizes.iter().all(|z| z.size <= 8), "{r:?}");
 }
 
 #[test]

@@ -230,6 +230,9 @@ pub struct BroadcastSummary {
     pub last_us: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_us: Option<LatencyStats>,
+    /// The groups (rooms) the deliveries joined users into: how many, and of which sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rooms: Option<crate::groups::Rooms>,
 }
 
 impl BroadcastSummary {
@@ -416,6 +419,8 @@ pub struct Aggregator {
     segments: Option<Vec<Delta>>,
     /// [`Aggregator::time_remote`]: the bound on the shards' clock disagreement, µs.
     time_remote: Option<u64>,
+    /// Broadcast: the groups (rooms) of the whole run, from every delta's links.
+    groups: crate::groups::Groups,
 }
 
 impl Aggregator {
@@ -461,6 +466,7 @@ impl Aggregator {
             spans: Spans::default(),
             segments: None,
             time_remote: None,
+            groups: Default::default(),
         }
     }
 
@@ -555,6 +561,9 @@ impl Aggregator {
         };
         self.spans.add(&d.msg_spans);
         self.spans.add_settled(&d.settled);
+        for &(sender, receiver) in &d.links {
+            self.groups.link(sender, receiver);
+        }
         // The drain segment is the last: every message still open settles with it, so that
         // the kept segments carry every figure.
         let settled = self.spans.tick(d.key == DRAIN_KEY);
@@ -680,6 +689,7 @@ impl Aggregator {
                     first_us: self.spans.all.first.stats(),
                     last_us: self.spans.all.last.stats(),
                     spread_us: self.spans.all.spread.stats(),
+                    rooms: self.groups.rooms(),
                 }
             }),
             io: Io {

@@ -159,6 +159,10 @@ pub struct AnalysisReport {
     pub leak: Option<LeakVerdict>,
     /// Server RSS against open connections during the ramp: `slope` is bytes per connection.
     pub bytes_per_connection: Option<Fit>,
+    /// The machine's network interfaces under load (bytes/s in and out: min, mean, max);
+    /// only with monitoring.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::figures::NetworkUse>,
 }
 
 fn f64_nan() -> f64 {
@@ -247,6 +251,9 @@ pub fn analyze(
         bytes_per_connection: per_connection_cost(&connection_rss_pairs(ticks, &server, ramp)),
         server: usage,
         recovery: rec,
+        network: monitor.map_or_else(Vec::new, |m| {
+            crate::figures::network(&m.host, crate::figures::load_window(ticks))
+        }),
     }
 }
 

@@ -176,6 +176,60 @@ pub fn machine(host: &[HostSample], w: Window) -> Option<Machine> {
     })
 }
 
+/// The least, time-weighted mean ([`time_mean`]) and most of a rate over one window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+/// One network interface of the machine over one window: bytes per second received (`rx`)
+/// and sent (`tx`), as /proc/net/dev counts them for every process of the machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkUse {
+    pub interface: String,
+    pub samples: usize,
+    pub rx_bytes_per_s: Spread,
+    pub tx_bytes_per_s: Spread,
+}
+
+/// Each interface's traffic in `w`, in the order the machine lists them; an interface with no
+/// sample in `w` is left out.
+pub fn network(host: &[HostSample], w: Window) -> Vec<NetworkUse> {
+    let mut names: Vec<&str> = Vec::new();
+    for n in host.iter().filter(|h| w.contains(h.t)).flat_map(|h| &h.net) {
+        if !names.contains(&n.name.as_str()) {
+            names.push(&n.name);
+        }
+    }
+    let spread = |points: &[(f64, f64)]| {
+        let inside = || points.iter().filter(|p| w.contains(p.0)).map(|p| p.1);
+        Some(Spread {
+            min: inside().fold(f64::INFINITY, f64::min),
+            mean: time_mean(points, w)?,
+            max: inside().fold(f64::NEG_INFINITY, f64::max),
+        })
+    };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let of = |f: fn(&crate::monitor::NetIfSample) -> f64| -> Vec<(f64, f64)> {
+                host.iter()
+                    .filter_map(|h| h.net.iter().find(|n| n.name == name).map(|n| (h.t, f(n))))
+                    .collect()
+            };
+            let (rx, tx) = (of(|n| n.rx_bytes_per_s), of(|n| n.tx_bytes_per_s));
+            Some(NetworkUse {
+                interface: name.to_string(),
+                samples: rx.iter().filter(|p| w.contains(p.0)).count(),
+                rx_bytes_per_s: spread(&rx)?,
+                tx_bytes_per_s: spread(&tx)?,
+            })
+        })
+        .collect()
+}
+
 /// Everything above for one run, over its load window: what every output shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunFigures {
@@ -188,6 +242,8 @@ pub struct RunFigures {
     pub generator: Option<ProcessFigures>,
     pub generator_memory: Memory,
     pub machine: Option<Machine>,
+    /// The machine's network interfaces.
+    pub network: Vec<NetworkUse>,
 }
 
 impl RunFigures {
@@ -212,6 +268,7 @@ impl RunFigures {
             generator: process(&m.generator, w),
             generator_memory: mem(&m.generator),
             machine: machine(&m.host, w),
+            network: network(&m.host, w),
         })
     }
 }
@@ -317,6 +374,82 @@ mod tests {
         assert_eq!(m.after_bytes, Some((5.0 * MIB) as u64));
         assert_eq!(f.machine.unwrap().cpu_avg_pct, 60.0);
         assert!(f.generator.is_none());
+    }
+
+    #[test]
+    fn network_figures_are_min_mean_max_per_interface_under_load() {
+        use crate::monitor::NetIfSample;
+        let net = |name: &str, rx: f64, tx: f64| NetIfSample {
+            name: name.into(),
+            rx_bytes_per_s: rx,
+            tx_bytes_per_s: tx,
+            ..Default::default()
+        };
+        // Idle traffic before and after the load must not count; eth0 appears at t = 3.
+        let host: Vec<HostSample> = (-2..=14)
+            .map(|t| {
+                let load = (1..=10).contains(&t);
+                let mut net = vec![net(
+                    "lo",
+                    if load { 1000.0 * t as f64 } else { 1e9 },
+                    if load { 500.0 } else { 1e9 },
+                )];
+                if t >= 3 {
+                    net.push(net_if_eth(t));
+                }
+                HostSample {
+                    t: t as f64,
+                    net,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        fn net_if_eth(t: i32) -> NetIfSample {
+            NetIfSample {
+                name: "eth0".into(),
+                rx_bytes_per_s: 10.0,
+                tx_bytes_per_s: if t == 5 { 90.0 } else { 30.0 },
+                ..Default::default()
+            }
+        }
+        let w = Window {
+            from_s: 0.0,
+            to_s: 10.0,
+        };
+        let n = network(&host, w);
+        assert_eq!(n.len(), 2);
+        assert_eq!((n[0].interface.as_str(), n[0].samples), ("lo", 10));
+        assert_eq!(
+            n[0].rx_bytes_per_s,
+            Spread {
+                min: 1000.0,
+                mean: 5500.0,
+                max: 10000.0
+            }
+        );
+        assert_eq!(
+            n[0].tx_bytes_per_s,
+            Spread {
+                min: 500.0,
+                mean: 500.0,
+                max: 500.0
+            }
+        );
+        assert_eq!((n[1].interface.as_str(), n[1].samples), ("eth0", 8));
+        assert_eq!(n[1].rx_bytes_per_s.mean, 10.0);
+        assert_eq!(
+            (n[1].tx_bytes_per_s.min, n[1].tx_bytes_per_s.max),
+            (30.0, 90.0)
+        );
+        assert!((n[1].tx_bytes_per_s.mean - (7.0 * 30.0 + 90.0) / 8.0).abs() < 1e-9);
+        assert!(network(
+            &host,
+            Window {
+                from_s: 20.0,
+                to_s: 30.0
+            }
+        )
+        .is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod figures;
+pub mod groups;
 pub mod histogram;
 pub mod monitor;
 pub mod readiness;
@@ -33,6 +34,7 @@ pub use analysis::{
 pub use codes::CodeCounts;
 pub use counters::{BroadcastCounts, CommandCount, CommandCounts, Counters};
 pub use error::{ErrorClass, ErrorCounts};
+pub use groups::{Groups, RoomSize, Rooms};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{
     HostSample, MonitorSeries, NetIfSample, ProcSample, ProcessSeries, ServerMetric, SpawnRecord,

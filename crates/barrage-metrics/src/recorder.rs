@@ -35,6 +35,10 @@ pub struct Recorder {
     /// and last recipient's latency (µs) and the recipients here. Merged across workers and
     /// segments by the aggregator, which makes first, last and spread exact in the process.
     pub msg_spans: std::collections::HashMap<u64, MsgSpan>,
+    /// Broadcast: the groups of users the deliveries here joined, and the links of this
+    /// segment that said something new (`crate::groups`).
+    groups: crate::groups::Groups,
+    links: Vec<(u32, u32)>,
     /// Gauges owned by the worker: connections open now, exchanges in flight now, due
     /// messages waiting in backlogs now.
     pub open: u64,
@@ -136,6 +140,14 @@ impl Recorder {
         });
     }
 
+    /// `receiver` heard `sender` for the first time (its own stamp: `sender == receiver`): they
+    /// are in one group (a room). Once per pair, not per message.
+    pub fn heard(&mut self, sender: u32, receiver: u32) {
+        if self.groups.link(sender, receiver) {
+            self.links.push((sender, receiver));
+        }
+    }
+
     /// A sender sent broadcast message `key`, expecting `expected` recipients: once they all
     /// have it, its per-message figures need not wait (they settle at once).
     #[inline]
@@ -228,6 +240,7 @@ impl Recorder {
             bcast_remote: std::mem::take(&mut self.bcast_remote),
             msg_spans: self.msg_spans.drain().collect(),
             settled: Default::default(),
+            links: std::mem::take(&mut self.links),
             open: self.open,
             open_peak: self.open_peak,
             in_flight: self.in_flight,
@@ -278,6 +291,10 @@ pub struct Delta {
     /// durable stream, a shard's seconds).
     #[serde(default, skip_serializing_if = "SettledSpans::is_empty")]
     pub settled: SettledSpans,
+    /// Broadcast: (sender, receiver) links that joined users into groups (rooms) in this
+    /// segment, new to the worker that heard them (`crate::groups`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<(u32, u32)>,
     pub open: u64,
     pub open_peak: u64,
     pub in_flight: u64,
@@ -307,6 +324,7 @@ impl Delta {
         self.bcast_remote.merge(&o.bcast_remote);
         self.msg_spans.extend_from_slice(&o.msg_spans);
         self.settled.merge(&o.settled);
+        self.links.extend_from_slice(&o.links);
         self.open += o.open;
         self.open_peak += o.open_peak;
         self.in_flight += o.in_flight;

@@ -218,6 +218,7 @@ mod tests {
             }),
             first_us: None,
             last_us: None,
+            rooms: None,
             spread_us: None,
         });
         assert_eq!(value(&b, None, "broadcast.reach"), Some(0.75));

@@ -4,7 +4,7 @@
 // when the run ends. Same origin only (the page's CSP allows nothing else).
 (function () {
   "use strict";
-  var state = { info: null, points: [], done: null, connected: false };
+  var state = { info: null, points: [], done: null, connected: false, network: [] };
   window.barrageLive = state;
   var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"];
   function num(v) { return v == null ? null : v; }
@@ -95,10 +95,57 @@
         list.appendChild(li);
       });
     }
+    network();
     if (last.server) {
       text("srv-cpu", fmt(last.server.cpu_pct, 1));
       text("srv-rss", last.server.rss_bytes == null ? "–" : fmt(last.server.rss_bytes / 1048576, 1));
     }
+  }
+  // A byte rate as the reports write it: binary units, and the bit rate.
+  function rate(b) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], x = Math.max(0, b), i = 0;
+    while (x >= 1023.5 && i < units.length - 1) { x /= 1024; i++; }
+    var shown = i === 0 ? x.toFixed(0) : x < 9.995 ? x.toFixed(2) : x < 99.95 ? x.toFixed(1) : x.toFixed(0);
+    var m = b * 8 / 1e6;
+    var bits = m < 9.995 ? m.toFixed(2) : m < 99.95 ? m.toFixed(1) : m.toFixed(0);
+    return shown + " " + units[i] + "/s (" + bits + " Mbit/s)";
+  }
+  // Per interface: min, mean and max of the machine's samples under load so far (each sample
+  // once: the monitor samples on its own interval, a second may repeat or skip one).
+  function network() {
+    var seen = {}, ifs = {}, order = [];
+    state.points.forEach(function (p) {
+      if (!p.net || p.tick.phase === "drain" || seen[p.net.t]) return;
+      seen[p.net.t] = true;
+      p.net.interfaces.forEach(function (n) {
+        var s = ifs[n.name];
+        if (!s) { s = ifs[n.name] = { rx: [], tx: [] }; order.push(n.name); }
+        s.rx.push(n.rx_bytes_per_s);
+        s.tx.push(n.tx_bytes_per_s);
+      });
+    });
+    function spread(v) {
+      var sum = v.reduce(function (a, b) { return a + b; }, 0);
+      return { min: Math.min.apply(null, v), mean: sum / v.length, max: Math.max.apply(null, v) };
+    }
+    state.network = order.map(function (name) {
+      return { name: name, samples: ifs[name].rx.length, rx: spread(ifs[name].rx), tx: spread(ifs[name].tx) };
+    });
+    var body = el("net");
+    if (!body || order.length === 0) return;
+    el("network").hidden = false;
+    body.textContent = "";
+    state.network.forEach(function (n) {
+      var tr = document.createElement("tr");
+      var cells = [n.name];
+      [n.rx, n.tx].forEach(function (s) { cells.push(rate(s.min), rate(s.mean), rate(s.max)); });
+      cells.forEach(function (c) {
+        var td = document.createElement("td");
+        td.textContent = c;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
   }
   function warn(p) {
     var t = p.tick, w = [];

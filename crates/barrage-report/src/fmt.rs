@@ -123,9 +123,82 @@ pub fn bytes(n: f64) -> String {
     unreachable!("the last unit always returns")
 }
 
+/// How many rooms had each size: `1 of 2, 7 of 4 members`; with more than 8 sizes, their
+/// range and the most common one.
+pub fn room_sizes(r: &barrage_metrics::Rooms) -> String {
+    let members = |n: u64| if n == 1 { "member" } else { "members" };
+    match r.sizes.as_slice() {
+        [] => "-".into(),
+        sizes if sizes.len() <= 8 => {
+            let parts: Vec<String> = sizes
+                .iter()
+                .map(|z| format!("{} of {}", thousands(z.rooms), thousands(z.size)))
+                .collect();
+            let last = sizes[sizes.len() - 1].size;
+            format!("{} {}", parts.join(", "), members(last))
+        }
+        sizes => {
+            let most = sizes
+                .iter()
+                .max_by_key(|z| (z.rooms, z.size))
+                .expect("sizes");
+            format!(
+                "{} to {} members; most often {} ({} rooms)",
+                thousands(sizes[0].size),
+                thousands(sizes[sizes.len() - 1].size),
+                thousands(most.size),
+                thousands(most.rooms)
+            )
+        }
+    }
+}
+
+/// A byte rate, with the bit rate network figures are usually quoted in:
+/// `byte_rate(18.75e6)` -> `17.9 MiB/s (150 Mbit/s)`.
+pub fn byte_rate(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() {
+        return "n/a".into();
+    }
+    format!(
+        "{}/s ({} Mbit/s)",
+        bytes(bytes_per_s),
+        sig3(bytes_per_s.max(0.0) * 8.0 / 1e6)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_sizes_list_each_size_or_their_range() {
+        use barrage_metrics::{RoomSize, Rooms};
+        let rooms = |sizes: Vec<(u64, u64)>| Rooms {
+            count: sizes.iter().map(|s| s.1).sum(),
+            users: sizes.iter().map(|s| s.0 * s.1).sum(),
+            sizes: sizes
+                .into_iter()
+                .map(|(size, rooms)| RoomSize { size, rooms })
+                .collect(),
+        };
+        assert_eq!(
+            room_sizes(&rooms(vec![(2, 1), (4, 7)])),
+            "1 of 2, 7 of 4 members"
+        );
+        assert_eq!(room_sizes(&rooms(vec![(1, 3)])), "3 of 1 member");
+        let many = rooms((1..=20).map(|s| (s, if s == 7 { 50 } else { 2 })).collect());
+        assert_eq!(
+            room_sizes(&many),
+            "1 to 20 members; most often 7 (50 rooms)"
+        );
+    }
+
+    #[test]
+    fn byte_rates_show_bits_too() {
+        assert_eq!(byte_rate(18.75e6), "17.9 MiB/s (150 Mbit/s)");
+        assert_eq!(byte_rate(0.0), "0 B/s (0.00 Mbit/s)");
+        assert_eq!(byte_rate(55.5e6), "52.9 MiB/s (444 Mbit/s)");
+    }
 
     #[test]
     fn thousands_separates_groups_of_three() {

@@ -37,6 +37,10 @@ pub fn page() -> String {
          <div>completed<b id=\"total\">–</b></div>\
          <div>server CPU %<b id=\"srv-cpu\">–</b></div><div>server RSS MiB<b id=\"srv-rss\">–</b></div>\n\
          </div>\n<ul id=\"metrics\" hidden></ul>\n</section>\n\
+         <section id=\"network\" hidden>\n<h2>Network</h2>\n<p>The machine's traffic per \
+         interface under load so far, bytes per second.</p>\n<table>\n<thead><tr><th>interface</th>\
+         <th>in min</th><th>in mean</th><th>in max</th><th>out min</th><th>out mean</th>\
+         <th>out max</th></tr></thead>\n<tbody id=\"net\"></tbody>\n</table>\n</section>\n\
          <section id=\"charts\">\n<h2>Over time</h2>\n<div class=\"grid\">\n\
          <div class=\"chart-box\" id=\"c-rps\"></div><div class=\"chart-box\" id=\"c-lat\"></div>\
          <div class=\"chart-box\" id=\"c-conn\"></div><div class=\"chart-box\" id=\"c-err\"></div>\

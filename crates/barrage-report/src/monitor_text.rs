@@ -1,8 +1,8 @@
 //! The monitoring part of the text summary: the server processes, the machine, barrage itself
 //! and a spawned server's exit. Sections for data that was not collected are left out.
 
-use crate::fmt::{bytes, thousands};
-use barrage_metrics::figures::{Machine, Memory, ProcessFigures, RunFigures};
+use crate::fmt::{byte_rate, bytes, thousands};
+use barrage_metrics::figures::{Machine, Memory, NetworkUse, ProcessFigures, RunFigures, Spread};
 use barrage_metrics::RunResult;
 
 fn pct(x: f64) -> String {
@@ -91,6 +91,7 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         ));
     }
     lines.extend(fig.machine.as_ref().map(machine));
+    lines.extend(network(&fig.network));
     if let Some(c) = r.analysis.as_ref().and_then(|a| a.contention.as_ref()) {
         lines.push(format!(
             "Others        CPU under load avg {}, max {} of one core (machine - server - barrage){}",
@@ -105,6 +106,37 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
             fig.generator.as_ref(),
             &fig.generator_memory,
             cores,
+        ));
+    }
+    lines
+}
+
+/// The machine's interfaces under load, two lines each: what it received and what it sent.
+fn network(n: &[NetworkUse]) -> Vec<String> {
+    if n.is_empty() {
+        return Vec::new();
+    }
+    let width = n.iter().map(|i| i.interface.len()).max().unwrap_or(0);
+    let spread = |s: &Spread| {
+        format!(
+            "min {}/s, mean {}, max {}/s",
+            bytes(s.min),
+            byte_rate(s.mean),
+            bytes(s.max)
+        )
+    };
+    let mut lines =
+        vec!["Network       under load, per interface (all of the machine's traffic)".into()];
+    for i in n {
+        let name = &i.interface;
+        lines.push(format!(
+            "  {name:<width$}  in  {}",
+            spread(&i.rx_bytes_per_s)
+        ));
+        lines.push(format!(
+            "  {:<width$}  out {}",
+            "",
+            spread(&i.tx_bytes_per_s)
         ));
     }
     lines

@@ -373,6 +373,17 @@ fn broadcast(r: &RunResult) -> Vec<String> {
             ),
         ),
     ];
+    if let Some(rooms) = &b.rooms {
+        lines.push(row(
+            "",
+            format!(
+                "rooms {} of {}: {}",
+                thousands(rooms.count),
+                plural(rooms.users, "user", "users"),
+                crate::fmt::room_sizes(rooms)
+            ),
+        ));
+    }
     if c.remote > 0 {
         lines.push(row(
             "",

@@ -290,3 +290,63 @@ fn sample_pages_are_written_for_the_browser_check() {
         barrage_report::save(&r, Format::Markdown, dir.join(format!("report-{name}.md"))).unwrap();
     }
 }
+
+/// The machine's network per interface (sampled, and before never shown): min, mean and max
+/// bytes/s in and out under load, idle samples left out, in the text, HTML and Markdown.
+#[test]
+fn network_per_interface_min_mean_max_reach_text_html_and_markdown() {
+    let r = common::monitored_with_verdicts();
+    let text = barrage_report::render_to_string(&r, barrage_report::Format::Text);
+    for line in [
+        "Network       under load, per interface (all of the machine's traffic)",
+        "  lo    in  min 2.00 MiB/s, mean 2.43 MiB/s (20.4 Mbit/s), max 2.86 MiB/s",
+        "        out min 2.00 MiB/s, mean 2.43 MiB/s (20.4 Mbit/s), max 2.86 MiB/s",
+        "  eth0  in  min 17.9 MiB/s, mean 17.9 MiB/s (150 Mbit/s), max 17.9 MiB/s",
+        "        out min 52.9 MiB/s, mean 52.9 MiB/s (444 Mbit/s), max 52.9 MiB/s",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    let row = [
+        "eth0",
+        "17.9 MiB/s (150 Mbit/s)",
+        "17.9 MiB/s (150 Mbit/s)",
+        "17.9 MiB/s (150 Mbit/s)",
+        "52.9 MiB/s (444 Mbit/s)",
+        "52.9 MiB/s (444 Mbit/s)",
+        "52.9 MiB/s (444 Mbit/s)",
+    ];
+    let lo = [
+        "lo",
+        "2.00 MiB/s (16.8 Mbit/s)",
+        "2.43 MiB/s (20.4 Mbit/s)",
+        "2.86 MiB/s (24.0 Mbit/s)",
+        "2.00 MiB/s (16.8 Mbit/s)",
+        "2.43 MiB/s (20.4 Mbit/s)",
+        "2.86 MiB/s (24.0 Mbit/s)",
+    ];
+    let m = md(&r);
+    assert!(m.contains("Network"), "{m}");
+    for cells in [&lo, &row] {
+        let line = format!("| {} |", cells.join(" | "));
+        assert!(m.lines().any(|l| l == line), "{line:?} in:\n{m}");
+    }
+    let page = html(&r);
+    let tds = between(&page, "<td>", "</td>");
+    for cells in [&lo, &row] {
+        assert!(
+            tds.windows(7).any(|w| w == cells.map(String::from)),
+            "{cells:?} in the HTML cells {tds:?}"
+        );
+    }
+    // The JSON carries the same figures.
+    let n = &r.analysis.as_ref().unwrap().network;
+    assert_eq!(n.len(), 2);
+    assert_eq!((n[1].interface.as_str(), n[1].samples), ("eth0", 10));
+    assert_eq!(n[1].tx_bytes_per_s.mean, 55_500_000.0);
+    assert_eq!(
+        (n[0].rx_bytes_per_s.min, n[0].rx_bytes_per_s.max),
+        (2.1e6, 3.0e6)
+    );
+    let json = barrage_report::render_to_string(&r, barrage_report::Format::Json);
+    assert!(json.contains("\"network\""), "{json}");
+}

@@ -79,6 +79,33 @@ pub struct Checked {
     pub named: Vec<String>,
     /// Captured values, in file order.
     pub captures: Vec<String>,
+    /// Every `{secret:NAME}` the run fills from the environment (the target, headers, the
+    /// steps' templates, `users.data` cells, `run.spawn`), in file order: `barrage validate`
+    /// and `run` refuse the file while one of them is unset.
+    pub secrets: Vec<SecretUse>,
+}
+
+/// One `{secret:NAME}` of a scenario: where it is, for the line that says it is unset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretUse {
+    /// The environment variable.
+    pub name: String,
+    pub line: u32,
+    /// The key, e.g. `steps[0].send`; for a `users.data` cell, the key and the cell.
+    pub key: String,
+}
+
+/// The `{secret:NAME}`s of a value that the run fills.
+fn secret_uses(v: &At<String>, key: &str, out: &mut Vec<SecretUse>) {
+    for (_, r) in crate::vars::refs(v) {
+        if let crate::vars::Ref::Secret(name) = r {
+            out.push(SecretUse {
+                name: name.to_string(),
+                line: v.line,
+                key: key.to_string(),
+            });
+        }
+    }
 }
 
 impl Checked {
@@ -274,6 +301,32 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
     if let Some(r) = &file.run {
         run(&cx, r, &walk.named, &shape, users)?;
     }
+    let mut secrets = Vec::new();
+    secret_uses(&file.target, "target", &mut secrets);
+    for (i, u) in file.urls.iter().enumerate() {
+        secret_uses(u, &format!("urls[{i}]"), &mut secrets);
+    }
+    for (i, h) in file
+        .protocol
+        .iter()
+        .flat_map(|p| p.headers.iter())
+        .enumerate()
+    {
+        secret_uses(h, &format!("protocol.headers[{i}]"), &mut secrets);
+    }
+    secrets.extend(walk.secrets);
+    if let (Some(t), Some(p)) = (&data, &u.data) {
+        for (row, column, name) in &t.secrets {
+            secrets.push(SecretUse {
+                name: name.clone(),
+                line: p.line,
+                key: format!("users.data: {} row {row}, column {column}", p.value),
+            });
+        }
+    }
+    if let Some(spawn) = file.run.as_ref().and_then(|r| r.spawn.as_ref()) {
+        secret_uses(spawn, "run.spawn", &mut secrets);
+    }
     Ok(Checked {
         target,
         users,
@@ -284,6 +337,7 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
         count: walk.count,
         named: walk.named,
         captures: walk.captures,
+        secrets,
         file,
     })
 }

@@ -1,6 +1,7 @@
 //! `users.data`: the CSV file whose row g feeds user g. Only what validation needs is read
-//! here, the header's column names and the number of rows; quoting follows RFC 4180 for the
-//! header (a quoted name may hold commas).
+//! here, the header's column names, the number of rows and the `{secret:NAME}`s its cells
+//! hold (filled from the environment when the engine reads the rows); quoting follows RFC 4180
+//! (a quoted cell may hold commas).
 
 use std::path::Path;
 
@@ -9,6 +10,8 @@ use std::path::Path;
 pub struct Table {
     pub columns: Vec<String>,
     pub rows: u64,
+    /// Each `{secret:NAME}` of a cell: its data row (from 1), column and NAME.
+    pub secrets: Vec<(u64, String, String)>,
 }
 
 /// Files larger than this are refused (the data is loaded once, for every user).
@@ -42,9 +45,26 @@ pub fn parse(text: &str) -> Result<Table, String> {
             return Err(format!("column '{c}' appears twice in the header line"));
         }
     }
+    let mut rows = 0;
+    let mut secrets = Vec::new();
+    for line in lines {
+        rows += 1;
+        if !line.contains("{secret:") {
+            continue;
+        }
+        let cells = split_header(line).map_err(|e| format!("row {rows}: {e}"))?;
+        for (cell, column) in cells.iter().zip(&columns) {
+            for (_, r) in crate::vars::refs(cell) {
+                if let crate::vars::Ref::Secret(name) = r {
+                    secrets.push((rows, column.clone(), name.to_string()));
+                }
+            }
+        }
+    }
     Ok(Table {
         columns,
-        rows: lines.count() as u64,
+        rows,
+        secrets,
     })
 }
 
@@ -108,7 +128,20 @@ mod tests {
         assert!(parse("").is_err());
         assert!(parse("a,a\n1,2").is_err());
         assert!(parse("a,\"b\n").is_err());
+        assert!(t.secrets.is_empty());
         assert!(parse("a,,b\n").is_err());
+    }
+
+    #[test]
+    fn secret_placeholders_in_cells_are_listed_with_row_and_column() {
+        let t = parse("name,pw\nann,{secret:ANN_PW}\nbob,\"x,{secret:BOB_PW}\"\n").unwrap();
+        assert_eq!(
+            t.secrets,
+            [
+                (1, "pw".to_string(), "ANN_PW".to_string()),
+                (2, "pw".to_string(), "BOB_PW".to_string())
+            ]
+        );
     }
 
     #[test]

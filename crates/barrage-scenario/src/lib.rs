@@ -17,7 +17,7 @@ pub mod units;
 pub mod vars;
 
 pub use at::At;
-pub use check::{Checked, Depart, StepCount, TargetKind};
+pub use check::{Checked, Depart, SecretUse, StepCount, TargetKind};
 pub use shape::Shape;
 
 use std::fmt;

@@ -428,7 +428,8 @@ pub struct RunArgs {
     pub monitor: Vec<String>,
 
     /// Start the server with this command (via sh -c), wait until its port accepts, watch it,
-    /// and stop it with SIGTERM after the test
+    /// and stop it with SIGTERM after the test ({secret:NAME} is filled from the environment;
+    /// outputs keep the placeholder)
     #[arg(long, value_name = "CMD", help_heading = "Server monitoring")]
     pub spawn: Option<String>,
 

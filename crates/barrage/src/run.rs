@@ -272,7 +272,8 @@ impl barrage_engine::Observer for Observer<'_> {
             p.server_metrics(&metrics);
         }
         if let Some(w) = self.web {
-            w.tick(tick, server.as_ref(), &metrics);
+            let net = self.watch.and_then(Watch::latest_net);
+            w.tick(tick, server.as_ref(), net.as_ref(), &metrics);
         }
         self.live.update(tick, agg, server)
     }

@@ -74,11 +74,20 @@ fn facts(file: &str, c: &Checked) -> Result<(crate::preflight::Facts, String), U
     ))
 }
 
-/// Checks made with the binary's parsers: the target URL and the thresholds' grammar.
+/// Checks made with the binary's parsers and this process's environment: the target URL,
+/// the thresholds' grammar, and every `{secret:NAME}` the run would fill.
 pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
     let at = |line: u32, key: &str, why: String| {
         Usage::file(file, format!("{file}:{line}: {key}: {why}"))
     };
+    if let Some(s) = c
+        .secrets
+        .iter()
+        .find(|s| std::env::var_os(&s.name).is_none())
+    {
+        let why = barrage_engine::message::SecretError::Missing(s.name.clone());
+        return Err(at(s.line, &s.key, why.to_string()));
+    }
     let t = &c.file.target;
     if let Err(e) = crate::url::parse(t) {
         return Err(at(t.line, "target", strip_flag(&e.to_string(), "target")));

@@ -19,7 +19,12 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// What to watch, resolved from the command line.
 pub struct WatchPlan {
     pids: Vec<u32>,
-    spawn: Option<String>,
+    /// The server command as written (what is shown and recorded) and with its
+    /// `{secret:NAME}`s filled (what runs).
+    spawn: Option<(String, String)>,
+    /// The filled secrets, scrubbed from what the watch records (the server's command line as
+    /// /proc shows it, its errors).
+    secrets: crate::redact::Secrets,
     interval: Duration,
     recovery: Duration,
     target: SocketAddr,
@@ -34,6 +39,7 @@ impl WatchPlan {
         WatchPlan {
             pids: Vec::new(),
             spawn: None,
+            secrets: Default::default(),
             interval,
             recovery: Duration::ZERO,
             target: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -94,9 +100,15 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
             pids.push(pid);
         }
     }
+    let mut secrets = crate::redact::Secrets::default();
+    let spawn = match &a.spawn {
+        Some(cmd) => Some((cmd.clone(), secrets.fill_str(cmd, "--spawn")?)),
+        None => None,
+    };
     Ok(Some(WatchPlan {
         pids,
-        spawn: a.spawn.clone(),
+        spawn,
+        secrets,
         interval: a.monitor_interval,
         recovery: a.recovery.unwrap_or(Duration::from_secs(10)),
         target,
@@ -114,6 +126,7 @@ pub struct Watch {
     /// Between two samples.
     interval: Duration,
     spawned: Option<(barrage_monitor::Spawned, String, f64)>,
+    secrets: crate::redact::Secrets,
     recovery: Duration,
     /// When the sampler's clock started.
     base: Instant,
@@ -124,10 +137,11 @@ impl WatchPlan {
     /// the load (its first sample, at t = 0, is the idle baseline).
     pub fn start(mut self) -> anyhow::Result<Watch> {
         let mut spawned = None;
-        if let Some(cmd) = self.spawn.take() {
+        if let Some((cmd, filled)) = self.spawn.take() {
             let t = Instant::now();
-            let s = barrage_monitor::spawn_server(&cmd, self.target, READY_TIMEOUT)
-                .map_err(|e| anyhow::anyhow!("--spawn '{cmd}': {e}"))?;
+            let s = barrage_monitor::spawn_server(&filled, self.target, READY_TIMEOUT).map_err(
+                |e| anyhow::anyhow!("{}", self.secrets.scrub(&format!("--spawn '{cmd}': {e}"))),
+            )?;
             self.pids.push(s.pid());
             spawned = Some((s, cmd, t.elapsed().as_secs_f64() * 1e3));
         }
@@ -148,6 +162,7 @@ impl WatchPlan {
             monitor,
             pids,
             spawned,
+            secrets: self.secrets,
             recovery: self.recovery,
             lead_s: self.interval.as_secs_f64(),
             interval: self.interval,
@@ -168,6 +183,13 @@ impl Watch {
         })
     }
 
+    /// The latest sample of the machine's network interfaces (bytes/s in and out) and its
+    /// time on the sampler's clock (a new sample has a new time), for the live page.
+    pub fn latest_net(&self) -> Option<(f64, Vec<barrage_metrics::NetIfSample>)> {
+        let host = self.monitor.latest()?.host?;
+        Some((host.t, host.net))
+    }
+
     /// What the durable stream needs to rebuild the monitor's series.
     pub fn stream_header(&self) -> barrage_report::stream::MonitorHeader {
         let processes = self
@@ -180,7 +202,7 @@ impl Watch {
                     .filter(|w| !w.is_empty())
                     .map(|w| String::from_utf8_lossy(w).into_owned())
                     .collect();
-                (pid, words.join(" "))
+                (pid, self.secrets.scrub(&words.join(" ")))
             })
             .collect();
         barrage_report::stream::MonitorHeader {
@@ -242,6 +264,9 @@ impl Watch {
         }
         let mut series = self.monitor.stop();
         series.to_run_clock(self.lead_s);
+        for p in &mut series.processes {
+            p.command = self.secrets.scrub(&p.command);
+        }
         let record = self.spawned.map(|(s, command, _)| {
             let (pid, ready) = (s.pid(), s.ready_after());
             s.stop(STOP_GRACE).record(&command, pid, ready)

@@ -100,16 +100,29 @@ impl Web {
         self.server.addr()
     }
 
-    /// One second of the run, with the server's sample if it is monitored.
+    /// One second of the run, with the server's sample and the machine's network interfaces
+    /// if they are monitored.
     pub fn tick(
         &self,
         t: &Tick,
         server: Option<&crate::tui::ServerSample>,
+        net: Option<&(f64, Vec<barrage_metrics::NetIfSample>)>,
         metrics: &[(String, f64)],
     ) {
+        let net = net.map(|(t, ifs)| {
+            let ifs: Vec<serde_json::Value> = ifs
+                .iter()
+                .map(|n| {
+                    serde_json::json!({"name": n.name, "rx_bytes_per_s": n.rx_bytes_per_s,
+                        "tx_bytes_per_s": n.tx_bytes_per_s})
+                })
+                .collect();
+            serde_json::json!({"t": t, "interfaces": ifs})
+        });
         let point = serde_json::json!({
             "tick": t,
             "server": server.map(|s| serde_json::json!({"cpu_pct": s.cpu_pct, "rss_bytes": s.rss_bytes})),
+            "net": net,
             "metrics": metrics,
         });
         let (lock, wake) = &*self.shared;

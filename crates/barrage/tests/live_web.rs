@@ -28,10 +28,15 @@ fn checker() -> Option<PathBuf> {
     .then(|| root().join("tests/browser/check-live.mjs"))
 }
 
-#[test]
-fn the_live_page_follows_the_run_and_ends_with_its_summary() {
-    let Some(script) = checker() else { return };
-    let server = EchoServer::start(&[]);
+/// Runs barrage with `--web` (2 connections at 400/s against `server`, plus `extra`), watches
+/// its page with the checker until it has seen a reload, ends the run with SIGINT and returns
+/// what the checker reported and the run's JSON result.
+fn watch_live(
+    script: &Path,
+    server: &EchoServer,
+    extra: &[String],
+    shot: &str,
+) -> (serde_json::Value, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let port = free_port();
@@ -52,6 +57,7 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
             ])
             .args(["--web", &port.to_string(), "--json"])
             .arg(&json)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -60,7 +66,7 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
     );
     let artifacts = root().join("target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
-    let shot = artifacts.join("live.png");
+    let shot = artifacts.join(shot);
     let url = format!("http://127.0.0.1:{port}/");
     // The page is up once barrage listens.
     let t = std::time::Instant::now();
@@ -72,7 +78,7 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut node = StdCommand::new("node")
-        .arg(&script)
+        .arg(script)
         .arg(&url)
         .arg(&shot)
         .stdout(Stdio::piped())
@@ -95,7 +101,18 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
     assert!(out.status.success(), "checker failed: {said}{rest}");
     let status = wait_at_most(&mut run.0, Duration::from_secs(30)).expect("the run ends");
     assert_eq!(status.code(), Some(130), "interrupted by the test");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(shot.exists());
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        read_json(&json),
+    )
+}
+
+#[test]
+fn the_live_page_follows_the_run_and_ends_with_its_summary() {
+    let Some(script) = checker() else { return };
+    let server = EchoServer::start(&[]);
+    let (v, r) = watch_live(&script, &server, &[], "live.png");
     assert_eq!(v["page_errors"], serde_json::json!([]), "{v}");
     let errors: Vec<&str> = v["console_errors"]
         .as_array()
@@ -125,8 +142,9 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
         v["after_reload"].as_u64().unwrap(),
     );
     assert!(before >= 2 && after > before, "{before} then {after}");
+    // No monitoring: no network section.
+    assert_eq!(v["network_visible"], false, "{v}");
     // What the page holds at the end is the JSON's time series, second by second.
-    let r = read_json(&json);
     let ticks = r["timeseries"].as_array().unwrap();
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), ticks.len());
@@ -156,7 +174,70 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
         summary.contains("Throughput") && summary.contains("Exchanges"),
         "{summary}"
     );
-    assert!(shot.exists());
+}
+
+/// The machine's network per interface (sampled by the monitor, and before never shown)
+/// reaches the live page of a monitored run: a row per interface with min, mean and max
+/// bytes/s in and out, loopback carrying the run's traffic, the same interfaces the JSON's
+/// samples list.
+#[test]
+fn the_live_page_shows_the_machines_network_per_interface() {
+    let Some(script) = checker() else { return };
+    let server = EchoServer::start(&[]);
+    let extra = ["--monitor".to_string(), server.pid().to_string()];
+    let (v, r) = watch_live(&script, &server, &extra, "live-network.png");
+    assert_eq!(v["page_errors"], serde_json::json!([]), "{v}");
+    assert_eq!(v["network_visible"], true, "{v}");
+    let net = v["network"].as_array().unwrap();
+    let rows = v["network_rows"].as_array().unwrap();
+    assert_eq!(rows.len(), net.len());
+    let host = r["monitor"]["host"].as_array().unwrap();
+    let names: Vec<&str> = host[0]["net"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    let shown: Vec<&str> = net.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(shown, names, "the interfaces the monitor samples");
+    let rate = is_byte_rate();
+    for (n, row) in net.iter().zip(rows) {
+        let cells = row.as_array().unwrap();
+        assert_eq!(cells.len(), 7, "{row}");
+        assert_eq!(cells[0], n["name"]);
+        for c in &cells[1..] {
+            assert!(rate(c.as_str().unwrap()), "a byte rate: {c}");
+        }
+        assert!(n["samples"].as_u64().unwrap() >= 1, "{n}");
+        for dir in ["rx", "tx"] {
+            let s = &n[dir];
+            let (min, mean, max) = (
+                s["min"].as_f64().unwrap(),
+                s["mean"].as_f64().unwrap(),
+                s["max"].as_f64().unwrap(),
+            );
+            assert!(min <= mean && mean <= max, "{n}");
+        }
+    }
+    let lo = net.iter().find(|n| n["name"] == "lo").expect("loopback");
+    assert!(
+        lo["rx"]["max"].as_f64().unwrap() > 0.0,
+        "the run's traffic went over loopback: {lo}"
+    );
+}
+
+/// `1.23 MiB/s (10.3 Mbit/s)`, `512 B/s (0.00 Mbit/s)`.
+fn is_byte_rate() -> impl Fn(&str) -> bool {
+    |s: &str| {
+        let Some((bytes, bits)) = s.split_once("/s (") else {
+            return false;
+        };
+        let num = |x: &str| x.parse::<f64>().is_ok();
+        let bytes_ok = bytes
+            .split_once(' ')
+            .is_some_and(|(n, u)| num(n) && ["B", "KiB", "MiB", "GiB", "TiB"].contains(&u));
+        bytes_ok && bits.strip_suffix(" Mbit/s)").is_some_and(num)
+    }
 }
 
 /// Equal as JSON, numbers by value (a browser writes 1.0 as 1).

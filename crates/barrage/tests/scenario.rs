@@ -587,6 +587,67 @@ fn the_rooms_example_reconciles_deliveries_with_serve_chat_and_reads_its_faults(
     }
 }
 
+/// The rooms a broadcast run saw, against `barrage serve chat --room-size 5`: 120 users are
+/// exactly 24 rooms of 5, as the server made them, in the JSON (`summary.broadcast.rooms`),
+/// the text summary and the Markdown report; with sizes drawn from 3-8 the count is the
+/// server's and the members add up to its logins.
+#[test]
+fn the_rooms_example_reports_as_many_rooms_of_each_size_as_serve_chat_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = common::example_without_thresholds("chat-rooms.toml", dir.path());
+    let server = EchoServer::serve("chat", &["--room-size", "5"]);
+    let json = dir.path().join("rooms.json");
+    let out = barrage()
+        .arg("run")
+        .arg(&example)
+        .args(["--target", server.url()])
+        .args([
+            "--users", "120", "--arrive", "1000", "--hold", "3s", "--no-tui",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stats = server.stop();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(stats["chat"]["rooms"], 24);
+    let v = read_json(&json);
+    assert_eq!(
+        v["summary"]["broadcast"]["rooms"],
+        serde_json::json!({"count": 24, "users": 120, "sizes": [{"size": 5, "rooms": 24}]})
+    );
+    assert!(
+        text.contains("rooms 24 of 120 users: 24 of 5 members"),
+        "{text}"
+    );
+    let md = dir.path().join("rooms.md");
+    let out = barrage()
+        .args(["report", json.to_str().unwrap(), "-o", md.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| rooms (users that heard each other) | 24 of 120 users |")
+            && md.contains("| room sizes (rooms of each size) | 24 of 5 members |"),
+        "{md}"
+    );
+
+    let server = EchoServer::serve("chat", &["--seed", "5"]);
+    let (_, v) = rooms(&example, server.url(), "3s", "99.9%", dir.path());
+    let chat = server.stop()["chat"].clone();
+    let r = &v["summary"]["broadcast"]["rooms"];
+    assert_eq!(r["count"], chat["rooms"]);
+    assert_eq!(r["users"], chat["logins"]);
+    let sizes = r["sizes"].as_array().unwrap();
+    let members: u64 = sizes
+        .iter()
+        .map(|z| z["size"].as_u64().unwrap() * z["rooms"].as_u64().unwrap())
+        .sum();
+    assert_eq!(members, 120);
+}
+
 /// The two timing knobs of serve chat read as injected: with `--delay`, no delivery arrives
 /// sooner than the delay and the server's `bye` still follows what it owed (reach 100 %);
 /// with a one-second `--stall-at/--stall-for`, nothing is lost and the messages sent into the

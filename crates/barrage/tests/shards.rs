@@ -208,6 +208,9 @@ fn broadcast_across_shards_is_timed_only_when_the_clocks_agree() {
         n("delivered") + n("duplicates"),
         chat["deliveries_out"].as_u64().unwrap()
     );
+    // The rooms, joined from both shards' links: the server's rooms, all 120 users.
+    assert_eq!(m["rooms"]["count"], chat["rooms"], "{m}");
+    assert_eq!(m["rooms"]["users"], 120, "{m}");
     // One host: the deliveries between the shards are timed, every one of them.
     assert_eq!(m["remote_us"]["count"].as_u64(), Some(n("remote")), "{m}");
     assert_eq!(m["remote_clock_us"], 0);
@@ -529,6 +532,9 @@ fn processes_on_one_host_time_the_deliveries_between_them() {
         n("delivered") + n("duplicates"),
         stats["chat"]["deliveries_out"].as_u64().unwrap()
     );
+    // The rooms, joined from both processes' links: the server's rooms, all 120 users.
+    assert_eq!(b["rooms"]["count"], stats["chat"]["rooms"], "{b}");
+    assert_eq!(b["rooms"]["users"], 120, "{b}");
 }
 
 /// A child of `--processes` that dies is named, the others run on, and what it did until

@@ -399,8 +399,14 @@ impl<'a> Replies<'a> {
         crate::users::stamp::scan_form(u.prog.stamp_form, msg, |s| {
             any = true;
             use crate::users::stamp::Arrival;
+            let arrival = windows.arrive(s.user, s.seq);
+            if arrival == Arrival::First {
+                // Once per sender a receiver hears: the two are in one room.
+                rec.heard(s.user, gid as u32);
+            }
             let b = &mut rec.c.broadcast;
-            let first = match windows.arrive(s.user, s.seq) {
+            let first = match arrival {
+                Arrival::First => true,
                 Arrival::InOrder { gap } => {
                     b.gaps += u64::from(gap);
                     true

@@ -6,7 +6,7 @@
 
 use super::{Depart, OnRule, Op, Program, StepDef, StepMsg, Users};
 use crate::capture::{Anchor, Capture, Matcher};
-use crate::message::{unescape, Template};
+use crate::message::{fill_secrets, unescape, SecretLookup, Template};
 use crate::plan::StatusSet;
 use barrage_scenario::model::{self, Step};
 use barrage_scenario::{At, Checked};
@@ -40,6 +40,9 @@ pub struct Context<'a> {
     pub no_replies: bool,
     /// The run's timeout (a step's default).
     pub timeout: Duration,
+    /// `{secret:NAME}`'s value (the environment's), filled into templates and data cells as
+    /// literal bytes.
+    pub secret: SecretLookup<'a>,
 }
 
 /// Compile `c` for the engine.
@@ -87,11 +90,11 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         return Err(err("steps", "more than 65,000 steps; split the scenario"));
     }
     let rows = match (&f.users.value.data, &c.data) {
-        (Some(path), Some(_)) => barrage_scenario::data::read_rows(&cx.dir.join(&path.value))
-            .map_err(|e| err("users.data", e))?
-            .into_iter()
-            .map(|r| r.into_iter().map(|s| s.into_bytes().into()).collect())
-            .collect(),
+        (Some(path), Some(t)) => {
+            let rows = barrage_scenario::data::read_rows(&cx.dir.join(&path.value))
+                .map_err(|e| err("users.data", e))?;
+            fill_rows(rows, &t.columns, &path.value, cx.secret)?
+        }
         _ => Vec::new(),
     };
     let loops = b
@@ -136,6 +139,41 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
         rows,
         stages: None,
     })
+}
+
+/// A data row: its cells' bytes, by column.
+type Row = Box<[Box<[u8]>]>;
+
+/// The data rows as bytes, each `{secret:NAME}` of a cell filled (a cell is a value, never a
+/// template: the filled value is kept as it is).
+fn fill_rows(
+    rows: Vec<Vec<String>>,
+    columns: &[String],
+    file: &str,
+    secret: SecretLookup,
+) -> Result<Vec<Row>, CompileError> {
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.into_iter()
+                .enumerate()
+                .map(|(c, cell)| {
+                    if !cell.contains("{secret:") {
+                        return Ok(cell.into_bytes().into());
+                    }
+                    let column = columns.get(c).map_or("?", String::as_str);
+                    fill_secrets(cell.as_bytes(), &mut |n| secret(n))
+                        .map(Into::into)
+                        .map_err(|e| {
+                            err(
+                                format!("users.data: {file} row {}, column {column}", i + 1),
+                                e,
+                            )
+                        })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 struct Builder<'a> {
@@ -274,7 +312,8 @@ impl Builder<'_> {
 
     fn template(&self, text: &str, key: &str) -> Result<Template, CompileError> {
         let raw = unescape(text).map_err(|e| err(key, format!("'{text}': {e}")))?;
-        Template::with_vars(raw, self.resolve()).map_err(|e| err(key, e))
+        Template::with_vars_and_secrets(raw, self.resolve(), self.cx.secret)
+            .map_err(|e| err(key, e))
     }
 
     /// A send or request step: its definition; returns its index.
@@ -422,8 +461,9 @@ impl Builder<'_> {
         }
         // The head as written is a template: its `{var}`s are resolved like a message's (it
         // holds no escapes, so it is not unescaped).
-        let head = Template::with_vars(head.into_bytes(), self.resolve())
-            .map_err(|e| err(format!("{key}.path"), e))?;
+        let head =
+            Template::with_vars_and_secrets(head.into_bytes(), self.resolve(), self.cx.secret)
+                .map_err(|e| err(format!("{key}.path"), e))?;
         let body = match &s.body {
             Some(b) => Some(self.template(&b.value, &format!("{key}.body"))?),
             None => None,

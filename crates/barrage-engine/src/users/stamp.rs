@@ -165,6 +165,9 @@ pub struct Window {
 /// What a stamp's arrival was for its receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arrival {
+    /// The first heard from this sender: it starts the sender's window (and puts the two in
+    /// one group).
+    First,
     /// The next or a later one; `gap` sequence numbers were skipped (missing for now).
     InOrder { gap: u32 },
     /// Fills an earlier gap: late (reordered).
@@ -193,7 +196,7 @@ impl Windows {
                 hi: seq,
                 bits: 1,
             });
-            return Arrival::InOrder { gap: 0 };
+            return Arrival::First;
         };
         if seq > w.hi {
             let d = seq - w.hi;
@@ -280,21 +283,17 @@ mod tests {
     #[test]
     fn windows_tell_gaps_late_copies_and_duplicates() {
         let mut w = Windows::default();
-        assert_eq!(w.arrive(9, 5), Arrival::InOrder { gap: 0 }, "first heard");
+        assert_eq!(w.arrive(9, 5), Arrival::First, "first heard");
         assert_eq!(w.arrive(9, 6), Arrival::InOrder { gap: 0 });
         assert_eq!(w.arrive(9, 9), Arrival::InOrder { gap: 2 });
         assert_eq!(w.arrive(9, 7), Arrival::Late);
         assert_eq!(w.arrive(9, 7), Arrival::Duplicate);
         assert_eq!(w.arrive(9, 9), Arrival::Duplicate);
-        assert_eq!(
-            w.arrive(2, 1),
-            Arrival::InOrder { gap: 0 },
-            "another sender"
-        );
+        assert_eq!(w.arrive(2, 1), Arrival::First, "another sender");
         assert_eq!(w.arrive(9, 200), Arrival::InOrder { gap: 190 });
         assert_eq!(w.arrive(9, 8), Arrival::TooOld);
         // The first heard was held back behind the next: late, with no gap seen opening.
-        assert_eq!(w.arrive(4, 11), Arrival::InOrder { gap: 0 });
+        assert_eq!(w.arrive(4, 11), Arrival::First);
         assert_eq!(w.arrive(4, 10), Arrival::BeforeStart);
         assert_eq!(w.arrive(4, 10), Arrival::Duplicate);
         assert_eq!(w.arrive(4, 12), Arrival::InOrder { gap: 0 });

@@ -2,7 +2,7 @@
 //! analysis, thresholds and readiness. Each is empty when its data was not collected.
 
 use super::{grade, table, Block};
-use crate::fmt::{bytes, thousands};
+use crate::fmt::{byte_rate, bytes, thousands};
 use barrage_metrics::analysis::{LeakStatus, Trend};
 use barrage_metrics::figures::{Memory, ProcessFigures, RunFigures};
 use barrage_metrics::{RunResult, Verdict};
@@ -83,6 +83,40 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
                 bytes(h.mem_used_max_bytes as f64),
                 bytes(h.mem_total_bytes as f64),
             ]],
+        ));
+    }
+    if !fig.network.is_empty() {
+        out.push(Block::Heading("Network".into()));
+        out.push(Block::Para(
+            "Per interface under load, bytes per second received (in) and sent (out) by the \
+             whole machine."
+                .into(),
+        ));
+        out.push(table(
+            [
+                "interface",
+                "in min",
+                "in mean",
+                "in max",
+                "out min",
+                "out mean",
+                "out max",
+            ],
+            fig.network
+                .iter()
+                .map(|n| {
+                    let (i, o) = (&n.rx_bytes_per_s, &n.tx_bytes_per_s);
+                    [
+                        n.interface.clone(),
+                        byte_rate(i.min),
+                        byte_rate(i.mean),
+                        byte_rate(i.max),
+                        byte_rate(o.min),
+                        byte_rate(o.mean),
+                        byte_rate(o.max),
+                    ]
+                })
+                .collect(),
         ));
     }
     if let Some(s) = &r.spawn {

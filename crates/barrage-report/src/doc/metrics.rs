@@ -255,6 +255,16 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 ["duplicates".into(), thousands(c.duplicates)],
                 ["own copies".into(), thousands(c.own)],
                 [
+                    "rooms (users that heard each other)".into(),
+                    b.rooms.as_ref().map_or("-".into(), |r| {
+                        format!("{} of {} users", thousands(r.count), thousands(r.users))
+                    }),
+                ],
+                [
+                    "room sizes (rooms of each size)".into(),
+                    b.rooms.as_ref().map_or("-".into(), crate::fmt::room_sizes),
+                ],
+                [
                     if b.remote_timed() {
                         "from other processes (timed: one host's clock)".into()
                     } else if b.remote_clock_us.is_some() {

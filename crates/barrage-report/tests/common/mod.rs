@@ -608,10 +608,30 @@ pub fn monitored_with_verdicts() -> RunResult {
             per_core_pct: vec![],
             mem_used_bytes: 1_900 * MIB,
             mem_total_bytes: 7_900 * MIB,
-            net: vec![NetIfSample {
-                name: "lo".into(),
-                ..NetIfSample::default()
-            }],
+            // Under load (1..=10 s): lo carries 2.1 to 3.0 MB/s each way, eth0 the
+            // whitepaper's 150 Mbit/s in and 444 Mbit/s out; idle traffic must not count.
+            net: {
+                let load = (1..=10).contains(&t);
+                let lo = if load {
+                    2_000_000.0 + 100_000.0 * t as f64
+                } else {
+                    7.0
+                };
+                vec![
+                    NetIfSample {
+                        name: "lo".into(),
+                        rx_bytes_per_s: lo,
+                        tx_bytes_per_s: lo,
+                        ..NetIfSample::default()
+                    },
+                    NetIfSample {
+                        name: "eth0".into(),
+                        rx_bytes_per_s: if load { 18_750_000.0 } else { 1.0 },
+                        tx_bytes_per_s: if load { 55_500_000.0 } else { 1.0 },
+                        ..NetIfSample::default()
+                    },
+                ]
+            },
             tcp_inuse: 70,
             tcp_time_wait: 0,
         })

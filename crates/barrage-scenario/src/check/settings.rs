@@ -111,6 +111,44 @@ pub(super) fn run(
     shape: &Shape,
     users: u64,
 ) -> Result<(), ScenarioError> {
+    // `{secret:NAME}` is filled where a value goes to the server (and in `spawn`, the
+    // server's own command); a file name or a threshold holding one is a mistake.
+    let mut plain: Vec<(&At<String>, String)> = [
+        (&r.duration, "run.duration"),
+        (&r.warmup, "run.warmup"),
+        (&r.timeout, "run.timeout"),
+        (&r.connect_timeout, "run.connect_timeout"),
+        (&r.recovery, "run.recovery"),
+        (&r.json, "run.json"),
+        (&r.report, "run.report"),
+        (&r.source_ip, "run.source_ip"),
+    ]
+    .into_iter()
+    .filter_map(|(v, k)| v.as_ref().map(|v| (v, k.to_string())))
+    .collect();
+    for (list, k) in [
+        (&r.thresholds, "run.thresholds"),
+        (&r.monitor, "run.monitor"),
+        (&r.redact, "run.redact"),
+    ] {
+        plain.extend(
+            list.iter()
+                .enumerate()
+                .map(|(i, v)| (v, format!("{k}[{i}]"))),
+        );
+    }
+    for (v, k) in plain {
+        if let Some((text, _)) = crate::vars::refs(v)
+            .into_iter()
+            .find(|(_, r)| matches!(r, crate::vars::Ref::Secret(_)))
+        {
+            return Err(cx.err(
+                v.line,
+                k,
+                format!("{text} is filled only in what is sent (the target, headers, steps, users.data) and in run.spawn; write the value here"),
+            ));
+        }
+    }
     if let Some(d) = &r.duration {
         let len = cx.duration(d, "run.duration", true)?;
         if let Some(last) = shape.arrival(users - 1) {

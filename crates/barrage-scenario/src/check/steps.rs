@@ -18,6 +18,7 @@ pub(super) struct Walk {
     pub count: StepCount,
     pub named: Vec<String>,
     pub captures: Vec<String>,
+    pub secrets: Vec<super::SecretUse>,
 }
 
 /// Where a capture was made and who may see it.
@@ -48,6 +49,8 @@ struct W<'a> {
     count: StepCount,
     /// The stamp form of the first broadcast step and its key (every one must agree).
     stamp: Option<(String, String)>,
+    /// The `{secret:NAME}`s of the templates, in file order.
+    secrets: Vec<super::SecretUse>,
 }
 
 type R = Result<(), ScenarioError>;
@@ -70,6 +73,7 @@ pub(super) fn check_all(
         named: Vec::new(),
         count: StepCount::default(),
         stamp: None,
+        secrets: Vec::new(),
     };
     if file.steps.is_empty() {
         return Err(cx.err(
@@ -117,6 +121,7 @@ pub(super) fn check_all(
         count: w.count,
         named: w.named.into_iter().map(|(n, _)| n).collect(),
         captures: w.defs.into_iter().map(|d| d.name).collect(),
+        secrets: w.secrets,
     })
 }
 

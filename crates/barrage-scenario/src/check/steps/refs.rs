@@ -70,7 +70,12 @@ impl W<'_> {
         let cx = self.cx;
         for (text, r) in vars::refs(t) {
             match r {
-                Ref::Builtin | Ref::Secret(_) => {}
+                Ref::Builtin => {}
+                Ref::Secret(name) => self.secrets.push(super::super::SecretUse {
+                    name: name.to_string(),
+                    line: t.line,
+                    key: key.to_string(),
+                }),
                 Ref::Bad(_, why) => return Err(cx.err(t.line, key, format!("{text}: {why}"))),
                 Ref::Row(col) => match self.columns {
                     None => {
