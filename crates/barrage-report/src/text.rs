@@ -115,7 +115,7 @@ fn header(r: &RunResult) -> Vec<String> {
         lines.push(who);
         let mut what = format!(
             "  {}: {}",
-            plural(c.steps.len() as u64, "step", "steps"),
+            plural(c.steps.len() as u64, "step that sends", "steps that send"),
             c.steps
                 .iter()
                 .map(|s| if s.open_loop {
@@ -283,11 +283,14 @@ fn latency(r: &RunResult) -> Vec<String> {
         ]
     };
     if l.count > 0 && r.config.users.is_some() {
-        lines.push(
+        // Only a scenario with `every` steps has steps timed from an intended time.
+        let line = if r.config.steps.iter().any(|s| s.open_loop) {
             "  every-steps timed from their intended send time (open loop); other steps \
              from the actual send"
-                .to_string(),
-        );
+        } else {
+            "  every step timed from its actual send"
+        };
+        lines.push(line.to_string());
     } else if l.count > 0 {
         lines.push(match s.latency_basis {
             LatencyBasis::IntendedSend => "  latency measured from the intended send time \

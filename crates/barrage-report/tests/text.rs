@@ -53,3 +53,33 @@ fn https_run_with_status_codes_ttfb_and_tls() {
     );
     insta::assert_snapshot!(t);
 }
+
+/// Regression (issue 24): a scenario run said "every-steps timed from their intended send
+/// time" also when it had no `every` step.
+#[test]
+fn a_scenario_says_every_steps_are_timed_from_their_intended_time_only_when_it_has_them() {
+    let mut r = common::ping_pong_completed();
+    r.config.users = Some(barrage_metrics::ConfigUsers {
+        count: 10,
+        arrive: "10/s".into(),
+        scenario: "s.toml".into(),
+        ..Default::default()
+    });
+    r.config.steps = vec![barrage_metrics::ConfigStep {
+        name: "login".into(),
+        ..Default::default()
+    }];
+    let t = text(&r);
+    assert!(!t.contains("every-steps"), "{t}");
+    assert!(t.contains("every step timed from its actual send"), "{t}");
+    r.config.steps.push(barrage_metrics::ConfigStep {
+        name: "say".into(),
+        open_loop: true,
+        ..Default::default()
+    });
+    let t = text(&r);
+    assert!(
+        t.contains("every-steps timed from their intended send time"),
+        "{t}"
+    );
+}

@@ -60,6 +60,12 @@ pub struct StepCount {
     pub on: usize,
     /// Departure steps.
     pub leave: usize,
+    /// Steps that send (a message or a request), departure steps included: the rows of the
+    /// run's Steps table, which the run's header counts too; and how many are departure steps.
+    pub sends: usize,
+    pub leave_sends: usize,
+    /// `pause` and `think` steps.
+    pub pauses: usize,
 }
 
 /// A scenario that passed every check, with its values resolved.
@@ -129,13 +135,19 @@ impl Checked {
         } else {
             format!("; named: {}", self.named.join(", "))
         };
+        // Steps are counted as the run's header and Steps table count them: those that send.
+        let c = self.count;
+        let leaving = match c.leave_sends {
+            0 => String::new(),
+            n => format!(" ({n} on leaving)"),
+        };
         format!(
-            "{} ({}{last}{hold}, {depart}), {}, {}, {}, {}{named}",
+            "{} ({}{last}{hold}, {depart}), {}{leaving}, {}, {}, {}{named}",
             plural(self.users as usize, "user", "users"),
             self.arrive_text(),
-            plural(self.count.steps, "step", "steps"),
-            plural(self.count.on, "on rule", "on rules"),
-            plural(self.count.leave, "leave step", "leave steps"),
+            plural(c.sends, "step that sends", "steps that send"),
+            plural(c.pauses, "pause", "pauses"),
+            plural(c.on, "on rule", "on rules"),
             plural(self.captures.len(), "capture", "captures"),
         )
     }

@@ -32,7 +32,7 @@ fn chat_example_is_the_seed_session() {
     assert_eq!((c.count.steps, c.count.on, c.count.leave), (4, 1, 1));
     assert_eq!(
         c.summary(),
-        "3000 users (arrive 50/s, last at 59.98s, hold 60s, depart at end), 4 steps, 1 on rule, 1 leave step, 1 capture; named: login, join, say, ping, bye"
+        "3000 users (arrive 50/s, last at 59.98s, hold 60s, depart at end), 4 steps that send (1 on leaving), 1 pause, 1 on rule, 1 capture; named: login, join, say, ping, bye"
     );
 }
 

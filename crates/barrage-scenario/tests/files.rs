@@ -33,7 +33,7 @@ fn a_minimal_file_in_toml_and_yaml_is_the_same_scenario() {
     let t = toml(&format!("{HEAD}[[steps]]\nsend = \"hello {{conn}}\\n\"\n")).unwrap();
     let y = yaml("target: tcp://127.0.0.1:7000\nusers:\n  count: 10\n  arrive: 5/s\nsteps:\n  - send: \"hello {conn}\\n\"\n").unwrap();
     assert_eq!(t.summary(), y.summary());
-    assert_eq!(t.summary(), "10 users (arrive 5/s, last at 1.8s, depart at end), 1 step, 0 on rules, 0 leave steps, 0 captures");
+    assert_eq!(t.summary(), "10 users (arrive 5/s, last at 1.8s, depart at end), 1 step that sends, 0 pauses, 0 on rules, 0 captures");
     assert_eq!(t.shape.arrival(9), Some(Duration::from_millis(1800)));
 }
 

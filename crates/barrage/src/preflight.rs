@@ -32,6 +32,11 @@ pub struct Facts {
     pub sources: u64,
     /// Connects are paced (`--connect-rate`, a scenario's arrivals), not one burst.
     pub paced: bool,
+    /// How the user set the connection count, for a refusal to name: `-c/--connections`,
+    /// `--users` or `users.count`.
+    pub count_flag: &'static str,
+    /// The user split the run with `--processes` (a refusal of its open files names it).
+    pub gave_processes: bool,
 }
 
 /// What this machine has.
@@ -283,12 +288,15 @@ fn plural(n: u64) -> &'static str {
 }
 
 /// The refusals as one usage line naming every fix, under the first one's flag.
-pub fn refusal(items: &[Item]) -> Option<crate::usage::Usage> {
+/// The one line refusing a plan that cannot fit, or `None`. It names the flag the user gave
+/// that does not fit (`--source-ip` or `--processes` when given and too few, else the count:
+/// `-c`, `--users` or `users.count`), then every fix.
+pub fn refusal(items: &[Item], f: &Facts) -> Option<crate::usage::Usage> {
     let refused: Vec<&Item> = items.iter().filter(|i| i.level == Level::Refuse).collect();
     let flag = match refused.first()?.what {
-        "local ports" => "--source-ip",
-        "open files" => "--processes",
-        _ => "-c/--connections",
+        "local ports" if f.sources > 0 => "--source-ip",
+        "open files" if f.gave_processes => "--processes",
+        _ => f.count_flag,
     };
     let why: Vec<String> = refused
         .iter()
@@ -349,6 +357,8 @@ mod tests {
             targets: vec!["127.0.0.1:7100".parse().unwrap()],
             sources,
             paced: false,
+            count_flag: "-c/--connections",
+            gave_processes: processes > 1,
         }
     }
 
@@ -362,19 +372,35 @@ mod tests {
         f.paced = true;
         let items = check(&f, &machine());
         assert!(items.iter().all(|i| i.level == Level::Ok), "{items:?}");
-        assert!(refusal(&items).is_none());
+        assert!(refusal(&items, &f).is_none());
     }
 
     #[test]
     fn too_many_connections_for_one_process_name_the_process_count() {
-        let items = check(&facts(100_000, 1, 4), &machine());
+        let f = facts(100_000, 1, 4);
+        let items = check(&f, &machine());
         assert_eq!(level(&items, "open files"), Level::Refuse);
-        let e = refusal(&items).unwrap().to_string();
-        // 100,000 / (20,000 - 36) = 5.01: six processes.
+        let e = refusal(&items, &f).unwrap().to_string();
+        // 100,000 / (20,000 - 36) = 5.01: six processes. The user gave no --processes: the
+        // line names the count they gave.
         assert!(
-            e.starts_with("--processes: ") && e.contains("--processes 6"),
+            e.starts_with("-c/--connections: ") && e.contains("--processes 6"),
             "{e}"
         );
+        // Given --processes 3, too few: the line names it, and advises 6, not 3.
+        let f = facts(100_000, 3, 4);
+        let e = refusal(&check(&f, &machine()), &f).unwrap().to_string();
+        assert!(
+            e.starts_with("--processes: ")
+                && e.contains("--processes 6")
+                && !e.contains("--processes 3"),
+            "{e}"
+        );
+        // A scenario's users.
+        let mut f = facts(100_000, 1, 4);
+        f.count_flag = "users.count";
+        let e = refusal(&check(&f, &machine()), &f).unwrap().to_string();
+        assert!(e.starts_with("users.count: "), "{e}");
         assert_eq!(processes_for(100_000, 1, 20_000), 6);
         let items = check(&facts(100_000, 6, 4), &machine());
         assert_eq!(level(&items, "open files"), Level::Ok);
@@ -382,23 +408,35 @@ mod tests {
 
     #[test]
     fn too_many_connections_for_the_ports_name_the_source_range() {
-        let items = check(&facts(100_000, 6, 0), &machine());
-        let e = refusal(&items).unwrap().to_string();
-        // 100,000 / 25,408 usable = 3.9: four loopback sources.
+        let f = facts(100_000, 6, 0);
+        let items = check(&f, &machine());
+        let e = refusal(&items, &f).unwrap().to_string();
+        // 100,000 / 25,408 usable = 3.9: four loopback sources. No --source-ip was given: the
+        // line names the count.
+        assert!(
+            e.starts_with("-c/--connections: ") && e.contains("--source-ip 127.0.0.1-127.0.0.4"),
+            "{e}"
+        );
+        // Given two sources, too few: the line names --source-ip, and advises four.
+        let f = facts(100_000, 6, 2);
+        let e = refusal(&check(&f, &machine()), &f).unwrap().to_string();
         assert!(
             e.starts_with("--source-ip: ") && e.contains("--source-ip 127.0.0.1-127.0.0.4"),
             "{e}"
         );
-        let items = check(&facts(100_000, 6, 4), &machine());
-        assert!(refusal(&items).is_none(), "{items:?}");
+        let f = facts(100_000, 6, 4);
+        let items = check(&f, &machine());
+        assert!(refusal(&items, &f).is_none(), "{items:?}");
         // Two target ports double what one source holds.
         let mut two = facts(50_000, 3, 0);
         two.targets.push("127.0.0.1:7101".parse().unwrap());
-        assert!(refusal(&check(&two, &machine())).is_none());
+        assert!(refusal(&check(&two, &machine()), &two).is_none());
         // Off loopback the fix is the machine's own addresses.
         let mut remote = facts(60_000, 3, 0);
         remote.targets = vec!["192.0.2.1:80".parse().unwrap()];
-        let e = refusal(&check(&remote, &machine())).unwrap().to_string();
+        let e = refusal(&check(&remote, &machine()), &remote)
+            .unwrap()
+            .to_string();
         assert!(e.contains("3 source addresses of this machine"), "{e}");
     }
 
@@ -424,8 +462,9 @@ mod tests {
         let mut paced = facts(20_000, 1, 0);
         paced.paced = true;
         assert_eq!(level(&check(&paced, &m), "somaxconn"), Level::Ok);
-        let items = check(&facts(60_000, 4, 3), &m);
+        let f = facts(60_000, 4, 3);
+        let items = check(&f, &m);
         assert_eq!(level(&items, "nf_conntrack_max"), Level::Warn);
-        assert!(refusal(&items).is_none(), "warnings do not refuse");
+        assert!(refusal(&items, &f).is_none(), "warnings do not refuse");
     }
 }

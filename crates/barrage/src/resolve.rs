@@ -60,9 +60,16 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         targets: plan.target.addrs(),
         sources: plan.target.sources.len() as u64,
         paced: plan.connect_rate.is_some() || plan.users.is_some(),
+        count_flag: match (&plan.users, a.users) {
+            (Some(u), _) if u.stages.is_some() => "--conn-stages",
+            (Some(_), Some(_)) => "--users",
+            (Some(_), None) => "users.count",
+            (None, _) => "-c/--connections",
+        },
+        gave_processes: a.parent_of.is_some(),
     };
     let items = crate::preflight::check(&facts, &crate::preflight::Machine::read());
-    if let Some(refused) = crate::preflight::refusal(&items) {
+    if let Some(refused) = crate::preflight::refusal(&items, &facts) {
         return Err(refused);
     }
     if a.parent_of.is_none() {

@@ -22,7 +22,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     for l in crate::preflight::lines(&items) {
         say!("{l}");
     }
-    match crate::preflight::refusal(&items) {
+    match crate::preflight::refusal(&items, &facts) {
         Some(r) => Err(Usage::file(
             &shown,
             format!("{shown}: the whole run in one place does not fit this machine: {r}"),
@@ -69,6 +69,8 @@ fn facts(file: &str, c: &Checked) -> Result<(crate::preflight::Facts, String), U
             targets,
             sources,
             paced: true,
+            count_flag: "users.count",
+            gave_processes: run.and_then(|r| r.processes.as_ref()).is_some(),
         },
         how,
     ))

@@ -29,8 +29,9 @@ fn plans_too_big_for_the_machine_are_refused_naming_the_fix() {
         .unwrap();
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
+    // The line names the flag the user gave (the count), then every fix.
     assert!(
-        e.starts_with("error: --source-ip: ")
+        e.starts_with("error: -c/--connections: ")
             && e.contains("127.0.0.1-127.0.0.4")
             && e.contains("and --processes 6"),
         "{e}"
@@ -45,9 +46,27 @@ fn plans_too_big_for_the_machine_are_refused_naming_the_fix() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(
-        e.starts_with("error: --processes: ") && e.contains("--processes 6"),
+        e.starts_with("error: -c/--connections: ") && e.contains("--processes 6"),
         "{e}"
     );
+    // Given --processes 2 and two sources, both too few: the line names the flag given that
+    // does not fit, and advises neither of the values just refused.
+    let out = barrage()
+        .args(["tcp://127.0.0.1:9", "-c", "100000", "-d", "1s"])
+        .args(["--source-ip", "127.0.0.1-127.0.0.2", "--processes", "2"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.starts_with("error: --source-ip: ")
+            && e.contains("--source-ip 127.0.0.1-127.0.0.4")
+            && e.contains("--processes 6")
+            && !e.contains("--processes 2 ")
+            && !e.contains("127.0.0.1-127.0.0.2 "),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
     // The same under a limit of 1,000 files: 1,500 connections need two processes.
     let out = limited(1000, &["tcp://127.0.0.1:9", "-c", "1500", "-d", "1s"]);
     let e = String::from_utf8_lossy(&out.stderr);

@@ -32,7 +32,7 @@ fn validate_says_ok_with_users_and_steps() {
     let (code, out, err) = validate(&examples().join("chat.toml"));
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("ok: "), "{out}");
-    assert!(out.contains("chat.toml: 3000 users (arrive 50/s, last at 59.98s, hold 60s, depart at end), 4 steps, 1 on rule, 1 leave step, 1 capture; named: login, join, say, ping, bye"), "{out}");
+    assert!(out.contains("chat.toml: 3000 users (arrive 50/s, last at 59.98s, hold 60s, depart at end), 4 steps that send (1 on leaving), 1 pause, 1 on rule, 1 capture; named: login, join, say, ping, bye"), "{out}");
     let (code, out, _) = validate(&examples().join("engineio.yaml"));
     assert_eq!(code, 0);
     assert!(out.contains("500 users"), "{out}");
@@ -127,4 +127,41 @@ fn run_checks_a_scenario_as_validate_does_and_find_max_points_to_run() {
         err.contains("is a scenario file") && err.contains("barrage run"),
         "{err}"
     );
+}
+
+/// Regression (issue 24): `validate` counted a scenario's steps one way (pauses in, departure
+/// steps apart) and the run's header another (the steps that send). Both now count the steps
+/// that send, the rows of the Steps table.
+#[test]
+fn validate_and_the_run_header_count_steps_the_same_way() {
+    let count = |text: &str| -> u64 {
+        let at = text
+            .find(" steps that send")
+            .or_else(|| text.find(" step that sends"));
+        let head = &text[..at.unwrap_or_else(|| panic!("no step count in {text}"))];
+        head.rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    for (file, scheme) in [
+        ("routes.toml", "http"),
+        ("http-flow.toml", "http"),
+        ("chat.toml", "tcp"),
+        ("chat-rooms.toml", "tcp"),
+    ] {
+        let path = examples().join(file);
+        let path = path.to_str().unwrap();
+        let v = barrage().args(["validate", path]).output().unwrap();
+        let said = String::from_utf8_lossy(&v.stdout).to_string();
+        // Against a closed port the run fails fast, but its header is printed.
+        let run = barrage()
+            .args(["run", path, "--users", "1", "-d", "1s", "--no-tui"])
+            .args(["--target", &format!("{scheme}://127.0.0.1:9")])
+            .output()
+            .unwrap();
+        let header = String::from_utf8_lossy(&run.stdout).to_string();
+        assert_eq!(count(&said), count(&header), "{file}:\n{said}\n{header}");
+    }
 }

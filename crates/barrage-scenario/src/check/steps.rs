@@ -156,6 +156,16 @@ impl W<'_> {
             _ => self.count.steps += 1,
         }
         let kind = self.kind(s, key)?;
+        match kind {
+            "send" | "path" => {
+                self.count.sends += 1;
+                if part == Part::Leave {
+                    self.count.leave_sends += 1;
+                }
+            }
+            "pause" | "think" => self.count.pauses += 1,
+            _ => {}
+        }
         self.name(&s.name, key)?;
         self.keys_fit(s, key, kind)?;
         match kind {
