@@ -72,11 +72,9 @@ fn a_scenario_says_every_steps_are_timed_from_their_intended_time_only_when_it_h
     let t = text(&r);
     assert!(!t.contains("every-steps"), "{t}");
     assert!(t.contains("every step timed from its actual send"), "{t}");
-    r.config.steps.push(barrage_metrics::ConfigStep {
-        name: "say".into(),
-        open_loop: true,
-        ..Default::default()
-    });
+    let mut say = barrage_metrics::ConfigStep::default();
+    (say.name, say.open_loop) = ("say".into(), true);
+    r.config.steps.push(say);
     let t = text(&r);
     assert!(
         t.contains("every-steps timed from their intended send time"),
