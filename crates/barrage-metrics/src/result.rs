@@ -113,6 +113,11 @@ pub struct ConfigUsers {
     /// Seconds from the start to the last arrival.
     pub last_arrival_s: f64,
     pub hold_s: f64,
+    /// The longest a user thinks after arriving before its own pacing begins (the pauses
+    /// before its first repeated step): the steady state starts this long after the last
+    /// arrival. 0 in results written before it was recorded.
+    #[serde(default)]
+    pub pacing_after_s: f64,
     /// "at_end" or a rate.
     pub depart: String,
     /// The scenario file.
