@@ -215,12 +215,21 @@ pub fn fd_trend(samples: &[ProcSample], ticks: &[Tick], window: Window) -> Optio
     trend(TrendMetric::Fds, &pts)
 }
 
-/// Per-second p99 over the steady state (seconds without a completed exchange are skipped:
-/// they have no p99).
+/// Per-second p99 over the steady state, of the latency the run measures: a broadcast run's
+/// deliveries (its messages are fire-and-forget, their exchanges time nothing), else the
+/// exchanges'. Seconds that timed nothing are skipped: they have no p99 (results of earlier
+/// versions lack the count of timed exchanges; a nonzero max stands in for it).
 pub fn p99_trend(ticks: &[Tick], steady: Window) -> Option<Trend> {
+    let deliveries = steady_ticks(ticks, steady).any(|t| t.deliveries > 0);
     let pts: Vec<_> = steady_ticks(ticks, steady)
-        .filter(|t| t.requests > 0)
-        .map(|t| (t.t, t.latency_us.p99 as f64))
+        .filter_map(|t| {
+            let l = &t.latency_us;
+            match deliveries {
+                true => (t.deliveries > 0).then_some(t.delivery_p99_us),
+                false => (l.count > 0 || l.max > 0).then_some(l.p99),
+            }
+            .map(|p99| (t.t, p99 as f64))
+        })
         .collect();
     trend(TrendMetric::P99, &pts)
 }
@@ -295,6 +304,7 @@ mod tests {
             let mut ticks = measured(&rates, 100);
             for t in &mut ticks {
                 t.latency_us.p99 = (1000.0 * (1.0 + 0.1 * r.gauss())) as u64;
+                t.latency_us.count = 100;
                 t.errors
                     .add(crate::error::ErrorClass::Timeout, r.next_u64() % 4);
             }
@@ -419,11 +429,34 @@ mod tests {
         let mut ticks = measured(&[100.0; 100], 10);
         for (i, t) in ticks.iter_mut().enumerate() {
             t.latency_us.p99 = 1000 + 5 * i as u64;
+            t.latency_us.count = 100;
         }
         let tr = p99_trend(&ticks, all()).unwrap();
         assert_eq!(tr.verdict, Verdict::Growing);
         let mean = 1000.0 + 5.0 * 49.5;
         assert!((tr.per_hour - 5.0 * 3600.0 / mean * 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_broadcast_runs_p99_trend_is_of_its_deliveries() {
+        // Regression: a chat run's seconds timed no exchange (fire-and-forget messages), so
+        // its p99 trend was of zeros ("not measured") while its deliveries' p99 grew.
+        let mut ticks = measured(&[500.0; 30], 10);
+        for (i, t) in ticks.iter_mut().enumerate() {
+            t.deliveries = 3000;
+            t.delivery_p99_us = 1000 + 100 * i as u64;
+        }
+        let tr = p99_trend(&ticks, all()).unwrap();
+        assert_eq!(tr.verdict, Verdict::Growing);
+        assert!((tr.mean - 2450.0).abs() < 1e-9, "{}", tr.mean);
+        // Without deliveries, seconds that timed nothing are skipped.
+        let mut ticks = measured(&[500.0; 30], 10);
+        for (i, t) in ticks.iter_mut().enumerate().filter(|(i, _)| i % 2 == 0) {
+            t.latency_us.count = 100;
+            t.latency_us.max = 900;
+            t.latency_us.p99 = 800 + i as u64;
+        }
+        assert_eq!(p99_trend(&ticks, all()).unwrap().n, 15);
     }
 
     #[test]
