@@ -208,6 +208,10 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
                         duration(p99)
                     ));
                 }
+                let steps = step_latencies(result);
+                if !steps.is_empty() {
+                    fig.push_str(&format!("; step p99: {}", steps.join(", ")));
+                }
                 (g, fig)
             }
             None => (
@@ -304,6 +308,31 @@ fn measured_latency(result: &RunResult, a: &AnalysisReport) -> Option<MeasuredLa
         p99,
         replies: None,
     })
+}
+
+/// A scenario's steps that await a reply, each with its p99 (`login 1.20 ms`): what its users
+/// waited for, step by step (the exchanges' p50/p99 mix them). Fire-and-forget steps time only
+/// how late they were written and are left out. At most four, then how many more.
+fn step_latencies(result: &RunResult) -> Vec<String> {
+    const SHOWN: usize = 4;
+    let config = &result.config.steps;
+    let timed: Vec<String> = result
+        .summary
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| config.get(*i).is_none_or(|c| c.awaits))
+        .filter_map(|(_, s)| {
+            let l = s.latency_us.as_ref().filter(|l| l.count > 0)?;
+            Some(format!("{} {}", s.name, duration(l.p99 as f64)))
+        })
+        .collect();
+    let more = timed.len().saturating_sub(SHOWN);
+    let mut out: Vec<String> = timed.into_iter().take(SHOWN).collect();
+    if more > 0 {
+        out.push(format!("{more} more"));
+    }
+    out
 }
 
 /// A duration in µs with a unit a reader takes in at a glance: `812 µs`, `3.17 ms`, `3.17 s`.

@@ -96,12 +96,31 @@ pub struct RunConfig {
 }
 
 /// A step of a scenario as the result names it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigStep {
     pub name: String,
     /// An `every` step: sent on an open-loop schedule (latency from the intended time).
     #[serde(default)]
     pub open_loop: bool,
+    /// Its sends await a reply (false for fire-and-forget steps, `framing = "none"`, whose
+    /// latency is only how late they were written). True in results written before it was
+    /// recorded.
+    #[serde(default = "awaits_by_default")]
+    pub awaits: bool,
+}
+
+fn awaits_by_default() -> bool {
+    true
+}
+
+impl Default for ConfigStep {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            open_loop: false,
+            awaits: true,
+        }
+    }
 }
 
 /// A scenario's users.

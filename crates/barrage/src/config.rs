@@ -452,6 +452,7 @@ pub fn describe(
                 .map(|s| barrage_metrics::ConfigStep {
                     name: s.name.clone(),
                     open_loop: s.open_loop,
+                    awaits: s.awaits,
                 })
                 .collect()
         }),

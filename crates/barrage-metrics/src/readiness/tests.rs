@@ -324,6 +324,33 @@ fn a_broadcast_scenario_is_judged_on_its_deliveries_latency_not_a_p50_of_0() {
         "{}",
         row.figure
     );
+    // A scenario's steps that await a reply are listed with their p99; a fire-and-forget
+    // step (its latency is only how late it was written) is not.
+    let step = |name: &str, p99| crate::StepSummary {
+        name: name.into(),
+        latency_us: Some(crate::LatencyStats {
+            count: 10,
+            p99,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    r.summary.steps = vec![step("login", 1_200), step("say", 80), step("leave", 300)];
+    r.config.steps = ["login", "say", "leave"]
+        .map(|name| crate::ConfigStep {
+            name: name.into(),
+            awaits: name != "say",
+            ..Default::default()
+        })
+        .to_vec();
+    let row = &assess(&r, &a, &[])[0];
+    assert!(
+        row.figure
+            .ends_with("; step p99: login 1.20 ms, leave 300 µs"),
+        "{}",
+        row.figure
+    );
+    r.summary.steps.clear();
     // Nothing timed at all: no latency verdict, not a "0 µs" one.
     r.summary.latency_us = Default::default();
     r.summary.broadcast = None;
