@@ -115,7 +115,8 @@ pub const MIN_BEYOND: f64 = 5.0;
 /// Results written before seconds recorded their count (or their p999) count a second's
 /// completed exchanges as timed (and have no per-second p999).
 fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
-    let need = MIN_BEYOND / (1.0 - q);
+    // Rounded: 1 - 0.9 is not exactly 0.1 in floating point.
+    let need = (MIN_BEYOND / (1.0 - q)).round();
     full.iter()
         .filter_map(|t| {
             let l = &t.latency_us;
