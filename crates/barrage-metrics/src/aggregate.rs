@@ -79,6 +79,14 @@ pub struct TickLatency {
     pub p99: u64,
     pub max: u64,
     pub mean: f64,
+    /// Exchanges timed in the segment (fire-and-forget ones have no latency): 0 means the
+    /// figures above are of nothing, not 0 µs. Missing (0) in results written before it was
+    /// recorded.
+    #[serde(default)]
+    pub count: u64,
+    /// Missing (0) in results written before it was recorded.
+    #[serde(default)]
+    pub p999: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -553,6 +561,8 @@ impl Aggregator {
                 p99: l.p99,
                 max: l.max,
                 mean: l.mean,
+                count: l.count,
+                p999: l.p999,
             },
             deliveries: c.broadcast.delivered,
             delivery_p99_us: d.bcast_peer.stats().map_or(0, |l| l.p99),

@@ -183,6 +183,7 @@ fn run_steady_state(result: &RunResult) -> Window {
     let schedule = result.config.users.as_ref().map(|u| Schedule {
         last_arrival_s: u.last_arrival_s,
         depart_from_s: u.last_arrival_s + u.hold_s,
+        pacing_after_s: u.pacing_after_s,
     });
     steady_state(
         &result.timeseries,
@@ -246,7 +247,7 @@ pub fn analyze(
         contention: contention(other, crate::figures::load_window(ticks)),
         correctness: Some(correctness(&result.summary.exchanges)),
         rss_trend: rss_trend(&server, steady),
-        fd_trend: fd_trend(&server, steady),
+        fd_trend: fd_trend(&server, ticks, steady),
         leak: usage.as_ref().map(|_| leak(&under_load, rec.as_ref())),
         bytes_per_connection: per_connection_cost(&connection_rss_pairs(ticks, &server, ramp)),
         server: usage,

@@ -1,16 +1,17 @@
 //! Comparison of runs: the core figures side by side, each difference marked as significant
 //! or within the runs' own noise, and the regression check behind `--baseline`.
 //!
-//! Key decision: a difference is judged against the noise of *runs*, not of samples: two
-//! identical runs on a shared machine land further apart than either run's histogram admits,
-//! so every second is one observation and the run-to-run drift is taken to be as large as the
-//! runs' own second-to-second spread ([`stats::between_runs`]). The rule for every figure is
-//! written down in [`RULES`] so that a report can say why it marked what it marked. Where a
-//! run carries too little data to know its noise (fewer than three full seconds) the mark is
-//! [`Mark::Unknown`] unless the change is too large for any drift (2× and beyond the
-//! histogram's band), not a guess. The first run is the reference; every other run is
-//! compared with it alone, and settings that make the comparison moot (another target,
-//! protocol, mode or connection count) are listed in [`Comparison::mismatches`].
+//! Key decision: a difference is judged against the runs' own measured variability, their
+//! per-second series: every full second is one observation (its rate, its own p50/p90/p99/p999,
+//! a CPU sample), and two runs differ when their trimmed means differ beyond what their seconds
+//! scatter ([`stats::between_runs`], Yuen's test at 95 %, allowing for seconds that wander
+//! together). No fixed floor stands in for drift the runs did not show (a 50 % floor called a
+//! 24 % slower protocol "within noise"). The rule for every figure is written down in [`RULES`]
+//! so that a report can say why it marked what it marked. A figure with too few observations
+//! (fewer than five seconds, or seconds with too few exchanges for their p999) is
+//! [`Mark::Unknown`], "not enough data", not a guess. The first run is the reference; every
+//! other run is compared with it alone, and settings that make the comparison moot (another
+//! target, protocol, mode or connection count) are listed in [`Comparison::mismatches`].
 
 mod noise;
 mod stats;
@@ -25,7 +26,7 @@ use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
 /// The compared figures, in display order (names as in `--threshold`).
-pub const METRICS: [&str; 14] = [
+pub const METRICS: [&str; 15] = [
     "rps.avg",
     "rps.peak",
     "p50",
@@ -39,6 +40,7 @@ pub const METRICS: [&str; 14] = [
     "server.rss.max",
     "server.cpu_per_req",
     "generator.cpu_per_req",
+    "generator.cpu.avg",
     "machine.cpu.avg",
 ];
 
@@ -46,22 +48,22 @@ pub const METRICS: [&str; 14] = [
 pub const RULES: [(&str, &str); 9] = [
     (
         "rps.avg",
-        "between runs, on the per-second rates of the full measured seconds (needs three in \
-         each run): the medians (log scale) differ by more than t(95 %) x sqrt(2 d^2 + the \
-         medians' own variance), d = run-to-run drift = the seconds' spread around their own \
-         run's median (robust, both runs pooled, at least 5 %)",
+        "on the per-second rates of the full measured seconds (at least 5 in each run, else \
+         ?): Yuen's test at 95 % on the log scale, the 20 %-trimmed means differ by more than \
+         t x their standard error from the winsorized spread of the seconds, allowing for \
+         seconds that wander together (from 10 s on); no fixed floor",
     ),
     (
         "rps.peak",
         "the peaks differ by more than t(95 %) x sqrt(sd_A^2 + sd_B^2 + 2 d^2) of the \
-         per-second rates, d = the larger sd or 5 % (a peak is one second)",
+         per-second rates, d = the larger sd (a peak is one second; at least 5 in each run)",
     ),
     (
         "p50 p90 p99 p999",
-        "the 95 % order-statistic (binomial) bands of the percentile on each run's histogram do \
-         not overlap, and the per-second p50/p90/p99 differ between runs as for rps.avg; with \
-         fewer than three full seconds (and for p999) only a change of 2x or more counts, \
-         smaller ones beyond the bands are ?",
+        "the per-second p50/p90/p99/p999 differ between runs as for rps.avg, counting only \
+         seconds with at least 5 exchanges beyond the percentile (p99: 500 in the second, \
+         p999: 5,000; at least 5 such seconds in each run, else ? not enough data), and the \
+         95 % order-statistic bands of the percentile on each run's histogram do not overlap",
     ),
     (
         "latency.max",
@@ -77,19 +79,19 @@ pub const RULES: [(&str, &str); 9] = [
         "set by the plan, no sampling noise: any difference counts",
     ),
     (
-        "server.cpu.avg server.rss.max",
-        "cpu: between runs as for rps.avg, on the monitor samples under load; rss.max: as \
-         rps.peak, on the RSS samples under load",
+        "server.cpu.avg server.rss.max generator.cpu.avg",
+        "cpu: as rps.avg, on the monitor samples under load (the server's, barrage's); \
+         rss.max: as rps.peak, on the RSS samples under load",
     ),
     (
         "server.cpu_per_req generator.cpu_per_req",
-        "CPU time per completed exchange (mean CPU under load / rps.avg); between runs as for \
-         rps.avg, on each full second's CPU / requests",
+        "CPU time per completed exchange (mean CPU under load / rps.avg); as rps.avg, on each \
+         full second's CPU / requests",
     ),
     (
         "machine.cpu.avg",
-        "busy share of all cores under load (the server, barrage and everything else); \
-         between runs as for rps.avg, on the host samples",
+        "busy share of all cores under load (the server, barrage and everything else); as \
+         rps.avg, on the host samples",
     ),
 ];
 
@@ -217,7 +219,7 @@ pub fn describe(metric: &str) -> Option<(Unit, Better)> {
         "p50" | "p90" | "p99" | "p999" | "latency.max" => (Unit::Duration, Better::Lower),
         "errors.rate" => (Unit::Fraction, Better::Lower),
         "connections.peak" => (Unit::Count, Better::Higher),
-        "server.cpu.avg" => (Unit::Percent, Better::Lower),
+        "server.cpu.avg" | "generator.cpu.avg" => (Unit::Percent, Better::Lower),
         "server.rss.max" => (Unit::Bytes, Better::Lower),
         "server.cpu_per_req" | "generator.cpu_per_req" => (Unit::Duration, Better::Lower),
         "machine.cpu.avg" => (Unit::Percent, Better::Lower),
@@ -225,11 +227,10 @@ pub fn describe(metric: &str) -> Option<(Unit, Better)> {
     })
 }
 
-/// The smallest change (a fraction: 0.5 = 50 %) that the per-second test between runs calls
-/// significant by default. Identical 5 s runs on a shared 2-core machine drifted by up to 40 %
-/// in throughput within minutes (docs/compare.md); a server delay of twice its service time
-/// (3x the latency) stays far beyond it. Lower it (`--noise-floor`) on a quiet machine.
-pub const DEFAULT_NOISE_FLOOR: f64 = 0.5;
+/// The smallest change (a fraction: 0.2 = 20 %) the per-second test calls significant by
+/// default: none. The runs' own seconds decide; `--noise-floor` adds a floor for a user who
+/// knows their machine drifts between runs by more than its seconds show.
+pub const DEFAULT_NOISE_FLOOR: f64 = 0.0;
 
 /// How [`compare_with`] judges.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -245,10 +246,6 @@ impl Default for Options {
         }
     }
 }
-
-/// A latency percentile of runs too short to show their run-to-run drift counts as changed
-/// only when one is this many times the other (and their histogram bands are apart).
-pub const SHORT_RUN_RATIO: f64 = 2.0;
 
 /// Compare `runs` (the first is the reference) on every figure of [`METRICS`] that at least
 /// one of them has, with the default [`Options`].
@@ -349,12 +346,30 @@ pub struct Regression {
     /// connections) and significant. From a reference of 0, any significant worsening counts.
     pub regressed: bool,
     pub significant: bool,
+    /// The runs held enough data to judge the difference (the mark is not `?`).
+    #[serde(default = "yes")]
+    pub judged: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Regression {
     /// Whether both runs have the figure, i.e. the limit could be checked at all.
     pub fn measured(&self) -> bool {
         self.reference.is_some() && self.candidate.is_some()
+    }
+
+    /// Whether the limit was checked: both runs have the figure and enough data to judge it.
+    pub fn checked(&self) -> bool {
+        self.measured() && self.judged
+    }
+
+    /// Whether this limit fails the `--max-regression` gate: it regressed, or it could not be
+    /// checked (as a threshold that cannot be measured fails).
+    pub fn fails(&self) -> bool {
+        self.regressed || !self.checked()
     }
 }
 
@@ -375,7 +390,8 @@ pub fn regressions(
                 .map_or((None, None), |r| (Some(&r.cells[0]), Some(&r.cells[1])));
             let reference = row_ref.and_then(|x| x.value);
             let candidate = row_cand.and_then(|x| x.value);
-            let significant = row_cand.and_then(|x| x.mark) == Some(Mark::Significant);
+            let mark = row_cand.and_then(|x| x.mark);
+            let significant = mark == Some(Mark::Significant);
             let better = describe(metric).map_or(Better::Lower, |d| d.1);
             let worse_pct = match (reference, candidate) {
                 (Some(r), Some(v)) if r != 0.0 => {
@@ -403,6 +419,7 @@ pub fn regressions(
                 limit_pct: *limit,
                 regressed: significant && worse_pct.is_some_and(|w| w > *limit),
                 significant,
+                judged: mark.is_some_and(|m| m != Mark::Unknown),
             }
         })
         .collect()

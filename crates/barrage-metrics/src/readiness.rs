@@ -8,14 +8,19 @@
 //! - **performance**: no completed exchange → Fail. With latency/throughput thresholds
 //!   (`p*`, `latency.*`, `connect.p99`, `rps.*`, `requests`, `connections.peak`): all passed →
 //!   Pass, else Fail. Without: p99 ≤ 10 × p50 → Pass, else Warn (a long tail, never a Fail
-//!   without a user's limit). A Pass becomes Warn when the generator was saturated in more
+//!   without a user's limit), on the latency the run measures: a broadcast scenario's
+//!   deliveries (its messages are fire-and-forget), else the exchanges'; nothing timed → Not
+//!   measured. A Pass becomes Warn when the generator was saturated in more
 //!   than 5 % of the seconds (the figures may be barrage's limit, not the server's), or when
 //!   other processes used more than 20 % of a core on average under load (a shared machine).
-//! - **stability**: CV of the steady per-second rate < 5 % → Pass, < 10 % → Warn, else Fail; a
-//!   Pass becomes Warn when throughput drifts or p99 grows (trend rule).
+//! - **stability**: fewer than [`MIN_STEADY_SECONDS`] full seconds in the steady state → Not
+//!   measured ("not enough steady seconds"); else CV of the steady per-second rate < 5 % →
+//!   Pass, < 10 % → Warn, else Fail; a Pass becomes Warn when throughput grows or shrinks or
+//!   p99 grows (trend rule; an "unclear" trend claims nothing either way).
 //! - **resource use**: server CPU on average < 80 % of its usable cores → Pass, < 95 % → Warn,
 //!   else Fail (usable cores: its most threads, at most the machine's cores); a Pass becomes
-//!   Warn when its open fds grow.
+//!   Warn when its open fds grow beyond the connections barrage holds open (fds that follow
+//!   arriving users are not a warning).
 //! - **memory management**: no leak and RSS back after the recovery phase → Pass; leak → Fail;
 //!   anything else (inconclusive, no recovery phase, not back without growth) → Warn.
 //! - **errors**: failed requests / (completed + failed requests) after the warm-up < 0.1 % → Pass, < 1 % → Warn,
@@ -93,15 +98,22 @@ pub struct Row {
 }
 
 pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/throughput \
-    thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn; Pass \
+    thresholds: Pass if all pass, else Fail; without: Pass if p99 <= 10 x p50, else Warn, on \
+    the latency the run measures (broadcast deliveries when there are any, else the exchanges'; \
+    not measured when nothing was timed); Pass \
     becomes Warn if the generator was saturated (for any cause) \
     in more than 5 % of the seconds, or if other processes used more than 20 % of a core on \
     average under load";
-pub const STABILITY_RULE: &str = "CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
-    else Fail; Pass becomes Warn if throughput drifts or p99 grows";
+pub const STABILITY_RULE: &str = "fewer than 10 full steady seconds: not measured (not enough \
+    steady seconds to judge); else CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
+    else Fail; Pass becomes Warn if throughput drifts (grows or shrinks by the trend rule) or \
+    p99 grows";
+
+/// Full seconds of the steady state the stability row needs before it grades anything.
+pub const MIN_STEADY_SECONDS: usize = 10;
 pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (its most \
     threads, at most the machine's cores): Pass, < 95 %: Warn, else Fail; Pass becomes Warn if \
-    its open fds grow";
+    its open fds grow beyond the connections barrage holds open (trend rule)";
 pub const MEMORY_RULE: &str = "no leak and RSS back after the recovery phase: Pass; leak: Fail; \
     otherwise (inconclusive, no recovery phase, not back): Warn";
 pub const ERRORS_RULE: &str = "failed requests (failed after sending, or not sent) / (completed + \
@@ -185,22 +197,43 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
         .filter(|o| crate::vocabulary::is_performance(&o.metric))
         .collect();
     let (mut grade, mut figure) = if perf.is_empty() {
-        // By their names: the same figures a threshold or a comparison reads.
-        let figure = |m| crate::vocabulary::value(result, Some(a), m).unwrap_or(0.0);
-        let (p50, p99) = (figure("p50"), figure("p99"));
-        let ratio = p99 / p50.max(1.0);
-        let g = if ratio <= 10.0 {
-            Grade::Pass
-        } else {
-            Grade::Warn
-        };
-        let fig = format!(
-            "{:.0} req/s, p50 {}, p99 {} (p99/p50 = {ratio:.1})",
-            s.rps.avg,
-            duration(p50),
-            duration(p99)
-        );
-        (g, fig)
+        match measured_latency(result, a) {
+            Some(lat) => {
+                let ratio = lat.p99 / lat.p50.max(1.0);
+                let g = if ratio <= 10.0 {
+                    Grade::Pass
+                } else {
+                    Grade::Warn
+                };
+                let mut fig = format!(
+                    "{:.0} req/s, {}p50 {}, p99 {} (p99/p50 = {ratio:.1})",
+                    s.rps.avg,
+                    lat.what,
+                    duration(lat.p50),
+                    duration(lat.p99)
+                );
+                if let Some((p50, p99)) = lat.replies {
+                    fig.push_str(&format!(
+                        "; replies p50 {}, p99 {}",
+                        duration(p50),
+                        duration(p99)
+                    ));
+                }
+                let steps = step_latencies(result);
+                if !steps.is_empty() {
+                    fig.push_str(&format!("; step p99: {}", steps.join(", ")));
+                }
+                (g, fig)
+            }
+            None => (
+                Grade::NotMeasured,
+                format!(
+                    "{:.0} req/s; no latency measured (no exchange awaited a reply and no \
+                     broadcast delivery was timed)",
+                    s.rps.avg
+                ),
+            ),
+        }
     } else {
         let failed: Vec<&str> = perf
             .iter()
@@ -249,6 +282,70 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
     row(aspect, grade, figure, PERFORMANCE_RULE)
 }
 
+/// The latency a run measures, as the performance row reads it.
+struct MeasuredLatency {
+    /// `""` for the exchanges' own latency, `"deliveries "` for broadcast deliveries.
+    what: &'static str,
+    p50: f64,
+    p99: f64,
+    /// The exchanges' latency too, when deliveries lead and some exchanges awaited a reply.
+    replies: Option<(f64, f64)>,
+}
+
+/// A broadcast scenario measures its deliveries (its messages are fire-and-forget: their
+/// exchanges have no reply to time), so their latency leads, by the names `broadcast.p50` and
+/// `broadcast.p99`; otherwise the exchanges' (`p50`, `p99`). `None` when neither timed
+/// anything: a p50 of "0 µs" would be a figure of nothing.
+fn measured_latency(result: &RunResult, a: &AnalysisReport) -> Option<MeasuredLatency> {
+    let s = &result.summary;
+    let figure = |m| crate::vocabulary::value(result, Some(a), m).unwrap_or(0.0);
+    let replies = (s.latency_us.count > 0).then(|| (figure("p50"), figure("p99")));
+    let deliveries = s
+        .broadcast
+        .as_ref()
+        .and_then(|b| b.peer_us.as_ref())
+        .is_some_and(|l| l.count > 0);
+    if deliveries {
+        return Some(MeasuredLatency {
+            what: "deliveries ",
+            p50: figure("broadcast.p50"),
+            p99: figure("broadcast.p99"),
+            replies,
+        });
+    }
+    replies.map(|(p50, p99)| MeasuredLatency {
+        what: "",
+        p50,
+        p99,
+        replies: None,
+    })
+}
+
+/// A scenario's steps that await a reply, each with its p99 (`login 1.20 ms`): what its users
+/// waited for, step by step (the exchanges' p50/p99 mix them). Fire-and-forget steps time only
+/// how late they were written and are left out. At most four, then how many more.
+fn step_latencies(result: &RunResult) -> Vec<String> {
+    const SHOWN: usize = 4;
+    let config = &result.config.steps;
+    let timed: Vec<String> = result
+        .summary
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| config.get(*i).is_none_or(|c| c.awaits))
+        .filter_map(|(_, s)| {
+            let l = s.latency_us.as_ref().filter(|l| l.count > 0)?;
+            Some(format!("{} {}", s.name, duration(l.p99 as f64)))
+        })
+        .collect();
+    let more = timed.len().saturating_sub(SHOWN);
+    let mut out: Vec<String> = timed.into_iter().take(SHOWN).collect();
+    if more > 0 {
+        out.push(format!("{more} more"));
+    }
+    out
+}
+
 /// A duration in µs with a unit a reader takes in at a glance: `812 µs`, `3.17 ms`, `3.17 s`.
 fn duration(us: f64) -> String {
     if us < 999.5 {
@@ -262,9 +359,8 @@ fn duration(us: f64) -> String {
 
 fn verdict(v: Option<Verdict>) -> &'static str {
     match v {
-        Some(Verdict::Flat) => "flat",
-        Some(Verdict::Growing) => "growing",
-        Some(Verdict::Shrinking) => "shrinking",
+        Some(Verdict::Unclear) => "unclear (too few or too noisy points to tell)",
+        Some(v) => v.as_str(),
         None => "not measured",
     }
 }
@@ -272,27 +368,42 @@ fn verdict(v: Option<Verdict>) -> &'static str {
 fn stability(a: &AnalysisReport) -> Row {
     let aspect = Aspect::Stability;
     let Some(st) = &a.stability else {
-        let fig = "fewer than 3 full seconds in the steady state".into();
+        let fig = format!(
+            "not enough steady seconds: fewer than 3 full seconds in the steady state \
+             ({MIN_STEADY_SECONDS} needed to judge)"
+        );
         return row(aspect, Grade::NotMeasured, fig, STABILITY_RULE);
     };
+    let p99 = a.p99_trend.as_ref().map(|t| t.verdict);
+    let drift = format!(
+        "throughput {} ({:+.1} % over {:.0} s), p99 {}",
+        verdict(Some(st.drift.verdict)),
+        st.drift.change,
+        st.drift.window_s,
+        verdict(p99)
+    );
+    if st.n < MIN_STEADY_SECONDS {
+        // A CV of a handful of seconds says little (its 95 % interval of 4 seconds spans 3.7x
+        // its value): neither a pass nor a fail.
+        let fig = format!(
+            "not enough steady seconds: {} of the {MIN_STEADY_SECONDS} needed to judge \
+             (CV {:.1} % over them); {drift}",
+            st.n, st.cv_pct
+        );
+        return row(aspect, Grade::NotMeasured, fig, STABILITY_RULE);
+    }
     let mut g = match st.cv_pct {
         cv if cv < 5.0 => Grade::Pass,
         cv if cv < 10.0 => Grade::Warn,
         _ => Grade::Fail,
     };
-    let p99 = a.p99_trend.as_ref().map(|t| t.verdict);
-    if st.drift.verdict != Verdict::Flat || p99 == Some(Verdict::Growing) {
+    let drifts = matches!(st.drift.verdict, Verdict::Growing | Verdict::Shrinking);
+    if drifts || p99 == Some(Verdict::Growing) {
         g = g.at_most_warn();
     }
     let fig = format!(
-        "CV {:.1} %, max deviation {:.1} % over {} s; throughput {} ({:+.1} % over {:.0} s), p99 {}",
-        st.cv_pct,
-        st.max_dev_pct,
-        st.n,
-        verdict(Some(st.drift.verdict)),
-        st.drift.change,
-        st.drift.window_s,
-        verdict(p99)
+        "CV {:.1} %, max deviation {:.1} % over {} s; {drift}",
+        st.cv_pct, st.max_dev_pct, st.n,
     );
     row(aspect, g, fig, STABILITY_RULE)
 }
@@ -324,7 +435,7 @@ fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {
         g = g.at_most_warn();
     }
     let fig = format!(
-        "CPU avg {:.0} % of one core under load = {share:.0} % of {cores} usable core(s); fds max {} ({})",
+        "CPU avg {:.0} % of one core under load = {share:.0} % of {cores} usable core(s); fds max {} (beyond the open connections: {})",
         u.cpu_avg_pct,
         u.fds_max,
         verdict(fds)

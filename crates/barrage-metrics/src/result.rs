@@ -103,12 +103,31 @@ pub struct RunConfig {
 }
 
 /// A step of a scenario as the result names it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigStep {
     pub name: String,
     /// An `every` step: sent on an open-loop schedule (latency from the intended time).
     #[serde(default)]
     pub open_loop: bool,
+    /// Its sends await a reply (false for fire-and-forget steps, `framing = "none"`, whose
+    /// latency is only how late they were written). True in results written before it was
+    /// recorded.
+    #[serde(default = "awaits_by_default")]
+    pub awaits: bool,
+}
+
+fn awaits_by_default() -> bool {
+    true
+}
+
+impl Default for ConfigStep {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            open_loop: false,
+            awaits: true,
+        }
+    }
 }
 
 /// A scenario's users.
@@ -120,6 +139,11 @@ pub struct ConfigUsers {
     /// Seconds from the start to the last arrival.
     pub last_arrival_s: f64,
     pub hold_s: f64,
+    /// The longest a user thinks after arriving before its own pacing begins (the pauses
+    /// before its first repeated step): the steady state starts this long after the last
+    /// arrival. 0 in results written before it was recorded.
+    #[serde(default)]
+    pub pacing_after_s: f64,
     /// "at_end" or a rate.
     pub depart: String,
     /// The scenario file.

@@ -57,6 +57,12 @@ pub fn value(r: &RunResult, analysis: Option<&AnalysisReport>, metric: &str) -> 
         "server.rss.max" => server()?.rss_max_bytes as f64,
         "server.rss.avg" => server()?.rss_avg_bytes,
         "server.cpu.avg" => server()?.cpu_avg_pct,
+        // barrage's own CPU over the load window, beside the server's and the machine's.
+        "generator.cpu.avg" => {
+            let m = r.monitor.as_ref()?;
+            crate::figures::process(&m.generator, crate::figures::load_window(&r.timeseries))?
+                .cpu_avg_pct
+        }
         "server.cpu.max" => server()?.cpu_max_pct,
         "server.fds.max" => server()?.fds_max as f64,
         "server.rss.after" => analysis?.recovery.as_ref()?.after_recovery_bytes as f64,

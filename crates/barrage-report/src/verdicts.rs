@@ -76,9 +76,17 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(a) = &r.analysis {
         if let Some(s) = &a.stability {
+            let few = if s.n < barrage_metrics::readiness::MIN_STEADY_SECONDS {
+                format!(
+                    " (not enough steady seconds to judge: {} needed)",
+                    barrage_metrics::readiness::MIN_STEADY_SECONDS
+                )
+            } else {
+                String::new()
+            };
             lines.push(format!(
-                "Stability     CV {:.1} %, largest deviation {:.1} % over {} steady seconds; drift {:?} ({:+.1} % over {:.0} s)",
-                s.cv_pct, s.max_dev_pct, s.n, s.drift.verdict, s.drift.change, s.drift.window_s
+                "Stability     CV {:.1} %, largest deviation {:.1} % over {} steady seconds{few}; drift {} ({:+.1} % over {:.0} s)",
+                s.cv_pct, s.max_dev_pct, s.n, s.drift.verdict.as_str(), s.drift.change, s.drift.window_s
             ));
         }
         if let Some(rec) = &a.recovery {

@@ -181,8 +181,9 @@ pub struct CompareArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<String>,
 
-    /// Smallest change between runs called significant [default: 50%]; identical runs on a
-    /// busy machine drift this much, lower it on a quiet one
+    /// Smallest change between runs called significant, on top of the runs' own per-second
+    /// noise [default: none]; for a machine known to drift between runs by more than its
+    /// seconds show
     #[arg(long, value_name = "PCT")]
     pub noise_floor: Option<String>,
 }
@@ -579,7 +580,8 @@ pub struct RunArgs {
     )]
     pub max_regression: Option<String>,
 
-    /// With --baseline: the smallest change called beyond noise [default: 50%] (see compare)
+    /// With --baseline: a smallest change called beyond noise, on top of the runs' own
+    /// per-second noise [default: none] (see compare)
     #[arg(
         long,
         value_name = "PCT",

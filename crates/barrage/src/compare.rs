@@ -111,8 +111,9 @@ fn describe(name: &str, r: &RunResult) -> String {
 /// check each limit. Returns the lines to print and whether the run regressed: a limit is
 /// broken when the figure is worse by more than its margin and the difference is beyond both
 /// runs' noise; a limit on a figure one of the runs lacks (e.g. server.cpu.avg without
-/// monitoring) cannot be checked and counts as broken, as a threshold that cannot be measured
-/// fails.
+/// monitoring), or without enough data to judge (fewer than five seconds, a p999 of seconds
+/// too small to have one), cannot be checked and counts as broken, as a threshold that cannot
+/// be measured fails.
 pub fn check_baseline(
     result: &RunResult,
     baseline: &Path,
@@ -140,13 +141,20 @@ pub fn check_baseline(
     if let Some(limits) = limits {
         lines.push(String::new());
         for r in compare::regressions(&runs[0], &runs[1], &limits, opts) {
-            regressed |= r.regressed || !r.measured();
+            regressed |= r.fails();
             lines.push(regression_line(&r));
         }
+        let floor = if opts.noise_floor > 0.0 {
+            format!(
+                ", and at least {} % with --noise-floor",
+                opts.noise_floor * 100.0
+            )
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            "(noise: drift between runs from their per-second spread, and at least {} % with \
-             --noise-floor; docs/compare.md)",
-            opts.noise_floor * 100.0
+            "(noise: each run's own per-second series, Yuen's test at 95 %{floor}; a limit \
+             without enough seconds to judge fails; docs/compare.md)"
         ));
     }
     Ok((lines, regressed))
@@ -168,6 +176,14 @@ fn regression_line(r: &Regression) -> String {
     let change = r
         .change_pct
         .map_or("from 0".to_string(), |p| format!("{p:+.1} %"));
+    if !r.judged {
+        return format!(
+            "regression {}: {change}, cannot check: not enough data to judge it (too few \
+             seconds, or too few exchanges a second for this percentile; run longer) ({limit}) \
+             -> FAILED",
+            r.metric
+        );
+    }
     let noise = if r.significant {
         "beyond noise"
     } else {
@@ -293,10 +309,30 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.starts_with("regression p99:") && l.ends_with("ok")));
-        assert!(lines
-            .last()
-            .unwrap()
-            .contains("at least 50 % with --noise-floor"));
+        assert!(lines.last().unwrap().contains("own per-second series"));
+        assert!(!lines.last().unwrap().contains("--noise-floor"));
+    }
+
+    #[test]
+    fn a_limit_without_enough_data_to_judge_fails_the_gate() {
+        let r = |p99: u64| {
+            let mut r = empty_run();
+            r.summary.latency_us.p99 = p99;
+            r
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("base.json");
+        barrage_report::save(&r(100), barrage_report::Format::Json, &base).unwrap();
+        let (lines, regressed) =
+            check_baseline(&r(150), &base, Some("p99=10%"), &Options::default()).unwrap();
+        assert!(regressed, "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "regression p99: +50.0 %, cannot check: not \
+                 enough data"
+            ) && l.ends_with("-> FAILED")),
+            "{lines:?}"
+        );
     }
 
     #[test]

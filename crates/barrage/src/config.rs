@@ -452,6 +452,7 @@ pub fn describe(
                 .map(|s| barrage_metrics::ConfigStep {
                     name: s.name.clone(),
                     open_loop: s.open_loop,
+                    awaits: s.awaits,
                 })
                 .collect()
         }),
@@ -482,6 +483,7 @@ fn users_config(u: &barrage_engine::users::Users, spec: &Spec) -> barrage_metric
         arrive,
         last_arrival_s: u.last_arrival_ns() as f64 / 1e9,
         hold_s: u.hold_ns as f64 / 1e9,
+        pacing_after_s: u.program.lead_in_ns() as f64 / 1e9,
         depart: match u.depart {
             barrage_engine::users::Depart::AtEnd => "at_end".into(),
             barrage_engine::users::Depart::Rate(r) => format!("{r}/s"),

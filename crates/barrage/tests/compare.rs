@@ -9,11 +9,12 @@ mod common;
 use common::{barrage, EchoServer};
 use std::path::{Path, PathBuf};
 
-/// A one-second closed-loop run (`connections`, ping-pong) against `url`, saved as `dir/name`.
+/// A six-second closed-loop run (`connections`, ping-pong) against `url`, saved as
+/// `dir/name`: compare judges a figure on at least five full seconds of each run.
 fn saved_run(url: &str, dir: &Path, name: &str, connections: &str) -> PathBuf {
     let path = dir.join(name);
     barrage()
-        .args(["run", url, "-c", connections, "-t", "1", "-d", "1s", "-q"])
+        .args(["run", url, "-c", connections, "-t", "1", "-d", "6s", "-q"])
         .arg("--json")
         .arg(&path)
         .assert()
@@ -148,7 +149,7 @@ fn runs_with_other_settings_are_compared_with_a_warning() {
             "-t",
             "1",
             "-d",
-            "1s",
+            "6s",
             "-q",
             "--baseline",
         ])

@@ -791,14 +791,14 @@ fn the_seed_file_at_ci_size_counts_every_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("seed.json");
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-100k.toml");
-    // 2,000 users: 4 s of arrivals, 8 s of hold, 20 s of departures at 100/s.
+    // 2,000 users: 4 s of arrivals, 11 s of hold, 20 s of departures at 100/s.
     let out = barrage()
         .timeout(std::time::Duration::from_secs(90))
         .arg("run")
         .arg(&example)
         .args(["--target", server.url()])
         .args([
-            "--users", "2000", "--arrive", "500", "--hold", "8s", "-t", "1",
+            "--users", "2000", "--arrive", "500", "--hold", "11s", "-t", "1",
         ])
         .args(["-q", "--no-tui", "--json"])
         .arg(&json)
@@ -822,21 +822,25 @@ fn the_seed_file_at_ci_size_counts_every_delivery() {
     assert_eq!(n(b, "duplicates"), 0);
     assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
     assert!(out.status.code() == Some(0) || out.status.code() == Some(3));
-    // The steady state is the schedule's: from the last arrival to the first departure (hold
-    // after it), although users leaving at 100/s keep the run from ending at full strength.
+    // The steady state is the schedule's: from the moment the last user's own pacing began
+    // (its arrival, or its connection if that opened later, plus the longest think before
+    // its first `every`: 5 s) to the first departure (hold after the last arrival), although
+    // users leaving at 100/s keep the run from ending at full strength.
     let a = &v["analysis"];
     let last = f(&v, "config.users.last_arrival_s");
-    assert_eq!(f(a, "steady_from_s"), last);
-    assert_eq!(f(a, "steady_to_s"), last + 8.0);
-    assert!(f(a, "load_end_s") > last + 8.0);
+    assert_eq!(f(&v, "config.users.pacing_after_s"), 5.0);
+    let from = f(a, "steady_from_s");
+    assert!(from >= last + 5.0, "{from}");
+    assert_eq!(f(a, "steady_to_s"), last + 11.0);
+    assert!(f(a, "load_end_s") > last + 11.0);
     let full_steady = v["timeseries"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|t| t["phase"] == "measured" && f(t, "dt") >= 0.999)
-        .filter(|t| f(t, "t") > last && f(t, "t") <= last + 8.0)
+        .filter(|t| f(t, "t") - f(t, "dt") >= from - 1e-6 && f(t, "t") <= last + 11.0)
         .count() as u64;
-    assert!(full_steady >= 7, "{full_steady}");
+    assert!(full_steady >= 3, "{full_steady}");
     assert_eq!(u(a, "stability.n"), full_steady);
     // The report draws the delivery side over time.
     let html = dir.path().join("seed.html");

@@ -341,6 +341,35 @@ pub struct Program {
     pub one_clock: bool,
 }
 
+impl Program {
+    /// The longest a user pauses after its arrival before its own pacing begins: the
+    /// `think` pauses (at their longest) before the first operation that repeats (an `every`
+    /// block, or the start of a `repeat`). 0 when nothing repeats. Replies awaited on the way
+    /// (a login) are not counted: their time is measured, not planned. The analysis starts a
+    /// scenario's steady state this long after the last user arrived.
+    pub fn lead_in_ns(&self) -> u64 {
+        let ops = &self.ops[..usize::from(self.leave_pc).min(self.ops.len())];
+        let loop_start = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Loop { start, .. } => Some(usize::from(*start)),
+                _ => None,
+            })
+            .min();
+        let every = ops.iter().position(|op| matches!(op, Op::Every { .. }));
+        let Some(first) = [loop_start, every].into_iter().flatten().min() else {
+            return 0;
+        };
+        ops[..first]
+            .iter()
+            .map(|op| match op {
+                Op::Pause { max_ns, .. } => *max_ns,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
 /// One step users send: its message, what its reply must be, what it captures.
 #[derive(Debug)]
 pub struct StepDef {

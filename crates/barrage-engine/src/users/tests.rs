@@ -94,3 +94,58 @@ fn a_connection_ramp_opens_and_closes_each_connection_at_its_level() {
     assert_eq!(up_and_hold.open_ns(9), 0);
     assert_eq!(up_and_hold.close_ns(9), u64::MAX);
 }
+
+#[test]
+fn a_scenario_lead_in_is_its_longest_think_before_the_pacing() {
+    const S: u64 = 1_000_000_000;
+    let program = |ops: Vec<Op>| Program {
+        leave_pc: ops.len() as u16,
+        ops: ops.into(),
+        ..Program::default()
+    };
+    // login, think 1s..5s, every 4s say: the last user's pacing begins 5 s after it arrived.
+    let chat = program(vec![
+        Op::Send(0),
+        Op::Pause {
+            min_ns: S,
+            max_ns: 5 * S,
+        },
+        Op::Every {
+            period_ns: 4 * S,
+            times: u64::MAX,
+            first: 3,
+            end: 4,
+        },
+        Op::Send(1),
+        Op::End,
+    ]);
+    assert_eq!(chat.lead_in_ns(), 5 * S);
+    // A repeat block whose start is after a 2 s think; the think inside it is its pacing.
+    let repeat = program(vec![
+        Op::Pause {
+            min_ns: 2 * S,
+            max_ns: 2 * S,
+        },
+        Op::Send(0),
+        Op::Pause {
+            min_ns: S,
+            max_ns: S,
+        },
+        Op::Loop {
+            start: 1,
+            times: u64::MAX,
+            slot: 0,
+        },
+    ]);
+    assert_eq!(repeat.lead_in_ns(), 2 * S);
+    // Nothing repeats: no pacing to wait for.
+    let once = program(vec![
+        Op::Pause {
+            min_ns: S,
+            max_ns: S,
+        },
+        Op::Send(0),
+        Op::End,
+    ]);
+    assert_eq!(once.lead_in_ns(), 0);
+}

@@ -80,7 +80,9 @@ pub struct LeakVerdict {
 
 pub const LEAK_RULE: &str = "leak: RSS growing in the steady state (trend rule) and not back \
     within the tolerance of its idle level after the recovery phase; growing without a \
-    recovery phase: inconclusive (suspected); not growing: no leak";
+    recovery phase: inconclusive (suspected); flat or shrinking: no leak; unclear (the \
+    interval too wide to tell): no leak if RSS returned after the recovery phase, else \
+    inconclusive";
 
 /// The leak verdict from the RSS samples of the steady state and the recovery, if measured.
 pub fn leak(rss_under_load: &[ProcSample], recovery: Option<&Recovery>) -> LeakVerdict {
@@ -110,24 +112,15 @@ pub fn leak(rss_under_load: &[ProcSample], recovery: Option<&Recovery>) -> LeakV
             format!("fewer than 3 RSS samples in the steady state; {back}"),
         ),
         (Some(t), rec) => {
-            let slope = format!(
-                "RSS {:+.2} MiB/h (95 % CI {:+.2} .. {:+.2})",
-                t.per_hour / MIB,
-                t.ci95_per_hour.0 / MIB,
-                t.ci95_per_hour.1 / MIB
-            );
             let v = match (t.verdict, rec) {
                 (Verdict::Growing, Some(false)) => LeakStatus::Leak,
                 (Verdict::Growing, None) => LeakStatus::Inconclusive,
+                // Too wide an interval to call it flat: only a return to idle clears it.
+                (Verdict::Unclear, Some(true)) => LeakStatus::NoLeak,
+                (Verdict::Unclear, _) => LeakStatus::Inconclusive,
                 _ => LeakStatus::NoLeak,
             };
-            let what = match (t.verdict, rec) {
-                (Verdict::Growing, None) => "growing: leak suspected",
-                (Verdict::Growing, Some(true)) => "growing under load",
-                (Verdict::Growing, Some(false)) => "growing",
-                _ => "not growing",
-            };
-            (v, format!("{slope}, {what}; {back}"))
+            (v, format!("{}; {back}", growth_reason(t, rec)))
         }
     };
     LeakVerdict {
@@ -141,6 +134,33 @@ pub fn leak(rss_under_load: &[ProcSample], recovery: Option<&Recovery>) -> LeakV
         rule: LEAK_RULE.into(),
         reason,
     }
+}
+
+/// What the RSS trend says, in words that agree with its interval: the slope per hour, then
+/// the change over the window the verdict was judged on against the change that counts (a
+/// slope whose interval is clear of 0 but whose growth over the window is below 1 MiB is
+/// "below the ... that counts as growth", not "not growing").
+fn growth_reason(t: &super::Trend, rec: Option<bool>) -> String {
+    let over = t.window_s / 3600.0 / MIB;
+    let (lo, hi) = (t.ci95_per_hour.0 * over, t.ci95_per_hour.1 * over);
+    let window = format!(
+        "RSS {:+.2} MiB over the {:.0} s window (95 % CI {lo:+.2} .. {hi:+.2}; {:+.2} MiB/h)",
+        t.change / MIB,
+        t.window_s,
+        t.per_hour / MIB,
+    );
+    let min = t.min_change / MIB;
+    let what = match (t.verdict, rec) {
+        (Verdict::Growing, None) => format!("at least +{min:.1} MiB: growing, leak suspected"),
+        (Verdict::Growing, Some(true)) => format!("at least +{min:.1} MiB: growing under load"),
+        (Verdict::Growing, Some(false)) => format!("at least +{min:.1} MiB: growing"),
+        (Verdict::Shrinking, _) => format!("at least -{min:.1} MiB: shrinking"),
+        (Verdict::Flat, _) => format!("within the {min:.1} MiB that counts as growth"),
+        (Verdict::Unclear, _) => {
+            format!("the interval is too wide to tell a growth of {min:.1} MiB from none")
+        }
+    };
+    format!("{window}, {what}")
 }
 
 /// Bytes of server RSS per open connection: the slope of RSS against open connections.
@@ -238,6 +258,46 @@ mod tests {
         let flat = run(0.0, 80.0, 4);
         let l = leak(&under_load(&flat), None);
         assert_eq!((l.verdict, l.recovered), (LeakStatus::NoLeak, None));
+    }
+
+    #[test]
+    fn a_slope_clear_of_zero_but_below_a_mib_is_not_called_not_growing() {
+        // Regression: "RSS +16.9 MiB/h (95 % CI +2.98 .. +30.85), not growing" contradicted
+        // itself: the interval is clear of 0; what the rule says is that the growth over the
+        // window is below the 1 MiB that counts.
+        let mut r = XorShift::new(5);
+        let s: Vec<_> = (1..=60)
+            .map(|t| {
+                let t = f64::from(t);
+                proc(
+                    t,
+                    80.0 * MIB + 16.9 * MIB / 3600.0 * t + 0.02 * MIB * r.gauss(),
+                )
+            })
+            .collect();
+        let l = leak(&s, None);
+        let (lo, _) = l.ci95_mib_per_hour.unwrap();
+        assert!(lo > 0.0, "{l:?}");
+        assert_eq!(
+            (l.verdict, l.growth),
+            (LeakStatus::NoLeak, Some(Verdict::Flat))
+        );
+        assert!(!l.reason.contains("not growing"), "{}", l.reason);
+        assert!(
+            l.reason.contains("MiB over the 59 s window")
+                && l.reason
+                    .contains("within the 1.0 MiB that counts as growth"),
+            "{}",
+            l.reason
+        );
+        // Five noisy samples: too wide to tell, so without a recovery phase it is open.
+        let noisy: Vec<_> = (1..=5)
+            .map(|t| proc(f64::from(t), 80.0 * MIB + 3.0 * MIB * r.gauss()))
+            .collect();
+        let l = leak(&noisy, None);
+        assert_eq!(l.growth, Some(Verdict::Unclear));
+        assert_eq!(l.verdict, LeakStatus::Inconclusive);
+        assert!(l.reason.contains("too wide to tell"), "{}", l.reason);
     }
 
     #[test]

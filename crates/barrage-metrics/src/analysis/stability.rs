@@ -1,9 +1,11 @@
 //! Steady state and the stability of throughput in it.
 //!
 //! The steady state is the part of the load in which the planned load was all there: after the
-//! warm-up and the ramp up, before the ramp down. For a users scenario that is the schedule: from
-//! the last arrival to the first departure (`hold` after the last arrival, also when users leave
-//! all at once at the end: their `leave` steps still run after it). For connections it is read from the open connections: the last
+//! warm-up and the ramp up, before the ramp down. For a users scenario that is the schedule:
+//! from the moment the last user's own pacing began (its arrival, or later when its connection
+//! opened late, plus the longest think before its first repeated step) to the first departure
+//! (`hold` after the last arrival, also when users leave all at once at the end: their `leave`
+//! steps still run after it). For connections it is read from the open connections: the last
 //! unbroken stretch of ticks with at least 99 % of the target open, so a dip restarts it and a
 //! final ramp down (planned, or the server dropping connections) ends it. Stability looks only
 //! at full measured seconds (`dt ≥ 0.999`) in it, since partial segments at the warm-up and load
@@ -19,12 +21,15 @@ use serde::{Deserialize, Serialize};
 pub const RAMP_DONE: f64 = 0.99;
 
 /// A users scenario's schedule, in seconds since the run's start: the steady state is
-/// `(last_arrival_s, depart_from_s]`. Users leave `hold` after the last arrival whether they
-/// leave at a rate or all at once ("at the end": their `leave` steps still run after it).
+/// `(last_arrival_s + pacing_after_s, depart_from_s]`, later when the connections opened
+/// after their arrival. Users leave `hold` after the last arrival whether they leave at a rate
+/// or all at once ("at the end": their `leave` steps still run after it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
     pub last_arrival_s: f64,
     pub depart_from_s: f64,
+    /// The longest think before a user's pacing begins (`ConfigUsers::pacing_after_s`).
+    pub pacing_after_s: f64,
 }
 
 /// The steady state (ticks with `from_s < t ≤ to_s` belong to it). When there is none (the
@@ -44,7 +49,23 @@ pub fn steady_state(ticks: &[Tick], target_connections: u64, schedule: Option<Sc
         to_s: load_end,
     };
     let (from_s, to_s) = match schedule {
-        Some(s) => (s.last_arrival_s, s.depart_from_s.min(load_end)),
+        Some(s) => {
+            let to_s = s.depart_from_s.min(load_end);
+            // Connections can open after their users' scheduled arrival (a slow accept, a busy
+            // generator): the users have arrived once the open count reached 99 % of its
+            // highest before the departures (users that failed and left stay below it).
+            let peak = load
+                .iter()
+                .filter(|t| t.t > s.last_arrival_s && t.t <= to_s)
+                .map(|t| t.open)
+                .max()
+                .unwrap_or(0);
+            let arrived = load
+                .iter()
+                .find(|t| t.t >= s.last_arrival_s && t.open as f64 >= RAMP_DONE * peak as f64)
+                .map_or(s.last_arrival_s, |t| t.t.max(s.last_arrival_s));
+            (arrived + s.pacing_after_s, to_s)
+        }
         None => {
             let need = RAMP_DONE * target_connections as f64;
             let full = |t: &Tick| t.open as f64 >= need;
@@ -65,11 +86,15 @@ pub fn steady_state(ticks: &[Tick], target_connections: u64, schedule: Option<Sc
     Window { from_s, to_s }
 }
 
-/// The full measured seconds of the steady state.
+/// The full measured seconds of the steady state: those that began at or after its start (a
+/// second that began before, say during the last arrivals, is not steady) and ended by its end.
 pub fn steady_ticks(ticks: &[Tick], steady: Window) -> impl Iterator<Item = &Tick> {
-    ticks
-        .iter()
-        .filter(move |t| t.phase == Phase::Measured && t.dt >= 0.999 && steady.contains(t.t))
+    ticks.iter().filter(move |t| {
+        t.phase == Phase::Measured
+            && t.dt >= 0.999
+            && t.t - t.dt >= steady.from_s - 1e-6
+            && t.t <= steady.to_s
+    })
 }
 
 /// How even the per-second rate was in the steady state.
@@ -169,6 +194,7 @@ mod tests {
             Some(Schedule {
                 last_arrival_s: 5.0,
                 depart_from_s: depart,
+                pacing_after_s: 0.0,
             })
         };
         // Departures (at a rate, or all at once with `leave` steps still running) from 15 s.
@@ -183,6 +209,49 @@ mod tests {
             t.phase = Phase::Warmup;
         }
         assert_eq!(steady_state(&warm, 100, s(15.0)), window(8.0, 15.0));
+    }
+
+    #[test]
+    fn a_scenario_steady_state_starts_when_the_users_pacing_does() {
+        // Regression: a healthy broadcast scenario (users arrive until 4 s, think 1-5 s, then
+        // say something every 4 s) read "stability FAIL": its steady state began at the last
+        // arrival, while the users' messages were still ramping up through their first think.
+        // Here the last connections also open a second late (a busy generator).
+        let mut ticks = Vec::new();
+        for t in 1..=40 {
+            let t = f64::from(t);
+            let open = (500.0 * t).min(2000.0) as u64;
+            let open = if t == 4.0 { 1789 } else { open };
+            // 500 messages/s once every user paces itself; fewer while they think.
+            let rate = if t <= 10.0 {
+                20.0 * t
+            } else {
+                500.0 + (t % 3.0)
+            };
+            ticks.push(tick(t, Phase::Measured, rate as u64, open));
+        }
+        let s = Schedule {
+            last_arrival_s: 3.998,
+            depart_from_s: 34.0,
+            pacing_after_s: 5.0,
+        };
+        let w = steady_state(&ticks, 2000, Some(s));
+        // All connected at 5 s, pacing at the latest 5 s later.
+        assert_eq!(w, window(10.0, 34.0));
+        let st = stability(&ticks, w).unwrap();
+        assert_eq!(st.n, 24);
+        assert!(st.cv_pct < 1.0, "{st:?}");
+        // Without the lead-in (results written before it was recorded), the think is in it.
+        let old = steady_state(
+            &ticks,
+            2000,
+            Some(Schedule {
+                pacing_after_s: 0.0,
+                ..s
+            }),
+        );
+        assert_eq!(old, window(5.0, 34.0));
+        assert!(stability(&ticks, old).unwrap().cv_pct > 10.0);
     }
 
     #[test]

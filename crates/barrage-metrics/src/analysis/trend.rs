@@ -3,15 +3,18 @@
 //! The rule, per metric: fit a least-squares line; the series is **growing** only if the
 //! *lower* end of the slope's 95 % interval, carried over the whole window, still amounts to
 //! a material change (at least the metric's minimum below); **shrinking** likewise with the
-//! upper end; **flat** otherwise. Requiring the conservative end of the interval to be material
-//! makes the rule both significant (interval clear of 0) and material, and keeps it quiet on
-//! noise, including the autocorrelated noise of allocators for which the OLS interval is too
-//! narrow. Minimum changes over the window:
+//! upper end; **flat** only when the *whole* interval, carried over the window, stays within
+//! the material minimum either way; **unclear** otherwise (the interval is too wide to say:
+//! a few noisy seconds, where "flat (-45 % over 6 s)" would have claimed what the data cannot
+//! show). Requiring the conservative end of the interval to be material makes the rule both
+//! significant (interval clear of 0) and material, and keeps it quiet on noise, including the
+//! autocorrelated noise of allocators for which the OLS interval is too narrow. Minimum
+//! changes over the window:
 //!
 //! | metric | unit of `per_hour` | minimum change |
 //! |---|---|---|
 //! | RSS | bytes/h | 1 MiB or 1 % of the mean, whichever is larger |
-//! | open fds | fds/h | 1 fd |
+//! | open fds beyond barrage's open connections | fds/h | 1 fd |
 //! | p99 latency | % of the mean p99 /h | 5 % of the mean |
 //! | throughput | % of the mean rate /h | 5 % of the mean |
 //! | error rate | percentage points /h | 0.1 points or 5 % of the mean rate, whichever is larger |
@@ -31,6 +34,21 @@ pub enum Verdict {
     Flat,
     Growing,
     Shrinking,
+    /// The interval is too wide to tell flat from a material change (too few or too noisy
+    /// points): neither a drift nor its absence is claimed.
+    Unclear,
+}
+
+impl Verdict {
+    /// How reports say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Flat => "flat",
+            Self::Growing => "growing",
+            Self::Shrinking => "shrinking",
+            Self::Unclear => "unclear",
+        }
+    }
 }
 
 /// What a trend is about; decides the unit and the minimum material change.
@@ -39,7 +57,7 @@ pub enum Verdict {
 pub enum TrendMetric {
     /// Server resident memory; points in bytes.
     Rss,
-    /// Server open file descriptors; points in fds.
+    /// Server open file descriptors beyond barrage's open connections; points in fds.
     Fds,
     /// Per-second p99 latency; points in µs.
     P99,
@@ -53,7 +71,7 @@ impl TrendMetric {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Rss => "server RSS",
-            Self::Fds => "server open fds",
+            Self::Fds => "server open fds beyond the open connections",
             Self::P99 => "p99 latency",
             Self::ErrorRate => "error rate",
             Self::Throughput => "throughput",
@@ -142,13 +160,16 @@ pub fn trend(metric: TrendMetric, points: &[(f64, f64)]) -> Option<Trend> {
         Verdict::Growing
     } else if hi * window_s <= -min_change {
         Verdict::Shrinking
-    } else {
+    } else if lo * window_s > -min_change && hi * window_s < min_change {
         Verdict::Flat
+    } else {
+        Verdict::Unclear
     };
     let rule = format!(
         "{}: growing if the lower end of the slope's 95 % CI times the {window_s:.0} s window \
          is at least +{min_text}, shrinking if the upper end times the window is at most \
-         -{min_text}; flat otherwise",
+         -{min_text}; flat if the whole CI times the window is within that either way; \
+         unclear otherwise (too few or too noisy points to tell)",
         metric.as_str()
     );
     Some(Trend {
@@ -175,21 +196,40 @@ pub fn rss_trend(samples: &[ProcSample], window: Window) -> Option<Trend> {
     trend(TrendMetric::Rss, &pts)
 }
 
-/// Server open file descriptors over the samples inside `window` (fds per hour).
-pub fn fd_trend(samples: &[ProcSample], window: Window) -> Option<Trend> {
+/// Server open file descriptors beyond the connections barrage holds open, over the samples
+/// inside `window` (fds per hour): each sample's fds less the open connections of the tick
+/// that ended nearest to it (within half a second; samples without one are skipped). A
+/// server's fds follow its connections, so fds that grow while users still arrive (or
+/// reconnect) are not a leak of descriptors; fds that grow while the connections do not are.
+pub fn fd_trend(samples: &[ProcSample], ticks: &[Tick], window: Window) -> Option<Trend> {
     let pts: Vec<_> = window
         .select(samples)
-        .map(|s| (s.t, s.fds as f64))
+        .filter_map(|s| {
+            let tk = ticks
+                .iter()
+                .filter(|t| (t.t - s.t).abs() <= 0.5)
+                .min_by(|a, b| (a.t - s.t).abs().total_cmp(&(b.t - s.t).abs()))?;
+            Some((s.t, s.fds as f64 - tk.open as f64))
+        })
         .collect();
     trend(TrendMetric::Fds, &pts)
 }
 
-/// Per-second p99 over the steady state (seconds without a completed exchange are skipped:
-/// they have no p99).
+/// Per-second p99 over the steady state, of the latency the run measures: a broadcast run's
+/// deliveries (its messages are fire-and-forget, their exchanges time nothing), else the
+/// exchanges'. Seconds that timed nothing are skipped: they have no p99 (results of earlier
+/// versions lack the count of timed exchanges; a nonzero max stands in for it).
 pub fn p99_trend(ticks: &[Tick], steady: Window) -> Option<Trend> {
+    let deliveries = steady_ticks(ticks, steady).any(|t| t.deliveries > 0);
     let pts: Vec<_> = steady_ticks(ticks, steady)
-        .filter(|t| t.requests > 0)
-        .map(|t| (t.t, t.latency_us.p99 as f64))
+        .filter_map(|t| {
+            let l = &t.latency_us;
+            match deliveries {
+                true => (t.deliveries > 0).then_some(t.delivery_p99_us),
+                false => (l.count > 0 || l.max > 0).then_some(l.p99),
+            }
+            .map(|p99| (t.t, p99 as f64))
+        })
         .collect();
     trend(TrendMetric::P99, &pts)
 }
@@ -264,6 +304,7 @@ mod tests {
             let mut ticks = measured(&rates, 100);
             for t in &mut ticks {
                 t.latency_us.p99 = (1000.0 * (1.0 + 0.1 * r.gauss())) as u64;
+                t.latency_us.count = 100;
                 t.errors
                     .add(crate::error::ErrorClass::Timeout, r.next_u64() % 4);
             }
@@ -272,19 +313,99 @@ mod tests {
                 Verdict::Flat,
                 "rss {seed}"
             );
+            let held = measured(&[1.0; 600], 0);
             assert_eq!(
-                fd_trend(&fds, all()).unwrap().verdict,
+                fd_trend(&fds, &held, all()).unwrap().verdict,
                 Verdict::Flat,
                 "fds {seed}"
             );
-            assert_eq!(
-                p99_trend(&ticks, all()).unwrap().verdict,
-                Verdict::Flat,
+            // 10 % noise over 300 points: the interval reaches about 4 % either way, so a few
+            // seeds are unclear (not provably flat); none grows or shrinks.
+            let p99 = p99_trend(&ticks, all()).unwrap().verdict;
+            assert!(
+                matches!(p99, Verdict::Flat | Verdict::Unclear),
                 "p99 {seed}"
             );
             let et = error_rate_trend(&ticks, all()).unwrap();
-            assert_eq!(et.verdict, Verdict::Flat, "errors {seed}");
+            assert!(
+                matches!(et.verdict, Verdict::Flat | Verdict::Unclear),
+                "errors {seed}"
+            );
         }
+    }
+
+    #[test]
+    fn a_short_noisy_rate_is_unclear_not_flat() {
+        // Regression: 7 seconds of a healthy but noisy run read "throughput flat (-45.3 % over
+        // 6 s)": the interval was far too wide to call anything flat.
+        let rates = [
+            41_000.0, 28_000.0, 36_000.0, 21_000.0, 33_000.0, 18_000.0, 27_000.0,
+        ];
+        let tr = trend(TrendMetric::Throughput, &measured_points(&rates)).unwrap();
+        assert!(tr.change < -20.0, "{}", tr.change);
+        assert_eq!(tr.verdict, Verdict::Unclear);
+        assert!(tr.rule.contains("unclear otherwise"), "{}", tr.rule);
+        // Flat is said only when the whole interval over the window is within 5 %.
+        for seed in 0..200 {
+            let mut r = XorShift::new(seed);
+            let rates: Vec<f64> = (0..7).map(|_| 1000.0 * (1.0 + 0.2 * r.gauss())).collect();
+            let tr = trend(TrendMetric::Throughput, &measured_points(&rates)).unwrap();
+            let (lo, hi) = tr.ci95_per_hour;
+            let over = tr.window_s / 3600.0;
+            if tr.verdict == Verdict::Flat {
+                assert!(lo * over > -5.0 && hi * over < 5.0, "seed {seed}: {tr:?}");
+            }
+            assert_ne!(tr.verdict, Verdict::Flat, "seed {seed}: 20 % noise, 7 s");
+        }
+        // A long steady series is flat.
+        let steady: Vec<f64> = (0..120).map(|i| 1000.0 + (i % 3) as f64).collect();
+        let tr = trend(TrendMetric::Throughput, &measured_points(&steady)).unwrap();
+        assert_eq!(tr.verdict, Verdict::Flat);
+        assert_eq!(Verdict::Unclear.as_str(), "unclear");
+    }
+
+    fn measured_points(rates: &[f64]) -> Vec<(f64, f64)> {
+        (1..).map(f64::from).zip(rates.iter().copied()).collect()
+    }
+
+    #[test]
+    fn fds_growing_with_arriving_users_are_not_growing() {
+        // Regression: fds rising while users still arrived read "fds growing" and made the
+        // resource row a Warn. The server holds one fd per connection plus 12 of its own.
+        let mut ticks = measured(&[100.0; 60], 0);
+        let mut samples = Vec::new();
+        for (i, t) in ticks.iter_mut().enumerate() {
+            t.open = 40 * i as u64 + (i as u64 % 3);
+            samples.push(ProcSample {
+                t: t.t,
+                fds: 12 + t.open,
+                ..Default::default()
+            });
+        }
+        let tr = fd_trend(&samples, &ticks, all()).unwrap();
+        assert_eq!(tr.verdict, Verdict::Flat, "{tr:?}");
+        assert!(
+            tr.rule.contains("beyond the open connections"),
+            "{}",
+            tr.rule
+        );
+        // A descriptor lost every second while the connections hold still is growth.
+        for (i, s) in samples.iter_mut().enumerate() {
+            s.fds = 12 + 500 + i as u64;
+        }
+        for t in &mut ticks {
+            t.open = 500;
+        }
+        assert_eq!(
+            fd_trend(&samples, &ticks, all()).unwrap().verdict,
+            Verdict::Growing
+        );
+        // A sample without a tick near it is skipped.
+        let far = [ProcSample {
+            t: 1000.0,
+            ..Default::default()
+        }];
+        assert!(fd_trend(&far, &ticks, all()).is_none());
     }
 
     #[test]
@@ -308,11 +429,34 @@ mod tests {
         let mut ticks = measured(&[100.0; 100], 10);
         for (i, t) in ticks.iter_mut().enumerate() {
             t.latency_us.p99 = 1000 + 5 * i as u64;
+            t.latency_us.count = 100;
         }
         let tr = p99_trend(&ticks, all()).unwrap();
         assert_eq!(tr.verdict, Verdict::Growing);
         let mean = 1000.0 + 5.0 * 49.5;
         assert!((tr.per_hour - 5.0 * 3600.0 / mean * 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_broadcast_runs_p99_trend_is_of_its_deliveries() {
+        // Regression: a chat run's seconds timed no exchange (fire-and-forget messages), so
+        // its p99 trend was of zeros ("not measured") while its deliveries' p99 grew.
+        let mut ticks = measured(&[500.0; 30], 10);
+        for (i, t) in ticks.iter_mut().enumerate() {
+            t.deliveries = 3000;
+            t.delivery_p99_us = 1000 + 100 * i as u64;
+        }
+        let tr = p99_trend(&ticks, all()).unwrap();
+        assert_eq!(tr.verdict, Verdict::Growing);
+        assert!((tr.mean - 2450.0).abs() < 1e-9, "{}", tr.mean);
+        // Without deliveries, seconds that timed nothing are skipped.
+        let mut ticks = measured(&[500.0; 30], 10);
+        for (i, t) in ticks.iter_mut().enumerate().filter(|(i, _)| i % 2 == 0) {
+            t.latency_us.count = 100;
+            t.latency_us.max = 900;
+            t.latency_us.p99 = 800 + i as u64;
+        }
+        assert_eq!(p99_trend(&ticks, all()).unwrap().n, 15);
     }
 
     #[test]

@@ -8,11 +8,14 @@ pub(super) struct Noise<'a> {
     r: &'a RunResult,
     /// Per-second rates of the full measured seconds.
     rates: Vec<f64>,
-    /// Per-second p50, p90, p99 of the full measured seconds that completed something.
-    tick_pcts: [Vec<f64>; 3],
+    /// Per-second p50, p90, p99, p999 of the full measured seconds that timed enough
+    /// exchanges for each ([`MIN_BEYOND`] beyond it).
+    tick_pcts: [Vec<f64>; 4],
     latency: Option<LatencyHistogram>,
     cpu: Vec<f64>,
     rss: Vec<f64>,
+    /// barrage's own CPU samples under load.
+    generator_cpu: Vec<f64>,
     /// CPU time per exchange (µs) of each full second.
     server_per_req: PerRequest,
     generator_per_req: PerRequest,
@@ -54,8 +57,8 @@ impl<'a> Noise<'a> {
             .iter()
             .filter(|t| t.phase == Phase::Measured && t.dt >= 0.999)
             .collect();
-        let busy = || full.iter().filter(|t| t.requests > 0);
         let (mut cpu, mut rss, mut machine) = (Vec::new(), Vec::new(), Vec::new());
+        let mut generator_cpu = Vec::new();
         let (mut server_per_req, mut generator_per_req) = Default::default();
         if let (Some(m), Some(a)) = (&r.monitor, &r.analysis) {
             let load = Window {
@@ -67,6 +70,7 @@ impl<'a> Noise<'a> {
                 cpu.push(s.cpu_pct);
                 rss.push(s.rss_bytes as f64);
             }
+            generator_cpu.extend(load.select(&m.generator).map(|s| s.cpu_pct));
             let measured = Window {
                 from_s: r.config.warmup_s,
                 to_s: a.load_end_s,
@@ -85,14 +89,11 @@ impl<'a> Noise<'a> {
         Noise {
             r,
             rates: full.iter().map(|t| t.rps).collect(),
-            tick_pcts: [
-                busy().map(|t| t.latency_us.p50 as f64).collect(),
-                busy().map(|t| t.latency_us.p90 as f64).collect(),
-                busy().map(|t| t.latency_us.p99 as f64).collect(),
-            ],
+            tick_pcts: [0.5, 0.9, 0.99, 0.999].map(|q| per_second_quantile(&full, q)),
             latency: r.histograms.latency.decode().ok(),
             cpu,
             rss,
+            generator_cpu,
             server_per_req,
             generator_per_req,
             machine,
@@ -105,12 +106,42 @@ impl<'a> Noise<'a> {
     }
 }
 
-fn quantile_of(metric: &str) -> Option<(f64, Option<usize>)> {
+/// A second's quantile q is a quantile (not its slowest exchange) when at least this many of
+/// its exchanges lie beyond it: a second counts for p99 with 500 timed exchanges, for p999
+/// with 5,000.
+pub const MIN_BEYOND: f64 = 5.0;
+
+/// The per-second values of quantile `q` of the seconds that timed enough exchanges for it.
+/// Results written before seconds recorded their count (or their p999) count a second's
+/// completed exchanges as timed (and have no per-second p999).
+fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
+    // Rounded: 1 - 0.9 is not exactly 0.1 in floating point.
+    let need = (MIN_BEYOND / (1.0 - q)).round();
+    full.iter()
+        .filter_map(|t| {
+            let l = &t.latency_us;
+            let timed = match (l.count, q >= 0.999) {
+                (0, true) => 0,
+                (0, false) if l.max > 0 => t.requests,
+                (c, _) => c,
+            };
+            let v = match q {
+                q if q <= 0.5 => l.p50,
+                q if q <= 0.9 => l.p90,
+                q if q <= 0.99 => l.p99,
+                _ => l.p999,
+            };
+            (timed as f64 >= need).then_some(v as f64)
+        })
+        .collect()
+}
+
+fn quantile_of(metric: &str) -> Option<(f64, usize)> {
     Some(match metric {
-        "p50" => (0.5, Some(0)),
-        "p90" => (0.9, Some(1)),
-        "p99" => (0.99, Some(2)),
-        "p999" => (0.999, None),
+        "p50" => (0.5, 0),
+        "p90" => (0.9, 1),
+        "p99" => (0.99, 2),
+        "p999" => (0.999, 3),
         _ => return None,
     })
 }
@@ -125,21 +156,13 @@ pub(super) fn judge(
     o: &Options,
 ) -> Option<bool> {
     let f = o.noise_floor;
-    if let Some((q, tick)) = quantile_of(metric) {
+    if let Some((q, i)) = quantile_of(metric) {
+        // The seconds decide, and there must be enough of them; the histograms' own bands
+        // must also be apart (a difference their sampling alone explains is none).
+        let per_second = stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i], f)?;
         let (ha, hb) = (a.latency.as_ref()?, b.latency.as_ref()?);
         let apart = stats::disjoint(stats::quantile_band(ha, q)?, stats::quantile_band(hb, q)?);
-        if !apart {
-            return Some(false);
-        }
-        let per_second =
-            tick.and_then(|i| stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i], f));
-        return match per_second {
-            Some(beyond_drift) => Some(beyond_drift),
-            // Too short to see the drift: only a change no drift explains counts.
-            None => {
-                (va.min(vb) > 0.0 && va.max(vb) / va.min(vb) >= SHORT_RUN_RATIO).then_some(true)
-            }
-        };
+        return Some(per_second && apart);
     }
     match metric {
         "rps.avg" => stats::between_runs(&a.rates, &b.rates, f),
@@ -162,6 +185,7 @@ pub(super) fn judge(
         }
         "connections.peak" => Some(va != vb),
         "server.cpu.avg" => stats::between_runs(&a.cpu, &b.cpu, f),
+        "generator.cpu.avg" => stats::between_runs(&a.generator_cpu, &b.generator_cpu, f),
         "server.rss.max" => stats::single_observations(va, &a.rss, vb, &b.rss),
         "server.cpu_per_req" => {
             stats::between_runs(&a.server_per_req.seconds, &b.server_per_req.seconds, f)

@@ -241,6 +241,7 @@ fn a_scenario_with_no_connection_open_in_its_steady_state_fails_the_errors_row()
         hold_s: 14.0,
         depart: "at_end".into(),
         scenario: "s.toml".into(),
+        ..Default::default()
     });
     // Gone after the users' schedule (t > 16 s): users leaving, not an outage.
     for t in r.timeseries.iter_mut().filter(|t| t.t > 16.0) {
@@ -313,4 +314,149 @@ fn connections_that_never_came_up_fail_the_connections_row() {
     let row = conn_row(&r);
     assert_eq!(row.status, Grade::Warn, "{}", row.figure);
     assert!(row.figure.contains("at least 900 open"), "{}", row.figure);
+}
+
+#[test]
+fn fds_that_follow_arriving_users_are_not_a_resource_warning() {
+    // Regression: a scenario's server fds rose while its users' connections were still
+    // opening (a second after another, past their scheduled arrival), and the resource row
+    // read "fds growing": a Warn for a server doing exactly what it should.
+    let mut r = result(30, 1000, 0, 300);
+    r.config.users = Some(crate::ConfigUsers {
+        count: 300,
+        last_arrival_s: 1.0,
+        hold_s: 100.0,
+        ..Default::default()
+    });
+    for t in &mut r.timeseries {
+        t.open = ((t.t * 15.0) as u64).min(300);
+    }
+    let mut m = server(|_| 40.0 * MIB, 60.0);
+    let open = |t: f64| ((t * 15.0) as u64).min(300);
+    for s in &mut m.processes[0].samples {
+        s.fds = 30 + if s.t > 0.0 { open(s.t) } else { 0 };
+    }
+    let a = analyze(&r, Some(&m), Some(10.0));
+    assert_eq!(
+        a.steady_from_s, 20.0,
+        "the users were all connected at 20 s"
+    );
+    let rows = assess(&r, &a, &[]);
+    assert_eq!(rows[2].status, Grade::Pass, "{}", rows[2].figure);
+    assert!(
+        rows[2].figure.contains("beyond the open connections: flat"),
+        "{}",
+        rows[2].figure
+    );
+}
+
+#[test]
+fn a_short_run_has_not_enough_steady_seconds_instead_of_a_fail() {
+    // Regression: a healthy 5 s run read "stability FAIL (CV 26.1 %)" from 4 seconds.
+    let mut r = result(5, 1000, 0, 10);
+    for (t, rate) in r.timeseries.iter_mut().zip([1000, 1400, 700, 1300, 800]) {
+        t.requests = rate;
+        t.rps = rate as f64;
+    }
+    let a = analyze(&r, None, None);
+    assert!(a.stability.as_ref().unwrap().cv_pct > 20.0);
+    let row = &assess(&r, &a, &[])[1];
+    assert_eq!(row.status, Grade::NotMeasured);
+    assert!(
+        row.figure
+            .starts_with("not enough steady seconds: 4 of the 10 needed to judge"),
+        "{}",
+        row.figure
+    );
+    // Ten steady seconds (the first is the ramp) of the same unevenness are judged.
+    let mut r = result(11, 1000, 0, 10);
+    for (i, t) in r.timeseries.iter_mut().enumerate() {
+        let rate = [1000, 1400, 700, 1300, 800][i % 5];
+        t.requests = rate;
+        t.rps = rate as f64;
+    }
+    let a = analyze(&r, None, None);
+    assert_eq!(assess(&r, &a, &[])[1].status, Grade::Fail);
+}
+
+#[test]
+fn a_broadcast_scenario_is_judged_on_its_deliveries_latency_not_a_p50_of_0() {
+    // Regression: a broadcast scenario's messages are fire-and-forget, so its exchanges'
+    // latency was empty and the performance row read "p50 0 µs".
+    let mut r = result(30, 500, 0, 10);
+    r.summary.latency_us = Default::default();
+    let deliveries = crate::LatencyStats {
+        count: 40_000,
+        p50: 900,
+        p99: 4_000,
+        ..Default::default()
+    };
+    r.summary.broadcast = Some(crate::BroadcastSummary {
+        c: Default::default(),
+        reach: Some(1.0),
+        lost: 0,
+        missing: 0,
+        own_us: None,
+        peer_us: Some(deliveries),
+        rooms: None,
+        remote_us: None,
+        remote_clock_us: None,
+        first_us: None,
+        last_us: None,
+        spread_us: None,
+    });
+    let a = analyze(&r, None, None);
+    let row = &assess(&r, &a, &[])[0];
+    assert_eq!(row.status, Grade::Pass);
+    assert_eq!(
+        row.figure,
+        "500 req/s, deliveries p50 900 µs, p99 4.00 ms (p99/p50 = 4.4)"
+    );
+    // Replies that were timed (a login) are shown beside them.
+    r.summary.latency_us.count = 10;
+    r.summary.latency_us.p50 = 150;
+    r.summary.latency_us.p99 = 900;
+    let row = &assess(&r, &a, &[])[0];
+    assert!(
+        row.figure.ends_with("; replies p50 150 µs, p99 900 µs"),
+        "{}",
+        row.figure
+    );
+    // A scenario's steps that await a reply are listed with their p99; a fire-and-forget
+    // step (its latency is only how late it was written) is not.
+    let step = |name: &str, p99| crate::StepSummary {
+        name: name.into(),
+        latency_us: Some(crate::LatencyStats {
+            count: 10,
+            p99,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    r.summary.steps = vec![step("login", 1_200), step("say", 80), step("leave", 300)];
+    r.config.steps = ["login", "say", "leave"]
+        .map(|name| crate::ConfigStep {
+            name: name.into(),
+            awaits: name != "say",
+            ..Default::default()
+        })
+        .to_vec();
+    let row = &assess(&r, &a, &[])[0];
+    assert!(
+        row.figure
+            .ends_with("; step p99: login 1.20 ms, leave 300 µs"),
+        "{}",
+        row.figure
+    );
+    r.summary.steps.clear();
+    // Nothing timed at all: no latency verdict, not a "0 µs" one.
+    r.summary.latency_us = Default::default();
+    r.summary.broadcast = None;
+    let row = &assess(&r, &a, &[])[0];
+    assert_eq!(row.status, Grade::NotMeasured);
+    assert!(
+        row.figure.contains("no latency measured") && !row.figure.contains("0 µs"),
+        "{}",
+        row.figure
+    );
 }

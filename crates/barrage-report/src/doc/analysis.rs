@@ -148,9 +148,8 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
 
 fn verdict_word(v: Verdict) -> &'static str {
     match v {
-        Verdict::Flat => "flat",
-        Verdict::Growing => "growing",
-        Verdict::Shrinking => "shrinking",
+        Verdict::Unclear => "unclear (too few or too noisy points)",
+        v => v.as_str(),
     }
 }
 

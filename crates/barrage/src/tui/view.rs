@@ -205,16 +205,20 @@ impl View {
             None => Panel::text("Latency (last second)", vec![Line::raw("waiting")]),
             Some(s) => {
                 let l = s.tick.latency_us;
-                Panel::table(
-                    "Latency (last second)",
-                    vec![
-                        ("p50", us(l.p50)),
-                        ("p90", us(l.p90)),
-                        ("p99", us(l.p99)),
-                        ("max", us(l.max)),
-                        ("p99 (all)", s.p99_overall.map_or("-".into(), us)),
-                    ],
-                )
+                // A second whose exchanges were all fire-and-forget timed nothing: "-", not 0.
+                let timed = l.count > 0 || l.max > 0;
+                let tv = |v: u64| if timed { us(v) } else { "-".into() };
+                let mut rows = vec![
+                    ("p50", tv(l.p50)),
+                    ("p90", tv(l.p90)),
+                    ("p99", tv(l.p99)),
+                    ("max", tv(l.max)),
+                    ("p99 (all)", s.p99_overall.map_or("-".into(), us)),
+                ];
+                if s.tick.deliveries > 0 {
+                    rows.push(("delivery p99", us(s.tick.delivery_p99_us)));
+                }
+                Panel::table("Latency (last second)", rows)
             }
         }
     }

@@ -94,6 +94,8 @@ fn busy() -> View {
             p99: 3_168_255,
             max: 4_999_999,
             mean: 900.0,
+            count: 150_000,
+            p999: 4_000_000,
         };
         let classes = [
             ErrorClass::Refused,
