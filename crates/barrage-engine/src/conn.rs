@@ -105,7 +105,8 @@ impl<S> Conn<S> {
     }
 
     /// The socket has not taken what was already queued for it: more than 64 KiB waiting
-    /// (plain), or records the socket refused (TLS).
+    /// (plain), or records the socket refused (TLS: rustls does not say how many bytes; a
+    /// control answer kept meanwhile is written once they are out).
     pub fn backlogged(&self) -> bool {
         self.wbuf.len() - self.wpos > 64 << 10 || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
@@ -178,7 +179,8 @@ mod tests {
         );
         eprintln!("Conn<Tcp> {tcp} B, Conn<Http> {http} B, Conn<Ws> {ws} B");
         assert!(tcp <= 272, "Conn<Tcp> is {tcp} bytes");
-        assert!(ws <= 320, "Conn<Ws> is {ws} bytes");
+        // Ws: 8 bytes for a pong owed to a peer that does not read (issue 24).
+        assert!(ws <= 328, "Conn<Ws> is {ws} bytes");
         assert!(tcp < http && tcp < ws);
     }
 }

@@ -1245,3 +1245,45 @@ fn tcp_a_flood_without_a_newline_ends_at_the_duration_as_timeouts() {
         s.errors
     );
 }
+
+/// Review of issue 24: a ping that came while the client's socket was backlogged (a server
+/// that did not read) lost its pong for good. The latest ping's pong is kept and written once
+/// the socket drains: the server, reading again, gets it with the ping's payload.
+#[test]
+fn ws_a_ping_while_the_socket_is_backlogged_is_answered_once_it_drains() {
+    let seen = Arc::new(Seen::default());
+    let seen2 = Arc::clone(&seen);
+    let server = TestServer::start(move |mut s| {
+        if ws_accept(&mut s).is_none() {
+            return;
+        }
+        // Let the client's writes pile up past the socket buffers (three messages of 8 MiB in
+        // the first 0.9 s: megabytes wait in the client), then ping, then read them all.
+        std::thread::sleep(Duration::from_millis(1000));
+        if s.write_all(&frame(0x89, b"late-ping")).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        echo_frames_silently(&mut s, &seen2);
+    });
+    let mut p = ws_plan(server.addr, 1);
+    p.message = barrage_engine::Template::new(vec![b'x'; 8 << 20]);
+    if let barrage_engine::Protocol::Ws(w) = &mut p.protocol {
+        w.max_message = 64 << 20;
+    }
+    p.mode = barrage_engine::Mode::Rate(4.0);
+    p.rate_shape = Some(Arc::new(
+        barrage_engine::shape::Shape::new(vec![(0.0, 4.0), (0.9, 4.0), (0.95, 0.0), (4.0, 0.0)])
+            .unwrap(),
+    ));
+    p.framing = barrage_engine::Framing::None;
+    p.duration = Some(Duration::from_secs(4));
+    let r = flood_run(p);
+    assert_eq!(r.out.end, End::Completed, "{:?}", r.out.end);
+    let pongs = seen.pongs.lock().unwrap().clone();
+    assert!(
+        pongs.iter().any(|p| p == b"late-ping"),
+        "no pong for the ping that came while backlogged ({} pongs)",
+        pongs.len()
+    );
+}

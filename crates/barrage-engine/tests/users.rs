@@ -756,3 +756,56 @@ steps = [
         "the fast route read the slow one's time: {lf:?}"
     );
 }
+
+/// Review of issue 24: a reply that came during the drain to an awaited step of an `every`
+/// tick moved the user past the block and sent its steps again after the load; and an I/O
+/// event in the drain restarted an ended schedule. Nothing is sent after the load: what the
+/// server answered is what was sent, and the schedule's accounting balances.
+#[test]
+fn nothing_is_sent_after_the_load_when_an_every_step_is_in_flight_at_its_end() {
+    const SLOW_TICKS: &str = r#"
+target = "http://127.0.0.1:1"
+[users]
+count = 4
+arrive = "100/s"
+hold = "30s"
+[[steps]]
+every = "200ms"
+steps = [
+  { name = "slow", path = "/slow", status = "200" },
+  { name = "fast", path = "/fast", status = "200" },
+]
+"#;
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let server = routes_server(Arc::clone(&seen));
+    let u = users(SLOW_TICKS, true, Duration::from_secs(5));
+    // The load ends at 1 s, with most users inside their 150 ms slow step.
+    let mut p = common::http_plan(server.addr, 1, Mode::PingPong, 1.0, "GET", "/").with_users(u);
+    // -d 0.9s: the load ends long before the hold, inside every user's fifth slow step (its
+    // ticks at about 0.8 s, answered 150 ms later).
+    p.duration = Some(Duration::from_millis(900));
+    p.drain = Duration::from_secs(1);
+    let o = go(p);
+    drop(server);
+    std::thread::sleep(Duration::from_millis(300));
+    let s = &o.outcome.summary;
+    let x = s.exchanges;
+    let seen = seen.lock().unwrap();
+    let n = |k: &str| seen.get(k).copied().unwrap_or(0);
+    assert_eq!(x.scheduled, x.sent + x.not_sent, "{x:?}");
+    assert!(x.balanced(), "{x:?}");
+    assert_eq!(n("slow") + n("fast"), x.sent, "{seen:?} {x:?}");
+    // 4 users, a tick every 200 ms for about a second: a few dozen sends, not a drain's worth.
+    assert!(x.sent <= 4 * 6 * 2, "{x:?}");
+    for st in &s.steps {
+        assert!(
+            st.c.completed + st.c.failed <= st.c.sent,
+            "{}: {:?}",
+            st.name,
+            st.c
+        );
+    }
+    let sent: u64 = s.steps.iter().map(|st| st.c.sent).sum();
+    let not_sent: u64 = s.steps.iter().map(|st| st.c.not_sent).sum();
+    assert_eq!((sent, not_sent), (x.sent, x.not_sent));
+}

@@ -505,16 +505,46 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
         return row(aspect, Grade::NotMeasured, fig, CONNECTIONS_RULE);
     };
     let ready = ramp.ready.min(planned);
-    let pct = 100.0 * ready as f64 / planned as f64;
-    let mut g = if ready >= planned {
+    if ready < planned {
+        // The plan was cut short before every connection was due: not the server's doing.
+        let cut = match result.status {
+            crate::result::Status::Completed if result.config.requests.is_some() => {
+                Some("the request count (-n) ended the run")
+            }
+            crate::result::Status::Completed => None,
+            _ => Some("the run ended early"),
+        };
+        if let Some(why) = cut {
+            let fig = format!(
+                "{ready} of {planned} planned ever ready; {why} before every connection was due"
+            );
+            return row(aspect, Grade::NotMeasured, fig, CONNECTIONS_RULE);
+        }
+    }
+    // Those due to be up, with a second to connect, before the load ended: a ramp
+    // (`--connect-rate`, `--conn-stages`, a scenario's arrivals) may still be opening the last
+    // ones when the load ends.
+    let due = due_by_end(result, a.load_end_s - 1.0).map_or(planned, |d| d.min(planned));
+    if due == 0 {
+        let fig = format!(
+            "{ready} of {planned} planned ever ready; none was due a second before the load ended"
+        );
+        return row(aspect, Grade::NotMeasured, fig, CONNECTIONS_RULE);
+    }
+    let pct = 100.0 * ready.min(due) as f64 / due as f64;
+    let mut g = if ready >= due {
         Grade::Pass
     } else if pct >= 99.0 {
         Grade::Warn
     } else {
         Grade::Fail
     };
-    let mut fig = format!("{ready} of {planned} planned ever ready ({pct:.1} %)");
-    if ready < planned {
+    let mut fig = if due < planned {
+        format!("{ready} of {due} due by the load's last second ever ready ({pct:.1} %; {planned} planned)")
+    } else {
+        format!("{ready} of {planned} planned ever ready ({pct:.1} %)")
+    };
+    if ready < due {
         let c = &s.connections;
         fig.push_str(&format!("; {} of {} connects failed", c.failed, c.attempts));
         let top = s.errors.nonzero().max_by_key(|(_, n)| *n);
@@ -548,6 +578,65 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
     row(aspect, g, fig, CONNECTIONS_RULE)
 }
 
+/// Whether the plan wants a connection open through `(from, to]`: always, but for a
+/// `--conn-stages` ramp that plans none at some moment of it (a ramp down to 0 on purpose).
+fn planned_open(c: &crate::result::RunConfig, from: f64, to: f64) -> bool {
+    let p = &c.planned_connections;
+    if p.is_empty() {
+        return true;
+    }
+    let inside = p
+        .iter()
+        .filter(|(t, _)| *t > from && *t < to)
+        .map(|&(_, v)| v);
+    inside
+        .chain([planned_at(p, from), planned_at(p, to)])
+        .all(|v| v >= 1.0)
+}
+
+/// The connections `--conn-stages` plans at `x` seconds: its points, linear between them.
+fn planned_at(p: &[(f64, f64)], x: f64) -> f64 {
+    match p.iter().position(|&(pt, _)| pt > x) {
+        None => p.last().map_or(0.0, |l| l.1),
+        Some(0) => p[0].1,
+        Some(i) => {
+            let ((t0, v0), (t1, v1)) = (p[i - 1], p[i]);
+            v0 + (v1 - v0) * (x - t0) / (t1 - t0).max(1e-9)
+        }
+    }
+}
+
+/// Connections (users) a ramp had due to open by `t` seconds: `--conn-stages` (the most its
+/// points reach by then), `--connect-rate` (one every 1/rate s) or a scenario whose last
+/// arrival came later (the users due by then, if its arrivals are a constant rate); `None`
+/// when every planned connection was due by then.
+fn due_by_end(result: &RunResult, t: f64) -> Option<u64> {
+    let c = &result.config;
+    let t = t.max(0.0);
+    if !c.planned_connections.is_empty() {
+        let at = |x: f64| planned_at(&c.planned_connections, x);
+        let peak = c
+            .planned_connections
+            .iter()
+            .filter(|(pt, _)| *pt <= t)
+            .map(|&(_, v)| v)
+            .fold(at(t), f64::max);
+        return Some(peak.floor() as u64);
+    }
+    if let Some(u) = &c.users {
+        if u.last_arrival_s <= t {
+            return None;
+        }
+        // Arrivals at a constant rate: u.count over last_arrival_s; otherwise unknown.
+        let per_s: f64 = u.arrive.strip_suffix("/s")?.parse().ok()?;
+        return Some((per_s * t).floor() as u64 + 1);
+    }
+    if let Some(rate) = c.connect_rate.filter(|r| *r > 0.0) {
+        return Some((rate * t).floor() as u64 + 1);
+    }
+    None
+}
+
 /// Seconds of the measured load, after a connection first opened, in which not one
 /// connection was open: the server went away (killed, stopped listening), and a closed loop
 /// sends nothing to fail meanwhile. Returns their length and when the first began. In a
@@ -561,7 +650,11 @@ fn outage(result: &RunResult, a: &AnalysisReport) -> Option<(f64, f64)> {
         let steady = t.t - t.dt >= a.steady_from_s - 1e-9 && t.t <= a.steady_to_s + 1e-9;
         if t.open_peak > 0 {
             opened = true;
-        } else if opened && t.phase == Phase::Measured && (!users || steady) {
+        } else if opened
+            && t.phase == Phase::Measured
+            && (!users || steady)
+            && planned_open(&result.config, t.t - t.dt, t.t)
+        {
             secs += t.dt;
             from.get_or_insert(t.t - t.dt);
         }

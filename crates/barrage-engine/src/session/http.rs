@@ -212,6 +212,27 @@ HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nServer-Timing: total;dur=7, db;
         assert_eq!(fed(input, &every, 2), whole, "a byte at a time");
     }
 
+    /// An unasked response's server time (nothing in flight) is not carried into the next
+    /// response, which has none of its own.
+    #[test]
+    fn an_unasked_responses_server_time_is_no_ones() {
+        let cfg = cfg();
+        let mut s = Http::new(&cfg);
+        let mut c = Conn::new(&[]);
+        let unasked: &[u8] =
+            b"HTTP/1.1 200 OK\r\nServer-Timing: app;dur=3\r\nContent-Length: 2\r\n\r\nhi";
+        c.input(|r| s.input(&cfg, unasked, r).unwrap());
+        let mut c2 = Conn::new(&[(1_000, 1, 0)]);
+        let plain: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nho";
+        c2.input(|r| s.input(&cfg, plain, r).unwrap());
+        let d = c2.rec.take(0, 0, 0, 1);
+        assert_eq!(d.counters.completed, 1);
+        assert!(
+            d.server.get().is_none(),
+            "the unasked response's server time was carried"
+        );
+    }
+
     /// A response without the header records no server time, even when the one before had it
     /// and the reads split in between.
     #[test]

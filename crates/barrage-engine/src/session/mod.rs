@@ -204,6 +204,15 @@ pub trait Session: Sized + Send + 'static {
     /// Bytes to send when the run closes a healthy connection (a WebSocket close frame).
     fn goodbye(&mut self, _cfg: &Self::Cfg, _out: &mut Out) {}
 
+    /// A control answer (`ctl`, a pong) the socket had no room for: kept, the latest only,
+    /// and written once it drains ([`Session::take_owed`]). Others than WebSocket have none.
+    fn owe(&mut self, _ctl: &[u8]) {}
+
+    /// The control answer kept by [`Session::owe`], to write now.
+    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+        None
+    }
+
     /// Requests are a mix of commands: counted per command (`Rendered::step`).
     const COMMANDS: bool = false;
 
@@ -357,6 +366,9 @@ impl<'a> Replies<'a> {
         let u = self.user.as_mut().expect("a user");
         u.st.reply = msg;
         u.st.reply.clear();
+        // A server time goes with the reply that carried it, whether or not it completed an
+        // exchange (a push, an unasked reply): never into the next one.
+        self.server_ns = None;
         out
     }
 
@@ -567,6 +579,7 @@ impl<'a> Replies<'a> {
         self.rec.c.replies += 1;
         let Some(ex) = self.ex.pop_front() else {
             self.rec.c.unexpected += 1;
+            self.server_ns = None; // an unasked reply's server time is no one's
             return None;
         };
         self.finish(&ex, bad);

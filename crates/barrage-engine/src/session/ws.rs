@@ -20,6 +20,16 @@ pub struct Ws {
     /// The upgrade response decoder while the handshake is under way.
     upgrade: Option<Box<HandshakeDecoder>>,
     frames: FrameDecoder,
+    /// The pong owed for the latest ping while the socket was backlogged (RFC 6455 lets only
+    /// the most recent ping be answered); written when it drains. A thin box: 8 bytes on
+    /// every connection, allocated only when a pong had to wait.
+    owed: Option<Box<Owed>>,
+}
+
+/// A masked pong frame: at most 2 + 4 + 125 bytes.
+struct Owed {
+    len: u8,
+    bytes: [u8; 131],
 }
 
 fn mask(out: &mut Out) -> [u8; 4] {
@@ -49,12 +59,14 @@ impl Session for Ws {
         Self {
             upgrade: None,
             frames: FrameDecoder::new(cfg.ws.max_message),
+            owed: None,
         }
     }
 
     fn reset(&mut self, _cfg: &Cfg) {
         self.upgrade = None;
         self.frames.reset();
+        self.owed = None;
     }
 
     fn open(&mut self, cfg: &Cfg, out: &mut Out) -> Result<bool, ProtoError> {
@@ -131,6 +143,27 @@ impl Session for Ws {
 
     fn completes_on_write(cfg: &Cfg) -> bool {
         cfg.on_write
+    }
+
+    fn owe(&mut self, ctl: &[u8]) {
+        // `ctl` holds one pong (pings are coalesced to the latest) unless a close came too,
+        // and a close answer is never kept.
+        if ctl.len() <= 131 {
+            let o = self.owed.get_or_insert_with(|| {
+                Box::new(Owed {
+                    len: 0,
+                    bytes: [0; 131],
+                })
+            });
+            o.bytes[..ctl.len()].copy_from_slice(ctl);
+            o.len = ctl.len() as u8;
+        }
+    }
+
+    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+        self.owed
+            .take()
+            .map(|o| o.bytes[..o.len as usize].to_vec().into_boxed_slice())
     }
 }
 

@@ -204,12 +204,15 @@ impl<S: Session> Worker<S> {
             }
             return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
         }
-        if !self.ctl.is_empty() && c.backlogged() {
-            // A peer that does not read what it is sent gets no more control answers (pongs,
-            // a close answer) than fit: later pings are answered once the socket drains.
+        if !self.ctl.is_empty() && c.backlogged() && close.is_none() {
+            // A peer that does not read what it is sent gets no more control answers than
+            // fit: the latest pong is kept (one per connection) and written once the socket
+            // drains (`flush`). A close answer goes out in any case: the connection ends.
+            c.session.owe(&self.ctl);
             self.ctl.clear();
         }
         if !self.ctl.is_empty() {
+            drop(c.session.take_owed()); // a newer answer supersedes one kept
             let res = write_to(c, &mut self.rec, &self.ctl);
             self.ctl.clear();
             if let Err(e) = res {
@@ -394,8 +397,22 @@ impl<S: Session> Worker<S> {
         }
     }
 
-    /// The socket is writable again: write what waited.
+    /// The socket is writable again: write what waited, then a control answer kept while it
+    /// was backlogged.
     pub(super) fn flush(&mut self, idx: u32, now: u64) {
+        self.flush_queued(idx, now);
+        let c = &mut self.conns[idx as usize];
+        if c.stream.is_none() || c.backlogged() {
+            return;
+        }
+        if let Some(owed) = c.session.take_owed() {
+            if let Err(e) = write_to(c, &mut self.rec, &owed) {
+                self.fail(idx, classify(&e), Some(&e), now);
+            }
+        }
+    }
+
+    fn flush_queued(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
         if c.tls.is_some() {
             if let Err(e) = flush_tls(c, &mut self.rec) {

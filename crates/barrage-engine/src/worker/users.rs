@@ -90,6 +90,11 @@ impl<S: Session> Worker<S> {
     /// Run the user's operations from where it is until it must wait (a reply, a pause, the
     /// next tick of an `every` block, the departure); send what they produced in one write.
     pub(super) fn user_run(&mut self, idx: u32, now: u64) {
+        if self.phase != Phase::Load {
+            // The load is over: what is in flight drains, nothing new is sent (an `every`
+            // schedule ended by the drain must not start again on a late reply or a push).
+            return;
+        }
         let plan = self.users_arc();
         let users = plan.users.as_deref().expect("a scenario");
         let prog = &users.program;
@@ -402,7 +407,13 @@ impl<S: Session> Worker<S> {
         if st.step_done {
             st.step_done = false;
             st.await_key = u64::MAX;
-            if st.every_op != 0 {
+            let plan = self.users_arc();
+            let users = plan.users.as_deref().expect("a scenario");
+            let st = &mut self.users[i];
+            if matches!(
+                users.program.ops.get(st.pc as usize),
+                Some(Op::Every { .. })
+            ) {
                 // A step of an `every` tick: the tick's next step could be sent from now.
                 st.every_from = now;
             } else {

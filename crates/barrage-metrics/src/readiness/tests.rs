@@ -460,3 +460,84 @@ fn a_broadcast_scenario_is_judged_on_its_deliveries_latency_not_a_p50_of_0() {
         row.figure
     );
 }
+
+/// Review of issue 24: runs whose plan was cut short, or whose ramp was still opening its last
+/// connections when the load ended, are not failed for it: `-n` that ended the run, a stop,
+/// a `--conn-stages` ramp that peaks at the load's end, a `--connect-rate` slower than the run.
+#[test]
+fn connections_not_yet_due_or_cut_short_are_not_failed() {
+    let conn_row = |r: &RunResult| {
+        let a = analyze(r, None, None);
+        assess(r, &a, &[])
+            .into_iter()
+            .find(|row| row.aspect == Aspect::Connections)
+            .unwrap()
+    };
+    let with_ready = |ready: u64| {
+        let mut r = result(20, 1000, 0, 1000);
+        r.summary.ramp = Some(crate::aggregate::Ramp {
+            ready,
+            all_ready_s: None,
+        });
+        r
+    };
+    // -n ended the run while connections were still opening.
+    let mut r = with_ready(50);
+    r.config.requests = Some(1000);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::NotMeasured, "{}", row.figure);
+    assert!(row.figure.contains("-n"), "{}", row.figure);
+    // Stopped by a signal during the ramp.
+    let mut r = with_ready(50);
+    r.status = crate::result::Status::Interrupted;
+    assert_eq!(conn_row(&r).status, Grade::NotMeasured);
+    // A ramp 0 -> 1000 over the whole 20 s: 950 were due a second before the end.
+    let mut r = with_ready(951);
+    r.config.planned_connections = vec![(0.0, 0.0), (20.0, 1000.0)];
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Pass, "{}", row.figure);
+    assert!(row.figure.contains("of 950 due"), "{}", row.figure);
+    // Up and down again: the peak counts.
+    let mut r = with_ready(1000);
+    r.config.planned_connections = vec![(0.0, 0.0), (5.0, 1000.0), (15.0, 1000.0), (20.0, 0.0)];
+    assert_eq!(conn_row(&r).status, Grade::Pass);
+    let mut r = with_ready(500);
+    r.config.planned_connections = vec![(0.0, 0.0), (5.0, 1000.0), (15.0, 1000.0), (20.0, 0.0)];
+    assert_eq!(conn_row(&r).status, Grade::Fail);
+    // --connect-rate 10/s over a 20 s run: 191 due by 19 s.
+    let mut r = with_ready(191);
+    r.config.connect_rate = Some(10.0);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Pass, "{}", row.figure);
+    let mut r = with_ready(100);
+    r.config.connect_rate = Some(10.0);
+    assert_eq!(conn_row(&r).status, Grade::Fail);
+}
+
+/// Review of issue 24: a `--conn-stages` ramp that goes to zero on purpose is not an outage.
+#[test]
+fn a_conn_stages_ramp_down_to_zero_is_not_the_server_going_away() {
+    let errors_row = |r: &RunResult| {
+        let a = analyze(r, None, None);
+        assess(r, &a, &[])
+            .into_iter()
+            .find(|row| row.aspect == Aspect::Errors)
+            .unwrap()
+    };
+    let mut r = result(20, 1000, 0, 10);
+    r.config.planned_connections = vec![
+        (0.0, 10.0),
+        (8.0, 10.0),
+        (9.0, 0.0),
+        (15.0, 0.0),
+        (16.0, 10.0),
+    ];
+    for t in r.timeseries.iter_mut().filter(|t| t.t > 9.0 && t.t <= 15.0) {
+        (t.open, t.open_peak, t.requests) = (0, 0, 0);
+    }
+    let row = errors_row(&r);
+    assert_eq!(row.status, Grade::Pass, "{}", row.figure);
+    // The same seconds with the plan still at 10: the server went away.
+    r.config.planned_connections.clear();
+    assert_eq!(errors_row(&r).status, Grade::Fail);
+}
