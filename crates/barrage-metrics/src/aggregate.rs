@@ -516,6 +516,12 @@ impl Aggregator {
         out
     }
 
+    /// Segments held waiting for a worker that has not passed them yet (a delta each, its
+    /// histograms in full): what a merge of long streams must keep small.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether every worker has delivered its drain delta.
     pub fn complete(&self) -> bool {
         self.pending.is_empty() && self.last_key.iter().all(|k| *k == Some(DRAIN_KEY))

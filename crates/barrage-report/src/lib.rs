@@ -138,6 +138,16 @@ pub enum ReportError {
     UnknownFormat(String),
     #[error("{} is a result without its seconds: only a shard's --json result (--shard I/N) embeds them; merge the shards' --out directories or --json results", path.display())]
     NoStream { path: PathBuf },
+    /// A second of a stream that is refused (see [`stream::decode_second`], [`stream::Order`]).
+    #[error("{}, {place}{}: {why}", path.display(), second.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
+    Second {
+        path: PathBuf,
+        /// `line 12`, `stream.seconds[11]`.
+        place: String,
+        /// The second it claims to be, when it decoded.
+        second: Option<String>,
+        why: stream::SecondError,
+    },
 }
 
 fn schema_message(path: &Path, found: Option<&str>) -> String {

@@ -23,10 +23,13 @@ use barrage_metrics::{
     Aggregator, Delta, HostSample, LatencyBasis, MonitorSeries, ProcSample, ProcessSeries,
     RunResult, Timeline,
 };
+pub use seconds::{decode_second, Order, SecondError, MAX_COUNT};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+mod seconds;
 
 pub const SCHEMA: &str = "barrage.stream/1";
 pub const HEADER: &str = "run.json";
@@ -244,17 +247,64 @@ pub fn seconds_iter(dir: &Path) -> Result<(Header, Seconds), ReportError> {
         path: path.clone(),
         source,
     })?;
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(file));
-    let ahead = lines.next();
-    Ok((header, Seconds { lines, ahead, path }))
+    let seconds = Seconds::new(file, path, header.timeline, Where::Lines);
+    Ok((header, seconds))
 }
 
-/// The seconds of a stream, in file order (see [`seconds_iter`]). A last line that does not
-/// parse is the one the process died writing, and ends the stream.
+/// Where a stream's seconds are read from, for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Where {
+    /// `DIR/seconds.jsonl`, a line each; a last line that does not parse is the one the
+    /// process died writing, and ends the stream.
+    Lines,
+    /// A shard's `--json` result, `stream.seconds[i]`: written whole, every one must parse.
+    Embedded,
+}
+
+/// The seconds of a stream, in file order (see [`seconds_iter`]), each decoded and checked
+/// (see [`decode_second`] and [`Order`]).
 pub struct Seconds {
-    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
-    ahead: Option<std::io::Result<String>>,
-    path: std::path::PathBuf,
+    lines: io::Lines<io::BufReader<File>>,
+    ahead: Option<io::Result<String>>,
+    path: PathBuf,
+    place: Where,
+    /// Lines read so far.
+    line: usize,
+    order: Order,
+}
+
+impl Seconds {
+    fn new(file: File, path: PathBuf, timeline: barrage_metrics::Timeline, place: Where) -> Self {
+        let mut lines = io::BufRead::lines(io::BufReader::new(file));
+        let ahead = lines.next();
+        Seconds {
+            lines,
+            ahead,
+            path,
+            place,
+            line: 0,
+            order: Order::new(timeline),
+        }
+    }
+
+    /// The seconds read so far, as a sequence: how many, whether the drain came, where they
+    /// end.
+    pub fn order(&self) -> &Order {
+        &self.order
+    }
+
+    fn refused(&self, key: Option<u64>, why: SecondError) -> ReportError {
+        let place = match self.place {
+            Where::Lines => format!("line {}", self.line),
+            Where::Embedded => format!("stream.seconds[{}]", self.line - 1),
+        };
+        ReportError::Second {
+            path: self.path.clone(),
+            place,
+            second: key.map(seconds::at),
+            why,
+        }
+    }
 }
 
 impl Iterator for Seconds {
@@ -263,6 +313,7 @@ impl Iterator for Seconds {
     fn next(&mut self) -> Option<Self::Item> {
         let line = self.ahead.take()?;
         self.ahead = self.lines.next();
+        self.line += 1;
         let line = match line {
             Ok(l) => l,
             Err(source) => {
@@ -272,14 +323,17 @@ impl Iterator for Seconds {
                 }))
             }
         };
-        match serde_json::from_str(&line) {
-            Ok(d) => Some(Ok(d)),
-            Err(_) if self.ahead.is_none() => None,
-            Err(source) => Some(Err(ReportError::Json {
-                path: self.path.clone(),
-                source,
-            })),
+        let d = match decode_second(&line) {
+            Ok(d) => d,
+            Err(SecondError::Json(_)) if self.ahead.is_none() && self.place == Where::Lines => {
+                return None
+            }
+            Err(e) => return Some(Err(self.refused(e.key(), e))),
+        };
+        if let Err(e) = self.order.check(&d) {
+            return Some(Err(self.refused(Some(d.key), e)));
         }
+        Some(Ok(d))
     }
 }
 
@@ -288,68 +342,149 @@ impl Iterator for Seconds {
 /// alone merges exactly.
 pub const EMBEDDED: &str = "stream";
 
-/// The seconds embedded in a result file, parsed one at a time (the text is held, not the
-/// histograms).
-pub struct EmbeddedSeconds {
-    seconds: std::vec::IntoIter<Box<serde_json::value::RawValue>>,
-    path: PathBuf,
+/// How a result file says its run ended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ended {
+    pub status: Option<Status>,
+    pub message: Option<String>,
 }
 
-impl Iterator for EmbeddedSeconds {
-    type Item = Result<Delta, ReportError>;
+/// The header and seconds a shard's `--json` result embeds (see [`EMBEDDED`]), and how the
+/// shard's run ended. The file is read once, a second at a time, into `spool` (a
+/// temporary file, a line each), which the seconds are then read from: a long run's result
+/// never has to fit in memory.
+pub fn embedded_iter(path: &Path, spool: File) -> Result<(Header, Seconds, Ended), ReportError> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    /// The result file: its status, and its stream (the seconds go to the spool).
+    struct FileSeed<'a>(&'a mut io::BufWriter<File>);
+    struct StreamSeed<'a>(&'a mut io::BufWriter<File>);
+    struct SecondsSeed<'a>(&'a mut io::BufWriter<File>);
+    type Found = (Ended, Option<Header>);
 
-    fn next(&mut self) -> Option<Self::Item> {
-        let raw = self.seconds.next()?;
-        Some(
-            serde_json::from_str(raw.get()).map_err(|source| ReportError::Json {
-                path: self.path.clone(),
-                source,
-            }),
-        )
+    impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
+        type Value = Found;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Found, D::Error> {
+            d.deserialize_map(self)
+        }
     }
-}
+    impl<'de> Visitor<'de> for FileSeed<'_> {
+        type Value = Found;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a barrage result")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Found, A::Error> {
+            let (mut ended, mut header) = (Ended::default(), None);
+            while let Some(k) = m.next_key::<String>()? {
+                match k.as_str() {
+                    "status" => ended.status = m.next_value()?,
+                    "message" => ended.message = m.next_value()?,
+                    EMBEDDED => header = m.next_value_seed(StreamSeed(&mut *self.0))?,
+                    _ => {
+                        m.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok((ended, header))
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for StreamSeed<'_> {
+        type Value = Option<Header>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_option(self)
+        }
+    }
+    impl<'de> Visitor<'de> for StreamSeed<'_> {
+        type Value = Option<Header>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a shard's stream: {\"header\": ..., \"seconds\": [...]}")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let (mut header, mut seconds) = (None, false);
+            while let Some(k) = m.next_key::<String>()? {
+                match k.as_str() {
+                    "header" => header = Some(m.next_value::<Header>()?),
+                    "seconds" => {
+                        m.next_value_seed(SecondsSeed(&mut *self.0))?;
+                        seconds = true;
+                    }
+                    _ => {
+                        m.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            match (header, seconds) {
+                (Some(h), true) => Ok(Some(h)),
+                (None, _) => Err(serde::de::Error::missing_field("header")),
+                (_, false) => Err(serde::de::Error::missing_field("seconds")),
+            }
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for SecondsSeed<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de> Visitor<'de> for SecondsSeed<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of seconds")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+            while let Some(raw) = s.next_element::<Box<serde_json::value::RawValue>>()? {
+                // A newline in JSON text is whitespace (strings hold it escaped): one line each.
+                let text = raw.get().replace('\n', " ");
+                writeln!(self.0, "{text}").map_err(serde::de::Error::custom)?;
+            }
+            Ok(())
+        }
+    }
 
-/// The header and seconds a shard's `--json` result embeds (see [`EMBEDDED`]), and whether
-/// the shard ended with its result (its status is not `incomplete`).
-pub fn embedded_iter(path: &Path) -> Result<(Header, EmbeddedSeconds, bool), ReportError> {
-    #[derive(Deserialize)]
-    struct Embedded {
-        header: Header,
-        seconds: Vec<Box<serde_json::value::RawValue>>,
-    }
-    #[derive(Deserialize)]
-    struct File {
-        #[serde(default)]
-        status: Option<Status>,
-        #[serde(default)]
-        stream: Option<Embedded>,
-    }
-    let f = std::fs::File::open(path).map_err(|source| ReportError::Read {
+    let f = File::open(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let file: File =
-        serde_json::from_reader(io::BufReader::new(f)).map_err(|source| ReportError::Json {
+    let json_err = |source| ReportError::Json {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = io::BufWriter::new(spool);
+    let mut de = serde_json::Deserializer::from_reader(io::BufReader::new(f));
+    let (ended, header) = FileSeed(&mut out).deserialize(&mut de).map_err(json_err)?;
+    de.end().map_err(json_err)?;
+    let spool = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|mut f| {
+            use std::io::Seek;
+            f.rewind().map(|()| f)
+        })
+        .map_err(|source| ReportError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-    let Some(stream) = file.stream else {
+    let Some(header) = header else {
         return Err(ReportError::NoStream {
             path: path.to_path_buf(),
         });
     };
-    if stream.header.schema != SCHEMA {
+    if header.schema != SCHEMA {
         return Err(ReportError::Schema {
             path: path.to_path_buf(),
-            found: Some(stream.header.schema),
+            found: Some(header.schema),
         });
     }
-    let finished = file.status != Some(Status::Incomplete);
-    let seconds = EmbeddedSeconds {
-        seconds: stream.seconds.into_iter(),
-        path: path.to_path_buf(),
-    };
-    Ok((stream.header, seconds, finished))
+    let seconds = Seconds::new(spool, path.to_path_buf(), header.timeline, Where::Embedded);
+    Ok((header, seconds, ended))
 }
 
 fn header_of(dir: &Path) -> Result<Header, ReportError> {
@@ -381,14 +516,13 @@ pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
     if result.is_file() {
         return crate::load(&result);
     }
-    let (header, seconds) = seconds(dir)?;
+    // A second at a time: a long run's seconds (a histogram each) do not fit in memory.
+    let (header, mut seconds) = seconds_iter(dir)?;
     let mut agg = Aggregator::new(header.timeline, 1);
-    let mut ended_ns = 0;
-    let count = seconds.len();
-    for d in seconds {
-        ended_ns = ended_ns.max(d.end_ns);
-        agg.push(d);
+    for d in seconds.by_ref() {
+        agg.push(d?);
     }
+    let (count, ended_ns) = (seconds.order().count, seconds.order().end_ns);
     let outcome = agg.finish(header.connections, header.latency_basis);
     let message = format!(
         "ended at {} without a summary ({count} seconds recorded)",
@@ -492,7 +626,7 @@ fn monitor_series(dir: &Path, m: &MonitorHeader) -> Result<MonitorSeries, Report
 }
 
 /// `11h02m05s`, `2m05s`, `5.2s`.
-fn clock(ns: u64) -> String {
+pub fn clock(ns: u64) -> String {
     let s = ns / 1_000_000_000;
     match (s / 3600, s / 60 % 60, s % 60) {
         (0, 0, _) => format!("{:.1}s", ns as f64 / 1e9),

@@ -65,13 +65,14 @@ pub struct MergeArgs {
     #[arg(value_name = "DIR|FILE", num_args = 1.., required = true)]
     pub dirs: Vec<PathBuf>,
 
-    /// The merged result: FILE.json, .html or .md (- for Markdown on stdout)
+    /// The merged result: FILE.json, .html or .md (- for Markdown on stdout) [default: the
+    /// summary on stdout]
     #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: String,
+    pub output: Option<String>,
 
     /// Broadcast deliveries between shards on different hosts are timed (on two clocks) when
     /// the shards' recorded clock error bounds add up to at most this; else only counted
-    #[arg(long, default_value = "1ms", value_parser = units::duration, value_name = "D")]
+    #[arg(long, default_value = "1ms", value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
     pub clock_tolerance: std::time::Duration,
 }
 
@@ -527,7 +528,7 @@ pub struct RunArgs {
     /// Run the test as N local processes (shards of it, started together and merged exactly
     /// at the end): for more connections than one process may open files for; `auto`: as
     /// many as the open-file limit needs
-    #[arg(long, value_name = "N|auto", value_parser = processes, help_heading = "Output")]
+    #[arg(long, value_name = "N|auto", value_parser = processes, allow_hyphen_values = true, help_heading = "Output")]
     pub processes: Option<barrage_scenario::model::Processes>,
 
     /// Set by `--processes` in the parent process: the run is resolved for N processes
@@ -541,14 +542,20 @@ pub struct RunArgs {
 
     /// Run shard I of N of this run (connections and rates by stride, exactly): the same
     /// command with I = 0..N-1 on N processes or machines makes the whole run; each shard's
-    /// --out DIR or --json FILE goes to `barrage merge`. Every shard uses the same -t. `auto`: I and N from
+    /// --out DIR or --json FILE goes to `barrage merge`. Every shard uses the same -t and
+    /// --start-at. `auto`: I and N from
     /// Slurm (SLURM_PROCID, SLURM_NTASKS); `auto/N`: I from a Kubernetes Indexed Job
     /// (JOB_COMPLETION_INDEX)
-    #[arg(long, value_name = "I/N", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "I/N",
+        allow_hyphen_values = true,
+        help_heading = "Output"
+    )]
     pub shard: Option<String>,
 
     /// Time zero of the run: a wall-clock instant every shard waits for (RFC 3339 UTC,
-    /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS)
+    /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS; at most 7 days ahead, counted down on stderr)
     #[arg(long, value_name = "TIME", help_heading = "Output")]
     pub start_at: Option<String>,
 
@@ -625,7 +632,7 @@ pub struct ServerArgs {
     /// Serve from N processes on the same port (SO_REUSEPORT): each may open its own
     /// open-file limit's worth of connections. Counts are added up on exit; chat rooms are
     /// per process
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub processes: Option<u64>,
 
     /// Share the port with a server already listening on it (SO_REUSEPORT: the kernel splits

@@ -256,8 +256,17 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         timeout_ns: ns(timeout),
         connect_timeout_ns: ns(connect_timeout),
         drain_ns: ns(DRAIN),
-        clock: start_at(a.start_at.as_deref())?,
-        shares: shard(a.shard.as_deref(), a.threads.map(|t| t as usize))?,
+        clock: start_at(
+            a.start_at.as_deref(),
+            a.duration
+                .filter(|_| a.scenario.is_none())
+                .map(|d| d + a.warmup.unwrap_or_default()),
+        )?,
+        shares: shard(
+            a.shard.as_deref(),
+            a.threads.map(|t| t as usize),
+            a.start_at.is_some(),
+        )?,
         one_clock: a.one_clock,
         scenario: a.scenario.clone(),
     };
@@ -874,10 +883,11 @@ pub fn expect(spec: &str) -> Result<Framing, Usage> {
 }
 
 /// `--shard I/N`: shard I of N, each running `threads` shares (so every shard must use the
-/// same -t).
+/// same -t), from a common `--start-at` (`start_at`: given).
 fn shard(
     v: Option<&str>,
     threads: Option<usize>,
+    start_at: bool,
 ) -> Result<Option<barrage_engine::ShareSet>, Usage> {
     let Some(v) = v else { return Ok(None) };
     let Some(threads) = threads else {
@@ -923,31 +933,31 @@ fn shard(
     if n == 0 || i >= n {
         return Err(bad("I counts from 0 and is below N, e.g. 0/4 .. 3/4"));
     }
+    if !start_at {
+        // Without a common time zero the shards' seconds do not line up, and a merge could
+        // not tell two runs apart.
+        return Err(Usage::says(
+            "--shard",
+            "needs --start-at TIME, the same on every shard, e.g. --start-at \
+             @$(( $(date +%s) + 30 )): the shards' seconds add up from a common time zero",
+        ));
+    }
     let t = threads.max(1);
+    let count = n
+        .checked_mul(t)
+        .ok_or_else(|| bad("more shards than there can be connections"))?;
     Ok(Some(barrage_engine::ShareSet {
-        count: n * t,
+        count,
         run: (i * t..(i + 1) * t).collect(),
     }))
 }
 
-/// `--start-at`: RFC 3339 UTC (`2026-11-23T08:00:00Z`) or `@UNIX_SECONDS`.
-fn start_at(v: Option<&str>) -> Result<Clock, Usage> {
+/// `--start-at`: RFC 3339 UTC (`2026-11-23T08:00:00Z`) or `@UNIX_SECONDS`, checked against
+/// now (see `start_at.rs`); `load`: the load's length when known.
+fn start_at(v: Option<&str>, load: Option<Duration>) -> Result<Clock, Usage> {
     let Some(v) = v else { return Ok(Clock::Now) };
-    let secs = match v.strip_prefix('@') {
-        Some(n) => n.parse::<f64>().ok(),
-        None => barrage_report::series::unix_seconds(v),
-    }
-    .filter(|s| s.is_finite() && *s > 0.0)
-    .ok_or_else(|| {
-        Usage::value(
-            "--start-at",
-            v,
-            "give a UTC time like 2026-11-23T08:00:00Z, or @UNIX_SECONDS",
-        )
-    })?;
-    Ok(Clock::At {
-        unix_ns: (secs * 1e9) as u64,
-    })
+    let unix_ns = crate::start_at::check(v, crate::start_at::now_ns(), load)?;
+    Ok(Clock::At { unix_ns })
 }
 
 #[cfg(test)]

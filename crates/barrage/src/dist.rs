@@ -263,6 +263,27 @@ fn prepare(s: &Shared, kind: Kind) -> Result<Prepared, Usage> {
         None => host,
     };
     let threads = run.threads.or(file.threads).unwrap_or(1);
+    // Shard i runs thread shares i x t ..: it owns a connection only when there are more
+    // than i x t of them (as `--processes` checks its own).
+    // (A --conn-stages ramp's peak is checked by each shard, as it starts.)
+    let connections = match &spec {
+        Spec::File(_) => Some(run.users.unwrap_or(file.users)),
+        Spec::Url(_) => run.conn_stages.is_none().then_some(run.connections),
+    };
+    let least = (shards - 1)
+        .saturating_mul(threads.max(1))
+        .saturating_add(1);
+    if let Some(connections) = connections.filter(|c| *c < least) {
+        return Err(Usage::says(
+            "--shards",
+            format!(
+                "{shards} needs at least {least} connections (users) so that every shard owns \
+                 one (each runs -t {} thread shares, by stride); the run has {connections}: \
+                 give fewer shards or more connections",
+                threads.max(1)
+            ),
+        ));
+    }
     let mut flags = s.run_flags.clone();
     if flags.first().map(String::as_str) == Some("--") {
         flags.remove(0);
@@ -395,6 +416,8 @@ fn refuse_set_by_dist(r: &RunArgs, kind: Kind) -> Result<(), Usage> {
 #[derive(Default)]
 struct FileRun {
     threads: Option<u64>,
+    /// The file's users (its connections).
+    users: u64,
     duration: Option<Duration>,
     warmup: Option<Duration>,
 }
@@ -419,6 +442,7 @@ fn scenario_file(shown: &str) -> Result<(ScenarioFile, FileRun, String), Usage> 
     let run = f.run.as_ref().map(|r| &r.value);
     let mut settings = FileRun {
         threads: run.and_then(|r| r.threads.as_ref()).map(|t| t.value),
+        users: checked.users,
         ..FileRun::default()
     };
     if let Some(r) = run {
@@ -550,18 +574,14 @@ fn now_secs() -> u64 {
 
 /// `--start-at TIME` as whole Unix seconds (rounded up), refused when not in the future.
 fn start_at(v: &str, now: u64) -> Result<u64, Usage> {
-    let secs = match v.strip_prefix('@') {
-        Some(n) => n.trim().parse::<f64>().ok(),
-        None => barrage_report::series::unix_seconds(v.trim()),
-    }
-    .filter(|s| s.is_finite() && *s > 0.0)
-    .ok_or_else(|| {
-        Usage::value(
+    let secs = crate::start_at::parse(v).map_err(|why| Usage::value("--start-at", v, why))?;
+    if secs - now as f64 > crate::start_at::MAX_AHEAD.as_secs_f64() {
+        return Err(Usage::value(
             "--start-at",
             v,
-            "give a UTC time like 2026-11-23T08:00:00Z, or @UNIX_SECONDS",
-        )
-    })?;
+            "is more than 7 days from now, further than a shard waits; give a nearer time",
+        ));
+    }
     let secs = secs.ceil() as u64;
     if secs <= now {
         return Err(Usage::value(
@@ -1682,6 +1702,9 @@ mod tests {
             1_795_420_800
         );
         assert!(start_at("2026-11-23T08:00:00Z", 1_795_420_800).is_err());
+        // Not a real date; further than anyone waits (once a u64 overflow, accepted).
+        assert!(start_at("2026-11-31T08:00:00Z", 1_795_420_000).is_err());
+        assert!(start_at("@99999999999999999999", 1_795_420_000).is_err());
         assert_eq!(label("Chat Rooms_v2.toml", 24), "chat-rooms-v2-toml");
         assert!(is_dns_label("barrage-chat-1", 52) && !is_dns_label("Barrage", 52));
         for q in ["2", "500m", "1.5", "512Mi", "2Gi"] {

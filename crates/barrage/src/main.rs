@@ -31,6 +31,7 @@ mod run;
 mod scenario;
 mod serve;
 mod sources;
+mod start_at;
 mod sys;
 mod tls;
 mod tui;

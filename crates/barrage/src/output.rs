@@ -175,6 +175,11 @@ impl Outputs {
         })
     }
 
+    /// `-q`: no live output.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// The summary alone (and the live line unless `quiet`): what the demo's runs write.
     pub fn summary(quiet: bool) -> Outputs {
         Outputs {

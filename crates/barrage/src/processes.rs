@@ -18,6 +18,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
+use temp_root::TempRoot;
+
+mod temp_root;
 
 /// Flags the parent keeps for itself (with whether they take a value): its outputs, the
 /// watch of the server (one monitor, one scrape of its metrics for the whole run) and the
@@ -64,6 +67,13 @@ fn child_args(argv: &[String]) -> Vec<String> {
 pub fn wanted(a: &RunArgs) -> Result<Option<u64>, Usage> {
     use barrage_scenario::model::Processes;
     if a.shard.is_some() {
+        if a.processes.is_some() {
+            return Err(Usage::says(
+                "--processes",
+                "does not go with --shard: a shard is one process; split the run with more \
+                 shards, or run --processes N without --shard (it makes the shards itself)",
+            ));
+        }
         return Ok(None);
     }
     let file = crate::scenario::is_file(&a.target);
@@ -109,11 +119,21 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     } else {
         crate::resolve::resolve(&whole, argv.clone())?
     };
-    if resolved.plan.connections < n as u64 {
+    // Child i runs thread shares i x t ..: it owns a connection only when there are more
+    // than i x t of them.
+    let t = a.threads.unwrap_or(1).max(1);
+    let least = (n as u64 - 1).saturating_mul(t).saturating_add(1);
+    if resolved.plan.connections < least {
         return Err(Usage::says(
             "--processes",
             format!(
-                "{n} needs at least {n} connections (users), one for each process; the run has {}",
+                "{n} needs at least {least} connections (users) so that every process owns \
+                 one{}; the run has {}",
+                if t > 1 {
+                    format!(" (each runs -t {t} thread shares, by stride)")
+                } else {
+                    String::new()
+                },
                 resolved.plan.connections
             ),
         )
@@ -129,10 +149,8 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     };
     let mut watch = plan.start()?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
-    let root = TempRoot(
-        crate::sys::fresh_temp_dir("shards")
-            .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?,
-    );
+    let root = TempRoot::create()
+        .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -159,7 +177,9 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
     ))?;
     let args = child_args(&argv);
     let threads = a.threads.is_none().then_some("1");
-    let dirs: Vec<PathBuf> = (0..n).map(|i| root.0.join(format!("shard{i}"))).collect();
+    let dirs: Vec<PathBuf> = (0..n)
+        .map(|i| root.path.join(format!("shard{i}")))
+        .collect();
     let mut children = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
         let mut c = crate::sys::child_of_self(&exe);
@@ -258,20 +278,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
         result.status = Status::Interrupted;
         result.message = Some(format!("interrupted by a signal; {n} processes merged"));
         code = 130;
-    } else {
+    } else if result.status == Status::Completed {
         result.message = Some(format!("{n} processes merged"));
     }
+    // (Otherwise the merge says which shard lacks what: the run is `incomplete`.)
     crate::run::finish_web(web, &result);
     outputs.finish(&result, code)
-}
-
-/// The children's temporary directories, removed however the run ends.
-struct TempRoot(PathBuf);
-
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The children's `--out` directories, followed.

@@ -34,9 +34,17 @@ fn out_format(a: &ReportArgs) -> Result<Out, Usage> {
             other,
             "give html, md, json, csv or hdr-log",
         )),
-        _ => Ok(Out::Doc(crate::output::report_format(
-            "-o", &a.output, true,
-        )?)),
+        // Every suffix this command writes, not only the documents'.
+        _ => crate::output::report_format("-o", &a.output, true)
+            .map(Out::Doc)
+            .map_err(|_| {
+                Usage::value(
+                    "-o",
+                    &a.output,
+                    "the file name must end in .html, .md, .json, .csv or .hlog (or - for \
+                     Markdown on stdout; --format FORMAT for another name)",
+                )
+            }),
     }
 }
 

@@ -48,6 +48,11 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     // A shard opens only its own connections; a --processes parent none (its children
     // are checked together here, as the machine holds them).
     let mine: u64 = plan.my_shares().iter().map(|s| s.connections).sum();
+    if let (Some(set), None) = (&plan.shares, a.parent_of) {
+        if mine == 0 {
+            return Err(idle_shard(set, plan.connections));
+        }
+    }
     let threads = plan.my_shares().len() as u64;
     let facts = crate::preflight::Facts {
         connections: if a.parent_of.is_some() {
@@ -176,4 +181,22 @@ fn measurable(
         }
     }
     Ok(())
+}
+
+/// A shard that owns no connection: connection g goes to thread share g mod (N x t), so
+/// shard I (shares I x t ..) owns one only when the run has more than I x t connections.
+fn idle_shard(set: &barrage_engine::ShareSet, connections: u64) -> Usage {
+    let t = set.run.len().max(1) as u64;
+    let n = set.count as u64 / t;
+    let i = set.run.first().copied().unwrap_or(0) as u64 / t;
+    let useful = connections.div_ceil(t).min(n);
+    Usage::says(
+        "--shard",
+        format!(
+            "{i}/{n} owns no connection: the run's {connections} (-c, or users) over {n} \
+             shards of -t {t} reach shards 0 to {} only; give at most {useful} shards, or more \
+             connections",
+            useful.saturating_sub(1)
+        ),
+    )
 }

@@ -34,7 +34,7 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     let signals = Signals::install();
     let started_at = sys::rfc3339_now();
     // A spawned server is up (or the run has failed) before the clock starts.
-    let watch = r.watch.map(WatchPlan::start).transpose()?;
+    let mut watch = r.watch.map(WatchPlan::start).transpose()?;
     let spec = r.spec.to_json();
     if let Err(refused) = preflight(&r.plan, r.insecure, &signals.stop) {
         let mut result = refused.record(&r.plan, r.argv, started_at, r.config);
@@ -59,8 +59,19 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
         &r.thresholds,
         watch.as_ref(),
     ))?;
+    // A common start (--start-at, a shard's): said and counted down; the watch's and the
+    // scraper's clocks start at it.
+    let mut starts = std::time::Instant::now();
+    if let barrage_engine::Clock::At { unix_ns } = r.plan.clock {
+        crate::start_at::wait(unix_ns, &signals.stop, outputs.quiet());
+        let ahead = unix_ns.saturating_sub(crate::start_at::now_ns());
+        starts = std::time::Instant::now() + std::time::Duration::from_nanos(ahead);
+        if let Some(w) = &mut watch {
+            w.run_starts_at(starts);
+        }
+    }
     let live = outputs.live(&r.plan, &signals.stop);
-    let scraper = r.metrics.map(|m| m.start(std::time::Instant::now()));
+    let scraper = r.metrics.map(|m| m.start(starts));
     let mut observer = Observer::new(
         &live,
         watch.as_ref(),

@@ -951,6 +951,39 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
             vec!["slurm", url, "--shards", "2", "--ntasks-per-node", "0"],
             "--ntasks-per-node",
         ),
+        // Shards that would own no connection (issue 24), and starts no one means.
+        (
+            vec!["slurm", url, "--shards", "20", "--", "-c", "10"],
+            "--shards 20 needs at least 20 connections (users) so that every shard owns one",
+        ),
+        (
+            vec![
+                "k8s", url, "--shards", "3", "--image", "b", "--", "-c", "4", "-t", "2",
+            ],
+            "--shards 3 needs at least 5 connections",
+        ),
+        (
+            vec![
+                "slurm",
+                url,
+                "--shards",
+                "2",
+                "--start-at",
+                "2026-02-30T08:00:00Z",
+            ],
+            "--start-at 2026-02-30T08:00:00Z: give a UTC time",
+        ),
+        (
+            vec![
+                "slurm",
+                url,
+                "--shards",
+                "2",
+                "--start-at",
+                "@99999999999999999999",
+            ],
+            "more than 7 days from now",
+        ),
     ];
     for (args, want) in cases {
         let out = dist(&args);

@@ -729,3 +729,263 @@ fn processes_watch_the_server_and_judge_thresholds_on_the_whole() {
     let done = u(&r, "summary.exchanges.completed");
     assert_eq!(done * 19, server.stop()["bytes_read"].as_u64().unwrap());
 }
+
+/// `--start-at` refuses what cannot be meant (issue 24): a start gone by (which ran nothing
+/// and said `completed`), a date that does not exist, and one past any wait (a number that
+/// overflowed into a start at the end of time). One line naming the flag, exit 2, no load.
+#[test]
+fn start_at_in_the_past_invalid_or_absurd_is_refused_naming_the_flag() {
+    let port = refused_port();
+    let url = format!("tcp://127.0.0.1:{port}");
+    let past = format!(
+        "@{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            - 120
+    );
+    for (start, want) in [
+        (past.as_str(), "was 2m0"),
+        ("2026-02-30T08:00:00Z", "give a UTC time like"),
+        ("2026-11-23T24:00:00Z", "give a UTC time like"),
+        ("@99999999999999999999", "more than 7 days from now"),
+        ("@-1", "give a UTC time like"),
+    ] {
+        let out = barrage()
+            .args([&url, "-n", "1", "-d", "1s", "--start-at", start])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{start}: {e}");
+        assert!(
+            e.starts_with(&format!("error: --start-at {start}: ")) && e.contains(want),
+            "{start}: {e}"
+        );
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert!(out.stdout.is_empty(), "{start}: no load");
+    }
+}
+
+/// A start ahead is said and counted down on stderr (issue 24: a far start waited without a
+/// word), and the run then runs.
+#[test]
+fn start_at_says_when_the_run_starts_and_counts_down() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = barrage()
+        .timeout(Duration::from_secs(60))
+        .args([server.url(), "-c", "2", "-n", "20", "--no-tui", "--json"])
+        .arg(&json)
+        .args(["--start-at", &start_in(6)])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    let said: Vec<&str> = e.lines().filter(|l| l.starts_with("barrage: ")).collect();
+    assert!(
+        said[0].starts_with("barrage: the run starts at 20")
+            && said[0].contains("Z (in ")
+            && said[0].ends_with("); waiting (Ctrl-C to cancel)"),
+        "{e}"
+    );
+    // At least one mark of the countdown (4 s of them), each sooner than the last.
+    let left: Vec<f64> = said[1..]
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("barrage: starts in ")?
+                .strip_suffix('s')?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(!left.is_empty(), "{e}");
+    assert!(left.windows(2).all(|w| w[1] < w[0]), "{left:?}");
+    assert_eq!(u(&read_json(&json), "summary.exchanges.completed"), 20);
+}
+
+/// Shards that own nothing are refused or explained (issue 24), as `--processes` refuses
+/// more processes than connections: `--shard 99999/100000` (ran 0 connections and said
+/// `completed`), `--processes` with `--shard` (ignored `--processes`), and `--processes` whose
+/// children's thread shares outnumber the connections.
+#[test]
+fn shards_that_own_nothing_are_refused() {
+    let url = format!("tcp://127.0.0.1:{}", refused_port());
+    let start = start_in(30);
+    for (args, want) in [
+        (
+            vec![
+                "-c",
+                "10",
+                "-t",
+                "1",
+                "--shard",
+                "99999/100000",
+                "--start-at",
+                &start,
+            ],
+            "--shard 99999/100000 owns no connection: the run's 10 (-c, or users) over 100000 \
+             shards of -t 1 reach shards 0 to 9 only; give at most 10 shards",
+        ),
+        (
+            vec![
+                "-c",
+                "10",
+                "-t",
+                "2",
+                "--shard",
+                "5/6",
+                "--start-at",
+                &start,
+            ],
+            "reach shards 0 to 4 only; give at most 5 shards",
+        ),
+        (
+            vec![
+                "-c",
+                "10",
+                "-t",
+                "1",
+                "--shard",
+                "0/2",
+                "--start-at",
+                &start,
+                "--processes",
+                "2",
+            ],
+            "--processes does not go with --shard",
+        ),
+        (
+            vec!["-c", "4", "-t", "2", "--processes", "3"],
+            "--processes 3 needs at least 5 connections (users) so that every process owns one",
+        ),
+        (
+            vec!["-c", "4", "-t", "1", "--shard", "0/2"],
+            "--shard needs --start-at TIME",
+        ),
+    ] {
+        let out = barrage()
+            .arg(&url)
+            .args(["-n", "1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    }
+}
+
+/// Negative values of the shard flags are their value, named with the flag (issue 24), not
+/// an "unexpected argument '-1'".
+#[test]
+fn negative_shard_flag_values_name_their_flag() {
+    let url = format!("tcp://127.0.0.1:{}", refused_port());
+    for (args, want) in [
+        (
+            vec![url.as_str(), "-n", "1", "--processes", "-1"],
+            "--processes",
+        ),
+        (
+            vec![url.as_str(), "-n", "1", "-t", "1", "--shard", "-1/2"],
+            "--shard -1/2",
+        ),
+        (
+            vec!["merge", "a", "--clock-tolerance", "-1ms"],
+            "--clock-tolerance",
+        ),
+        (vec!["serve", "echo", "--processes", "-1"], "--processes"),
+    ] {
+        let out = barrage().args(&args).output().unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains(want) && !e.contains("unexpected argument"),
+            "{args:?}: {e}"
+        );
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    }
+}
+
+/// The temporary directory of a `--processes` parent killed outright (SIGKILL: no destructor
+/// runs) is removed by the next `--processes` run (issue 24: it stayed forever).
+#[test]
+fn a_killed_processes_parents_temporary_directory_is_removed_by_the_next_run() {
+    let server = EchoServer::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let ours = |t: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(t)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("barrage-shards-")
+            })
+            .map(|e| e.path())
+            .collect()
+    };
+    let mut parent = Guard(
+        StdCommand::new(bin())
+            .env("TMPDIR", tmp.path())
+            .args([server.url(), "-c", "2", "--rate", "20", "-d", "20s"])
+            .args(["--processes", "2", "-q", "--no-tui"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Once both children are recording.
+    let t = std::time::Instant::now();
+    let recording = |dirs: &[std::path::PathBuf]| {
+        dirs.len() == 1
+            && (0..2).all(|i| {
+                std::fs::metadata(dirs[0].join(format!("shard{i}/seconds.jsonl")))
+                    .is_ok_and(|m| m.len() > 0)
+            })
+    };
+    while !recording(&ours(tmp.path())) && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = ours(tmp.path());
+    assert!(recording(&left), "{left:?}");
+    send_signal(parent.0.id(), "KILL");
+    parent.0.wait().unwrap();
+    // Its children end with it (parent-death signal) and write what they have.
+    let t = std::time::Instant::now();
+    let ended =
+        |d: &std::path::Path| (0..2).all(|i| d.join(format!("shard{i}/result.json")).exists());
+    while !ended(&left[0]) && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ended(&left[0]), "the children ended");
+    assert_eq!(
+        ours(tmp.path()),
+        left,
+        "the killed parent's directory stays behind"
+    );
+    let out = barrage()
+        .timeout(Duration::from_secs(60))
+        .env("TMPDIR", tmp.path())
+        .args([
+            server.url(),
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--processes",
+            "2",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ours(tmp.path()), Vec::<std::path::PathBuf>::new());
+}
