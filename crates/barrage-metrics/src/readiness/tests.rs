@@ -193,13 +193,7 @@ fn stability_drift_is_stated_over_the_runs_window_not_extrapolated_to_an_hour() 
 /// errors row, though nothing failed meanwhile (a closed loop sends nothing to fail).
 #[test]
 fn seconds_with_no_connection_open_fail_the_errors_row() {
-    let errors_row = |r: &RunResult| {
-        let a = analyze(r, None, None);
-        assess(r, &a, &[])
-            .into_iter()
-            .find(|row| row.aspect == Aspect::Errors)
-            .unwrap()
-    };
+    let errors_row = |r: &RunResult| row_of(r, Aspect::Errors);
     let mut r = result(20, 1000, 0, 10);
     assert_eq!(errors_row(&r).status, Grade::Pass);
     for t in r.timeseries.iter_mut().filter(|t| t.t > 12.0) {
@@ -226,13 +220,7 @@ fn seconds_with_no_connection_open_fail_the_errors_row() {
 /// arriving, or already gone) are not an outage.
 #[test]
 fn a_scenario_with_no_connection_open_in_its_steady_state_fails_the_errors_row() {
-    let errors_row = |r: &RunResult| {
-        let a = analyze(r, None, None);
-        assess(r, &a, &[])
-            .into_iter()
-            .find(|row| row.aspect == Aspect::Errors)
-            .unwrap()
-    };
+    let errors_row = |r: &RunResult| row_of(r, Aspect::Errors);
     let mut r = result(20, 1000, 0, 10);
     r.config.users = Some(crate::result::ConfigUsers {
         count: 10,
@@ -268,21 +256,7 @@ fn a_scenario_with_no_connection_open_in_its_steady_state_fails_the_errors_row()
 /// fewer than 99 % open; `connections.ready` gates it as a threshold.
 #[test]
 fn connections_that_never_came_up_fail_the_connections_row() {
-    let conn_row = |r: &RunResult| {
-        let a = analyze(r, None, None);
-        assess(r, &a, &[])
-            .into_iter()
-            .find(|row| row.aspect == Aspect::Connections)
-            .unwrap()
-    };
-    let with_ready = |ready: u64| {
-        let mut r = result(20, 1000, 0, 1000);
-        r.summary.ramp = Some(crate::aggregate::Ramp {
-            ready,
-            all_ready_s: None,
-        });
-        r
-    };
+    let conn_row = |r: &RunResult| row_of(r, Aspect::Connections);
     let r = with_ready(1000);
     assert_eq!(conn_row(&r).status, Grade::Pass, "{}", conn_row(&r).figure);
     let r = with_ready(995);
@@ -466,21 +440,7 @@ fn a_broadcast_scenario_is_judged_on_its_deliveries_latency_not_a_p50_of_0() {
 /// a `--conn-stages` ramp that peaks at the load's end, a `--connect-rate` slower than the run.
 #[test]
 fn connections_not_yet_due_or_cut_short_are_not_failed() {
-    let conn_row = |r: &RunResult| {
-        let a = analyze(r, None, None);
-        assess(r, &a, &[])
-            .into_iter()
-            .find(|row| row.aspect == Aspect::Connections)
-            .unwrap()
-    };
-    let with_ready = |ready: u64| {
-        let mut r = result(20, 1000, 0, 1000);
-        r.summary.ramp = Some(crate::aggregate::Ramp {
-            ready,
-            all_ready_s: None,
-        });
-        r
-    };
+    let conn_row = |r: &RunResult| row_of(r, Aspect::Connections);
     // -n ended the run while connections were still opening.
     let mut r = with_ready(50);
     r.config.requests = Some(1000);
@@ -517,13 +477,7 @@ fn connections_not_yet_due_or_cut_short_are_not_failed() {
 /// Review of issue 24: a `--conn-stages` ramp that goes to zero on purpose is not an outage.
 #[test]
 fn a_conn_stages_ramp_down_to_zero_is_not_the_server_going_away() {
-    let errors_row = |r: &RunResult| {
-        let a = analyze(r, None, None);
-        assess(r, &a, &[])
-            .into_iter()
-            .find(|row| row.aspect == Aspect::Errors)
-            .unwrap()
-    };
+    let errors_row = |r: &RunResult| row_of(r, Aspect::Errors);
     let mut r = result(20, 1000, 0, 10);
     r.config.planned_connections = vec![
         (0.0, 10.0),
@@ -540,4 +494,23 @@ fn a_conn_stages_ramp_down_to_zero_is_not_the_server_going_away() {
     // The same seconds with the plan still at 10: the server went away.
     r.config.planned_connections.clear();
     assert_eq!(errors_row(&r).status, Grade::Fail);
+}
+
+/// The row of `aspect` for `r`, analysed without monitoring.
+fn row_of(r: &RunResult, aspect: Aspect) -> Row {
+    let a = analyze(r, None, None);
+    assess(r, &a, &[])
+        .into_iter()
+        .find(|row| row.aspect == aspect)
+        .unwrap()
+}
+
+/// A 20 s run planned with 1,000 connections, `ready` of them ever ready.
+fn with_ready(ready: u64) -> RunResult {
+    let mut r = result(20, 1000, 0, 1000);
+    r.summary.ramp = Some(crate::aggregate::Ramp {
+        ready,
+        all_ready_s: None,
+    });
+    r
 }
