@@ -104,13 +104,13 @@ pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/th
     becomes Warn if the generator was saturated (for any cause) \
     in more than 5 % of the seconds, or if other processes used more than 20 % of a core on \
     average under load";
-pub const STABILITY_RULE: &str = "fewer than 10 full steady seconds: not measured (not enough \
+pub const STABILITY_RULE: &str = "fewer than 8 full steady seconds: not measured (not enough \
     steady seconds to judge); else CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
     else Fail; Pass becomes Warn if throughput drifts (grows or shrinks by the trend rule) or \
     p99 grows";
 
 /// Full seconds of the steady state the stability row needs before it grades anything.
-pub const MIN_STEADY_SECONDS: usize = 10;
+pub const MIN_STEADY_SECONDS: usize = 8;
 pub const RESOURCE_RULE: &str = "server CPU average < 80 % of its usable cores (its most \
     threads, at most the machine's cores): Pass, < 95 %: Warn, else Fail; Pass becomes Warn if \
     its open fds grow beyond the connections barrage holds open (trend rule)";

@@ -338,7 +338,7 @@ fn a_short_run_has_not_enough_steady_seconds_instead_of_a_fail() {
     assert_eq!(row.status, Grade::NotMeasured);
     assert!(
         row.figure
-            .starts_with("not enough steady seconds: 4 of the 10 needed to judge"),
+            .starts_with("not enough steady seconds: 4 of the 8 needed to judge"),
         "{}",
         row.figure
     );
