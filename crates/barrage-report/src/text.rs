@@ -264,7 +264,14 @@ fn latency(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
     let l = &s.latency_us;
     let mut lines = if l.count == 0 {
-        vec![row("Latency", "no completed exchanges")]
+        // Exchanges that complete when written (`--expect none`, fire-and-forget steps) are
+        // counted, not timed.
+        let why = if s.exchanges.completed > 0 {
+            "not timed: the exchanges complete when written, with no reply to wait for"
+        } else {
+            "no completed exchanges"
+        };
+        vec![row("Latency", why)]
     } else {
         let us = |v: u64| duration_us(v as f64);
         vec![

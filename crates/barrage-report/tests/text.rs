@@ -81,3 +81,17 @@ fn a_scenario_says_every_steps_are_timed_from_their_intended_time_only_when_it_h
         "{t}"
     );
 }
+
+/// Issue 24: an `--expect none` run completes its exchanges when written; its latency is not
+/// timed, and the summary said "no completed exchanges" beside hundreds of thousands of them.
+#[test]
+fn exchanges_completed_on_write_are_said_to_be_untimed_not_missing() {
+    let mut r = common::ping_pong_completed();
+    r.summary.latency_us = Default::default();
+    let t = text(&r);
+    assert!(
+        t.contains("not timed: the exchanges complete when written"),
+        "{t}"
+    );
+    assert!(!t.contains("no completed exchanges"), "{t}");
+}
