@@ -29,6 +29,8 @@ fuzz_target!(|data: &[u8]| {
                         http,
                         no_replies: false,
                         timeout: Duration::from_secs(1),
+                        // Every `{secret:NAME}` has a value here (the run refuses unset ones).
+                        secret: &|_| Some(b"s3cret".to_vec()),
                     };
                     let _ = compile(&checked, &cx);
                 }
