@@ -8,10 +8,14 @@
 //
 // It writes "ready" on stderr once it has seen the run go on across a reload; then it waits
 // (up to 120 s) for the run to end and the page to show the final summary.
-//
-// It writes "ready" on stderr once it has seen the run go on across a reload; then it waits
-// (up to 120 s) for the run to end and the page to show the final summary.
 import { chromium } from "playwright-core";
+
+// Whatever hangs (a browser that stops answering: page.evaluate has no timeout of its own),
+// the checker ends within 200 s with a line saying so, and the test fails instead of waiting.
+setTimeout(() => {
+  console.error("check-live: gave up after 200 s");
+  process.exit(3);
+}, 200000).unref();
 
 const [url, shot] = process.argv.slice(2);
 if (!url || !shot) {
@@ -62,8 +66,6 @@ try {
   out.csp_violations = await page.evaluate(() => window.__csp || []);
   out.charts_seen = await page.evaluate(() =>
     [...document.querySelectorAll(".chart-box")].map((b) => ({ id: b.id, hidden: b.hidden, drawn: b.getAttribute("data-drawn") === "true" })));
-  // The caller may end the run now (it waits for this line on stderr).
-  process.stderr.write("ready\n");
   // The caller may end the run now: it waits for this line on stderr.
   process.stderr.write("ready\n");
   await until(page, "window.barrageLive && window.barrageLive.done", 120000);

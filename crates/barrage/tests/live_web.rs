@@ -85,6 +85,14 @@ fn watch_live(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Its stdout (one JSON line, tens of KiB) is read as it comes: a pipe holds 64 KiB, and a
+    // checker blocked writing it while this reads its stderr to the end would wait forever.
+    let mut stdout = node.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut b);
+        b
+    });
     let mut err = std::io::BufReader::new(node.stderr.take().unwrap());
     let mut said = String::new();
     loop {
@@ -97,7 +105,12 @@ fn watch_live(
     send_signal(run.0.id(), "INT");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    let out = node.wait_with_output().unwrap();
+    let status = node.wait().unwrap();
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: Vec::new(),
+    };
     assert!(out.status.success(), "checker failed: {said}{rest}");
     let status = wait_at_most(&mut run.0, Duration::from_secs(30)).expect("the run ends");
     assert_eq!(status.code(), Some(130), "interrupted by the test");
