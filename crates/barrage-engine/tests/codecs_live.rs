@@ -47,8 +47,11 @@ fn free_port() -> u16 {
 }
 
 /// Starts `make(port)` on a free port, retrying on a port taken in between; waits until the
-/// port accepts connections (at most 10 s).
-fn start(make: impl Fn(u16) -> Command) -> Server {
+/// port accepts connections (at most 10 s) and `pid_of` says the process that answers there
+/// is this child. A free port can be taken between probing and binding, by another test's
+/// server: then the child fails to bind, and a connect alone would reach that other server
+/// (a redis test once talked to memcached and read `ERROR` as a reply).
+fn start(make: impl Fn(u16) -> Command, pid_of: impl Fn(u16) -> Option<u32>) -> Server {
     for _ in 0..5 {
         let port = free_port();
         let child = make(port)
@@ -61,7 +64,10 @@ fn start(make: impl Fn(u16) -> Command) -> Server {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return server;
+                if pid_of(port) == Some(server.child.id()) {
+                    return server;
+                }
+                break; // another server answers there: try another port
             }
             if let Ok(Some(_)) = server.child.try_wait() {
                 break; // the port was taken: try another
@@ -130,12 +136,29 @@ fn redis() -> Option<Server> {
     if !installed("redis-server") {
         return None;
     }
-    Some(start(|port| {
-        let mut c = Command::new("redis-server");
-        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"]);
-        c
-    }))
+    Some(start(
+        |port| {
+            let mut c = Command::new("redis-server");
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"]);
+            c
+        },
+        |port| {
+            // `INFO server` names the process (inline command, RESP bulk reply).
+            let mut s = connect(port);
+            s.write_all(b"INFO server\r\n").ok()?;
+            let info = read_bulk_opt(&mut s)?;
+            let pid = info.lines().find_map(|l| l.strip_prefix("process_id:"))?;
+            pid.trim().parse().ok()
+        },
+    ))
+}
+
+/// [`read_bulk`] for a server that may not speak RESP: `None` for anything else.
+fn read_bulk_opt(s: &mut TcpStream) -> Option<String> {
+    let mut head = [0u8; 1];
+    s.peek(&mut head).ok()?;
+    (head[0] == b'$').then(|| read_bulk(s))
 }
 
 /// Reads one RESP bulk string reply (for INFO), with no decoder: the test's own parsing.
@@ -326,25 +349,44 @@ fn memcached() -> Option<Server> {
     if !installed("memcached") {
         return None;
     }
-    Some(start(|port| {
-        let mut c = Command::new("memcached");
-        c.args([
-            "-l",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-U",
-            "0",
-            "-t",
-            "1",
-        ]);
-        // memcached refuses to run as root unless told which user to be.
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            c.args(["-u", "root"]);
-        }
-        c
-    }))
+    Some(start(
+        |port| {
+            let mut c = Command::new("memcached");
+            c.args([
+                "-l",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "0",
+                "-t",
+                "1",
+            ]);
+            // memcached refuses to run as root unless told which user to be.
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } == 0 {
+                c.args(["-u", "root"]);
+            }
+            c
+        },
+        |port| {
+            // `stats` names the process: `STAT pid N`, up to `END`.
+            let mut s = connect(port);
+            s.write_all(b"stats\r\n").ok()?;
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.ends_with(b"END\r\n") {
+                let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
+                got.extend_from_slice(&buf[..n]);
+                if got.len() > 1 << 16 || got.starts_with(b"-") || got.starts_with(b"$") {
+                    return None;
+                }
+            }
+            let text = String::from_utf8_lossy(&got);
+            let pid = text.lines().find_map(|l| l.strip_prefix("STAT pid "))?;
+            pid.trim().parse().ok()
+        },
+    ))
 }
 
 fn stat(stats: &str, name: &str) -> u64 {
