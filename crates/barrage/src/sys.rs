@@ -179,14 +179,19 @@ pub fn err_line(line: impl std::fmt::Display) {
 }
 
 /// A child process of this binary that cannot outlive it: on Linux it gets SIGTERM when
-/// this process dies (parent-death signal), however this process ends.
+/// this process dies (parent-death signal), however this process ends. SIGINT and SIGTERM are
+/// how a parent stops its children, so the child hears them even when this process started
+/// with them ignored (a background job, `nohup`): it was this process that was told to stop,
+/// and it passes the stop on. SIGHUP keeps the disposition it had.
 pub fn child_of_self(exe: &std::path::Path) -> std::process::Command {
-    #[allow(unused_mut)]
     let mut c = std::process::Command::new(exe);
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe; the child only sets its parent-death signal.
+    // SAFETY: signal() and prctl() are async-signal-safe; the child only resets two signal
+    // dispositions and sets its parent-death signal.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             Ok(())
         });

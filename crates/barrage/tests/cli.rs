@@ -674,7 +674,7 @@ fn sigint_stops_the_run_with_code_130_and_writes_results() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("i.json");
     let out_path = dir.path().join("stdout.txt");
-    let child = StdCommand::new(bin())
+    let child = signals_at_default(StdCommand::new(bin()))
         .args([
             server.url(),
             "-c",

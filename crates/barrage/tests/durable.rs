@@ -22,16 +22,8 @@ fn started(args: &[&str]) -> (Guard, BufReader<ChildStderr>) {
 /// The child starts with the stop signals at their default actions, whatever the test
 /// process inherited (a suite run under `nohup` ignores SIGHUP, and barrage keeps an ignored
 /// signal ignored); a shell that execs barrage can still ignore one itself (`trap`).
-fn started_as(mut cmd: StdCommand) -> (Guard, BufReader<ChildStderr>) {
-    // SAFETY: signal() is async-signal-safe; the child only resets three dispositions.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
+fn started_as(cmd: StdCommand) -> (Guard, BufReader<ChildStderr>) {
+    let mut cmd = signals_at_default(cmd);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -458,6 +450,36 @@ fn a_run_started_under_nohup_ignores_the_hangup() {
 /// write fails with EFBIG as on a full disk): the second that cannot be written stops the load
 /// at once with one line naming --out, the run is a failure (exit 1), and the seconds recorded
 /// before rebuild the run.
+/// A background job starts with SIGINT ignored, and `--processes` passes a stop on to its
+/// shards with SIGINT: the shards hear it all the same (they used to ignore it and ran to
+/// their `-d`), and the parent ends with the results of what was run.
+#[test]
+fn a_background_run_over_processes_stops_on_sigterm() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut sh = StdCommand::new("sh");
+    sh.arg("-c").arg(format!(
+        "trap '' INT; exec '{}' {} -c 4 -t 1 --processes 2 -d 60s --no-tui --json '{}'",
+        bin().display(),
+        server.url(),
+        json.display()
+    ));
+    let (mut child, _err) = started_as(sh);
+    send_signal(child.0.id(), "TERM");
+    let status =
+        wait_at_most(&mut child.0, Duration::from_secs(20)).expect("barrage ends after SIGTERM");
+    assert_eq!(status.code(), Some(130), "{status}");
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "interrupted");
+    let ex = |k: &str| u(&r, &format!("summary.exchanges.{k}"));
+    assert!(ex("completed") > 0);
+    assert_eq!(
+        ex("sent"),
+        ex("completed") + ex("failed") + ex("in_flight_at_end")
+    );
+}
+
 #[test]
 fn a_full_disk_mid_run_stops_the_load_and_keeps_what_was_recorded() {
     let server = EchoServer::start(&[]);

@@ -195,7 +195,7 @@ fn serve_service_time_is_refused_for_servers_other_than_http() {
 fn an_interrupted_find_max_reports_what_it_found_so_far() {
     let _turn = one_at_a_time();
     let (_server, port) = capacity_server("100us");
-    let mut child = Command::new(bin())
+    let mut child = common::signals_at_default(Command::new(bin()))
         .args(["find-max", &format!("http://127.0.0.1:{port}/")])
         .args([
             "--slo",

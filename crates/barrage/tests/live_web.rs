@@ -41,7 +41,7 @@ fn watch_live(
     let json = dir.path().join("r.json");
     let port = free_port();
     let mut run = Guard(
-        StdCommand::new(bin())
+        signals_at_default(StdCommand::new(bin()))
             .args([
                 server.url(),
                 "-c",

@@ -230,7 +230,7 @@ fn metrics_are_served_during_the_run_only_on_loopback_by_default() {
     let server = EchoServer::start(&[]);
     let port = free_port();
     let mut child = Guard(
-        StdCommand::new(bin())
+        signals_at_default(StdCommand::new(bin()))
             .args([
                 server.url(),
                 "-c",
@@ -299,7 +299,7 @@ fn slow_clients_and_streams_cannot_lock_a_scrape_out() {
     let server = EchoServer::start(&[]);
     let (prom, web) = (free_port(), free_port());
     let mut child = Guard(
-        StdCommand::new(bin())
+        signals_at_default(StdCommand::new(bin()))
             .args([server.url(), "-c", "1", "-d", "60s", "-q", "--prometheus"])
             .arg(prom.to_string())
             .arg("--web")

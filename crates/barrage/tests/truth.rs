@@ -122,7 +122,7 @@ fn a_stop_signal_ends_a_run_waiting_on_a_silent_tls_server() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let url = format!("https://127.0.0.1:{port}/");
-    let mut child = std::process::Command::new(bin())
+    let mut child = signals_at_default(std::process::Command::new(bin()))
         .args([
             &url,
             "-d",

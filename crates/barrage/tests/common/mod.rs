@@ -134,7 +134,7 @@ impl EchoServer {
     pub fn serve(kind: &str, extra: &[&str]) -> EchoServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let stats = dir.path().join("server-stats.json");
-        let mut child = StdCommand::new(bin())
+        let mut child = signals_at_default(StdCommand::new(bin()))
             .args([
                 "serve",
                 kind,
@@ -372,4 +372,21 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let status = text.split(' ').nth(1)?.parse().ok()?;
     let body = text.split_once("\r\n\r\n")?.1.to_string();
     Some((status, body))
+}
+
+/// `cmd` with SIGINT, SIGTERM and SIGHUP at their default dispositions in the child. barrage
+/// leaves a signal that was ignored at start ignored (as `nohup` wants), and a test run from a
+/// background job inherits an ignored SIGINT: a test that stops barrage by a signal starts it
+/// with this so the signal means what it means in a terminal.
+pub fn signals_at_default(mut cmd: StdCommand) -> StdCommand {
+    // SAFETY: signal() is async-signal-safe; the child only resets three dispositions.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd
 }
