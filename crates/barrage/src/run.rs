@@ -5,11 +5,11 @@
 //! (with the live view) -> recovery window -> outputs. Each step is a named function or
 //! module; a refused pre-flight is its own typed path, not an engine outcome.
 
-use crate::cli::RunArgs;
-use crate::output::Live;
 use crate::resolve;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::watch::{Watch, WatchPlan};
+use crate::sinks::output::Live;
 use crate::sys;
-use crate::watch::{Watch, WatchPlan};
 use barrage_engine::{End, Plan};
 use barrage_metrics::{MonitorSeries, Outcome, RunResult, SpawnRecord, Status};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,11 +18,11 @@ use std::sync::Arc;
 /// Run the test; returns the exit code (0 completed or stopped by the user, 1 failed, 3 a
 /// threshold failed, 130 interrupted by a signal).
 pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
-    if let Some(n) = crate::processes::wanted(a)? {
-        return crate::processes::run(a, argv, n as usize);
+    if let Some(n) = crate::shard::processes::wanted(a)? {
+        return crate::shard::processes::run(a, argv, n as usize);
     }
-    let r = if crate::scenario::is_file(&a.target) {
-        crate::scenario::resolve(a, argv)?
+    let r = if crate::resolve::scenario::is_file(&a.target) {
+        crate::resolve::scenario::resolve(a, argv)?
     } else {
         resolve::resolve(a, argv)?
     };
@@ -63,8 +63,8 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
     // scraper's clocks start at it.
     let mut starts = std::time::Instant::now();
     if let barrage_engine::Clock::At { unix_ns } = r.plan.clock {
-        crate::start_at::wait(unix_ns, &signals.stop, outputs.quiet());
-        let ahead = unix_ns.saturating_sub(crate::start_at::now_ns());
+        crate::resolve::start_at::wait(unix_ns, &signals.stop, outputs.quiet());
+        let ahead = unix_ns.saturating_sub(crate::resolve::start_at::now_ns());
         starts = std::time::Instant::now() + std::time::Duration::from_nanos(ahead);
         if let Some(w) = &mut watch {
             w.run_starts_at(starts);
@@ -122,18 +122,21 @@ pub fn run_resolved(r: resolve::Resolved) -> anyhow::Result<i32> {
 /// Starts what serves the run while it goes: `--prometheus` and `--web` (each said on stderr,
 /// even with -q: with port 0 that is the only way to learn the port).
 pub(crate) fn serve_live(
-    outputs: &crate::output::Outputs,
+    outputs: &crate::sinks::output::Outputs,
     started_at: &str,
     config: &barrage_metrics::RunConfig,
     argv: &[String],
     shard: String,
-) -> anyhow::Result<(Option<crate::prom::Exporter>, Option<crate::web::Web>)> {
+) -> anyhow::Result<(
+    Option<crate::sinks::prom::Exporter>,
+    Option<crate::sinks::web::Web>,
+)> {
     let prom = outputs
         .prometheus
         .map(|addr| {
-            crate::prom::Exporter::start(
+            crate::sinks::prom::Exporter::start(
                 addr,
-                crate::prom::RunLabels {
+                crate::sinks::prom::RunLabels {
                     run: started_at.to_string(),
                     target: config.target.clone(),
                     shard,
@@ -151,7 +154,7 @@ pub(crate) fn serve_live(
     let web = outputs
         .web
         .map(|addr| {
-            crate::web::Web::start(
+            crate::sinks::web::Web::start(
                 addr,
                 serde_json::json!({
                     "target": config.target,
@@ -168,7 +171,7 @@ pub(crate) fn serve_live(
 }
 
 /// The live page's last state: the run's text summary.
-pub(crate) fn finish_web(web: Option<crate::web::Web>, result: &RunResult) {
+pub(crate) fn finish_web(web: Option<crate::sinks::web::Web>, result: &RunResult) {
     if let Some(w) = web {
         let mut text = Vec::new();
         let _ = barrage_report::Format::Text
@@ -184,9 +187,9 @@ pub(crate) fn finish_web(web: Option<crate::web::Web>, result: &RunResult) {
 pub(crate) struct Observer<'a> {
     live: &'a Live,
     watch: Option<&'a Watch>,
-    files: &'a mut crate::recorders::Recorders,
-    prom: Option<&'a crate::prom::Exporter>,
-    web: Option<&'a crate::web::Web>,
+    files: &'a mut crate::sinks::recorders::Recorders,
+    prom: Option<&'a crate::sinks::prom::Exporter>,
+    web: Option<&'a crate::sinks::web::Web>,
     scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
@@ -227,9 +230,9 @@ impl<'a> Observer<'a> {
     pub(crate) fn new(
         live: &'a Live,
         watch: Option<&'a Watch>,
-        files: &'a mut crate::recorders::Recorders,
-        prom: Option<&'a crate::prom::Exporter>,
-        web: Option<&'a crate::web::Web>,
+        files: &'a mut crate::sinks::recorders::Recorders,
+        prom: Option<&'a crate::sinks::prom::Exporter>,
+        web: Option<&'a crate::sinks::web::Web>,
         scraper: Option<&'a barrage_monitor::Scraper>,
         stop: &'a AtomicBool,
     ) -> Observer<'a> {
@@ -364,11 +367,13 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Refus
     let Some(tls) = plan.tls.as_ref().filter(|_| !insecure) else {
         return Ok(());
     };
-    crate::tls::preflight(plan.target.addr, tls, plan.connect_timeout, stop).map_err(|why| {
-        let msg = format!("{}: {why}", plan.target.url);
-        crate::sys::err_line(format_args!("error: {msg}"));
-        Refused(msg)
-    })
+    crate::resolve::tls::preflight(plan.target.addr, tls, plan.connect_timeout, stop).map_err(
+        |why| {
+            let msg = format!("{}: {why}", plan.target.url);
+            crate::sys::err_line(format_args!("error: {msg}"));
+            Refused(msg)
+        },
+    )
 }
 
 /// How the load ended, as the result's status and message and the exit code.

@@ -1,0 +1,8 @@
+//! The subcommands: each turns its arguments into work and returns the exit code.
+
+pub mod compare;
+pub mod demo;
+pub mod find_max;
+pub mod report;
+pub mod serve;
+pub mod validate;

@@ -1,0 +1,466 @@
+//! The output manager of a run: everything the user sees or gets written, in one place.
+//!
+//! It owns the live view (the dashboard, or one status line a second), the JSON result, the
+//! text summary, the `--report` file and the `--baseline` check. Every destination is checked
+//! when the run is resolved (a bad path fails in a second, not after the load) and written
+//! once at the end, in a fixed order: the JSON first (the complete record; stdout may be a pipe
+//! whose reader is gone), then the summary, the baseline comparison and the report.
+//! [`report_format`] is the one place that decides a format from a file name.
+
+use crate::resolve::cli::RunArgs;
+use crate::sinks::{live, tui};
+use crate::usage::Usage;
+use anyhow::Context as _;
+use barrage_engine::Plan;
+use barrage_metrics::{Aggregator, RunResult, Tick};
+use barrage_report::Format;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The format of a report file named by `flag` (`--report`, `report -o`, `compare -o`), from
+/// its extension: `.md`/`.markdown` or `.html`/`.htm`; with `stdout_ok`, `-` is Markdown on
+/// stdout.
+pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, Usage> {
+    if stdout_ok && path == "-" {
+        return Ok(Format::Markdown);
+    }
+    match Format::from_path(Path::new(path)) {
+        Some(f @ (Format::Html | Format::Markdown)) => Ok(f),
+        _ => Err(Usage::value(
+            flag,
+            path,
+            format!(
+                "the file name must end in .md or .html{}",
+                if stdout_ok {
+                    " (or - for Markdown on stdout)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
+}
+
+/// Where the JSON goes: stdout, or a file checked at the start and written at the end.
+enum JsonOut {
+    Stdout,
+    File(String),
+}
+
+/// `--baseline FILE` with its limits, checked (file loaded, limits parsed) before the load.
+struct Baseline {
+    path: PathBuf,
+    limits: Option<String>,
+    opts: barrage_metrics::compare::Options,
+}
+
+/// Every output of one run, resolved and checked.
+pub struct Outputs {
+    json: Option<JsonOut>,
+    /// `--out DIR`, `--csv`, `--hdr-log`: checked at resolve, opened when the run starts.
+    files: crate::sinks::recorders::Paths,
+    rec: crate::sinks::recorders::Recorders,
+    /// `--prometheus`: where to serve `/metrics` (bound when the run starts).
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// `--web`: where to serve the live page.
+    pub web: Option<std::net::SocketAddr>,
+    report: Option<(String, Format)>,
+    baseline: Option<Baseline>,
+    quiet: bool,
+    no_tui: bool,
+    /// Printed as the load starts (unless `-q`).
+    note: Option<String>,
+}
+
+impl Outputs {
+    /// Check every destination now; nothing is written (or truncated) before the end.
+    pub fn resolve(a: &RunArgs) -> Result<Outputs, Usage> {
+        let json = match a.json.as_deref() {
+            None => None,
+            Some("-") => Some(JsonOut::Stdout),
+            Some(p) => {
+                crate::sinks::outfile::check_writable("--json", p)?;
+                Some(JsonOut::File(p.into()))
+            }
+        };
+        let report = match &a.report {
+            Some(p) if p == "-" && matches!(json, Some(JsonOut::Stdout)) => {
+                return Err(Usage::value(
+                    "--report",
+                    p,
+                    "--json - already writes to stdout; give the report a FILE.md or FILE.html",
+                ));
+            }
+            Some(p) => {
+                let format = report_format("--report", p, true)?;
+                crate::sinks::outfile::check_writable("--report", p)?;
+                Some((p.clone(), format))
+            }
+            None => None,
+        };
+        if let Some(dir) = &a.out {
+            check_out_dir(dir)?;
+        }
+        if let Some(p) = &a.csv {
+            if p == "-" {
+                return Err(Usage::value(
+                    "--csv",
+                    p,
+                    "the CSV is rewritten whole at the end, so it needs a file; give FILE.csv \
+                     (barrage report RESULT.json --format csv -o - prints one)",
+                ));
+            }
+            crate::sinks::outfile::check_writable("--csv", p)?;
+        }
+        let prometheus = a
+            .prometheus
+            .as_deref()
+            .map(|v| crate::sinks::prom::parse_addr(v, a.listen_any))
+            .transpose()?;
+        let web = a
+            .web
+            .as_deref()
+            .map(|v| crate::sinks::web::parse_addr(v, a.listen_any))
+            .transpose()?;
+        if let Some(p) = &a.hdr_log {
+            if p == "-" {
+                return Err(Usage::value(
+                    "--hdr-log",
+                    p,
+                    "stdout carries the summary; give a FILE (or --out DIR, then \
+                     barrage report DIR --format hdr-log -o -)",
+                ));
+            }
+            crate::sinks::outfile::check_writable("--hdr-log", p)?;
+        }
+        let opts = crate::cmd::compare::options(a.noise_floor.as_deref())?;
+        let baseline = match &a.baseline {
+            Some(b) => {
+                if let Some(l) = &a.max_regression {
+                    barrage_metrics::compare::parse_limits(l)
+                        .map_err(|e| Usage::new("--max-regression", e))?;
+                }
+                barrage_report::load(b).map_err(|e| Usage::new("--baseline", e))?;
+                Some(Baseline {
+                    path: b.clone(),
+                    limits: a.max_regression.clone(),
+                    opts,
+                })
+            }
+            None => None,
+        };
+        Ok(Outputs {
+            json,
+            files: crate::sinks::recorders::Paths {
+                out: a.out.clone(),
+                csv: a.csv.clone(),
+                hdr_log: a.hdr_log.clone(),
+                embed: a.shard.is_some() && a.json.is_some(),
+            },
+            rec: Default::default(),
+            prometheus,
+            web,
+            report,
+            baseline,
+            quiet: a.quiet,
+            no_tui: a.no_tui,
+            note: (a.requests.is_some() && a.duration.is_none()).then(|| {
+                format!(
+                    "-n without -d: the run also stops after {} s; give -d to change that bound",
+                    crate::resolve::config::REQUESTS_TIME_BOUND.as_secs()
+                )
+            }),
+        })
+    }
+
+    /// `-q`: no live output.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// The summary alone (and the live line unless `quiet`): what the demo's runs write.
+    pub fn summary(quiet: bool) -> Outputs {
+        Outputs {
+            json: None,
+            files: Default::default(),
+            rec: Default::default(),
+            prometheus: None,
+            web: None,
+            report: None,
+            baseline: None,
+            quiet,
+            no_tui: false,
+            note: None,
+        }
+    }
+
+    /// Opens the files written while the load runs (`--out`, `--csv`, `--hdr-log`); one that
+    /// cannot be created or written is a usage error naming it, before any load.
+    pub fn start_files(&mut self, header: &barrage_report::stream::Header) -> Result<(), Usage> {
+        self.rec = crate::sinks::recorders::Recorders::open(&self.files, header)?;
+        Ok(())
+    }
+
+    /// The live files while the load runs.
+    pub fn recorders(&mut self) -> &mut crate::sinks::recorders::Recorders {
+        &mut self.rec
+    }
+
+    fn json_to_stdout(&self) -> bool {
+        matches!(self.json, Some(JsonOut::Stdout))
+    }
+
+    /// Start the live view: the dashboard when the terminal allows it (if it refuses, the
+    /// status line it is), else the status line (none with `-q`).
+    pub fn live(&self, plan: &Plan, stop: &Arc<AtomicBool>) -> Live {
+        if let (false, Some(n)) = (self.quiet, &self.note) {
+            crate::sys::err_line(format_args!("note: {n}"));
+        }
+        let dash = tui::wanted(self.no_tui, self.quiet, self.json_to_stdout())
+            .then(|| tui::Dashboard::start(tui::DashInfo::from_plan(plan), Arc::clone(stop)))
+            .and_then(|d| {
+                d.map_err(|e| crate::sys::err_line(format_args!("warning: no dashboard: {e}")))
+                    .ok()
+            });
+        match dash {
+            Some(d) => Live::Dashboard(d),
+            None => Live::Line {
+                quiet: self.quiet,
+                target: plan.connections,
+            },
+        }
+    }
+
+    /// A run that stopped before any load (the TLS pre-flight refused the server): only the
+    /// JSON result is written, saying why; exit code 1.
+    pub fn refused(self, result: &RunResult) -> anyhow::Result<i32> {
+        write_json(self.json, result, None)?;
+        Ok(1)
+    }
+
+    /// Write everything at the end of a run and return the final exit code: `code` (the
+    /// run's end), or 3 when it was 0 and a threshold failed or the baseline check regressed.
+    pub fn finish(mut self, result: &RunResult, code: i32) -> anyhow::Result<i32> {
+        let mut code = if code == 0 && result.thresholds_failed() {
+            3
+        } else {
+            code
+        };
+        let baseline_lines = match &self.baseline {
+            Some(b) => {
+                let (lines, regressed) = crate::cmd::compare::check_baseline(
+                    result,
+                    &b.path,
+                    b.limits.as_deref(),
+                    &b.opts,
+                )?;
+                if regressed && code == 0 {
+                    code = 3;
+                }
+                lines
+            }
+            None => Vec::new(),
+        };
+        let to_stderr = self.json_to_stdout();
+        // Each output succeeds or fails on its own (a full disk for the JSON still prints the
+        // summary and writes a report elsewhere); every failure is one line, and exit code 1.
+        let mut failed = Vec::new();
+        let embedded = self.rec.take_embedded().unwrap_or_else(|why| {
+            failed.push(why);
+            None
+        });
+        if let Err(e) = write_json(self.json, result, embedded) {
+            failed.push(crate::error_line(&e));
+        }
+        std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
+        // With --json -, stdout carries the JSON and the summary goes to stderr.
+        let mut text = Vec::new();
+        Format::Text.renderer().render(result, &mut text)?;
+        if !baseline_lines.is_empty() {
+            text.extend_from_slice(b"\nBaseline comparison\n");
+            for l in &baseline_lines {
+                text.extend_from_slice(l.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        let shown = if to_stderr {
+            std::io::stderr().write_all(&text)
+        } else {
+            std::io::stdout().write_all(&text)
+        };
+        if let Err(e) = shown {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                failed.push(format!("cannot print the summary: {e}"));
+            }
+        }
+        if let Some((path, format)) = &self.report {
+            if let Err(e) = crate::cmd::report::write(result, path, *format) {
+                failed.push(crate::error_line(&e.context(format!("--report {path}"))));
+            }
+        }
+        for f in &failed {
+            crate::sys::err_line(format_args!("error: {f}"));
+        }
+        if !failed.is_empty() && code == 0 {
+            code = 1;
+        }
+        Ok(code)
+    }
+}
+
+/// The live view while the load runs; fed one tick a second, never blocking the engine.
+pub enum Live {
+    Dashboard(tui::Dashboard),
+    Line { quiet: bool, target: u64 },
+}
+
+impl Live {
+    pub fn update(&self, tick: &Tick, agg: &Aggregator, server: Option<tui::ServerSample>) {
+        match self {
+            Live::Dashboard(d) => d.update_with(tick, agg, server),
+            Live::Line { quiet, target } => {
+                if let (false, Some(l)) = (quiet, live::line(tick, agg, *target)) {
+                    crate::sys::err_line(format_args!("{l}"));
+                }
+            }
+        }
+    }
+
+    /// The dashboard's stop keys (`None` for the status line).
+    pub fn keys(&self) -> Option<Arc<tui::Keys>> {
+        match self {
+            Live::Dashboard(d) => Some(d.keys()),
+            Live::Line { .. } => None,
+        }
+    }
+
+    /// Whether the recovery window's own progress line would disturb the view.
+    pub fn silent(&self) -> bool {
+        match self {
+            Live::Dashboard(_) => true,
+            Live::Line { quiet, .. } => *quiet,
+        }
+    }
+
+    /// The load is over; the recovery window runs.
+    pub fn recovering(&self) {
+        if let Live::Dashboard(d) = self {
+            d.recovering();
+        }
+    }
+
+    /// Give the terminal back before the summary is printed.
+    pub fn finish(self) {
+        if let Live::Dashboard(d) = self {
+            d.finish();
+        }
+    }
+}
+
+/// `--out DIR`: new (in a directory that exists) or empty.
+fn check_out_dir(dir: &Path) -> Result<(), Usage> {
+    let bad = |why: &str| Usage::value("--out", dir.display(), why);
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => match entries.next() {
+            None => Ok(()),
+            Some(_) => Err(bad(
+                "holds files already (a run?); give a new or empty directory",
+            )),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if parent.is_dir() {
+                Ok(())
+            } else {
+                Err(bad(&format!(
+                    "the directory {} does not exist; create it first",
+                    parent.display()
+                )))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(bad("is a file; give a directory"))
+        }
+        Err(e) => Err(bad(&e.to_string())),
+    }
+}
+
+/// Writes the JSON result; a shard's with its header and seconds embedded (`"stream"`, one
+/// second a line), so that the file alone merges exactly.
+fn write_json(
+    out: Option<JsonOut>,
+    result: &RunResult,
+    embedded: Option<(String, std::io::BufReader<std::fs::File>)>,
+) -> anyhow::Result<()> {
+    let embedded = std::cell::RefCell::new(embedded);
+    let render = |w: &mut dyn Write| {
+        let Some((header, seconds)) = embedded.borrow_mut().take() else {
+            return Format::Json
+                .renderer()
+                .render(result, w)
+                .and_then(|_| w.flush());
+        };
+        let mut text = Vec::new();
+        Format::Json.renderer().render(result, &mut text)?;
+        let end = text
+            .iter()
+            .rposition(|&b| b == b'}')
+            .expect("a JSON result is an object");
+        w.write_all(&text[..end])?;
+        write!(
+            w,
+            ",\n  \"{}\": {{\n    \"header\": {header},\n    \"seconds\": [",
+            barrage_report::stream::EMBEDDED
+        )?;
+        for (i, line) in std::io::BufRead::lines(seconds).enumerate() {
+            w.write_all(if i == 0 { b"\n      " } else { b",\n      " })?;
+            w.write_all(line?.as_bytes())?;
+        }
+        w.write_all(b"\n    ]\n  }\n}\n")?;
+        w.flush()
+    };
+    match out {
+        None => Ok(()),
+        Some(JsonOut::Stdout) => {
+            render(&mut std::io::stdout().lock()).context("--json -: cannot write")
+        }
+        Some(JsonOut::File(p)) => barrage_report::write_whole(Path::new(&p), |w| render(w))
+            .with_context(|| format!("--json {p}: cannot write")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_rule_decides_a_report_format_from_the_file_name() {
+        assert_eq!(
+            report_format("-o", "r.md", false).unwrap(),
+            Format::Markdown
+        );
+        assert_eq!(
+            report_format("-o", "R.MARKDOWN", false).unwrap(),
+            Format::Markdown
+        );
+        assert_eq!(report_format("-o", "r.htm", false).unwrap(), Format::Html);
+        assert_eq!(
+            report_format("--report", "-", true).unwrap(),
+            Format::Markdown
+        );
+        let e = report_format("-o", "-", false).unwrap_err().to_string();
+        assert!(e.starts_with("-o -: ") && e.contains(".md or .html"), "{e}");
+        for bad in ["r.json", "r.txt", "r", "r.md.bak"] {
+            let e = report_format("--report", bad, true)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("--report {bad}: ")), "{e}");
+            assert!(e.contains("or - for Markdown on stdout"), "{e}");
+        }
+    }
+}
