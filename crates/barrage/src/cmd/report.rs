@@ -5,7 +5,6 @@
 use crate::resolve::cli::ReportArgs;
 use crate::usage::Usage;
 use anyhow::Context as _;
-use barrage_metrics::RunResult;
 use barrage_report::Format;
 use std::io::Write;
 
@@ -54,7 +53,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
         Out::Doc(format) => {
             let r =
                 barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
-            write(&r, &a.output, format)?;
+            crate::sinks::outfile::write(&r, &a.output, format)?;
             return Ok(0);
         }
         Out::Csv => {
@@ -86,22 +85,4 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("-o {}: cannot write", a.output))?;
     }
     Ok(0)
-}
-
-pub fn write(r: &RunResult, path: &str, format: Format) -> anyhow::Result<()> {
-    if path == "-" {
-        // Rendered first, so that a reader that goes away (`| head`) ends the output quietly:
-        // a closed pipe is the reader's choice, not an error.
-        let mut text = Vec::new();
-        barrage_report::render(r, format, &mut text)?;
-        let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(&text).and_then(|()| out.flush()) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                return Err(e).context("-o -: cannot write the report to stdout");
-            }
-        }
-        return Ok(());
-    }
-    barrage_report::save(r, format, path)?;
-    Ok(())
 }

@@ -13,7 +13,7 @@ use barrage_scenario::Checked;
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     let shown = a.file.display().to_string();
     let checked = barrage_scenario::load(&a.file).map_err(|e| Usage::file(&shown, e))?;
-    binary_checks(&shown, &checked)?;
+    crate::resolve::scenario::binary_checks(&shown, &checked)?;
     say!("ok: {shown}: {}", checked.summary());
     // The whole run's size against this machine, as `run` checks it before any traffic.
     let (facts, how) = facts(&shown, &checked)?;
@@ -79,60 +79,4 @@ fn facts(file: &str, c: &Checked) -> Result<(crate::resolve::preflight::Facts, S
         },
         how,
     ))
-}
-
-/// Checks made with the binary's parsers and this process's environment: the target URL,
-/// the thresholds' grammar, and every `{secret:NAME}` the run would fill.
-pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
-    let at = |line: u32, key: &str, why: String| {
-        Usage::file(file, format!("{file}:{line}: {key}: {why}"))
-    };
-    if let Some(s) = c
-        .secrets
-        .iter()
-        .find(|s| std::env::var_os(&s.name).is_none())
-    {
-        let why = barrage_engine::message::SecretError::Missing(s.name.clone());
-        return Err(at(s.line, &s.key, why.to_string()));
-    }
-    let t = &c.file.target;
-    if let Err(e) = crate::resolve::url::parse(t) {
-        return Err(at(t.line, "target", strip_flag(&e.to_string(), "target")));
-    }
-    for (i, u) in c.file.urls.iter().enumerate() {
-        if let Err(e) = crate::resolve::url::parse(u) {
-            return Err(at(
-                u.line,
-                &format!("urls[{i}]"),
-                strip_flag(&e.to_string(), "target"),
-            ));
-        }
-    }
-    if let Some(s) = c.file.run.as_ref().and_then(|r| r.source_ip.as_ref()) {
-        if s.trim() != "auto" {
-            if let Err(e) = crate::resolve::sources::parse(s) {
-                return Err(at(s.line, "run.source_ip", e));
-            }
-        }
-    }
-    if let Some(run) = &c.file.run {
-        for (i, th) in run.thresholds.iter().enumerate() {
-            // `steps.NAME.METRIC`: the step is checked by the scenario; the rest is a metric.
-            let expr = match th.trim().strip_prefix("steps.") {
-                Some(rest) => rest.split_once('.').map_or(rest, |(_, m)| m).to_string(),
-                None => th.to_string(),
-            };
-            if let Err(e) = barrage_metrics::thresholds::parse(&expr) {
-                return Err(at(th.line, &format!("run.thresholds[{i}]"), e.to_string()));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `target 'x' has no scheme` -> `'x' has no scheme` (the key is already on the line).
-fn strip_flag(line: &str, flag: &str) -> String {
-    line.strip_prefix(flag)
-        .map(|r| r.trim_start_matches(':').trim_start().to_string())
-        .unwrap_or_else(|| line.to_string())
 }

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod outputs;
 pub mod preflight;
 pub mod redact;
 pub mod scenario;
@@ -108,7 +109,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
             }
         }
     }
-    let outputs = Outputs::resolve(a)?;
+    let outputs = crate::resolve::outputs::outputs(a)?;
     Ok(Resolved {
         plan,
         spec,

@@ -39,11 +39,11 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
     let r = merged(&a.dirs, command_line, a.clock_tolerance)?;
     match out {
-        Some((o, format)) => crate::cmd::report::write(&r, o, format)?,
+        Some((o, format)) => crate::sinks::outfile::write(&r, o, format)?,
         // Without -o: the merged run's summary, as a run prints its own, and what the merge
         // says (the summary shows it only when the run did not complete).
         None => {
-            crate::cmd::report::write(&r, "-", Format::Text)?;
+            crate::sinks::outfile::write(&r, "-", Format::Text)?;
             if let Some(m) = &r.message {
                 crate::sys::err_line(format_args!("barrage merge: {m}"));
             }

@@ -83,6 +83,33 @@ fn reason(e: &std::io::Error) -> String {
     }
 }
 
+/// A result rendered as `format` to `path` (`-`: stdout, where a reader that went away ends the
+/// output quietly).
+pub fn write(
+    r: &barrage_metrics::RunResult,
+    path: &str,
+    format: barrage_report::Format,
+) -> anyhow::Result<()> {
+    if path == "-" {
+        // Rendered first, so that a reader that goes away (`| head`) ends the output quietly:
+        // a closed pipe is the reader's choice, not an error.
+        let mut text = Vec::new();
+        barrage_report::render(r, format, &mut text)?;
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(&text).and_then(|()| out.flush()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(
+                    anyhow::Error::new(e).context("-o -: cannot write the report to stdout")
+                );
+            }
+        }
+        return Ok(());
+    }
+    barrage_report::save(r, format, path)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

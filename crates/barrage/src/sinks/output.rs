@@ -7,7 +7,6 @@
 //! whose reader is gone), then the summary, the baseline comparison and the report.
 //! [`report_format`] is the one place that decides a format from a file name.
 
-use crate::resolve::cli::RunArgs;
 use crate::sinks::{live, tui};
 use crate::usage::Usage;
 use anyhow::Context as _;
@@ -15,7 +14,7 @@ use barrage_engine::Plan;
 use barrage_metrics::{Aggregator, RunResult, Tick};
 use barrage_report::Format;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -44,137 +43,30 @@ pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, 
 }
 
 /// Where the JSON goes: stdout, or a file checked at the start and written at the end.
-enum JsonOut {
+pub(crate) enum JsonOut {
     Stdout,
     File(String),
 }
 
-/// `--baseline FILE` with its limits, checked (file loaded, limits parsed) before the load.
-struct Baseline {
-    path: PathBuf,
-    limits: Option<String>,
-    opts: barrage_metrics::compare::Options,
-}
-
 /// Every output of one run, resolved and checked.
 pub struct Outputs {
-    json: Option<JsonOut>,
+    pub(crate) json: Option<JsonOut>,
     /// `--out DIR`, `--csv`, `--hdr-log`: checked at resolve, opened when the run starts.
-    files: crate::sinks::recorders::Paths,
-    rec: crate::sinks::recorders::Recorders,
+    pub(crate) files: crate::sinks::recorders::Paths,
+    pub(crate) rec: crate::sinks::recorders::Recorders,
     /// `--prometheus`: where to serve `/metrics` (bound when the run starts).
     pub prometheus: Option<std::net::SocketAddr>,
     /// `--web`: where to serve the live page.
     pub web: Option<std::net::SocketAddr>,
-    report: Option<(String, Format)>,
-    baseline: Option<Baseline>,
-    quiet: bool,
-    no_tui: bool,
+    pub(crate) report: Option<(String, Format)>,
+    pub(crate) baseline: Option<crate::sinks::baseline::Baseline>,
+    pub(crate) quiet: bool,
+    pub(crate) no_tui: bool,
     /// Printed as the load starts (unless `-q`).
-    note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 impl Outputs {
-    /// Check every destination now; nothing is written (or truncated) before the end.
-    pub fn resolve(a: &RunArgs) -> Result<Outputs, Usage> {
-        let json = match a.json.as_deref() {
-            None => None,
-            Some("-") => Some(JsonOut::Stdout),
-            Some(p) => {
-                crate::sinks::outfile::check_writable("--json", p)?;
-                Some(JsonOut::File(p.into()))
-            }
-        };
-        let report = match &a.report {
-            Some(p) if p == "-" && matches!(json, Some(JsonOut::Stdout)) => {
-                return Err(Usage::value(
-                    "--report",
-                    p,
-                    "--json - already writes to stdout; give the report a FILE.md or FILE.html",
-                ));
-            }
-            Some(p) => {
-                let format = report_format("--report", p, true)?;
-                crate::sinks::outfile::check_writable("--report", p)?;
-                Some((p.clone(), format))
-            }
-            None => None,
-        };
-        if let Some(dir) = &a.out {
-            check_out_dir(dir)?;
-        }
-        if let Some(p) = &a.csv {
-            if p == "-" {
-                return Err(Usage::value(
-                    "--csv",
-                    p,
-                    "the CSV is rewritten whole at the end, so it needs a file; give FILE.csv \
-                     (barrage report RESULT.json --format csv -o - prints one)",
-                ));
-            }
-            crate::sinks::outfile::check_writable("--csv", p)?;
-        }
-        let prometheus = a
-            .prometheus
-            .as_deref()
-            .map(|v| crate::sinks::prom::parse_addr(v, a.listen_any))
-            .transpose()?;
-        let web = a
-            .web
-            .as_deref()
-            .map(|v| crate::sinks::web::parse_addr(v, a.listen_any))
-            .transpose()?;
-        if let Some(p) = &a.hdr_log {
-            if p == "-" {
-                return Err(Usage::value(
-                    "--hdr-log",
-                    p,
-                    "stdout carries the summary; give a FILE (or --out DIR, then \
-                     barrage report DIR --format hdr-log -o -)",
-                ));
-            }
-            crate::sinks::outfile::check_writable("--hdr-log", p)?;
-        }
-        let opts = crate::cmd::compare::options(a.noise_floor.as_deref())?;
-        let baseline = match &a.baseline {
-            Some(b) => {
-                if let Some(l) = &a.max_regression {
-                    barrage_metrics::compare::parse_limits(l)
-                        .map_err(|e| Usage::new("--max-regression", e))?;
-                }
-                barrage_report::load(b).map_err(|e| Usage::new("--baseline", e))?;
-                Some(Baseline {
-                    path: b.clone(),
-                    limits: a.max_regression.clone(),
-                    opts,
-                })
-            }
-            None => None,
-        };
-        Ok(Outputs {
-            json,
-            files: crate::sinks::recorders::Paths {
-                out: a.out.clone(),
-                csv: a.csv.clone(),
-                hdr_log: a.hdr_log.clone(),
-                embed: a.shard.is_some() && a.json.is_some(),
-            },
-            rec: Default::default(),
-            prometheus,
-            web,
-            report,
-            baseline,
-            quiet: a.quiet,
-            no_tui: a.no_tui,
-            note: (a.requests.is_some() && a.duration.is_none()).then(|| {
-                format!(
-                    "-n without -d: the run also stops after {} s; give -d to change that bound",
-                    crate::resolve::config::REQUESTS_TIME_BOUND.as_secs()
-                )
-            }),
-        })
-    }
-
     /// `-q`: no live output.
     pub fn quiet(&self) -> bool {
         self.quiet
@@ -250,12 +142,7 @@ impl Outputs {
         };
         let baseline_lines = match &self.baseline {
             Some(b) => {
-                let (lines, regressed) = crate::cmd::compare::check_baseline(
-                    result,
-                    &b.path,
-                    b.limits.as_deref(),
-                    &b.opts,
-                )?;
+                let (lines, regressed) = b.check(result)?;
                 if regressed && code == 0 {
                     code = 3;
                 }
@@ -296,7 +183,7 @@ impl Outputs {
             }
         }
         if let Some((path, format)) = &self.report {
-            if let Err(e) = crate::cmd::report::write(result, path, *format) {
+            if let Err(e) = crate::sinks::outfile::write(result, path, *format) {
                 failed.push(crate::error_line(&e.context(format!("--report {path}"))));
             }
         }
@@ -360,7 +247,7 @@ impl Live {
 }
 
 /// `--out DIR`: new (in a directory that exists) or empty.
-fn check_out_dir(dir: &Path) -> Result<(), Usage> {
+pub(crate) fn check_out_dir(dir: &Path) -> Result<(), Usage> {
     let bad = |why: &str| Usage::value("--out", dir.display(), why);
     match std::fs::read_dir(dir) {
         Ok(mut entries) => match entries.next() {
