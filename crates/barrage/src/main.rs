@@ -29,14 +29,14 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     let result = match &cli.command {
-        Command::Run(a) => run::run(a, argv.clone()),
+        Command::Run(a) => cmd::run::run(a, argv.clone()),
         Command::Serve(a) => cmd::serve::serve(a),
         Command::Demo(a) => cmd::demo::demo(a),
         Command::Report(a) => cmd::report::report(a),
         Command::Compare(a) => cmd::compare::compare(a),
         Command::Validate(a) => cmd::validate::validate(a),
         Command::FindMax(a) => cmd::find_max::find_max(a, argv.clone()),
-        Command::Merge(a) => shard::merge::merge(a),
+        Command::Merge(a) => cmd::merge::merge(a),
         Command::Dist(a) => shard::dist::dist(a),
     };
     match result {

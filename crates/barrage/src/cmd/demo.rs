@@ -44,7 +44,7 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         spec.duration_ns = Some(ns(a.duration));
         let argv = vec!["barrage".into(), "demo".into()];
         let r = crate::resolve::from_spec(spec, a.quiet, argv)?;
-        code = code.max(crate::run::run_resolved(r)?);
+        code = code.max(crate::run::run(r, crate::run::Engine)?);
         say!();
     }
     let s = server.shutdown();

@@ -42,7 +42,7 @@ pub(crate) struct Setup {
 
 pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let setup = resolve(a)?;
-    let stop = sys::stop_on_signals();
+    let signals = crate::run::Signals::install();
     let started_at = sys::rfc3339_now();
     say_start(a, &setup);
     let mut search = Search::new(setup.bounds);
@@ -52,7 +52,7 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             Next::Offer(r) => r,
             Next::Stop(end) => break end,
         };
-        match run_step(a, &setup, rate, steps.len() + 1, &argv, &stop)? {
+        match run_step(a, &setup, rate, steps.len() + 1, &argv, &signals)? {
             StepEnd::Done(step) => {
                 search.record(rate, step.verdict.clone());
                 steps.push(*step);

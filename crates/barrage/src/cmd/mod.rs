@@ -3,6 +3,8 @@
 pub mod compare;
 pub mod demo;
 pub mod find_max;
+pub mod merge;
 pub mod report;
+pub mod run;
 pub mod serve;
 pub mod validate;

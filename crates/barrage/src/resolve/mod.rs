@@ -149,6 +149,86 @@ pub fn from_spec(spec: Spec, quiet: bool, argv: Vec<String>) -> Result<Resolved,
     })
 }
 
+/// A run over `n` processes (`--processes`), resolved whole: every check made once here for
+/// all the children (and the machine-wide pre-flight: they share its ports, memory and
+/// tables).
+pub fn split(a: &RunArgs, argv: Vec<String>, n: usize) -> Result<Resolved, Usage> {
+    let mut whole = a.clone();
+    whole.parent_of = Some(n as u64);
+    let resolved = if scenario::is_file(&a.target) {
+        scenario::resolve(&whole, argv.clone())?
+    } else {
+        resolve(&whole, argv.clone())?
+    };
+    // Child i runs thread shares i x t ..: it owns a connection only when there are more
+    // than i x t of them.
+    let t = a.threads.unwrap_or(1).max(1);
+    let least = (n as u64 - 1).saturating_mul(t).saturating_add(1);
+    if resolved.plan.connections < least {
+        return Err(Usage::says(
+            "--processes",
+            format!(
+                "{n} needs at least {least} connections (users) so that every process owns \
+                 one{}; the run has {}",
+                if t > 1 {
+                    format!(" (each runs -t {t} thread shares, by stride)")
+                } else {
+                    String::new()
+                },
+                resolved.plan.connections
+            ),
+        ));
+    }
+    Ok(resolved)
+}
+
+/// A run in this process: from a scenario file, or from the flags.
+pub fn run(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
+    if scenario::is_file(&a.target) {
+        scenario::resolve(a, argv)
+    } else {
+        resolve(a, argv)
+    }
+}
+
+/// How many processes the run wants (`--processes`, or a scenario file's `processes`):
+/// `None` for one (this one), and always for a shard (a shard is one process).
+pub fn processes(a: &RunArgs) -> Result<Option<u64>, Usage> {
+    use barrage_scenario::model::Processes;
+    if a.shard.is_some() {
+        if a.processes.is_some() {
+            return Err(Usage::says(
+                "--processes",
+                "does not go with --shard: a shard is one process; split the run with more \
+                 shards, or run --processes N without --shard (it makes the shards itself)",
+            ));
+        }
+        return Ok(None);
+    }
+    let file = crate::resolve::scenario::is_file(&a.target);
+    let p = match a.processes {
+        Some(p) => p,
+        None if file => match crate::resolve::scenario::file_processes(&a.target)? {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+        None => return Ok(None),
+    };
+    let n = match p {
+        Processes::Count(n) => n,
+        Processes::Auto => {
+            let conns = if file {
+                crate::resolve::scenario::users(a)?
+            } else {
+                crate::resolve::config::plan(a)?.0.connections
+            };
+            let m = crate::resolve::preflight::Machine::read();
+            crate::resolve::preflight::processes_for(conns, a.threads.unwrap_or(1), m.nofile_hard)
+        }
+    };
+    Ok((n > 1).then_some(n))
+}
+
 /// Refuse, before any load, a threshold the run could not measure: a server figure without
 /// `--monitor`/`--spawn`, a recovery figure with `--recovery 0`.
 fn measurable(

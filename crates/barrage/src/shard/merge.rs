@@ -18,53 +18,12 @@
 //! seconds run out is ended at once, so that the others' seconds never wait for it: a merge
 //! holds a few seconds' histograms, however long the run.
 
-mod inputs;
+pub mod inputs;
 
-use crate::resolve::cli::MergeArgs;
 use crate::usage::Usage;
 use barrage_metrics::result::Status;
 use barrage_metrics::{Aggregator, Delta, RunResult, DRAIN_KEY};
-use barrage_report::{stream, Format};
-
-pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
-    let out = a
-        .output
-        .as_deref()
-        .map(|o| Ok::<_, Usage>((o, out_format(o)?)))
-        .transpose()?;
-    if let Some((o, _)) = out {
-        inputs::refuse_overwrite(o, &a.dirs)?;
-    }
-    let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
-    command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
-    let r = merged(&a.dirs, command_line, a.clock_tolerance)?;
-    match out {
-        Some((o, format)) => crate::sinks::outfile::write(&r, o, format)?,
-        // Without -o: the merged run's summary, as a run prints its own, and what the merge
-        // says (the summary shows it only when the run did not complete).
-        None => {
-            crate::sinks::outfile::write(&r, "-", Format::Text)?;
-            if let Some(m) = &r.message {
-                crate::sys::err_line(format_args!("barrage merge: {m}"));
-            }
-        }
-    }
-    Ok(if r.thresholds_failed() { 3 } else { 0 })
-}
-
-/// `-o FILE`: JSON, HTML or Markdown by its name.
-fn out_format(o: &str) -> Result<Format, Usage> {
-    match Format::from_path(std::path::Path::new(o)) {
-        _ if o == "-" => Ok(Format::Markdown),
-        Some(f @ (Format::Json | Format::Html | Format::Markdown)) => Ok(f),
-        _ => Err(Usage::value(
-            "-o",
-            o,
-            "the file name must end in .json, .html or .md (or - for Markdown on stdout; \
-             without -o the summary is printed)",
-        )),
-    }
-}
+use barrage_report::stream;
 
 /// The shards' directories as one result (thresholds judged); `command_line` is recorded.
 /// Deliveries between shards whose clocks differ are timed when the clocks are known to agree
@@ -74,6 +33,45 @@ pub fn merged(
     command_line: Vec<String>,
     clock_tolerance: std::time::Duration,
 ) -> Result<RunResult, Usage> {
+    let m = merge_dirs(dirs, clock_tolerance)?;
+    let thresholds: Vec<_> = m
+        .header
+        .thresholds
+        .iter()
+        .filter_map(|e| barrage_metrics::thresholds::parse(e).ok())
+        .collect();
+    let ending = crate::run::Ending {
+        status: m.status,
+        message: Some(m.message),
+        code: 0,
+    };
+    let h = m.header;
+    // The monitors watched each shard's own servers: not merged.
+    let mut r = crate::run::assemble(
+        ending,
+        command_line,
+        h.started_at,
+        (h.config, h.environment, h.spec),
+        m.outcome,
+    );
+    r.conclude(&thresholds, None);
+    Ok(r)
+}
+
+/// The shards merged: the first shard's header with every shard's clock, the merged outcome,
+/// and whether it makes a whole run (`Completed`) or what it lacks (`Incomplete`).
+pub struct Merged {
+    pub header: stream::Header,
+    pub outcome: barrage_metrics::Outcome,
+    pub status: Status,
+    pub message: String,
+}
+
+/// The shards' directories (or result files) merged exactly.
+pub fn merge_dirs(
+    dirs: &[std::path::PathBuf],
+    clock_tolerance: std::time::Duration,
+) -> Result<Merged, Usage> {
     let mut shards = inputs::open(dirs)?;
     let n = shards.len();
     let mut header = shards[0].header.clone();
@@ -121,15 +119,12 @@ pub fn merged(
             format!("{n} shards merged; {clocks}; {}", lacking.join("; ")),
         )
     };
-    // The monitors watched each shard's own servers: not merged.
-    Ok(stream::result_of(
+    Ok(Merged {
         header,
         outcome,
         status,
         message,
-        command_line,
-        None,
-    ))
+    })
 }
 
 /// The shards' seconds in time order, one at a time from each (a k-way merge: a long run's

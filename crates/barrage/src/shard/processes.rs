@@ -10,7 +10,7 @@
 //! Kubernetes), so nothing here is a protocol of its own; a child cannot outlive the parent
 //! (parent-death signal), and a child that fails is named in the result.
 
-use crate::resolve::cli::RunArgs;
+use crate::resolve::watch::WatchPlan;
 use crate::usage::Usage;
 use barrage_metrics::result::Status;
 use barrage_metrics::{Aggregator, Delta};
@@ -62,228 +62,188 @@ fn child_args(argv: &[String]) -> Vec<String> {
     crate::sys::args_without(argv, &PARENT_ONLY)
 }
 
-/// How many processes the run wants (`--processes`, or a scenario file's `processes`):
-/// `None` for one (this one), and always for a shard (a shard is one process).
-pub fn wanted(a: &RunArgs) -> Result<Option<u64>, Usage> {
-    use barrage_scenario::model::Processes;
-    if a.shard.is_some() {
-        if a.processes.is_some() {
-            return Err(Usage::says(
-                "--processes",
-                "does not go with --shard: a shard is one process; split the run with more \
-                 shards, or run --processes N without --shard (it makes the shards itself)",
-            ));
-        }
-        return Ok(None);
-    }
-    let file = crate::resolve::scenario::is_file(&a.target);
-    let p = match a.processes {
-        Some(p) => p,
-        None if file => match crate::resolve::scenario::file_processes(&a.target)? {
-            Some(p) => p,
-            None => return Ok(None),
-        },
-        None => return Ok(None),
-    };
-    let n = match p {
-        Processes::Count(n) => n,
-        Processes::Auto => {
-            let conns = if file {
-                crate::resolve::scenario::users(a)?
-            } else {
-                crate::resolve::config::plan(a)?.0.connections
-            };
-            let m = crate::resolve::preflight::Machine::read();
-            crate::resolve::preflight::processes_for(conns, a.threads.unwrap_or(1), m.nofile_hard)
-        }
-    };
-    Ok((n > 1).then_some(n))
+/// The children of `--processes`: N local shards of the same command, each with `--shard
+/// i/N`, a common `--start-at` two seconds ahead and its own `--out` directory in a temporary
+/// one; their seconds are followed into the run as they come and merged exactly at the end.
+pub struct Children {
+    /// The children's arguments: the parent's, less what the parent keeps.
+    args: Vec<String>,
+    n: usize,
+    /// `-t 1` unless the run gave `-t`.
+    threads: Option<u64>,
+    /// The generator's sampling interval when nothing else is watched.
+    monitor_interval: Duration,
+    spawned: Option<Spawned>,
 }
 
-pub fn run(a: &RunArgs, argv: Vec<String>, n: usize) -> anyhow::Result<i32> {
-    for f in PER_CHILD {
-        if argv.iter().skip(1).any(|x| flag_of(x) == f) {
-            return Err(Usage::says(
-                f,
-                "does not go with --processes (each process gets its own)",
-            )
-            .into());
+/// The children once started.
+struct Spawned {
+    root: TempRoot,
+    dirs: Vec<PathBuf>,
+    children: Vec<Child>,
+}
+
+impl Children {
+    /// The children of the command line `argv`, refused when it names what each child gets
+    /// for itself.
+    pub fn new(
+        argv: &[String],
+        n: usize,
+        threads: Option<u64>,
+        monitor_interval: Duration,
+    ) -> Result<Children, Usage> {
+        for f in PER_CHILD {
+            if argv.iter().skip(1).any(|x| flag_of(x) == f) {
+                return Err(Usage::says(
+                    f,
+                    "does not go with --processes (each process gets its own)",
+                ));
+            }
         }
-    }
-    // Every check of the run, made once here for all the children (and the machine-wide
-    // pre-flight: they share its ports, memory and tables).
-    let mut whole = a.clone();
-    whole.parent_of = Some(n as u64);
-    let resolved = if crate::resolve::scenario::is_file(&a.target) {
-        crate::resolve::scenario::resolve(&whole, argv.clone())?
-    } else {
-        crate::resolve::resolve(&whole, argv.clone())?
-    };
-    // Child i runs thread shares i x t ..: it owns a connection only when there are more
-    // than i x t of them.
-    let t = a.threads.unwrap_or(1).max(1);
-    let least = (n as u64 - 1).saturating_mul(t).saturating_add(1);
-    if resolved.plan.connections < least {
-        return Err(Usage::says(
-            "--processes",
-            format!(
-                "{n} needs at least {least} connections (users) so that every process owns \
-                 one{}; the run has {}",
-                if t > 1 {
-                    format!(" (each runs -t {t} thread shares, by stride)")
-                } else {
-                    String::new()
-                },
-                resolved.plan.connections
-            ),
-        )
-        .into());
-    }
-    let thresholds = resolved.thresholds;
-    let mut outputs = resolved.outputs;
-    // One watch for the whole run: the server (--monitor, --spawn, started here before any
-    // child connects) and barrage with all its children, for the generator's CPU.
-    let plan = match resolved.watch {
-        Some(p) => p.with_children_of_self(),
-        None => crate::resolve::watch::WatchPlan::generator_only(a.monitor_interval),
-    };
-    let mut watch = plan.start()?;
-    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
-    let root = TempRoot::create()
-        .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let start = now.as_secs() + 2;
-    let starts = std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now);
-    watch.run_starts_at(starts);
-    let started_at = crate::sys::rfc3339_now();
-    let (prom, web) = crate::run::serve_live(
-        &outputs,
-        &started_at,
-        &resolved.config,
-        &resolved.argv,
-        "0".into(),
-    )?;
-    // The parent's --out is a whole run's stream: the merged seconds, replayable alone.
-    outputs.start_files(&crate::run::stream_header(
-        &resolved.argv,
-        &started_at,
-        &resolved.config,
-        resolved.spec.to_json(),
-        &resolved.plan,
-        &thresholds,
-        Some(&watch),
-    ))?;
-    let args = child_args(&argv);
-    let threads = a.threads.is_none().then_some("1");
-    let dirs: Vec<PathBuf> = (0..n)
-        .map(|i| root.path.join(format!("shard{i}")))
-        .collect();
-    let mut children = Vec::new();
-    for (i, dir) in dirs.iter().enumerate() {
-        let mut c = crate::sys::child_of_self(&exe);
-        c.args(&args)
-            .args([
-                "--shard",
-                &format!("{i}/{n}"),
-                "--start-at",
-                &format!("@{start}"),
-                "--one-clock",
-                "--skip-thresholds",
-            ])
-            .args(["-q", "--no-tui", "--out"])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        if let Some(t) = threads {
-            c.args(["-t", t]);
-        }
-        let child = c
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("--processes: cannot start shard {i}: {e}"))?;
-        children.push(child);
-    }
-    let signals = crate::run::Signals::install();
-    let live = outputs.live(&resolved.plan, &signals.stop);
-    // The scraper's clock is the run's: its samples on the run's timeline.
-    let scraper = resolved.metrics.map(|m| m.start(starts));
-    let mut observer = crate::run::Observer::new(
-        &live,
-        Some(&watch),
-        outputs.recorders(),
-        prom.as_ref(),
-        web.as_ref(),
-        scraper.as_ref(),
-        &signals.stop,
-    );
-    let follow = Follow {
-        dirs: &dirs,
-        timeline: resolved.plan.timeline(),
-        stop: &signals.stop,
-    };
-    let ended = follow.run(&mut children, &mut observer);
-    let out_failed = observer.out_failed;
-    let server_metrics = scraper
-        .map(barrage_monitor::Scraper::stop)
-        .unwrap_or_default();
-    let recovery_s = Some(watch.recovery_s()).filter(|r| *r > 0.0);
-    let user_stop = live.keys().is_some_and(|k| k.user_stopped()) && !signals.signalled();
-    let (series, spawned) = crate::run::recover(watch, &live, &signals);
-    live.finish();
-    if let Some(p) = prom {
-        p.stop();
-    }
-    // The children share this host's clock (--one-clock): their deliveries are timed already.
-    let mut result = crate::shard::merge::merged(&dirs, argv.clone(), Duration::ZERO)?;
-    drop(root);
-    result.started_at = started_at;
-    result.monitor = Some(series);
-    result.spawn = spawned;
-    result.server_metrics = server_metrics;
-    // The children's threads together, as many as the machine runs at once.
-    result.config.threads = n * a.threads.unwrap_or(1) as usize;
-    result.config.processes = Some(n as u64);
-    result.conclude(&thresholds, recovery_s);
-    let stopped = signals.stop.load(std::sync::atomic::Ordering::Relaxed);
-    let failed: Vec<String> = ended
-        .iter()
-        .enumerate()
-        // A stop is passed on to the children: their exit 130 is the stop, not a failure.
-        .filter(|(_, c)| !(matches!(c, Some(0) | Some(3)) || stopped && *c == &Some(130)))
-        .map(|(i, c)| match c {
-            Some(code) => format!("shard {i} exited with {code}"),
-            None => format!("shard {i} was killed"),
+        Ok(Children {
+            args: child_args(argv),
+            n,
+            threads,
+            monitor_interval,
+            spawned: None,
         })
-        .collect();
-    let mut code = 0;
-    if out_failed {
-        result.status = Status::Failed;
-        result.message = Some(format!(
-            "--out: a second could not be written; the load was stopped; {n} processes merged"
-        ));
-        code = 1;
-    } else if !failed.is_empty() {
-        result.status = Status::Failed;
-        result.message = Some(format!("{}; {n} processes merged", failed.join(", ")));
-        code = 1;
-    } else if user_stop {
-        let at = barrage_metrics::figures::load_end(&result.timeseries);
-        result.status = Status::Stopped;
-        result.message = Some(format!(
-            "stopped by the user at {at:.1} s; {n} processes merged"
-        ));
-    } else if stopped {
-        result.status = Status::Interrupted;
-        result.message = Some(format!("interrupted by a signal; {n} processes merged"));
-        code = 130;
-    } else if result.status == Status::Completed {
-        result.message = Some(format!("{n} processes merged"));
     }
-    // (Otherwise the merge says which shard lacks what: the run is `incomplete`.)
-    crate::run::finish_web(web, &result);
-    outputs.finish(&result, code)
+}
+
+impl crate::run::Source for Children {
+    /// One watch for the whole run: the server (`--monitor`, `--spawn`, started before any
+    /// child connects) and barrage with all its children, for the generator's CPU.
+    fn watch(&self, plan: Option<WatchPlan>) -> Option<WatchPlan> {
+        Some(match plan {
+            Some(p) => p.with_children_of_self(),
+            None => WatchPlan::generator_only(self.monitor_interval),
+        })
+    }
+
+    /// Each child makes its own.
+    fn preflight(&self) -> bool {
+        false
+    }
+
+    /// The parent's `/metrics` are the whole run's.
+    fn shard_label(&self, _: &barrage_engine::Plan) -> String {
+        "0".into()
+    }
+
+    /// Starts the children, with a common start two seconds ahead.
+    fn start(
+        &mut self,
+        _: &barrage_engine::Plan,
+        _: &std::sync::atomic::AtomicBool,
+        _: bool,
+    ) -> anyhow::Result<Option<std::time::Instant>> {
+        let n = self.n;
+        let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("--processes: {e}"))?;
+        let root = TempRoot::create()
+            .map_err(|e| anyhow::anyhow!("--processes: a temporary directory: {e}"))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let start = now.as_secs() + 2;
+        let starts = std::time::Instant::now() + Duration::from_secs(start).saturating_sub(now);
+        let threads = self.threads.is_none().then_some("1");
+        let dirs: Vec<PathBuf> = (0..n)
+            .map(|i| root.path.join(format!("shard{i}")))
+            .collect();
+        let mut children = Vec::new();
+        for (i, dir) in dirs.iter().enumerate() {
+            let mut c = crate::sys::child_of_self(&exe);
+            c.args(&self.args)
+                .args([
+                    "--shard",
+                    &format!("{i}/{n}"),
+                    "--start-at",
+                    &format!("@{start}"),
+                    "--one-clock",
+                    "--skip-thresholds",
+                ])
+                .args(["-q", "--no-tui", "--out"])
+                .arg(dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            if let Some(t) = threads {
+                c.args(["-t", t]);
+            }
+            let child = c
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("--processes: cannot start shard {i}: {e}"))?;
+            children.push(child);
+        }
+        self.spawned = Some(Spawned {
+            root,
+            dirs,
+            children,
+        });
+        Ok(Some(starts))
+    }
+
+    fn feed(
+        self,
+        plan: barrage_engine::Plan,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        obs: &mut crate::run::Observer<'_>,
+    ) -> anyhow::Result<crate::run::Fed> {
+        use crate::run::SourceEnd;
+        let n = self.n;
+        let Spawned {
+            root,
+            dirs,
+            mut children,
+        } = self
+            .spawned
+            .expect("the children start before they are followed");
+        let follow = Follow {
+            dirs: &dirs,
+            timeline: plan.timeline(),
+            stop: &stop,
+        };
+        let ended = follow.run(&mut children, obs);
+        // The children share this host's clock (--one-clock): their deliveries are timed
+        // already.
+        let merged = crate::shard::merge::merge_dirs(&dirs, Duration::ZERO)?;
+        drop(root);
+        let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
+        let failed: Vec<String> = ended
+            .iter()
+            .enumerate()
+            // A stop is passed on to the children: their exit 130 is the stop, not a failure.
+            .filter(|(_, c)| !(matches!(c, Some(0) | Some(3)) || stopped && *c == &Some(130)))
+            .map(|(i, c)| match c {
+                Some(code) => format!("shard {i} exited with {code}"),
+                None => format!("shard {i} was killed"),
+            })
+            .collect();
+        let end = if !failed.is_empty() {
+            SourceEnd::Failed(failed.join(", "))
+        } else if stopped {
+            SourceEnd::Interrupted
+        } else if merged.status == Status::Completed {
+            SourceEnd::Completed
+        } else {
+            // The merge says which shard lacks what.
+            SourceEnd::Incomplete(merged.message)
+        };
+        let mut config = merged.header.config;
+        // The children's threads together, as many as the machine runs at once.
+        config.threads = n * self.threads.unwrap_or(1) as usize;
+        config.processes = Some(n as u64);
+        Ok(crate::run::Fed {
+            end,
+            outcome: merged.outcome,
+            recorded: Some(crate::run::Recorded {
+                config,
+                environment: merged.header.environment,
+                spec: merged.header.spec,
+            }),
+            note: Some(format!("{n} processes merged")),
+        })
+    }
 }
 
 /// The children's `--out` directories, followed.

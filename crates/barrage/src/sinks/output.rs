@@ -64,6 +64,8 @@ pub struct Outputs {
     pub(crate) no_tui: bool,
     /// Printed as the load starts (unless `-q`).
     pub(crate) note: Option<String>,
+    /// The text summary is printed at the end (a find-max step's is not).
+    pub(crate) summary: bool,
 }
 
 impl Outputs {
@@ -85,6 +87,17 @@ impl Outputs {
             quiet,
             no_tui: false,
             note: None,
+            summary: true,
+        }
+    }
+
+    /// Nothing at all: no live view, no file, no summary (a find-max step, whose search says
+    /// what it measured).
+    pub fn none() -> Outputs {
+        Outputs {
+            no_tui: true,
+            summary: false,
+            ..Outputs::summary(true)
         }
     }
 
@@ -162,25 +175,8 @@ impl Outputs {
             failed.push(crate::error_line(&e));
         }
         std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
-        // With --json -, stdout carries the JSON and the summary goes to stderr.
-        let mut text = Vec::new();
-        Format::Text.renderer().render(result, &mut text)?;
-        if !baseline_lines.is_empty() {
-            text.extend_from_slice(b"\nBaseline comparison\n");
-            for l in &baseline_lines {
-                text.extend_from_slice(l.as_bytes());
-                text.push(b'\n');
-            }
-        }
-        let shown = if to_stderr {
-            std::io::stderr().write_all(&text)
-        } else {
-            std::io::stdout().write_all(&text)
-        };
-        if let Err(e) = shown {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                failed.push(format!("cannot print the summary: {e}"));
-            }
+        if self.summary {
+            print_summary(result, &baseline_lines, to_stderr, &mut failed)?;
         }
         if let Some((path, format)) = &self.report {
             if let Err(e) = crate::sinks::outfile::write(result, path, *format) {
@@ -195,6 +191,37 @@ impl Outputs {
         }
         Ok(code)
     }
+}
+
+/// The text summary (and the baseline comparison) on stdout, or stderr when stdout carries
+/// the JSON; a failure to print is one more failed output.
+fn print_summary(
+    result: &RunResult,
+    baseline_lines: &[String],
+    to_stderr: bool,
+    failed: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    // With --json -, stdout carries the JSON and the summary goes to stderr.
+    let mut text = Vec::new();
+    Format::Text.renderer().render(result, &mut text)?;
+    if !baseline_lines.is_empty() {
+        text.extend_from_slice(b"\nBaseline comparison\n");
+        for l in baseline_lines {
+            text.extend_from_slice(l.as_bytes());
+            text.push(b'\n');
+        }
+    }
+    let shown = if to_stderr {
+        std::io::stderr().write_all(&text)
+    } else {
+        std::io::stdout().write_all(&text)
+    };
+    if let Err(e) = shown {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            failed.push(format!("cannot print the summary: {e}"));
+        }
+    }
+    Ok(())
 }
 
 /// The live view while the load runs; fed one tick a second, never blocking the engine.

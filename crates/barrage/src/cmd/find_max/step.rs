@@ -1,5 +1,5 @@
 //! One step of the search: an ordinary run at one rate (the user's run flags through
-//! `config::plan`, the engine, the result concluded with the SLOs as thresholds), and what the
+//! `config::plan`, the run spine with the engine as its source, the SLOs as thresholds), and what the
 //! search needs from it ([`Measured`]): the rates offered, sent and completed, the first broken
 //! SLO, and barrage's own state (its CPU over the load, its event loop's lateness).
 //!
@@ -11,12 +11,12 @@ use super::render::{self, Step};
 use super::search::{self, Measured};
 use super::{step_args, Setup, CPU_LIMIT};
 use crate::resolve::cli::FindMaxArgs;
-use crate::resolve::config;
-use crate::sys;
-use barrage_engine::End as EngineEnd;
+use crate::resolve::{config, Resolved};
+use crate::run::Signals;
+use crate::sinks::output::Outputs;
 use barrage_metrics::thresholds::{self, Op};
 use barrage_metrics::timeline::Phase;
-use barrage_metrics::{RunResult, Status};
+use barrage_metrics::RunResult;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,14 +30,15 @@ pub(super) enum StepEnd {
     Unreachable(String),
 }
 
-/// One step at `rate`.
+/// One step at `rate`: an ordinary run through the spine, unwatched and without outputs, its
+/// SLOs as thresholds.
 pub(super) fn run_step(
     a: &FindMaxArgs,
     setup: &Setup,
     rate: f64,
     n: usize,
     argv: &[String],
-    stop: &Arc<AtomicBool>,
+    signals: &Signals,
 ) -> anyhow::Result<StepEnd> {
     let (plan, spec, config) = config::plan(&step_args(a, rate))?;
     let spec = config::record(&spec, &plan, a.run.secret_body, &a.run.redact);
@@ -51,35 +52,33 @@ pub(super) fn run_step(
             a.step_warmup
         );
     }
+    let resolved = Resolved {
+        plan,
+        spec,
+        config,
+        watch: None,
+        metrics: None,
+        thresholds: setup.slos.clone(),
+        outputs: Outputs::none(),
+        argv: argv.to_vec(),
+        insecure: a.run.insecure,
+    };
     let mut cpu = CpuMeter::default();
-    let out = barrage_engine::run(plan, stop.clone(), |tick, _| {
-        if tick.phase != Phase::Drain {
-            cpu.sample();
-        }
-    })?;
-    match out.end {
-        EngineEnd::Interrupted => return Ok(StepEnd::Interrupted),
-        EngineEnd::Unreachable(why) => {
-            return Ok(StepEnd::Unreachable(format!(
-                "cannot connect to {target}: {why}"
-            )))
-        }
-        EngineEnd::Completed => {}
+    let mut unreachable = None;
+    let source = StepRun {
+        cpu: &mut cpu,
+        unreachable: &mut unreachable,
+    };
+    let result = crate::run::drive(resolved, source, signals)?.result;
+    if let Some(why) = unreachable {
+        return Ok(StepEnd::Unreachable(format!(
+            "cannot connect to {target}: {why}"
+        )));
     }
-    if stop.load(Ordering::Relaxed) {
+    // The engine ends a load early only when the stop flag is set.
+    if signals.stop.load(Ordering::Relaxed) {
         return Ok(StepEnd::Interrupted);
     }
-    let mut result = RunResult::new(
-        Status::Completed,
-        None,
-        argv.to_vec(),
-        sys::rfc3339_now(),
-        config,
-        sys::environment(),
-        out.outcome,
-    );
-    result.spec = Some(spec.to_json());
-    result.conclude(&setup.slos, None);
     let cpu_pct = cpu.pct();
     let measured = measure(&result, rate, cpu_pct, threads);
     let verdict = search::judge(&measured);
@@ -88,6 +87,70 @@ pub(super) fn run_step(
         eprintln!("{}", render::step_line(&step));
     }
     Ok(StepEnd::Done(Box::new(step)))
+}
+
+/// A step's source: the engine, with barrage's CPU sampled each load second; a target that
+/// cannot be reached is the search's to say.
+struct StepRun<'a> {
+    cpu: &'a mut CpuMeter,
+    unreachable: &'a mut Option<String>,
+}
+
+impl crate::run::Source for StepRun<'_> {
+    /// A step is one of many; the first one's connections show a bad certificate.
+    fn preflight(&self) -> bool {
+        false
+    }
+
+    fn says_errors(&self) -> bool {
+        false
+    }
+
+    fn start(
+        &mut self,
+        _: &barrage_engine::Plan,
+        _: &AtomicBool,
+        _: bool,
+    ) -> anyhow::Result<Option<Instant>> {
+        Ok(None)
+    }
+
+    fn feed(
+        self,
+        plan: barrage_engine::Plan,
+        stop: Arc<AtomicBool>,
+        obs: &mut crate::run::Observer<'_>,
+    ) -> anyhow::Result<crate::run::Fed> {
+        let mut tapped = Tapped { obs, cpu: self.cpu };
+        let fed = crate::run::Engine.feed_observed(plan, stop, &mut tapped)?;
+        if let crate::run::SourceEnd::Unreachable(why) = &fed.end {
+            *self.unreachable = Some(why.clone());
+        }
+        Ok(fed)
+    }
+}
+
+/// The run's observer, with the CPU meter sampled on each tick of the load.
+struct Tapped<'a, 'b> {
+    obs: &'a mut crate::run::Observer<'b>,
+    cpu: &'a mut CpuMeter,
+}
+
+impl barrage_engine::Observer for Tapped<'_, '_> {
+    fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
+        if tick.phase != Phase::Drain {
+            self.cpu.sample();
+        }
+        self.obs.tick(tick, agg);
+    }
+
+    fn wants_segments(&self) -> bool {
+        self.obs.wants_segments()
+    }
+
+    fn segment(&mut self, merged: &barrage_metrics::Delta) {
+        self.obs.segment(merged);
+    }
 }
 
 /// What the search needs from a step's result.
