@@ -97,10 +97,34 @@ pub struct ScenarioSpec {
     /// `-d` (or the file's `run.duration`): the load stops then even if users remain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_duration_ns: Option<u64>,
+    /// The file as this process already checked it (overrides applied), so that a run parses
+    /// its scenario once; never recorded: a spec read back parses its `text`.
+    #[serde(skip)]
+    pub checked: Option<Checked>,
+}
+
+/// A checked scenario carried beside the text it came from. Two are always equal: the text
+/// they came from is what a spec compares.
+#[derive(Clone, Debug)]
+pub struct Checked(pub std::sync::Arc<barrage_scenario::Checked>);
+
+impl PartialEq for Checked {
+    fn eq(&self, _: &Checked) -> bool {
+        true
+    }
 }
 
 impl ScenarioSpec {
-    /// The file checked, with the overrides applied.
+    /// The file checked, with the overrides applied: as this process checked it already, or
+    /// parsed from the text.
+    pub fn checked(&self) -> Result<std::sync::Arc<barrage_scenario::Checked>, String> {
+        match &self.checked {
+            Some(c) => Ok(c.0.clone()),
+            None => self.load().map(std::sync::Arc::new),
+        }
+    }
+
+    /// The file parsed from the text and checked, with the overrides applied.
     pub fn load(&self) -> Result<barrage_scenario::Checked, String> {
         let format = if self.yaml {
             barrage_scenario::Format::Yaml
@@ -243,7 +267,7 @@ fn with_scenario(
     headers: &[(String, String)],
     secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
 ) -> Result<Plan, SpecError> {
-    let checked = sc.load().map_err(SpecError::Scenario)?;
+    let checked = sc.checked().map_err(SpecError::Scenario)?;
     let secret = std::cell::RefCell::new(secret);
     let lookup = |name: &str| (secret.borrow_mut())(name);
     let cx = crate::users::compile::Context {

@@ -72,6 +72,14 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Reads, parses and checks the scenario file at `path` (files it names, such as
 /// `users.data`, are relative to its folder).
 pub fn load(path: &Path) -> Result<Checked, ScenarioError> {
+    let (text, format) = read(path)?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    load_str(&path.display().to_string(), &text, format, &dir)
+}
+
+/// Reads the scenario file at `path` (its format from its name, at most [`MAX_FILE_BYTES`]),
+/// for [`load_str`].
+pub fn read(path: &Path) -> Result<(String, Format), ScenarioError> {
     let name = path.display().to_string();
     let whole = |m: String| ScenarioError {
         file: name.clone(),
@@ -86,8 +94,7 @@ pub fn load(path: &Path) -> Result<Checked, ScenarioError> {
         return Err(whole("larger than 4 MiB; is this a scenario file?".into()));
     }
     let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    load_str(&name, &text, format, &dir)
+    Ok((text, format))
 }
 
 /// Parses and checks scenario `text`; `name` is how errors call the file, `dir` where the
@@ -102,8 +109,19 @@ pub fn load_str(
     check::check(file, name, &PathBuf::from(dir))
 }
 
+thread_local! {
+    static PARSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many scenario texts this thread has parsed: a run parses its file once (a test reads
+/// this before and after resolving a run).
+pub fn parsed_on_this_thread() -> u64 {
+    PARSED.with(|p| p.get())
+}
+
 /// Parses `text` into the model (shape only: unknown keys, types, missing keys).
 pub fn parse(name: &str, text: &str, format: Format) -> Result<model::File, ScenarioError> {
+    PARSED.with(|p| p.set(p.get() + 1));
     match format {
         Format::Toml => {
             let _src = at::Source::enter(at::Syntax::Toml, text);

@@ -152,14 +152,15 @@ pub fn from_spec(spec: Spec, quiet: bool, argv: Vec<String>) -> Result<Resolved,
 /// A run over `n` processes (`--processes`), resolved whole: every check made once here for
 /// all the children (and the machine-wide pre-flight: they share its ports, memory and
 /// tables).
-pub fn split(a: &RunArgs, argv: Vec<String>, n: usize) -> Result<Resolved, Usage> {
+pub fn split(
+    a: &RunArgs,
+    argv: Vec<String>,
+    n: usize,
+    file: Option<scenario::File>,
+) -> Result<Resolved, Usage> {
     let mut whole = a.clone();
     whole.parent_of = Some(n as u64);
-    let resolved = if scenario::is_file(&a.target) {
-        scenario::resolve(&whole, argv.clone())?
-    } else {
-        resolve(&whole, argv.clone())?
-    };
+    let resolved = run(&whole, argv, file)?;
     // Child i runs thread shares i x t ..: it owns a connection only when there are more
     // than i x t of them.
     let t = a.threads.unwrap_or(1).max(1);
@@ -182,18 +183,21 @@ pub fn split(a: &RunArgs, argv: Vec<String>, n: usize) -> Result<Resolved, Usage
     Ok(resolved)
 }
 
-/// A run in this process: from a scenario file, or from the flags.
-pub fn run(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
-    if scenario::is_file(&a.target) {
-        scenario::resolve(a, argv)
-    } else {
-        resolve(a, argv)
+/// A run: of its scenario file (loaded once, [`scenario::load`]), or of the flags.
+pub fn run(
+    a: &RunArgs,
+    argv: Vec<String>,
+    file: Option<scenario::File>,
+) -> Result<Resolved, Usage> {
+    match file {
+        Some(f) => scenario::resolve(a, argv, f),
+        None => resolve(a, argv),
     }
 }
 
 /// How many processes the run wants (`--processes`, or a scenario file's `processes`):
 /// `None` for one (this one), and always for a shard (a shard is one process).
-pub fn processes(a: &RunArgs) -> Result<Option<u64>, Usage> {
+pub fn processes(a: &RunArgs, file: Option<&scenario::File>) -> Result<Option<u64>, Usage> {
     use barrage_scenario::model::Processes;
     if a.shard.is_some() {
         if a.processes.is_some() {
@@ -205,22 +209,16 @@ pub fn processes(a: &RunArgs) -> Result<Option<u64>, Usage> {
         }
         return Ok(None);
     }
-    let file = crate::resolve::scenario::is_file(&a.target);
-    let p = match a.processes {
+    let p = match a.processes.or_else(|| file?.processes()) {
         Some(p) => p,
-        None if file => match crate::resolve::scenario::file_processes(&a.target)? {
-            Some(p) => p,
-            None => return Ok(None),
-        },
         None => return Ok(None),
     };
     let n = match p {
         Processes::Count(n) => n,
         Processes::Auto => {
-            let conns = if file {
-                crate::resolve::scenario::users(a)?
-            } else {
-                crate::resolve::config::plan(a)?.0.connections
+            let conns = match file {
+                Some(f) => f.users(),
+                None => crate::resolve::config::plan(a)?.0.connections,
             };
             let m = crate::resolve::preflight::Machine::read();
             crate::resolve::preflight::processes_for(conns, a.threads.unwrap_or(1), m.nofile_hard)

@@ -19,27 +19,57 @@ pub fn is_file(target: &str) -> bool {
     !target.contains("://") && barrage_scenario::Format::of(Path::new(target)).is_some()
 }
 
-/// The file's `run.processes`, if it has one.
-pub fn file_processes(file: &str) -> Result<Option<barrage_scenario::model::Processes>, Usage> {
-    let checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
-    let run = checked.file.run.as_ref().map(|r| &r.value);
-    Ok(run.and_then(|r| r.processes.as_ref()).map(|p| p.value))
+/// A scenario file named as the run's target, read, parsed and checked once, with the
+/// command line's overrides (`--users`, `--hold`, `--arrive`) applied.
+pub struct File {
+    /// As named on the command line.
+    pub name: String,
+    pub text: String,
+    pub checked: std::sync::Arc<Checked>,
 }
 
-/// How many users the file's run has, with the command line's overrides.
-pub fn users(a: &RunArgs) -> Result<u64, Usage> {
-    let file = &a.target;
-    let mut checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
+impl File {
+    /// The file's `run.processes`, if it has one.
+    pub fn processes(&self) -> Option<barrage_scenario::model::Processes> {
+        let run = self.checked.file.run.as_ref().map(|r| &r.value);
+        run.and_then(|r| r.processes.as_ref()).map(|p| p.value)
+    }
+
+    /// How many users the run has.
+    pub fn users(&self) -> u64 {
+        self.checked.users
+    }
+}
+
+/// The run's scenario file, if its target names one.
+pub fn load(a: &RunArgs) -> Result<Option<File>, Usage> {
+    if !is_file(&a.target) {
+        return Ok(None);
+    }
+    let name = a.target.clone();
+    let path = Path::new(&name);
+    let (text, format) = barrage_scenario::read(path).map_err(|e| Usage::file(&name, e))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut checked = barrage_scenario::load_str(&name, &text, format, &dir)
+        .map_err(|e| Usage::file(&name, e))?;
     checked
         .override_users(a.users, a.hold, a.arrive)
-        .map_err(|e| Usage::file(file, e))?;
-    Ok(checked.users)
+        .map_err(|e| Usage::file(&name, e))?;
+    Ok(Some(File {
+        name,
+        text,
+        checked: std::sync::Arc::new(checked),
+    }))
 }
 
-pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
-    let file = a.target.clone();
+/// A run of the scenario `loaded` (the run's target), under the command line's flags.
+pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved, Usage> {
+    let File {
+        name: file,
+        text,
+        checked,
+    } = loaded;
     let path = Path::new(&file);
-    let mut checked = barrage_scenario::load(path).map_err(|e| Usage::file(&file, e))?;
     if let Some(t) = &a.target_url {
         let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         let same = |s: Option<String>| match s.as_deref() {
@@ -61,11 +91,6 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     }
     binary_checks(&file, &checked)?;
     refuse_load_flags(a)?;
-    checked
-        .override_users(a.users, a.hold, a.arrive)
-        .map_err(|e| Usage::file(&file, e))?;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Usage::file(&file, format!("{file}: cannot read it: {e}")))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let f = &checked.file;
     let run = f.run.as_ref().map(|r| &r.value);
@@ -93,6 +118,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         hold_ns: a.hold.map(barrage_engine::spec::ns),
         arrive: a.arrive,
         max_duration_ns: a.duration.or(file_duration).map(barrage_engine::spec::ns),
+        checked: Some(barrage_engine::spec::Checked(checked.clone())),
     });
     if args.more_urls.is_empty() {
         args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
@@ -274,4 +300,35 @@ fn strip_flag(line: &str, flag: &str) -> String {
     line.strip_prefix(flag)
         .map(|r| r.trim_start_matches(':').trim_start().to_string())
         .unwrap_or_else(|| line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::resolve::cli::{Cli, Command};
+    use clap::Parser as _;
+
+    /// `barrage run FILE`, resolved as `barrage run` resolves it: the file is parsed once,
+    /// with `--processes auto` too (it reads the file's users).
+    #[test]
+    fn a_run_parses_its_scenario_file_once() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/chat.toml");
+        for extra in [&[][..], &["--processes", "auto"][..]] {
+            let mut argv = vec!["barrage", "run", file, "--target", "tcp://127.0.0.1:7100"];
+            argv.extend_from_slice(extra);
+            let Command::Run(a) = Cli::try_parse_from(&argv).unwrap().command else {
+                unreachable!()
+            };
+            let before = barrage_scenario::parsed_on_this_thread();
+            let loaded = super::load(&a).unwrap();
+            let _ = crate::resolve::processes(&a, loaded.as_ref()).unwrap();
+            let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            let r = crate::resolve::run(&a, argv, loaded).unwrap();
+            assert!(r.spec.scenario.is_some());
+            assert_eq!(
+                barrage_scenario::parsed_on_this_thread() - before,
+                1,
+                "{extra:?}"
+            );
+        }
+    }
 }
