@@ -24,6 +24,7 @@ pub mod script;
 pub mod session;
 pub mod shape;
 pub mod spec;
+mod transport;
 pub mod users;
 mod worker;
 pub mod ws;
