@@ -9,6 +9,7 @@
 use crate::framing::Framing;
 use crate::message::Template;
 use crate::pacer::Schedule;
+use barrage_scenario::protocol::{self, ProtocolInfo};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -53,14 +54,19 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn name(&self) -> &'static str {
+    /// Its row of the protocol table (name, schemes, ports, ...).
+    pub fn info(&self) -> &'static ProtocolInfo {
         match self {
-            Protocol::Tcp => "tcp",
-            Protocol::Http(_) => "http",
-            Protocol::Ws(_) => "ws",
-            Protocol::Redis(_) => "redis",
-            Protocol::Memcache(_) => "memcache",
+            Protocol::Tcp => &protocol::TCP,
+            Protocol::Http(_) => &protocol::HTTP,
+            Protocol::Ws(_) => &protocol::WS,
+            Protocol::Redis(_) => &protocol::REDIS,
+            Protocol::Memcache(_) => &protocol::MEMCACHE,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.info().name
     }
 }
 

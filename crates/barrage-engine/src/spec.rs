@@ -171,6 +171,20 @@ pub enum ProtocolSpec {
     },
 }
 
+impl ProtocolSpec {
+    /// Its row of the protocol table (name, schemes, ports, ...).
+    pub fn info(&self) -> &'static barrage_scenario::protocol::ProtocolInfo {
+        use barrage_scenario::protocol as p;
+        match self {
+            ProtocolSpec::Tcp { .. } => &p::TCP,
+            ProtocolSpec::Http { .. } => &p::HTTP,
+            ProtocolSpec::Ws { .. } => &p::WS,
+            ProtocolSpec::Redis { .. } => &p::REDIS,
+            ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TlsSpec {
     /// Verification off (`--insecure`).
