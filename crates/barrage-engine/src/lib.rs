@@ -9,6 +9,7 @@
 pub mod capture;
 pub mod classify;
 pub mod clock;
+pub mod command;
 mod conn;
 pub mod exchange;
 pub mod framing;

@@ -90,14 +90,14 @@ pub struct WsPlan {
 
 #[derive(Clone, Debug)]
 pub struct RedisPlan {
-    pub commands: crate::redis::Commands,
+    pub commands: crate::command::Commands,
     /// Speak RESP3: every connection opens with `HELLO 3`.
     pub resp3: bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct McPlan {
-    pub commands: crate::redis::Commands,
+    pub commands: crate::command::Commands,
 }
 
 /// HTTP status codes that count as success, as inclusive ranges.

@@ -238,7 +238,7 @@ pub enum SpecError {
     #[error("{0}")]
     Request(#[from] crate::http::RequestError),
     #[error("--command: {0}")]
-    Command(#[from] crate::redis::CommandError),
+    Command(#[from] crate::command::CommandError),
     #[error("shares: {0}")]
     Shares(String),
     #[error("TLS: {0}")]
@@ -476,7 +476,7 @@ impl Spec {
                 (p, m, None, framing, *verify)
             }
             ProtocolSpec::Redis { commands, resp3 } => {
-                let commands = crate::redis::Commands::redis(commands)?;
+                let commands = crate::command::Commands::redis(commands)?;
                 let p = Protocol::Redis(RedisPlan {
                     commands,
                     resp3: *resp3,
@@ -484,7 +484,7 @@ impl Spec {
                 (p, default_message, None, Framing::Echo, false)
             }
             ProtocolSpec::Memcache { commands } => {
-                let commands = crate::redis::Commands::memcache(commands)?;
+                let commands = crate::command::Commands::memcache(commands)?;
                 let p = Protocol::Memcache(McPlan { commands });
                 (p, default_message, None, Framing::Echo, false)
             }

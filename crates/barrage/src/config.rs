@@ -711,7 +711,7 @@ fn protocol(
         }
         Scheme::Memcache => {
             let default = "get key:{rand%1000}";
-            let commands = commands(a, default, barrage_engine::redis::Commands::memcache)?;
+            let commands = commands(a, default, barrage_engine::command::Commands::memcache)?;
             Ok((ProtocolSpec::Memcache { commands }, None))
         }
         Scheme::Ws | Scheme::Wss => {
