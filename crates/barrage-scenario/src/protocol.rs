@@ -121,7 +121,16 @@ impl ProtocolInfo {
 
 /// The protocol of a URL scheme (any case), and whether the scheme means TLS.
 pub fn by_scheme(scheme: &str) -> Option<(&'static ProtocolInfo, bool)> {
-    PROTOCOLS.iter().find_map(|p| {
+    by_scheme_in(PROTOCOLS, scheme)
+}
+
+/// [`by_scheme`] in any table (a test's table with a stub row, `tests/stub_protocol.rs` in
+/// the engine).
+pub fn by_scheme_in<'t>(
+    table: &'t [ProtocolInfo],
+    scheme: &str,
+) -> Option<(&'t ProtocolInfo, bool)> {
+    table.iter().find_map(|p| {
         if p.tls_scheme.is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
             Some((p, true))
         } else if p.name.eq_ignore_ascii_case(scheme)
@@ -142,8 +151,13 @@ pub fn of_url(url: &str) -> Option<(&'static ProtocolInfo, bool)> {
 /// The schemes for messages: `tcp://, http://, https://, ws://, wss://, redis://, memcache://`
 /// (aliases left out).
 pub fn supported() -> String {
+    supported_in(PROTOCOLS)
+}
+
+/// [`supported`] of any table.
+pub fn supported_in(table: &[ProtocolInfo]) -> String {
     let mut out = String::new();
-    for p in PROTOCOLS {
+    for p in table {
         for s in std::iter::once(p.name).chain(p.tls_scheme) {
             if !out.is_empty() {
                 out.push_str(", ");
