@@ -51,6 +51,8 @@ pub enum Protocol {
     Redis(RedisPlan),
     /// memcached text protocol: the `--command` mix.
     Memcache(McPlan),
+    /// The throw-away stub.
+    Stub,
 }
 
 impl Protocol {
@@ -62,6 +64,7 @@ impl Protocol {
             Protocol::Ws(_) => &protocol::WS,
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
+            Protocol::Stub => &protocol::STUB,
         }
     }
 

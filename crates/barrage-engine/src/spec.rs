@@ -169,6 +169,7 @@ pub enum ProtocolSpec {
     Memcache {
         commands: Vec<String>,
     },
+    Stub,
 }
 
 impl ProtocolSpec {
@@ -181,6 +182,7 @@ impl ProtocolSpec {
             ProtocolSpec::Ws { .. } => &p::WS,
             ProtocolSpec::Redis { .. } => &p::REDIS,
             ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
+            ProtocolSpec::Stub => &p::STUB,
         }
     }
 }
@@ -488,6 +490,7 @@ impl Spec {
                 let p = Protocol::Memcache(McPlan { commands });
                 (p, default_message, None, Framing::Echo, false)
             }
+            ProtocolSpec::Stub => (Protocol::Stub, default_message, None, Framing::Echo, false),
         };
         let tls = match &self.tls {
             Some(t) => Some(tls(self, t).map_err(SpecError::Tls)?),

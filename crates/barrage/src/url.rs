@@ -19,10 +19,11 @@ pub enum Scheme {
     Wss,
     Redis,
     Memcache,
+    Stub,
 }
 
 impl Scheme {
-    const ALL: [Scheme; 7] = [
+    const ALL: [Scheme; 8] = [
         Scheme::Tcp,
         Scheme::Http,
         Scheme::Https,
@@ -30,6 +31,7 @@ impl Scheme {
         Scheme::Wss,
         Scheme::Redis,
         Scheme::Memcache,
+        Scheme::Stub,
     ];
 
     /// The protocol's row of the table.
@@ -40,6 +42,7 @@ impl Scheme {
             Scheme::Ws | Scheme::Wss => &protocol::WS,
             Scheme::Redis => &protocol::REDIS,
             Scheme::Memcache => &protocol::MEMCACHE,
+            Scheme::Stub => &protocol::STUB,
         }
     }
 
