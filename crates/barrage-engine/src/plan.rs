@@ -51,8 +51,6 @@ pub enum Protocol {
     Redis(RedisPlan),
     /// memcached text protocol: the `--command` mix.
     Memcache(McPlan),
-    /// The throw-away stub.
-    Stub,
 }
 
 impl Protocol {
@@ -64,7 +62,6 @@ impl Protocol {
             Protocol::Ws(_) => &protocol::WS,
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
-            Protocol::Stub => &protocol::STUB,
         }
     }
 

@@ -90,7 +90,6 @@ pub fn run_observed(
         Protocol::Ws(_) => spawn::<session::ws::Ws>,
         Protocol::Redis(_) => spawn::<session::redis::Redis>,
         Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
-        Protocol::Stub => spawn::<session::stub::Stub>,
     };
     coordinate(plan, stop, obs, spawn)
 }

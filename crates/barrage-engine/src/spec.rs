@@ -169,7 +169,6 @@ pub enum ProtocolSpec {
     Memcache {
         commands: Vec<String>,
     },
-    Stub,
 }
 
 impl ProtocolSpec {
@@ -182,7 +181,6 @@ impl ProtocolSpec {
             ProtocolSpec::Ws { .. } => &p::WS,
             ProtocolSpec::Redis { .. } => &p::REDIS,
             ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
-            ProtocolSpec::Stub => &p::STUB,
         }
     }
 }
@@ -490,7 +488,6 @@ impl Spec {
                 let p = Protocol::Memcache(McPlan { commands });
                 (p, default_message, None, Framing::Echo, false)
             }
-            ProtocolSpec::Stub => (Protocol::Stub, default_message, None, Framing::Echo, false),
         };
         let tls = match &self.tls {
             Some(t) => Some(tls(self, t).map_err(SpecError::Tls)?),

@@ -97,19 +97,8 @@ pub const MEMCACHE: ProtocolInfo = ProtocolInfo {
     pushes: true,
 };
 
-pub const STUB: ProtocolInfo = ProtocolInfo {
-    name: "stub",
-    aliases: &[],
-    tls_scheme: None,
-    port: Some(7777),
-    tls_port: None,
-    path: false,
-    steps: TargetKind::Kv,
-    pushes: false,
-};
-
 /// Every protocol barrage speaks, in the order messages list them.
-pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, WS, REDIS, MEMCACHE, STUB];
+pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, WS, REDIS, MEMCACHE];
 
 impl ProtocolInfo {
     /// The scheme a URL of this protocol is written with (`https` for HTTP over TLS).

@@ -314,7 +314,7 @@ pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) ->
             }
             *path = redact::url(path, redact);
         }
-        ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } | ProtocolSpec::Stub => {}
+        ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } => {}
     }
     s
 }
@@ -365,7 +365,6 @@ pub fn describe(
         ProtocolSpec::Redis { commands, .. } => {
             (None, None, "RESP reply".to_string(), None, commands.clone())
         }
-        ProtocolSpec::Stub => (None, None, "stub reply".to_string(), None, Vec::new()),
         ProtocolSpec::Memcache { commands } => (
             None,
             None,
@@ -710,7 +709,6 @@ fn protocol(
             let resp3 = a.resp3;
             Ok((ProtocolSpec::Redis { commands, resp3 }, None))
         }
-        Scheme::Stub => Ok((ProtocolSpec::Stub, None)),
         Scheme::Memcache => {
             let default = "get key:{rand%1000}";
             let commands = commands(a, default, barrage_engine::command::Commands::memcache)?;

@@ -19,11 +19,10 @@ pub enum Scheme {
     Wss,
     Redis,
     Memcache,
-    Stub,
 }
 
 impl Scheme {
-    const ALL: [Scheme; 8] = [
+    const ALL: [Scheme; 7] = [
         Scheme::Tcp,
         Scheme::Http,
         Scheme::Https,
@@ -31,7 +30,6 @@ impl Scheme {
         Scheme::Wss,
         Scheme::Redis,
         Scheme::Memcache,
-        Scheme::Stub,
     ];
 
     /// The protocol's row of the table.
@@ -42,7 +40,6 @@ impl Scheme {
             Scheme::Ws | Scheme::Wss => &protocol::WS,
             Scheme::Redis => &protocol::REDIS,
             Scheme::Memcache => &protocol::MEMCACHE,
-            Scheme::Stub => &protocol::STUB,
         }
     }
 

@@ -22,7 +22,6 @@ use std::collections::VecDeque;
 pub mod http;
 pub mod memcache;
 pub mod redis;
-pub mod stub;
 pub mod tcp;
 pub mod ws;
 
