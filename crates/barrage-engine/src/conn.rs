@@ -183,5 +183,10 @@ mod tests {
         // Ws: 8 bytes for a pong owed to a peer that does not read (issue 24).
         assert!(ws <= 328, "Conn<Ws> is {ws} bytes");
         assert!(tcp < http && tcp < ws);
+        // The transport costs what an `Option` of the boxed TLS session cost: one pointer.
+        assert_eq!(
+            size_of::<crate::transport::Transport>(),
+            size_of::<Option<Box<rustls::ClientConnection>>>()
+        );
     }
 }
