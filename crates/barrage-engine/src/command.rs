@@ -500,3 +500,6 @@ fn smooth_round_robin(weights: &[u64]) -> Box<[u16]> {
     }
     table.into()
 }
+
+#[cfg(test)]
+mod tests;
