@@ -15,6 +15,17 @@ start)
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
   fi
+  # A daemon of another cluster still on a port would take this cluster's jobs: wait a
+  # little for it to go, then refuse.
+  for _ in $(seq 1 15); do
+    busy=$(ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E ':(26817|26821|26822)$' || true)
+    [ -z "$busy" ] && break
+    sleep 1
+  done
+  if [ -n "$busy" ]; then
+    echo "slurm-local: ports in use by another cluster: $busy; stop it first" >&2
+    exit 1
+  fi
   mkdir -p "$D/state" "$D/log" "$D/spool/n1" "$D/spool/n2"
   cat > "$D/slurm.conf" <<EOF
 ClusterName=barrage

@@ -25,24 +25,13 @@ use crate::result::RunResult;
 use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
-/// The compared figures, in display order (names as in `--threshold`).
-pub const METRICS: [&str; 15] = [
-    "rps.avg",
-    "rps.peak",
-    "p50",
-    "p90",
-    "p99",
-    "p999",
-    "latency.max",
-    "errors.rate",
-    "connections.peak",
-    "server.cpu.avg",
-    "server.rss.max",
-    "server.cpu_per_req",
-    "generator.cpu_per_req",
-    "generator.cpu.avg",
-    "machine.cpu.avg",
-];
+/// The compared figures, in display order (names as in `--threshold`): the figures of
+/// [`crate::vocabulary::FIGURES`] that `compare` shows.
+pub fn metrics() -> Vec<&'static str> {
+    crate::vocabulary::compared_figures()
+        .map(|(f, _)| f.name)
+        .collect()
+}
 
 /// How each figure's significance is decided, per figure group (metric pattern, rule).
 pub const RULES: [(&str, &str); 9] = [
@@ -212,19 +201,10 @@ impl Comparison {
     }
 }
 
-/// Unit and good direction of a figure from [`METRICS`].
+/// Unit and good direction of a compared figure ([`metrics`]).
 pub fn describe(metric: &str) -> Option<(Unit, Better)> {
-    Some(match metric {
-        "rps.avg" | "rps.peak" => (Unit::Rate, Better::Higher),
-        "p50" | "p90" | "p99" | "p999" | "latency.max" => (Unit::Duration, Better::Lower),
-        "errors.rate" => (Unit::Fraction, Better::Lower),
-        "connections.peak" => (Unit::Count, Better::Higher),
-        "server.cpu.avg" | "generator.cpu.avg" => (Unit::Percent, Better::Lower),
-        "server.rss.max" => (Unit::Bytes, Better::Lower),
-        "server.cpu_per_req" | "generator.cpu_per_req" => (Unit::Duration, Better::Lower),
-        "machine.cpu.avg" => (Unit::Percent, Better::Lower),
-        _ => return None,
-    })
+    let c = crate::vocabulary::find(metric)?.compared.as_ref()?;
+    Some((c.unit, c.better))
 }
 
 /// The smallest change (a fraction: 0.2 = 20 %) the per-second test calls significant by
@@ -247,7 +227,7 @@ impl Default for Options {
     }
 }
 
-/// Compare `runs` (the first is the reference) on every figure of [`METRICS`] that at least
+/// Compare `runs` (the first is the reference) on every figure of [`metrics`] that at least
 /// one of them has, with the default [`Options`].
 pub fn compare(runs: &[RunResult]) -> Comparison {
     compare_with(runs, &Options::default())
@@ -257,7 +237,7 @@ pub fn compare(runs: &[RunResult]) -> Comparison {
 pub fn compare_with(runs: &[RunResult], o: &Options) -> Comparison {
     let noise: Vec<Noise> = runs.iter().map(Noise::of).collect();
     let mut rows = Vec::new();
-    for metric in METRICS {
+    for metric in metrics() {
         let (unit, better) = describe(metric).expect("every listed metric is described");
         let values: Vec<Option<f64>> = noise.iter().map(|n| n.value(metric)).collect();
         if values.iter().all(Option::is_none) {
@@ -425,7 +405,7 @@ pub fn regressions(
         .collect()
 }
 
-/// Parse `p99=10%,rps.avg=5%`: metric names from [`METRICS`], limits as non-negative
+/// Parse `p99=10%,rps.avg=5%`: metric names from [`metrics`], limits as non-negative
 /// percentages with the `%` sign. Errors name the offending item.
 pub fn parse_limits(s: &str) -> Result<Vec<(String, f64)>, String> {
     let mut out: Vec<(String, f64)> = Vec::new();
@@ -440,7 +420,7 @@ pub fn parse_limits(s: &str) -> Result<Vec<(String, f64)>, String> {
         if describe(metric).is_none() {
             return Err(format!(
                 "{item:?}: unknown metric {metric:?} (one of: {})",
-                METRICS.join(", ")
+                metrics().join(", ")
             ));
         }
         let number = limit.strip_suffix('%').ok_or_else(|| {

@@ -13,7 +13,7 @@
 //! | rate | `%`, or none for a fraction 0..1 | fraction |
 //! | yes/no | `yes` or `no`, with `==` or `!=` only | 1 / 0 |
 //!
-//! Metrics (see [`METRICS`]): `p50 p75 p90 p99 p999 p9999 latency.max latency.mean`
+//! Metrics (see [`metrics`]): `p50 p75 p90 p99 p999 p9999 latency.max latency.mean`
 //! (exchange latency after the warm-up), `connect.p99`, `rps.avg rps.peak rps.current`,
 //! `requests`, `errors`, `errors.<class>` (one error class, e.g. `errors.timeout`),
 //! `errors.rate` (errors / (completed + errors)), `connections.peak`, `connections.ready`
@@ -33,100 +33,14 @@ pub use parse::{parse, ThresholdError};
 
 use serde::{Deserialize, Serialize};
 
-/// Every metric a threshold can name, with its meaning and unit kind.
-pub const METRICS: &[(&str, &str)] = &[
-    ("p50", "median exchange latency after the warm-up; duration"),
-    ("p75", "75th percentile latency; duration"),
-    ("p90", "90th percentile latency; duration"),
-    ("p99", "99th percentile latency; duration"),
-    ("p999", "99.9th percentile latency; duration"),
-    ("p9999", "99.99th percentile latency; duration"),
-    ("latency.max", "slowest exchange; duration"),
-    ("latency.mean", "mean latency; duration"),
-    (
-        "connect.p99",
-        "99th percentile connect time (whole run); duration",
-    ),
-    (
-        "rps.avg",
-        "completed exchanges per second, measured window; count",
-    ),
-    ("rps.peak", "best full second; count"),
-    ("rps.current", "last full second; count"),
-    ("requests", "exchanges completed after the warm-up; count"),
-    (
-        "errors",
-        "error events after the warm-up (a broken connection counts once); count",
-    ),
-    (
-        "errors.<class>",
-        "error events of one class, e.g. errors.timeout; count",
-    ),
-    (
-        "requests.failed",
-        "exchanges that did not complete (failed after sending, or not sent); count",
-    ),
-    (
-        "errors.rate",
-        "requests.failed / (requests + requests.failed); rate (% or fraction)",
-    ),
-    ("connections.peak", "most connections open at once; count"),
-    (
-        "connections.ready",
-        "planned connections (users) that were ever ready / planned; rate",
-    ),
-    (
-        "broadcast.reach",
-        "deliveries received / expected (scenario broadcast steps); rate",
-    ),
-    (
-        "broadcast.lost",
-        "deliveries known lost (a sender's later message arrived, this never); count",
-    ),
-    (
-        "broadcast.missing",
-        "deliveries expected and not received (lost or not yet arrived at the end); count",
-    ),
-    ("broadcast.duplicates", "deliveries received twice; count"),
-    (
-        "broadcast.late",
-        "deliveries that arrived after a later one of their sender; count",
-    ),
-    (
-        "broadcast.p99",
-        "99th percentile delivery latency, send to another recipient; duration",
-    ),
-    (
-        "broadcast.p50",
-        "median delivery latency to another recipient; duration",
-    ),
-    ("server.rss.max", "highest server RSS under load; byte size"),
-    ("server.rss.avg", "mean server RSS under load; byte size"),
-    (
-        "server.rss.after",
-        "server RSS after the recovery phase; byte size",
-    ),
-    (
-        "server.cpu.avg",
-        "mean server CPU under load, % of one core; percentage",
-    ),
-    (
-        "server.cpu.max",
-        "highest server CPU sample under load, % of one core; percentage",
-    ),
-    (
-        "server.fds.max",
-        "most open file descriptors of the server under load; count",
-    ),
-    (
-        "stability.cv",
-        "coefficient of variation of the steady per-second rate; percentage",
-    ),
-    (
-        "leak",
-        "memory leak verdict (needs monitoring and a recovery phase); yes/no",
-    ),
-];
+/// Every metric a threshold can name, with its meaning and unit kind (the figures of
+/// [`crate::vocabulary::FIGURES`] that have a kind), in the registry's order.
+pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
+    crate::vocabulary::FIGURES
+        .iter()
+        .filter(|f| f.kind.is_some())
+        .map(|f| (f.name, f.doc))
+}
 
 /// How a metric's value is written and stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,25 +136,7 @@ pub fn kind_of(metric: &str) -> Option<Kind> {
     if let Some((_, m)) = step_metric(metric) {
         return STEP_METRICS.iter().find(|(n, _)| *n == m).map(|(_, k)| *k);
     }
-    Some(match metric {
-        "p50" | "p75" | "p90" | "p99" | "p999" | "p9999" | "latency.max" | "latency.mean"
-        | "connect.p99" => Kind::Duration,
-        "rps.avg" | "rps.peak" | "rps.current" | "requests" | "requests.failed" | "errors"
-        | "connections.peak" | "server.fds.max" => Kind::Count,
-        "errors.rate" | "broadcast.reach" | "connections.ready" => Kind::Rate,
-        "broadcast.lost" | "broadcast.missing" | "broadcast.duplicates" | "broadcast.late" => {
-            Kind::Count
-        }
-        "broadcast.p99" | "broadcast.p50" => Kind::Duration,
-        "server.rss.max" | "server.rss.avg" | "server.rss.after" => Kind::Bytes,
-        "server.cpu.avg" | "server.cpu.max" | "stability.cv" => Kind::Percent,
-        "leak" => Kind::YesNo,
-        m => {
-            let class = m.strip_prefix("errors.")?;
-            crate::error::ErrorClass::from_name(class)?;
-            Kind::Count
-        }
-    })
+    crate::vocabulary::find(metric)?.kind
 }
 
 /// What a metric needs beyond the load itself, so that a threshold that could never be
@@ -259,12 +155,10 @@ pub enum Needs {
 
 /// What `metric` needs to be measured (unknown metrics need nothing: the parser refuses them).
 pub fn needs(metric: &str) -> Needs {
-    match metric {
-        "server.rss.after" | "leak" => Needs::Recovery,
-        m if m.starts_with("server.metric.") => Needs::ServerMetrics,
-        m if m.starts_with("server.") => Needs::Monitoring,
-        _ => Needs::Nothing,
+    if metric.starts_with("server.metric.") {
+        return Needs::ServerMetrics;
     }
+    crate::vocabulary::find(metric).map_or(Needs::Nothing, |f| f.needs)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -408,8 +302,8 @@ mod tests {
 
     #[test]
     fn every_listed_metric_has_a_kind_and_every_kind_is_described() {
-        for (m, what) in METRICS {
-            let k = if *m == "errors.<class>" {
+        for (m, what) in metrics() {
+            let k = if m == "errors.<class>" {
                 kind_of("errors.timeout")
             } else {
                 kind_of(m)

@@ -9,41 +9,17 @@ macro_rules! say {
     }};
 }
 
-mod cli;
-mod compare;
-mod config;
-mod demo;
-mod dist;
-mod find_max;
-mod httpd;
-mod live;
-mod merge;
-mod outfile;
-mod output;
-mod preflight;
-mod processes;
-mod prom;
-mod recorders;
-mod redact;
-mod report_cmd;
+mod cmd;
 mod resolve;
 mod run;
-mod scenario;
-mod serve;
-mod sources;
-mod start_at;
+mod shard;
+mod sinks;
 mod sys;
-mod tls;
-mod tui;
 mod units;
-mod url;
 mod usage;
-mod validate;
-mod watch;
-mod web;
 
 use clap::Parser;
-use cli::{Cli, Command};
+use resolve::cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -53,19 +29,19 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     let result = match &cli.command {
-        Command::Run(a) => run::run(a, argv.clone()),
-        Command::Serve(a) => serve::serve(a),
-        Command::Demo(a) => demo::demo(a),
-        Command::Report(a) => report_cmd::report(a),
-        Command::Compare(a) => compare::compare(a),
-        Command::Validate(a) => validate::validate(a),
-        Command::FindMax(a) => find_max::find_max(a, argv.clone()),
-        Command::Merge(a) => merge::merge(a),
-        Command::Dist(a) => dist::dist(a),
+        Command::Run(a) => cmd::run::run(a, argv.clone()),
+        Command::Serve(a) => cmd::serve::serve(a),
+        Command::Demo(a) => cmd::demo::demo(a),
+        Command::Report(a) => cmd::report::report(a),
+        Command::Compare(a) => cmd::compare::compare(a),
+        Command::Validate(a) => cmd::validate::validate(a),
+        Command::FindMax(a) => cmd::find_max::find_max(a, argv.clone()),
+        Command::Merge(a) => cmd::merge::merge(a),
+        Command::Dist(a) => shard::dist::dist(a),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
-        Err(e) if e.is::<config::Usage>() => {
+        Err(e) if e.is::<usage::Usage>() => {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }

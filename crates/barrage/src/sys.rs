@@ -1,7 +1,7 @@
 //! What the binary needs from the operating system: open-file limits, a description of the
 //! machine for the result, wall-clock time as RFC 3339, and signals.
 
-use crate::config::Usage;
+use crate::usage::Usage;
 use barrage_metrics::Environment;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -171,6 +171,22 @@ fn job_output(dir: &Path) -> String {
     out
 }
 
+/// Waits until the job has said its last line (`barrage dist: merged ...`): `sbatch --wait`
+/// can return as the job's record leaves the controller (it then says "no longer found" and
+/// exits 0) while the job's last commands still run. At most 60 s, then fails with what
+/// sbatch and the job said.
+fn job_done(said: &str, submit: &Path) {
+    let t = std::time::Instant::now();
+    while !job_output(submit).contains("barrage dist: merged") {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the job never said it merged; sbatch said: {said}\njob output: {}",
+            job_output(submit)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn the_sbatch_script_runs_on_slurm_and_the_merge_reconciles_with_the_server() {
     if !available(
@@ -236,6 +252,7 @@ fn the_sbatch_script_runs_on_slurm_and_the_merge_reconciles_with_the_server() {
             "shard {i}'s own log: {log}"
         );
     }
+    job_done(&said, &submit);
     let m = read_json(&r.join("merged.json"));
     assert_eq!(s(&m, "status"), "completed");
     assert_eq!(u(&m, "summary.exchanges.completed"), 2000);

@@ -136,16 +136,6 @@ fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
         .collect()
 }
 
-fn quantile_of(metric: &str) -> Option<(f64, usize)> {
-    Some(match metric {
-        "p50" => (0.5, 0),
-        "p90" => (0.9, 1),
-        "p99" => (0.99, 2),
-        "p999" => (0.999, 3),
-        _ => return None,
-    })
-}
-
 /// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
 pub(super) fn judge(
     metric: &str,
@@ -156,7 +146,8 @@ pub(super) fn judge(
     o: &Options,
 ) -> Option<bool> {
     let f = o.noise_floor;
-    if let Some((q, i)) = quantile_of(metric) {
+    let noise = crate::vocabulary::find(metric)?.compared.as_ref()?.noise;
+    if let N::Quantile(q, i) = noise {
         // The seconds decide, and there must be enough of them; the histograms' own bands
         // must also be apart (a difference their sampling alone explains is none).
         let per_second = stats::between_runs(&a.tick_pcts[i], &b.tick_pcts[i], f)?;
@@ -164,10 +155,11 @@ pub(super) fn judge(
         let apart = stats::disjoint(stats::quantile_band(ha, q)?, stats::quantile_band(hb, q)?);
         return Some(per_second && apart);
     }
-    match metric {
-        "rps.avg" => stats::between_runs(&a.rates, &b.rates, f),
-        "rps.peak" => stats::single_observations(va, &a.rates, vb, &b.rates),
-        "latency.max" => {
+    use crate::vocabulary::Noise as N;
+    match noise {
+        N::Rates => stats::between_runs(&a.rates, &b.rates, f),
+        N::Peak => stats::single_observations(va, &a.rates, vb, &b.rates),
+        N::Max => {
             let (la, lb) = (&a.r.summary.latency_us, &b.r.summary.latency_us);
             if la.count == 0 || lb.count == 0 {
                 return None;
@@ -175,7 +167,7 @@ pub(super) fn judge(
             let (hi, lo) = if lb.max >= la.max { (lb, la) } else { (la, lb) };
             Some(hi.p99 > lo.max)
         }
-        "errors.rate" => {
+        N::Proportion => {
             let count = |r: &RunResult| {
                 let e = r.summary.failed_requests.total();
                 (e, r.summary.requests + e)
@@ -183,19 +175,19 @@ pub(super) fn judge(
             let ((ea, na), (eb, nb)) = (count(a.r), count(b.r));
             stats::proportions(ea, na, eb, nb)
         }
-        "connections.peak" => Some(va != vb),
-        "server.cpu.avg" => stats::between_runs(&a.cpu, &b.cpu, f),
-        "generator.cpu.avg" => stats::between_runs(&a.generator_cpu, &b.generator_cpu, f),
-        "server.rss.max" => stats::single_observations(va, &a.rss, vb, &b.rss),
-        "server.cpu_per_req" => {
+        N::Exact => Some(va != vb),
+        N::ServerCpu => stats::between_runs(&a.cpu, &b.cpu, f),
+        N::GeneratorCpu => stats::between_runs(&a.generator_cpu, &b.generator_cpu, f),
+        N::ServerRss => stats::single_observations(va, &a.rss, vb, &b.rss),
+        N::ServerPerRequest => {
             stats::between_runs(&a.server_per_req.seconds, &b.server_per_req.seconds, f)
         }
-        "generator.cpu_per_req" => stats::between_runs(
+        N::GeneratorPerRequest => stats::between_runs(
             &a.generator_per_req.seconds,
             &b.generator_per_req.seconds,
             f,
         ),
-        "machine.cpu.avg" => stats::between_runs(&a.machine, &b.machine, f),
-        _ => None,
+        N::MachineCpu => stats::between_runs(&a.machine, &b.machine, f),
+        N::Quantile(..) => None,
     }
 }

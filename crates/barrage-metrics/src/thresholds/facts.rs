@@ -5,7 +5,7 @@
 //! "not measured". Server figures come from the analysis (which combines the monitored
 //! processes), so a run without monitoring has none of them.
 
-use super::METRICS;
+use super::metrics;
 use crate::analysis::AnalysisReport;
 use crate::error::ErrorClass;
 use crate::result::RunResult;
@@ -37,9 +37,8 @@ impl Facts {
     pub fn from_result(result: &RunResult, analysis: Option<&AnalysisReport>) -> Self {
         let mut f = Facts::default();
         let classes = ErrorClass::ALL.map(|c| format!("errors.{c}"));
-        let names = METRICS
-            .iter()
-            .map(|(m, _)| *m)
+        let names = metrics()
+            .map(|(m, _)| m)
             .filter(|m| *m != "errors.<class>")
             .chain(classes.iter().map(String::as_str));
         for m in names {

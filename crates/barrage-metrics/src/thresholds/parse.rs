@@ -1,6 +1,6 @@
 //! Parsing `METRIC OP VALUE[UNIT]`, with errors that say what to write instead.
 
-use super::{kind_of, Kind, Op, Threshold, METRICS};
+use super::{kind_of, metrics, Kind, Op, Threshold};
 use crate::error::ErrorClass;
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -241,8 +241,7 @@ fn quantity(expr: &str, metric: &str, kind: Kind, value: &str) -> Result<f64, Th
 
 /// Every concrete metric name (each error class spelled out).
 fn all_names() -> Vec<String> {
-    METRICS
-        .iter()
+    metrics()
         .filter(|(m, _)| !m.contains('<'))
         .map(|(m, _)| m.to_string())
         .chain(ErrorClass::ALL.iter().map(|c| format!("errors.{c}")))
@@ -278,7 +277,7 @@ fn suggest(metric: &str) -> String {
         .collect();
     close.sort();
     if close.is_empty() {
-        let names: Vec<&str> = METRICS.iter().map(|(m, _)| *m).collect();
+        let names: Vec<&str> = metrics().map(|(m, _)| m).collect();
         format!("known metrics: {}", names.join(", "))
     } else {
         let names: Vec<String> = close.into_iter().take(5).map(|(_, n)| n).collect();

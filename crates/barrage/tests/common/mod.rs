@@ -341,22 +341,58 @@ impl SlurmCluster {
 }
 
 impl Drop for SlurmCluster {
+    /// SIGTERM to the daemons, SIGKILL to what is left after 10 s, and SIGKILL to this
+    /// cluster's job steps (`slurmstepd` outlives its `slurmd`): a daemon or step left behind
+    /// would hold the fixed ports and take the next test's jobs (seen once: a stale `slurmd`
+    /// ran the next cluster's batch job and `sbatch --wait` returned before it ended).
     fn drop(&mut self) {
-        let pids: Vec<String> = ["slurmctld.pid", "slurmd-n1.pid", "slurmd-n2.pid"]
+        let pids: Vec<i32> = ["slurmctld.pid", "slurmd-n1.pid", "slurmd-n2.pid"]
             .iter()
             .filter_map(|f| std::fs::read_to_string(self.0.join(f)).ok())
-            .map(|p| p.trim().to_string())
+            .filter_map(|p| p.trim().parse().ok())
             .collect();
+        let steps = self.steps();
         let _ = StdCommand::new(Self::script())
             .arg("stop")
             .arg(&self.0)
             .status();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while pids.iter().any(|p| Path::new("/proc").join(p).exists())
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(100));
+        let alive = |p: &i32| Path::new("/proc").join(p.to_string()).exists();
+        let wait = |pids: &[i32], limit: Duration| {
+            let deadline = std::time::Instant::now() + limit;
+            while pids.iter().any(alive) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        wait(&pids, Duration::from_secs(10));
+        let mut left: Vec<i32> = pids.into_iter().filter(alive).collect();
+        left.extend(steps.iter().copied().filter(alive));
+        for p in &left {
+            // SAFETY: a plain kill of a daemon or job step this test started.
+            unsafe {
+                libc::kill(*p, libc::SIGKILL);
+            }
         }
+        wait(&left, Duration::from_secs(5));
+    }
+}
+
+impl SlurmCluster {
+    /// The job steps of this cluster: `slurmstepd` processes whose environment names its
+    /// configuration.
+    fn steps(&self) -> Vec<i32> {
+        let conf = format!("SLURM_CONF={}", self.conf().display());
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                cmd.starts_with(b"slurmstepd")
+                    && env.split(|b| *b == 0).any(|v| v == conf.as_bytes())
+            })
+            .collect()
     }
 }
 

@@ -1,0 +1,339 @@
+//! The command line as the user writes it (clap). Nothing here is validated beyond the shape
+//! of single values; `config.rs` turns it into a plan.
+
+use crate::units;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+mod dist;
+mod run;
+
+pub use dist::{DistArgs, Engine, K8sArgs, Shared, SlurmArgs};
+pub use run::RunArgs;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "barrage",
+    version,
+    about = "Stress-test network servers: how many connections and requests per second they hold, at what latency.",
+    long_about = "Stress-test network servers: how many connections and requests per second they \
+hold, at what latency, and where they break.\n\n\
+Start with `barrage demo` (an echo server and two short tests, all on loopback), then point it \
+at your own server:\n\n  \
+barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
+barrage redis://127.0.0.1:6379 -c 50 --command 'GET key:{rand%1000}'  # redis, like redis-benchmark\n  \
+barrage http://127.0.0.1:8080/ -c 100 -d 30s                     # HTTP/1.1 keep-alive, like wrk\n  \
+barrage ws://127.0.0.1:9000/ -c 100 -m 'hello'                   # WebSocket echo ping-pong\n  \
+barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
+Modes: ping-pong (default, --pipeline K), --think D, --interval D, --rate R; \
+`barrage run --help` lists every flag.\n\
+`barrage URL ...` is short for `barrage run URL ...`.\n\
+Exit codes: 0 completed, 1 the run failed (e.g. nothing could connect), 2 bad usage, \
+3 a --threshold failed, 130 interrupted (results are still written).",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a load test against a target (tcp://, http://, https://, ws://, wss://, redis://,
+    /// memcache://).
+    Run(Box<RunArgs>),
+    /// Start a reference server (echo, http, ws or chat) to test against.
+    Serve(Box<ServeArgs>),
+    /// Start an echo server on loopback and run a short ping-pong and interval test against it.
+    Demo(DemoArgs),
+    /// Render a saved JSON result as a self-contained HTML page or Markdown (offline).
+    Report(ReportArgs),
+    /// Compare saved runs side by side (differences within the runs' noise are marked).
+    Compare(CompareArgs),
+    /// Check a scenario file (.toml, .yaml) without sending anything: schema, every {var}
+    /// resolvable, every capture used, limits. Prints "ok: ..." or the mistake (exit 2).
+    Validate(ValidateArgs),
+    /// Find the highest open-loop rate that meets every SLO (exponential steps, then bisection).
+    FindMax(Box<FindMaxArgs>),
+    /// Merge the --out directories or --json results of a run's shards (--shard I/N) into one
+    /// result, exactly: counters, per-second timelines and histograms; thresholds judged on the
+    /// whole.
+    Merge(MergeArgs),
+    /// Print a job that runs one run as N shards on Slurm (an sbatch script) or Kubernetes
+    /// (an Indexed Job manifest), started together and merged into one result.
+    Dist(DistArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Each shard's --out directory or --json result (every index of the run once)
+    #[arg(value_name = "DIR|FILE", num_args = 1.., required = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// The merged result: FILE.json, .html or .md (- for Markdown on stdout) [default: the
+    /// summary on stdout]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<String>,
+
+    /// Broadcast deliveries between shards on different hosts are timed (on two clocks) when
+    /// the shards' recorded clock error bounds add up to at most this; else only counted
+    #[arg(long, default_value = "1ms", value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
+    pub clock_tolerance: std::time::Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// A scenario file (see docs/scenarios.md and examples/)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  \
+barrage find-max http://127.0.0.1:8080/ --slo 'p99 < 20ms' --slo 'errors.rate < 0.1%' -c 50\n\n\
+Each step is an ordinary open-loop run (--rate) of --step-warmup + --step-duration; the rate\n\
+doubles from --start-rate until a step breaks an SLO, then bisects. Run flags (-c, -t, -m, -H,\n\
+--timeout, ...) apply to every step. --json FILE records every step; --report FILE.md|.html.\n\
+Exit codes: 0 searched, 1 failed (e.g. nothing could connect), 2 bad usage, 3 no rate met the\n\
+SLOs, 130 interrupted (what was found so far is still reported).")]
+// Run flags the search sets or does not support stay parsed (a clear error names them) but
+// out of the help.
+#[command(
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("warmup", |a| a.hide(true)),
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("interval", |a| a.hide(true)),
+    mut_arg("think", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true)),
+    mut_arg("baseline", |a| a.hide(true)),
+    mut_arg("max_regression", |a| a.hide(true)),
+    mut_arg("noise_floor", |a| a.hide(true)),
+    mut_arg("monitor", |a| a.hide(true)),
+    mut_arg("spawn", |a| a.hide(true)),
+    mut_arg("monitor_interval", |a| a.hide(true)),
+    mut_arg("recovery", |a| a.hide(true)),
+    mut_arg("no_tui", |a| a.hide(true)),
+    mut_arg("pipeline", |a| a.hide(true))
+)]
+pub struct FindMaxArgs {
+    /// A limit every step must meet, in the --threshold grammar, e.g. 'p99 < 20ms',
+    /// 'errors.rate < 0.1%' (repeatable, at least one)
+    #[arg(
+        long,
+        value_name = "EXPR",
+        required = true,
+        allow_hyphen_values = true,
+        help_heading = "Search"
+    )]
+    pub slo: Vec<String>,
+
+    /// How long each step is measured
+    #[arg(long, default_value = "10s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Search")]
+    pub step_duration: Duration,
+
+    /// Load before each step's measurement (not judged)
+    #[arg(long, default_value = "2s", value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Search")]
+    pub step_warmup: Duration,
+
+    /// Rate of the first step, per second
+    #[arg(long, default_value = "100", value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Search")]
+    pub start_rate: f64,
+
+    /// Highest rate ever offered, per second
+    #[arg(long, default_value = "1M", value_parser = units::rate, allow_hyphen_values = true, value_name = "R", help_heading = "Search")]
+    pub max_rate: f64,
+
+    /// Most steps to run
+    #[arg(long, default_value = "12", value_parser = units::count, allow_hyphen_values = true, value_name = "N", help_heading = "Search")]
+    pub max_steps: u64,
+
+    /// Stop bisecting when the lowest failing rate is within this of the highest passing one
+    #[arg(
+        long,
+        default_value = "5%",
+        value_name = "PCT",
+        help_heading = "Search"
+    )]
+    pub precision: String,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A result written with --json, or a run's --out directory (finished or not)
+    #[arg(value_name = "RESULT.json|DIR")]
+    pub result: PathBuf,
+
+    /// Output file: .html, .md, .json, .csv or .hlog (- for Markdown on stdout)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
+
+    /// The output's format when its name does not say: html, md, json, csv (one row per
+    /// second) or hdr-log (an HdrHistogram interval log; needs a run's --out directory)
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Two or more results written with --json
+    #[arg(value_name = "RESULT.json", num_args = 2.., required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// Write the comparison to FILE (.html or .md) as well as printing it
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<String>,
+
+    /// Smallest change between runs called significant, on top of the runs' own per-second
+    /// noise [default: none]; for a machine known to drift between runs by more than its
+    /// seconds show
+    #[arg(long, value_name = "PCT")]
+    pub noise_floor: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(subcommand)]
+    pub server: Server,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Server {
+    /// TCP echo server: every byte received is sent back [listen: 127.0.0.1:7000]
+    Echo(ServerArgs),
+    /// HTTP/1.1 server: / (small body), /delay/<ms>, /bytes/<n>, /status/<code>, /chunked/<n>
+    /// [listen: 127.0.0.1:8080]
+    Http(ServerArgs),
+    /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
+    Ws(ServerArgs),
+    /// Chat room server, one JSON object per line or per WebSocket text message (both on one
+    /// port): login puts the user in a room of random
+    /// size (--room-size), pub broadcasts to the room, leave [listen: 127.0.0.1:7100]
+    Chat(ServerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Address to listen on; port 0 picks a free port and prints it
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Event-loop threads (SO_REUSEPORT) [default: cores]
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub threads: Option<u64>,
+
+    /// Serve from N processes on the same port (SO_REUSEPORT): each may open its own
+    /// open-file limit's worth of connections. Counts are added up on exit; chat rooms are
+    /// per process
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
+    pub processes: Option<u64>,
+
+    /// Share the port with a server already listening on it (SO_REUSEPORT: the kernel splits
+    /// the connections between them); without it such a port is refused
+    #[arg(long)]
+    pub reuse_port: bool,
+
+    /// Write the served counts as JSON to FILE on exit
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+
+    /// Serve the counts as OpenMetrics on http://ADDR/metrics while running (PORT or
+    /// HOST:PORT), for barrage run --server-metrics or a Prometheus
+    #[arg(long, value_name = "ADDR", allow_negative_numbers = true)]
+    pub metrics: Option<String>,
+
+    /// Fault: delay every reply by D
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub delay: Option<Duration>,
+
+    /// http: each thread serves one request at a time, each taking D (a timer, not CPU):
+    /// a server of known capacity, threads / D requests per second
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub service_time: Option<Duration>,
+
+    /// chat: room capacities, drawn uniformly from MIN-MAX [default: 3-8]
+    #[arg(long, value_name = "MIN-MAX")]
+    pub room_size: Option<String>,
+
+    /// chat: bytes a member may have queued that its socket has not taken; a member that
+    /// falls further behind (a client that does not read) is disconnected, counted
+    /// (slow_disconnects, slow_dropped) [default: 1M]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
+    pub max_queue: Option<u64>,
+
+    /// chat: a publisher does not get its own message
+    #[arg(long)]
+    pub no_self: bool,
+
+    /// chat fault: drop each delivery with probability P (e.g. 1% or 0.01), counted
+    #[arg(long = "drop", value_name = "P", value_parser = probability)]
+    pub drop_p: Option<f64>,
+
+    /// chat fault: send each delivery twice with probability P, counted
+    #[arg(long = "dup", value_name = "P", value_parser = probability)]
+    pub dup_p: Option<f64>,
+
+    /// chat fault: hold a delivery back behind the sender's next one to the same member with
+    /// probability P (counted when released out of order)
+    #[arg(long = "reorder", value_name = "P", value_parser = probability)]
+    pub reorder_p: Option<f64>,
+
+    /// chat: seed of the room sizes and the faults
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// http: say in a `Server-Timing: app;dur=MS` header how long each request was held
+    /// (read to response), so barrage can show server time next to client time
+    #[arg(long)]
+    pub server_timing: bool,
+
+    /// Fault: freeze all replies once, T after start ...
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
+    pub stall_at: Option<Duration>,
+
+    /// ... for D
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", requires = "stall_at")]
+    pub stall_for: Option<Duration>,
+
+    /// Stop by itself after D (for scripts and tests)
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub exit_after: Option<Duration>,
+
+    /// Serve TLS (https://, wss://, raw TCP in TLS for echo) with this PEM certificate chain
+    /// (with --tls-key)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key for --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Length of each of the two demo tests
+    #[arg(short = 'd', long, default_value = "3s", value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub duration: Duration,
+
+    /// No live status line on stderr
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// A probability: `1%`, `0.5%` or `0.01` (0 to 1).
+fn probability(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a probability; write e.g. 1% or 0.01"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("'{s}': a probability is from 0 to 1 (0% to 100%)"));
+    }
+    Ok(v)
+}

@@ -1,0 +1,272 @@
+//! `barrage run FILE.toml`: a scenario file's run, with the command line's flags over the
+//! file's settings (`barrage run chat.toml --users 3000 --hold 60s` is the CI-sized run of
+//! the same file).
+//!
+//! The file is loaded and checked here (one line naming file, line and key on a mistake),
+//! its settings become the run's flags where the command line gave none, and the file itself
+//! travels in the spec ([`ScenarioSpec`]): the engine compiles it into users when it builds
+//! the plan, so a spec run elsewhere runs the same users.
+
+use crate::resolve::cli::RunArgs;
+use crate::resolve::Resolved;
+use crate::usage::Usage;
+use barrage_engine::ScenarioSpec;
+use barrage_scenario::Checked;
+use std::path::Path;
+
+/// Whether the target names a scenario file rather than a URL.
+pub fn is_file(target: &str) -> bool {
+    !target.contains("://") && barrage_scenario::Format::of(Path::new(target)).is_some()
+}
+
+/// The file's `run.processes`, if it has one.
+pub fn file_processes(file: &str) -> Result<Option<barrage_scenario::model::Processes>, Usage> {
+    let checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
+    let run = checked.file.run.as_ref().map(|r| &r.value);
+    Ok(run.and_then(|r| r.processes.as_ref()).map(|p| p.value))
+}
+
+/// How many users the file's run has, with the command line's overrides.
+pub fn users(a: &RunArgs) -> Result<u64, Usage> {
+    let file = &a.target;
+    let mut checked = barrage_scenario::load(Path::new(file)).map_err(|e| Usage::file(file, e))?;
+    checked
+        .override_users(a.users, a.hold, a.arrive)
+        .map_err(|e| Usage::file(file, e))?;
+    Ok(checked.users)
+}
+
+pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
+    let file = a.target.clone();
+    let path = Path::new(&file);
+    let mut checked = barrage_scenario::load(path).map_err(|e| Usage::file(&file, e))?;
+    if let Some(t) = &a.target_url {
+        // The same protocol, with or without TLS, under any of its schemes.
+        let protocol = |u: &str| barrage_scenario::protocol::of_url(u).map(|(p, _)| p.name);
+        if protocol(t) != protocol(&checked.file.target.value) {
+            return Err(Usage::value(
+                "--target",
+                t,
+                format!(
+                    "{file}'s steps are written for {}; give a URL of that protocol",
+                    checked.file.target.value
+                ),
+            ));
+        }
+    }
+    binary_checks(&file, &checked)?;
+    refuse_load_flags(a)?;
+    checked
+        .override_users(a.users, a.hold, a.arrive)
+        .map_err(|e| Usage::file(&file, e))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Usage::file(&file, format!("{file}: cannot read it: {e}")))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let f = &checked.file;
+    let run = f.run.as_ref().map(|r| &r.value);
+    let file_duration = match run.and_then(|r| r.duration.as_ref()) {
+        Some(d) => Some(
+            barrage_scenario::units::positive_duration(&d.value)
+                .map_err(|e| Usage::file(&file, format!("{file}:{}: run.duration: {e}", d.line)))?,
+        ),
+        None => None,
+    };
+    let mut args = a.clone();
+    args.target = a
+        .target_url
+        .clone()
+        .unwrap_or_else(|| f.target.value.clone());
+    args.target_url = None;
+    args.connections = checked.users;
+    args.duration = None;
+    args.scenario = Some(ScenarioSpec {
+        file: file.clone(),
+        text,
+        yaml: barrage_scenario::Format::of(path) == Some(barrage_scenario::Format::Yaml),
+        dir: dir.clone(),
+        users: a.users,
+        hold_ns: a.hold.map(barrage_engine::spec::ns),
+        arrive: a.arrive,
+        max_duration_ns: a.duration.or(file_duration).map(barrage_engine::spec::ns),
+    });
+    if args.more_urls.is_empty() {
+        args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
+    }
+    if let Some(p) = &f.protocol {
+        if args.expect.is_none() {
+            args.expect = p.framing.as_ref().map(|v| v.value.clone());
+        }
+        let mut headers: Vec<String> = p.headers.iter().map(|h| h.value.clone()).collect();
+        headers.append(&mut args.headers);
+        args.headers = headers;
+        if args.subprotocol.is_none() {
+            args.subprotocol = p.subprotocol.as_ref().map(|v| v.value.clone());
+        }
+        args.binary |= p.binary.unwrap_or(false);
+        args.resp3 |= p.resp3.unwrap_or(false);
+        args.insecure |= p.insecure.unwrap_or(false);
+        if args.cacert.is_none() {
+            args.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
+        }
+    }
+    if let Some(r) = run {
+        let dur = |v: &Option<barrage_scenario::At<String>>, key: &str, positive: bool| {
+            v.as_ref()
+                .map(|d| {
+                    let parsed = if positive {
+                        barrage_scenario::units::positive_duration(&d.value)
+                    } else {
+                        barrage_scenario::units::duration(&d.value)
+                    };
+                    parsed.map_err(|e| {
+                        Usage::file(&file, format!("{file}:{}: run.{key}: {e}", d.line))
+                    })
+                })
+                .transpose()
+        };
+        if args.warmup.is_none() {
+            args.warmup = dur(&r.warmup, "warmup", false)?;
+        }
+        if args.timeout.is_none() {
+            args.timeout = dur(&r.timeout, "timeout", true)?;
+        }
+        if args.connect_timeout.is_none() {
+            args.connect_timeout = dur(&r.connect_timeout, "connect_timeout", true)?;
+        }
+        if args.recovery.is_none() {
+            args.recovery = dur(&r.recovery, "recovery", false)?;
+        }
+        if args.threads.is_none() {
+            args.threads = r.threads.as_ref().map(|t| t.value);
+        }
+        let mut thresholds: Vec<String> = r.thresholds.iter().map(|t| t.value.clone()).collect();
+        thresholds.append(&mut args.threshold);
+        args.threshold = thresholds;
+        // A child of --processes (told to skip thresholds) leaves the run's outputs and its
+        // watch of the server to the parent: N children must not each write the file's
+        // `json`, or each spawn its server.
+        let parent_does_it = args.skip_thresholds;
+        if args.json.is_none() && !parent_does_it {
+            args.json = r.json.as_ref().map(|v| v.value.clone());
+        }
+        if args.report.is_none() && !parent_does_it {
+            args.report = r.report.as_ref().map(|v| v.value.clone());
+        }
+        if args.monitor.is_empty() && !parent_does_it {
+            args.monitor = r.monitor.iter().map(|m| m.value.clone()).collect();
+        }
+        if args.spawn.is_none() && !parent_does_it {
+            args.spawn = r.spawn.as_ref().map(|v| v.value.clone());
+        }
+        args.redact.extend(r.redact.iter().map(|v| v.value.clone()));
+        if args.source_ip.is_none() {
+            args.source_ip = r.source_ip.as_ref().map(|v| v.value.clone());
+        }
+    }
+    for t in &args.threshold {
+        if let Some((name, _)) =
+            barrage_metrics::thresholds::step_metric(t.split_whitespace().next().unwrap_or(""))
+        {
+            if !checked.named.iter().any(|n| n == name) {
+                let names = if checked.named.is_empty() {
+                    "none (give steps a name = \"...\")".to_string()
+                } else {
+                    checked.named.join(", ")
+                };
+                return Err(Usage::value(
+                    "--threshold",
+                    format!("'{t}'"),
+                    format!("{file} has no step named '{name}'; its named steps: {names}"),
+                ));
+            }
+        }
+    }
+    crate::resolve::resolve(&args, argv)
+}
+
+/// Flags that say what each connection sends: in a scenario the steps say it.
+fn refuse_load_flags(a: &RunArgs) -> Result<(), Usage> {
+    let given = [
+        ("-m/--message", a.message.is_some()),
+        ("--message-file", a.message_file.is_some()),
+        ("--first-message", a.first_message.is_some()),
+        ("--command", !a.command.is_empty()),
+        ("-X/--method", a.method.is_some()),
+        ("--body", a.body.is_some()),
+        ("--expect-status", a.expect_status.is_some()),
+        ("--verify", a.verify),
+        ("--rate", a.rate.is_some()),
+        ("--interval", a.interval.is_some()),
+        ("--think", a.think.is_some()),
+        ("-n/--requests", a.requests.is_some()),
+        ("--pipeline", a.pipeline != 1),
+        ("--connect-rate", a.connect_rate.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        return Err(Usage::says(
+            *flag,
+            format!(
+                "does not apply to a scenario file ({}): its steps say what users send and \
+                 when; change the file, or use --users, --arrive, --hold, -d",
+                a.target
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks made with the binary's parsers and this process's environment: the target URL,
+/// the thresholds' grammar, and every `{secret:NAME}` the run would fill.
+pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
+    let at = |line: u32, key: &str, why: String| {
+        Usage::file(file, format!("{file}:{line}: {key}: {why}"))
+    };
+    if let Some(s) = c
+        .secrets
+        .iter()
+        .find(|s| std::env::var_os(&s.name).is_none())
+    {
+        let why = barrage_engine::message::SecretError::Missing(s.name.clone());
+        return Err(at(s.line, &s.key, why.to_string()));
+    }
+    let t = &c.file.target;
+    if let Err(e) = crate::resolve::url::parse(t) {
+        return Err(at(t.line, "target", strip_flag(&e.to_string(), "target")));
+    }
+    for (i, u) in c.file.urls.iter().enumerate() {
+        if let Err(e) = crate::resolve::url::parse(u) {
+            return Err(at(
+                u.line,
+                &format!("urls[{i}]"),
+                strip_flag(&e.to_string(), "target"),
+            ));
+        }
+    }
+    if let Some(s) = c.file.run.as_ref().and_then(|r| r.source_ip.as_ref()) {
+        if s.trim() != "auto" {
+            if let Err(e) = crate::resolve::sources::parse(s) {
+                return Err(at(s.line, "run.source_ip", e));
+            }
+        }
+    }
+    if let Some(run) = &c.file.run {
+        for (i, th) in run.thresholds.iter().enumerate() {
+            // `steps.NAME.METRIC`: the step is checked by the scenario; the rest is a metric.
+            let expr = match th.trim().strip_prefix("steps.") {
+                Some(rest) => rest.split_once('.').map_or(rest, |(_, m)| m).to_string(),
+                None => th.to_string(),
+            };
+            if let Err(e) = barrage_metrics::thresholds::parse(&expr) {
+                return Err(at(th.line, &format!("run.thresholds[{i}]"), e.to_string()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `target 'x' has no scheme` -> `'x' has no scheme` (the key is already on the line).
+fn strip_flag(line: &str, flag: &str) -> String {
+    line.strip_prefix(flag)
+        .map(|r| r.trim_start_matches(':').trim_start().to_string())
+        .unwrap_or_else(|| line.to_string())
+}

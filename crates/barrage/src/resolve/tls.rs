@@ -1,0 +1,288 @@
+//! TLS for `https://` and `wss://`: the client configuration (verification on unless
+//! `--insecure`; Mozilla's roots plus `--cacert`) and a pre-flight handshake, so that a target
+//! whose certificate fails verification stops the run before any load, with the reason.
+//!
+//! Pinning: a `--cacert` certificate that is byte for byte the server's own certificate is
+//! accepted even when it says CA:TRUE (what `openssl req -x509` makes by default, and what curl
+//! accepts), instead of webpki's `CaUsedAsEndEntity`. Everything else is still checked: the host
+//! name, the validity period (webpki checks it before the CA flag, and a test pins that order)
+//! and the handshake signature by the certificate's key; a certificate that is not pinned goes
+//! through the full chain verification unchanged.
+
+use crate::resolve::url::{Scheme, Url};
+use crate::usage::Usage;
+use barrage_engine::TlsPlan;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
+use rustls::CertificateError;
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan, Usage> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Usage::new("TLS setup", e))?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let mut pinned = Vec::new();
+        if let Some(path) = cacert {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .map_err(|e| Usage::value("--cacert", path.display(), e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| Usage::value("--cacert", path.display(), e))?;
+            if certs.is_empty() {
+                return Err(Usage::value(
+                    "--cacert",
+                    path.display(),
+                    "no PEM certificate in the file",
+                ));
+            }
+            for c in certs {
+                roots
+                    .add(c.clone())
+                    .map_err(|e| Usage::value("--cacert", path.display(), e))?;
+                pinned.push(c);
+            }
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| Usage::new("TLS setup", e))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(PinningVerifier { webpki, pinned }))
+            .with_no_client_auth()
+    };
+    if matches!(url.scheme, Scheme::Https) {
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    }
+    let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
+        Usage::says(
+            "target",
+            format!(
+                "'{}': '{}' is not a valid TLS server name",
+                url.host, url.host
+            ),
+        )
+    })?;
+    Ok(TlsPlan {
+        config: Arc::new(config),
+        server_name,
+    })
+}
+
+/// One blocking handshake before the load. `Ok(())` also when the target cannot be reached
+/// (the run itself reports that); `Err` with the verification failure otherwise.
+pub fn preflight(
+    addr: std::net::SocketAddr,
+    tls: &TlsPlan,
+    timeout: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(), String> {
+    use std::io::ErrorKind;
+    use std::sync::atomic::Ordering;
+    // Waits in slices so that a stop signal is seen within a slice, whatever the server does.
+    const SLICE: Duration = Duration::from_millis(100);
+    let deadline = std::time::Instant::now() + timeout;
+    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1)))
+    else {
+        return Ok(()); // the run will classify it
+    };
+    let _ = sock.set_read_timeout(Some(SLICE));
+    let _ = sock.set_write_timeout(Some(SLICE));
+    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+        .map_err(|e| e.to_string())?;
+    while conn.is_handshaking() {
+        match conn.complete_io(&mut sock) {
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
+                    return Ok(()); // stopped, or a silent server: the run will see it
+                }
+            }
+            Err(e) => {
+                let inner = e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<rustls::Error>())
+                    .cloned();
+                return match inner {
+                    Some(te) => Err(describe(&te)),
+                    None => Ok(()), // a network problem: the run will classify it
+                };
+            }
+        }
+    }
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut sock);
+    let _ = sock.flush();
+    let _ = sock.read(&mut [0u8; 1]);
+    Ok(())
+}
+
+fn describe(e: &rustls::Error) -> String {
+    let class = barrage_engine::classify_tls(e);
+    let (what, fix) = match class.as_str() {
+        "tls_expired" => (
+            "the certificate has expired or is not valid yet",
+            "renew it, or pass --insecure to skip verification",
+        ),
+        "tls_unknown_ca" => (
+            "the certificate is not signed by a trusted CA",
+            "pass --cacert FILE to trust its CA, or --insecure to skip verification",
+        ),
+        "tls_bad_name" => (
+            "the certificate is not valid for this host name",
+            "use a host name the certificate lists, or --insecure to skip verification",
+        ),
+        _ if is_ca_used_as_end_entity(e) => (
+            "the server presents a CA certificate as its own",
+            "pass that very certificate with --cacert to pin it, or --insecure to skip verification",
+        ),
+        _ => (
+            "the TLS handshake failed",
+            "check the server's TLS setup, or pass --insecure to skip verification",
+        ),
+    };
+    format!("{what} ({e}); {fix}")
+}
+
+/// The usual verification, plus: a server certificate that is exactly one of the `--cacert`
+/// certificates is accepted although it is a CA certificate, once its name is checked.
+#[derive(Debug)]
+struct PinningVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// The `--cacert` certificates (DER), also in the root store.
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for PinningVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let err =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(verified) => return Ok(verified),
+                Err(err) => err,
+            };
+        // webpki reports CaUsedAsEndEntity only after the validity period passed, so an
+        // expired or not-yet-valid pinned certificate never gets here.
+        let pinned = self
+            .pinned
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref());
+        if !pinned || !is_ca_used_as_end_entity(&err) {
+            return Err(err);
+        }
+        let parsed = ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// rustls passes webpki's `CaUsedAsEndEntity` through as an opaque `Other` error, which holds
+/// webpki's typed error.
+fn is_ca_used_as_end_entity(err: &rustls::Error) -> bool {
+    matches!(
+        err,
+        rustls::Error::InvalidCertificate(CertificateError::Other(other))
+            if matches!(
+                other.0.downcast_ref::<webpki::Error>(),
+                Some(webpki::Error::CaUsedAsEndEntity)
+            )
+    )
+}
+
+/// `--insecure`: accept any certificate, still check the handshake's signatures.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,12 @@
+//! Where a run's figures go while it runs and when it ends: the terminal (a live line or the
+//! dashboard), files written as the run goes, `/metrics`, the live page, and the final results.
+
+pub mod baseline;
+pub mod httpd;
+pub mod live;
+pub mod outfile;
+pub mod output;
+pub mod prom;
+pub mod recorders;
+pub mod tui;
+pub mod web;
