@@ -6,6 +6,7 @@
 
 use crate::exchange::Exchanges;
 use crate::session::{Session, Verify};
+use crate::transport::Transport;
 use mio::net::TcpStream;
 use std::collections::VecDeque;
 
@@ -36,8 +37,8 @@ pub struct Conn<S> {
     /// 0 no, 1 yes, 2 yes and the peer's FIN was already reported (read on to the EOF).
     pub read_queued: u8,
     pub stream: Option<TcpStream>,
-    /// TLS session over `stream` (`https://`, `wss://`).
-    pub tls: Option<Box<rustls::ClientConnection>>,
+    /// Plain, or a TLS session over `stream` (`https://`, `wss://`).
+    pub transport: Transport,
     /// When the current phase began: the connect, then the transport (TCP, then TLS)
     /// becoming usable (handshake times and timeouts count from there).
     pub since: u64,
@@ -77,7 +78,7 @@ impl<S: Session> Conn<S> {
             ready_queued: false,
             read_queued: 0,
             stream: None,
-            tls: None,
+            transport: Transport::Plain,
             since: 0,
             ex: Exchanges::default(),
             session,
@@ -108,11 +109,11 @@ impl<S> Conn<S> {
     /// (plain), or records the socket refused (TLS: rustls does not say how many bytes; a
     /// control answer kept meanwhile is written once they are out).
     pub fn backlogged(&self) -> bool {
-        self.wbuf.len() - self.wpos > 64 << 10 || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        self.wbuf.len() - self.wpos > 64 << 10 || self.transport.wants_write()
     }
 
     pub fn pending_write(&self) -> bool {
-        self.wpos < self.wbuf.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        self.wpos < self.wbuf.len() || self.transport.wants_write()
     }
 
     /// Exchanges in flight that count (an opening request does not).
@@ -146,7 +147,7 @@ impl<S: Session> Conn<S> {
     /// Forget everything tied to the broken connection; keep the schedule position.
     pub fn reset_io(&mut self, cfg: &S::Cfg) {
         self.stream = None;
-        self.tls = None;
+        self.transport = Transport::Plain;
         self.ex.clear();
         self.session.reset(cfg);
         self.wbuf.clear();
@@ -182,5 +183,10 @@ mod tests {
         // Ws: 8 bytes for a pong owed to a peer that does not read (issue 24).
         assert!(ws <= 328, "Conn<Ws> is {ws} bytes");
         assert!(tcp < http && tcp < ws);
+        // The transport costs what an `Option` of the boxed TLS session cost: one pointer.
+        assert_eq!(
+            size_of::<crate::transport::Transport>(),
+            size_of::<Option<Box<rustls::ClientConnection>>>()
+        );
     }
 }

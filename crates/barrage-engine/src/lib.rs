@@ -9,6 +9,7 @@
 pub mod capture;
 pub mod classify;
 pub mod clock;
+pub mod command;
 mod conn;
 pub mod exchange;
 pub mod framing;
@@ -24,6 +25,7 @@ pub mod script;
 pub mod session;
 pub mod shape;
 pub mod spec;
+mod transport;
 pub mod users;
 mod worker;
 pub mod ws;

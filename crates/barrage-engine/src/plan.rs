@@ -9,6 +9,7 @@
 use crate::framing::Framing;
 use crate::message::Template;
 use crate::pacer::Schedule;
+use barrage_scenario::protocol::{self, ProtocolInfo};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -53,14 +54,19 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn name(&self) -> &'static str {
+    /// Its row of the protocol table (name, schemes, ports, ...).
+    pub fn info(&self) -> &'static ProtocolInfo {
         match self {
-            Protocol::Tcp => "tcp",
-            Protocol::Http(_) => "http",
-            Protocol::Ws(_) => "ws",
-            Protocol::Redis(_) => "redis",
-            Protocol::Memcache(_) => "memcache",
+            Protocol::Tcp => &protocol::TCP,
+            Protocol::Http(_) => &protocol::HTTP,
+            Protocol::Ws(_) => &protocol::WS,
+            Protocol::Redis(_) => &protocol::REDIS,
+            Protocol::Memcache(_) => &protocol::MEMCACHE,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.info().name
     }
 }
 
@@ -84,14 +90,14 @@ pub struct WsPlan {
 
 #[derive(Clone, Debug)]
 pub struct RedisPlan {
-    pub commands: crate::redis::Commands,
+    pub commands: crate::command::Commands,
     /// Speak RESP3: every connection opens with `HELLO 3`.
     pub resp3: bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct McPlan {
-    pub commands: crate::redis::Commands,
+    pub commands: crate::command::Commands,
 }
 
 /// HTTP status codes that count as success, as inclusive ranges.

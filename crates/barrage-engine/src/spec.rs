@@ -195,6 +195,20 @@ pub enum ProtocolSpec {
     },
 }
 
+impl ProtocolSpec {
+    /// Its row of the protocol table (name, schemes, ports, ...).
+    pub fn info(&self) -> &'static barrage_scenario::protocol::ProtocolInfo {
+        use barrage_scenario::protocol as p;
+        match self {
+            ProtocolSpec::Tcp { .. } => &p::TCP,
+            ProtocolSpec::Http { .. } => &p::HTTP,
+            ProtocolSpec::Ws { .. } => &p::WS,
+            ProtocolSpec::Redis { .. } => &p::REDIS,
+            ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TlsSpec {
     /// Verification off (`--insecure`).
@@ -248,7 +262,7 @@ pub enum SpecError {
     #[error("{0}")]
     Request(#[from] crate::http::RequestError),
     #[error("--command: {0}")]
-    Command(#[from] crate::redis::CommandError),
+    Command(#[from] crate::command::CommandError),
     #[error("shares: {0}")]
     Shares(String),
     #[error("TLS: {0}")]
@@ -486,7 +500,7 @@ impl Spec {
                 (p, m, None, framing, *verify)
             }
             ProtocolSpec::Redis { commands, resp3 } => {
-                let commands = crate::redis::Commands::redis(commands)?;
+                let commands = crate::command::Commands::redis(commands)?;
                 let p = Protocol::Redis(RedisPlan {
                     commands,
                     resp3: *resp3,
@@ -494,7 +508,7 @@ impl Spec {
                 (p, default_message, None, Framing::Echo, false)
             }
             ProtocolSpec::Memcache { commands } => {
-                let commands = crate::redis::Commands::memcache(commands)?;
+                let commands = crate::command::Commands::memcache(commands)?;
                 let p = Protocol::Memcache(McPlan { commands });
                 (p, default_message, None, Framing::Echo, false)
             }

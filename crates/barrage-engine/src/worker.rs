@@ -15,6 +15,7 @@ use crate::pacer::{backoff_ns, Rng, Schedule};
 use crate::plan::{Plan, Share};
 use crate::script::{Script, Step};
 use crate::session::{Msg, Out, Session};
+use crate::transport::Transport;
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::VecDeque;
@@ -410,12 +411,9 @@ impl<S: Session> Worker<S> {
                     let _ = wire::write_to(c, &mut self.rec, &self.scratch);
                 }
             }
-            if let Some(t) = c.tls.as_mut() {
-                t.send_close_notify();
-                let _ = wire::flush_tls(c, &mut self.rec);
-            }
+            c.transport.close(c.stream.as_mut(), &mut self.rec);
             c.stream = None;
-            c.tls = None;
+            c.transport = Transport::Plain;
             c.state = State::Closed;
         }
         // Exchanges still in flight stay counted in the `in_flight` gauge.

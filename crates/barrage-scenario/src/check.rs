@@ -29,18 +29,8 @@ pub const MAX_USERS: u64 = 10_000_000;
 /// The longest arrival a scenario may plan (the last user's arrival time).
 pub const MAX_ARRIVALS: Duration = Duration::from_secs(30 * 86_400);
 
-/// What kind of target the steps talk to: it decides which step keys make sense.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetKind {
-    /// tcp://: bytes, with a framing.
-    Tcp,
-    /// http://, https://: a step is a request.
-    Http,
-    /// ws://, wss://: a step is a message.
-    Ws,
-    /// redis://, memcache://: a step is a command.
-    Kv,
-}
+use crate::protocol::ProtocolInfo;
+pub use crate::protocol::TargetKind;
 
 /// How users leave.
 #[derive(Debug, Clone, PartialEq)]
@@ -260,7 +250,8 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
         file: name,
         dir: dir.to_path_buf(),
     };
-    let target = target_kind(&cx, &file.target)?;
+    let proto = target_protocol(&cx, &file.target)?;
+    let target = proto.steps;
     if let Some(p) = &file.protocol {
         protocol(&cx, p, target)?;
     }
@@ -309,7 +300,15 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
         .as_ref()
         .and_then(|p| p.framing.as_ref())
         .is_some_and(|f| f.trim() == "none");
-    let walk = steps::check_all(&cx, &file, target, framing_none, data.as_ref(), users)?;
+    let walk = steps::check_all(
+        &cx,
+        &file,
+        target,
+        proto.pushes,
+        framing_none,
+        data.as_ref(),
+        users,
+    )?;
     if let Some(r) = &file.run {
         run(&cx, r, &walk.named, &shape, users)?;
     }
@@ -354,25 +353,20 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
     })
 }
 
-fn target_kind(cx: &Cx, t: &At<String>) -> Result<TargetKind, ScenarioError> {
-    let scheme = t.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    let kind = match scheme.as_deref() {
-        Some("tcp") => TargetKind::Tcp,
-        Some("http" | "https") => TargetKind::Http,
-        Some("ws" | "wss") => TargetKind::Ws,
-        Some("redis" | "memcache" | "memcached") => TargetKind::Kv,
-        _ => {
-            return Err(cx.err(
-                t.line,
-                "target",
-                format!(
-                    "'{}': write a URL with one of tcp://, http://, https://, ws://, wss://, redis://, memcache://",
-                    t.escape_debug()
-                ),
-            ))
-        }
-    };
-    Ok(kind)
+/// The protocol of the file's target URL, from its scheme.
+fn target_protocol(cx: &Cx, t: &At<String>) -> Result<&'static ProtocolInfo, ScenarioError> {
+    match crate::protocol::of_url(t) {
+        Some((p, _)) => Ok(p),
+        None => Err(cx.err(
+            t.line,
+            "target",
+            format!(
+                "'{}': write a URL with one of {}",
+                t.escape_debug(),
+                crate::protocol::supported()
+            ),
+        )),
+    }
 }
 
 fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> {

@@ -12,6 +12,7 @@ mod at;
 mod check;
 pub mod data;
 pub mod model;
+pub mod protocol;
 pub mod shape;
 pub mod units;
 pub mod vars;

@@ -1,6 +1,6 @@
 use super::*;
+use crate::command::Commands;
 use crate::message::Fill;
-use crate::redis::Commands;
 
 #[derive(Default)]
 struct Replies(Vec<McReply>);

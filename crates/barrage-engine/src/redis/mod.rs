@@ -1,6 +1,6 @@
-//! Redis client codec, sans-IO: `--command` compilation to RESP requests ([`Commands`], shared
-//! with memcached's text commands) and the streaming RESP2/RESP3 reply decoder
-//! ([`RespDecoder`]).
+//! Redis client codec, sans-IO: `--command` compilation to RESP requests
+//! (`Commands::redis`, over the mix shared with memcached, [`crate::command`]) and the
+//! streaming RESP2/RESP3 reply decoder ([`RespDecoder`]).
 //!
 //! Redis answers in order, so a reply completes the oldest request in flight; pushes (RESP3
 //! `>`) are out-of-band and complete nothing. The decoder reports only top-level values, with
@@ -10,7 +10,7 @@
 mod command;
 mod resp;
 
-pub use command::{CommandError, Commands, Last, MAX_TOTAL_WEIGHT};
+pub use crate::command::{CommandError, Commands, Last, MAX_TOTAL_WEIGHT};
 pub use resp::{RespDecoder, RespError, RespReply, RespSink, MAX_AGGREGATE, MAX_BULK, STACK};
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
-//! memcached text protocol: the `--command` mix ([`crate::redis::Commands::memcache`] frames
+//! memcached text protocol: the `--command` mix ([`crate::command::Commands::memcache`] frames
 //! storage commands with their byte count), replies decoded by [`crate::memcache::McDecoder`].
 //! memcached answers in order: a reply completes the oldest request. A miss (`END` alone,
 //! `NOT_FOUND`) is a completed request counted in `misses`; `ERROR`, `CLIENT_ERROR` and
 //! `SERVER_ERROR` fail it as `reply_error`.
 
 use super::{Msg, OkRun, Out, ProtoError, Rendered, Replies, Session};
+use crate::command::{Commands, Last};
 use crate::memcache::{McDecoder, McReply, McSink};
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
-use crate::redis::{Commands, Last};
 use barrage_metrics::ErrorClass;
 
 pub struct Cfg {

@@ -76,7 +76,11 @@ impl Rendered {
 
 /// A request of a command mix (redis, memcached): rendered, or written from its template
 /// when its command has no placeholder.
-fn mix_request(commands: &crate::redis::Commands, msg: Msg, seq: u64) -> Option<(&[u8], Rendered)> {
+fn mix_request(
+    commands: &crate::command::Commands,
+    msg: Msg,
+    seq: u64,
+) -> Option<(&[u8], Rendered)> {
     if msg != Msg::Load {
         return None;
     }

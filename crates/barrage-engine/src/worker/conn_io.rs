@@ -4,7 +4,7 @@
 //! open-loop backlog) is rendered into one buffer and written with one `write`. A message
 //! without placeholders sent alone is written straight from the template, with no copy.
 
-use super::wire::{flush_tls, write_to};
+use super::wire::write_to;
 use super::*;
 use crate::exchange::OPENING;
 
@@ -82,12 +82,12 @@ impl<S: Session> Worker<S> {
             match rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone()) {
                 Ok(mut t) => {
                     t.set_buffer_limit(None); // our pipeline and backlog bound what is queued
-                    c.tls = Some(Box::new(t));
+                    c.transport = Transport::Tls(Box::new(t));
                     c.state = State::Tls;
                     let at = now + self.plan.connect_timeout.as_nanos() as u64;
                     self.arm_timeout(idx, at);
-                    let res = flush_tls(&mut self.conns[idx as usize], &mut self.rec);
-                    if let Err(e) = res {
+                    let c = &mut self.conns[idx as usize];
+                    if let Err(e) = c.transport.flush(c.stream.as_mut(), &mut self.rec) {
                         self.fail(idx, classify(&e), Some(&e), now);
                     }
                 }

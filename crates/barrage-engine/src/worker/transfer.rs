@@ -5,7 +5,7 @@
 //! moment (a pipeline refill, an open-loop backlog) is rendered into one buffer and written
 //! with one `write`; a static message sent alone is written straight from its template.
 
-use super::wire::{flush_tls, write_to};
+use super::wire::write_to;
 use super::*;
 use crate::exchange::OPENING;
 use crate::session::{Close, Replies};
@@ -38,10 +38,9 @@ impl<S: Session> Worker<S> {
                 Ok(n) => {
                     self.rec.c.reads += 1;
                     self.rec.c.bytes_read += n as u64;
-                    if c.tls.is_some() {
-                        self.tls_input(idx, &rbuf[..n], now);
-                    } else {
-                        self.deliver(idx, &rbuf[..n], now);
+                    match c.transport {
+                        Transport::Plain => self.deliver(idx, &rbuf[..n], now),
+                        Transport::Tls(_) => self.tls_input(idx, &rbuf[..n], now),
                     }
                     if n < rbuf.len() && !peer_closed {
                         break;
@@ -118,7 +117,9 @@ impl<S: Session> Worker<S> {
         let mut pbuf = std::mem::take(&mut self.pbuf);
         while !data.is_empty() {
             let c = &mut self.conns[idx as usize];
-            let Some(tls) = c.tls.as_mut() else { break };
+            let Transport::Tls(tls) = &mut c.transport else {
+                break;
+            };
             if let Err(e) = tls.read_tls(&mut data) {
                 self.fail(idx, ErrorClass::TlsOther, Some(&e), now);
                 break;
@@ -137,7 +138,9 @@ impl<S: Session> Worker<S> {
             }
             loop {
                 let c = &mut self.conns[idx as usize];
-                let Some(tls) = c.tls.as_mut() else { break };
+                let Transport::Tls(tls) = &mut c.transport else {
+                    break;
+                };
                 match tls.reader().read(&mut pbuf) {
                     Ok(0) => {
                         self.on_eof(idx, now);
@@ -154,10 +157,8 @@ impl<S: Session> Worker<S> {
         }
         self.pbuf = pbuf;
         let c = &mut self.conns[idx as usize];
-        if c.tls.is_some() {
-            if let Err(e) = flush_tls(c, &mut self.rec) {
-                self.fail(idx, classify(&e), Some(&e), now);
-            }
+        if let Err(e) = c.transport.flush(c.stream.as_mut(), &mut self.rec) {
+            self.fail(idx, classify(&e), Some(&e), now);
         }
     }
 
@@ -414,11 +415,10 @@ impl<S: Session> Worker<S> {
 
     fn flush_queued(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
-        if c.tls.is_some() {
-            if let Err(e) = flush_tls(c, &mut self.rec) {
-                self.fail(idx, classify(&e), Some(&e), now);
-            }
-            return;
+        match c.transport.flush(c.stream.as_mut(), &mut self.rec) {
+            Ok(true) => return, // TLS: its records are the queue
+            Ok(false) => {}     // plain: the connection's write queue below
+            Err(e) => return self.fail(idx, classify(&e), Some(&e), now),
         }
         let Some(s) = c.stream.as_mut() else { return };
         let mut total = 0;

@@ -1,14 +1,13 @@
 //! Moving bytes between a connection and its socket: plain writes with the short-write
-//! queue, TLS records through rustls, and the classes of TLS failures.
+//! queue (TLS takes them through its [`Transport`](crate::transport::Transport)), and the
+//! classes of TLS failures.
 
 use super::*;
 
 /// Write `data`, or queue it behind bytes already waiting; a short write queues the rest.
 /// Returns the bytes accepted now (under TLS: taken into the session).
 pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> io::Result<usize> {
-    if let Some(tls) = c.tls.as_mut() {
-        tls.writer().write_all(data)?;
-        flush_tls(c, rec)?;
+    if c.transport.send(c.stream.as_mut(), rec, data)? {
         return Ok(data.len());
     }
     if c.pending_write() {
@@ -44,42 +43,76 @@ pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> i
     }
 }
 
-/// Move TLS records from the session to the socket until it would block.
-pub(super) fn flush_tls<S>(c: &mut Conn<S>, rec: &mut Recorder) -> io::Result<()> {
-    let (Some(tls), Some(s)) = (c.tls.as_mut(), c.stream.as_mut()) else {
-        return Ok(());
-    };
-    while tls.wants_write() {
-        match tls.write_tls(s) {
-            Ok(0) => break,
-            Ok(m) => {
-                rec.c.writes += 1;
-                rec.c.bytes_written += m as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// The error class of a TLS failure.
+/// The error class of a TLS failure, from rustls' typed error (never its text). The
+/// `*Context` variants are the same failures with details (rustls 0.23 reports those); an
+/// expired revocation list counts as expired, as its name always did here.
 pub fn classify_tls(e: &rustls::Error) -> ErrorClass {
     use rustls::CertificateError as C;
     match e {
         rustls::Error::InvalidCertificate(c) => match c {
-            C::Expired | C::NotValidYet => ErrorClass::TlsExpired,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. }
+            | C::ExpiredRevocationList
+            | C::ExpiredRevocationListContext { .. } => ErrorClass::TlsExpired,
             C::UnknownIssuer => ErrorClass::TlsUnknownCa,
-            C::NotValidForName => ErrorClass::TlsBadName,
-            _ => match format!("{c:?}") {
-                s if s.starts_with("Expired") || s.starts_with("NotValidYet") => {
-                    ErrorClass::TlsExpired
-                }
-                s if s.starts_with("NotValidForName") => ErrorClass::TlsBadName,
-                _ => ErrorClass::TlsOther,
-            },
+            C::NotValidForName | C::NotValidForNameContext { .. } => ErrorClass::TlsBadName,
+            _ => ErrorClass::TlsOther,
         },
         _ => ErrorClass::TlsOther,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::{ServerName, UnixTime};
+    use rustls::CertificateError as C;
+
+    /// Each class comes from the typed error, the `*Context` variants rustls 0.23 reports
+    /// included (they once fell through to a match on their Debug text).
+    #[test]
+    fn tls_failures_are_classified_from_rustls_typed_errors() {
+        let t = UnixTime::since_unix_epoch(std::time::Duration::from_secs(1));
+        let name = ServerName::try_from("example.com").unwrap();
+        let cases = [
+            (C::Expired, ErrorClass::TlsExpired),
+            (
+                C::ExpiredContext {
+                    time: t,
+                    not_after: t,
+                },
+                ErrorClass::TlsExpired,
+            ),
+            (C::NotValidYet, ErrorClass::TlsExpired),
+            (
+                C::NotValidYetContext {
+                    time: t,
+                    not_before: t,
+                },
+                ErrorClass::TlsExpired,
+            ),
+            (C::ExpiredRevocationList, ErrorClass::TlsExpired),
+            (C::UnknownIssuer, ErrorClass::TlsUnknownCa),
+            (C::NotValidForName, ErrorClass::TlsBadName),
+            (
+                C::NotValidForNameContext {
+                    expected: name,
+                    presented: vec!["other.example".into()],
+                },
+                ErrorClass::TlsBadName,
+            ),
+            (C::BadSignature, ErrorClass::TlsOther),
+            (C::Revoked, ErrorClass::TlsOther),
+        ];
+        for (c, want) in cases {
+            let e = rustls::Error::InvalidCertificate(c.clone());
+            assert_eq!(classify_tls(&e), want, "{c:?}");
+        }
+        assert_eq!(
+            classify_tls(&rustls::Error::DecryptError),
+            ErrorClass::TlsOther
+        );
     }
 }

@@ -59,6 +59,7 @@ pub(super) fn check_all(
     cx: &Cx,
     file: &File,
     target: TargetKind,
+    pushes: bool,
     framing_none: bool,
     data: Option<&data::Table>,
     users: u64,
@@ -87,7 +88,7 @@ pub(super) fn check_all(
         w.captures(&rule.capture, &format!("on[{i}]"), Part::On(i))?;
     }
     w.list(&file.steps, "steps", Part::Steps, true)?;
-    if !file.on.is_empty() && target == TargetKind::Http {
+    if !file.on.is_empty() && !pushes {
         return Err(cx.err(
             file.on[0].line,
             "on[0]",

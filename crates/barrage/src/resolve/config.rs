@@ -341,13 +341,13 @@ pub fn describe(
         }
     };
     let tls = spec.tls.is_some();
-    let (protocol, message, first, expect, subprotocol, commands) = match &spec.protocol {
+    let protocol = spec.protocol.info().scheme(tls);
+    let (message, first, expect, subprotocol, commands) = match &spec.protocol {
         ProtocolSpec::Tcp {
             message,
             first_message,
             ..
         } => (
-            "tcp",
             Some(message),
             first_message.as_ref(),
             plan.framing.describe(),
@@ -359,31 +359,17 @@ pub fn describe(
             subprotocol,
             ..
         } => (
-            if tls { "wss" } else { "ws" },
             Some(message),
             None,
             plan.framing.describe(),
             subprotocol.clone(),
             Vec::new(),
         ),
-        ProtocolSpec::Http { .. } => (
-            if tls { "https" } else { "http" },
-            None,
-            None,
-            "http response".to_string(),
-            None,
-            Vec::new(),
-        ),
-        ProtocolSpec::Redis { commands, .. } => (
-            "redis",
-            None,
-            None,
-            "RESP reply".to_string(),
-            None,
-            commands.clone(),
-        ),
+        ProtocolSpec::Http { .. } => (None, None, "http response".to_string(), None, Vec::new()),
+        ProtocolSpec::Redis { commands, .. } => {
+            (None, None, "RESP reply".to_string(), None, commands.clone())
+        }
         ProtocolSpec::Memcache { commands } => (
-            "memcache",
             None,
             None,
             "memcached reply".to_string(),
@@ -729,7 +715,7 @@ fn protocol(
         }
         Scheme::Memcache => {
             let default = "get key:{rand%1000}";
-            let commands = commands(a, default, barrage_engine::redis::Commands::memcache)?;
+            let commands = commands(a, default, barrage_engine::command::Commands::memcache)?;
             Ok((ProtocolSpec::Memcache { commands }, None))
         }
         Scheme::Ws | Scheme::Wss => {

@@ -71,14 +71,9 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
     } = loaded;
     let path = Path::new(&file);
     if let Some(t) = &a.target_url {
-        let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-        let same = |s: Option<String>| match s.as_deref() {
-            Some("https") => Some("http".to_string()),
-            Some("wss") => Some("ws".to_string()),
-            Some("memcached") => Some("memcache".to_string()),
-            other => other.map(str::to_string),
-        };
-        if same(scheme(t)) != same(scheme(&checked.file.target.value)) {
+        // The same protocol, with or without TLS, under any of its schemes.
+        let protocol = |u: &str| barrage_scenario::protocol::of_url(u).map(|(p, _)| p.name);
+        if protocol(t) != protocol(&checked.file.target.value) {
             return Err(Usage::value(
                 "--target",
                 t,

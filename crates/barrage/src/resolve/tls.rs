@@ -150,7 +150,7 @@ fn describe(e: &rustls::Error) -> String {
             "the certificate is not valid for this host name",
             "use a host name the certificate lists, or --insecure to skip verification",
         ),
-        _ if format!("{e:?}").contains("CaUsedAsEndEntity") => (
+        _ if is_ca_used_as_end_entity(e) => (
             "the server presents a CA certificate as its own",
             "pass that very certificate with --cacert to pin it, or --insecure to skip verification",
         ),
@@ -225,12 +225,16 @@ impl ServerCertVerifier for PinningVerifier {
     }
 }
 
-/// rustls passes webpki's `CaUsedAsEndEntity` through as an opaque `Other` error.
+/// rustls passes webpki's `CaUsedAsEndEntity` through as an opaque `Other` error, which holds
+/// webpki's typed error.
 fn is_ca_used_as_end_entity(err: &rustls::Error) -> bool {
     matches!(
         err,
         rustls::Error::InvalidCertificate(CertificateError::Other(other))
-            if format!("{other:?}").contains("CaUsedAsEndEntity")
+            if matches!(
+                other.0.downcast_ref::<webpki::Error>(),
+                Some(webpki::Error::CaUsedAsEndEntity)
+            )
     )
 }
 

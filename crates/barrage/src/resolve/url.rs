@@ -1,10 +1,13 @@
 //! Target URLs: `tcp://HOST:PORT`, `http(s)://HOST[:PORT][/PATH]`, `ws(s)://HOST[:PORT][/PATH]`,
-//! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211).
+//! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211). Schemes, aliases, default
+//! ports and whether a path is allowed come from the protocol table
+//! (`barrage_scenario::protocol`); [`Scheme`] is what the binary dispatches on.
 //!
 //! Parsed by hand (the grammar is small) so that every mistake gets its own one-line advice,
 //! and resolved at once so that a bad host name fails before any load.
 
 use crate::usage::Usage;
+use barrage_scenario::protocol::{self, ProtocolInfo};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,24 +22,46 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    const ALL: [Scheme; 7] = [
+        Scheme::Tcp,
+        Scheme::Http,
+        Scheme::Https,
+        Scheme::Ws,
+        Scheme::Wss,
+        Scheme::Redis,
+        Scheme::Memcache,
+    ];
+
+    /// The protocol's row of the table.
+    pub fn info(self) -> &'static ProtocolInfo {
+        match self {
+            Scheme::Tcp => &protocol::TCP,
+            Scheme::Http | Scheme::Https => &protocol::HTTP,
+            Scheme::Ws | Scheme::Wss => &protocol::WS,
+            Scheme::Redis => &protocol::REDIS,
+            Scheme::Memcache => &protocol::MEMCACHE,
+        }
+    }
+
     pub fn tls(self) -> bool {
         matches!(self, Scheme::Https | Scheme::Wss)
     }
+
     pub fn name(self) -> &'static str {
-        match self {
-            Scheme::Tcp => "tcp",
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-            Scheme::Ws => "ws",
-            Scheme::Wss => "wss",
-            Scheme::Redis => "redis",
-            Scheme::Memcache => "memcache",
-        }
+        self.info().scheme(self.tls())
     }
 
     /// Targets that name a host and port only (no path).
     pub fn pathless(self) -> bool {
-        matches!(self, Scheme::Tcp | Scheme::Redis | Scheme::Memcache)
+        !self.info().path
+    }
+
+    /// The scheme a URL is written with (any case, aliases too).
+    fn of(word: &str) -> Option<Scheme> {
+        let (info, tls) = protocol::by_scheme(word)?;
+        Scheme::ALL
+            .into_iter()
+            .find(|s| s.info() == info && s.tls() == tls)
     }
 }
 
@@ -59,12 +84,13 @@ impl Url {
         } else {
             self.host.clone()
         };
-        let default = match self.scheme {
-            Scheme::Http | Scheme::Ws => 80,
-            Scheme::Https | Scheme::Wss => 443,
-            Scheme::Tcp | Scheme::Redis | Scheme::Memcache => 0,
+        // Only targets with a path (http, ws) send a Host header.
+        let default = if self.scheme.pathless() {
+            None
+        } else {
+            self.scheme.info().default_port(self.scheme.tls())
         };
-        if self.port == default {
+        if Some(self.port) == default {
             host
         } else {
             format!("{host}:{}", self.port)
@@ -99,22 +125,15 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
             " has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH",
         );
     };
-    let scheme = match scheme.to_ascii_lowercase().as_str() {
-        "tcp" => Scheme::Tcp,
-        "http" => Scheme::Http,
-        "https" => Scheme::Https,
-        "ws" => Scheme::Ws,
-        "wss" => Scheme::Wss,
-        "redis" => Scheme::Redis,
-        "memcache" | "memcached" => Scheme::Memcache,
-        other => {
-            return usage(
-                s,
-                format!(
-                    ": unknown scheme '{other}'; supported: tcp://, http://, https://, ws://, wss://, redis://, memcache://"
-                ),
-            )
-        }
+    let Some(scheme) = Scheme::of(scheme) else {
+        return usage(
+            s,
+            format!(
+                ": unknown scheme '{}'; supported: {}",
+                scheme.to_ascii_lowercase(),
+                protocol::supported()
+            ),
+        );
     };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -154,15 +173,15 @@ pub fn parse(raw: &str) -> Result<Url, Usage> {
     if host.is_empty() {
         return usage(s, " has no host");
     }
-    let port: u16 = match (port, scheme) {
-        (None, Scheme::Tcp) => {
-            return usage(s, format!(" has no port; write tcp://{authority}:PORT"))
-        }
-        (None, Scheme::Http | Scheme::Ws) => 80,
-        (None, Scheme::Https | Scheme::Wss) => 443,
-        (None, Scheme::Redis) => 6379,
-        (None, Scheme::Memcache) => 11211,
-        (Some(p), _) => {
+    let port: u16 = match port {
+        None => match scheme.info().default_port(scheme.tls()) {
+            Some(p) => p,
+            None => {
+                let n = scheme.name();
+                return usage(s, format!(" has no port; write {n}://{authority}:PORT"));
+            }
+        },
+        Some(p) => {
             let n: u32 = p
                 .parse()
                 .map_err(|_| bad(s, format!(": port '{p}' is not a number (1-65535)")))?;

@@ -388,21 +388,9 @@ fn url_host(raw: &str, flag: &str) -> Result<String, Usage> {
             "has no scheme; write it as tcp://HOST:PORT, http://HOST/PATH or ws://HOST/PATH",
         ));
     };
-    const SCHEMES: [&str; 8] = [
-        "tcp",
-        "http",
-        "https",
-        "ws",
-        "wss",
-        "redis",
-        "memcache",
-        "memcached",
-    ];
-    if !SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
-        return Err(bad(
-            "unknown scheme; supported: tcp://, http://, https://, ws://, wss://, redis://, \
-             memcache://",
-        ));
+    if barrage_scenario::protocol::by_scheme(scheme).is_none() {
+        let supported = barrage_scenario::protocol::supported();
+        return Err(bad(&format!("unknown scheme; supported: {supported}")));
     }
     let authority = rest.split(['/', '?']).next().unwrap_or("");
     let host = match authority.strip_prefix('[') {
