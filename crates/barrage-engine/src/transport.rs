@@ -75,8 +75,8 @@ fn flush_tls(
         match t.write_tls(s) {
             Ok(0) => break,
             Ok(m) => {
-                rec.c.writes += 1;
-                rec.c.bytes_written += m as u64;
+                rec.counters.writes += 1;
+                rec.counters.bytes_written += m as u64;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

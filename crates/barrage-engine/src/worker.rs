@@ -363,7 +363,7 @@ impl<S: Session> Worker<S> {
                 continue;
             };
             let due = sched.due(at).max(c.due_k);
-            self.rec.c.scheduled += due - c.due_k;
+            self.rec.counters.scheduled += due - c.due_k;
             if !quota_done {
                 self.rec.not_sent(due - c.sent_k);
             }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default)]
 pub struct Recorder {
-    pub c: Counters,
+    pub counters: Counters,
     pub latency: LatencyHistogram,
     pub connect: LatencyHistogram,
     /// HTTP: time to the response head; TLS handshake; WebSocket upgrade handshake.
@@ -125,6 +125,11 @@ impl MsgSpan {
 }
 
 impl Recorder {
+    /// A TLS handshake that took `ns`.
+    pub fn record_tls_handshake(&mut self, ns: u64) {
+        self.tls.record_ns(ns);
+    }
+
     pub fn new() -> Self {
         Self::default()
     }
@@ -172,22 +177,22 @@ impl Recorder {
     /// A connection is ready for load for the first time, at `now_ns`.
     #[inline]
     pub fn conn_first_ready(&mut self, now_ns: u64) {
-        self.c.first_ready += 1;
+        self.counters.first_ready += 1;
         self.ready_last_ns = self.ready_last_ns.max(now_ns);
     }
 
     /// `n` exchanges that were sent failed because of `class`.
     #[inline]
     pub fn exchanges_failed(&mut self, class: ErrorClass, n: u64) {
-        self.c.failed += n;
-        self.c.failed_by.add(class, n);
+        self.counters.failed += n;
+        self.counters.failed_by.add(class, n);
     }
 
     /// `n` due messages were never sent (backlog overflow, or still due at the end).
     #[inline]
     pub fn not_sent(&mut self, n: u64) {
-        self.c.error(ErrorClass::NotSent, n);
-        self.c.failed_by.add(ErrorClass::NotSent, n);
+        self.counters.error(ErrorClass::NotSent, n);
+        self.counters.failed_by.add(ErrorClass::NotSent, n);
     }
 
     /// `n` exchanges' latency (nanoseconds, kept to the nearest microsecond like
@@ -217,10 +222,10 @@ impl Recorder {
         self.flush_latency();
         // Per-command counts restart at their length, so the next segment does not grow them
         // again on the hot path (one allocation per segment, here).
-        let commands = self.c.commands.len();
-        let counters = std::mem::take(&mut self.c);
+        let commands = self.counters.commands.len();
+        let counters = std::mem::take(&mut self.counters);
         if commands > 0 {
-            self.c.commands = crate::counters::CommandCounts::with_len(commands);
+            self.counters.commands = crate::counters::CommandCounts::with_len(commands);
         }
         let d = Delta {
             worker,
@@ -347,8 +352,8 @@ mod tests {
         r.conn_opened();
         r.conn_opened();
         r.conn_closed();
-        r.c.sent = 5;
-        r.c.error(ErrorClass::Timeout, 1);
+        r.counters.sent = 5;
+        r.counters.error(ErrorClass::Timeout, 1);
         r.latency.record_us(10);
         let d = r.take(0, 0, 0, 1_000);
         assert_eq!(d.counters.sent, 5);
@@ -396,13 +401,13 @@ mod tests {
     #[test]
     fn take_moves_command_counts_and_keeps_their_length() {
         let mut r = Recorder::new();
-        r.c.commands.sent(2);
-        r.c.commands.completed(2, 1);
+        r.counters.commands.sent(2);
+        r.counters.commands.completed(2, 1);
         let d = r.take(0, 0, 0, 1_000);
         assert_eq!(d.counters.commands.get(2).completed, 1);
         // Zeroed, at the same length: the next segment counts without growing.
-        assert_eq!(r.c.commands.len(), 3);
-        assert_eq!(r.c.commands.get(2), Default::default());
+        assert_eq!(r.counters.commands.len(), 3);
+        assert_eq!(r.counters.commands.get(2), Default::default());
         let d2 = r.take(0, 1_000, 1_000, 2_000);
         assert_eq!(d2.counters.commands.get(2).sent, 0);
     }

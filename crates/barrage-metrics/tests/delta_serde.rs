@@ -14,23 +14,23 @@ fn deltas(workers: u32) -> Vec<Delta> {
         let k = u64::from(w) + 1;
         let seg = |r: &mut Recorder, key: u64, start: u64, end: u64, n: u64| {
             r.conn_opened();
-            r.c.sent += n + 2;
-            r.c.completed += n;
-            r.c.replies += n;
-            r.c.bytes_read += 64 * n;
-            r.c.bytes_written += 70 * n;
-            r.c.reads += n / 2 + 1;
-            r.c.writes += n / 3 + 1;
-            r.c.connect_attempts += 2;
-            r.c.connects += 1;
-            r.c.connect_failures += 1;
-            r.c.scheduled += n + 5;
-            r.c.error(ErrorClass::Refused, 1);
+            r.counters.sent += n + 2;
+            r.counters.completed += n;
+            r.counters.replies += n;
+            r.counters.bytes_read += 64 * n;
+            r.counters.bytes_written += 70 * n;
+            r.counters.reads += n / 2 + 1;
+            r.counters.writes += n / 3 + 1;
+            r.counters.connect_attempts += 2;
+            r.counters.connects += 1;
+            r.counters.connect_failures += 1;
+            r.counters.scheduled += n + 5;
+            r.counters.error(ErrorClass::Refused, 1);
             r.exchanges_failed(ErrorClass::Timeout, 2);
             r.not_sent(3);
-            r.c.status.add(200, n);
-            r.c.status.add(503, k);
-            r.c.ws_close.add(1006, 1);
+            r.counters.status.add(200, n);
+            r.counters.status.add(503, k);
+            r.counters.ws_close.add(1006, 1);
             r.conn_first_ready(start + 1_000 * k);
             for i in 0..n {
                 r.latency.record_us(50 + 37 * i * k);

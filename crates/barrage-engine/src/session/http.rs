@@ -135,7 +135,7 @@ impl ResponseSink for Sink<'_, '_, '_> {
     }
 
     fn complete(&mut self, status: u16, keep_alive: bool) {
-        self.r.rec.c.status.add(status, 1);
+        self.r.rec.counters.status.add(status, 1);
         let ok = self.r.status_ok(status, self.expect);
         let bad = (!ok).then_some(ErrorClass::UnexpectedStatus);
         self.r.complete(bad);

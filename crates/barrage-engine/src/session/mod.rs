@@ -363,7 +363,7 @@ impl<'a> Replies<'a> {
     /// awaited step (message protocols: a push, and the step waits on), or the reply of the
     /// exchange at the front, matched and captured from.
     fn complete_user(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
-        self.rec.c.replies += 1;
+        self.rec.counters.replies += 1;
         let u = self.user.as_mut().expect("a user");
         let msg = std::mem::take(&mut u.st.reply);
         let out = self.judge_user(&msg, bad);
@@ -395,7 +395,7 @@ impl<'a> Replies<'a> {
                 break;
             }
         }
-        self.rec.c.pushed += 1;
+        self.rec.counters.pushed += 1;
         let u = self.user.as_mut().expect("a user");
         u.st.reply = msg;
         u.st.reply.clear();
@@ -420,7 +420,7 @@ impl<'a> Replies<'a> {
                 // Once per sender a receiver hears: the two are in one room.
                 rec.heard(s.user, gid as u32);
             }
-            let b = &mut rec.c.broadcast;
+            let b = &mut rec.counters.broadcast;
             let first = match arrival {
                 Arrival::First => true,
                 Arrival::InOrder { gap } => {
@@ -488,18 +488,18 @@ impl<'a> Replies<'a> {
                 if rule.reply.is_some() {
                     u.st.pushes.push(i as u16);
                 }
-                self.rec.c.pushed += 1;
+                self.rec.counters.pushed += 1;
                 return None;
             }
         }
         // A delivery nobody awaits is not an unexpected reply.
         let unasked = u64::from(!stamped);
         let Some(front) = self.ex.front().copied() else {
-            self.rec.c.unexpected += unasked;
+            self.rec.counters.unexpected += unasked;
             return None;
         };
         let Some(step) = prog.steps.get(front.step as usize) else {
-            self.rec.c.unexpected += unasked;
+            self.rec.counters.unexpected += unasked;
             return None;
         };
         let mut bad = bad;
@@ -507,7 +507,7 @@ impl<'a> Replies<'a> {
             if let Some(m) = &step.expect {
                 if !m.matches(msg) {
                     if u.skip_unmatched {
-                        self.rec.c.unexpected += unasked;
+                        self.rec.counters.unexpected += unasked;
                         return None;
                     }
                     bad = Some(ErrorClass::Mismatch);
@@ -580,9 +580,9 @@ impl<'a> Replies<'a> {
         if self.user.is_some() {
             return self.complete_user(bad).map(|ex| ex.step);
         }
-        self.rec.c.replies += 1;
+        self.rec.counters.replies += 1;
         let Some(ex) = self.ex.pop_front() else {
-            self.rec.c.unexpected += 1;
+            self.rec.counters.unexpected += 1;
             self.server_ns = None; // an unasked reply's server time is no one's
             return None;
         };
@@ -608,12 +608,12 @@ impl<'a> Replies<'a> {
         let per_reply = self.verify.is_some() || self.server_ns.is_some();
         while n > 0 {
             let Some((ex, k)) = self.ex.pop_run(if per_reply { 1 } else { n }) else {
-                self.rec.c.replies += u64::from(n);
-                self.rec.c.unexpected += u64::from(n);
+                self.rec.counters.replies += u64::from(n);
+                self.rec.counters.unexpected += u64::from(n);
                 return;
             };
             n -= k;
-            self.rec.c.replies += u64::from(k);
+            self.rec.counters.replies += u64::from(k);
             self.finish_n(&ex, None, u64::from(k));
             self.count_command_n(ex.step, miss, false, u64::from(k));
         }
@@ -621,9 +621,9 @@ impl<'a> Replies<'a> {
 
     /// The exchange with this key got its reply (protocols whose replies carry a key).
     pub fn complete_key(&mut self, key: u64, bad: Option<ErrorClass>) -> Option<Exchange> {
-        self.rec.c.replies += 1;
+        self.rec.counters.replies += 1;
         let Some(ex) = self.ex.complete(key) else {
-            self.rec.c.unexpected += 1;
+            self.rec.counters.unexpected += 1;
             return None;
         };
         self.finish(&ex, bad);
@@ -660,14 +660,14 @@ impl<'a> Replies<'a> {
         match bad.or(mismatch.then_some(ErrorClass::Mismatch)) {
             Some(class) => {
                 self.rec.exchanges_failed(class, k);
-                self.rec.c.error(class, k);
+                self.rec.counters.error(class, k);
                 if user {
                     self.rec.steps.failed(ex.step as usize, class, k);
                 }
             }
             None => {
                 self.useful = true;
-                self.rec.c.completed += k;
+                self.rec.counters.completed += k;
                 let ns = self.now.saturating_sub(ex.start);
                 self.rec.record_latency_ns(ns, k);
                 if let Some(s) = server {
@@ -702,12 +702,12 @@ impl<'a> Replies<'a> {
         }
         let i = step as usize;
         if error {
-            self.rec.c.commands.error(i, n);
+            self.rec.counters.commands.error(i, n);
         } else {
-            self.rec.c.commands.completed(i, n);
+            self.rec.counters.commands.completed(i, n);
             if miss {
-                self.rec.c.misses += n;
-                self.rec.c.commands.miss(i, n);
+                self.rec.counters.misses += n;
+                self.rec.counters.commands.miss(i, n);
             }
         }
     }

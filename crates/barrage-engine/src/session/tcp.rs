@@ -91,6 +91,6 @@ impl crate::framing::Sink for Replies<'_> {
     }
 
     fn unexpected(&mut self, _bytes: &[u8]) {
-        self.rec.c.unexpected += 1;
+        self.rec.counters.unexpected += 1;
     }
 }

@@ -130,7 +130,7 @@ impl Session for Ws {
     }
 
     fn eof(&mut self, _cfg: &Cfg, r: &mut Replies) -> Result<bool, ProtoError> {
-        r.rec.c.ws_close.add(1006, 1);
+        r.rec.counters.ws_close.add(1006, 1);
         Ok(false)
     }
 
@@ -209,7 +209,7 @@ impl FrameSink for Sink<'_, '_> {
             return;
         }
         let code_or = code.unwrap_or(1005);
-        self.r.rec.c.ws_close.add(code_or, 1);
+        self.r.rec.counters.ws_close.add(code_or, 1);
         // Answer the close (echoing its code, as RFC 6455 asks), then drop the connection.
         let m = self.mask();
         crate::ws::close_frame(code.unwrap_or(1000), m, self.r.ctl);

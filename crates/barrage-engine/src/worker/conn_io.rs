@@ -10,7 +10,7 @@ use crate::exchange::OPENING;
 
 impl<S: Session> Worker<S> {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {
-        self.rec.c.connect_attempts += 1;
+        self.rec.counters.connect_attempts += 1;
         let c = &mut self.conns[idx as usize];
         let stream = self.dialer.connect(c.gid).and_then(|mut s| {
             let _ = s.set_nodelay(true);
@@ -73,7 +73,7 @@ impl<S: Session> Worker<S> {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
         self.connecting -= 1;
-        self.rec.c.connects += 1;
+        self.rec.counters.connects += 1;
         self.rec.connect.record_ns(now - c.since);
         self.rec.conn_opened();
         c.timeout_at = u64::MAX;
@@ -283,7 +283,7 @@ impl<S: Session> Worker<S> {
             let c = &mut self.conns[i];
             let due = sched.due(now).max(c.due_k);
             let before = c.due_k - c.sent_k;
-            self.rec.c.scheduled += due - c.due_k;
+            self.rec.counters.scheduled += due - c.due_k;
             c.due_k = due;
             let mut backlog = c.due_k - c.sent_k;
             if backlog > self.plan.max_backlog {
@@ -347,12 +347,12 @@ impl<S: Session> Worker<S> {
         match c.state {
             State::Connecting => {
                 self.connecting -= 1;
-                self.rec.c.connect_failures += 1;
+                self.rec.counters.connect_failures += 1;
             }
             State::Tls | State::Handshake | State::Login | State::Ready => {
                 self.rec.conn_closed();
                 if matches!(class, ErrorClass::ClosedByPeer | ErrorClass::Reset) {
-                    self.rec.c.closed_by_peer += 1;
+                    self.rec.counters.closed_by_peer += 1;
                 }
             }
             State::Waiting | State::Closed => {}
@@ -364,7 +364,7 @@ impl<S: Session> Worker<S> {
                 let _ = self.tx.send(WorkerEvent::Unreachable { detail });
             }
         }
-        self.rec.c.error(class, 1);
+        self.rec.counters.error(class, 1);
         self.close(idx, now, true, class);
     }
 

@@ -36,8 +36,8 @@ impl<S: Session> Worker<S> {
                     break;
                 }
                 Ok(n) => {
-                    self.rec.c.reads += 1;
-                    self.rec.c.bytes_read += n as u64;
+                    self.rec.counters.reads += 1;
+                    self.rec.counters.bytes_read += n as u64;
                     match c.transport {
                         Transport::Plain => self.deliver(idx, &rbuf[..n], now),
                         Transport::Tls(_) => self.tls_input(idx, &rbuf[..n], now),
@@ -103,7 +103,7 @@ impl<S: Session> Worker<S> {
         self.ctl.clear();
         match outcome {
             Ok(true) => {
-                self.rec.c.closed_by_peer += 1;
+                self.rec.counters.closed_by_peer += 1;
                 self.rec.conn_closed();
                 self.close(idx, now, false, ErrorClass::ClosedByPeer);
             }
@@ -131,7 +131,7 @@ impl<S: Session> Worker<S> {
             }
             if c.state == State::Tls && !tls.is_handshaking() {
                 c.failures = 0; // a handshake is useful work: the backoff starts over
-                self.rec.tls.record_ns(now.saturating_sub(c.since));
+                self.rec.record_tls_handshake(now.saturating_sub(c.since));
                 c.since = now;
                 c.timeout_at = u64::MAX;
                 self.transport_ready(idx, now);
@@ -196,7 +196,7 @@ impl<S: Session> Worker<S> {
         c.owed += freed;
         if let Err(e) = res {
             self.ctl.clear();
-            if e.tls_answer && self.rec.c.completed == 0 && !self.told_tls {
+            if e.tls_answer && self.rec.counters.completed == 0 && !self.told_tls {
                 // A plain-text client at a TLS port: a mistake in the target, not a fault
                 // of the server. Say so once, so the run stops with the remedy.
                 self.told_tls = true;
@@ -233,7 +233,7 @@ impl<S: Session> Worker<S> {
         match close {
             Some(Close::Fail(class, why)) => return self.fail(idx, class, Some(&why), now),
             Some(Close::Graceful) => {
-                self.rec.c.closed_by_peer += 1;
+                self.rec.counters.closed_by_peer += 1;
                 self.rec.conn_closed();
                 return self.close(idx, now, false, ErrorClass::ClosedByPeer);
             }
@@ -325,11 +325,11 @@ impl<S: Session> Worker<S> {
             };
             c.seq += 1;
             if S::COMMANDS {
-                self.rec.c.commands.sent(r.step as usize);
+                self.rec.counters.commands.sent(r.step as usize);
             }
             c.ex.push(Exchange::new(key, start, now, r.len, r.step));
         }
-        self.rec.c.sent += n;
+        self.rec.counters.sent += n;
         self.rec.in_flight += n;
         if sched.is_some() {
             self.rec.backlog -= n;
@@ -375,7 +375,7 @@ impl<S: Session> Worker<S> {
                 continue; // the opening's bytes complete no exchange
             }
             c.failures = 0;
-            self.rec.c.completed += 1;
+            self.rec.counters.completed += 1;
             self.rec.in_flight -= 1;
             if closed_loop {
                 c.owed += 1;
@@ -431,8 +431,8 @@ impl<S: Session> Worker<S> {
             match s.write(&c.wbuf[c.wpos..]) {
                 Ok(0) => break Ok(total),
                 Ok(m) => {
-                    self.rec.c.writes += 1;
-                    self.rec.c.bytes_written += m as u64;
+                    self.rec.counters.writes += 1;
+                    self.rec.counters.bytes_written += m as u64;
                     c.wpos += m;
                     total += m;
                 }

@@ -185,7 +185,7 @@ impl<S: Session> Worker<S> {
                             .max(st.every_due)
                     };
                     let per_tick = u64::from(end - first);
-                    self.rec.c.scheduled += (due - st.every_due) * per_tick;
+                    self.rec.counters.scheduled += (due - st.every_due) * per_tick;
                     st.every_due = due;
                     let backlog = st.every_due - st.every_sent;
                     if backlog > self.plan.max_backlog {
@@ -296,7 +296,7 @@ impl<S: Session> Worker<S> {
                     crate::users::stamp::Form::Binary => st.vars.set(slot, &stamp.encode_binary()),
                 }
             }
-            self.rec.c.broadcast.sent += 1;
+            self.rec.counters.broadcast.sent += 1;
             if let Some(t) = &b.expect {
                 self.stepbuf.clear();
                 t.render_vars_into(fill, &st.vars, &mut self.stepbuf);
@@ -309,7 +309,7 @@ impl<S: Session> Worker<S> {
                 } else {
                     n.saturating_sub(1)
                 };
-                self.rec.c.broadcast.expected += expected;
+                self.rec.counters.broadcast.expected += expected;
                 let key = (u64::from(stamp.user) << 32) | u64::from(stamp.seq);
                 self.rec
                     .msg_sent(key, expected.min(u64::from(u32::MAX)) as u32);
@@ -338,11 +338,11 @@ impl<S: Session> Worker<S> {
             _ => c.session.frame_step(&self.cfg, &mut out, at),
         };
         c.seq += 1;
-        self.rec.c.sent += 1;
+        self.rec.counters.sent += 1;
         self.rec.steps.sent(s as usize, 1);
         if !step.open_loop {
             // Every user send is scheduled: `every` ticks when due, the others when reached.
-            self.rec.c.scheduled += 1;
+            self.rec.counters.scheduled += 1;
         }
         if step.awaits {
             c.ex.push(Exchange::new(key, intended, now, len, s));
@@ -354,7 +354,7 @@ impl<S: Session> Worker<S> {
             }
         } else {
             // No reply: done once handed to the connection.
-            self.rec.c.completed += 1;
+            self.rec.counters.completed += 1;
             self.rec
                 .steps
                 .completed(s as usize, now.saturating_sub(intended));
@@ -494,7 +494,7 @@ impl<S: Session> Worker<S> {
                 .max(st.every_due)
         };
         let per_tick = u64::from(end - first);
-        self.rec.c.scheduled += (due - st.every_due) * per_tick;
+        self.rec.counters.scheduled += (due - st.every_due) * per_tick;
         let unsent = due - st.every_sent;
         self.rec.not_sent(unsent * per_tick);
         for op in &users.program.ops[first as usize..end as usize] {

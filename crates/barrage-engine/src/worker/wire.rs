@@ -21,8 +21,8 @@ pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> i
         match s.write(data) {
             Ok(m) => {
                 if m > 0 {
-                    rec.c.writes += 1;
-                    rec.c.bytes_written += m as u64;
+                    rec.counters.writes += 1;
+                    rec.counters.bytes_written += m as u64;
                 }
                 if m < data.len() {
                     c.wbuf.clear();
