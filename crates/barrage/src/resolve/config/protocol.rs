@@ -1,0 +1,306 @@
+//! The protocol's flags checked: `--command`, headers, requests, statuses, what a reply is.
+
+use super::*;
+
+/// The `--command` mix (or the protocol's default command), checked by compiling it.
+pub(super) fn commands(
+    a: &RunArgs,
+    default: &str,
+    compile: fn(
+        &[String],
+    )
+        -> Result<barrage_engine::redis::Commands, barrage_engine::redis::CommandError>,
+) -> Result<Vec<String>, Usage> {
+    let given = if a.command.is_empty() {
+        vec![default.to_string()]
+    } else {
+        a.command.clone()
+    };
+    compile(&given).map_err(|e| Usage::new("--command", e))?;
+    Ok(given)
+}
+
+/// Flags that belong to other protocols are mistakes, not silently ignored.
+pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
+    let http = matches!(scheme, Scheme::Http | Scheme::Https);
+    let ws = matches!(scheme, Scheme::Ws | Scheme::Wss);
+    let s = scheme.name();
+    let only = |flag: &str, what: &str| {
+        Usage::says(flag, format!("applies to {what} targets, not {s}://"))
+    };
+    if !http {
+        if a.method.is_some() {
+            return Err(only("-X/--method", "http(s)://"));
+        }
+        if a.body.is_some() {
+            return Err(only("--body", "http(s)://"));
+        }
+        if a.expect_status.is_some() {
+            return Err(only("--expect-status", "http(s)://"));
+        }
+    }
+    if !http && !ws && !a.headers.is_empty() {
+        return Err(only("-H/--header", "http(s):// and ws(s)://"));
+    }
+    if !ws && (a.subprotocol.is_some() || a.binary) {
+        return Err(only("--subprotocol and --binary", "ws(s)://"));
+    }
+    if !scheme.tls() && (a.insecure || a.cacert.is_some()) {
+        return Err(only("--insecure and --cacert", "https:// and wss://"));
+    }
+    let kv = matches!(scheme, Scheme::Redis | Scheme::Memcache);
+    if !kv && !a.command.is_empty() {
+        return Err(only("--command", "redis:// and memcache://"));
+    }
+    if scheme != Scheme::Redis && a.resp3 {
+        return Err(only("--resp3", "redis://"));
+    }
+    // The message flags describe a raw TCP or WebSocket message; other protocols say what
+    // they send in their own words.
+    let own_words = if kv {
+        Some(format!("a {s}:// request is --command"))
+    } else if http {
+        Some("an HTTP request is -X, -H and --body".to_string())
+    } else {
+        None
+    };
+    if let Some(words) = own_words {
+        for (flag, set) in [
+            ("-m/--message", a.message.is_some()),
+            ("--message-file", a.message_file.is_some()),
+            ("--first-message", a.first_message.is_some()),
+            ("--expect", a.expect.is_some()),
+            ("--verify", a.verify),
+        ] {
+            if set {
+                return Err(Usage::says(
+                    flag,
+                    format!("applies to tcp:// and ws:// targets; {words}"),
+                ));
+            }
+        }
+    }
+    if ws {
+        if a.first_message.is_some() {
+            return Err(only("--first-message", "tcp://"));
+        }
+        if let Some(e) = &a.expect {
+            if e != "echo" && e != "none" {
+                return Err(Usage::value(
+                    "--expect",
+                    e,
+                    "a ws:// reply is one message; use --expect echo or none",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-H 'Name: value'` into pairs; the HTTP codec checks names and values for injection.
+pub(super) fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
+    raw.iter()
+        .map(|h| {
+            let (n, v) = h.split_once(':').ok_or_else(|| {
+                Usage::value("-H", format!("'{h}'"), "write a header as 'Name: value'")
+            })?;
+            let n = n.trim();
+            if n.is_empty() {
+                return Err(Usage::value(
+                    "-H",
+                    format!("'{h}'"),
+                    "the header name is empty",
+                ));
+            }
+            Ok((n.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// What is spoken on the connection, from the scheme and the HTTP/WebSocket flags: the
+/// spec's words (placeholders unfilled), checked here with the secrets filled in, so a bad
+/// request fails before any load, against its flag.
+pub(super) fn protocol(
+    a: &RunArgs,
+    url: &url::Url,
+    words: &Words,
+    secrets: &mut Secrets,
+) -> Result<(ProtocolSpec, Option<String>), Usage> {
+    let headers_filled = words
+        .headers
+        .iter()
+        .map(|(n, v)| Ok((n.clone(), secrets.fill_str(v, "-H/--header")?)))
+        .collect::<Result<Vec<_>, Usage>>()?;
+    match url.scheme {
+        Scheme::Tcp => Ok((
+            ProtocolSpec::Tcp {
+                message: escape(&words.message),
+                first_message: words.first.as_deref().map(escape),
+                expect: words.expect.clone(),
+                verify: a.verify,
+            },
+            None,
+        )),
+        Scheme::Redis => {
+            let commands = commands(a, "PING", barrage_engine::redis::Commands::redis)?;
+            let resp3 = a.resp3;
+            Ok((ProtocolSpec::Redis { commands, resp3 }, None))
+        }
+        Scheme::Memcache => {
+            let default = "get key:{rand%1000}";
+            let commands = commands(a, default, barrage_engine::command::Commands::memcache)?;
+            Ok((ProtocolSpec::Memcache { commands }, None))
+        }
+        Scheme::Ws | Scheme::Wss => {
+            let host = url.host_header();
+            // Build one handshake now: bad headers fail here, not on every connection.
+            let spec = barrage_engine::ws::HandshakeSpec {
+                host_header: &host,
+                path: &url.path,
+                headers: &headers_filled,
+                subprotocol: a.subprotocol.as_deref(),
+            };
+            let key = barrage_engine::ws::new_key([0; 16]);
+            barrage_engine::ws::handshake_request(&spec, &key, &mut Vec::new())
+                .map_err(request_usage)?;
+            Ok((
+                ProtocolSpec::Ws {
+                    host_header: host,
+                    path: url.path.clone(),
+                    headers: words.headers.clone(),
+                    subprotocol: a.subprotocol.clone(),
+                    binary: a.binary,
+                    max_message: MAX_MESSAGE,
+                    message: escape(&words.message),
+                    expect: words.expect.clone(),
+                    verify: a.verify,
+                },
+                None,
+            ))
+        }
+        Scheme::Http | Scheme::Https => {
+            let body = match a.body.as_deref() {
+                None => None,
+                Some(b) => Some(match b.strip_prefix('@') {
+                    Some(path) => read_capped(
+                        "--body",
+                        std::path::Path::new(path),
+                        &format!("@{path}"),
+                        "a body",
+                    )?,
+                    None => b.as_bytes().to_vec(),
+                }),
+            };
+            let filled_body = match &body {
+                Some(b) => Some(secrets.fill(b, "--body")?),
+                None => None,
+            };
+            let method = a.method.clone().unwrap_or_else(|| "GET".into());
+            let host = url.host_header();
+            let spec = barrage_engine::http::RequestSpec {
+                method: &method,
+                path: &url.path,
+                host_header: &host,
+                headers: &headers_filled,
+                body: filled_body.as_deref(),
+                keep_alive: true,
+            };
+            barrage_engine::http::RequestTemplate::new(&spec).map_err(request_usage)?;
+            let expect_status = match &a.expect_status {
+                Some(l) => status_set(l)?,
+                None => StatusSet::default(),
+            };
+            let note = format!(
+                "{method} {}{}",
+                redact::url(&url.path, &a.redact),
+                filled_body
+                    .as_ref()
+                    .map(|b| format!(", body {} B", b.len()))
+                    .unwrap_or_default()
+            );
+            Ok((
+                ProtocolSpec::Http {
+                    method,
+                    path: url.path.clone(),
+                    host_header: host,
+                    headers: words.headers.clone(),
+                    body: body.as_deref().map(escape),
+                    expect_status: expect_status.0,
+                },
+                Some(note),
+            ))
+        }
+    }
+}
+
+/// The user's own bytes and words for the spec: placeholders (`{secret:NAME}`) unfilled.
+pub(super) struct Words {
+    pub(super) message: Vec<u8>,
+    pub(super) first: Option<Vec<u8>>,
+    pub(super) expect: String,
+    pub(super) headers: Vec<(String, String)>,
+}
+
+/// A request that cannot be built, against the flag the error says it is about.
+pub(super) fn request_usage(e: barrage_engine::http::RequestError) -> Usage {
+    use barrage_engine::http::Field;
+    let flag = match e.field() {
+        Field::Method => "-X/--method",
+        Field::Target => "target",
+        Field::Header => "-H/--header",
+        Field::Body => "--body",
+        Field::Subprotocol => "--subprotocol",
+    };
+    let hint = match &e {
+        barrage_engine::http::RequestError::HandshakeHeader(h) if h == "Sec-WebSocket-Protocol" => {
+            " (offer one with --subprotocol NAME)"
+        }
+        _ => "",
+    };
+    Usage::new(flag, format!("{e}{hint}"))
+}
+
+/// `--expect-status 200,204`, `2xx,3xx`, `200-299`.
+pub fn status_set(list: &str) -> Result<StatusSet, Usage> {
+    StatusSet::parse(list).map_err(|e| Usage::value("--expect-status", list, e))
+}
+
+/// A message or body file, read through a bounded reader: its size on disk is no bound
+/// (`/dev/zero`, a pipe or a file that grows report 0 or less than they give).
+/// `shown`: the value as the user wrote it (`@FILE` for `--body`).
+pub(super) fn read_capped(
+    flag: &str,
+    path: &std::path::Path,
+    shown: &dyn std::fmt::Display,
+    what: &str,
+) -> Result<Vec<u8>, Usage> {
+    use std::io::Read as _;
+    let p = shown;
+    let fail = |e: std::io::Error| Usage::value(flag, p, io_reason(&e));
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let mut data = Vec::new();
+    file.take(MAX_MESSAGE + 1)
+        .read_to_end(&mut data)
+        .map_err(fail)?;
+    if data.len() as u64 > MAX_MESSAGE {
+        return Err(Usage::value(
+            flag,
+            p,
+            format!("more than the 16 MiB {what} may have; give a smaller file"),
+        ));
+    }
+    Ok(data)
+}
+
+pub(super) fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// `--expect SPEC`.
+pub fn expect(spec: &str) -> Result<Framing, Usage> {
+    barrage_engine::spec::parse_expect(spec).map_err(|why| Usage::value("--expect", spec, why))
+}
