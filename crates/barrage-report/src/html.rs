@@ -25,7 +25,7 @@ pub(crate) const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
                    style-src 'unsafe-inline'; img-src data:";
 
 /// Escapes text for element content and quoted attribute values.
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

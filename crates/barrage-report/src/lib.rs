@@ -25,6 +25,7 @@ mod verdicts;
 
 pub use compare_html::render_comparison_html;
 pub use compare_text::render_comparison_text;
+pub use html::esc as html_escape;
 pub use html::HtmlRenderer;
 pub use json::JsonRenderer;
 pub use markdown::{escape as markdown_escape, MarkdownRenderer};

@@ -34,14 +34,10 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
 
 /// `-o FILE`: JSON, HTML or Markdown by its name.
 fn out_format(o: &str) -> Result<Format, Usage> {
-    match Format::from_path(std::path::Path::new(o)) {
-        _ if o == "-" => Ok(Format::Markdown),
-        Some(f @ (Format::Json | Format::Html | Format::Markdown)) => Ok(f),
-        _ => Err(Usage::value(
-            "-o",
-            o,
-            "the file name must end in .json, .html or .md (or - for Markdown on stdout; \
-             without -o the summary is printed)",
-        )),
+    use crate::sinks::output::{file_format, FileKind};
+    let docs = [Format::Json, Format::Html, Format::Markdown].map(FileKind::Doc);
+    match file_format("-o", o, &docs, true, "; without -o the summary is printed")? {
+        FileKind::Doc(f) => Ok(f),
+        _ => unreachable!("only documents are allowed"),
     }
 }

@@ -34,16 +34,22 @@ fn out_format(a: &ReportArgs) -> Result<Out, Usage> {
             "give html, md, json, csv or hdr-log",
         )),
         // Every suffix this command writes, not only the documents'.
-        _ => crate::sinks::output::report_format("-o", &a.output, true)
-            .map(Out::Doc)
-            .map_err(|_| {
-                Usage::value(
-                    "-o",
-                    &a.output,
-                    "the file name must end in .html, .md, .json, .csv or .hlog (or - for \
-                     Markdown on stdout; --format FORMAT for another name)",
-                )
-            }),
+        _ => {
+            use crate::sinks::output::{file_format, FileKind};
+            let all = [
+                FileKind::Doc(Format::Html),
+                FileKind::Doc(Format::Markdown),
+                FileKind::Doc(Format::Json),
+                FileKind::Csv,
+                FileKind::HdrLog,
+            ];
+            let more = "; --format FORMAT for another name";
+            Ok(match file_format("-o", &a.output, &all, true, more)? {
+                FileKind::Doc(f) => Out::Doc(f),
+                FileKind::Csv => Out::Csv,
+                FileKind::HdrLog => Out::HdrLog,
+            })
+        }
     }
 }
 

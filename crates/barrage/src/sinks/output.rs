@@ -5,7 +5,7 @@
 //! when the run is resolved (a bad path fails in a second, not after the load) and written
 //! once at the end, in a fixed order: the JSON first (the complete record; stdout may be a pipe
 //! whose reader is gone), then the summary, the baseline comparison and the report.
-//! [`report_format`] is the one place that decides a format from a file name.
+//! [`file_format`] is the one place that decides what a file is from its name.
 
 use crate::sinks::{live, tui};
 use crate::usage::Usage;
@@ -18,27 +18,87 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// The format of a report file named by `flag` (`--report`, `report -o`, `compare -o`), from
-/// its extension: `.md`/`.markdown` or `.html`/`.htm`; with `stdout_ok`, `-` is Markdown on
-/// stdout.
-pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, Usage> {
-    if stdout_ok && path == "-" {
-        return Ok(Format::Markdown);
+/// A file a command writes, as its name says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A result rendered whole (JSON, Markdown, HTML).
+    Doc(Format),
+    /// One row per second.
+    Csv,
+    /// Each second's latency histogram (an HdrHistogram interval log).
+    HdrLog,
+}
+
+impl FileKind {
+    /// The suffix a message names it by.
+    fn suffix(self) -> &'static str {
+        match self {
+            FileKind::Doc(Format::Markdown) => ".md",
+            FileKind::Doc(Format::Html) => ".html",
+            FileKind::Doc(Format::Json) => ".json",
+            FileKind::Doc(Format::Text) => ".txt",
+            FileKind::Csv => ".csv",
+            FileKind::HdrLog => ".hlog",
+        }
     }
-    match Format::from_path(Path::new(path)) {
-        Some(f @ (Format::Html | Format::Markdown)) => Ok(f),
-        _ => Err(Usage::value(
-            flag,
-            path,
-            format!(
-                "the file name must end in .md or .html{}",
-                if stdout_ok {
-                    " (or - for Markdown on stdout)"
-                } else {
-                    ""
-                }
-            ),
-        )),
+
+    /// What the file's name says it is: `.md`/`.markdown`, `.html`/`.htm`, `.json`, `.txt`,
+    /// `.csv`, `.hlog`.
+    pub fn of_name(path: &str) -> Option<FileKind> {
+        let p = Path::new(path);
+        if let Some(f) = Format::from_path(p) {
+            return Some(FileKind::Doc(f));
+        }
+        match p.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "csv" => Some(FileKind::Csv),
+            "hlog" => Some(FileKind::HdrLog),
+            _ => None,
+        }
+    }
+}
+
+/// The one rule that decides what a file named on the command line is: its name's suffix,
+/// one of `allowed`; with `stdout_ok`, `-` is Markdown on stdout. The error names `flag`,
+/// the suffixes allowed, and `more` (advice said after the stdout form).
+pub fn file_format(
+    flag: &str,
+    path: &str,
+    allowed: &[FileKind],
+    stdout_ok: bool,
+    more: &str,
+) -> Result<FileKind, Usage> {
+    if stdout_ok && path == "-" {
+        return Ok(FileKind::Doc(Format::Markdown));
+    }
+    match FileKind::of_name(path) {
+        Some(k) if allowed.contains(&k) => Ok(k),
+        _ => {
+            let names: Vec<&str> = allowed.iter().map(|k| k.suffix()).collect();
+            let list = match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => names.join(""),
+            };
+            let tail = if stdout_ok {
+                format!(" (or - for Markdown on stdout{more})")
+            } else {
+                String::new()
+            };
+            Err(Usage::value(
+                flag,
+                path,
+                format!("the file name must end in {list}{tail}"),
+            ))
+        }
+    }
+}
+
+/// The format of a report file named by `flag` (`--report`, `compare -o`, `find-max
+/// --report`): Markdown or HTML, by [`file_format`].
+pub fn report_format(flag: &str, path: &str, stdout_ok: bool) -> Result<Format, Usage> {
+    const REPORTS: [FileKind; 2] = [FileKind::Doc(Format::Markdown), FileKind::Doc(Format::Html)];
+    match file_format(flag, path, &REPORTS, stdout_ok, "")? {
+        FileKind::Doc(f) => Ok(f),
+        _ => unreachable!("only reports are allowed"),
     }
 }
 

@@ -4,13 +4,7 @@
 
 use super::render::{rows, Record, Step, HEAD};
 use barrage_report::fmt::real;
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use barrage_report::html_escape;
 
 pub(super) fn page(r: &Record) -> String {
     let mut table = String::from("<table><tr>");
