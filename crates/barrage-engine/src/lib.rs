@@ -1,10 +1,19 @@
-//! barrage-engine: executes a plan against a target.
+//! barrage-engine: runs a plan against a target.
 //!
-//! A [`Plan`] (validated by the binary) splits into shares; each share runs on one worker
-//! thread with its own mio event loop, its connections as state machines, and its own
-//! recorder. Protocol knowledge lives in sans-IO codecs ([`framing`]) that see byte slices,
-//! never sockets; pacing is pure functions of time ([`pacer`]). The coordinator ([`run()`])
-//! merges the workers' per-segment deltas into ticks and the final outcome.
+//! A [`Spec`] is the run as data (serde, secrets left as placeholders); each process builds
+//! its runtime [`Plan`] from it ([`Spec::plan`]) and runs its shares: all of them, or the
+//! [`ShareSet`] of a split run, with time zero at a common instant ([`Clock::At`]). Each share
+//! runs on one worker thread with its own mio event loop, its connections as state machines
+//! generic over the protocol's [`session::Session`], and its own recorder. What a connection
+//! sends and when is its [`script`] (compiled from the flags) or a scenario user's program
+//! ([`users`]); pacing is pure functions of time ([`pacer`], [`shape`]). Protocol knowledge
+//! lives in sans-IO sessions and codecs ([`session`], [`framing`], [`http`], [`ws`],
+//! [`redis`], [`memcache`]) that see byte slices, never sockets.
+//!
+//! The coordinator ([`run()`], [`run_observed`]; [`run_session`] for a session defined
+//! outside this crate) starts one worker per share for the plan's protocol, merges their
+//! per-segment deltas into ticks and the final outcome, hands each tick (and, when asked, each
+//! second's merged delta) to its [`Observer`], and says how the run ended ([`End`]).
 
 pub mod capture;
 pub mod classify;

@@ -1,9 +1,17 @@
-//! barrage-metrics: the measurement records of a run, as pure data.
+//! barrage-metrics: the measurement records of a run and every judgement over them, as pure
+//! functions of data.
 //!
 //! One record family flows through everything: a worker's [`Recorder`] yields a [`Delta`] per
-//! timeline segment; the [`Aggregator`] merges deltas into [`Tick`]s and a [`Summary`]; the
-//! [`RunResult`] wraps them for every report. All of it is mergeable (counts add, histograms
-//! merge exactly) and serializable; nothing here does I/O, spawns threads or knows sockets.
+//! timeline segment ([`timeline`]); the [`Aggregator`] merges deltas into [`Tick`]s and a
+//! [`Summary`] (with per-step figures, [`steps`], and a broadcast run's rooms, [`groups`]); the
+//! [`RunResult`] wraps them, with the monitor's samples ([`monitor`]), for every report. Deltas
+//! are mergeable (counts add, histograms merge exactly) and serializable, so threads,
+//! processes and shards merge the same way.
+//!
+//! Over the records: [`figures`] (one function per server, generator and machine figure),
+//! [`vocabulary`] (the one registry of named figures, `vocabulary::FIGURES`, through which
+//! thresholds, compare and readiness read them), [`analysis`], [`thresholds`], [`readiness`]
+//! and [`compare`]. Nothing here does I/O, spawns threads or knows sockets.
 
 pub mod aggregate;
 pub mod analysis;
