@@ -431,6 +431,18 @@ pub struct Aggregator {
     groups: crate::groups::Groups,
 }
 
+/// The run so far after the warm-up, as a live view reads it ([`Aggregator::running`]).
+pub struct Running<'a> {
+    /// Exchanges completed.
+    pub completed: u64,
+    /// Completed per second of measured time.
+    pub avg_rps: f64,
+    /// Their latency.
+    pub latency: &'a LatencyHistogram,
+    /// Error events.
+    pub errors: u64,
+}
+
 impl Aggregator {
     /// Keep each segment's merged delta (all workers' figures for that second) for
     /// [`Aggregator::take_segments`]: the run's durable stream. Pushing those deltas, in order,
@@ -617,20 +629,20 @@ impl Aggregator {
         tick
     }
 
-    /// Everything after warm-up so far (for live views): completed, errors, latency.
-    pub fn running(&self) -> (u64, f64, &LatencyHistogram, u64) {
+    /// Everything after warm-up so far, for live views.
+    pub fn running(&self) -> Running<'_> {
         let secs = self.measured.ns as f64 / 1e9;
-        let avg = if secs > 0.0 {
+        let avg_rps = if secs > 0.0 {
             self.measured.counters.completed as f64 / secs
         } else {
             0.0
         };
-        (
-            self.measured.counters.completed,
-            avg,
-            &self.measured.latency,
-            self.measured.counters.errors.total(),
-        )
+        Running {
+            completed: self.measured.counters.completed,
+            avg_rps,
+            latency: &self.measured.latency,
+            errors: self.measured.counters.errors.total(),
+        }
     }
 
     pub fn finish(mut self, target_connections: u64, basis: LatencyBasis) -> Outcome {

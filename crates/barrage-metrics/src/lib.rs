@@ -33,7 +33,7 @@ pub mod vocabulary;
 
 pub use aggregate::{
     Aggregator, BroadcastSummary, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary,
-    Ramp, Rps, Summary, Tick, TickLatency,
+    Ramp, Rps, Running, Summary, Tick, TickLatency,
 };
 pub use analysis::{
     analyze, AnalysisReport, Fit, LeakStatus, LeakVerdict, Recovery, Stability, Trend, Verdict,

@@ -11,7 +11,8 @@ pub fn line(t: &Tick, agg: &Aggregator, target: u64) -> Option<String> {
         Phase::Drain => return None,
     };
     // Rates and p99 of the last second; average and errors since the warm-up ended.
-    let (_, avg, _, errors) = agg.running();
+    let r = agg.running();
+    let (avg, errors) = (r.avg_rps, r.errors);
     let latency = latency(t);
     let errors = if t.phase == Phase::Warmup {
         t.errors.total()

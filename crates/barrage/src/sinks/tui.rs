@@ -226,13 +226,13 @@ impl Dashboard {
     /// Hand over a tick, with the monitor's latest server figures when monitoring; never
     /// blocks.
     pub fn update_with(&self, tick: &Tick, agg: &Aggregator, server: Option<ServerSample>) {
-        let (completed, avg_rps, hist, errors) = agg.running();
-        let p99_overall = (!hist.is_empty()).then(|| hist.quantile(0.99));
+        let r = agg.running();
+        let p99_overall = (!r.latency.is_empty()).then(|| r.latency.quantile(0.99));
         let _ = self.tx.try_send(Snapshot {
             tick: tick.clone(),
-            avg_rps,
-            completed,
-            errors,
+            avg_rps: r.avg_rps,
+            completed: r.completed,
+            errors: r.errors,
             p99_overall,
             server,
         });
