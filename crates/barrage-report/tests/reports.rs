@@ -350,3 +350,56 @@ fn network_per_interface_min_mean_max_reach_text_html_and_markdown() {
     let json = barrage_report::render_to_string(&r, barrage_report::Format::Json);
     assert!(json.contains("\"network\""), "{json}");
 }
+
+/// The other file formats of a result, whole: the JSON, the per-second CSV, the HDR interval
+/// log, and the comparison of two runs as text. A refactor that changes their bytes shows
+/// here.
+mod formats {
+    use super::common;
+    use barrage_report::{render_to_string, Format};
+
+    #[test]
+    fn json_of_a_completed_run() {
+        insta::assert_snapshot!(render_to_string(
+            &common::ping_pong_completed(),
+            Format::Json
+        ));
+    }
+
+    #[test]
+    fn csv_of_an_open_loop_run_with_errors() {
+        insta::assert_snapshot!(barrage_report::series::csv(&common::open_loop_with_errors()));
+    }
+
+    #[test]
+    fn hdr_log_of_two_seconds() {
+        let r = common::open_loop_with_errors();
+        let mut log =
+            barrage_report::series::HdrLog::start(Vec::new(), 1_795_420_800.0, &r.started_at)
+                .unwrap();
+        for (i, t) in r.timeseries.iter().take(2).enumerate() {
+            let mut h = barrage_metrics::LatencyHistogram::new();
+            h.record_us(t.latency_us.p50.max(1));
+            h.record_us(t.latency_us.p99.max(1));
+            log.interval(i as f64, 1.0, &h).unwrap();
+        }
+        insta::assert_snapshot!(String::from_utf8(log.into_inner()).unwrap());
+    }
+
+    #[test]
+    fn comparison_of_two_runs_as_text() {
+        let runs = [
+            common::ping_pong_completed(),
+            common::open_loop_with_errors(),
+        ];
+        let c = barrage_metrics::compare::compare_with(&runs, &Default::default());
+        let mut out = Vec::new();
+        barrage_report::render_comparison_text(
+            &c,
+            &["A: ping-pong".into(), "B: open loop".into()],
+            &mut out,
+        )
+        .unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+}
