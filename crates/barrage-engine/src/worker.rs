@@ -5,9 +5,22 @@
 //! modes, an optional request quota, a stop time). Connections are state machines driven by
 //! readiness events and by timers; recording goes to the worker's own `Recorder`, handed to
 //! the aggregator as one `Delta` per timeline segment.
+//!
+//! Time comes from one [`TimeSource`] the worker is given (`self.now()`, read nowhere else).
+//! On real time the loop sleeps in `poll` until an event or the timerfd alarm armed at the
+//! next deadline (segment end, timer, drain end). On virtual time (tests) that same deadline
+//! is the seam (`wait_until`): when the worker awaits nothing from the network (no connect,
+//! handshake, reply or write outstanding) the clock jumps to the deadline at once; when it
+//! does, the loop first polls for a quiet moment of real time (`VIRTUAL_QUIET`), and jumps
+//! only if nothing came (`idle_until`). So a run against a loopback server spends no virtual
+//! time on anything the server does, and backoff, timeouts, reconnects, think times,
+//! schedules and the drain happen at exact virtual times: a test counts them exactly. It
+//! holds for one worker (`threads = 1`) and servers that answer within the quiet moment; a
+//! silent server costs a quiet moment per deadline, one that never lets the loop be quiet
+//! stops virtual time.
 
 use crate::classify::classify;
-use crate::clock::{mono_ns, Alarm, Timers};
+use crate::clock::{Alarm, TimeSource, Timers};
 use crate::conn::{Conn, State};
 use crate::exchange::Exchange;
 use crate::message::Fill;
@@ -42,6 +55,9 @@ const CONNECTS_PER_TURN: u32 = 64;
 /// (a port range crowded with TIME_WAIT), fewer connects start per turn instead of the loop
 /// stalling for hundreds of milliseconds.
 const CONNECT_TIME_PER_TURN_NS: u64 = 2_000_000;
+/// Virtual time: how long (real time) the loop waits for an event it awaits before it takes
+/// the network to be silent and moves the clock to its next deadline.
+const VIRTUAL_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
@@ -109,7 +125,8 @@ pub struct Worker<S: Session> {
     timeline: Timeline,
     seg_start: u64,
     seg_end: u64,
-    base_ns: u64,
+    /// The one clock this worker reads (see the module docs).
+    time: TimeSource,
     wall_base_us: u64,
     ever_connected: bool,
     fails_unconnected: u32,
@@ -135,14 +152,14 @@ impl<S: Session> Worker<S> {
         plan: Arc<Plan>,
         share: Share,
         slot: usize,
-        base_ns: u64,
+        time: TimeSource,
         wall_base_us: u64,
         stop: Arc<AtomicBool>,
         tx: Sender<WorkerEvent>,
     ) -> io::Result<(Self, Arc<Waker>)> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let alarm = Alarm::new(base_ns)?;
+        let alarm = Alarm::new(time.base_ns())?;
         if let Some(fd) = alarm.raw_fd() {
             poll.registry()
                 .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
@@ -197,7 +214,7 @@ impl<S: Session> Worker<S> {
             seg_start: 0,
             seg_end: timeline.next_boundary(0),
             timeline,
-            base_ns,
+            time,
             wall_base_us,
             ever_connected: false,
             fails_unconnected: 0,
@@ -216,8 +233,27 @@ impl<S: Session> Worker<S> {
         Ok((w, waker))
     }
 
+    #[inline]
     fn now(&self) -> u64 {
-        mono_ns().saturating_sub(self.base_ns)
+        self.time.now()
+    }
+
+    /// The poll timeout until `next`: the alarm on real time; on virtual time a quiet moment
+    /// while something is awaited from the network, else none (the clock jumps at once).
+    fn wait_until(&mut self, next: u64, now: u64) -> Option<std::time::Duration> {
+        if self.time.is_virtual() {
+            let awaited = self.conns.iter().any(|c| {
+                c.pending_write()
+                    || !c.ex.is_empty()
+                    || matches!(c.state, State::Connecting | State::Tls | State::Handshake)
+            });
+            return Some(if awaited {
+                VIRTUAL_QUIET
+            } else {
+                std::time::Duration::ZERO
+            });
+        }
+        self.alarm.arm(next, now)
     }
 
     /// Run until the share is done; every outcome is reported through the channel.
@@ -271,16 +307,20 @@ impl<S: Session> Worker<S> {
             }
             let now = self.now();
             let busy = !self.ready.is_empty() || !self.reads.is_empty();
-            let timeout = if busy || self.connect_more || next <= now {
-                Some(std::time::Duration::ZERO)
+            let idle = !(busy || self.connect_more || next <= now);
+            let timeout = if idle {
+                self.wait_until(next, now)
             } else {
-                self.alarm.arm(next, now)
+                Some(std::time::Duration::ZERO)
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     let _ = self.tx.send(WorkerEvent::Failed(format!("poll: {e}")));
                     break;
                 }
+            }
+            if idle && events.is_empty() {
+                self.time.idle_until(next);
             }
             for ev in events.iter() {
                 match ev.token() {
@@ -503,7 +543,7 @@ impl<S: Session> Worker<S> {
         while self.connecting < self.share.max_connecting {
             let spent = match self.connect_turn_start {
                 u64::MAX => 0,
-                t => mono_ns().saturating_sub(t),
+                t => self.now().saturating_sub(t),
             };
             if self.connect_budget == 0 || spent >= CONNECT_TIME_PER_TURN_NS {
                 self.connect_more = !self.connect_queue.is_empty();
@@ -525,7 +565,7 @@ impl<S: Session> Worker<S> {
             }
             self.connect_queue.pop_front();
             if self.connect_turn_start == u64::MAX {
-                self.connect_turn_start = mono_ns();
+                self.connect_turn_start = self.now();
             }
             self.start_connect(idx, now);
             self.connect_budget -= 1;

@@ -97,7 +97,7 @@ fn request_count_is_exact_across_threads() {
 }
 
 #[test]
-fn think_time_paces_a_closed_loop() {
+fn think_time_paces_a_closed_loop_exactly_in_virtual_time() {
     let server = echo_server(1);
     let p = plan(
         server.local_addr(),
@@ -105,11 +105,11 @@ fn think_time_paces_a_closed_loop() {
         Mode::Think(Duration::from_millis(20)),
         1.0,
     );
-    let o = go(p);
-    let n = o.outcome.summary.requests;
-    // 5 connections x (1 + 1 s / 20 ms) at most, however fast the machine; ping-pong without
-    // the think time would do thousands. (How close to the bound it gets is for bench/.)
-    assert!((1..=255).contains(&n), "{n}");
+    let (o, end) = go_virtual(p);
+    // A reply takes no virtual time: each connection sends at 0, 20, ..., 980 ms.
+    assert_eq!(o.outcome.summary.requests, 5 * 50);
+    assert_eq!(o.outcome.summary.exchanges.completed, 5 * 50);
+    assert_eq!(end, 1_000_000_000);
     assert_balanced(&o);
 }
 
@@ -125,26 +125,45 @@ fn rate_mode_sends_the_requested_rate() {
 }
 
 #[test]
-fn timeouts_are_counted_and_connections_reopened() {
-    let server = echo::start(EchoConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        delay: Some(Duration::from_millis(300)),
-        ..EchoConfig::default()
-    })
-    .unwrap();
-    let mut p = plan(server.local_addr(), 3, Mode::PingPong, 1.0);
+fn timeouts_are_counted_and_connections_reopened_exactly_in_virtual_time() {
+    // A server that reads and never answers: every exchange times out.
+    let server = sink_server();
+    let mut p = plan(server.addr, 3, Mode::PingPong, 1.0);
     p.timeout = Duration::from_millis(100);
-    let o = go(p);
+    let (o, _) = go_virtual(p);
     let s = &o.outcome.summary;
-    assert!(s.errors.get(ErrorClass::Timeout) >= 3, "{:?}", s.errors);
-    assert_eq!(s.exchanges.completed, 0);
-    assert!(
-        s.connections.attempts > 3,
-        "reconnected: {:?}",
-        s.connections
+    // Per connection: sent at t, timed out at t + 100 ms (in the drain, for an attempt that
+    // started late in the load), reopened after the backoff (10, 20, 40 ... ms times the
+    // worker's seeded jitter, drawn in failure order across connections): every attempt
+    // started within the second times out.
+    const LOAD: u64 = 1_000_000_000;
+    let mut rng = barrage_engine::pacer::Rng::new(0xB4A2_2A6E);
+    let mut at = [0u64; 3];
+    let mut failures = [0u32; 3];
+    let mut attempts = 0;
+    loop {
+        let i = (0..3).min_by_key(|&i| (at[i], i)).unwrap();
+        if at[i] >= LOAD {
+            break;
+        }
+        attempts += 1;
+        failures[i] += 1;
+        let fail = at[i] + 100_000_000;
+        at[i] = match fail < LOAD {
+            true => fail + barrage_engine::pacer::backoff_ns(failures[i], rng.next_f64()),
+            false => u64::MAX,
+        };
+    }
+    assert!(attempts > 3);
+    assert_eq!(
+        s.errors.get(ErrorClass::Timeout),
+        attempts,
+        "{:?}",
+        s.errors
     );
-    assert!(s.exchanges.failed >= 3);
+    assert_eq!(s.errors.total(), s.errors.get(ErrorClass::Timeout));
+    assert_eq!(s.exchanges.completed, 0);
+    assert_eq!(s.connections.attempts, attempts, "{:?}", s.connections);
     assert_balanced(&o);
 }
 
