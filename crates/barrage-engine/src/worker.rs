@@ -134,9 +134,11 @@ pub struct Worker<S: Session> {
     told_tls: bool,
     /// Where connections go from and to, with this worker's stride of local ports.
     dialer: crate::ports::Dialer,
-    /// Scenario runs: each connection's user (empty otherwise), and users not yet gone.
+    /// Scenario runs: each connection's user (empty otherwise).
     users: Vec<crate::users::UserState>,
-    users_left: u64,
+    /// Connections that have not left for good: a scenario's user departs, a connection of
+    /// the flag modes stays until the load ends. The load is over when none is left.
+    staying: u64,
     /// Scratch space for an HTTP step's body.
     stepbuf: Vec<u8>,
     /// A user's reply that does not match its step is a push (message protocols, not HTTP).
@@ -188,7 +190,6 @@ impl<S: Session> Worker<S> {
             rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
             connect_queue: (0..share.connections as u32).collect(),
             plan,
-            share,
             poll,
             alarm,
             timers: Timers::default(),
@@ -220,8 +221,9 @@ impl<S: Session> Worker<S> {
             fails_unconnected: 0,
             told_tls: false,
             dialer,
+            staying: share.connections,
+            share,
             users: Vec::new(),
-            users_left: 0,
             stepbuf: Vec::new(),
             skip_unmatched,
             stop,
@@ -259,11 +261,11 @@ impl<S: Session> Worker<S> {
     /// Run until the share is done; every outcome is reported through the channel.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        if self.script.is_open_loop() || !self.users.is_empty() {
-            let now = self.now();
-            for i in 0..self.conns.len() as u32 {
-                self.service(i, now);
-            }
+        // Every connection's first look: an open-loop schedule's first wake, a user's
+        // arrival (a closed loop's connection waits for its connect, queued already).
+        let now = self.now();
+        for i in 0..self.conns.len() as u32 {
+            self.service(i, now);
         }
         loop {
             let now = self.now();
@@ -357,7 +359,7 @@ impl<S: Session> Worker<S> {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
-                let users_gone = !self.users.is_empty() && self.users_left == 0;
+                let all_gone = self.staying == 0;
                 if out_of_time && !stopped && self.script.is_open_loop() {
                     // Messages that fell due before the end while the loop was busy go out
                     // now (late, and timed from their intended send): only what cannot be
@@ -368,7 +370,7 @@ impl<S: Session> Worker<S> {
                         }
                     }
                 }
-                if stopped || out_of_time || quota_done || users_gone {
+                if stopped || out_of_time || quota_done || all_gone {
                     self.enter_drain(now, quota_done);
                     return self.rec.in_flight == 0;
                 }

@@ -23,7 +23,6 @@ impl<S: Session> Worker<S> {
                 UserState::new(&users.program, users.departure_ns(c.gid), c.gid)
             })
             .collect();
-        self.users_left = self.users.len() as u64;
     }
 
     fn users_arc(&self) -> Arc<Plan> {
@@ -523,7 +522,7 @@ impl<S: Session> Worker<S> {
             return;
         }
         self.users[i].phase = UserPhase::Gone;
-        self.users_left -= 1;
+        self.staying -= 1;
         let c = &mut self.conns[i];
         match c.state {
             State::Ready if c.stream.is_some() => {
@@ -581,7 +580,7 @@ impl<S: Session> Worker<S> {
             st.phase = UserPhase::Gone;
             st.every_t0 = u64::MAX;
             st.every_resume = false;
-            self.users_left -= 1;
+            self.staying -= 1;
             return true;
         }
         false
