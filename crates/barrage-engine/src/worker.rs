@@ -26,9 +26,9 @@ use crate::exchange::Exchange;
 use crate::message::Fill;
 use crate::pacer::{backoff_ns, Rng, Schedule};
 use crate::plan::{Plan, Share};
-use crate::script::{Script, Step};
 use crate::session::{Msg, Out, Session};
 use crate::transport::Transport;
+use crate::users::{Op, Program};
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::VecDeque;
@@ -87,9 +87,10 @@ enum Phase {
 pub struct Worker<S: Session> {
     id: u32,
     plan: Arc<Plan>,
-    /// The protocol's shared part and the script every connection runs.
+    /// The protocol's shared part, and the run's program (the flags' or the scenario's),
+    /// shared by every connection; a connection keeps its place in it (`Conn::pc`).
     cfg: S::Cfg,
-    script: Script,
+    program: Arc<Program>,
     /// Exchanges complete when written (`--expect none`).
     on_write: bool,
     share: Share,
@@ -170,7 +171,10 @@ impl<S: Session> Worker<S> {
         let conns = (0..share.connections)
             .map(|k| Conn::new(share.global_id(k), S::new(&cfg), plan.verify))
             .collect();
-        let script = Script::compile(&plan);
+        let program = match &plan.users {
+            Some(u) => Arc::clone(&u.program),
+            None => Arc::new(crate::script::compile(&plan)),
+        };
         let timeline = plan.timeline();
         let dialer = crate::ports::Dialer::new(
             &plan.target.addrs(),
@@ -185,7 +189,7 @@ impl<S: Session> Worker<S> {
             id: slot as u32,
             on_write: S::completes_on_write(&cfg),
             cfg,
-            script,
+            program,
             allowance: share.requests,
             rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
             connect_queue: (0..share.connections as u32).collect(),
@@ -360,7 +364,8 @@ impl<S: Session> Worker<S> {
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
                 let all_gone = self.staying == 0;
-                if out_of_time && !stopped && self.script.is_open_loop() {
+                // (By the mode, not the program: a `--conn-stages` ramp of an open loop too.)
+                if out_of_time && !stopped && self.plan.mode.is_open_loop() {
                     // Messages that fell due before the end while the loop was busy go out
                     // now (late, and timed from their intended send): only what cannot be
                     // sent at all (connection down, socket full) ends as not sent.
@@ -400,7 +405,7 @@ impl<S: Session> Worker<S> {
         self.rec.backlog = 0;
         let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
         for c in &mut self.conns {
-            let Some(sched) = sched_of(&self.script, &self.plan, c.gid).filter(|_| c.started())
+            let Some(sched) = sched_of(&self.program, &self.plan, c.gid).filter(|_| c.started())
             else {
                 continue;
             };
@@ -501,14 +506,10 @@ impl<S: Session> Worker<S> {
     /// scenario, the run's otherwise.
     fn timeout_of(&self, step: u16) -> u64 {
         let run = self.plan.timeout.as_nanos() as u64;
-        match &self.plan.users {
-            Some(u) => u
-                .program
-                .steps
-                .get(step as usize)
-                .map_or(run, |s| s.timeout_ns),
-            None => run,
-        }
+        self.program
+            .steps
+            .get(step as usize)
+            .map_or(run, |s| s.timeout_ns)
     }
 
     fn check_timeout(&mut self, idx: u32, now: u64) {
@@ -575,21 +576,16 @@ impl<S: Session> Worker<S> {
     }
 }
 
-/// The send schedule of global connection `gid` when the script is an open loop.
+/// The send schedule of global connection `gid` when the program is an open loop.
 #[inline]
-fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
+fn sched_of(program: &Program, plan: &Plan, gid: u64) -> Option<Schedule> {
+    let period_ns = program.schedule_period()?;
     let slack = plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64;
-    if let (Some(shape), Step::Every { .. }) = (&plan.rate_shape, script.step(script.load_pc())) {
-        let s = Schedule::shaped(gid, plan.connections, shape.clone(), plan.load_end_ns());
-        return Some(s.with_slack(slack));
-    }
-    match script.step(script.load_pc()) {
-        Step::Every { period_ns } => Some(
-            Schedule::spread(gid, plan.connections, *period_ns, plan.load_end_ns())
-                .with_slack(plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64),
-        ),
-        _ => None,
-    }
+    let s = match &plan.rate_shape {
+        Some(shape) => Schedule::shaped(gid, plan.connections, shape.clone(), plan.load_end_ns()),
+        None => Schedule::spread(gid, plan.connections, period_ns, plan.load_end_ns()),
+    };
+    Some(s.with_slack(slack))
 }
 
 mod conn_io;

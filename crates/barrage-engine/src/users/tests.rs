@@ -8,7 +8,7 @@ fn users(arrive: crate::shape::Shape, count: u64, hold_s: u64, depart: Depart) -
         arrive,
         hold_ns: hold_s * 1_000_000_000,
         depart,
-        program: Program::default(),
+        program: Default::default(),
         rows: Vec::new(),
         stages: None,
     }

@@ -130,9 +130,9 @@ impl<S: Session> Worker<S> {
     /// or (the opening done) start the load.
     pub(super) fn run_opening(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
-        let msg = match self.script.step(c.pc) {
-            Step::Request(m) => *m,
-            Step::Loop { .. } | Step::Every { .. } => return self.start_mode(idx, now),
+        let msg = match self.program.step(c.pc) {
+            Op::Opening(i) => Msg::Opening(*i),
+            _ => return self.start_mode(idx, now),
         };
         c.state = State::Login;
         self.scratch.clear();
@@ -198,16 +198,16 @@ impl<S: Session> Worker<S> {
         self.connected();
         let c = &mut self.conns[idx as usize];
         c.state = State::Ready;
-        c.pc = self.script.load_pc();
+        c.pc = self.program.load_pc();
         c.timeout_at = u64::MAX;
         if !c.started() {
-            let k0 = sched_of(&self.script, &self.plan, c.gid).map_or(0, |s| s.due(now));
+            let k0 = sched_of(&self.program, &self.plan, c.gid).map_or(0, |s| s.due(now));
             c.k0 = k0;
             c.sent_k = k0;
             c.due_k = k0;
             self.rec.conn_first_ready(now);
         }
-        if let Some((window, _)) = self.script.window() {
+        if let Some((window, _)) = self.program.window() {
             self.conns[idx as usize].owed = window;
         }
         self.service(idx, now);
@@ -241,7 +241,7 @@ impl<S: Session> Worker<S> {
             }
             return;
         }
-        if c.owed > 0 || (self.script.is_open_loop() && c.due_k > c.sent_k) {
+        if c.owed > 0 || (self.program.schedule_period().is_some() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
         let c = &self.conns[idx as usize];
@@ -271,7 +271,7 @@ impl<S: Session> Worker<S> {
                 wake = self.conns[i].retry_at;
             }
         }
-        if let Some(sched) = sched_of(&self.script, &self.plan, self.conns[i].gid) {
+        if let Some(sched) = sched_of(&self.program, &self.plan, self.conns[i].gid) {
             if !(load && self.conns[i].started()) {
                 // Not ready yet for the first time: its schedule has not begun.
                 if wake != u64::MAX {

@@ -250,7 +250,9 @@ impl<S: Session> Worker<S> {
                         st.pc += 1;
                     }
                 }
-                Op::End => break,
+                // The flag modes' ops are never in a scenario's program (`worker/conn_io.rs`
+                // runs them).
+                Op::End | Op::Opening(_) | Op::Window { .. } | Op::Schedule { .. } => break,
             }
         }
         if !self.scratch.is_empty() {
