@@ -239,6 +239,14 @@ impl<S: Session> Worker<S> {
         Ok((w, waker))
     }
 
+    /// Whether connection `idx` is at a scenario's op (run by `worker/users.rs`) rather than
+    /// a flag mode's (`Opening`, `Window`, `Schedule`, run by `worker/conn_io.rs`): the one
+    /// dispatch between the two interpreters, by the op the connection is at.
+    #[inline]
+    fn at_scenario_op(&self, idx: u32) -> bool {
+        !self.program.step(self.conns[idx as usize].pc).of_flags()
+    }
+
     #[inline]
     fn now(&self) -> u64 {
         self.time.now()

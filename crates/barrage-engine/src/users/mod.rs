@@ -541,6 +541,18 @@ pub enum Op {
     Schedule { period_ns: f64 },
 }
 
+impl Op {
+    /// One of the flag modes' ops (`Opening`, `Window`, `Schedule`), run by
+    /// `worker/conn_io.rs`; the others are a scenario's, run by `worker/users.rs`.
+    #[inline]
+    pub fn of_flags(&self) -> bool {
+        matches!(
+            self,
+            Op::Opening(_) | Op::Window { .. } | Op::Schedule { .. }
+        )
+    }
+}
+
 /// Where a user is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -559,7 +571,6 @@ pub struct UserState {
     /// The user's number (global).
     pub gid: u64,
     pub phase: Phase,
-    pub pc: u16,
     /// The key of the awaited exchange (`u64::MAX`: none awaited).
     pub await_key: u64,
     /// The end of the current pause (`u64::MAX`: none).
@@ -601,7 +612,6 @@ impl UserState {
         Self {
             gid,
             phase: Phase::Arriving,
-            pc: 0,
             await_key: u64::MAX,
             wait_until: u64::MAX,
             every_t0: u64::MAX,
@@ -624,9 +634,9 @@ impl UserState {
         }
     }
 
-    /// Start the steps over (a new connection of the same user): variables are kept.
+    /// Start the steps over (a new connection of the same user; its `Conn::pc` goes back to
+    /// 0): variables are kept.
     pub fn restart(&mut self) {
-        self.pc = 0;
         self.await_key = u64::MAX;
         self.wait_until = u64::MAX;
         if !self.every_resume {

@@ -239,7 +239,7 @@ impl<S: Session> Worker<S> {
             }
             None => {}
         }
-        if !self.users.is_empty() {
+        if self.at_scenario_op(idx) {
             return self.user_after_input(idx, now);
         }
         self.after_replies(idx, now, opening_done);

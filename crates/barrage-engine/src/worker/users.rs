@@ -76,6 +76,7 @@ impl<S: Session> Worker<S> {
             st.phase = UserPhase::Running;
         }
         st.restart();
+        c.pc = 0;
         if let Some(row) = users.rows.get(c.gid as usize) {
             for &(col, slot) in users.program.row_slots.iter() {
                 if let Some(v) = row.get(col) {
@@ -109,7 +110,7 @@ impl<S: Session> Worker<S> {
             if st.phase == UserPhase::Gone {
                 return;
             }
-            let pc = st.pc as usize;
+            let pc = c.pc as usize;
             let Some(&op) = prog.ops.get(pc) else {
                 // The departure steps are done: close once nothing is in flight.
                 if c.ex.is_empty() && self.scratch.is_empty() {
@@ -128,7 +129,7 @@ impl<S: Session> Worker<S> {
                         st.await_key = key;
                         break;
                     }
-                    st.pc += 1;
+                    self.conns[i].pc += 1;
                 }
                 Op::Pause { min_ns, max_ns } => {
                     if st.wait_until == u64::MAX {
@@ -145,7 +146,7 @@ impl<S: Session> Worker<S> {
                         break;
                     }
                     st.wait_until = u64::MAX;
-                    st.pc += 1;
+                    self.conns[i].pc += 1;
                 }
                 Op::Every {
                     period_ns,
@@ -153,7 +154,7 @@ impl<S: Session> Worker<S> {
                     first,
                     end,
                 } => {
-                    if st.every_t0 != u64::MAX && st.every_pc != st.pc {
+                    if st.every_t0 != u64::MAX && st.every_pc != self.conns[i].pc {
                         // A suspended schedule of another block (its ticks were accounted
                         // when the connection broke).
                         st.every_t0 = u64::MAX;
@@ -164,7 +165,7 @@ impl<S: Session> Worker<S> {
                         st.every_due = 0;
                         st.every_sent = 0;
                         st.every_op = 0;
-                        st.every_pc = st.pc;
+                        st.every_pc = self.conns[i].pc;
                     } else if st.every_resume {
                         // Back after a broken connection: the ticks that fell due while the
                         // user had none were not sent; the schedule goes on from here.
@@ -232,7 +233,7 @@ impl<S: Session> Worker<S> {
                     let st = &mut self.users[i];
                     if st.every_sent >= times && st.every_op == 0 && st.await_key == u64::MAX {
                         st.every_t0 = u64::MAX;
-                        st.pc = end;
+                        self.conns[i].pc = end;
                         continue;
                     }
                     if st.every_due < times {
@@ -244,10 +245,10 @@ impl<S: Session> Worker<S> {
                     let n = &mut st.loops[slot as usize];
                     *n += 1;
                     if *n < times {
-                        st.pc = start;
+                        self.conns[i].pc = start;
                     } else {
                         *n = 0;
-                        st.pc += 1;
+                        self.conns[i].pc += 1;
                     }
                 }
                 // The flag modes' ops are never in a scenario's program (`worker/conn_io.rs`
@@ -412,13 +413,13 @@ impl<S: Session> Worker<S> {
             let users = plan.users.as_deref().expect("a scenario");
             let st = &mut self.users[i];
             if matches!(
-                users.program.ops.get(st.pc as usize),
+                users.program.ops.get(self.conns[i].pc as usize),
                 Some(Op::Every { .. })
             ) {
                 // A step of an `every` tick: the tick's next step could be sent from now.
                 st.every_from = now;
             } else {
-                st.pc += 1;
+                self.conns[i].pc += 1;
             }
             self.conns[i].timeout_at = u64::MAX;
         }
@@ -446,7 +447,7 @@ impl<S: Session> Worker<S> {
         st.phase = UserPhase::Leaving;
         let c = &self.conns[i];
         if c.state == State::Ready && c.stream.is_some() {
-            st.pc = users.program.leave_pc;
+            self.conns[i].pc = users.program.leave_pc;
             st.await_key = u64::MAX;
             st.wait_until = u64::MAX;
             self.user_run(idx, now);
@@ -552,10 +553,15 @@ impl<S: Session> Worker<S> {
         self.close(idx, now, false, ErrorClass::ClosedByPeer);
     }
 
-    /// The exchanges in flight on a closing connection fail with `class`, each under its step.
-    pub(super) fn user_exchanges_failed(&mut self, i: usize, class: ErrorClass) {
+    /// The exchanges in flight on a closing connection fail with `class`, each under its
+    /// step: the program's steps (a flag mode's program has none, and no per-step counts).
+    pub(super) fn steps_failed(&mut self, i: usize, class: ErrorClass) {
+        let steps = self.program.steps.len();
+        if steps == 0 {
+            return;
+        }
         for e in self.conns[i].ex.iter() {
-            if e.step != crate::exchange::OPENING {
+            if (e.step as usize) < steps {
                 self.rec.steps.failed(e.step as usize, class, 1);
             }
         }
