@@ -25,8 +25,9 @@ impl<S: Session> Worker<S> {
             .collect();
     }
 
-    fn users_arc(&self) -> Arc<Plan> {
-        Arc::clone(&self.plan)
+    /// The run's program (a handle, so that the worker can be borrowed while it is read).
+    fn program_arc(&self) -> Arc<crate::users::Program> {
+        Arc::clone(&self.program)
     }
 
     /// A wake-up of a user: connect when it is due, depart when it is time, go on with its
@@ -61,7 +62,7 @@ impl<S: Session> Worker<S> {
 
     /// The user's connection is up (transport and protocol handshake): start its steps.
     pub(super) fn user_begin(&mut self, idx: u32, now: u64) {
-        let plan = self.users_arc();
+        let (plan, program) = (Arc::clone(&self.plan), self.program_arc());
         let users = plan.users.as_deref().expect("a scenario");
         let i = idx as usize;
         let c = &mut self.conns[i];
@@ -78,7 +79,7 @@ impl<S: Session> Worker<S> {
         st.restart();
         c.pc = 0;
         if let Some(row) = users.rows.get(c.gid as usize) {
-            for &(col, slot) in users.program.row_slots.iter() {
+            for &(col, slot) in program.row_slots.iter() {
                 if let Some(v) = row.get(col) {
                     st.vars.set(slot, v);
                 }
@@ -95,9 +96,7 @@ impl<S: Session> Worker<S> {
             // schedule ended by the drain must not start again on a late reply or a push).
             return;
         }
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
-        let prog = &users.program;
+        let prog = self.program_arc();
         let i = idx as usize;
         self.scratch.clear();
         let mut wake = u64::MAX;
@@ -273,9 +272,8 @@ impl<S: Session> Worker<S> {
 
     /// Render step `s` into the send buffer and open its exchange; returns the exchange key.
     fn user_send(&mut self, idx: u32, s: u16, intended: u64, now: u64) -> u64 {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
-        let step = &users.program.steps[s as usize];
+        let program = self.program_arc();
+        let step = &program.steps[s as usize];
         let i = idx as usize;
         let c = &mut self.conns[i];
         let fill = Fill {
@@ -287,13 +285,13 @@ impl<S: Session> Worker<S> {
             let st = &mut self.users[i];
             st.stamp_seq = st.stamp_seq.wrapping_add(1);
             let stamp = crate::users::stamp::Stamp {
-                shard: users.program.shard,
+                shard: program.shard,
                 user: c.gid as u32,
                 seq: st.stamp_seq,
                 ts_us: fill.ts_us,
             };
-            if let Some(slot) = users.program.stamp_slot {
-                match users.program.stamp_form {
+            if let Some(slot) = program.stamp_slot {
+                match program.stamp_form {
                     crate::users::stamp::Form::Text => st.vars.set(slot, &stamp.encode()),
                     crate::users::stamp::Form::Binary => st.vars.set(slot, &stamp.encode_binary()),
                 }
@@ -369,12 +367,11 @@ impl<S: Session> Worker<S> {
     pub(super) fn user_after_input(&mut self, idx: u32, now: u64) {
         let i = idx as usize;
         if !self.users[i].pushes.is_empty() {
-            let plan = self.users_arc();
-            let users = plan.users.as_deref().expect("a scenario");
+            let program = self.program_arc();
             let pushes = std::mem::take(&mut self.users[i].pushes);
             self.scratch.clear();
             for &r in &pushes {
-                let Some(t) = users.program.on[r as usize].reply.as_ref() else {
+                let Some(t) = program.on[r as usize].reply.as_ref() else {
                     continue;
                 };
                 let c = &mut self.conns[i];
@@ -409,11 +406,9 @@ impl<S: Session> Worker<S> {
         if st.step_done {
             st.step_done = false;
             st.await_key = u64::MAX;
-            let plan = self.users_arc();
-            let users = plan.users.as_deref().expect("a scenario");
             let st = &mut self.users[i];
             if matches!(
-                users.program.ops.get(self.conns[i].pc as usize),
+                self.program.ops.get(self.conns[i].pc as usize),
                 Some(Op::Every { .. })
             ) {
                 // A step of an `every` tick: the tick's next step could be sent from now.
@@ -430,8 +425,7 @@ impl<S: Session> Worker<S> {
 
     /// Departure time: run the `leave` steps on a ready connection, or leave at once.
     pub(super) fn user_depart(&mut self, idx: u32, now: u64) {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
+        let leave_pc = self.program.leave_pc;
         let i = idx as usize;
         // Ticks due before the departure go out (late) if the connection can take them.
         let c = &self.conns[i];
@@ -447,7 +441,7 @@ impl<S: Session> Worker<S> {
         st.phase = UserPhase::Leaving;
         let c = &self.conns[i];
         if c.state == State::Ready && c.stream.is_some() {
-            self.conns[i].pc = users.program.leave_pc;
+            self.conns[i].pc = leave_pc;
             st.await_key = u64::MAX;
             st.wait_until = u64::MAX;
             self.user_run(idx, now);
@@ -468,8 +462,7 @@ impl<S: Session> Worker<S> {
     /// The ticks of the user's `every` schedule due by `now` and not sent are not sent (the
     /// steps of a tick under way too); the schedule itself is kept.
     fn every_skip(&mut self, i: usize, now: u64) {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
+        let program = self.program_arc();
         let st = &mut self.users[i];
         if st.every_t0 == u64::MAX {
             return;
@@ -479,7 +472,7 @@ impl<S: Session> Worker<S> {
             times,
             first,
             end,
-        }) = users.program.ops.get(st.every_pc as usize)
+        }) = program.ops.get(st.every_pc as usize)
         else {
             st.every_t0 = u64::MAX;
             return;
@@ -499,14 +492,14 @@ impl<S: Session> Worker<S> {
         self.rec.counters.scheduled += (due - st.every_due) * per_tick;
         let unsent = due - st.every_sent;
         self.rec.not_sent(unsent * per_tick);
-        for op in &users.program.ops[first as usize..end as usize] {
+        for op in &program.ops[first as usize..end as usize] {
             if let Op::Send(s) = op {
                 self.rec.steps.not_sent(*s as usize, unsent);
             }
         }
         // The tick under way: its steps not sent yet.
         if st.every_op != 0 {
-            for op in &users.program.ops[(st.every_op.min(end)) as usize..end as usize] {
+            for op in &program.ops[(st.every_op.min(end)) as usize..end as usize] {
                 if let Op::Send(s) = op {
                     self.rec.not_sent(1);
                     self.rec.steps.not_sent(*s as usize, 1);
