@@ -1087,12 +1087,18 @@ fn ws_tls_record_on_a_plain_port_fails_fast_naming_tls() {
 }
 
 #[test]
-fn ws_handshake_that_never_comes_is_a_timeout() {
+fn ws_handshake_that_never_comes_is_a_timeout_exactly_in_virtual_time() {
     let server = sink_server();
     let mut p = ws_plan(server.addr, 2);
     p.timeout = Duration::from_millis(250);
-    let r = go(p);
-    assert!(r.errors(ErrorClass::Timeout) >= 2, "{:?}", r.s().errors);
+    let (r, end) = go_virtual(p);
+    // Each connection's upgrade times out at 250 ms and it reconnects after at most 10 ms of
+    // backoff; that upgrade is still under way when the load ends at 500 ms (the drain waits
+    // for exchanges, not handshakes): two attempts and one timeout each, whatever the jitter.
+    assert_eq!(r.errors(ErrorClass::Timeout), 2, "{:?}", r.s().errors);
+    assert_eq!(r.s().errors.total(), 2, "{:?}", r.s().errors);
+    assert_eq!(r.s().connections.attempts, 4, "{:?}", r.s().connections);
+    assert_eq!(end, LOAD.as_nanos() as u64);
     assert_eq!(r.s().exchanges.sent, 0);
 }
 
