@@ -1,7 +1,11 @@
-//! Time for the workers: one monotonic clock, a timer heap, and a precise alarm.
+//! Time for the workers: one clock each worker is given, a timer heap, and a precise alarm.
 //!
-//! All times are nanoseconds since the run's start on CLOCK_MONOTONIC, shared by every worker
-//! so that segment boundaries and schedules agree. The alarm is a timerfd armed at an absolute
+//! All times are nanoseconds since the run's start. A worker reads them through its
+//! [`TimeSource`] and nowhere else: [`TimeSource::Real`] is CLOCK_MONOTONIC less the run's
+//! start, shared by every worker so that segment boundaries and schedules agree (after
+//! inlining, one `match` on a field that never changes and the `clock_gettime` call);
+//! [`TimeSource::Virtual`] is a number a test holds, for backoff, timeouts, reconnects and drain
+//! counted exactly (see the worker's module docs for how a worker moves it). The alarm is a timerfd armed at an absolute
 //! time (nanosecond resolution, timer slack set to 1 ns for worker threads), because epoll's
 //! own timeout is millisecond-granular and an open-loop send that is up to 1 ms late would
 //! show up in latency measured from the intended time. Elsewhere it falls back to the poll
@@ -10,8 +14,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Nanoseconds on CLOCK_MONOTONIC.
+#[inline]
 pub fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -20,6 +27,50 @@ pub fn mono_ns() -> u64 {
     // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Where a worker reads the time: nanoseconds since the run's start.
+#[derive(Clone, Debug)]
+pub enum TimeSource {
+    /// CLOCK_MONOTONIC, less the run's start `base_ns` on it.
+    Real { base_ns: u64 },
+    /// Virtual time (tests): a shared cell, starting wherever its holder set it. It moves only
+    /// forward, by [`TimeSource::idle_until`] (the worker, when nothing happened for a quiet
+    /// moment of real time) or by its holder.
+    Virtual(Arc<AtomicU64>),
+}
+
+impl TimeSource {
+    /// Nanoseconds since the run's start.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        match self {
+            Self::Real { base_ns } => mono_ns().saturating_sub(*base_ns),
+            Self::Virtual(t) => t.load(Ordering::Acquire),
+        }
+    }
+
+    /// The run's start on CLOCK_MONOTONIC (what the timerfd alarm is armed against); 0 on
+    /// virtual time, which never arms it.
+    pub fn base_ns(&self) -> u64 {
+        match self {
+            Self::Real { base_ns } => *base_ns,
+            Self::Virtual(_) => 0,
+        }
+    }
+
+    pub fn is_virtual(&self) -> bool {
+        matches!(self, Self::Virtual(_))
+    }
+
+    /// Nothing happened while waiting for `at`: on virtual time, `at` is now (never earlier
+    /// than it was). Real time moved by itself.
+    #[inline]
+    pub fn idle_until(&self, at: u64) {
+        if let Self::Virtual(t) = self {
+            t.fetch_max(at, Ordering::AcqRel);
+        }
+    }
 }
 
 /// Timer entry: (when, connection index, kind). Kinds are the worker's constants.
@@ -171,6 +222,23 @@ mod tests {
         assert_eq!(t.pop_due(25), Some((20, 3, 0)));
         assert_eq!(t.pop_due(25), None);
         assert_eq!(t.next(), Some(30));
+    }
+
+    #[test]
+    fn virtual_time_moves_only_forward_and_only_when_idle() {
+        let cell = Arc::new(AtomicU64::new(5));
+        let t = TimeSource::Virtual(Arc::clone(&cell));
+        assert_eq!(t.now(), 5);
+        t.idle_until(3);
+        assert_eq!(t.now(), 5);
+        t.idle_until(1_000);
+        assert_eq!(t.now(), 1_000);
+        cell.store(2_000, Ordering::Release);
+        assert_eq!(t.now(), 2_000);
+        assert_eq!(t.base_ns(), 0);
+        let r = TimeSource::Real { base_ns: mono_ns() };
+        r.idle_until(u64::MAX);
+        assert!(r.now() < 60_000_000_000);
     }
 
     #[test]

@@ -45,7 +45,8 @@ pub use plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan, WsPlan,
 };
 pub use run::{
-    hurry, observe, run, run_observed, run_session, End, EngineError, Observer, RunOutput,
+    hurry, observe, run, run_observed, run_session, run_virtual, End, EngineError, Observer,
+    RunOutput,
 };
 pub use spec::{Clock, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec};
 pub use worker::classify_tls;

@@ -5,7 +5,7 @@
 //! caller's callback (the live view), watches the stop flag and wakes the workers when it is
 //! set, and stops the run early when the target cannot be reached at all.
 
-use crate::clock::mono_ns;
+use crate::clock::{mono_ns, TimeSource};
 use crate::plan::{Plan, Protocol, Share};
 use crate::session::{self, Session};
 use crate::spec::Clock;
@@ -84,14 +84,21 @@ pub fn run_observed(
     stop: Arc<AtomicBool>,
     obs: &mut dyn Observer,
 ) -> Result<RunOutput, EngineError> {
-    let spawn: Spawn = match &plan.protocol {
-        Protocol::Tcp => spawn::<session::tcp::Tcp>,
-        Protocol::Http(_) => spawn::<session::http::Http>,
-        Protocol::Ws(_) => spawn::<session::ws::Ws>,
-        Protocol::Redis(_) => spawn::<session::redis::Redis>,
-        Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
-    };
-    coordinate(plan, stop, obs, spawn)
+    let spawn = spawn_for(&plan.protocol);
+    coordinate(plan, stop, obs, spawn, None)
+}
+
+/// [`run`] on virtual time: every worker reads `now` (nanoseconds since the run's start) and
+/// moves it to its next deadline when it is idle (see the worker's module docs). For tests
+/// that count backoff, timeouts, reconnects and drain exactly: use one thread.
+pub fn run_virtual(
+    plan: Plan,
+    stop: Arc<AtomicBool>,
+    now: Arc<std::sync::atomic::AtomicU64>,
+    mut on_tick: impl FnMut(&Tick, &Aggregator),
+) -> Result<RunOutput, EngineError> {
+    let spawn = spawn_for(&plan.protocol);
+    coordinate(plan, stop, &mut on_tick, spawn, Some(now))
 }
 
 /// Execute `plan` with the session `S`, whatever `plan.protocol` says: a protocol defined
@@ -101,7 +108,18 @@ pub fn run_session<S: Session>(
     stop: Arc<AtomicBool>,
     mut on_tick: impl FnMut(&Tick, &Aggregator),
 ) -> Result<RunOutput, EngineError> {
-    coordinate(plan, stop, &mut on_tick, spawn::<S>)
+    coordinate(plan, stop, &mut on_tick, spawn::<S>, None)
+}
+
+/// The worker of the plan's protocol.
+fn spawn_for(protocol: &Protocol) -> Spawn {
+    match protocol {
+        Protocol::Tcp => spawn::<session::tcp::Tcp>,
+        Protocol::Http(_) => spawn::<session::http::Http>,
+        Protocol::Ws(_) => spawn::<session::ws::Ws>,
+        Protocol::Redis(_) => spawn::<session::redis::Redis>,
+        Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
+    }
 }
 
 /// Starts one worker thread.
@@ -112,6 +130,7 @@ fn coordinate(
     stop: Arc<AtomicBool>,
     obs: &mut dyn Observer,
     spawn: Spawn,
+    virtual_now: Option<Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<RunOutput, EngineError> {
     let plan = Arc::new(plan);
     let shares = plan.my_shares();
@@ -137,6 +156,10 @@ fn coordinate(
             end: End::Interrupted,
         });
     };
+    let time = match virtual_now {
+        Some(now) => TimeSource::Virtual(now),
+        None => TimeSource::Real { base_ns: base },
+    };
     let mut wakers = Vec::new();
     let mut handles = Vec::new();
     for (slot, share) in shares.into_iter().enumerate() {
@@ -145,7 +168,7 @@ fn coordinate(
             plan: Arc::clone(&plan),
             share,
             slot,
-            base,
+            time: time.clone(),
             wall_us,
             halt: Arc::clone(&halt),
             tx: tx.clone(),
@@ -262,7 +285,7 @@ struct Parts {
     plan: Arc<Plan>,
     share: Share,
     slot: usize,
-    base: u64,
+    time: TimeSource,
     wall_us: u64,
     halt: Arc<AtomicBool>,
     tx: mpsc::Sender<WorkerEvent>,
@@ -271,7 +294,7 @@ struct Parts {
 /// Start a worker for protocol `S` on its own thread.
 fn spawn<S: Session>(p: Parts) -> std::io::Result<(std::thread::JoinHandle<()>, Arc<mio::Waker>)> {
     let index = p.share.index;
-    let (w, waker) = Worker::<S>::new(p.plan, p.share, p.slot, p.base, p.wall_us, p.halt, p.tx)?;
+    let (w, waker) = Worker::<S>::new(p.plan, p.share, p.slot, p.time, p.wall_us, p.halt, p.tx)?;
     let h = std::thread::Builder::new()
         .name(format!("barrage-w{index}"))
         .spawn(move || w.run())?;

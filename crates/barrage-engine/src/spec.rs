@@ -295,10 +295,11 @@ fn with_scenario(
     };
     let mut users = crate::users::compile(&checked, &cx)
         .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;
+    let program = std::sync::Arc::get_mut(&mut users.program).expect("just compiled");
     if let Some(s) = &plan.shares {
-        users.program.shard = (s.run.first().copied().unwrap_or(0) / s.run.len().max(1)) as u8;
+        program.shard = (s.run.first().copied().unwrap_or(0) / s.run.len().max(1)) as u8;
     }
-    users.program.one_clock = one_clock;
+    program.one_clock = one_clock;
     let mut plan = plan.with_users(users);
     if let (Some(max), Some(d)) = (sc.max_duration_ns, plan.duration) {
         plan.duration = Some(d.min(Duration::from_nanos(max)));

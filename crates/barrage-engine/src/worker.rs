@@ -5,17 +5,30 @@
 //! modes, an optional request quota, a stop time). Connections are state machines driven by
 //! readiness events and by timers; recording goes to the worker's own `Recorder`, handed to
 //! the aggregator as one `Delta` per timeline segment.
+//!
+//! Time comes from one [`TimeSource`] the worker is given (`self.now()`, read nowhere else).
+//! On real time the loop sleeps in `poll` until an event or the timerfd alarm armed at the
+//! next deadline (segment end, timer, drain end). On virtual time (tests) that same deadline
+//! is the seam (`wait_until`): when the worker awaits nothing from the network (no connect,
+//! handshake, reply or write outstanding) the clock jumps to the deadline at once; when it
+//! does, the loop first polls for a quiet moment of real time (`VIRTUAL_QUIET`), and jumps
+//! only if nothing came (`idle_until`). So a run against a loopback server spends no virtual
+//! time on anything the server does, and backoff, timeouts, reconnects, think times,
+//! schedules and the drain happen at exact virtual times: a test counts them exactly. It
+//! holds for one worker (`threads = 1`) and servers that answer within the quiet moment; a
+//! silent server costs a quiet moment per deadline, one that never lets the loop be quiet
+//! stops virtual time.
 
 use crate::classify::classify;
-use crate::clock::{mono_ns, Alarm, Timers};
+use crate::clock::{Alarm, TimeSource, Timers};
 use crate::conn::{Conn, State};
 use crate::exchange::Exchange;
 use crate::message::Fill;
 use crate::pacer::{backoff_ns, Rng, Schedule};
 use crate::plan::{Plan, Share};
-use crate::script::{Script, Step};
 use crate::session::{Msg, Out, Session};
 use crate::transport::Transport;
+use crate::users::{Op, Program};
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::VecDeque;
@@ -42,6 +55,9 @@ const CONNECTS_PER_TURN: u32 = 64;
 /// (a port range crowded with TIME_WAIT), fewer connects start per turn instead of the loop
 /// stalling for hundreds of milliseconds.
 const CONNECT_TIME_PER_TURN_NS: u64 = 2_000_000;
+/// Virtual time: how long (real time) the loop waits for an event it awaits before it takes
+/// the network to be silent and moves the clock to its next deadline.
+const VIRTUAL_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What a worker tells the coordinator.
 pub enum WorkerEvent {
@@ -71,9 +87,10 @@ enum Phase {
 pub struct Worker<S: Session> {
     id: u32,
     plan: Arc<Plan>,
-    /// The protocol's shared part and the script every connection runs.
+    /// The protocol's shared part, and the run's program (the flags' or the scenario's),
+    /// shared by every connection; a connection keeps its place in it (`Conn::pc`).
     cfg: S::Cfg,
-    script: Script,
+    program: Arc<Program>,
     /// Exchanges complete when written (`--expect none`).
     on_write: bool,
     share: Share,
@@ -109,7 +126,8 @@ pub struct Worker<S: Session> {
     timeline: Timeline,
     seg_start: u64,
     seg_end: u64,
-    base_ns: u64,
+    /// The one clock this worker reads (see the module docs).
+    time: TimeSource,
     wall_base_us: u64,
     ever_connected: bool,
     fails_unconnected: u32,
@@ -117,9 +135,11 @@ pub struct Worker<S: Session> {
     told_tls: bool,
     /// Where connections go from and to, with this worker's stride of local ports.
     dialer: crate::ports::Dialer,
-    /// Scenario runs: each connection's user (empty otherwise), and users not yet gone.
+    /// Scenario runs: each connection's user (empty otherwise).
     users: Vec<crate::users::UserState>,
-    users_left: u64,
+    /// Connections that have not left for good: a scenario's user departs, a connection of
+    /// the flag modes stays until the load ends. The load is over when none is left.
+    staying: u64,
     /// Scratch space for an HTTP step's body.
     stepbuf: Vec<u8>,
     /// A user's reply that does not match its step is a push (message protocols, not HTTP).
@@ -135,14 +155,14 @@ impl<S: Session> Worker<S> {
         plan: Arc<Plan>,
         share: Share,
         slot: usize,
-        base_ns: u64,
+        time: TimeSource,
         wall_base_us: u64,
         stop: Arc<AtomicBool>,
         tx: Sender<WorkerEvent>,
     ) -> io::Result<(Self, Arc<Waker>)> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let alarm = Alarm::new(base_ns)?;
+        let alarm = Alarm::new(time.base_ns())?;
         if let Some(fd) = alarm.raw_fd() {
             poll.registry()
                 .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
@@ -151,7 +171,10 @@ impl<S: Session> Worker<S> {
         let conns = (0..share.connections)
             .map(|k| Conn::new(share.global_id(k), S::new(&cfg), plan.verify))
             .collect();
-        let script = Script::compile(&plan);
+        let program = match &plan.users {
+            Some(u) => Arc::clone(&u.program),
+            None => Arc::new(crate::script::compile(&plan)),
+        };
         let timeline = plan.timeline();
         let dialer = crate::ports::Dialer::new(
             &plan.target.addrs(),
@@ -166,12 +189,11 @@ impl<S: Session> Worker<S> {
             id: slot as u32,
             on_write: S::completes_on_write(&cfg),
             cfg,
-            script,
+            program,
             allowance: share.requests,
             rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
             connect_queue: (0..share.connections as u32).collect(),
             plan,
-            share,
             poll,
             alarm,
             timers: Timers::default(),
@@ -197,14 +219,15 @@ impl<S: Session> Worker<S> {
             seg_start: 0,
             seg_end: timeline.next_boundary(0),
             timeline,
-            base_ns,
+            time,
             wall_base_us,
             ever_connected: false,
             fails_unconnected: 0,
             told_tls: false,
             dialer,
+            staying: share.connections,
+            share,
             users: Vec::new(),
-            users_left: 0,
             stepbuf: Vec::new(),
             skip_unmatched,
             stop,
@@ -216,18 +239,45 @@ impl<S: Session> Worker<S> {
         Ok((w, waker))
     }
 
+    /// Whether connection `idx` is at a scenario's op (run by `worker/users.rs`) rather than
+    /// a flag mode's (`Opening`, `Window`, `Schedule`, run by `worker/conn_io.rs`): the one
+    /// dispatch between the two interpreters, by the op the connection is at.
+    #[inline]
+    fn at_scenario_op(&self, idx: u32) -> bool {
+        !self.program.step(self.conns[idx as usize].pc).of_flags()
+    }
+
+    #[inline]
     fn now(&self) -> u64 {
-        mono_ns().saturating_sub(self.base_ns)
+        self.time.now()
+    }
+
+    /// The poll timeout until `next`: the alarm on real time; on virtual time a quiet moment
+    /// while something is awaited from the network, else none (the clock jumps at once).
+    fn wait_until(&mut self, next: u64, now: u64) -> Option<std::time::Duration> {
+        if self.time.is_virtual() {
+            let awaited = self.conns.iter().any(|c| {
+                c.pending_write()
+                    || !c.ex.is_empty()
+                    || matches!(c.state, State::Connecting | State::Tls | State::Handshake)
+            });
+            return Some(if awaited {
+                VIRTUAL_QUIET
+            } else {
+                std::time::Duration::ZERO
+            });
+        }
+        self.alarm.arm(next, now)
     }
 
     /// Run until the share is done; every outcome is reported through the channel.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        if self.script.is_open_loop() || !self.users.is_empty() {
-            let now = self.now();
-            for i in 0..self.conns.len() as u32 {
-                self.service(i, now);
-            }
+        // Every connection's first look: an open-loop schedule's first wake, a user's
+        // arrival (a closed loop's connection waits for its connect, queued already).
+        let now = self.now();
+        for i in 0..self.conns.len() as u32 {
+            self.service(i, now);
         }
         loop {
             let now = self.now();
@@ -271,16 +321,20 @@ impl<S: Session> Worker<S> {
             }
             let now = self.now();
             let busy = !self.ready.is_empty() || !self.reads.is_empty();
-            let timeout = if busy || self.connect_more || next <= now {
-                Some(std::time::Duration::ZERO)
+            let idle = !(busy || self.connect_more || next <= now);
+            let timeout = if idle {
+                self.wait_until(next, now)
             } else {
-                self.alarm.arm(next, now)
+                Some(std::time::Duration::ZERO)
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     let _ = self.tx.send(WorkerEvent::Failed(format!("poll: {e}")));
                     break;
                 }
+            }
+            if idle && events.is_empty() {
+                self.time.idle_until(next);
             }
             for ev in events.iter() {
                 match ev.token() {
@@ -317,8 +371,9 @@ impl<S: Session> Worker<S> {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
-                let users_gone = !self.users.is_empty() && self.users_left == 0;
-                if out_of_time && !stopped && self.script.is_open_loop() {
+                let all_gone = self.staying == 0;
+                // (By the mode, not the program: a `--conn-stages` ramp of an open loop too.)
+                if out_of_time && !stopped && self.plan.mode.is_open_loop() {
                     // Messages that fell due before the end while the loop was busy go out
                     // now (late, and timed from their intended send): only what cannot be
                     // sent at all (connection down, socket full) ends as not sent.
@@ -328,7 +383,7 @@ impl<S: Session> Worker<S> {
                         }
                     }
                 }
-                if stopped || out_of_time || quota_done || users_gone {
+                if stopped || out_of_time || quota_done || all_gone {
                     self.enter_drain(now, quota_done);
                     return self.rec.in_flight == 0;
                 }
@@ -358,7 +413,7 @@ impl<S: Session> Worker<S> {
         self.rec.backlog = 0;
         let at = now.min(self.plan.load_end_ns().unwrap_or(u64::MAX));
         for c in &mut self.conns {
-            let Some(sched) = sched_of(&self.script, &self.plan, c.gid).filter(|_| c.started())
+            let Some(sched) = sched_of(&self.program, &self.plan, c.gid).filter(|_| c.started())
             else {
                 continue;
             };
@@ -459,14 +514,10 @@ impl<S: Session> Worker<S> {
     /// scenario, the run's otherwise.
     fn timeout_of(&self, step: u16) -> u64 {
         let run = self.plan.timeout.as_nanos() as u64;
-        match &self.plan.users {
-            Some(u) => u
-                .program
-                .steps
-                .get(step as usize)
-                .map_or(run, |s| s.timeout_ns),
-            None => run,
-        }
+        self.program
+            .steps
+            .get(step as usize)
+            .map_or(run, |s| s.timeout_ns)
     }
 
     fn check_timeout(&mut self, idx: u32, now: u64) {
@@ -503,7 +554,7 @@ impl<S: Session> Worker<S> {
         while self.connecting < self.share.max_connecting {
             let spent = match self.connect_turn_start {
                 u64::MAX => 0,
-                t => mono_ns().saturating_sub(t),
+                t => self.now().saturating_sub(t),
             };
             if self.connect_budget == 0 || spent >= CONNECT_TIME_PER_TURN_NS {
                 self.connect_more = !self.connect_queue.is_empty();
@@ -525,7 +576,7 @@ impl<S: Session> Worker<S> {
             }
             self.connect_queue.pop_front();
             if self.connect_turn_start == u64::MAX {
-                self.connect_turn_start = mono_ns();
+                self.connect_turn_start = self.now();
             }
             self.start_connect(idx, now);
             self.connect_budget -= 1;
@@ -533,21 +584,16 @@ impl<S: Session> Worker<S> {
     }
 }
 
-/// The send schedule of global connection `gid` when the script is an open loop.
+/// The send schedule of global connection `gid` when the program is an open loop.
 #[inline]
-fn sched_of(script: &Script, plan: &Plan, gid: u64) -> Option<Schedule> {
+fn sched_of(program: &Program, plan: &Plan, gid: u64) -> Option<Schedule> {
+    let period_ns = program.schedule_period()?;
     let slack = plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64;
-    if let (Some(shape), Step::Every { .. }) = (&plan.rate_shape, script.step(script.load_pc())) {
-        let s = Schedule::shaped(gid, plan.connections, shape.clone(), plan.load_end_ns());
-        return Some(s.with_slack(slack));
-    }
-    match script.step(script.load_pc()) {
-        Step::Every { period_ns } => Some(
-            Schedule::spread(gid, plan.connections, *period_ns, plan.load_end_ns())
-                .with_slack(plan.timer_slack.as_nanos().min(u64::MAX as u128) as u64),
-        ),
-        _ => None,
-    }
+    let s = match &plan.rate_shape {
+        Some(shape) => Schedule::shaped(gid, plan.connections, shape.clone(), plan.load_end_ns()),
+        None => Schedule::spread(gid, plan.connections, period_ns, plan.load_end_ns()),
+    };
+    Some(s.with_slack(slack))
 }
 
 mod conn_io;

@@ -97,7 +97,7 @@ fn request_count_is_exact_across_threads() {
 }
 
 #[test]
-fn think_time_paces_a_closed_loop() {
+fn think_time_paces_a_closed_loop_exactly_in_virtual_time() {
     let server = echo_server(1);
     let p = plan(
         server.local_addr(),
@@ -105,11 +105,11 @@ fn think_time_paces_a_closed_loop() {
         Mode::Think(Duration::from_millis(20)),
         1.0,
     );
-    let o = go(p);
-    let n = o.outcome.summary.requests;
-    // 5 connections x (1 + 1 s / 20 ms) at most, however fast the machine; ping-pong without
-    // the think time would do thousands. (How close to the bound it gets is for bench/.)
-    assert!((1..=255).contains(&n), "{n}");
+    let (o, end) = go_virtual(p);
+    // A reply takes no virtual time: each connection sends at 0, 20, ..., 980 ms.
+    assert_eq!(o.outcome.summary.requests, 5 * 50);
+    assert_eq!(o.outcome.summary.exchanges.completed, 5 * 50);
+    assert_eq!(end, 1_000_000_000);
     assert_balanced(&o);
 }
 
@@ -125,26 +125,45 @@ fn rate_mode_sends_the_requested_rate() {
 }
 
 #[test]
-fn timeouts_are_counted_and_connections_reopened() {
-    let server = echo::start(EchoConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        delay: Some(Duration::from_millis(300)),
-        ..EchoConfig::default()
-    })
-    .unwrap();
-    let mut p = plan(server.local_addr(), 3, Mode::PingPong, 1.0);
+fn timeouts_are_counted_and_connections_reopened_exactly_in_virtual_time() {
+    // A server that reads and never answers: every exchange times out.
+    let server = sink_server();
+    let mut p = plan(server.addr, 3, Mode::PingPong, 1.0);
     p.timeout = Duration::from_millis(100);
-    let o = go(p);
+    let (o, _) = go_virtual(p);
     let s = &o.outcome.summary;
-    assert!(s.errors.get(ErrorClass::Timeout) >= 3, "{:?}", s.errors);
-    assert_eq!(s.exchanges.completed, 0);
-    assert!(
-        s.connections.attempts > 3,
-        "reconnected: {:?}",
-        s.connections
+    // Per connection: sent at t, timed out at t + 100 ms (in the drain, for an attempt that
+    // started late in the load), reopened after the backoff (10, 20, 40 ... ms times the
+    // worker's seeded jitter, drawn in failure order across connections): every attempt
+    // started within the second times out.
+    const LOAD: u64 = 1_000_000_000;
+    let mut rng = barrage_engine::pacer::Rng::new(0xB4A2_2A6E);
+    let mut at = [0u64; 3];
+    let mut failures = [0u32; 3];
+    let mut attempts = 0;
+    loop {
+        let i = (0..3).min_by_key(|&i| (at[i], i)).unwrap();
+        if at[i] >= LOAD {
+            break;
+        }
+        attempts += 1;
+        failures[i] += 1;
+        let fail = at[i] + 100_000_000;
+        at[i] = match fail < LOAD {
+            true => fail + barrage_engine::pacer::backoff_ns(failures[i], rng.next_f64()),
+            false => u64::MAX,
+        };
+    }
+    assert!(attempts > 3);
+    assert_eq!(
+        s.errors.get(ErrorClass::Timeout),
+        attempts,
+        "{:?}",
+        s.errors
     );
-    assert!(s.exchanges.failed >= 3);
+    assert_eq!(s.errors.total(), s.errors.get(ErrorClass::Timeout));
+    assert_eq!(s.exchanges.completed, 0);
+    assert_eq!(s.connections.attempts, attempts, "{:?}", s.connections);
     assert_balanced(&o);
 }
 
@@ -384,17 +403,23 @@ fn stopping_early_interrupts_with_figures_up_to_then() {
 }
 
 #[test]
-fn warmup_is_excluded_from_the_headline() {
+fn warmup_is_excluded_from_the_headline_exactly_in_virtual_time() {
     let server = echo_server(1);
     let mut p = plan(server.local_addr(), 5, Mode::Rate(1000.0), 1.0);
     p.warmup = Duration::from_millis(500);
-    let o = go(p);
+    let (o, _) = go_virtual(p);
     let s = &o.outcome.summary;
     let w = o.outcome.warmup.as_ref().unwrap();
     // Segment lengths come from the timeline, not from the clock.
     assert!((0.999..1.001).contains(&s.duration_s), "{}", s.duration_s);
     assert!((0.499..0.501).contains(&w.duration_s), "{}", w.duration_s);
-    assert!(w.requests <= 505, "{}", w.requests);
+    // Every connection is up at 0 and a reply takes no time: the schedule, exactly. The
+    // connections' schedules are spread 1 ms apart (5 ms periods); connection 0's first
+    // message, due at 0, was due at the moment it came up, and a schedule begins with the
+    // first message due after that (like wrk2).
+    assert_eq!(w.requests, 499, "{:?}", s.exchanges);
+    assert_eq!(s.requests, 1000, "{:?}", s.exchanges);
+    assert_eq!(s.exchanges.not_sent, 0);
     assert_eq!(s.totals.completed, s.requests + w.requests);
     assert_schedule_accounted(&o, 1000.0, 1.5);
 }
@@ -506,8 +531,8 @@ fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
 fn open_loop_schedules_start_when_each_connection_is_up() {
     // Regression: every schedule began at t = 0, before its connection was up, so a
     // connection that came up late sent a catch-up burst (75 % over the plan) and reported
-    // the ramp as seconds of latency. Connect at 100/s (two shares of 50/s), one message every
-    // 100 ms per connection, 3 s.
+    // the ramp as seconds of latency. Connect at 100/s, one message every 100 ms per
+    // connection, 3 s, in virtual time: connection k is up at exactly k x 10 ms.
     let server = echo_server(1);
     let mut p = plan(
         server.local_addr(),
@@ -516,24 +541,24 @@ fn open_loop_schedules_start_when_each_connection_is_up() {
         3.0,
     );
     p.connect_rate = Some(100.0);
-    let o = go(p);
+    let (o, _) = go_virtual(p);
     let s = &o.outcome.summary;
     let x = s.exchanges;
     assert_eq!(x.scheduled, x.sent + x.not_sent, "{x:?}");
     assert_balanced(&o);
     assert_eq!(s.ramp.unwrap().ready, 200);
-    // Connection k of a share cannot be up before k x 20 ms, so at most
-    // 10 x (3 s - k x 20 ms) + 1 messages fall due on its schedule: 4,220 in all. Schedules
-    // from t = 0 would make it 6,000.
-    let bound: f64 = (0..100)
-        .map(|k| 2.0 * (10.0 * (3.0 - k as f64 * 0.02) + 1.0))
+    // Each schedule counts from the first message due after its connection came up, to the
+    // end of the load: 4,009 in all; schedules from t = 0 would make it 6,000.
+    let due: u64 = (0..200u64)
+        .map(|k| {
+            let sched = barrage_engine::pacer::Schedule::spread(k, 200, 1e8, Some(3_000_000_000));
+            sched.due(3_000_000_000) - sched.due(k * 10_000_000)
+        })
         .sum();
-    assert!(x.scheduled as f64 <= bound, "{} > {bound}", x.scheduled);
-    assert!(
-        s.ramp.unwrap().all_ready_s.unwrap() >= 99.0 * 0.02,
-        "{:?}",
-        s.ramp
-    );
+    assert_eq!(x.scheduled, due, "{x:?}");
+    assert_eq!(due, 4_009);
+    assert_eq!(x.not_sent, 0, "{x:?}");
+    assert_eq!(s.ramp.unwrap().all_ready_s, Some(1.99), "{:?}", s.ramp);
     // (What this does to latency is a figure, not a test: bench/ramp.sh measures it.)
 }
 
@@ -548,12 +573,16 @@ fn accept_then_reset_backs_off_instead_of_reconnecting_in_a_busy_loop() {
         let _ = s.set_linger(Some(Duration::ZERO));
         drop(s); // RST
     });
-    let o = go(plan(server.addr, 50, Mode::PingPong, 1.5));
+    let (o, _) = go_virtual(plan(server.addr, 50, Mode::PingPong, 1.5));
     let c = o.outcome.summary.connections;
-    // With the backoff (10 ms doubling, jitter down to half), a connection can start at most
-    // 10 connects in 1.5 s: 5+10+20+40+80+160+320+640 ms of waits fit, the next does not.
-    assert!(c.attempts <= 50 * 10, "{c:?}");
-    assert!(c.attempts > 50, "{c:?}");
+    // In virtual time a reset takes no time, so each connection waits only its backoff (10 ms
+    // doubling, times 0.5-1.0 jitter) between attempts: at the shortest, 5+10+...+640 ms
+    // (8 waits, 9 attempts) fit in 1.5 s and the next (1,275 + 640 ms) does not; at the
+    // longest, 10+20+...+640 ms (7 waits, 8 attempts) fit and 1,270 + 1,280 ms does not.
+    assert!(
+        (50 * 8..=50 * 9).contains(&c.attempts),
+        "8 or 9 attempts per connection: {c:?}"
+    );
     assert_eq!(o.outcome.summary.exchanges.completed, 0);
     assert_balanced(&o);
 }

@@ -100,6 +100,17 @@ fn go(p: Plan) -> Ran {
     Ran { out, took }
 }
 
+/// [`go`] on virtual time from 0 (`common::go_virtual`): backoff, timeouts and the drain are
+/// exact. Also returns the virtual time the run ended at.
+fn go_virtual(p: Plan) -> (Ran, u64) {
+    let t = Instant::now();
+    let (out, end) = common::go_virtual(p);
+    let e = out.outcome.summary.exchanges;
+    assert!(e.balanced(), "conservation broken: {e:?}");
+    let took = t.elapsed();
+    (Ran { out, took }, end)
+}
+
 /// The run failed every exchange with `class` and nothing else, fast (several failures per
 /// connection within the load time, not one per `--timeout`).
 fn assert_only(r: &Ran, class: ErrorClass, at_least: u64) {
@@ -661,11 +672,29 @@ fn http_reconnect_after_a_graceful_close_is_immediate() {
 }
 
 #[test]
-fn http_reconnect_after_a_failure_waits_only_the_backoff() {
+fn http_reconnects_after_a_failure_exactly_at_the_backoff_in_virtual_time() {
     let server = http_once(b"HTTP/1.1 abc\r\n\r\n".to_vec(), Then::Hang);
-    let r = go(http_plan(server.addr, 1));
-    // Backoff 10, 20, 40, 80, 160 ms (each times 0.5-1.0 jitter) fits 4 retries in 0.5 s.
-    assert_only(&r, ErrorClass::Protocol, 4);
+    let (r, end) = go_virtual(http_plan(server.addr, 1));
+    // Each attempt fails at once (no virtual time passes while the server answers), then
+    // waits its backoff (10, 20, 40, 80, 160 ms ... times the worker's seeded 0.5-1.0
+    // jitter): the failures are exactly the attempts started within the load.
+    let load = LOAD.as_nanos() as u64;
+    let mut rng = barrage_engine::pacer::Rng::new(0xB4A2_2A6E);
+    let (mut t, mut failures) = (0, 0);
+    while t < load {
+        failures += 1;
+        t += barrage_engine::pacer::backoff_ns(failures, rng.next_f64());
+    }
+    assert_only(&r, ErrorClass::Protocol, failures as u64);
+    assert_eq!(
+        r.errors(ErrorClass::Protocol),
+        failures as u64,
+        "{:?}",
+        r.s().errors
+    );
+    assert_eq!(r.s().connections.attempts, failures as u64);
+    // Nothing in flight at the end: the drain is over at once, at the end of the load.
+    assert_eq!(end, load, "virtual time at the end");
 }
 
 #[test]
@@ -740,7 +769,7 @@ fn http_a_protocol_error_does_not_poison_the_next_connection() {
     });
     let mut p = http_plan(server.addr, 1);
     // A short timeout: its (stale) timer also wakes the loop for the reconnect, see
-    // http_reconnect_after_a_failure_waits_only_the_backoff.
+    // http_reconnects_after_a_failure_exactly_at_the_backoff_in_virtual_time.
     p.timeout = Duration::from_millis(100);
     let r = go(p);
     let s = r.s();
@@ -1058,12 +1087,18 @@ fn ws_tls_record_on_a_plain_port_fails_fast_naming_tls() {
 }
 
 #[test]
-fn ws_handshake_that_never_comes_is_a_timeout() {
+fn ws_handshake_that_never_comes_is_a_timeout_exactly_in_virtual_time() {
     let server = sink_server();
     let mut p = ws_plan(server.addr, 2);
     p.timeout = Duration::from_millis(250);
-    let r = go(p);
-    assert!(r.errors(ErrorClass::Timeout) >= 2, "{:?}", r.s().errors);
+    let (r, end) = go_virtual(p);
+    // Each connection's upgrade times out at 250 ms and it reconnects after at most 10 ms of
+    // backoff; that upgrade is still under way when the load ends at 500 ms (the drain waits
+    // for exchanges, not handshakes): two attempts and one timeout each, whatever the jitter.
+    assert_eq!(r.errors(ErrorClass::Timeout), 2, "{:?}", r.s().errors);
+    assert_eq!(r.s().errors.total(), 2, "{:?}", r.s().errors);
+    assert_eq!(r.s().connections.attempts, 4, "{:?}", r.s().connections);
+    assert_eq!(end, LOAD.as_nanos() as u64);
     assert_eq!(r.s().exchanges.sent, 0);
 }
 

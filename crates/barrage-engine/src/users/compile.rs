@@ -135,7 +135,7 @@ pub fn compile(c: &Checked, cx: &Context) -> Result<Users, CompileError> {
             barrage_scenario::Depart::AtEnd => Depart::AtEnd,
             barrage_scenario::Depart::Rate(r) => Depart::Rate(r),
         },
-        program,
+        program: std::sync::Arc::new(program),
         rows,
         stages: None,
     })

@@ -53,7 +53,7 @@ pub struct Users {
     pub arrive: crate::shape::Shape,
     pub hold_ns: u64,
     pub depart: Depart,
-    pub program: Program,
+    pub program: std::sync::Arc<Program>,
     /// `users.data`: row g feeds user g (cells by column).
     pub rows: Vec<Box<[Box<[u8]>]>>,
     /// `--conn-stages`: connection g is open while the planned count exceeds g (arrival and
@@ -254,7 +254,7 @@ impl Users {
             arrive: crate::shape::Shape::constant(1.0),
             hold_ns: 0,
             depart: Depart::AtEnd,
-            program: Program {
+            program: std::sync::Arc::new(Program {
                 ops: ops.into(),
                 leave_pc,
                 steps: vec![StepDef {
@@ -281,7 +281,7 @@ impl Users {
                 stamp_form: stamp::Form::Text,
                 shard: 0,
                 one_clock: false,
-            },
+            }),
             rows: Vec::new(),
             stages: Some(stages),
         }
@@ -342,6 +342,36 @@ pub struct Program {
 }
 
 impl Program {
+    /// The op at `pc`; past the end, the last (a flag program's load op).
+    #[inline]
+    pub fn step(&self, pc: u16) -> &Op {
+        &self.ops[(pc as usize).min(self.ops.len() - 1)]
+    }
+
+    /// Where a flag program's load op is (the ops before it are the opening).
+    #[inline]
+    pub fn load_pc(&self) -> u16 {
+        self.ops.len().saturating_sub(1) as u16
+    }
+
+    /// The closed-loop window and think time of a flag program (`None`: not a closed loop).
+    #[inline]
+    pub fn window(&self) -> Option<(u32, u64)> {
+        match self.ops.last() {
+            Some(Op::Window { window, think_ns }) => Some((*window, *think_ns)),
+            _ => None,
+        }
+    }
+
+    /// The open-loop period of a flag program (`None`: not an open loop).
+    #[inline]
+    pub fn schedule_period(&self) -> Option<f64> {
+        match self.ops.last() {
+            Some(Op::Schedule { period_ns }) => Some(*period_ns),
+            _ => None,
+        }
+    }
+
     /// The longest a user pauses after its arrival before its own pacing begins: the
     /// `think` pauses (at their longest) before the first operation that repeats (an `every`
     /// block, or the start of a `repeat`). 0 when nothing repeats. Replies awaited on the way
@@ -478,8 +508,10 @@ pub struct OnRule {
     pub captures: Box<[(usize, Capture)]>,
 }
 
-/// One operation of a program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One operation of a program. A scenario's users run `Send` ... `End` (`worker/users.rs`);
+/// the flag modes compile into `Opening`, `Window` and `Schedule` (`crate::script`, run by
+/// `worker/conn_io.rs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
     /// Send step `.0` and await its reply (or go on at once when it awaits none).
     Send(u16),
@@ -498,6 +530,27 @@ pub enum Op {
     Loop { start: u16, times: u64, slot: u16 },
     /// The steps are done: stay connected until the departure.
     End,
+    /// Send opening message `.0` (`--first-message`, RESP3's `HELLO 3`) and await its reply
+    /// before the next op; run each time the connection opens, before the load.
+    Opening(u16),
+    /// Closed loop: keep `window` load requests in flight; a reply frees its slot, which is
+    /// used again after `think_ns`. Runs until the load ends.
+    Window { window: u32, think_ns: u64 },
+    /// Open loop: send a load request at every tick of the connection's schedule (spread over
+    /// all connections, see [`crate::plan::Plan::schedule`]), whatever the replies do.
+    Schedule { period_ns: f64 },
+}
+
+impl Op {
+    /// One of the flag modes' ops (`Opening`, `Window`, `Schedule`), run by
+    /// `worker/conn_io.rs`; the others are a scenario's, run by `worker/users.rs`.
+    #[inline]
+    pub fn of_flags(&self) -> bool {
+        matches!(
+            self,
+            Op::Opening(_) | Op::Window { .. } | Op::Schedule { .. }
+        )
+    }
 }
 
 /// Where a user is in its life.
@@ -518,7 +571,6 @@ pub struct UserState {
     /// The user's number (global).
     pub gid: u64,
     pub phase: Phase,
-    pub pc: u16,
     /// The key of the awaited exchange (`u64::MAX`: none awaited).
     pub await_key: u64,
     /// The end of the current pause (`u64::MAX`: none).
@@ -560,7 +612,6 @@ impl UserState {
         Self {
             gid,
             phase: Phase::Arriving,
-            pc: 0,
             await_key: u64::MAX,
             wait_until: u64::MAX,
             every_t0: u64::MAX,
@@ -583,9 +634,9 @@ impl UserState {
         }
     }
 
-    /// Start the steps over (a new connection of the same user): variables are kept.
+    /// Start the steps over (a new connection of the same user; its `Conn::pc` goes back to
+    /// 0): variables are kept.
     pub fn restart(&mut self) {
-        self.pc = 0;
         self.await_key = u64::MAX;
         self.wait_until = u64::MAX;
         if !self.every_resume {

@@ -8,7 +8,7 @@ fn users(arrive: crate::shape::Shape, count: u64, hold_s: u64, depart: Depart) -
         arrive,
         hold_ns: hold_s * 1_000_000_000,
         depart,
-        program: Program::default(),
+        program: Default::default(),
         rows: Vec::new(),
         stages: None,
     }
@@ -148,4 +148,13 @@ fn a_scenario_lead_in_is_its_longest_think_before_the_pacing() {
         Op::End,
     ]);
     assert_eq!(once.lead_in_ns(), 0);
+}
+
+/// Idle memory per scenario user is a target (`bench/idle-mem.sh --transports users`): a
+/// user's own state beside its connection (its place in the program is `Conn::pc`).
+#[test]
+fn a_users_own_state_stays_small() {
+    let size = std::mem::size_of::<UserState>();
+    eprintln!("UserState {size} B");
+    assert!(size <= 184, "UserState is {size} bytes");
 }

@@ -130,9 +130,9 @@ impl<S: Session> Worker<S> {
     /// or (the opening done) start the load.
     pub(super) fn run_opening(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
-        let msg = match self.script.step(c.pc) {
-            Step::Request(m) => *m,
-            Step::Loop { .. } | Step::Every { .. } => return self.start_mode(idx, now),
+        let msg = match self.program.step(c.pc) {
+            Op::Opening(i) => Msg::Opening(*i),
+            _ => return self.start_mode(idx, now),
         };
         c.state = State::Login;
         self.scratch.clear();
@@ -179,7 +179,7 @@ impl<S: Session> Worker<S> {
         // turn reconnects into a busy loop. Useful work (a handshake, a completed exchange)
         // resets it.
         c.timeout_at = u64::MAX;
-        if !self.users.is_empty() {
+        if !self.program.step(0).of_flags() {
             self.connected();
             return self.user_begin(idx, now);
         }
@@ -198,16 +198,16 @@ impl<S: Session> Worker<S> {
         self.connected();
         let c = &mut self.conns[idx as usize];
         c.state = State::Ready;
-        c.pc = self.script.load_pc();
+        c.pc = self.program.load_pc();
         c.timeout_at = u64::MAX;
         if !c.started() {
-            let k0 = sched_of(&self.script, &self.plan, c.gid).map_or(0, |s| s.due(now));
+            let k0 = sched_of(&self.program, &self.plan, c.gid).map_or(0, |s| s.due(now));
             c.k0 = k0;
             c.sent_k = k0;
             c.due_k = k0;
             self.rec.conn_first_ready(now);
         }
-        if let Some((window, _)) = self.script.window() {
+        if let Some((window, _)) = self.program.window() {
             self.conns[idx as usize].owed = window;
         }
         self.service(idx, now);
@@ -230,32 +230,23 @@ impl<S: Session> Worker<S> {
         if c.stream.is_none() {
             return;
         }
-        if !self.users.is_empty() {
+        if self.at_scenario_op(idx) {
             if c.state == State::Ready && !c.pending_write() {
                 self.user_run(idx, now);
             }
-            let c = &self.conns[idx as usize];
-            if let (Some(f), true) = (c.ex.front(), c.timeout_at == u64::MAX) {
-                let at = f.sent + self.timeout_of(f.step);
-                self.arm_timeout(idx, at);
-            }
-            return;
-        }
-        if c.owed > 0 || (self.script.is_open_loop() && c.due_k > c.sent_k) {
+        } else if c.owed > 0 || (self.program.schedule_period().is_some() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
         let c = &self.conns[idx as usize];
-        if let Some(f) = c.ex.front() {
-            if c.timeout_at == u64::MAX {
-                let at = f.sent + self.plan.timeout.as_nanos() as u64;
-                self.arm_timeout(idx, at);
-            }
+        if let (Some(f), true) = (c.ex.front(), c.timeout_at == u64::MAX) {
+            let at = f.sent + self.timeout_of(f.step);
+            self.arm_timeout(idx, at);
         }
     }
 
     /// Do what is due for a connection now, and arrange to be woken for what is due later.
     pub(super) fn service(&mut self, idx: u32, now: u64) {
-        if !self.users.is_empty() {
+        if self.at_scenario_op(idx) {
             return self.user_service(idx, now);
         }
         let load = self.phase == Phase::Load;
@@ -271,7 +262,7 @@ impl<S: Session> Worker<S> {
                 wake = self.conns[i].retry_at;
             }
         }
-        if let Some(sched) = sched_of(&self.script, &self.plan, self.conns[i].gid) {
+        if let Some(sched) = sched_of(&self.program, &self.plan, self.conns[i].gid) {
             if !(load && self.conns[i].started()) {
                 // Not ready yet for the first time: its schedule has not begun.
                 if wake != u64::MAX {
@@ -373,9 +364,7 @@ impl<S: Session> Worker<S> {
     /// reopened, after a backoff when `backoff` (a failure), at once otherwise (a graceful
     /// close, e.g. HTTP `Connection: close`).
     pub(super) fn close(&mut self, idx: u32, now: u64, backoff: bool, class: ErrorClass) {
-        if !self.users.is_empty() {
-            self.user_exchanges_failed(idx as usize, class);
-        }
+        self.steps_failed(idx as usize, class);
         let c = &mut self.conns[idx as usize];
         let lost = c.counted_in_flight();
         self.rec.exchanges_failed(class, lost);
@@ -387,7 +376,7 @@ impl<S: Session> Worker<S> {
             let _ = self.poll.registry().deregister(&mut s);
         }
         c.reset_io(&self.cfg);
-        if !self.users.is_empty() && self.user_lost(idx as usize, now) {
+        if self.at_scenario_op(idx) && self.user_lost(idx as usize, now) {
             let c = &mut self.conns[idx as usize];
             c.state = State::Closed;
             c.retry_at = u64::MAX;

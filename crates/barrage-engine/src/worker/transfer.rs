@@ -88,7 +88,7 @@ impl<S: Session> Worker<S> {
             &mut self.rec,
             now,
             &[],
-            self.script.window().is_some() && self.users.is_empty(),
+            self.program.window().is_some(),
             &mut self.ctl,
             &mut self.rng,
         );
@@ -176,7 +176,7 @@ impl<S: Session> Worker<S> {
             &mut self.rec,
             now,
             if stat { self.plan.message.raw() } else { &[] },
-            self.script.window().is_some() && self.users.is_empty(),
+            self.program.window().is_some(),
             &mut self.ctl,
             &mut self.rng,
         );
@@ -239,7 +239,7 @@ impl<S: Session> Worker<S> {
             }
             None => {}
         }
-        if !self.users.is_empty() {
+        if self.at_scenario_op(idx) {
             return self.user_after_input(idx, now);
         }
         self.after_replies(idx, now, opening_done);
@@ -248,7 +248,7 @@ impl<S: Session> Worker<S> {
     /// What decoded replies leave to do: think times, the next step of the opening.
     fn after_replies(&mut self, idx: u32, now: u64, opening_done: bool) {
         let c = &mut self.conns[idx as usize];
-        if let (Some((_, think)), true) = (self.script.window(), c.owed > 0) {
+        if let (Some((_, think)), true) = (self.program.window(), c.owed > 0) {
             if think > 0 && c.state == State::Ready {
                 let at = now + think;
                 c.think_owed(at);
@@ -270,7 +270,7 @@ impl<S: Session> Worker<S> {
             return;
         }
         let c = &mut self.conns[idx as usize];
-        let sched = sched_of(&self.script, &self.plan, c.gid);
+        let sched = sched_of(&self.program, &self.plan, c.gid);
         let ts_us = self.wall_base_us + now / 1000;
         // A request that is the same every time, sent alone, is written from its template.
         let stat = match n {
@@ -358,7 +358,7 @@ impl<S: Session> Worker<S> {
 
     /// `--expect none`: an exchange completes when its last byte is written.
     fn complete_written(&mut self, idx: u32, m: usize, now: u64) {
-        let closed_loop = self.script.window().is_some();
+        let closed_loop = self.program.window().is_some();
         let c = &mut self.conns[idx as usize];
         let mut left = m as u64;
         while let Some(f) = c.ex.front() {
@@ -382,7 +382,7 @@ impl<S: Session> Worker<S> {
             }
         }
         if c.owed > 0 && c.state == State::Ready {
-            match self.script.window() {
+            match self.program.window() {
                 Some((_, think)) if think > 0 => {
                     let at = now + think;
                     c.think_owed(at);

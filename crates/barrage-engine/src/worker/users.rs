@@ -23,11 +23,11 @@ impl<S: Session> Worker<S> {
                 UserState::new(&users.program, users.departure_ns(c.gid), c.gid)
             })
             .collect();
-        self.users_left = self.users.len() as u64;
     }
 
-    fn users_arc(&self) -> Arc<Plan> {
-        Arc::clone(&self.plan)
+    /// The run's program (a handle, so that the worker can be borrowed while it is read).
+    fn program_arc(&self) -> Arc<crate::users::Program> {
+        Arc::clone(&self.program)
     }
 
     /// A wake-up of a user: connect when it is due, depart when it is time, go on with its
@@ -62,7 +62,7 @@ impl<S: Session> Worker<S> {
 
     /// The user's connection is up (transport and protocol handshake): start its steps.
     pub(super) fn user_begin(&mut self, idx: u32, now: u64) {
-        let plan = self.users_arc();
+        let (plan, program) = (Arc::clone(&self.plan), self.program_arc());
         let users = plan.users.as_deref().expect("a scenario");
         let i = idx as usize;
         let c = &mut self.conns[i];
@@ -77,8 +77,9 @@ impl<S: Session> Worker<S> {
             st.phase = UserPhase::Running;
         }
         st.restart();
+        c.pc = 0;
         if let Some(row) = users.rows.get(c.gid as usize) {
-            for &(col, slot) in users.program.row_slots.iter() {
+            for &(col, slot) in program.row_slots.iter() {
                 if let Some(v) = row.get(col) {
                     st.vars.set(slot, v);
                 }
@@ -95,9 +96,7 @@ impl<S: Session> Worker<S> {
             // schedule ended by the drain must not start again on a late reply or a push).
             return;
         }
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
-        let prog = &users.program;
+        let prog = self.program_arc();
         let i = idx as usize;
         self.scratch.clear();
         let mut wake = u64::MAX;
@@ -110,7 +109,7 @@ impl<S: Session> Worker<S> {
             if st.phase == UserPhase::Gone {
                 return;
             }
-            let pc = st.pc as usize;
+            let pc = c.pc as usize;
             let Some(&op) = prog.ops.get(pc) else {
                 // The departure steps are done: close once nothing is in flight.
                 if c.ex.is_empty() && self.scratch.is_empty() {
@@ -129,7 +128,7 @@ impl<S: Session> Worker<S> {
                         st.await_key = key;
                         break;
                     }
-                    st.pc += 1;
+                    self.conns[i].pc += 1;
                 }
                 Op::Pause { min_ns, max_ns } => {
                     if st.wait_until == u64::MAX {
@@ -146,7 +145,7 @@ impl<S: Session> Worker<S> {
                         break;
                     }
                     st.wait_until = u64::MAX;
-                    st.pc += 1;
+                    self.conns[i].pc += 1;
                 }
                 Op::Every {
                     period_ns,
@@ -154,7 +153,7 @@ impl<S: Session> Worker<S> {
                     first,
                     end,
                 } => {
-                    if st.every_t0 != u64::MAX && st.every_pc != st.pc {
+                    if st.every_t0 != u64::MAX && st.every_pc != self.conns[i].pc {
                         // A suspended schedule of another block (its ticks were accounted
                         // when the connection broke).
                         st.every_t0 = u64::MAX;
@@ -165,7 +164,7 @@ impl<S: Session> Worker<S> {
                         st.every_due = 0;
                         st.every_sent = 0;
                         st.every_op = 0;
-                        st.every_pc = st.pc;
+                        st.every_pc = self.conns[i].pc;
                     } else if st.every_resume {
                         // Back after a broken connection: the ticks that fell due while the
                         // user had none were not sent; the schedule goes on from here.
@@ -233,7 +232,7 @@ impl<S: Session> Worker<S> {
                     let st = &mut self.users[i];
                     if st.every_sent >= times && st.every_op == 0 && st.await_key == u64::MAX {
                         st.every_t0 = u64::MAX;
-                        st.pc = end;
+                        self.conns[i].pc = end;
                         continue;
                     }
                     if st.every_due < times {
@@ -245,13 +244,15 @@ impl<S: Session> Worker<S> {
                     let n = &mut st.loops[slot as usize];
                     *n += 1;
                     if *n < times {
-                        st.pc = start;
+                        self.conns[i].pc = start;
                     } else {
                         *n = 0;
-                        st.pc += 1;
+                        self.conns[i].pc += 1;
                     }
                 }
-                Op::End => break,
+                // The flag modes' ops are never in a scenario's program (`worker/conn_io.rs`
+                // runs them).
+                Op::End | Op::Opening(_) | Op::Window { .. } | Op::Schedule { .. } => break,
             }
         }
         if !self.scratch.is_empty() {
@@ -271,9 +272,8 @@ impl<S: Session> Worker<S> {
 
     /// Render step `s` into the send buffer and open its exchange; returns the exchange key.
     fn user_send(&mut self, idx: u32, s: u16, intended: u64, now: u64) -> u64 {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
-        let step = &users.program.steps[s as usize];
+        let program = self.program_arc();
+        let step = &program.steps[s as usize];
         let i = idx as usize;
         let c = &mut self.conns[i];
         let fill = Fill {
@@ -285,13 +285,13 @@ impl<S: Session> Worker<S> {
             let st = &mut self.users[i];
             st.stamp_seq = st.stamp_seq.wrapping_add(1);
             let stamp = crate::users::stamp::Stamp {
-                shard: users.program.shard,
+                shard: program.shard,
                 user: c.gid as u32,
                 seq: st.stamp_seq,
                 ts_us: fill.ts_us,
             };
-            if let Some(slot) = users.program.stamp_slot {
-                match users.program.stamp_form {
+            if let Some(slot) = program.stamp_slot {
+                match program.stamp_form {
                     crate::users::stamp::Form::Text => st.vars.set(slot, &stamp.encode()),
                     crate::users::stamp::Form::Binary => st.vars.set(slot, &stamp.encode_binary()),
                 }
@@ -367,12 +367,11 @@ impl<S: Session> Worker<S> {
     pub(super) fn user_after_input(&mut self, idx: u32, now: u64) {
         let i = idx as usize;
         if !self.users[i].pushes.is_empty() {
-            let plan = self.users_arc();
-            let users = plan.users.as_deref().expect("a scenario");
+            let program = self.program_arc();
             let pushes = std::mem::take(&mut self.users[i].pushes);
             self.scratch.clear();
             for &r in &pushes {
-                let Some(t) = users.program.on[r as usize].reply.as_ref() else {
+                let Some(t) = program.on[r as usize].reply.as_ref() else {
                     continue;
                 };
                 let c = &mut self.conns[i];
@@ -407,17 +406,15 @@ impl<S: Session> Worker<S> {
         if st.step_done {
             st.step_done = false;
             st.await_key = u64::MAX;
-            let plan = self.users_arc();
-            let users = plan.users.as_deref().expect("a scenario");
             let st = &mut self.users[i];
             if matches!(
-                users.program.ops.get(st.pc as usize),
+                self.program.ops.get(self.conns[i].pc as usize),
                 Some(Op::Every { .. })
             ) {
                 // A step of an `every` tick: the tick's next step could be sent from now.
                 st.every_from = now;
             } else {
-                st.pc += 1;
+                self.conns[i].pc += 1;
             }
             self.conns[i].timeout_at = u64::MAX;
         }
@@ -428,8 +425,7 @@ impl<S: Session> Worker<S> {
 
     /// Departure time: run the `leave` steps on a ready connection, or leave at once.
     pub(super) fn user_depart(&mut self, idx: u32, now: u64) {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
+        let leave_pc = self.program.leave_pc;
         let i = idx as usize;
         // Ticks due before the departure go out (late) if the connection can take them.
         let c = &self.conns[i];
@@ -445,7 +441,7 @@ impl<S: Session> Worker<S> {
         st.phase = UserPhase::Leaving;
         let c = &self.conns[i];
         if c.state == State::Ready && c.stream.is_some() {
-            st.pc = users.program.leave_pc;
+            self.conns[i].pc = leave_pc;
             st.await_key = u64::MAX;
             st.wait_until = u64::MAX;
             self.user_run(idx, now);
@@ -466,8 +462,7 @@ impl<S: Session> Worker<S> {
     /// The ticks of the user's `every` schedule due by `now` and not sent are not sent (the
     /// steps of a tick under way too); the schedule itself is kept.
     fn every_skip(&mut self, i: usize, now: u64) {
-        let plan = self.users_arc();
-        let users = plan.users.as_deref().expect("a scenario");
+        let program = self.program_arc();
         let st = &mut self.users[i];
         if st.every_t0 == u64::MAX {
             return;
@@ -477,7 +472,7 @@ impl<S: Session> Worker<S> {
             times,
             first,
             end,
-        }) = users.program.ops.get(st.every_pc as usize)
+        }) = program.ops.get(st.every_pc as usize)
         else {
             st.every_t0 = u64::MAX;
             return;
@@ -497,14 +492,14 @@ impl<S: Session> Worker<S> {
         self.rec.counters.scheduled += (due - st.every_due) * per_tick;
         let unsent = due - st.every_sent;
         self.rec.not_sent(unsent * per_tick);
-        for op in &users.program.ops[first as usize..end as usize] {
+        for op in &program.ops[first as usize..end as usize] {
             if let Op::Send(s) = op {
                 self.rec.steps.not_sent(*s as usize, unsent);
             }
         }
         // The tick under way: its steps not sent yet.
         if st.every_op != 0 {
-            for op in &users.program.ops[(st.every_op.min(end)) as usize..end as usize] {
+            for op in &program.ops[(st.every_op.min(end)) as usize..end as usize] {
                 if let Op::Send(s) = op {
                     self.rec.not_sent(1);
                     self.rec.steps.not_sent(*s as usize, 1);
@@ -523,7 +518,7 @@ impl<S: Session> Worker<S> {
             return;
         }
         self.users[i].phase = UserPhase::Gone;
-        self.users_left -= 1;
+        self.staying -= 1;
         let c = &mut self.conns[i];
         match c.state {
             State::Ready if c.stream.is_some() => {
@@ -551,10 +546,15 @@ impl<S: Session> Worker<S> {
         self.close(idx, now, false, ErrorClass::ClosedByPeer);
     }
 
-    /// The exchanges in flight on a closing connection fail with `class`, each under its step.
-    pub(super) fn user_exchanges_failed(&mut self, i: usize, class: ErrorClass) {
+    /// The exchanges in flight on a closing connection fail with `class`, each under its
+    /// step: the program's steps (a flag mode's program has none, and no per-step counts).
+    pub(super) fn steps_failed(&mut self, i: usize, class: ErrorClass) {
+        let steps = self.program.steps.len();
+        if steps == 0 {
+            return;
+        }
         for e in self.conns[i].ex.iter() {
-            if e.step != crate::exchange::OPENING {
+            if (e.step as usize) < steps {
                 self.rec.steps.failed(e.step as usize, class, 1);
             }
         }
@@ -581,7 +581,7 @@ impl<S: Session> Worker<S> {
             st.phase = UserPhase::Gone;
             st.every_t0 = u64::MAX;
             st.every_resume = false;
-            self.users_left -= 1;
+            self.staying -= 1;
             return true;
         }
         false

@@ -54,6 +54,25 @@ pub fn go_within(p: Plan, stop: Arc<AtomicBool>, bound: Duration) -> barrage_eng
         .unwrap_or_else(|_| panic!("the run did not end within {bound:?}"))
 }
 
+/// Run on virtual time from 0, on one worker thread, with a watchdog (a hang fails the test
+/// instead of hanging the suite; nothing is timed). Returns the outcome and the virtual time
+/// the run ended at. Backoff, timeouts, schedules, think times and the drain happen at exact
+/// virtual times, so counts of them are exact.
+pub fn go_virtual(mut p: Plan) -> (barrage_engine::RunOutput, u64) {
+    p.threads = 1;
+    let now = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cell = Arc::clone(&now);
+    std::thread::spawn(move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let _ = tx.send(barrage_engine::run_virtual(p, stop, cell, |_, _| {}).unwrap());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the virtual-time run hung"));
+    (out, now.load(Ordering::Acquire))
+}
+
 /// A port on 127.0.0.1 where nothing listens.
 pub fn refused_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
