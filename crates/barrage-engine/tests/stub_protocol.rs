@@ -114,10 +114,12 @@ fn a_stub_session_runs_on_the_engine_through_the_seam_alone() {
                 Ok(_) => {}
             }
             let seq = line.trim_end().strip_prefix("STUB ").unwrap_or("?");
+            // Counted before the answer goes out: once the client has it, the count is there
+            // (counted after, the test could read it before the server thread got to it).
+            counter.fetch_add(1, Ordering::Relaxed);
             if w.write_all(format!("OK {seq}\n").as_bytes()).is_err() {
                 return;
             }
-            counter.fetch_add(1, Ordering::Relaxed);
         }
     });
     // Ends by its count; the duration is only a guard.
