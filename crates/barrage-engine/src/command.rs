@@ -502,4 +502,4 @@ fn smooth_round_robin(weights: &[u64]) -> Box<[u16]> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

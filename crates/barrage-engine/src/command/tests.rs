@@ -4,7 +4,8 @@
 use super::*;
 use crate::message::Fill;
 
-fn fill(conn: u64, seq: u64) -> Fill {
+/// The placeholders of request `seq` on connection `conn` (shared with the grammars' tests).
+pub(crate) fn fill(conn: u64, seq: u64) -> Fill {
     Fill {
         conn,
         seq,
@@ -12,7 +13,7 @@ fn fill(conn: u64, seq: u64) -> Fill {
     }
 }
 
-fn specs(s: &[&str]) -> Vec<String> {
+pub(crate) fn specs(s: &[&str]) -> Vec<String> {
     s.iter().map(|x| x.to_string()).collect()
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::message::Fill;
+use crate::command::tests::{fill, specs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ev {
@@ -219,18 +219,6 @@ fn state_is_small() {
     let size = std::mem::size_of::<RespDecoder>();
     eprintln!("RespDecoder: {size} bytes");
     assert!(size <= STACK * 4 + 64, "RespDecoder is {size} bytes");
-}
-
-fn fill(conn: u64, seq: u64) -> Fill {
-    Fill {
-        conn,
-        seq,
-        ts_us: 5,
-    }
-}
-
-fn specs(s: &[&str]) -> Vec<String> {
-    s.iter().map(|x| x.to_string()).collect()
 }
 
 #[test]
