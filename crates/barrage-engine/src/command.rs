@@ -10,7 +10,7 @@
 //! a lookup, needs no state and spreads each command evenly over every window of `total` seqs.
 
 use crate::message::{
-    bump_digits, digits, unescape, EscapeError, Fill, Room, SeqMarks, Template, TemplateError,
+    bump_digits, digits, unescape, EscapeError, Fill, Reserved, SeqMarks, Template, TemplateError,
 };
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -234,7 +234,7 @@ impl Commands {
         mut marks: Option<&mut SeqMarks>,
     ) -> usize {
         let cmd = &self.cmds[i];
-        let mut room = Room::open(out, cmd.bound);
+        let mut room = Reserved::open(out, cmd.bound);
         for part in cmd.parts.iter() {
             match part {
                 Part::Lit(b) => room.put(b),
@@ -328,7 +328,13 @@ impl Commands {
 /// of the guessed width, then its length in front of it (the room has space for a field of
 /// 20 digits, so a wider one only moves the value).
 #[inline]
-fn sized(room: &mut Room, prefix: &[u8], s: &Sized, fill: Fill, mut marks: Option<&mut SeqMarks>) {
+fn sized(
+    room: &mut Reserved,
+    prefix: &[u8],
+    s: &Sized,
+    fill: Fill,
+    mut marks: Option<&mut SeqMarks>,
+) {
     room.put(prefix);
     let head = room.at();
     let guess = s.width.load(Relaxed) as usize;
@@ -462,7 +468,7 @@ fn merge_literals(parts: Vec<Part>) -> Vec<Part> {
                 } else {
                     b""
                 };
-                let mut room = Room::open(&mut b, t.bound());
+                let mut room = Reserved::open(&mut b, t.bound());
                 sized(&mut room, prefix, t, nothing, None);
                 room.close();
                 Part::Lit(b.into())

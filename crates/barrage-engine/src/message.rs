@@ -43,19 +43,19 @@ pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(digits);
 }
 
-/// Writes a message into room made for it at the end of a buffer ([`Room::open`] grows the
-/// buffer by an upper bound of the message, [`Room::close`] cuts it to what was written):
+/// Writes a message into room made for it at the end of a buffer ([`Reserved::open`] grows the
+/// buffer by an upper bound of the message, [`Reserved::close`] cuts it to what was written):
 /// with the room known, short copies and numbers are written in place, with no `memcpy`
 /// call and no capacity check per piece (this halved the cost of rendering a redis
 /// `SET key:{seq} {conn}`, ~120 to ~60 ns).
-pub struct Room<'a> {
+pub struct Reserved<'a> {
     buf: &'a mut Vec<u8>,
     start: usize,
     at: usize,
 }
 
-impl<'a> Room<'a> {
-    /// Room for at most `bound` bytes after what `buf` holds.
+impl<'a> Reserved<'a> {
+    /// Reserved for at most `bound` bytes after what `buf` holds.
     #[inline]
     pub fn open(buf: &'a mut Vec<u8>, bound: usize) -> Self {
         let start = buf.len();
@@ -665,7 +665,7 @@ impl Template {
     /// bytes (a variable writes nothing: templates with variables use
     /// [`Template::render_vars_into`]).
     #[inline]
-    pub fn write(&self, fill: Fill, room: &mut Room) {
+    pub fn write(&self, fill: Fill, room: &mut Reserved) {
         self.write_marked(fill, room, None);
     }
 
@@ -685,7 +685,7 @@ impl Template {
 
     /// [`Template::write`], telling `marks` where each `{seq}` field ends.
     #[inline]
-    pub fn write_marked(&self, fill: Fill, room: &mut Room, mut marks: Option<&mut SeqMarks>) {
+    pub fn write_marked(&self, fill: Fill, room: &mut Reserved, mut marks: Option<&mut SeqMarks>) {
         match &self.pieces {
             None => room.put(&self.raw),
             Some(pieces) => {
@@ -711,7 +711,7 @@ impl Template {
 
     fn render_with(&self, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) -> usize {
         if let (None, Some(bound)) = (vars, self.bound) {
-            let mut room = Room::open(out, bound);
+            let mut room = Reserved::open(out, bound);
             self.write(fill, &mut room);
             return room.close();
         }
@@ -749,7 +749,7 @@ mod tests {
         let src: Vec<u8> = (0..64u8).map(|i| b'a' + i % 26).collect();
         for n in 0..=src.len() {
             let mut out = b"head".to_vec();
-            let mut room = Room::open(&mut out, n + 40);
+            let mut room = Reserved::open(&mut out, n + 40);
             room.put(&src[..n]);
             room.num(0);
             room.put(b"|");
@@ -777,7 +777,7 @@ mod tests {
         }
         // A field guessed 1 digit wide, then widened to 3 and narrowed back.
         let mut out = Vec::new();
-        let mut room = Room::open(&mut out, 32);
+        let mut room = Reserved::open(&mut out, 32);
         room.put(b"0:");
         room.put(b"value");
         room.shift(1, 2);

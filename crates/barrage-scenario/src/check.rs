@@ -204,12 +204,12 @@ fn secs(d: Duration) -> String {
 }
 
 /// Errors of one file: each names the file.
-pub(crate) struct Cx<'a> {
+pub(crate) struct FileScope<'a> {
     pub file: &'a str,
     pub dir: PathBuf,
 }
 
-impl Cx<'_> {
+impl FileScope<'_> {
     pub fn err(
         &self,
         line: u32,
@@ -246,7 +246,7 @@ impl Cx<'_> {
 }
 
 pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, ScenarioError> {
-    let cx = Cx {
+    let cx = FileScope {
         file: name,
         dir: dir.to_path_buf(),
     };
@@ -354,7 +354,7 @@ pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, Scena
 }
 
 /// The protocol of the file's target URL, from its scheme.
-fn target_protocol(cx: &Cx, t: &At<String>) -> Result<&'static ProtocolInfo, ScenarioError> {
+fn target_protocol(cx: &FileScope, t: &At<String>) -> Result<&'static ProtocolInfo, ScenarioError> {
     match crate::protocol::of_url(t) {
         Some((p, _)) => Ok(p),
         None => Err(cx.err(
@@ -369,7 +369,7 @@ fn target_protocol(cx: &Cx, t: &At<String>) -> Result<&'static ProtocolInfo, Sce
     }
 }
 
-fn arrival(cx: &Cx, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> {
+fn arrival(cx: &FileScope, a: &At<Arrive>, users: u64) -> Result<Shape, ScenarioError> {
     let shape =
         match &a.value {
             Arrive::Rate(r) => {

@@ -28,7 +28,7 @@ mod conn;
 mod request;
 mod response;
 
-use self::conn::{Conn, Cx};
+use self::conn::{Conn, ThreadShare};
 use crate::driver::{self, Key, Service, Turn};
 use crate::faults::{self, Stall, Timers};
 use crate::runtime;
@@ -162,7 +162,7 @@ impl Service for HttpService {
         let Some(conn) = conn else {
             return Turn::Closed;
         };
-        conn.pump(&mut Cx {
+        conn.pump(&mut ThreadShare {
             buf: &mut self.buf,
             timers: &mut self.timers,
             delay: self.delay,

@@ -19,7 +19,7 @@ mod conn;
 pub(crate) mod frame;
 pub(crate) mod handshake;
 
-use self::conn::{Conn, Cx};
+use self::conn::{Conn, ThreadShare};
 use crate::driver::{self, Key, Service, Turn};
 use crate::faults::{Stall, Timers};
 use crate::runtime;
@@ -136,7 +136,7 @@ impl Service for WsService {
         let Some(conn) = conn else {
             return Turn::Closed;
         };
-        conn.pump(&mut Cx {
+        conn.pump(&mut ThreadShare {
             buf: &mut self.buf,
             timers: &mut self.timers,
             delay: self.delay,

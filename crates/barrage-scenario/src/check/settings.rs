@@ -2,7 +2,7 @@
 //! WebSocket options, each only for the targets it applies to) and `[run]` (the flags that
 //! make sense in a file; thresholds that name steps must name real ones).
 
-use super::{secs, Cx, TargetKind};
+use super::{secs, FileScope, TargetKind};
 use crate::at::At;
 use crate::model::{Protocol, Run};
 use crate::shape::Shape;
@@ -26,7 +26,11 @@ pub(crate) fn framing(s: &str) -> Result<(), String> {
     }
 }
 
-pub(super) fn protocol(cx: &Cx, p: &Protocol, target: TargetKind) -> Result<(), ScenarioError> {
+pub(super) fn protocol(
+    cx: &FileScope,
+    p: &Protocol,
+    target: TargetKind,
+) -> Result<(), ScenarioError> {
     if let Some(f) = &p.framing {
         framing(f).map_err(|e| cx.err(f.line, "protocol.framing", e))?;
         if target == TargetKind::Http
@@ -84,7 +88,7 @@ pub(super) fn protocol(cx: &Cx, p: &Protocol, target: TargetKind) -> Result<(), 
 }
 
 /// A header line `Name: value` with a token name.
-pub(crate) fn header(cx: &Cx, h: &At<String>, key: &str) -> Result<(), ScenarioError> {
+pub(crate) fn header(cx: &FileScope, h: &At<String>, key: &str) -> Result<(), ScenarioError> {
     let ok = h.split_once(':').is_some_and(|(n, _)| {
         !n.is_empty()
             && n.bytes()
@@ -105,7 +109,7 @@ pub(crate) fn header(cx: &Cx, h: &At<String>, key: &str) -> Result<(), ScenarioE
 }
 
 pub(super) fn run(
-    cx: &Cx,
+    cx: &FileScope,
     r: &At<Run>,
     named: &[String],
     shape: &Shape,

@@ -9,7 +9,7 @@
 mod refs;
 
 use super::values::{pointer, regex, status, think};
-use super::{framing, header, Cx, StepCount, TargetKind};
+use super::{framing, header, FileScope, StepCount, TargetKind};
 use crate::at::At;
 use crate::model::{Expect, File, Match, Step};
 use crate::{data, units, ScenarioError};
@@ -38,8 +38,8 @@ enum Part {
     Leave,
 }
 
-struct W<'a> {
-    cx: &'a Cx<'a>,
+struct StepsCheck<'a> {
+    cx: &'a FileScope<'a>,
     target: TargetKind,
     framing_none: bool,
     columns: Option<&'a [String]>,
@@ -53,10 +53,10 @@ struct W<'a> {
     secrets: Vec<super::SecretUse>,
 }
 
-type R = Result<(), ScenarioError>;
+type CheckResult = Result<(), ScenarioError>;
 
 pub(super) fn check_all(
-    cx: &Cx,
+    cx: &FileScope,
     file: &File,
     target: TargetKind,
     pushes: bool,
@@ -64,7 +64,7 @@ pub(super) fn check_all(
     data: Option<&data::Table>,
     users: u64,
 ) -> Result<Walk, ScenarioError> {
-    let mut w = W {
+    let mut w = StepsCheck {
         cx,
         target,
         framing_none,
@@ -126,10 +126,10 @@ pub(super) fn check_all(
     })
 }
 
-impl W<'_> {
+impl StepsCheck<'_> {
     /// A list of steps; `endless_ok`: the last may be an `every` without `repeat` (the
     /// user's main list only: it runs until the user departs).
-    fn list(&mut self, steps: &[At<Step>], key: &str, part: Part, endless_ok: bool) -> R {
+    fn list(&mut self, steps: &[At<Step>], key: &str, part: Part, endless_ok: bool) -> CheckResult {
         for (i, s) in steps.iter().enumerate() {
             let k = format!("{key}[{i}]");
             self.step(s, &k, part)?;
@@ -150,7 +150,7 @@ impl W<'_> {
         Ok(())
     }
 
-    fn step(&mut self, s: &At<Step>, key: &str, part: Part) -> R {
+    fn step(&mut self, s: &At<Step>, key: &str, part: Part) -> CheckResult {
         let cx = self.cx;
         match part {
             Part::Leave => self.count.leave += 1,
@@ -303,7 +303,7 @@ impl W<'_> {
 
     /// Keys that only make sense with some kinds of step: HTTP keys with `path`, reply keys
     /// with an exchange, repetition not on a lone pause or think.
-    fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> R {
+    fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> CheckResult {
         let cx = self.cx;
         let exchange = matches!(kind, "send" | "path");
         let http_keys = [
@@ -358,7 +358,7 @@ impl W<'_> {
         }
     }
 
-    fn name(&mut self, n: &Option<At<String>>, key: &str) -> R {
+    fn name(&mut self, n: &Option<At<String>>, key: &str) -> CheckResult {
         let Some(n) = n else { return Ok(()) };
         let ok = !n.is_empty()
             && n.chars()
@@ -384,7 +384,7 @@ impl W<'_> {
         Ok(())
     }
 
-    fn request(&mut self, s: &Step, key: &str, part: Part) -> R {
+    fn request(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
         let cx = self.cx;
         let path = s.path.as_ref().expect("kind path");
         if self.target != TargetKind::Http {
@@ -451,7 +451,7 @@ impl W<'_> {
         Ok(())
     }
 
-    fn expect(&mut self, e: &At<Expect>, key: &str) -> R {
+    fn expect(&mut self, e: &At<Expect>, key: &str) -> CheckResult {
         let cx = self.cx;
         if let Some(f) = &e.framing {
             framing(f).map_err(|m| cx.err(f.line, format!("{key}.framing"), m))?;
@@ -478,7 +478,7 @@ impl W<'_> {
     }
 
     /// At most one of json/regex/prefix (`required`: exactly one); `equals` goes with `json`.
-    fn matcher(&self, m: &At<Match>, key: &str, required: bool) -> R {
+    fn matcher(&self, m: &At<Match>, key: &str, required: bool) -> CheckResult {
         let cx = self.cx;
         let given: Vec<&str> = [
             ("json", m.json.is_some()),

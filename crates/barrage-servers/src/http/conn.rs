@@ -30,7 +30,7 @@ const READS_PER_TURN: usize = 16;
 const LINGER: Duration = Duration::from_secs(2);
 
 /// What a connection's turn may use of its thread.
-pub(crate) struct Cx<'a> {
+pub(crate) struct ThreadShare<'a> {
     /// The thread's read buffer.
     pub buf: &'a mut [u8],
     pub timers: &'a mut Timers,
@@ -110,7 +110,7 @@ impl Conn {
         self.armed = None;
     }
 
-    pub(crate) fn pump(&mut self, cx: &mut Cx<'_>) -> Turn {
+    pub(crate) fn pump(&mut self, cx: &mut ThreadShare<'_>) -> Turn {
         match self.turn(cx) {
             Ok(Turn::Closed) | Err(_) => Turn::Closed,
             Ok(turn) => {
@@ -120,7 +120,7 @@ impl Conn {
         }
     }
 
-    fn turn(&mut self, cx: &mut Cx<'_>) -> io::Result<Turn> {
+    fn turn(&mut self, cx: &mut ThreadShare<'_>) -> io::Result<Turn> {
         let mut reads = 0;
         loop {
             self.flush(cx)?;
@@ -167,7 +167,7 @@ impl Conn {
     }
 
     /// Renders due answers and writes until everything is out or the socket is full.
-    fn flush(&mut self, cx: &mut Cx<'_>) -> io::Result<()> {
+    fn flush(&mut self, cx: &mut ThreadShare<'_>) -> io::Result<()> {
         let now = Instant::now();
         loop {
             while self.output.has_room() {
@@ -213,7 +213,7 @@ impl Conn {
     }
 
     /// Takes requests from `data` (after what `inbuf` holds) and queues their answers.
-    fn feed(&mut self, data: &[u8], now: Instant, cx: &mut Cx<'_>) {
+    fn feed(&mut self, data: &[u8], now: Instant, cx: &mut ThreadShare<'_>) {
         if self.inbuf.is_empty() {
             let used = self.parse(data, now, cx);
             if !self.last && used < data.len() {
@@ -233,7 +233,7 @@ impl Conn {
 
     /// Parses requests and skips their bodies; returns the bytes used. Stops at a partial
     /// request, at a full queue (`paused`) or after the last request.
-    fn parse(&mut self, input: &[u8], now: Instant, cx: &mut Cx<'_>) -> usize {
+    fn parse(&mut self, input: &[u8], now: Instant, cx: &mut ThreadShare<'_>) -> usize {
         let mut at = 0;
         while at < input.len() && !self.last {
             let rest = &input[at..];
@@ -295,7 +295,7 @@ impl Conn {
     }
 
     /// Queues the answer to a parsed request.
-    fn answer(&mut self, request: &Request, now: Instant, cx: &mut Cx<'_>) {
+    fn answer(&mut self, request: &Request, now: Instant, cx: &mut ThreadShare<'_>) {
         let mut wait = None;
         let reply = match (request.method, request.route) {
             (Method::Other, _) => Reply::Status(405),
@@ -331,7 +331,7 @@ impl Conn {
         conn: ConnHeader,
         wait: Option<Duration>,
         now: Instant,
-        cx: &mut Cx<'_>,
+        cx: &mut ThreadShare<'_>,
     ) {
         let wait = match (cx.delay, wait) {
             (Some(a), Some(b)) => Some(a.saturating_add(b)),
@@ -352,7 +352,7 @@ impl Conn {
     }
 
     /// Arms a timer for what the connection waits for, unless one is armed for that already.
-    fn arm(&mut self, cx: &mut Cx<'_>) {
+    fn arm(&mut self, cx: &mut ThreadShare<'_>) {
         let want = match self.linger {
             Some(deadline) => Some(deadline),
             None => self.answers.front().and_then(|answer| answer.due),

@@ -34,7 +34,7 @@ const RETAIN: usize = 64 * 1024;
 const LINGER: Duration = Duration::from_secs(2);
 
 /// What a connection's turn may use of its thread.
-pub(crate) struct Cx<'a> {
+pub(crate) struct ThreadShare<'a> {
     /// The thread's read buffer.
     pub buf: &'a mut [u8],
     pub timers: &'a mut Timers,
@@ -132,7 +132,7 @@ impl Conn {
         self.out.len() - self.pos + self.held.bytes.len() - self.held.pos
     }
 
-    pub(crate) fn pump(&mut self, cx: &mut Cx<'_>) -> Turn {
+    pub(crate) fn pump(&mut self, cx: &mut ThreadShare<'_>) -> Turn {
         match self.turn(cx) {
             Ok(Turn::Closed) | Err(_) => Turn::Closed,
             Ok(turn) => {
@@ -142,7 +142,7 @@ impl Conn {
         }
     }
 
-    fn turn(&mut self, cx: &mut Cx<'_>) -> io::Result<Turn> {
+    fn turn(&mut self, cx: &mut ThreadShare<'_>) -> io::Result<Turn> {
         let mut reads = 0;
         loop {
             self.release_due(Instant::now(), cx.counters);
@@ -221,7 +221,14 @@ impl Conn {
     }
 
     /// Queues one server frame, at once or held by the delay knob.
-    fn send(&mut self, sent: Sent, opcode: u8, payload: &[u8], now: Instant, cx: &mut Cx<'_>) {
+    fn send(
+        &mut self,
+        sent: Sent,
+        opcode: u8,
+        payload: &[u8],
+        now: Instant,
+        cx: &mut ThreadShare<'_>,
+    ) {
         match cx.delay {
             Some(delay) => {
                 let start = self.held.bytes.len();
@@ -261,7 +268,7 @@ impl Conn {
     }
 
     /// Arms a timer for what the connection waits for, unless one is armed for that already.
-    fn arm(&mut self, cx: &mut Cx<'_>) {
+    fn arm(&mut self, cx: &mut ThreadShare<'_>) {
         let want = match self.linger {
             Some(deadline) => Some(deadline),
             None => self.held.entries.front().map(|&(due, _, _)| due),

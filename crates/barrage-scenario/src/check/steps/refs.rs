@@ -2,19 +2,19 @@
 //! every placeholder of a template resolves where it is used.
 
 use super::TargetKind;
-use super::{Def, Part, R, W};
+use super::{CheckResult, Def, Part, StepsCheck};
 use crate::at::At;
 use crate::check::values::capture;
 use crate::model::Capture;
 use crate::vars::{self, Ref};
 
-impl W<'_> {
+impl StepsCheck<'_> {
     pub(super) fn captures(
         &mut self,
         caps: &std::collections::BTreeMap<String, At<Capture>>,
         key: &str,
         part: Part,
-    ) -> R {
+    ) -> CheckResult {
         for (name, c) in caps {
             let k = format!("{key}.capture.{name}");
             if !vars::is_ident(name)
@@ -66,7 +66,7 @@ impl W<'_> {
     }
 
     /// Every placeholder of `t` resolves from where it is used.
-    pub(super) fn template(&mut self, t: &At<String>, key: &str, part: Part) -> R {
+    pub(super) fn template(&mut self, t: &At<String>, key: &str, part: Part) -> CheckResult {
         let cx = self.cx;
         for (text, r) in vars::refs(t) {
             match r {

@@ -1,7 +1,7 @@
 //! Decoding what a connection read: the handshake head, then frames, into echoes, pongs and
 //! closes (queued through [`Conn::send`]).
 
-use super::{Conn, Cx, Payload, Phase, Sent, MAX_MESSAGE, RETAIN};
+use super::{Conn, Payload, Phase, Sent, ThreadShare, MAX_MESSAGE, RETAIN};
 use crate::stats::Ws;
 use crate::ws::frame::{self, FrameHead, Parsed};
 use crate::ws::handshake::{self, Outcome};
@@ -9,7 +9,7 @@ use std::time::Instant;
 
 impl Conn {
     /// Handles bytes just read.
-    pub(super) fn input(&mut self, data: &mut [u8], now: Instant, cx: &mut Cx<'_>) {
+    pub(super) fn input(&mut self, data: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) {
         if self.phase == Phase::Handshake {
             self.handshake(data, now, cx);
         } else {
@@ -17,7 +17,7 @@ impl Conn {
         }
     }
 
-    fn handshake(&mut self, data: &mut [u8], now: Instant, cx: &mut Cx<'_>) {
+    fn handshake(&mut self, data: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) {
         let mut head = std::mem::take(&mut self.inbuf);
         let buffered = !head.is_empty();
         let whole: &mut [u8] = if buffered {
@@ -42,7 +42,7 @@ impl Conn {
     }
 
     /// Decodes frames from `data`, which follows what `inbuf` holds.
-    fn frames(&mut self, mut data: &mut [u8], now: Instant, cx: &mut Cx<'_>) {
+    fn frames(&mut self, mut data: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) {
         while !data.is_empty() && self.phase == Phase::Open {
             if let Some(payload) = &mut self.payload {
                 let take = payload.left.min(data.len() as u64) as usize;
@@ -94,7 +94,7 @@ impl Conn {
     /// Decodes one unit at the front of `buf`: a whole control frame, a whole unfragmented
     /// data frame, or the head of a data frame whose payload then streams into `msg`.
     /// Returns the bytes used, `None` if `buf` holds too little.
-    fn unit(&mut self, buf: &mut [u8], now: Instant, cx: &mut Cx<'_>) -> Option<usize> {
+    fn unit(&mut self, buf: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) -> Option<usize> {
         let head = match frame::parse_head(buf) {
             Parsed::Partial => return None,
             Parsed::Fail(code) => {
@@ -151,7 +151,7 @@ impl Conn {
     }
 
     /// The message in `msg` is complete.
-    fn message_done(&mut self, now: Instant, cx: &mut Cx<'_>) {
+    fn message_done(&mut self, now: Instant, cx: &mut ThreadShare<'_>) {
         let opcode = self.message.take().unwrap_or(frame::BINARY);
         let msg = std::mem::take(&mut self.msg);
         self.message(opcode, &msg, now, cx);
@@ -163,7 +163,7 @@ impl Conn {
     }
 
     /// A complete text or binary message: check it and echo it.
-    fn message(&mut self, opcode: u8, payload: &[u8], now: Instant, cx: &mut Cx<'_>) {
+    fn message(&mut self, opcode: u8, payload: &[u8], now: Instant, cx: &mut ThreadShare<'_>) {
         if opcode == frame::TEXT && std::str::from_utf8(payload).is_err() {
             self.fail(frame::INVALID_DATA, now, cx);
             return;
@@ -172,7 +172,13 @@ impl Conn {
         self.send(Sent::Echo, opcode, payload, now, cx);
     }
 
-    fn control(&mut self, head: &FrameHead, payload: &[u8], now: Instant, cx: &mut Cx<'_>) {
+    fn control(
+        &mut self,
+        head: &FrameHead,
+        payload: &[u8],
+        now: Instant,
+        cx: &mut ThreadShare<'_>,
+    ) {
         match head.opcode {
             frame::PING => {
                 cx.counters.ws(Ws::Pings);
@@ -207,7 +213,7 @@ impl Conn {
     }
 
     /// The client broke the protocol: close with `code`.
-    fn fail(&mut self, code: u16, now: Instant, cx: &mut Cx<'_>) {
+    fn fail(&mut self, code: u16, now: Instant, cx: &mut ThreadShare<'_>) {
         cx.counters.ws(Ws::ProtocolErrors);
         self.send(Sent::Close, frame::CLOSE, &code.to_be_bytes(), now, cx);
         self.phase = Phase::Closing;
