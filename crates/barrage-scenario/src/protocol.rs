@@ -124,7 +124,7 @@ pub fn by_scheme(scheme: &str) -> Option<(&'static ProtocolInfo, bool)> {
     by_scheme_in(PROTOCOLS, scheme)
 }
 
-/// [`by_scheme`] in any table (a test's table with a stub row, `tests/stub_protocol.rs` in
+/// [`by_scheme`] in any table (a test's table with a stub row, `tests/it/stub_protocol.rs` in
 /// the engine).
 pub fn by_scheme_in<'t>(
     table: &'t [ProtocolInfo],

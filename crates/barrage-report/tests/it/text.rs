@@ -1,0 +1,96 @@
+//! Snapshot tests of the text summary: review `tests/snapshots/` by eye when they change.
+
+use crate::common;
+use barrage_report::{render_to_string, Format};
+
+fn text(r: &barrage_metrics::RunResult) -> String {
+    render_to_string(r, Format::Text)
+}
+
+#[test]
+fn ping_pong_completed() {
+    insta::assert_snapshot!(text(&common::ping_pong_completed()));
+}
+
+#[test]
+fn open_loop_with_errors_and_warmup() {
+    insta::assert_snapshot!(text(&common::open_loop_with_errors()));
+}
+
+#[test]
+fn interrupted_run() {
+    insta::assert_snapshot!(text(&common::interrupted()));
+}
+
+#[test]
+fn failed_run_with_no_exchange() {
+    insta::assert_snapshot!(text(&common::failed_refused()));
+}
+
+#[test]
+fn summary_stays_compact_and_narrow() {
+    for r in [
+        common::ping_pong_completed(),
+        common::open_loop_with_errors(),
+        common::interrupted(),
+    ] {
+        let t = text(&r);
+        assert!(t.lines().count() <= 32, "{t}");
+        for line in t.lines() {
+            assert!(line.chars().count() <= 96, "too wide: {line}");
+        }
+        assert!(t.ends_with('\n'));
+    }
+}
+
+#[test]
+fn https_run_with_status_codes_ttfb_and_tls() {
+    let t = text(&common::https_with_statuses());
+    assert!(
+        t.contains("HTTP status   2xx 89,120, 5xx 900 (200 89,120, 503 900)"),
+        "{t}"
+    );
+    insta::assert_snapshot!(t);
+}
+
+/// Regression (issue 24): a scenario run said "every-steps timed from their intended send
+/// time" also when it had no `every` step.
+#[test]
+fn a_scenario_says_every_steps_are_timed_from_their_intended_time_only_when_it_has_them() {
+    let mut r = common::ping_pong_completed();
+    r.config.users = Some(barrage_metrics::ConfigUsers {
+        count: 10,
+        arrive: "10/s".into(),
+        scenario: "s.toml".into(),
+        ..Default::default()
+    });
+    r.config.steps = vec![barrage_metrics::ConfigStep {
+        name: "login".into(),
+        ..Default::default()
+    }];
+    let t = text(&r);
+    assert!(!t.contains("every-steps"), "{t}");
+    assert!(t.contains("every step timed from its actual send"), "{t}");
+    let mut say = barrage_metrics::ConfigStep::default();
+    (say.name, say.open_loop) = ("say".into(), true);
+    r.config.steps.push(say);
+    let t = text(&r);
+    assert!(
+        t.contains("every-steps timed from their intended send time"),
+        "{t}"
+    );
+}
+
+/// Issue 24: an `--expect none` run completes its exchanges when written; its latency is not
+/// timed, and the summary said "no completed exchanges" beside hundreds of thousands of them.
+#[test]
+fn exchanges_completed_on_write_are_said_to_be_untimed_not_missing() {
+    let mut r = common::ping_pong_completed();
+    r.summary.latency_us = Default::default();
+    let t = text(&r);
+    assert!(
+        t.contains("not timed: the exchanges complete when written"),
+        "{t}"
+    );
+    assert!(!t.contains("no completed exchanges"), "{t}");
+}

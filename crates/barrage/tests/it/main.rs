@@ -1,0 +1,66 @@
+//! Integration tests of the `barrage` binary: one test binary (`cargo test -p barrage --test it`),
+//! a module per feature. Most run the built binary (`CARGO_BIN_EXE_barrage`) against the
+//! reference servers or real third-party servers on loopback. Run one module with
+//! `cargo test -p barrage --test it -- scenario::`.
+
+// Shared helpers: the binary, reference servers, children killed on drop, JSON fields, Slurm.
+mod common;
+// A CA and server/client certificates made with rcgen, for `tls` and `interop`.
+mod pki;
+
+// The bad-input sweep: every mistake gets one line and a non-zero exit code.
+mod bad_input;
+// Usage errors, help, exit codes, the text and JSON summaries.
+mod cli;
+// `barrage compare` of two runs.
+mod compare;
+// The live dashboard in a real pseudo-terminal (tmux).
+mod dashboard;
+// `barrage dist slurm|k8s`: the launchers of one run as N shards.
+mod dist;
+// Results that survive signals, crashes and outputs that cannot be written.
+mod durable;
+// `barrage find-max` end to end.
+mod find_max;
+// nginx, Python `websockets` and Socket.IO servers.
+mod interop;
+// redis:// and memcache:// against the real servers.
+mod kv;
+// `--web`: the live page in headless Chromium.
+mod live_web;
+// `barrage merge` takes nothing on trust.
+mod merge;
+// `--spawn`, `--monitor`, `--recovery`, leak and saturation verdicts.
+mod monitor;
+// The pre-flight refuses a plan that does not fit this machine.
+mod preflight;
+// `--prometheus` scraped by a real Prometheus server.
+mod prometheus;
+// `barrage report` from the command line.
+mod report_cmd;
+// `barrage run FILE.toml`: users, steps, captures, rooms.
+mod scenario;
+// Secrets never reach an output.
+mod secrets;
+// `barrage serve KIND --processes N`.
+mod serve_processes;
+// `--server-metrics`: the server's own metrics on the timeline.
+mod server_metrics;
+// `--shard I/N --start-at T` and the exact merge.
+mod shards;
+// The shard contract on a real two-node Slurm cluster.
+mod slurm;
+// `--source-ip` and several `--url`s.
+mod sources;
+// The JSON result records the spec the run was built from.
+mod spec;
+// `--rate-stages`.
+mod stages;
+// `https://` end to end, verification on unless `--insecure`.
+mod tls;
+// Every number true: error rates, the schedule's accounting, conservation.
+mod truth;
+// `barrage validate FILE`.
+mod validate;
+// Verdicts about servers whose behaviour the test scripts.
+mod verdicts;
