@@ -45,21 +45,77 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
     check_flags_fit(a, url.scheme)?;
-    if a.scenario.is_none() {
-        for (flag, given) in [
-            ("--target", a.target_url.is_some()),
-            ("--users", a.users.is_some()),
-            ("--hold", a.hold.is_some()),
-            ("--arrive", a.arrive.is_some()),
-        ] {
-            if given {
-                return Err(Usage::says(
-                    flag,
-                    "applies to scenario files (barrage run FILE.toml); with a URL use -c and the mode flags",
-                ));
-            }
+    scenario_flags_need_a_file(a)?;
+    let mut words = words(a, secrets)?;
+    let load = load(a)?;
+    // After the load's checks, as before the split: the first mistake is the one reported.
+    words.headers = headers(&a.headers)?;
+    let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
+    let http_note = http_note.map(|n| secrets.scrub(&n));
+    let tls = if url.scheme.tls() {
+        Some(crate::resolve::tls::plan(
+            &url,
+            a.insecure,
+            a.cacert.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let more_addrs = crate::resolve::sources::more_addrs(&a.more_urls, &url)?;
+    let targets: Vec<_> = std::iter::once(url.addr)
+        .chain(more_addrs.iter().copied())
+        .collect();
+    let source_ips =
+        crate::resolve::sources::resolve(a.source_ip.as_deref(), &targets, load.connections)?;
+    let aim = Aim {
+        target: shown_target,
+        addr: url.addr,
+        host: secrets.scrub(&url.host),
+        protocol,
+        more_addrs,
+        source_ips,
+        tls: tls.as_ref().map(|_| TlsSpec {
+            insecure: a.insecure,
+            cacert: a.cacert.clone(),
+        }),
+    };
+    let spec = spec(a, &load, aim)?;
+    // The plan is built from the spec, as any process taking part in the run builds its own.
+    let mut lookup = |name: &str| secrets.lookup(name);
+    let plan = spec
+        .plan(&mut lookup, &|_, _| {
+            tls.clone()
+                .ok_or_else(|| "no TLS configuration".to_string())
+        })
+        .map_err(spec_usage)?;
+    let config = describe(&spec, &plan, a.secret_body, http_note);
+    Ok((plan, spec, config))
+}
+
+/// `--target`, `--users`, `--hold` and `--arrive` without a scenario file are mistakes.
+fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
+    if a.scenario.is_some() {
+        return Ok(());
+    }
+    for (flag, given) in [
+        ("--target", a.target_url.is_some()),
+        ("--users", a.users.is_some()),
+        ("--hold", a.hold.is_some()),
+        ("--arrive", a.arrive.is_some()),
+    ] {
+        if given {
+            return Err(Usage::says(
+                flag,
+                "applies to scenario files (barrage run FILE.toml); with a URL use -c and the mode flags",
+            ));
         }
     }
+    Ok(())
+}
+
+/// What is sent and expected: `--expect`, `--message`/`--message-file`, `--first-message`
+/// (`-H` is added by the caller); the secrets they name are filled (and checked) here.
+fn words(a: &RunArgs, secrets: &mut Secrets) -> Result<Words, Usage> {
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     if a.verify && framing != Framing::Echo {
@@ -108,6 +164,26 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     if let Some(b) = &first_shown {
         secrets.fill(b, "--first-message")?;
     }
+    Ok(Words {
+        message: raw,
+        first: first_shown,
+        expect: expect_spec.to_string(),
+        headers: Vec::new(),
+    })
+}
+
+/// How much load, how paced and for how long, checked against each other.
+struct Load {
+    mode: Mode,
+    connections: u64,
+    threads: usize,
+    max_backlog: u64,
+    duration: Option<Duration>,
+}
+
+/// The mode, connections, threads and length of the run, in the order the checks ran before
+/// they were split (the first mistake is the one reported).
+fn load(a: &RunArgs) -> Result<Load, Usage> {
     let stages = a.rate_stages.as_deref().map(rate_stages).transpose()?;
     let conns = a.conn_stages.as_deref().map(conn_stages).transpose()?;
     if conns.is_some() {
@@ -125,11 +201,36 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         }
     }
     let connections = conns.map_or(a.connections, |(peak, _)| peak);
-    let mode = match (a.think, a.interval, a.rate, &stages) {
+    let mode = mode(a, stages.map(|(peak, _)| peak))?;
+    let max_backlog = a.max_backlog.unwrap_or(1024);
+    let threads = limits(a, connections)?;
+    let duration = match (a.duration, a.requests) {
+        (Some(d), _) => Some(d),
+        // `--rate-stages` or `--conn-stages` alone: until the last point.
+        (None, _) if stages.is_some() => stages.map(|(_, end)| end),
+        (None, _) if conns.is_some() => conns.map(|(_, end)| end),
+        // Every run is bounded in time: `-n` alone also stops after a default bound, so a
+        // server that never answers cannot keep it going forever (run.rs prints the rule).
+        (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    Ok(Load {
+        mode,
+        connections,
+        threads,
+        max_backlog,
+        duration,
+    })
+}
+
+/// The pacing mode from `--think`, `--interval`, `--rate` and `--rate-stages`' peak, and the
+/// flags that belong to another mode.
+fn mode(a: &RunArgs, stage_peak: Option<f64>) -> Result<Mode, Usage> {
+    let mode = match (a.think, a.interval, a.rate, stage_peak) {
         (Some(d), _, _, _) => Mode::Think(d),
         (_, Some(d), _, _) => Mode::Interval(d),
         (_, _, Some(r), _) => Mode::Rate(r),
-        (_, _, _, Some((peak, _))) => Mode::Rate(*peak),
+        (_, _, _, Some(peak)) => Mode::Rate(peak),
         _ => Mode::PingPong,
     };
     if mode.is_open_loop() && a.pipeline != 1 {
@@ -162,7 +263,11 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             "at most 100ms (it delays messages by up to that much; 1ms is the default)",
         ));
     }
-    let max_backlog = a.max_backlog.unwrap_or(1024);
+    Ok(mode)
+}
+
+/// The caps on one process's load; the worker threads (`-t`, default one per core).
+fn limits(a: &RunArgs, connections: u64) -> Result<usize, Usage> {
     if a.pipeline > 1 << 20 {
         return Err(Usage::new(
             "--pipeline",
@@ -201,68 +306,48 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             "at most 1,000,000,000,000,000 (1e15) exchanges per run",
         ));
     }
-    let duration = match (a.duration, a.requests) {
-        (Some(d), _) => Some(d),
-        // `--rate-stages` or `--conn-stages` alone: until the last point.
-        (None, _) if stages.is_some() => stages.as_ref().map(|(_, end)| *end),
-        (None, _) if conns.is_some() => conns.map(|(_, end)| end),
-        // Every run is bounded in time: `-n` alone also stops after a default bound, so a
-        // server that never answers cannot keep it going forever (run.rs prints the rule).
-        (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
-        (None, None) => Some(Duration::from_secs(10)),
-    };
+    Ok(threads)
+}
+
+/// Where the load goes: the spec's target fields, secrets hidden.
+struct Aim {
+    target: String,
+    addr: std::net::SocketAddr,
+    host: String,
+    protocol: ProtocolSpec,
+    more_addrs: Vec<std::net::SocketAddr>,
+    source_ips: Vec<std::net::IpAddr>,
+    tls: Option<TlsSpec>,
+}
+
+/// The run as data: where the load goes, and its load, timing and split.
+fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
     let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
     let connect_timeout = a.connect_timeout.unwrap_or(timeout);
-    let words = Words {
-        message: raw.clone(),
-        first: first_shown.clone(),
-        expect: expect_spec.to_string(),
-        headers: headers(&a.headers)?,
-    };
-    let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
-    let http_note = http_note.map(|n| secrets.scrub(&n));
-    let tls = if url.scheme.tls() {
-        Some(crate::resolve::tls::plan(
-            &url,
-            a.insecure,
-            a.cacert.as_deref(),
-        )?)
-    } else {
-        None
-    };
-    let more_addrs = crate::resolve::sources::more_addrs(&a.more_urls, &url)?;
-    let targets: Vec<_> = std::iter::once(url.addr)
-        .chain(more_addrs.iter().copied())
-        .collect();
-    let source_ips =
-        crate::resolve::sources::resolve(a.source_ip.as_deref(), &targets, connections)?;
-    let spec = Spec {
-        target: shown_target,
-        addr: url.addr,
-        host: secrets.scrub(&url.host),
-        protocol,
-        more_addrs,
-        source_ips,
-        tls: tls.as_ref().map(|_| TlsSpec {
-            insecure: a.insecure,
-            cacert: a.cacert.clone(),
-        }),
-        connections,
-        threads,
+    Ok(Spec {
+        target: aim.target,
+        addr: aim.addr,
+        host: aim.host,
+        protocol: aim.protocol,
+        more_addrs: aim.more_addrs,
+        source_ips: aim.source_ips,
+        tls: aim.tls,
+        connections: load.connections,
+        threads: load.threads,
         connect_rate: a.connect_rate,
         max_connecting: a.max_connecting.min(u32::MAX as u64) as u32,
         // `-n` alone: no duration; the plan bounds the run all the same.
         duration_ns: a
             .duration
             .map(ns)
-            .or(duration.filter(|_| a.requests.is_none()).map(ns)),
+            .or(load.duration.filter(|_| a.requests.is_none()).map(ns)),
         rate_stages: a.rate_stages.clone(),
         conn_stages: a.conn_stages.clone(),
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
-        mode: mode.into(),
+        mode: load.mode.into(),
         pipeline: a.pipeline as u32,
-        max_backlog,
+        max_backlog: load.max_backlog,
         timer_slack_ns: a
             .timer_slack
             .map_or(barrage_engine::spec::DEFAULT_TIMER_SLACK_NS, ns),
@@ -282,17 +367,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         )?,
         one_clock: a.one_clock,
         scenario: a.scenario.clone(),
-    };
-    // The plan is built from the spec, as any process taking part in the run builds its own.
-    let mut lookup = |name: &str| secrets.lookup(name);
-    let plan = spec
-        .plan(&mut lookup, &|_, _| {
-            tls.clone()
-                .ok_or_else(|| "no TLS configuration".to_string())
-        })
-        .map_err(spec_usage)?;
-    let config = describe(&spec, &plan, a.secret_body, http_note);
-    Ok((plan, spec, config))
+    })
 }
 
 /// The spec as the result records it: header values hidden ([`Spec::redacted`]),
