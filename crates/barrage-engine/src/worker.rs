@@ -78,8 +78,10 @@ pub enum WorkerEvent {
     Failed(String),
 }
 
+/// Which part of the run the worker is in: sending load, or draining the replies in flight
+/// until `until` (ns on the worker's clock).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum Period {
     Load,
     Drain { until: u64 },
 }
@@ -122,7 +124,7 @@ pub struct Worker<S: Session> {
     /// Requests this share may still start (`-n`): quota - completed - in flight.
     allowance: Option<u64>,
     rng: Rng,
-    phase: Phase,
+    period: Period,
     timeline: Timeline,
     seg_start: u64,
     seg_end: u64,
@@ -215,7 +217,7 @@ impl<S: Session> Worker<S> {
             connect_budget: CONNECTS_PER_TURN,
             connect_turn_start: u64::MAX,
             connect_more: false,
-            phase: Phase::Load,
+            period: Period::Load,
             seg_start: 0,
             seg_end: timeline.next_boundary(0),
             timeline,
@@ -316,7 +318,7 @@ impl<S: Session> Worker<S> {
             if let Some(t) = self.timers.next() {
                 next = next.min(t);
             }
-            if let Phase::Drain { until } = self.phase {
+            if let Period::Drain { until } = self.period {
                 next = next.min(until);
             }
             let now = self.now();
@@ -366,8 +368,8 @@ impl<S: Session> Worker<S> {
 
     /// Move from load to drain and from drain to done. Returns true when the worker is done.
     fn check_phase(&mut self, now: u64) -> bool {
-        match self.phase {
-            Phase::Load => {
+        match self.period {
+            Period::Load => {
                 let stopped = self.stop.load(Ordering::Relaxed);
                 let out_of_time = self.seg_end == DRAIN_KEY;
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
@@ -389,7 +391,7 @@ impl<S: Session> Worker<S> {
                 }
                 false
             }
-            Phase::Drain { until } => {
+            Period::Drain { until } => {
                 self.rec.in_flight == 0 || now >= until || crate::run::hurried()
             }
         }
@@ -403,7 +405,7 @@ impl<S: Session> Worker<S> {
         }
         self.seg_start = now;
         self.seg_end = DRAIN_KEY;
-        self.phase = Phase::Drain {
+        self.period = Period::Drain {
             until: now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64,
         };
         // Every message due by now that never went out is accounted for as not sent: the
@@ -548,7 +550,7 @@ impl<S: Session> Worker<S> {
     /// already up are served between batches, so a ramp of thousands of connects does not
     /// stall their schedules.
     fn pump_connects(&mut self, now: u64) {
-        if self.phase != Phase::Load {
+        if self.period != Period::Load {
             return;
         }
         while self.connecting < self.share.max_connecting {

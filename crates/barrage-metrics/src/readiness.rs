@@ -33,7 +33,7 @@
 
 use crate::analysis::{AnalysisReport, LeakStatus, Verdict};
 use crate::result::RunResult;
-use crate::thresholds::Outcome;
+use crate::thresholds::ThresholdCheck;
 use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
@@ -136,7 +136,11 @@ fn row(aspect: Aspect, status: Grade, figure: String, rule: &str) -> Row {
 
 /// The readiness table, in the order performance, stability, resource use, memory
 /// management, errors, correctness, connections. `outcomes`: the evaluated thresholds (may be empty).
-pub fn assess(result: &RunResult, analysis: &AnalysisReport, outcomes: &[Outcome]) -> Vec<Row> {
+pub fn assess(
+    result: &RunResult,
+    analysis: &AnalysisReport,
+    outcomes: &[ThresholdCheck],
+) -> Vec<Row> {
     vec![
         performance(result, analysis, outcomes),
         stability(analysis),
@@ -181,7 +185,7 @@ fn correctness(result: &RunResult) -> Row {
     )
 }
 
-fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> Row {
+fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdCheck]) -> Row {
     let s = &result.summary;
     let aspect = Aspect::Performance;
     if s.requests == 0 {
@@ -192,7 +196,7 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[Outcome]) -> 
             PERFORMANCE_RULE,
         );
     }
-    let perf: Vec<&Outcome> = outcomes
+    let perf: Vec<&ThresholdCheck> = outcomes
         .iter()
         .filter(|o| crate::vocabulary::is_performance(&o.metric))
         .collect();

@@ -270,7 +270,7 @@ pub struct RunResult {
     pub analysis: Option<crate::analysis::AnalysisReport>,
     /// Every `--threshold` with its measured value and outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::thresholds::Outcome>,
+    pub thresholds: Vec<crate::thresholds::ThresholdCheck>,
     /// The readiness assessment: one row per aspect, each with its rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readiness: Vec<crate::readiness::Row>,

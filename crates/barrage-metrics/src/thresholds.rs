@@ -217,7 +217,7 @@ pub struct Threshold {
 
 /// A threshold checked against a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+pub struct ThresholdCheck {
     pub expr: String,
     pub metric: String,
     pub op: Op,
@@ -243,7 +243,7 @@ fn missing_hint(metric: &str) -> &'static str {
     }
 }
 
-pub fn evaluate(t: &Threshold, facts: &Facts) -> Outcome {
+pub fn evaluate(t: &Threshold, facts: &Facts) -> ThresholdCheck {
     let actual = facts.get(&t.metric);
     let passed = actual.map(|a| t.op.holds(a, t.limit));
     let limit = format!("{} {}", t.op.as_str(), t.kind.format(t.limit));
@@ -260,7 +260,7 @@ pub fn evaluate(t: &Threshold, facts: &Facts) -> Outcome {
             missing_hint(&t.metric)
         ),
     };
-    Outcome {
+    ThresholdCheck {
         expr: t.expr.clone(),
         metric: t.metric.clone(),
         op: t.op,
@@ -271,12 +271,12 @@ pub fn evaluate(t: &Threshold, facts: &Facts) -> Outcome {
     }
 }
 
-pub fn evaluate_all(ts: &[Threshold], facts: &Facts) -> Vec<Outcome> {
+pub fn evaluate_all(ts: &[Threshold], facts: &Facts) -> Vec<ThresholdCheck> {
     ts.iter().map(|t| evaluate(t, facts)).collect()
 }
 
 /// Whether any threshold failed or could not be checked.
-pub fn any_failed(outcomes: &[Outcome]) -> bool {
+pub fn any_failed(outcomes: &[ThresholdCheck]) -> bool {
     outcomes.iter().any(|o| o.passed != Some(true))
 }
 

@@ -34,7 +34,7 @@
 use crate::runtime::{self, LoopParts, FIRST_CONN, LISTENER, WAKER};
 use crate::stats::{Chat, CounterWriter, Kind, ServerError};
 use crate::ws::frame::{self, Parsed};
-use crate::ws::handshake::{self, Outcome};
+use crate::ws::handshake::{self, Upgrade};
 use crate::ServerHandle;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
@@ -536,16 +536,16 @@ impl Loop {
         let mut start = 0;
         if c.wire == Wire::Upgrade {
             match handshake::answer(&input, &mut c.out) {
-                Outcome::Partial => {
+                Upgrade::Partial => {
                     c.inbuf = input;
                     return;
                 }
-                Outcome::Refused(_) => {
+                Upgrade::Refused(_) => {
                     c.closing = true;
                     self.dirty.push(slot);
                     return;
                 }
-                Outcome::Upgraded { len } => {
+                Upgrade::Upgraded { len } => {
                     c.wire = Wire::Ws;
                     start = len;
                     self.dirty.push(slot);

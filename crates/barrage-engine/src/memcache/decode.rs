@@ -59,7 +59,7 @@ pub enum McError {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
+enum ReplyState {
     /// Reading a reply line (possibly gathered in `line`).
     Line,
     /// An error line too long for the buffer: skip to its end.
@@ -75,7 +75,7 @@ enum Phase {
 pub struct McDecoder {
     line: [u8; MAX_LINE],
     line_len: u16,
-    phase: Phase,
+    phase: ReplyState,
     /// VALUE blocks seen in the get reply in progress.
     hits: u32,
     remaining: u64,
@@ -87,7 +87,7 @@ impl Default for McDecoder {
         Self {
             line: [0; MAX_LINE],
             line_len: 0,
-            phase: Phase::Line,
+            phase: ReplyState::Line,
             hits: 0,
             remaining: 0,
             failed: None,
@@ -102,7 +102,7 @@ impl McDecoder {
 
     /// True between replies.
     pub fn is_idle(&self) -> bool {
-        self.phase == Phase::Line && self.line_len == 0 && self.hits == 0
+        self.phase == ReplyState::Line && self.line_len == 0 && self.hits == 0
     }
 
     /// Feed the bytes of one read. After an error every call returns it again until `reset`.
@@ -119,7 +119,7 @@ impl McDecoder {
         while i < data.len() {
             let rest = &data[i..];
             match self.phase {
-                Phase::Line => {
+                ReplyState::Line => {
                     let Some(nl) = memchr::memchr(b'\n', rest) else {
                         self.gather(rest, sink)?;
                         return Ok(());
@@ -134,29 +134,33 @@ impl McDecoder {
                         self.line_done(&buf[..n], sink)?;
                     }
                 }
-                Phase::SkipLine => match memchr::memchr(b'\n', rest) {
+                ReplyState::SkipLine => match memchr::memchr(b'\n', rest) {
                     Some(nl) => {
                         i += nl + 1;
-                        self.phase = Phase::Line;
+                        self.phase = ReplyState::Line;
                         sink.reply(McReply::Error);
                     }
                     None => return Ok(()),
                 },
-                Phase::Data => {
+                ReplyState::Data => {
                     let take = self.remaining.min(rest.len() as u64);
                     self.remaining -= take;
                     i += take as usize;
                     if self.remaining == 0 {
-                        self.phase = Phase::DataCr;
+                        self.phase = ReplyState::DataCr;
                     }
                 }
-                Phase::DataCr | Phase::DataLf => {
-                    let cr = self.phase == Phase::DataCr;
+                ReplyState::DataCr | ReplyState::DataLf => {
+                    let cr = self.phase == ReplyState::DataCr;
                     if rest[0] != if cr { b'\r' } else { b'\n' } {
                         return Err(McError::MissingCrlf);
                     }
                     i += 1;
-                    self.phase = if cr { Phase::DataLf } else { Phase::Line };
+                    self.phase = if cr {
+                        ReplyState::DataLf
+                    } else {
+                        ReplyState::Line
+                    };
                 }
             }
         }
@@ -186,7 +190,7 @@ impl McDecoder {
         if part.last() == Some(&b'\n') {
             sink.reply(McReply::Error);
         } else {
-            self.phase = Phase::SkipLine;
+            self.phase = ReplyState::SkipLine;
         }
         Ok(false)
     }
@@ -202,9 +206,9 @@ impl McDecoder {
             self.hits = self.hits.saturating_add(1);
             self.remaining = bytes;
             self.phase = if bytes == 0 {
-                Phase::DataCr
+                ReplyState::DataCr
             } else {
-                Phase::Data
+                ReplyState::Data
             };
             return Ok(());
         }

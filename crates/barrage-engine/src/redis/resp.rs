@@ -52,7 +52,7 @@ pub enum RespError {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
+enum RespState {
     /// Expecting the type byte of a value.
     Type,
     /// In the header line of a value of type `kind`.
@@ -85,7 +85,7 @@ pub struct RespDecoder {
     attrs: u32,
     depth: u8,
     max_depth: u8,
-    phase: Phase,
+    phase: RespState,
     /// Type byte of the value whose header is being read.
     kind: u8,
     /// Bytes of the header line so far (saturating).
@@ -113,7 +113,7 @@ impl RespDecoder {
             attrs: 0,
             depth: 0,
             max_depth: max_depth.clamp(1, STACK) as u8,
-            phase: Phase::Type,
+            phase: RespState::Type,
             kind: 0,
             line_len: 0,
             neg: false,
@@ -129,7 +129,7 @@ impl RespDecoder {
 
     /// True between values: no reply is partially received.
     pub fn is_idle(&self) -> bool {
-        self.phase == Phase::Type && self.depth == 0 && self.failed.is_none()
+        self.phase == RespState::Type && self.depth == 0 && self.failed.is_none()
     }
 
     /// Feed the bytes of one read. After an error every call returns it again until `reset`.
@@ -145,7 +145,7 @@ impl RespDecoder {
         let mut i = 0;
         while i < data.len() {
             match self.phase {
-                Phase::Type => {
+                RespState::Type => {
                     if let Some(used) = self.whole_line(&data[i..], sink)? {
                         i += used;
                         continue;
@@ -153,7 +153,7 @@ impl RespDecoder {
                     self.start(data[i])?;
                     i += 1;
                 }
-                Phase::Line => {
+                RespState::Line => {
                     if matches!(self.kind, b'+' | b'-' | b',') {
                         // Free text: jump to the CR.
                         match memchr::memchr2(b'\r', b'\n', &data[i..]) {
@@ -167,23 +167,23 @@ impl RespDecoder {
                     self.line_byte(data[i])?;
                     i += 1;
                 }
-                Phase::LineLf => {
+                RespState::LineLf => {
                     if data[i] != b'\n' {
                         return Err(RespError::MissingCrlf);
                     }
                     i += 1;
                     self.end_line(sink)?;
                 }
-                Phase::Payload => {
+                RespState::Payload => {
                     let take = self.num.min((data.len() - i) as u64);
                     self.num -= take;
                     i += take as usize;
                     if self.num == 0 {
-                        self.phase = Phase::PayloadCr;
+                        self.phase = RespState::PayloadCr;
                     }
                 }
-                Phase::PayloadCr | Phase::PayloadLf => {
-                    let want = if self.phase == Phase::PayloadCr {
+                RespState::PayloadCr | RespState::PayloadLf => {
+                    let want = if self.phase == RespState::PayloadCr {
                         b'\r'
                     } else {
                         b'\n'
@@ -192,10 +192,10 @@ impl RespDecoder {
                         return Err(RespError::MissingCrlf);
                     }
                     i += 1;
-                    if self.phase == Phase::PayloadCr {
-                        self.phase = Phase::PayloadLf;
+                    if self.phase == RespState::PayloadCr {
+                        self.phase = RespState::PayloadLf;
                     } else {
-                        self.phase = Phase::Type;
+                        self.phase = RespState::Type;
                         self.value_done(false, sink);
                     }
                 }
@@ -332,7 +332,7 @@ impl RespDecoder {
         self.line_len = 0;
         self.neg = false;
         self.digits = false;
-        self.phase = Phase::Line;
+        self.phase = RespState::Line;
         Ok(())
     }
 
@@ -341,7 +341,7 @@ impl RespDecoder {
         self.line_len = self.line_len.saturating_add(1);
         match b {
             b'\r' => {
-                self.phase = Phase::LineLf;
+                self.phase = RespState::LineLf;
                 return Ok(());
             }
             b'\n' => return Err(RespError::MissingCrlf),
@@ -391,7 +391,7 @@ impl RespDecoder {
 
     /// The header line of `kind` is complete.
     fn end_line(&mut self, sink: &mut impl RespSink) -> Result<(), RespError> {
-        self.phase = Phase::Type;
+        self.phase = RespState::Type;
         let kind = self.kind;
         match kind {
             b'+' | b'-' | b',' => self.value_done(false, sink),
@@ -408,9 +408,9 @@ impl RespDecoder {
             }
             b'$' | b'=' | b'!' => {
                 self.phase = if self.num == 0 {
-                    Phase::PayloadCr
+                    RespState::PayloadCr
                 } else {
-                    Phase::Payload
+                    RespState::Payload
                 };
             }
             _ => self.open(sink)?,

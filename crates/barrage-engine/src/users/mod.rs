@@ -555,7 +555,7 @@ impl Op {
 
 /// Where a user is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub enum Life {
     /// Before its arrival, or connecting (again).
     Arriving,
     Running,
@@ -570,7 +570,7 @@ pub enum Phase {
 pub struct UserState {
     /// The user's number (global).
     pub gid: u64,
-    pub phase: Phase,
+    pub phase: Life,
     /// The key of the awaited exchange (`u64::MAX`: none awaited).
     pub await_key: u64,
     /// The end of the current pause (`u64::MAX`: none).
@@ -611,7 +611,7 @@ impl UserState {
     pub fn new(p: &Program, depart_at: u64, gid: u64) -> Self {
         Self {
             gid,
-            phase: Phase::Arriving,
+            phase: Life::Arriving,
             await_key: u64::MAX,
             wait_until: u64::MAX,
             every_t0: u64::MAX,

@@ -249,7 +249,7 @@ impl<S: Session> Worker<S> {
         if self.at_scenario_op(idx) {
             return self.user_service(idx, now);
         }
-        let load = self.phase == Phase::Load;
+        let load = self.period == Period::Load;
         let i = idx as usize;
         let mut wake = u64::MAX;
         let state = self.conns[i].state;
@@ -383,7 +383,7 @@ impl<S: Session> Worker<S> {
             return;
         }
         let c = &mut self.conns[idx as usize];
-        if self.phase == Phase::Load {
+        if self.period == Period::Load {
             c.state = State::Waiting;
             if backoff {
                 c.failures += 1;

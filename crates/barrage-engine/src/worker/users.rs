@@ -9,7 +9,7 @@
 
 use super::wire::write_to;
 use super::*;
-use crate::users::{Op, Phase as UserPhase, UserCtx, UserState, Users};
+use crate::users::{Life, Op, UserCtx, UserState, Users};
 
 impl<S: Session> Worker<S> {
     /// Arrivals: every user waits for its arrival time (instead of connecting at once).
@@ -34,10 +34,10 @@ impl<S: Session> Worker<S> {
     /// operations.
     pub(super) fn user_service(&mut self, idx: u32, now: u64) {
         let i = idx as usize;
-        if self.users[i].phase == UserPhase::Gone || self.phase != Phase::Load {
+        if self.users[i].phase == Life::Gone || self.period != Period::Load {
             return;
         }
-        if now >= self.users[i].depart_at && self.users[i].phase != UserPhase::Leaving {
+        if now >= self.users[i].depart_at && self.users[i].phase != Life::Leaving {
             return self.user_depart(idx, now);
         }
         match self.conns[i].state {
@@ -73,8 +73,8 @@ impl<S: Session> Worker<S> {
             st.started = true;
             self.rec.conn_first_ready(now);
         }
-        if st.phase == UserPhase::Arriving {
-            st.phase = UserPhase::Running;
+        if st.phase == Life::Arriving {
+            st.phase = Life::Running;
         }
         st.restart();
         c.pc = 0;
@@ -91,7 +91,7 @@ impl<S: Session> Worker<S> {
     /// Run the user's operations from where it is until it must wait (a reply, a pause, the
     /// next tick of an `every` block, the departure); send what they produced in one write.
     pub(super) fn user_run(&mut self, idx: u32, now: u64) {
-        if self.phase != Phase::Load {
+        if self.period != Period::Load {
             // The load is over: what is in flight drains, nothing new is sent (an `every`
             // schedule ended by the drain must not start again on a late reply or a push).
             return;
@@ -106,7 +106,7 @@ impl<S: Session> Worker<S> {
                 return;
             }
             let st = &mut self.users[i];
-            if st.phase == UserPhase::Gone {
+            if st.phase == Life::Gone {
                 return;
             }
             let pc = c.pc as usize;
@@ -262,7 +262,7 @@ impl<S: Session> Worker<S> {
             self.wrote(idx, res, now);
         }
         let st = &self.users[i];
-        if st.phase == UserPhase::Running {
+        if st.phase == Life::Running {
             wake = wake.min(st.depart_at);
         }
         if wake != u64::MAX && self.conns[i].stream.is_some() {
@@ -434,11 +434,11 @@ impl<S: Session> Worker<S> {
         }
         let d = self.users[i].depart_at;
         self.user_every_unsent(i, now.min(d.saturating_sub(1)));
-        if self.users[i].phase == UserPhase::Gone {
+        if self.users[i].phase == Life::Gone {
             return;
         }
         let st = &mut self.users[i];
-        st.phase = UserPhase::Leaving;
+        st.phase = Life::Leaving;
         let c = &self.conns[i];
         if c.state == State::Ready && c.stream.is_some() {
             self.conns[i].pc = leave_pc;
@@ -514,10 +514,10 @@ impl<S: Session> Worker<S> {
     /// The user leaves for good: its connection closes (a WebSocket says goodbye first).
     pub(super) fn user_gone(&mut self, idx: u32, now: u64) {
         let i = idx as usize;
-        if self.users[i].phase == UserPhase::Gone {
+        if self.users[i].phase == Life::Gone {
             return;
         }
-        self.users[i].phase = UserPhase::Gone;
+        self.users[i].phase = Life::Gone;
         self.staying -= 1;
         let c = &mut self.conns[i];
         match c.state {
@@ -572,13 +572,13 @@ impl<S: Session> Worker<S> {
         st.wait_until = u64::MAX;
         st.pushes.clear();
         st.reply.clear();
-        if st.phase == UserPhase::Gone {
+        if st.phase == Life::Gone {
             st.every_t0 = u64::MAX;
             st.every_resume = false;
             return true;
         }
-        if st.phase == UserPhase::Leaving || now >= st.depart_at {
-            st.phase = UserPhase::Gone;
+        if st.phase == Life::Leaving || now >= st.depart_at {
+            st.phase = Life::Gone;
             st.every_t0 = u64::MAX;
             st.every_resume = false;
             self.staying -= 1;

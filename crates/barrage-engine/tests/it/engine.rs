@@ -4,36 +4,11 @@ use crate::common;
 use crate::common::*;
 use barrage_engine::{run, End, Framing, LenPrefix, Mode, RunOutput, Template};
 use barrage_metrics::{ErrorClass, LatencyBasis};
-use barrage_servers::echo::{self, EchoConfig, ServerHandle};
+use barrage_servers::echo::{self, EchoConfig};
 use std::io::{Read, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn echo_server(threads: usize) -> ServerHandle {
-    echo::start(EchoConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads,
-        ..EchoConfig::default()
-    })
-    .unwrap()
-}
-
-fn go(p: barrage_engine::Plan) -> RunOutput {
-    run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
-}
-
-/// Server counts, once every connection it had is closed.
-fn settled(s: &ServerHandle) -> barrage_servers::ServerStats {
-    let t = Instant::now();
-    loop {
-        let st = s.stats();
-        if st.connections_open == 0 || t.elapsed() > Duration::from_secs(5) {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 fn assert_balanced(o: &RunOutput) {
     let e = o.outcome.summary.exchanges;

@@ -4,22 +4,12 @@
 //! take no virtual time, so each count follows from the plan alone; each test says how. These
 //! are the contract a change to how the worker runs them (one program for every mode) keeps.
 
-use crate::common::{go_virtual, plan};
-use barrage_engine::users::{compile, compile::Context, ConnStages, Users};
+use crate::common::{echo_server, go_virtual, plan, users};
+use barrage_engine::users::{ConnStages, Users};
 use barrage_engine::{Framing, Mode, Plan, RunOutput, Template};
-use barrage_servers::echo::{self, EchoConfig, ServerHandle};
 use std::time::Duration;
 
 const MS: u64 = 1_000_000;
-
-fn echo_server() -> ServerHandle {
-    echo::start(EchoConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        ..EchoConfig::default()
-    })
-    .unwrap()
-}
 
 /// The run's exchanges, and (sent, completed, scheduled) of each second of the load.
 fn counts(o: &RunOutput) -> (barrage_metrics::Exchanges, Vec<(u64, u64, u64)>) {
@@ -38,7 +28,7 @@ fn counts(o: &RunOutput) -> (barrage_metrics::Exchanges, Vec<(u64, u64, u64)>) {
 
 #[test]
 fn think_time_with_a_window_and_a_first_message() {
-    let server = echo_server();
+    let server = echo_server(1);
     let mut p = plan(
         server.local_addr(),
         3,
@@ -60,7 +50,7 @@ fn think_time_with_a_window_and_a_first_message() {
 
 #[test]
 fn an_interval_sends_each_connections_schedule() {
-    let server = echo_server();
+    let server = echo_server(1);
     let p = plan(
         server.local_addr(),
         4,
@@ -78,7 +68,7 @@ fn an_interval_sends_each_connections_schedule() {
 
 #[test]
 fn a_rate_is_spread_over_the_connections() {
-    let server = echo_server();
+    let server = echo_server(1);
     let p = plan(server.local_addr(), 4, Mode::Rate(200.0), 1.0);
     let (o, _) = go_virtual(p);
     let (x, ticks) = counts(&o);
@@ -90,7 +80,7 @@ fn a_rate_is_spread_over_the_connections() {
 
 #[test]
 fn a_request_quota_ends_a_pipelined_ping_pong() {
-    let server = echo_server();
+    let server = echo_server(1);
     let mut p = plan(server.local_addr(), 3, Mode::PingPong, 60.0);
     p.pipeline = 4;
     p.requests = Some(100);
@@ -103,7 +93,7 @@ fn a_request_quota_ends_a_pipelined_ping_pong() {
 
 #[test]
 fn a_connection_ramp_opens_each_connection_on_time() {
-    let server = echo_server();
+    let server = echo_server(1);
     let mut p = plan(
         server.local_addr(),
         4,
@@ -150,32 +140,12 @@ send = "bye\n"
 expect = { prefix = "bye" }
 "#;
 
-fn users(text: &str) -> Users {
-    let checked = barrage_scenario::load_str(
-        "test.toml",
-        text,
-        barrage_scenario::Format::Toml,
-        std::path::Path::new("."),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let cx = Context {
-        dir: std::path::Path::new("."),
-        host_header: "127.0.0.1",
-        headers: &[],
-        http: false,
-        no_replies: false,
-        timeout: Duration::from_secs(5),
-        secret: &|_| None,
-    };
-    compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
-}
-
 #[test]
 fn a_scenario_user_logs_in_thinks_ticks_and_leaves_on_time() {
-    let server = echo_server();
+    let server = echo_server(1);
     let mut p: Plan = plan(server.local_addr(), 1, Mode::PingPong, 1.0);
     p.framing = Framing::Line;
-    let (o, _) = go_virtual(p.with_users(users(USER)));
+    let (o, _) = go_virtual(p.with_users(users(USER, false, Duration::from_secs(5))));
     let (x, _) = counts(&o);
     let s = &o.outcome.summary;
     // User 0 arrives at 0, user 1 at 100 ms; both depart at 100 + 500 ms. Each logs in on

@@ -2,16 +2,10 @@
 //! exactly with what the servers saw, in every mode.
 
 use crate::common::*;
-use barrage_engine::{run, Framing, Mode, Protocol, RunOutput, StatusSet, Template};
+use barrage_engine::{Framing, Mode, Protocol, StatusSet, Template};
 use barrage_metrics::{ErrorClass, LatencyBasis};
-use barrage_servers::{http, ws, ServerHandle, ServerStats};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-fn go(p: barrage_engine::Plan) -> RunOutput {
-    run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
-}
+use barrage_servers::{http, ws, ServerHandle};
+use std::time::Duration;
 
 fn http_server() -> ServerHandle {
     http::start(http::HttpConfig {
@@ -39,17 +33,6 @@ fn ws_server() -> ServerHandle {
         reuse_port: false,
     })
     .unwrap()
-}
-
-fn settled(s: &ServerHandle) -> ServerStats {
-    let t = Instant::now();
-    loop {
-        let st = s.stats();
-        if st.connections_open == 0 || t.elapsed() > Duration::from_secs(5) {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]

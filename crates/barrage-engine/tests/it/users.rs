@@ -2,38 +2,13 @@
 //! and the server, `on` rules answer pushes, departure steps run, and every step's counts
 //! reconcile exactly with what the server counted.
 
-use crate::common::{self, plan, TestServer};
-use barrage_engine::users::{compile, compile::Context, Users};
-use barrage_engine::{run, End, Mode, Plan, RunOutput};
+use crate::common::{self, go, plan, users, TestServer};
+use barrage_engine::{End, Mode};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn users(text: &str, http: bool, timeout: Duration) -> Users {
-    let checked = barrage_scenario::load_str(
-        "test.toml",
-        text,
-        barrage_scenario::Format::Toml,
-        std::path::Path::new("."),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let cx = Context {
-        dir: std::path::Path::new("."),
-        host_header: "127.0.0.1",
-        headers: &[],
-        http,
-        no_replies: false,
-        timeout,
-        secret: &|_| None,
-    };
-    compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn go(p: Plan) -> RunOutput {
-    run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
-}
 
 /// Counts of what the chat server saw, by kind.
 #[derive(Default, Debug)]

@@ -45,7 +45,7 @@ pub(crate) struct ThreadShare<'a> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(super) enum ConnState {
     Handshake,
     Open,
     /// Our last frame (or refusal) is queued: no more input is decoded.
@@ -83,7 +83,7 @@ pub(crate) struct Conn {
     transport: Transport,
     /// The client is done sending (end of stream, or its TLS close_notify).
     eof: bool,
-    phase: Phase,
+    phase: ConnState,
     /// A partial handshake head, frame head or control frame.
     inbuf: Vec<u8>,
     /// The opcode of the message being received, while it is incomplete.
@@ -106,7 +106,7 @@ impl Conn {
         Conn {
             transport,
             eof: false,
-            phase: Phase::Handshake,
+            phase: ConnState::Handshake,
             inbuf: Vec::new(),
             message: None,
             msg: Vec::new(),
@@ -153,7 +153,7 @@ impl Conn {
                 return Ok(if over { Turn::Closed } else { Turn::Idle });
             }
             let owed = self.owed();
-            if owed == 0 && self.phase == Phase::Closing && !self.transport.wants_write() {
+            if owed == 0 && self.phase == ConnState::Closing && !self.transport.wants_write() {
                 // TLS: our close_notify first (it goes out with the next flush), then the FIN.
                 if !self.transport.close_notify() {
                     self.transport.sock_mut().shutdown_write();
@@ -166,7 +166,7 @@ impl Conn {
                 let done = owed == 0 && !self.transport.wants_write();
                 return Ok(if done { Turn::Closed } else { Turn::Idle });
             }
-            if self.phase == Phase::Closing || owed >= HOLD_LIMIT {
+            if self.phase == ConnState::Closing || owed >= HOLD_LIMIT {
                 return Ok(Turn::Idle);
             }
             if reads == READS_PER_TURN {

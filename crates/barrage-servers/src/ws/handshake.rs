@@ -15,7 +15,7 @@ const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 /// What the front of a buffer holds.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Upgrade {
     /// Not a complete head yet.
     Partial,
     /// Upgraded: the 101 answer is in the output; frames start after `len` bytes.
@@ -25,12 +25,12 @@ pub(crate) enum Outcome {
 }
 
 /// Parses the head at the front of `buf` and appends the answer to `out`.
-pub(crate) fn answer(buf: &[u8], out: &mut Vec<u8>) -> Outcome {
+pub(crate) fn answer(buf: &[u8], out: &mut Vec<u8>) -> Upgrade {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
         Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
-        Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Outcome::Partial,
+        Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Upgrade::Partial,
         Ok(_) | Err(httparse::Error::TooManyHeaders) => return refuse(out, 431, ""),
         Err(_) => return refuse(out, 400, ""),
     };
@@ -84,7 +84,7 @@ pub(crate) fn answer(buf: &[u8], out: &mut Vec<u8>) -> Outcome {
         let _ = write!(out, "Sec-WebSocket-Protocol: {protocol}\r\n");
     }
     out.extend_from_slice(b"Server: barrage\r\n\r\n");
-    Outcome::Upgraded { len }
+    Upgrade::Upgraded { len }
 }
 
 /// `Sec-WebSocket-Accept` for a client key: base64(SHA-1(key + GUID)).
@@ -113,7 +113,7 @@ fn has_token(value: &str, token: &str) -> bool {
         .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
 
-fn refuse(out: &mut Vec<u8>, status: u16, extra: &str) -> Outcome {
+fn refuse(out: &mut Vec<u8>, status: u16, extra: &str) -> Upgrade {
     let reason = match status {
         400 => "Bad Request",
         426 => "Upgrade Required",
@@ -125,7 +125,7 @@ fn refuse(out: &mut Vec<u8>, status: u16, extra: &str) -> Outcome {
          Content-Length: {}\r\nConnection: close\r\n\r\n{status} {reason}\n",
         3 + 1 + reason.len() + 1
     );
-    Outcome::Refused(status)
+    Upgrade::Refused(status)
 }
 
 #[cfg(test)]
@@ -152,7 +152,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(
             answer(raw.as_bytes(), &mut out),
-            Outcome::Upgraded { len: raw.len() - 1 }
+            Upgrade::Upgraded { len: raw.len() - 1 }
         );
         let text = String::from_utf8(out).expect("ascii");
         assert!(
@@ -188,7 +188,7 @@ mod tests {
             let mut out = Vec::new();
             assert_eq!(
                 answer(raw.as_bytes(), &mut out),
-                Outcome::Refused(status),
+                Upgrade::Refused(status),
                 "{raw}"
             );
             let text = String::from_utf8(out).expect("ascii");
@@ -206,11 +206,11 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(
             answer(b"GET / HTTP/1.1\r\nHost", &mut out),
-            Outcome::Partial
+            Upgrade::Partial
         );
         assert!(out.is_empty());
         let mut long = b"GET / HTTP/1.1\r\nX: ".to_vec();
         long.resize(MAX_HEAD + 1, b'a');
-        assert_eq!(answer(&long, &mut out), Outcome::Refused(431));
+        assert_eq!(answer(&long, &mut out), Upgrade::Refused(431));
     }
 }

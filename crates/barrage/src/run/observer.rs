@@ -125,12 +125,7 @@ impl<'a> Observer<'a> {
         scraper: Option<&'a barrage_monitor::Scraper>,
         stop: &'a AtomicBool,
     ) -> Observer<'a> {
-        let mut baseline_written = false;
-        if let Some(line) = watch.and_then(Watch::stream_baseline) {
-            files.monitor(&line);
-            baseline_written = true;
-        }
-        Observer {
+        let mut observer = Observer {
             live,
             watch,
             files,
@@ -139,7 +134,20 @@ impl<'a> Observer<'a> {
             scraper,
             stop,
             out_failed: false,
-            baseline_written,
+            baseline_written: false,
+        };
+        observer.write_baseline();
+        observer
+    }
+
+    /// The monitor's idle baseline into the stream, once, as soon as the monitor has it.
+    fn write_baseline(&mut self) {
+        if self.baseline_written {
+            return;
+        }
+        if let Some(line) = self.watch.and_then(Watch::stream_baseline) {
+            self.files.monitor(&line);
+            self.baseline_written = true;
         }
     }
 }
@@ -158,12 +166,7 @@ pub(crate) fn shard_label(plan: &Plan) -> String {
 
 impl barrage_engine::Observer for Observer<'_> {
     fn tick(&mut self, tick: &barrage_metrics::Tick, agg: &barrage_metrics::Aggregator) {
-        if !self.baseline_written {
-            if let Some(line) = self.watch.and_then(Watch::stream_baseline) {
-                self.files.monitor(&line);
-                self.baseline_written = true;
-            }
-        }
+        self.write_baseline();
         if let Some(line) = self.watch.and_then(Watch::stream_line) {
             self.files.monitor(&line);
         }

@@ -24,9 +24,9 @@ impl ResponseSink for Rec {
     }
 }
 
-type Outcome = (Rec, Result<(), HttpError>);
+type Fed = (Rec, Result<(), HttpError>);
 
-fn decode(parts: &[&[u8]], head_requests: bool) -> Outcome {
+fn decode(parts: &[&[u8]], head_requests: bool) -> Fed {
     let mut d = ResponseDecoder::new(Limits::default(), head_requests);
     let mut r = Rec::default();
     for p in parts {
@@ -40,7 +40,7 @@ fn decode(parts: &[&[u8]], head_requests: bool) -> Outcome {
 
 /// Decode `input` whole and split at every pair of points; the outcome (events, body bytes,
 /// final result) must not depend on how the stream was cut into reads.
-fn all_splits(input: &[u8], head_requests: bool) -> Outcome {
+fn all_splits(input: &[u8], head_requests: bool) -> Fed {
     let whole = decode(&[input], head_requests);
     for i in 0..=input.len() {
         for j in i..=input.len() {

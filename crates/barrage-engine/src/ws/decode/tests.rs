@@ -54,9 +54,9 @@ fn frame(b0: u8, payload: &[u8]) -> Vec<u8> {
 const FIN: u8 = 0x80;
 const MAX: u64 = 16 << 20;
 
-type Outcome = (Rec, Result<(), WsError>);
+type Fed = (Rec, Result<(), WsError>);
 
-fn decode(parts: &[&[u8]]) -> Outcome {
+fn decode(parts: &[&[u8]]) -> Fed {
     let mut d = FrameDecoder::new(MAX);
     let mut r = Rec::default();
     for p in parts {
@@ -70,7 +70,7 @@ fn decode(parts: &[&[u8]]) -> Outcome {
 /// The outcome must not depend on how the stream was cut into reads: every pair of split
 /// points for short inputs, every single split point near the edges and a stride elsewhere
 /// for long ones.
-fn all_splits(input: &[u8]) -> Outcome {
+fn all_splits(input: &[u8]) -> Fed {
     let whole = decode(&[input]);
     if input.len() <= 300 {
         for i in 0..=input.len() {

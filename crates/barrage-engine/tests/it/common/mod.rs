@@ -2,14 +2,17 @@
 //! behaviour each test writes as a closure (replies in another framing, garbage, closes).
 
 use barrage_engine::http::{RequestSpec, RequestTemplate};
+use barrage_engine::users::{compile, compile::Context, Users};
 use barrage_engine::{
     Framing, HttpPlan, Mode, Plan, Protocol, StatusSet, Target, Template, WsPlan,
 };
+use barrage_servers::echo::{self, EchoConfig};
+use barrage_servers::{ServerHandle, ServerStats};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[path = "../../../../barrage-servers/tests/it/common/alone.rs"]
 mod alone;
@@ -223,4 +226,52 @@ pub fn assert_schedule_accounted(o: &barrage_engine::RunOutput, rate: f64, secs:
         x.scheduled as f64 >= rate * (secs - ready) - conns,
         "less due than the plan after the ramp ({ready} s): {x:?}"
     );
+}
+
+/// A run to its end, stopped by nothing but its own plan.
+pub fn go(p: Plan) -> barrage_engine::RunOutput {
+    barrage_engine::run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).unwrap()
+}
+
+/// The reference echo server on 127.0.0.1, a free port.
+pub fn echo_server(threads: usize) -> ServerHandle {
+    echo::start(EchoConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads,
+        ..EchoConfig::default()
+    })
+    .unwrap()
+}
+
+/// The server's counters once its connections are closed (or after 5 s).
+pub fn settled(s: &ServerHandle) -> ServerStats {
+    let t = Instant::now();
+    loop {
+        let st = s.stats();
+        if st.connections_open == 0 || t.elapsed() > Duration::from_secs(5) {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A scenario's users, compiled from its TOML text (the test fails on a bad file).
+pub fn users(text: &str, http: bool, timeout: Duration) -> Users {
+    let checked = barrage_scenario::load_str(
+        "test.toml",
+        text,
+        barrage_scenario::Format::Toml,
+        std::path::Path::new("."),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cx = Context {
+        dir: std::path::Path::new("."),
+        host_header: "127.0.0.1",
+        headers: &[],
+        http,
+        no_replies: false,
+        timeout,
+        secret: &|_| None,
+    };
+    compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,16 +1,16 @@
 //! Decoding what a connection read: the handshake head, then frames, into echoes, pongs and
 //! closes (queued through [`Conn::send`]).
 
-use super::{Conn, Payload, Phase, Sent, ThreadShare, MAX_MESSAGE, RETAIN};
+use super::{Conn, ConnState, Payload, Sent, ThreadShare, MAX_MESSAGE, RETAIN};
 use crate::stats::Ws;
 use crate::ws::frame::{self, FrameHead, Parsed};
-use crate::ws::handshake::{self, Outcome};
+use crate::ws::handshake::{self, Upgrade};
 use std::time::Instant;
 
 impl Conn {
     /// Handles bytes just read.
     pub(super) fn input(&mut self, data: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) {
-        if self.phase == Phase::Handshake {
+        if self.phase == ConnState::Handshake {
             self.handshake(data, now, cx);
         } else {
             self.frames(data, now, cx);
@@ -27,15 +27,15 @@ impl Conn {
             data
         };
         match handshake::answer(whole, &mut self.out) {
-            Outcome::Partial if buffered => self.inbuf = head,
-            Outcome::Partial => self.inbuf.extend_from_slice(whole),
-            Outcome::Refused(_) => {
+            Upgrade::Partial if buffered => self.inbuf = head,
+            Upgrade::Partial => self.inbuf.extend_from_slice(whole),
+            Upgrade::Refused(_) => {
                 cx.counters.ws(Ws::HandshakesRejected);
-                self.phase = Phase::Closing;
+                self.phase = ConnState::Closing;
             }
-            Outcome::Upgraded { len } => {
+            Upgrade::Upgraded { len } => {
                 cx.counters.ws(Ws::Handshakes);
-                self.phase = Phase::Open;
+                self.phase = ConnState::Open;
                 self.frames(&mut whole[len..], now, cx);
             }
         }
@@ -43,7 +43,7 @@ impl Conn {
 
     /// Decodes frames from `data`, which follows what `inbuf` holds.
     fn frames(&mut self, mut data: &mut [u8], now: Instant, cx: &mut ThreadShare<'_>) {
-        while !data.is_empty() && self.phase == Phase::Open {
+        while !data.is_empty() && self.phase == ConnState::Open {
             if let Some(payload) = &mut self.payload {
                 let take = payload.left.min(data.len() as u64) as usize;
                 let (piece, rest) = std::mem::take(&mut data).split_at_mut(take);
@@ -206,7 +206,7 @@ impl Conn {
                     None => &[],
                 };
                 self.send(Sent::Close, frame::CLOSE, body, now, cx);
-                self.phase = Phase::Closing;
+                self.phase = ConnState::Closing;
             }
             _ => {} // an unsolicited pong needs no answer
         }
@@ -216,7 +216,7 @@ impl Conn {
     fn fail(&mut self, code: u16, now: Instant, cx: &mut ThreadShare<'_>) {
         cx.counters.ws(Ws::ProtocolErrors);
         self.send(Sent::Close, frame::CLOSE, &code.to_be_bytes(), now, cx);
-        self.phase = Phase::Closing;
+        self.phase = ConnState::Closing;
         self.payload = None;
         self.message = None;
         self.msg = Vec::new();

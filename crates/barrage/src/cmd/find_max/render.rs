@@ -5,7 +5,7 @@
 use super::search::{Bounds, End, Measured, Search, Verdict};
 use crate::resolve::cli::FindMaxArgs;
 use anyhow::Context as _;
-use barrage_metrics::thresholds::{Outcome, Threshold};
+use barrage_metrics::thresholds::{Threshold, ThresholdCheck};
 use barrage_metrics::{RunResult, Summary};
 use barrage_report::fmt::{duration_us, real};
 use barrage_report::Format;
@@ -34,7 +34,7 @@ pub struct Step {
     /// barrage's own CPU over the load, % of one core.
     pub generator_cpu_pct: Option<f64>,
     pub verdict: Verdict,
-    pub slos: Vec<Outcome>,
+    pub slos: Vec<ThresholdCheck>,
     pub summary: Summary,
     /// The step's run as data (`barrage_engine::Spec`, as a run result records it).
     pub spec: Option<serde_json::Value>,

@@ -197,7 +197,7 @@ fn measure(r: &RunResult, offered: f64, cpu_pct: Option<f64>, threads: usize) ->
 }
 
 /// An SLO that failed, in a few words: `p99 < 20ms broken: p99 = 31.2 ms`.
-fn broke(o: &thresholds::Outcome) -> String {
+fn broke(o: &thresholds::ThresholdCheck) -> String {
     let kind = thresholds::kind_of(&o.metric);
     match (o.actual, kind) {
         (Some(v), Some(k)) => format!("{} broken: {} = {}", o.expr, o.metric, k.format(v)),
