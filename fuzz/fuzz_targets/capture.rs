@@ -93,7 +93,8 @@ fn check_captures(reply: &[u8]) {
     }
 }
 
-/// Variables `{a}`, `{b_1}`, `{row.x}` in slots 0..3 against a plain replacement.
+/// Variables `{a}`, `{b_1}`, `{row.x}` in slots 0..3 (and `{user}`, the connection's number)
+/// against a plain replacement.
 fn check_template(raw: &[u8]) {
     const NAMES: [&str; 3] = ["a", "b_1", "row.x"];
     let resolve = |n: &str| NAMES.iter().position(|m| *m == n);
@@ -121,6 +122,7 @@ fn check_template(raw: &[u8]) {
                 (&b"{conn}"[..], &b"1"[..]),
                 (b"{seq}", b"2"),
                 (b"{ts_us}", b"3"),
+                (b"{user}", b"1"),
                 (b"{a}", b"{b_1}"),
                 (b"{b_1}", b""),
                 (b"{row.x}", b"X"),

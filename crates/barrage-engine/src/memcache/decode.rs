@@ -79,6 +79,8 @@ pub struct McDecoder {
     /// VALUE blocks seen in the get reply in progress.
     hits: u32,
     remaining: u64,
+    /// While skipping a long error line: its last byte so far was `\r`.
+    skipped_cr: bool,
     failed: Option<McError>,
 }
 
@@ -90,6 +92,7 @@ impl Default for McDecoder {
             phase: ReplyState::Line,
             hits: 0,
             remaining: 0,
+            skipped_cr: false,
             failed: None,
         }
     }
@@ -135,12 +138,24 @@ impl McDecoder {
                     }
                 }
                 ReplyState::SkipLine => match memchr::memchr(b'\n', rest) {
+                    // Skipped or parsed in place, a line ends in CRLF.
                     Some(nl) => {
+                        let cr = if nl == 0 {
+                            self.skipped_cr
+                        } else {
+                            rest[nl - 1] == b'\r'
+                        };
+                        if !cr {
+                            return Err(McError::MissingCrlf);
+                        }
                         i += nl + 1;
                         self.phase = ReplyState::Line;
                         sink.reply(McReply::Error);
                     }
-                    None => return Ok(()),
+                    None => {
+                        self.skipped_cr = rest.last() == Some(&b'\r');
+                        return Ok(());
+                    }
                 },
                 ReplyState::Data => {
                     let take = self.remaining.min(rest.len() as u64);
@@ -186,11 +201,19 @@ impl McDecoder {
         if self.hits > 0 || (&head != b"CLIENT_ERROR " && &head != b"SERVER_ERROR ") {
             return Err(McError::LineTooLong);
         }
+        // The byte before `part`'s last (in `part`, or the last one gathered).
+        let before_last = match part.len() {
+            0 | 1 => at.checked_sub(1).map(|j| self.line[j]),
+            n => Some(part[n - 2]),
+        };
         self.line_len = 0;
-        if part.last() == Some(&b'\n') {
-            sink.reply(McReply::Error);
-        } else {
-            self.phase = ReplyState::SkipLine;
+        match part.last() {
+            Some(b'\n') if before_last == Some(b'\r') => sink.reply(McReply::Error),
+            Some(b'\n') => return Err(McError::MissingCrlf),
+            last => {
+                self.skipped_cr = last == Some(&b'\r');
+                self.phase = ReplyState::SkipLine;
+            }
         }
         Ok(false)
     }

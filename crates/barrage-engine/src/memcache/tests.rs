@@ -261,3 +261,27 @@ fn long_error_line_inside_a_get_is_an_error_in_any_split() {
         assert!(r.0.is_empty(), "cut at {cut}: {:?}", r.0);
     }
 }
+
+#[test]
+fn a_long_error_line_ending_in_a_bare_lf_is_missing_crlf_in_any_split() {
+    // Found by the fuzzer: parsed in place the line was MissingCrlf, but skipped (cut past
+    // the buffer) it was taken for an error reply and the next line decoded as a new one.
+    let mut input = b"SERVER_ERROR ".to_vec();
+    input.extend_from_slice(&[b'x'; 400]);
+    input.extend_from_slice(b"\nSTORED\r\n");
+    assert_eq!(decode(&input), Err(McError::MissingCrlf));
+    for cut in 0..=input.len() {
+        let mut d = McDecoder::default();
+        let mut r = Replies::default();
+        let res = d
+            .feed(&input[..cut], &mut r)
+            .and_then(|()| d.feed(&input[cut..], &mut r));
+        assert_eq!(res, Err(McError::MissingCrlf), "cut at {cut}");
+        assert!(r.0.is_empty(), "cut at {cut}: {:?}", r.0);
+    }
+    let mut d = McDecoder::default();
+    let mut r = Replies::default();
+    let res: Result<(), McError> = input.iter().try_for_each(|b| d.feed(&[*b], &mut r));
+    assert_eq!(res, Err(McError::MissingCrlf), "byte by byte");
+    assert!(r.0.is_empty());
+}
