@@ -12,6 +12,7 @@
 mod compare_html;
 pub mod compare_text;
 mod doc;
+pub mod find_max;
 pub mod fmt;
 mod html;
 mod json;

@@ -9,6 +9,8 @@ mod common;
 mod browser;
 // The comparison page's structure as a snapshot.
 mod compare_html;
+// find-max's table, Markdown and HTML page as snapshots; escaping.
+mod find_max;
 // The JSON form round-trips through `load`; `load` names the file in every error.
 mod json;
 // Markdown, HTML, JSON, CSV and HDR log snapshots and escaping.

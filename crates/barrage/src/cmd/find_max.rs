@@ -12,8 +12,7 @@
 //! (warm-up + step + drain) and so is the search (`--max-steps`); the bound is printed first.
 //! A signal stops the step under way and the search reports what it had found.
 
-mod html;
-mod render;
+mod record;
 pub mod search;
 mod step;
 
@@ -22,7 +21,8 @@ use crate::resolve::config;
 use crate::sys;
 use crate::usage::Usage;
 use barrage_metrics::thresholds::{self, Needs, Threshold};
-use render::{Record, Step};
+use barrage_report::find_max::{self as render, Step};
+use record::write;
 use search::{Bounds, End, Next, Search, Verdict};
 use std::time::Duration;
 use step::{run_step, StepEnd};
@@ -66,7 +66,7 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
             }
         }
     };
-    let record = Record::new(
+    let record = record::record(
         argv,
         started_at,
         a,
@@ -84,12 +84,12 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         }
         Some(path) => {
             say!("{}", render::text(&record));
-            render::write(path, &render::json(&record)?)?;
+            write(path, &render::json(&record)?)?;
         }
         None => say!("{}", render::text(&record)),
     }
     if let Some((path, format)) = &setup.report {
-        render::write(path, &render::report(&record, *format))?;
+        write(path, &render::report(&record, *format))?;
     }
     Ok(match record.result.end {
         End::Interrupted => 130,

@@ -9,25 +9,9 @@
 //! at once: every rate above it would measure the generator, not the server, so no knee is
 //! reported from it.
 
+pub use barrage_report::find_max::{Bounds, End, Verdict, MIN_RATE};
 use serde::Serialize;
 
-/// The search's bounds and shape (resolved from the flags).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Bounds {
-    /// First offered rate, per second.
-    pub start: f64,
-    /// Highest rate ever offered.
-    pub max_rate: f64,
-    /// Most steps run.
-    pub max_steps: usize,
-    /// Factor between steps until the first failure (> 1).
-    pub growth: f64,
-    /// Stop bisecting when (lowest failing - highest passing) / highest passing is at most this.
-    pub precision: f64,
-}
-
-/// Lowest rate the search goes down to when even the first step fails.
-pub const MIN_RATE: f64 = 1.0;
 /// An open-loop step whose completed rate is below this share of the offered rate did not get
 /// its load through: the server pushed back (a failure) or barrage could not send (its limit).
 pub const ACHIEVED_SHARE: f64 = 0.95;
@@ -56,21 +40,6 @@ pub struct Measured {
     /// Connections the server refused, reset or closed in the step: messages that could not be
     /// sent on them are the server's doing, not barrage's.
     pub connection_errors: u64,
-}
-
-/// A step's judgement.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", content = "why", rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    /// The server broke an SLO (or did not complete the offered load): why.
-    Fail(String),
-    /// A latency SLO broke by no more than barrage's own event loop was late: the breach may
-    /// be barrage's (or its machine's) doing, so the rate is run once more before anything is
-    /// concluded.
-    Suspect(String),
-    /// barrage could not offer the rate: why. Nothing is concluded about the server.
-    GeneratorLimit(String),
 }
 
 /// Judge one step: barrage's own limit first (a server verdict from a starved generator would be
@@ -109,26 +78,6 @@ pub fn judge(m: &Measured) -> Verdict {
         }
         Some(why) => Verdict::Fail(why),
     }
-}
-
-/// Why the search stopped.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum End {
-    /// The knee is between the highest passing and the lowest failing rate, within precision.
-    Found,
-    /// Every step passed up to `--max-rate`: the server's limit is above it.
-    MaxRate,
-    /// `--max-steps` ran out before the precision was reached.
-    MaxSteps,
-    /// barrage was the limit: the server's limit is above the highest passing rate.
-    GeneratorLimit,
-    /// Even the lowest rate tried failed.
-    NothingPassed,
-    /// Stopped by a signal: what was found so far.
-    Interrupted,
-    /// The server stopped accepting connections (after earlier steps had measured it).
-    Unreachable,
 }
 
 /// What the search says next.

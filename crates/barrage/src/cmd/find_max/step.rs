@@ -7,7 +7,7 @@
 //! load tick (no monitor thread needed), so the saturation rule's CPU share applies to every
 //! step; the lateness is the ticks' `lag_us_max`, as the saturation analysis reads it.
 
-use super::render::{self, Step};
+use super::record;
 use super::search::{self, Measured};
 use super::{step_args, Setup, CPU_LIMIT};
 use crate::resolve::cli::FindMaxArgs;
@@ -17,6 +17,7 @@ use crate::sinks::output::Outputs;
 use barrage_metrics::thresholds::{self, Op};
 use barrage_metrics::timeline::Phase;
 use barrage_metrics::RunResult;
+use barrage_report::find_max::{self as render, Step};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -82,7 +83,7 @@ pub(super) fn run_step(
     let cpu_pct = cpu.pct();
     let measured = measure(&result, rate, cpu_pct, threads);
     let verdict = search::judge(&measured);
-    let step = Step::new(n, &result, measured, cpu_pct, verdict);
+    let step = record::step(n, &result, measured, cpu_pct, verdict);
     if !a.run.quiet {
         eprintln!("{}", render::step_line(&step));
     }

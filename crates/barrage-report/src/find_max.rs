@@ -1,15 +1,16 @@
-//! The find-max record (JSON: every step with its summary and SLO outcomes, and the result)
-//! and its renderings: the text table with the verdict line, Markdown, and an HTML page with
-//! the same table and a chart of offered vs achieved rate, p99 and errors per step.
+//! find-max's record (`barrage.find-max/1`: every step with its summary and SLO outcomes, and
+//! the result) and its renderings: the text table with the verdict line, JSON, Markdown, and
+//! an HTML page with the same table and three small inline SVG charts against the offered rate
+//! (offered vs achieved rate, p99, errors). Self-contained: no script, no external asset.
+//!
+//! The binary's `cmd/find_max` runs the search and fills a [`Record`]; everything a person or
+//! a program reads of it is rendered here, as a run's result is by the other formats.
 
-use super::search::{Bounds, End, Measured, Search, Verdict};
-use crate::resolve::cli::FindMaxArgs;
-use anyhow::Context as _;
-use barrage_metrics::thresholds::{Threshold, ThresholdCheck};
-use barrage_metrics::{RunResult, Summary};
-use barrage_report::fmt::{duration_us, real};
-use barrage_report::Format;
-
+use crate::fmt::{duration_us, real};
+use crate::html_escape;
+use crate::Format;
+use barrage_metrics::thresholds::ThresholdCheck;
+use barrage_metrics::Summary;
 use serde::Serialize;
 
 pub const SCHEMA: &str = "barrage.find-max/1";
@@ -40,33 +41,6 @@ pub struct Step {
     pub spec: Option<serde_json::Value>,
 }
 
-impl Step {
-    pub fn new(
-        n: usize,
-        r: &RunResult,
-        m: Measured,
-        cpu_pct: Option<f64>,
-        verdict: Verdict,
-    ) -> Step {
-        Step {
-            step: n,
-            offered: m.offered,
-            achieved: m.achieved,
-            p50_us: r.summary.latency_us.p50,
-            p99_us: r.summary.latency_us.p99,
-            error_rate: r.summary.error_rate(),
-            late_s: m.late_s,
-            seconds: m.seconds,
-            saturated_s: r.analysis.as_ref().map_or(0, |a| a.saturation.saturated_s),
-            generator_cpu_pct: cpu_pct,
-            verdict,
-            slos: r.thresholds.clone(),
-            summary: r.summary.clone(),
-            spec: r.spec.clone(),
-        }
-    }
-}
-
 /// What the search concluded.
 #[derive(Clone, Debug, Serialize)]
 pub struct Conclusion {
@@ -95,55 +69,56 @@ pub struct Record {
     pub result: Conclusion,
 }
 
-impl Record {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        command_line: Vec<String>,
-        started_at: String,
-        a: &FindMaxArgs,
-        bounds: &Bounds,
-        slos: &[Threshold],
-        steps: Vec<Step>,
-        search: &Search,
-        end: End,
-    ) -> Record {
-        let max_ok = search.best_pass();
-        let bad = search.first_fail();
-        let limit = search.generator_limit().map(|(r, w)| (r, w.to_string()));
-        let last = search.steps.last().map(|(r, v)| match v {
-            Verdict::Fail(w) => (*r, w.clone()),
-            _ => (*r, String::new()),
-        });
-        let why = match (&end, &limit) {
-            (End::GeneratorLimit, Some((_, w))) => Some(w.clone()),
-            (End::Unreachable, _) => last.as_ref().map(|(_, w)| w.clone()),
-            _ => bad.map(|(_, w)| w.to_string()),
-        };
-        let cut = match end {
-            End::Unreachable => last.as_ref(),
-            _ => limit.as_ref(),
-        };
-        let verdict = verdict(&end, max_ok, bad, cut, bounds);
-        Record {
-            schema: SCHEMA,
-            command_line,
-            started_at,
-            target: a.run.target.clone(),
-            slos: slos.iter().map(|t| t.expr.clone()).collect(),
-            bounds: *bounds,
-            step_duration_s: a.step_duration.as_secs_f64(),
-            step_warmup_s: a.step_warmup.as_secs_f64(),
-            connections: a.run.connections,
-            steps,
-            result: Conclusion {
-                end,
-                max_ok,
-                first_bad: bad.map(|(r, _)| r),
-                why,
-                verdict,
-            },
-        }
-    }
+/// The search's bounds and shape (resolved from the flags).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bounds {
+    /// First offered rate, per second.
+    pub start: f64,
+    /// Highest rate ever offered.
+    pub max_rate: f64,
+    /// Most steps run.
+    pub max_steps: usize,
+    /// Factor between steps until the first failure (> 1).
+    pub growth: f64,
+    /// Stop bisecting when (lowest failing - highest passing) / highest passing is at most this.
+    pub precision: f64,
+}
+
+/// Lowest rate the search goes down to when even the first step fails.
+pub const MIN_RATE: f64 = 1.0;
+/// A step's judgement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "why", rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    /// The server broke an SLO (or did not complete the offered load): why.
+    Fail(String),
+    /// A latency SLO broke by no more than barrage's own event loop was late: the breach may
+    /// be barrage's (or its machine's) doing, so the rate is run once more before anything is
+    /// concluded.
+    Suspect(String),
+    /// barrage could not offer the rate: why. Nothing is concluded about the server.
+    GeneratorLimit(String),
+}
+
+/// Why the search stopped.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// The knee is between the highest passing and the lowest failing rate, within precision.
+    Found,
+    /// Every step passed up to `--max-rate`: the server's limit is above it.
+    MaxRate,
+    /// `--max-steps` ran out before the precision was reached.
+    MaxSteps,
+    /// barrage was the limit: the server's limit is above the highest passing rate.
+    GeneratorLimit,
+    /// Even the lowest rate tried failed.
+    NothingPassed,
+    /// Stopped by a signal: what was found so far.
+    Interrupted,
+    /// The server stopped accepting connections (after earlier steps had measured it).
+    Unreachable,
 }
 
 /// `2,000/s`.
@@ -151,7 +126,7 @@ pub fn rate(r: f64) -> String {
     format!("{}/s", real(r))
 }
 
-fn verdict(
+pub fn verdict(
     end: &End,
     ok: Option<f64>,
     bad: Option<(f64, &str)>,
@@ -188,7 +163,7 @@ fn verdict(
         }
         End::NothingPassed => format!(
             "no rate met every SLO, down to {}; {}",
-            rate(super::search::MIN_RATE),
+            rate(MIN_RATE),
             bad.map(broke).unwrap_or_default()
         ),
         End::Unreachable => {
@@ -234,11 +209,11 @@ fn verdict_word(v: &Verdict) -> String {
     }
 }
 
-pub(super) const HEAD: [&str; 8] = [
+const HEAD: [&str; 8] = [
     "step", "offered", "achieved", "p50", "p99", "errors", "gen. CPU", "verdict",
 ];
 
-pub(super) fn rows(r: &Record) -> Vec<[String; 8]> {
+fn rows(r: &Record) -> Vec<[String; 8]> {
     r.steps
         .iter()
         .map(|s| {
@@ -288,19 +263,19 @@ pub fn text(r: &Record) -> String {
     out
 }
 
-pub fn json(r: &Record) -> anyhow::Result<String> {
+pub fn json(r: &Record) -> serde_json::Result<String> {
     Ok(serde_json::to_string_pretty(r)? + "\n")
 }
 
 pub fn report(r: &Record, f: Format) -> String {
     match f {
-        Format::Html => super::html::page(r),
+        Format::Html => page(r),
         _ => markdown(r),
     }
 }
 
 fn markdown(r: &Record) -> String {
-    use barrage_report::markdown_escape as escape;
+    use crate::markdown_escape as escape;
     let mut out = format!("# find-max: {}\n\n", escape(&r.target));
     out.push_str(&format!("**Verdict:** {}\n\n", escape(&r.result.verdict)));
     out.push_str(&format!(
@@ -323,9 +298,111 @@ fn markdown(r: &Record) -> String {
     out
 }
 
-/// Writes an output file, naming it on failure.
-pub fn write(path: &str, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {path}"))
+fn page(r: &Record) -> String {
+    let mut table = String::from("<table><tr>");
+    for h in HEAD {
+        table.push_str(&format!("<th>{h}</th>"));
+    }
+    table.push_str("</tr>");
+    for row in rows(r) {
+        table.push_str("<tr>");
+        for c in row {
+            table.push_str(&format!("<td>{}</td>", html_escape(&c)));
+        }
+        table.push_str("</tr>");
+    }
+    table.push_str("</table>");
+    let mut by_rate: Vec<&Step> = r.steps.iter().collect();
+    by_rate.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+    let xs: Vec<f64> = by_rate.iter().map(|s| s.offered).collect();
+    let rates = chart(
+        "rate per second: offered (dashed) and achieved",
+        &xs,
+        &[
+            (xs.clone(), "#888", true),
+            (
+                by_rate.iter().map(|s| s.achieved).collect(),
+                "#1f77b4",
+                false,
+            ),
+        ],
+    );
+    let p99 = chart(
+        "p99 latency, ms",
+        &xs,
+        &[(
+            by_rate.iter().map(|s| s.p99_us as f64 / 1e3).collect(),
+            "#d62728",
+            false,
+        )],
+    );
+    let errs = chart(
+        "errors, %",
+        &xs,
+        &[(
+            by_rate
+                .iter()
+                .map(|s| s.error_rate.unwrap_or(0.0) * 100.0)
+                .collect(),
+            "#ff7f0e",
+            false,
+        )],
+    );
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>find-max: {t}</title>\
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}table{{border-collapse:collapse}}\
+td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}svg{{display:block;margin:1em 0}}</style>\
+</head><body><h1>find-max: {t}</h1><p><b>Verdict:</b> {v}</p><p>SLOs: {slos}. Steps of {d} s after {w} s of warm-up, {c} connections.</p>\
+{table}<h2>By offered rate</h2>{rates}{p99}{errs}</body></html>\n",
+        t = html_escape(&r.target),
+        v = html_escape(&r.result.verdict),
+        slos = html_escape(&r.slos.join(", ")),
+        d = r.step_duration_s,
+        w = r.step_warmup_s,
+        c = r.connections,
+    )
+}
+
+/// A small inline SVG line chart of `series` (values, colour, dashed) against the offered rate.
+fn chart(title: &str, xs: &[f64], series: &[(Vec<f64>, &str, bool)]) -> String {
+    const W: f64 = 640.0;
+    const H: f64 = 200.0;
+    const PAD: f64 = 50.0;
+    let xmax = xs.iter().cloned().fold(0.0, f64::max).max(1e-9);
+    let ymax = series
+        .iter()
+        .flat_map(|(v, _, _)| v.iter().cloned())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let px = |x: f64| PAD + x / xmax * (W - 2.0 * PAD);
+    let py = |y: f64| H - PAD / 2.0 - y / ymax * (H - PAD);
+    let mut svg = format!(
+        "<svg width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\"><title>{t}</title>\
+<text x=\"{PAD}\" y=\"14\" font-size=\"12\">{t} (max {ymax:.3}; x: offered rate, max {xm})</text>\
+<line x1=\"{PAD}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\" stroke=\"#000\"/>",
+        t = html_escape(title),
+        xm = real(xmax),
+        y0 = py(0.0),
+        x1 = W - PAD,
+    );
+    for (ys, colour, dashed) in series {
+        let pts: Vec<String> = xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(y.min(ymax))))
+            .collect();
+        svg.push_str(&format!(
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{} points=\"{}\"/>",
+            if *dashed {
+                " stroke-dasharray=\"4 3\""
+            } else {
+                ""
+            },
+            pts.join(" ")
+        ));
+    }
+    svg + "</svg>"
 }
 
 #[cfg(test)]
