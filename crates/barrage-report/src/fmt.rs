@@ -125,6 +125,30 @@ pub fn bytes(n: f64) -> String {
 
 /// How many rooms had each size: `1 of 2, 7 of 4 members`; with more than 8 sizes, their
 /// range and the most common one.
+/// A scenario step's figures as the summary and the reports both show them: sent, completed,
+/// failed, not sent, then p50, p99 and max latency (`-` when none was timed).
+pub fn step_figures(k: &barrage_metrics::steps::StepSummary) -> [String; 7] {
+    let l = k.latency_us.as_ref();
+    let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
+    [
+        thousands(k.c.sent),
+        thousands(k.c.completed),
+        thousands(k.c.failed),
+        thousands(k.c.not_sent),
+        us(l.map(|l| l.p50)),
+        us(l.map(|l| l.p99)),
+        us(l.map(|l| l.max)),
+    ]
+}
+
+/// A scenario step's failures by class: `timeout 3`, `reset 1`.
+pub fn step_failures(k: &barrage_metrics::steps::StepSummary) -> Vec<String> {
+    k.c.failed_by
+        .nonzero()
+        .map(|(c, n)| format!("{c} {}", thousands(n)))
+        .collect()
+}
+
 pub fn room_sizes(r: &barrage_metrics::Rooms) -> String {
     let members = |n: u64| if n == 1 { "member" } else { "members" };
     match r.sizes.as_slice() {

@@ -452,7 +452,6 @@ fn steps(r: &RunResult) -> Vec<String> {
     if s.steps.is_empty() || r.config.users.is_none() {
         return Vec::new();
     }
-    let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
     let mut lines = vec![table_row(
         "Steps",
         [
@@ -466,28 +465,15 @@ fn steps(r: &RunResult) -> Vec<String> {
         ],
     )];
     for k in &s.steps {
-        let l = k.latency_us.as_ref();
         let label = format!("  {}", k.name);
-        let cells = [
-            thousands(k.c.sent),
-            thousands(k.c.completed),
-            thousands(k.c.failed),
-            thousands(k.c.not_sent),
-            us(l.map(|l| l.p50)),
-            us(l.map(|l| l.p99)),
-            us(l.map(|l| l.max)),
-        ];
+        let cells = crate::fmt::step_figures(k);
         if label.len() >= LABEL {
             lines.push(label);
             lines.push(table_row("", cells));
         } else {
             lines.push(table_row(&label, cells));
         }
-        let mut notes: Vec<String> =
-            k.c.failed_by
-                .nonzero()
-                .map(|(c, n)| format!("{c} {}", thousands(n)))
-                .collect();
+        let mut notes = crate::fmt::step_failures(k);
         if k.c.capture_misses > 0 {
             notes.push(format!(
                 "{} captures found nothing",

@@ -2,7 +2,7 @@
 //! network IO, as tables.
 
 use super::{table, Block};
-use crate::fmt::{bytes, duration_us, real, thousands};
+use crate::fmt::{bytes, duration_us, real, step_failures, step_figures, thousands};
 use barrage_metrics::{LatencyBasis, LatencyStats, RunResult};
 
 fn us(v: u64) -> String {
@@ -135,30 +135,25 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
     }
     if !s.steps.is_empty() && r.config.users.is_some() {
         out.push(Block::Heading("Steps".into()));
-        let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| duration_us(v as f64));
-        let rows = s
+        let rows: Vec<[String; 9]> = s
             .steps
             .iter()
             .map(|k| {
-                let l = k.latency_us.as_ref();
-                let failed: Vec<String> =
-                    k.c.failed_by
-                        .nonzero()
-                        .map(|(c, n)| format!("{c} {}", thousands(n)))
-                        .collect();
+                let [sent, completed, failed, not_sent, p50, p99, max] = step_figures(k);
+                let by = step_failures(k);
                 [
                     format!("{}{}", k.name, if k.open_loop { " (every)" } else { "" }),
-                    thousands(k.c.sent),
-                    thousands(k.c.completed),
-                    thousands(k.c.failed),
-                    thousands(k.c.not_sent),
-                    us(l.map(|l| l.p50)),
-                    us(l.map(|l| l.p99)),
-                    us(l.map(|l| l.max)),
-                    if failed.is_empty() {
+                    sent,
+                    completed,
+                    failed,
+                    not_sent,
+                    p50,
+                    p99,
+                    max,
+                    if by.is_empty() {
                         "-".into()
                     } else {
-                        failed.join(", ")
+                        by.join(", ")
                     },
                 ]
             })

@@ -402,3 +402,8 @@ mod formats {
         insta::assert_snapshot!(String::from_utf8(out).unwrap());
     }
 }
+
+#[test]
+fn markdown_scenario_steps() {
+    insta::assert_snapshot!(md(&common::scenario_with_steps()));
+}

@@ -94,3 +94,8 @@ fn exchanges_completed_on_write_are_said_to_be_untimed_not_missing() {
     );
     assert!(!t.contains("no completed exchanges"), "{t}");
 }
+
+#[test]
+fn scenario_steps() {
+    insta::assert_snapshot!(text(&common::scenario_with_steps()));
+}

@@ -649,3 +649,77 @@ pub fn monitored_with_verdicts() -> RunResult {
     r.conclude(&thresholds, Some(3.0));
     r
 }
+
+/// A scenario run of two users' worth of steps: a named closed-loop step, an `every` step
+/// with failures of two classes and capture misses, and a step with a name too long for the
+/// text summary's label column.
+pub fn scenario_with_steps() -> RunResult {
+    use barrage_metrics::result::{ConfigStep, ConfigUsers};
+    use barrage_metrics::steps::{StepCount, StepSummary};
+    let mut r = ping_pong_completed();
+    r.config.users = Some(ConfigUsers {
+        count: 200,
+        arrive: "linear".into(),
+        last_arrival_s: 2.0,
+        hold_s: 10.0,
+        pacing_after_s: 0.0,
+        depart: "at_end".into(),
+        scenario: "chat.toml".into(),
+    });
+    let lat = r.summary.latency_us.clone();
+    let mut step = |name: &str, open_loop: bool, c: StepCount, timed: bool| {
+        r.config.steps.push(ConfigStep {
+            name: name.into(),
+            open_loop,
+            awaits: true,
+        });
+        StepSummary {
+            name: name.into(),
+            error_rate: None,
+            latency_us: timed.then(|| lat.clone()),
+            open_loop,
+            server_us: None,
+            server_gap_us: None,
+            c,
+        }
+    };
+    let mut failed_by = barrage_metrics::ErrorCounts::default();
+    failed_by.add(barrage_metrics::ErrorClass::Timeout, 3);
+    failed_by.add(barrage_metrics::ErrorClass::Reset, 1);
+    let steps = vec![
+        step(
+            "login",
+            false,
+            StepCount {
+                sent: 200,
+                completed: 200,
+                ..Default::default()
+            },
+            true,
+        ),
+        step(
+            "say",
+            true,
+            StepCount {
+                sent: 12_004,
+                completed: 12_000,
+                failed: 4,
+                failed_by,
+                not_sent: 7,
+                capture_misses: 2,
+            },
+            true,
+        ),
+        step(
+            "a_step_with_a_long_name",
+            false,
+            StepCount {
+                sent: 200,
+                ..Default::default()
+            },
+            false,
+        ),
+    ];
+    r.summary.steps = steps;
+    r
+}
