@@ -39,6 +39,8 @@ mod dist;
 mod durable;
 // `barrage find-max` end to end.
 mod find_max;
+// The house's shape: imports only downward, file sizes, ARCHITECTURE.md's length.
+mod house;
 // nginx, Python `websockets` and Socket.IO servers.
 mod interop;
 // redis:// and memcache:// against the real servers.
