@@ -388,12 +388,29 @@ mod tests {
             .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let listed = fs::read_dir(format!("/proc/{}/fd", child.id()))
-            .unwrap()
-            .count() as u64;
-        let counted = scan_fds(child.id(), None).unwrap();
+        // `sleep`'s loader opens and closes files as it starts (seen failing as (6, 5)
+        // against a listing of 6): count once it sleeps (state S) with a listing that held
+        // still for 20 ms.
+        let pid = child.id();
+        let list = || fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count() as u64;
+        let sleeping = || {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('S'))
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let before = list();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if sleeping() && list() == before {
+                break;
+            }
+            assert!(std::time::Instant::now() < until, "sleep never settled");
+        }
+        let listed = list();
+        let counted = scan_fds(pid, None).unwrap();
         let mut sockets = HashSet::new();
-        let scanned = scan_fds(child.id(), Some(&mut sockets)).unwrap();
+        let scanned = scan_fds(pid, Some(&mut sockets)).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(listed >= 3, "{listed}");

@@ -24,9 +24,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = match Cli::try_parse_from(with_run_shortcut(&argv)) {
+    let args = with_run_shortcut(&argv);
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => return clap_exit(e),
+        Err(e) => return clap_exit(e, subcommand(&args)),
     };
     let result = match &cli.command {
         Command::Run(a) => cmd::run::run(a, argv.clone()),
@@ -90,8 +91,20 @@ pub(crate) fn error_line(e: &anyhow::Error) -> String {
     line
 }
 
-/// Help and version go to stdout with code 0; usage errors are one line ending in a hint, code 2.
-fn clap_exit(e: clap::Error) -> ExitCode {
+/// The subcommand `args` name (after the run shortcut), if any.
+fn subcommand(args: &[String]) -> Option<&str> {
+    use clap::CommandFactory as _;
+    let first = args.get(1)?;
+    Cli::command()
+        .find_subcommand(first)
+        .is_some()
+        .then_some(first.as_str())
+}
+
+/// Help and version go to stdout with code 0; usage errors are one line ending in a hint, code 2:
+/// the nearest flag or subcommand when one is close (clap's suggestion), and which `--help`
+/// lists the flags.
+fn clap_exit(e: clap::Error, sub: Option<&str>) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -103,11 +116,26 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            // One line, like every other usage error.
-            let line = one_line(&e.render().to_string());
-            eprintln!("{line} (barrage --help explains every flag)");
+            eprintln!("{}", usage_line(&e.render().to_string(), sub));
             ExitCode::from(2)
         }
+    }
+}
+
+/// clap's error as barrage's one usage line: `error: unexpected argument '--conections' found;
+/// did you mean '--connections'? (barrage run --help lists every flag)`.
+fn usage_line(rendered: &str, sub: Option<&str>) -> String {
+    let mut line = one_line(rendered);
+    let similar = rendered.lines().map(str::trim).find_map(|l| {
+        let l = l.strip_prefix("tip: a similar ")?;
+        Some(l.split_once("exists: ")?.1.to_string())
+    });
+    if let Some(s) = similar {
+        line += &format!("; did you mean {s}?");
+    }
+    match sub {
+        Some(sub) => line + &format!(" (barrage {sub} --help lists every flag)"),
+        None => line + " (barrage --help lists the commands; barrage run --help every run flag)",
     }
 }
 
@@ -142,6 +170,37 @@ mod tests {
         assert!(
             line.starts_with("--report r.md: cannot write report r.md: "),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_flag_or_subcommand_gets_the_nearest_one() {
+        use clap::Parser as _;
+        let line = |a: &[&str]| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            let args = with_run_shortcut(&args);
+            let e = Cli::try_parse_from(&args).unwrap_err();
+            usage_line(&e.render().to_string(), subcommand(&args))
+        };
+        assert_eq!(
+            line(&["barrage", "tcp://127.0.0.1:7000", "--conections", "5"]),
+            "error: unexpected argument '--conections' found; did you mean '--connections'? \
+             (barrage run --help lists every flag)"
+        );
+        assert_eq!(
+            line(&["barrage", "serv", "echo"]),
+            "error: unrecognized subcommand 'serv'; did you mean 'serve'? (barrage --help lists \
+             the commands; barrage run --help every run flag)"
+        );
+        assert_eq!(
+            line(&["barrage", "serve", "echo", "--lisen", "127.0.0.1:1"]),
+            "error: unexpected argument '--lisen' found; did you mean '--listen'? (barrage serve \
+             --help lists every flag)"
+        );
+        // Nothing close: no guess.
+        assert_eq!(
+            line(&["barrage", "tcp://127.0.0.1:7000", "--zzz"]),
+            "error: unexpected argument '--zzz' found (barrage run --help lists every flag)"
         );
     }
 

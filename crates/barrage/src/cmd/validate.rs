@@ -1,4 +1,5 @@
-//! `barrage validate FILE`: checks a scenario file without sending anything (schema, every
+//! `barrage validate FILE [--users N --hold D --arrive R]`: checks a scenario file (with the
+//! overrides `run` takes) without sending anything (schema, every
 //! `{var}` resolvable, every capture used, limits, the target URL and thresholds with the same
 //! parsers as `barrage run`), and prints one line: `ok: ...` or the mistake.
 //!
@@ -12,7 +13,11 @@ use barrage_scenario::Checked;
 /// Exit code 0 with `ok: FILE: summary`, or a `Usage` error (exit 2) naming file, line and key.
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     let shown = a.file.display().to_string();
-    let checked = barrage_scenario::load(&a.file).map_err(|e| Usage::file(&shown, e))?;
+    let mut checked = barrage_scenario::load(&a.file).map_err(|e| Usage::file(&shown, e))?;
+    // The command line's overrides, as `barrage run FILE --users N` applies them.
+    checked
+        .override_users(a.users, a.hold, a.arrive)
+        .map_err(|e| Usage::file(&shown, e))?;
     crate::resolve::scenario::binary_checks(&shown, &checked)?;
     say!("ok: {shown}: {}", checked.summary());
     // The whole run's size against this machine, as `run` checks it before any traffic.

@@ -89,9 +89,13 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
 
 /// One blocking handshake before the load. `Ok(())` also when the target cannot be reached
 /// (the run itself reports that); `Err` with the verification failure otherwise.
+///
+/// A server that answers the hello in plain text (an HTTP server on an `https://` target's
+/// port) is named as such: `plain` is the scheme to use instead (`http`, `ws`).
 pub fn preflight(
     addr: std::net::SocketAddr,
     tls: &TlsPlan,
+    plain: &str,
     timeout: Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
@@ -100,14 +104,14 @@ pub fn preflight(
     // Waits in slices so that a stop signal is seen within a slice, whatever the server does.
     const SLICE: Duration = Duration::from_millis(100);
     let deadline = std::time::Instant::now() + timeout;
-    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1)))
-    else {
+    let Ok(sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1))) else {
         return Ok(()); // the run will classify it
     };
     let _ = sock.set_read_timeout(Some(SLICE));
     let _ = sock.set_write_timeout(Some(SLICE));
     let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
         .map_err(|e| e.to_string())?;
+    let mut sock = Peek::new(sock);
     while conn.is_handshaking() {
         match conn.complete_io(&mut sock) {
             Ok(_) => {}
@@ -122,7 +126,13 @@ pub fn preflight(
                     .and_then(|i| i.downcast_ref::<rustls::Error>())
                     .cloned();
                 return match inner {
-                    Some(te) => Err(describe(&te)),
+                    Some(te) => Err(match plaintext(sock.first()) {
+                        Some(said) => format!(
+                            "the server answered the TLS hello in plain text ({said}), not TLS: \
+                             use {plain}://, or the server's TLS port"
+                        ),
+                        None => describe(&te),
+                    }),
                     None => Ok(()), // a network problem: the run will classify it
                 };
             }
@@ -133,6 +143,57 @@ pub fn preflight(
     let _ = sock.flush();
     let _ = sock.read(&mut [0u8; 1]);
     Ok(())
+}
+
+/// A socket that keeps the first bytes the server sent, to say what a server that does not
+/// speak TLS answered.
+struct Peek {
+    sock: TcpStream,
+    first: [u8; 64],
+    len: usize,
+}
+
+impl Peek {
+    fn new(sock: TcpStream) -> Self {
+        Peek {
+            sock,
+            first: [0; 64],
+            len: 0,
+        }
+    }
+
+    fn first(&self) -> &[u8] {
+        &self.first[..self.len]
+    }
+}
+
+impl Read for Peek {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        let keep = n.min(self.first.len() - self.len);
+        self.first[self.len..self.len + keep].copy_from_slice(&buf[..keep]);
+        self.len += keep;
+        Ok(n)
+    }
+}
+
+impl Write for Peek {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.sock.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sock.flush()
+    }
+}
+
+/// What a server answered in plain text instead of a TLS record (its first line, as
+/// `'HTTP/1.1 400 Bad Request'`), or `None` when its first bytes are not printable text (a TLS
+/// record starts with a byte below 0x20).
+fn plaintext(first: &[u8]) -> Option<String> {
+    let line = first.split(|b| *b == b'\r' || *b == b'\n').next()?;
+    let text = line.len() >= 3 && line.iter().all(|b| (0x20..0x7f).contains(b));
+    text.then(|| format!("'{}'", String::from_utf8_lossy(line)))
 }
 
 fn describe(e: &rustls::Error) -> String {
@@ -284,5 +345,27 @@ impl ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_text_answer_is_shown_by_its_first_line() {
+        assert_eq!(
+            plaintext(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n"),
+            Some("'HTTP/1.1 400 Bad Request'".into())
+        );
+        assert_eq!(
+            plaintext(b"-ERR unknown command\r\n"),
+            Some("'-ERR unknown command'".into())
+        );
+        // A TLS record (an alert, a ServerHello) or too little to tell: no claim.
+        assert_eq!(plaintext(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]), None);
+        assert_eq!(plaintext(&[0x16, 0x03, 0x03]), None);
+        assert_eq!(plaintext(b"OK"), None);
+        assert_eq!(plaintext(b""), None);
     }
 }

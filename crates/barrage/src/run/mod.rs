@@ -237,11 +237,14 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Strin
     let Some(tls) = plan.tls.as_ref().filter(|_| !insecure) else {
         return Ok(());
     };
-    crate::resolve::tls::preflight(plan.target.addr, tls, plan.connect_timeout, stop).map_err(
-        |why| {
+    let plain = match plan.target.url.split_once("://") {
+        Some(("wss", _)) => "ws",
+        _ => "http",
+    };
+    crate::resolve::tls::preflight(plan.target.addr, tls, plain, plan.connect_timeout, stop)
+        .map_err(|why| {
             let msg = format!("{}: {why}", plan.target.url);
             crate::sys::err_line(format_args!("error: {msg}"));
             msg
-        },
-    )
+        })
 }

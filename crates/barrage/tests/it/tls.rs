@@ -279,11 +279,14 @@ fn https_to_a_plain_http_port_stops_before_load() {
     );
     assert_eq!(r.code(), 1, "stderr:\n{}", r.stderr());
     assert!(r.took < Duration::from_secs(5), "{:?}", r.took);
+    // It says what the server is and what to use, not to skip verification.
+    let err = r.stderr();
     assert!(
-        r.stderr().to_lowercase().contains("tls"),
-        "the message names TLS:\n{}",
-        r.stderr()
+        err.contains("answered the TLS hello in plain text ('HTTP/1.1 400")
+            && err.contains("use http://"),
+        "the message names the plain HTTP answer and http://:\n{err}"
     );
+    assert!(!err.contains("--insecure"), "{err}");
 }
 
 #[test]

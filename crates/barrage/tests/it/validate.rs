@@ -163,3 +163,41 @@ fn validate_and_the_run_header_count_steps_the_same_way() {
         assert_eq!(count(&said), count(&header), "{file}:\n{said}\n{header}");
     }
 }
+
+#[test]
+fn validate_takes_runs_overrides_of_users_hold_and_arrive() {
+    let file = examples().join("chat.toml");
+    let out = barrage()
+        .arg("validate")
+        .arg(&file)
+        .args(["--users", "300", "--hold", "5s", "--arrive", "100"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("chat.toml: 300 users (arrive 100/s, last at 2.99s, hold 5s, depart at end)"),
+        "{text}"
+    );
+    // The pre-flight sizes the run as overridden.
+    assert!(
+        text.contains("pre-flight on this machine (300 users,"),
+        "{text}"
+    );
+    // A bad override is one line naming the flag.
+    let out = barrage()
+        .arg("validate")
+        .arg(&file)
+        .args(["--users", "many"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--users"), "{err}");
+}

@@ -87,6 +87,18 @@ pub struct ValidateArgs {
     /// A scenario file (see docs/scenarios.md and examples/)
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+
+    /// How many users (overrides users.count), as `barrage run FILE --users N` would
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
+    pub users: Option<u64>,
+
+    /// How long users stay after the last arrival (overrides users.hold), as `run` would
+    #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
+    pub hold: Option<Duration>,
+
+    /// Users arriving per second (overrides users.arrive), as `run` would
+    #[arg(long, value_parser = units::rate, allow_hyphen_values = true, value_name = "R")]
+    pub arrive: Option<f64>,
 }
 
 #[derive(Args, Debug)]
