@@ -666,7 +666,7 @@ pub fn scenario_with_steps() -> RunResult {
         depart: "at_end".into(),
         scenario: "chat.toml".into(),
     });
-    let lat = r.summary.latency_us.clone();
+    let lat = r.summary.latency_us;
     let mut step = |name: &str, open_loop: bool, c: StepCount, timed: bool| {
         r.config.steps.push(ConfigStep {
             name: name.into(),
@@ -676,7 +676,7 @@ pub fn scenario_with_steps() -> RunResult {
         StepSummary {
             name: name.into(),
             error_rate: None,
-            latency_us: timed.then(|| lat.clone()),
+            latency_us: timed.then_some(lat),
             open_loop,
             server_us: None,
             server_gap_us: None,
