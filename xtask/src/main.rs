@@ -1,19 +1,102 @@
-//! `cargo xtask ci`: runs exactly what `.ci/run` runs after its install steps.
+//! `cargo xtask test [ARGS]`: the README's test command. Runs `cargo test --workspace ARGS`
+//! and ends with one line naming every test that was skipped because this machine lacks a
+//! program it drives (from `target/tmp/skipped.tsv`, which the tests append to), and the one
+//! command that installs them all (`.ci/install`). Its exit code is cargo test's.
+//!
+//! `cargo xtask ci`: runs exactly what `.ci/run` runs after its install steps (`.ci/test`).
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{exit, Command};
 
 fn main() {
-    let task = std::env::args().nth(1).unwrap_or_default();
-    if task != "ci" {
-        eprintln!("usage: cargo xtask ci");
-        exit(2);
+    let mut args = std::env::args().skip(1);
+    let task = args.next().unwrap_or_default();
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let code = match task.as_str() {
+        "ci" => run(Command::new("bash").arg(root.join(".ci/test"))),
+        "test" => test(&root, args.collect()),
+        _ => {
+            eprintln!("usage: cargo xtask test [cargo test args] | cargo xtask ci");
+            2
+        }
+    };
+    exit(code);
+}
+
+fn run(cmd: &mut Command) -> i32 {
+    match cmd.status() {
+        Ok(s) => s.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("xtask: cannot run {cmd:?}: {e}");
+            1
+        }
     }
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let status = Command::new("bash")
-        .arg(format!("{root}/.ci/test"))
-        .status()
-        .unwrap_or_else(|e| {
-            eprintln!("xtask: cannot run .ci/test: {e}");
-            exit(1)
-        });
-    exit(status.code().unwrap_or(1));
+}
+
+fn test(root: &Path, args: Vec<String>) -> i32 {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let skipped = target.join("tmp/skipped.tsv");
+    let _ = std::fs::remove_file(&skipped);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let code = run(Command::new(cargo)
+        .current_dir(root)
+        .args(["test", "--workspace"])
+        .args(&args));
+    let text = std::fs::read_to_string(&skipped).unwrap_or_default();
+    println!("{}", skip_line(&text));
+    code
+}
+
+/// `skipped: none` or `skipped: 13 tests, for want of: nginx (2), python3 websockets (3); install
+/// them all with: sudo .ci/install`, from the lines `crate<TAB>what<TAB>test`.
+fn skip_line(text: &str) -> String {
+    let mut by_what: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.splitn(3, '\t');
+        if let (Some(krate), Some(what), Some(test)) = (f.next(), f.next(), f.next()) {
+            by_what.entry(what).or_default().push((krate, test));
+        }
+    }
+    for tests in by_what.values_mut() {
+        tests.sort_unstable();
+        tests.dedup();
+    }
+    let total: usize = by_what.values().map(Vec::len).sum();
+    if total == 0 {
+        return "skipped: none (every test ran)".into();
+    }
+    let wants: Vec<String> = by_what
+        .iter()
+        .map(|(what, tests)| format!("{what} ({})", tests.len()))
+        .collect();
+    format!(
+        "skipped: {total} test{} for want of {}; install them all with `sudo .ci/install` \
+         (Debian), then run this again",
+        if total == 1 { "" } else { "s" },
+        wants.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip_line;
+
+    #[test]
+    fn skips_are_counted_once_per_test_and_grouped_by_what_is_missing() {
+        let tsv = "barrage\tnginx\tinterop::a\nbarrage\tnginx\tinterop::b\n\
+                   barrage\tnginx\tinterop::a\nbarrage-engine\tredis-server\tcodecs_live::r\n";
+        assert_eq!(
+            skip_line(tsv),
+            "skipped: 3 tests for want of nginx (2), redis-server (1); install them all with \
+             `sudo .ci/install` (Debian), then run this again"
+        );
+        assert_eq!(skip_line(""), "skipped: none (every test ran)");
+        // A torn line is not counted.
+        assert_eq!(
+            skip_line("barrage\tnginx"),
+            "skipped: none (every test ran)"
+        );
+    }
 }

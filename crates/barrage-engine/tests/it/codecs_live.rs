@@ -32,13 +32,7 @@ fn installed(bin: &str) -> bool {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
         .unwrap_or(false);
-    if !found {
-        if std::env::var_os("CI").is_some() {
-            panic!("{bin} is not installed, and CI is set: .ci/run must install it");
-        }
-        println!("skipped: {bin} not installed");
-    }
-    found
+    crate::common::available(bin, found)
 }
 
 fn free_port() -> u16 {

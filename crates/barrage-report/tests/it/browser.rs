@@ -14,21 +14,21 @@ fn root() -> PathBuf {
 /// The checker can run here; when it cannot, CI fails and a local run says why and passes.
 fn checker() -> Option<PathBuf> {
     let script = root().join("tests/browser/check-page.mjs");
-    let ready = root()
-        .join("tests/browser/node_modules/playwright-core")
-        .exists()
-        && Path::new("/usr/bin/chromium").exists()
-        && Command::new("node").arg("--version").output().is_ok();
-    if ready {
-        return Some(script);
-    }
-    let why = "headless Chromium check needs node, /usr/bin/chromium and \
-               tests/browser/node_modules (.ci/run installs them)";
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-    None
+    let parts = [
+        (
+            "node",
+            Command::new("node").arg("--version").output().is_ok(),
+        ),
+        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
+        (
+            "tests/browser/node_modules (npm ci)",
+            root()
+                .join("tests/browser/node_modules/playwright-core")
+                .exists(),
+        ),
+    ];
+    let ready = parts.iter().all(|p| p.1);
+    crate::common::available(&crate::common::missing(&parts), ready).then_some(script)
 }
 
 fn check(name: &str, html: &str) -> serde_json::Value {

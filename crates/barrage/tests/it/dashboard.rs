@@ -2,7 +2,7 @@
 //! 120x40 session on a private socket, the test reads the screen with `capture-pane` and types
 //! `q`. Skipped (with a message) when tmux is missing, unless CI is set.
 
-use crate::common::{self, read_json, s, status_lines, EchoServer};
+use crate::common::{self, available, read_json, s, status_lines, EchoServer};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -74,12 +74,7 @@ fn start_dashboard(tag: &str, args: impl Fn(&EchoServer) -> String) -> Option<Da
 
 /// [`start_dashboard`] with a command in front of barrage's (`timeout 60`).
 fn start_in_pane(tag: &str, prefix: &str, args: impl Fn(&EchoServer) -> String) -> Option<Dash> {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is required under CI (.ci/run installs it)"
-        );
-        eprintln!("skipped: tmux is not installed");
+    if !available("tmux", tmux_available()) {
         return None;
     }
     let server = EchoServer::start(&[]);
@@ -271,12 +266,7 @@ fn proc_state(pid: u32) -> Option<char> {
 /// calls run with SIGTTOU and SIGTTIN blocked, so it ends by itself.
 #[test]
 fn a_dashboard_sent_to_the_background_is_never_stopped_by_the_terminal() {
-    if !tmux_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is required under CI"
-        );
-        eprintln!("skipped: tmux is not installed");
+    if !available("tmux", tmux_available()) {
         return;
     }
     let server = EchoServer::start(&[]);

@@ -14,16 +14,21 @@ fn root() -> PathBuf {
 }
 
 fn checker() -> Option<PathBuf> {
-    let ready = root()
-        .join("tests/browser/node_modules/playwright-core")
-        .exists()
-        && Path::new("/usr/bin/chromium").exists()
-        && StdCommand::new("node").arg("--version").output().is_ok();
-    available(
-        "node, /usr/bin/chromium and tests/browser/node_modules",
-        ready,
-    )
-    .then(|| root().join("tests/browser/check-live.mjs"))
+    let parts = [
+        (
+            "node",
+            StdCommand::new("node").arg("--version").output().is_ok(),
+        ),
+        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
+        (
+            "tests/browser/node_modules (npm ci)",
+            root()
+                .join("tests/browser/node_modules/playwright-core")
+                .exists(),
+        ),
+    ];
+    available(&missing(&parts), parts.iter().all(|p| p.1))
+        .then(|| root().join("tests/browser/check-live.mjs"))
 }
 
 /// Runs barrage with `--web` (2 connections at 400/s against `server`, plus `extra`), watches

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 #[path = "../../../../barrage-servers/tests/it/common/alone.rs"]
 mod alone;
 pub use alone::alone;
+#[path = "../../../../../tests/skip.rs"]
+mod skip;
+pub use skip::available;
 
 pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
     Plan {

@@ -11,6 +11,10 @@ use barrage_metrics::{
     RunResult, Status, Timeline, DRAIN_KEY, SECOND_NS as S,
 };
 
+#[path = "../../../../../tests/skip.rs"]
+mod skip;
+pub use skip::{available, missing};
+
 /// xorshift64*: tiny, seeded, integer-only.
 pub struct Rng(u64);
 

@@ -12,6 +12,10 @@ use std::process::{Child, ChildStdout, Command as StdCommand, ExitStatus, Stdio}
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+#[path = "../../../../../tests/skip.rs"]
+mod skip;
+pub use skip::{available, missing};
+
 /// Longest any single CLI invocation may take before the test calls it hung.
 pub const CMD_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -228,18 +232,6 @@ pub fn s<'a>(v: &'a Value, path: &str) -> &'a str {
     field(v, path)
         .as_str()
         .unwrap_or_else(|| panic!("'{path}' is not a string: {}", field(v, path)))
-}
-
-/// Ok when the tool is there; otherwise skip (return false) locally and fail under CI.
-pub fn available(what: &str, present: bool) -> bool {
-    if present {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} is not installed, and CI is set: .ci/run must install it");
-    }
-    println!("skipped: {what} not installed");
-    false
 }
 
 /// Waits until something accepts on 127.0.0.1:`port`, or the child exits, or 5 s pass.
