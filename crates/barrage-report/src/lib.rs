@@ -94,7 +94,7 @@ impl Format {
 
     pub fn renderer(self) -> Box<dyn Renderer> {
         match self {
-            Format::Text => Box::new(TextRenderer),
+            Format::Text => Box::new(TextRenderer::default()),
             Format::Json => Box::new(JsonRenderer),
             Format::Markdown => Box::new(MarkdownRenderer),
             Format::Html => Box::new(HtmlRenderer),

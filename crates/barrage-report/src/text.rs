@@ -10,7 +10,11 @@ use crate::Renderer;
 use barrage_metrics::{ErrorCounts, LatencyBasis, LatencyStats, RunConfig, RunResult, Status};
 use std::io::{self, Write};
 
-pub struct TextRenderer;
+/// The summary; `explain` adds each readiness row's rule (`barrage run --explain`).
+#[derive(Default)]
+pub struct TextRenderer {
+    pub explain: bool,
+}
 
 /// Width of the label column; section names and row labels live there.
 const LABEL: usize = 14;
@@ -20,18 +24,26 @@ const COL: usize = 10;
 impl Renderer for TextRenderer {
     fn render(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let mut lines = header(r);
-        for section in [
-            throughput(r),
-            latency(r),
-            steps(r),
-            broadcast(r),
-            io(r),
-            health(r),
-            crate::monitor_text::monitoring(r),
-            server_metrics(r),
-            crate::verdicts::verdicts(r),
-            warmup(r),
-        ] {
+        // Nothing ever connected: the header says why, and the connection lines are all
+        // there is to show (no table of zeros).
+        let sections = if r.summary.connections.succeeded == 0 && r.summary.exchanges.sent == 0 {
+            vec![health(r)]
+        } else {
+            vec![
+                answer(r),
+                throughput(r),
+                latency(r),
+                steps(r),
+                broadcast(r),
+                io(r),
+                health(r),
+                crate::monitor_text::monitoring(r),
+                server_metrics(r),
+                crate::verdicts::verdicts(r, self.explain),
+                warmup(r),
+            ]
+        };
+        for section in sections {
             if !section.is_empty() {
                 lines.push(String::new());
                 lines.extend(section);
@@ -227,28 +239,79 @@ fn mode(c: &RunConfig) -> String {
     }
 }
 
+/// The steady state's rate when the run ramped (the average then covers the ramp, when the
+/// load followed the connections that were up), with its window.
+fn steady(r: &RunResult) -> Option<(f64, f64, f64)> {
+    let a = r.analysis.as_ref()?;
+    let st = a.stability.as_ref()?;
+    let ramped = a.steady_from_s >= 1.0 || a.steady_to_s < a.load_end_s;
+    ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
+}
+
+/// The answer first, in two lines: how fast, how slow, how many failed; and the verdict.
+fn answer(r: &RunResult) -> Vec<String> {
+    let s = &r.summary;
+    let rps = steady(r).map_or(s.rps.avg, |(rps, _, _)| rps);
+    let mut parts = vec![format!("{} req/s", real(rps).trim())];
+    let l = &s.latency_us;
+    if l.count > 0 {
+        parts.push(format!(
+            "p50 {}, p99 {}",
+            duration_us(l.p50 as f64),
+            duration_us(l.p99 as f64)
+        ));
+    }
+    parts.push(match s.error_rate() {
+        Some(e) if s.failed_requests.total() > 0 => format!("errors {}", pct(e)),
+        Some(_) => "no errors".into(),
+        None => "nothing completed".into(),
+    });
+    let mut lines = vec![row("Answer", parts.join(", "))];
+    let mut verdict = Vec::new();
+    if !r.thresholds.is_empty() {
+        let failed: Vec<&str> = r
+            .thresholds
+            .iter()
+            .filter(|o| o.passed != Some(true))
+            .map(|o| o.expr.as_str())
+            .collect();
+        verdict.push(match failed.len() {
+            0 => format!(
+                "thresholds pass ({} of {})",
+                r.thresholds.len(),
+                r.thresholds.len()
+            ),
+            n => format!(
+                "thresholds FAIL ({n} of {}: {})",
+                r.thresholds.len(),
+                failed.join(", ")
+            ),
+        });
+    }
+    if let Some(v) = crate::doc::verdict(r) {
+        verdict.push(format!("readiness {v}"));
+    }
+    if !verdict.is_empty() {
+        lines.push(row("Verdict", verdict.join("; ")));
+    }
+    lines
+}
+
 fn throughput(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
-    let mut lines = vec![
-        table_row("Throughput", ["current", "average", "peak"]),
-        table_row("  req/s", [s.rps.current, s.rps.avg, s.rps.peak].map(real)),
-        row(
-            "  requests",
-            format!(
-                "{} in {}",
-                thousands(s.requests),
-                duration_us(s.duration_s * 1e6)
-            ),
-        ),
-    ];
-    // The average covers the ramp, when the load followed the connections that were up; the
-    // steady state is the load as planned.
-    let steady = r.analysis.as_ref().and_then(|a| {
-        let st = a.stability.as_ref()?;
-        let ramped = a.steady_from_s >= 1.0 || a.steady_to_s < a.load_end_s;
-        ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
-    });
-    if let Some((rps, from, to)) = steady {
+    let mut head = format!(
+        "{} req/s on average: {} in {}",
+        real(s.rps.avg).trim(),
+        plural(s.requests, "request", "requests"),
+        duration_us(s.duration_s * 1e6)
+    );
+    // The best whole second, when there were seconds enough for it to say more than the
+    // average (a run shorter than two seconds has none that covers it).
+    if s.duration_s >= 2.0 && s.rps.peak >= s.rps.avg {
+        head += &format!("; best second {}", real(s.rps.peak).trim());
+    }
+    let mut lines = vec![row("Throughput", head)];
+    if let Some((rps, from, to)) = steady(r) {
         lines.push(row(
             "  steady",
             format!(

@@ -72,7 +72,8 @@ pub(crate) fn ramp_saturation(sat: &SaturationSummary) -> Option<String> {
     ))
 }
 
-pub fn verdicts(r: &RunResult) -> Vec<String> {
+/// Analysis, thresholds and readiness, one line per row; `explain` adds each row's rule.
+pub fn verdicts(r: &RunResult, explain: bool) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(a) = &r.analysis {
         if let Some(s) = &a.stability {
@@ -156,7 +157,11 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
         }
     }
     if !r.readiness.is_empty() {
-        lines.push("Readiness".to_string());
+        lines.push(if explain {
+            "Readiness".to_string()
+        } else {
+            "Readiness     (the rules: --explain, or the HTML report)".to_string()
+        });
         for row in &r.readiness {
             let g = match row.status {
                 Grade::Pass => "pass",
@@ -169,7 +174,9 @@ pub fn verdicts(r: &RunResult) -> Vec<String> {
                 row.aspect.as_str(),
                 row.figure
             ));
-            lines.push(format!("  {:<18}       rule: {}", "", row.rule));
+            if explain {
+                lines.push(format!("  {:<18}       rule: {}", "", row.rule));
+            }
         }
     }
     lines

@@ -475,13 +475,21 @@ fn the_server_killed_mid_run_is_classified_and_the_run_still_completes() {
         }
         std::thread::sleep(Duration::from_millis(100));
         drop(server); // closes every connection and the listener
-        Instant::now()
+                      // Hold the dead server's port, bound but not listening (connects to it are refused),
+                      // until the run is over: another test's server binding port 0 could otherwise be
+                      // given it, and the reconnects would reach that one (seen once: 1 open at the end).
+        let hold =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        hold.set_reuse_address(true).unwrap();
+        hold.bind(&addr.into())
+            .expect("the dead server's port was taken at once");
+        (Instant::now(), hold)
     });
     let started = Instant::now();
     // 1.7 s after the kill for every close to reach barrage, on a busy machine too (with 0.7 s
     // one connection was once still open at the end beside two busy loops).
     let o = go(plan(addr, 5, Mode::PingPong, 2.0));
-    let killed = killer.join().unwrap();
+    let (killed, _port) = killer.join().unwrap();
     let s = &o.outcome.summary;
     assert_eq!(o.end, End::Completed, "it had connected: no fail-fast");
     assert!(s.requests > 0);

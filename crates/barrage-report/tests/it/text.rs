@@ -99,3 +99,74 @@ fn exchanges_completed_on_write_are_said_to_be_untimed_not_missing() {
 fn scenario_steps() {
     insta::assert_snapshot!(text(&common::scenario_with_steps()));
 }
+
+/// Issue 26: the summary leads with the answer (throughput, latency, errors, verdict) before
+/// any table.
+#[test]
+fn the_answer_and_the_verdict_come_first() {
+    let t = text(&common::monitored_with_verdicts());
+    let first: Vec<&str> = t.split("\n\n").nth(1).unwrap().lines().collect();
+    assert!(first[0].starts_with("Answer        "), "{t}");
+    assert!(
+        first[0].contains(" req/s, p50 ") && first[0].contains(", p99 "),
+        "{t}"
+    );
+    assert!(first[1].starts_with("Verdict       "), "{t}");
+    assert!(first[1].contains("readiness "), "{t}");
+}
+
+/// Issue 26: a 12-line readiness block of ~300-character rules in every summary; now one line
+/// per row, and the rules only with `--explain` (the reports keep them).
+#[test]
+fn readiness_is_one_line_per_row_and_its_rules_need_explain() {
+    let r = common::monitored_with_verdicts();
+    let t = text(&r);
+    assert!(!t.contains("rule: "), "{t}");
+    assert!(
+        t.contains("Readiness     (the rules: --explain, or the HTML report)"),
+        "{t}"
+    );
+    let mut explained = Vec::new();
+    barrage_report::Renderer::render(
+        &barrage_report::TextRenderer { explain: true },
+        &r,
+        &mut explained,
+    )
+    .unwrap();
+    let explained = String::from_utf8(explained).unwrap();
+    assert_eq!(
+        explained.matches("rule: ").count(),
+        r.readiness.len(),
+        "{explained}"
+    );
+}
+
+/// Issue 26: on a 1.5 s run the average (76,633) stood above the peak second (75,805): a
+/// second that does not cover the run is no peak of it.
+#[test]
+fn a_run_shorter_than_two_seconds_shows_no_best_second() {
+    let mut r = common::ping_pong_completed();
+    r.summary.duration_s = 1.5;
+    r.summary.rps.avg = 76_633.0;
+    r.summary.rps.peak = 75_805.0;
+    let t = text(&r);
+    assert!(t.contains("Throughput    76,633 req/s on average"), "{t}");
+    assert!(!t.contains("best second"), "{t}");
+    let t = text(&common::ping_pong_completed());
+    assert!(t.contains("; best second 20,207"), "{t}");
+}
+
+/// Issue 26: a dead port gave one clear line and then a 35-line summary of zeros.
+#[test]
+fn a_run_that_never_connected_is_its_reason_and_its_connections() {
+    let t = text(&common::failed_refused());
+    assert!(
+        t.contains("FAILED: no connection could be established"),
+        "{t}"
+    );
+    assert!(t.contains("attempts 8, succeeded 0, failed 8"), "{t}");
+    for table in ["Throughput", "Latency", "IO ", "Readiness", "Answer"] {
+        assert!(!t.contains(table), "{table} in:\n{t}");
+    }
+    assert!(t.lines().count() <= 12, "{t}");
+}

@@ -7,6 +7,15 @@ use barrage_engine::spec::ns;
 use barrage_engine::{ModeSpec, ProtocolSpec, Spec};
 use barrage_servers::echo::{self, EchoConfig};
 
+/// What to try after the demo: the same tests against the user's own server.
+const NEXT: &str = "\
+Try next, against your own server (loopback here; -d bounds every run):
+  barrage tcp://HOST:PORT -c 100 -d 30s                       TCP ping-pong (also ws://, redis://)
+  barrage http://HOST:PORT/ --rate 5k -d 30s --report r.html  open loop, 5,000/s, HTML report
+  barrage find-max http://HOST:PORT/ --slo 'p99 < 20ms'       the highest rate that meets an SLO
+  barrage validate examples/chat.toml                         a scenario of users (examples/)
+  barrage run --help                                          every flag";
+
 pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     let server = echo::start(EchoConfig {
         listen: "127.0.0.1:0".parse()?,
@@ -16,7 +25,10 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     let addr = server.local_addr();
     let url = format!("tcp://{addr}");
     let secs = format!("{}ms", a.duration.as_millis());
-    say!("barrage demo: echo server on {url} (1 thread), two tests of {secs} each\n");
+    say!(
+        "barrage demo: echo server on {url} (1 thread), two tests of {secs} each after a \
+         warm-up\n"
+    );
     let tests = [
         (
             "1/2 ping-pong: 50 connections, the next message as soon as the reply arrives",
@@ -42,6 +54,9 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         spec.connections = connections;
         spec.mode = mode;
         spec.duration_ns = Some(ns(a.duration));
+        // The connects and the first messages (a cold server, a cold cache) are a warm-up,
+        // reported apart: the figures are the steady load's.
+        spec.warmup_ns = ns(a.duration / 3).min(1_000_000_000);
         let argv = vec!["barrage".into(), "demo".into()];
         let r = crate::resolve::from_spec(spec, a.quiet, argv)?;
         code = code.max(crate::run::run(r, crate::run::Engine)?);
@@ -55,5 +70,6 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
         n(s.bytes_read),
         n(s.reads)
     );
+    say!("\n{NEXT}");
     Ok(code)
 }

@@ -88,6 +88,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         report,
         baseline,
         quiet: a.quiet,
+        explain: a.explain,
         no_tui: a.no_tui,
         note: (a.requests.is_some() && a.duration.is_none()).then(|| {
             format!(

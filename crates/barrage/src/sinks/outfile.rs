@@ -83,6 +83,42 @@ fn reason(e: &std::io::Error) -> String {
     }
 }
 
+/// Says on stderr that `path` was written, and how big it is (`wrote report.html (86.2 KiB)`);
+/// a directory by its files (`wrote run/ (3 files, 1.20 MiB)`). Nothing for `-` (stdout) or a
+/// path that is not there.
+pub fn announce(path: &Path) {
+    if path.as_os_str() == "-" {
+        return;
+    }
+    let Ok(m) = std::fs::metadata(path) else {
+        return;
+    };
+    let what = if m.is_dir() {
+        let files: Vec<u64> = std::fs::read_dir(path)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!(
+            "{}/ ({} file{}, {})",
+            path.display().to_string().trim_end_matches('/'),
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+            barrage_report::fmt::bytes(files.iter().sum::<u64>() as f64)
+        )
+    } else {
+        format!(
+            "{} ({})",
+            path.display(),
+            barrage_report::fmt::bytes(m.len() as f64)
+        )
+    };
+    crate::sys::err_line(format_args!("wrote {what}"));
+}
+
 /// A result rendered as `format` to `path` (`-`: stdout, where a reader that went away ends the
 /// output quietly).
 pub fn write(

@@ -12,7 +12,7 @@ use crate::usage::Usage;
 use anyhow::Context as _;
 use barrage_engine::Plan;
 use barrage_metrics::{Aggregator, RunResult, Tick};
-use barrage_report::Format;
+use barrage_report::{Format, Renderer as _};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -121,6 +121,8 @@ pub struct Outputs {
     pub(crate) report: Option<(String, Format)>,
     pub(crate) baseline: Option<crate::sinks::baseline::Baseline>,
     pub(crate) quiet: bool,
+    /// `--explain`: the summary gives each readiness row's rule.
+    pub(crate) explain: bool,
     pub(crate) no_tui: bool,
     /// Printed as the load starts (unless `-q`).
     pub(crate) note: Option<String>,
@@ -145,6 +147,7 @@ impl Outputs {
             report: None,
             baseline: None,
             quiet,
+            explain: false,
             no_tui: false,
             note: None,
             summary: true,
@@ -224,6 +227,10 @@ impl Outputs {
             None => Vec::new(),
         };
         let to_stderr = self.json_to_stdout();
+        let json_path = match &self.json {
+            Some(JsonOut::File(p)) => Some(p.clone()),
+            _ => None,
+        };
         // Each output succeeds or fails on its own (a full disk for the JSON still prints the
         // summary and writes a report elsewhere); every failure is one line, and exit code 1.
         let mut failed = Vec::new();
@@ -236,11 +243,29 @@ impl Outputs {
         }
         std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
         if self.summary {
-            print_summary(result, &baseline_lines, to_stderr, &mut failed)?;
+            print_summary(
+                result,
+                self.explain,
+                &baseline_lines,
+                to_stderr,
+                &mut failed,
+            )?;
         }
         if let Some((path, format)) = &self.report {
             if let Err(e) = crate::sinks::outfile::write(result, path, *format) {
                 failed.push(crate::error_line(&e.context(format!("--report {path}"))));
+            }
+        }
+        // Every file written, last, where the eye ends (what failed is said below instead).
+        if failed.is_empty() {
+            let mut written: Vec<&str> = Vec::new();
+            written.extend(json_path.as_deref());
+            written.extend(self.files.csv.as_deref());
+            written.extend(self.files.hdr_log.as_deref());
+            written.extend(self.files.out.as_deref().and_then(Path::to_str));
+            written.extend(self.report.as_ref().map(|(p, _)| p.as_str()));
+            for p in written {
+                crate::sinks::outfile::announce(Path::new(p));
             }
         }
         for f in &failed {
@@ -257,13 +282,14 @@ impl Outputs {
 /// the JSON; a failure to print is one more failed output.
 fn print_summary(
     result: &RunResult,
+    explain: bool,
     baseline_lines: &[String],
     to_stderr: bool,
     failed: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     // With --json -, stdout carries the JSON and the summary goes to stderr.
     let mut text = Vec::new();
-    Format::Text.renderer().render(result, &mut text)?;
+    barrage_report::TextRenderer { explain }.render(result, &mut text)?;
     if !baseline_lines.is_empty() {
         text.extend_from_slice(b"\nBaseline comparison\n");
         for l in baseline_lines {

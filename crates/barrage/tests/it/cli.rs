@@ -781,6 +781,61 @@ fn demo_prints_two_summaries() {
         status_lines(&stderr).is_empty(),
         "demo -q printed status:\n{stderr}"
     );
+    // It ends with what to try next (issue 26).
+    let next = stdout
+        .split("Try next")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(next.contains("barrage tcp://HOST:PORT") && next.contains("barrage run --help"));
+}
+
+/// Issue 26: every output file is announced with its size, after the summary.
+#[test]
+fn every_file_written_is_announced_with_its_size() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (json, report, csv) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.html"),
+        dir.path().join("r.csv"),
+    );
+    let out = barrage()
+        .args([server.url(), "-c", "2", "-t", "1", "-d", "300ms", "-q"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--report")
+        .arg(&report)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for f in [&json, &csv, &report] {
+        let size = barrage_report::fmt::bytes(std::fs::metadata(f).unwrap().len() as f64);
+        let line = format!("wrote {} ({size})", f.display());
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "no '{line}' in:\n{stderr}"
+        );
+    }
+    // With --json - the JSON is on stdout: nothing to announce for it.
+    let out = barrage()
+        .args([
+            server.url(),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "300ms",
+            "-q",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("wrote"));
 }
 
 #[test]

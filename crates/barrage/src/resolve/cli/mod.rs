@@ -21,13 +21,14 @@ pub use run::RunArgs;
 hold, at what latency, and where they break.\n\n\
 Start with `barrage demo` (an echo server and two short tests, all on loopback), then point it \
 at your own server:\n\n  \
-barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m     # 1000 connections, one message every 50 ms each\n  \
-barrage redis://127.0.0.1:6379 -c 50 --command 'GET key:{rand%1000}'  # redis, like redis-benchmark\n  \
-barrage http://127.0.0.1:8080/ -c 100 -d 30s                     # HTTP/1.1 keep-alive, like wrk\n  \
-barrage ws://127.0.0.1:9000/ -c 100 -m 'hello'                   # WebSocket echo ping-pong\n  \
-barrage serve echo --listen 127.0.0.1:7000                       # a reference echo server\n\n\
-Modes: ping-pong (default, --pipeline K), --think D, --interval D, --rate R; \
-`barrage run --help` lists every flag.\n\
+barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m   # 1000 conns, 1 message/50 ms each\n  \
+barrage redis://127.0.0.1:6379 -c 50 --command 'GET key:{rand%1000}'   # like redis-benchmark\n  \
+barrage http://127.0.0.1:8080/ -c 100 -d 30s                  # HTTP/1.1 keep-alive, like wrk\n  \
+barrage ws://127.0.0.1:9000/ -c 100 -m 'hello'                # WebSocket echo ping-pong\n  \
+barrage serve echo --listen 127.0.0.1:7000                    # a reference echo server\n\n\
+Common run flags: -c N connections, -d D duration, -t N threads; the load: ping-pong (default, \
+--pipeline K), --think D, --interval D, --rate R (open loop); -m MSG, -H, --body; --json FILE, \
+--report FILE.html, --threshold EXPR, --monitor PID|auto. `barrage run --help` lists every flag.\n\
 `barrage URL ...` is short for `barrage run URL ...`.\n\
 Exit codes: 0 completed, 1 the run failed (e.g. nothing could connect), 2 bad usage, \
 3 a --threshold failed, 130 interrupted (results are still written).",

@@ -286,6 +286,10 @@ pub struct RunArgs {
     #[arg(short = 'q', long, help_heading = "Output")]
     pub quiet: bool,
 
+    /// The summary also gives the rule behind each readiness row (the reports always do)
+    #[arg(long, help_heading = "Output")]
+    pub explain: bool,
+
     /// Write the complete result as JSON to PATH (- for stdout)
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub json: Option<String>,
