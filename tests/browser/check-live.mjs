@@ -2,13 +2,15 @@
 // one JSON line: the seconds the page held before and after a reload mid-run, whether every
 // chart drew, every request the page made (all must go to the page's own origin), whether the
 // CSP refused a script from another origin (on loopback: 127.0.0.2), the seconds the page
-// holds once the run ended, and the final summary it shows. Writes a screenshot.
+// holds once the run ended, and the final summary it shows; its layout (layout.mjs) at 1400 px
+// and at a phone's 390 px mid-run. Writes a screenshot of each (SCREENSHOT, SCREENSHOT-phone.png).
 //
 //   node check-live.mjs http://127.0.0.1:PORT/ SCREENSHOT.png
 //
 // It writes "ready" on stderr once it has seen the run go on across a reload; then it waits
 // (up to 120 s) for the run to end and the page to show the final summary.
 import { chromium } from "playwright-core";
+import { layout } from "./layout.mjs";
 
 // Whatever hangs (a browser that stops answering: page.evaluate has no timeout of its own),
 // the checker ends within 200 s with a line saying so, and the test fails instead of waiting.
@@ -66,6 +68,19 @@ try {
   out.csp_violations = await page.evaluate(() => window.__csp || []);
   out.charts_seen = await page.evaluate(() =>
     [...document.querySelectorAll(".chart-box")].map((b) => ({ id: b.id, hidden: b.hidden, drawn: b.getAttribute("data-drawn") === "true" })));
+  // The layout mid-run, at 1400 px and on a phone (390 px, its own page), with screenshots.
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  const phone = await browser.newPage({ viewport: { width: 390, height: 900 } });
+  await phone.goto(url, { waitUntil: "load" });
+  await until(phone, `window.barrageLive && window.barrageLive.points.length >= ${out.after_reload}`, 30000);
+  await page.reload({ waitUntil: "load" });
+  await until(page, `window.barrageLive && window.barrageLive.points.length >= ${out.after_reload}`, 30000);
+  await page.waitForTimeout(300);
+  out.layout = { desktop: await layout(page), phone: await layout(phone) };
+  out.left_shown = await page.evaluate(() => document.getElementById("left").textContent);
+  out.p99_shown = await page.evaluate(() => document.getElementById("cur-p99").textContent);
+  await phone.screenshot({ path: shot.replace(/\.png$/, "-phone.png"), fullPage: true });
+  await phone.close();
   // The caller may end the run now: it waits for this line on stderr.
   process.stderr.write("ready\n");
   await until(page, "window.barrageLive && window.barrageLive.done", 120000);

@@ -1,12 +1,21 @@
 // Opens an HTML file from file:// in headless Chromium and reports, as one JSON line:
 // console errors, page errors, every network request that is not the file itself, and for
-// each <canvas> whether it has drawn pixels. Writes a screenshot.
+// each <canvas> whether it has drawn pixels; and its layout (layout.mjs) loaded at 1400 px and
+// at 390 px (a phone), with a screenshot of each (SCREENSHOT, and SCREENSHOT-phone.png).
 //
 //   node check-page.mjs PAGE.html SCREENSHOT.png
 //
 // Chromium is Debian's (/usr/bin/chromium, or $CHROMIUM); playwright-core drives it.
 import { chromium } from "playwright-core";
 import { pathToFileURL } from "node:url";
+import { layout } from "./layout.mjs";
+
+// The layout of a page as loaded, and its screenshot.
+async function layout_and_shot(page, path) {
+  const l = await layout(page);
+  await page.screenshot({ path, fullPage: true });
+  return l;
+}
 
 const [page_path, shot] = process.argv.slice(2);
 if (!page_path || !shot) {
@@ -41,7 +50,16 @@ try {
       return { id: holder ? holder.id : "", width: c.width, height: c.height, drawn };
     }));
   out.title = await page.title();
-  await page.screenshot({ path: shot, fullPage: true });
+  // Charts are sized when drawn: the layout is read on a page loaded at each width.
+  out.layout = {};
+  for (const [name, width] of [["desktop", 1400], ["phone", 390]]) {
+    const p = await browser.newPage({ viewport: { width, height: 900 } });
+    await p.goto(url, { waitUntil: "load" });
+    await p.waitForTimeout(300);
+    const path = name === "desktop" ? shot : shot.replace(/\.png$/, "-phone.png");
+    out.layout[name] = await layout_and_shot(p, path);
+    await p.close();
+  }
 } finally {
   await browser.close();
 }

@@ -12,7 +12,7 @@
     { id: "c-rps", title: "Throughput", y: "per second", series: [
       ["completed", function (p) { return p.tick.rps; }],
       ["sent", function (p) { return p.tick.dt > 0 ? p.tick.sent / p.tick.dt : 0; }] ] },
-    { id: "c-lat", title: "Latency", y: "µs", series: [
+    { id: "c-lat", title: "Latency", y: "latency", dur: true, series: [
       ["p50", function (p) { return p.tick.latency_us.p50; }],
       ["p90", function (p) { return p.tick.latency_us.p90; }],
       ["p99", function (p) { return p.tick.latency_us.p99; }] ] },
@@ -39,7 +39,9 @@
     return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits || 0 });
   }
   function draw() {
-    var pts = state.points;
+    // The drain (replies awaited after the load) is no second of load: charted, it was a
+    // drop to zero at the end of every run.
+    var pts = state.points.filter(function (p) { return p.tick.phase !== "drain"; });
     var xs = pts.map(function (p) { return p.tick.t; });
     defs.forEach(function (d) {
       var box = el(d.id);
@@ -50,17 +52,25 @@
       var rows = [xs].concat(d.series.map(function (s) { return pts.map(s[1]); }));
       if (!plots[d.id]) {
         if (typeof uPlot === "undefined" || pts.length === 0) return;
-        var series = [{ label: "s" }].concat(d.series.map(function (s, i) {
+        var series = [{ label: "seconds" }].concat(d.series.map(function (s, i) {
           return { label: s[0], stroke: colors[i % colors.length], width: 2, spanGaps: true };
         }));
+        var y = { label: d.y, size: window.barrageFitAxis };
+        if (d.dur) {
+          y.values = function (u, vals) { return vals.map(window.barrageDuration); };
+        }
         plots[d.id] = new uPlot({
           title: d.title,
-          width: Math.max(320, Math.min(box.clientWidth || 560, 700)),
+          width: Math.max(300, Math.min(box.clientWidth || 560, 700)),
           height: 240,
           series: series,
           scales: { x: { time: false } },
-          axes: [{ label: "seconds" }, { label: d.y }],
+          axes: [{ label: "seconds" }, y],
+          padding: [null, 24, null, null],
+          // Series names only: a live legend read "s: --" until the pointer came over it.
+          legend: { live: false },
         }, rows, box);
+        window.barragePlots.push(plots[d.id]);
         box.setAttribute("data-drawn", "true");
       } else {
         plots[d.id].setData(rows);
@@ -78,8 +88,16 @@
     }
     var t = last.tick;
     text("cur-rps", fmt(t.rps, 1));
-    text("cur-p50", fmt(t.latency_us.p50));
-    text("cur-p99", fmt(t.latency_us.p99));
+    text("cur-p50", window.barrageDuration(t.latency_us.p50));
+    text("cur-p99", window.barrageDuration(t.latency_us.p99));
+    // Time left of the load (warm-up and duration); a run bounded only by -n has none.
+    var info = state.info || {};
+    if (state.done) {
+      text("left", "0 s");
+    } else if (info.duration_s != null) {
+      var left = Math.max(0, (info.warmup_s || 0) + info.duration_s - last.tick.t);
+      text("left", left.toFixed(0) + " s");
+    }
     text("cur-open", fmt(t.open));
     text("cur-failed", fmt(t.failed_requests));
     var total = 0;
@@ -168,7 +186,8 @@
   }
   function finish(d) {
     state.done = d;
-    text("status", "finished");
+    text("status", "finished: the page keeps the run as it ended");
+    text("left", "0 s");
     var pre = el("summary");
     pre.textContent = d.summary;
     el("final").hidden = false;

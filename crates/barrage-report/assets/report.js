@@ -15,6 +15,7 @@
     var p = 100 * (1 - 1 / v);
     return (+p.toFixed(5)).toString() + "%";
   }
+  var fit = window.barrageFitAxis;
   data.charts.forEach(function (c) {
     var el = document.getElementById(c.id);
     if (!el) return;
@@ -45,14 +46,18 @@
         x: c.x_log ? { time: false, distr: 3, log: 10 } : { time: false },
         y: c.y_log ? { distr: 3, log: 10 } : {},
       },
-      axes: [xAxis, { label: c.y_label }],
+      axes: [xAxis, { label: c.y_label, size: fit }],
+      // Room on the right for the last x label ("99.9999%") to be drawn whole.
+      padding: [null, 40, null, null],
+      // Series names only: a live legend read "s: --" until the pointer came over the chart.
+      legend: { live: false },
     };
     var rows = [c.x].concat(
       c.series.map(function (s) {
         return s.values;
       })
     );
-    new uPlot(opts, rows, el);
+    window.barragePlots.push(new uPlot(opts, rows, el));
     el.setAttribute("data-drawn", "true");
   });
 })();

@@ -109,6 +109,7 @@ pub fn render_comparison_html(
         script_json(&data)
     )?;
     writeln!(out, "<script>{UPLOT_JS}</script>")?;
+    writeln!(out, "<script>{}</script>", crate::html::AXES_JS)?;
     writeln!(out, "<script>{}</script>", crate::html::REPORT_JS)?;
     writeln!(out, "</body>\n</html>")
 }

@@ -19,6 +19,9 @@ pub(crate) const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.j
 pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
 pub(crate) const REPORT_CSS: &str = include_str!("../assets/report.css");
 pub(crate) const REPORT_JS: &str = include_str!("../assets/report.js");
+/// What the report, the comparison page and the live page share: axes sized to their labels,
+/// durations in the unit that fits, the list of charts drawn.
+pub(crate) const AXES_JS: &str = include_str!("../assets/axes.js");
 
 /// Inline scripts and styles only; nothing may be fetched, not even an image.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
@@ -82,6 +85,7 @@ impl Renderer for HtmlRenderer {
             script_json(&data)
         )?;
         writeln!(out, "<script>{UPLOT_JS}</script>")?;
+        writeln!(out, "<script>{AXES_JS}</script>")?;
         writeln!(out, "<script>{REPORT_JS}</script>")?;
         writeln!(out, "</body>\n</html>")
     }

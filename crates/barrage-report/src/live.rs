@@ -6,7 +6,7 @@
 //! reload mid-run); its CSP allows scripts and styles inline and connections to its own origin
 //! only, so nothing on it can load from anywhere else.
 
-use crate::html::{REPORT_CSS, UPLOT_CSS, UPLOT_JS};
+use crate::html::{AXES_JS, REPORT_CSS, UPLOT_CSS, UPLOT_JS};
 
 const LIVE_JS: &str = include_str!("../assets/live.js");
 
@@ -31,8 +31,8 @@ pub fn page() -> String {
          <header>\n<h1>barrage live</h1>\n<p class=\"target\"><span id=\"target\"></span> \
          (started <span id=\"started\"></span>): <span id=\"status\">connecting</span></p>\n</header>\n<main>\n\
          <section id=\"now\">\n<h2>Now</h2>\n<div class=\"figs\">\n\
-         <div>seconds<b id=\"seconds\">0</b></div><div>completed/s<b id=\"cur-rps\">–</b></div>\
-         <div>p50 µs<b id=\"cur-p50\">–</b></div><div>p99 µs<b id=\"cur-p99\">–</b></div>\
+         <div>seconds<b id=\"seconds\">0</b></div><div>left<b id=\"left\">–</b></div><div>completed/s<b id=\"cur-rps\">–</b></div>\
+         <div>p50<b id=\"cur-p50\">–</b></div><div>p99<b id=\"cur-p99\">–</b></div>\
          <div>open<b id=\"cur-open\">–</b></div><div>failed/s<b id=\"cur-failed\">–</b></div>\
          <div>completed<b id=\"total\">–</b></div>\
          <div>server CPU %<b id=\"srv-cpu\">–</b></div><div>server RSS MiB<b id=\"srv-rss\">–</b></div>\n\
@@ -48,6 +48,6 @@ pub fn page() -> String {
          </div>\n</section>\n\
          <section id=\"warn\">\n<h2>Warnings</h2>\n<ul id=\"warnings\"></ul>\n</section>\n\
          <section id=\"final\" hidden>\n<h2>Final summary</h2>\n<pre id=\"summary\"></pre>\n</section>\n\
-         </main>\n<script>{UPLOT_JS}</script>\n<script>{LIVE_JS}</script>\n</body>\n</html>\n"
+         </main>\n<script>{UPLOT_JS}</script>\n<script>{AXES_JS}</script>\n<script>{LIVE_JS}</script>\n</body>\n</html>\n"
     )
 }

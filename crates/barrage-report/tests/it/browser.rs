@@ -62,6 +62,18 @@ fn assert_clean(name: &str, html: &str, min_charts: usize) {
         serde_json::json!([]),
         "no network requests: {v}"
     );
+    // Issue 26: no two text boxes overlap, no chart label is clipped, no legend says "--",
+    // nothing runs off the window, on a desktop and on a phone.
+    for width in ["desktop", "phone"] {
+        let l = &v["layout"][width];
+        for what in ["overlaps", "clipped", "legends", "offscreen"] {
+            assert_eq!(
+                l[what],
+                serde_json::json!([]),
+                "{name} at {width}: {what}: {l}"
+            );
+        }
+    }
     let canvases = v["canvases"].as_array().unwrap();
     assert!(canvases.len() >= min_charts, "{v}");
     for c in canvases {

@@ -120,8 +120,8 @@ fn names_are_escaped_and_nothing_closes_the_data_script() {
     assert!(p.contains("b&#39;&lt;/script&gt;"));
     assert_eq!(
         p.matches("</script>").count(),
-        3,
-        "data, uPlot and drawing script"
+        4,
+        "data, uPlot, the axes helper and the drawing script"
     );
 }
 

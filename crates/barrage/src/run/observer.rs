@@ -49,6 +49,8 @@ pub(crate) fn serve_live(
                     "target": config.target,
                     "started_at": started_at,
                     "command_line": argv,
+                    "duration_s": config.duration_s,
+                    "warmup_s": config.warmup_s,
                 }),
             )
         })

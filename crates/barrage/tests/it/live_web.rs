@@ -158,6 +158,27 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
         v["after_reload"].as_u64().unwrap(),
     );
     assert!(before >= 2 && after > before, "{before} then {after}");
+    // Issue 26: mid-run, no two text boxes overlap, no chart label is clipped, no legend says
+    // "--", nothing runs off the window, at 1400 px and on a phone; latency in the unit that
+    // fits ("8.04 ms", not "µs 8,043"); the time left of the load (-d 90s).
+    for width in ["desktop", "phone"] {
+        let l = &v["layout"][width];
+        for what in ["overlaps", "clipped", "legends", "offscreen"] {
+            assert_eq!(l[what], serde_json::json!([]), "{width}: {what}: {l}");
+        }
+    }
+    let p99 = v["p99_shown"].as_str().unwrap();
+    assert!(
+        [" µs", " ms", " s"].iter().any(|u| p99.ends_with(u)),
+        "p99 {p99:?}"
+    );
+    let left: u64 = v["left_shown"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches(" s")
+        .parse()
+        .unwrap_or_else(|_| panic!("left {}", v["left_shown"]));
+    assert!((1..90).contains(&left), "left {left} s");
     // No monitoring: no network section.
     assert_eq!(v["network_visible"], false, "{v}");
     // What the page holds at the end is the JSON's time series, second by second.

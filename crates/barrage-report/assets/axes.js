@@ -1,0 +1,34 @@
+// Shared by the report, the comparison page and the live page: y axes as wide as their
+// labels, durations in the unit that fits, and every chart drawn kept in window.barragePlots
+// (the layout test in headless Chromium reads them).
+(function () {
+  "use strict";
+  window.barragePlots = window.barragePlots || [];
+  // A y axis as wide as its widest tick label: uPlot's fixed 50 px clipped "19,950" to
+  // ",9,950" and put the axis title over "20,000". Recomputed as the ticks change.
+  window.barrageFitAxis = function (u, values, i, cycle) {
+    var axis = u.axes[i];
+    if (cycle > 1) return axis._size;
+    var size = axis.ticks.size + axis.gap;
+    var widest = (values || []).reduce(function (a, v) {
+      return v != null && String(v).length > a.length ? String(v) : a;
+    }, "");
+    if (widest) {
+      u.ctx.font = axis.font[0];
+      size += u.ctx.measureText(widest).width / (window.devicePixelRatio || 1);
+    }
+    return Math.ceil(size + 4);
+  };
+  function sig3(x) {
+    return x < 9.995 ? x.toFixed(2) : x < 99.95 ? x.toFixed(1) : x.toFixed(0);
+  }
+  // Microseconds as the reports write them (fmt::duration_us): 45.0 µs, 3.18 ms, 1.20 s.
+  window.barrageDuration = function (us) {
+    if (us == null || !isFinite(us)) return "–";
+    us = Math.max(0, us);
+    if (us < 99.95) return us.toFixed(1) + " µs";
+    if (us < 999.5) return us.toFixed(0) + " µs";
+    if (us < 999500) return sig3(us / 1e3) + " ms";
+    return sig3(us / 1e6) + " s";
+  };
+})();
