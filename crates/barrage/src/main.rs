@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => cmd::demo::demo(a),
         Command::Report(a) => cmd::report::report(a),
         Command::Compare(a) => cmd::compare::compare(a),
+        Command::Versus(a) => cmd::versus::versus(a, argv.clone()),
         Command::Validate(a) => cmd::validate::validate(a),
         Command::FindMax(a) => cmd::find_max::find_max(a, argv.clone()),
         Command::Merge(a) => cmd::merge::merge(a),

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::Path;
 
 #[derive(Clone, Copy)]
-enum Output {
+pub(crate) enum Output {
     Markdown,
     Html,
 }
@@ -38,11 +38,7 @@ fn load(path: &Path) -> Result<RunResult, Usage> {
 
 /// Compare the saved runs (the first is the reference); exit code 0.
 pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
-    let out = a
-        .output
-        .as_deref()
-        .map(|p| output_kind(p).map(|k| (p, k)))
-        .transpose()?;
+    let out = output(a.output.as_deref())?;
     let opts = options(a.noise_floor.as_deref())?;
     let runs = a
         .results
@@ -55,9 +51,25 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
         .zip(&runs)
         .map(|(p, r)| describe(&p.display().to_string(), r))
         .collect();
-    let cmp = compare::compare_with(&runs, &opts);
+    show(&runs, &names, &opts, out)?;
+    Ok(0)
+}
+
+/// `-o FILE`, checked before anything runs.
+pub(crate) fn output(path: Option<&str>) -> Result<Option<(&str, Output)>, Usage> {
+    path.map(|p| output_kind(p).map(|k| (p, k))).transpose()
+}
+
+/// The comparison of `runs` (the first is the reference) on stdout, and in `out` if given.
+pub(crate) fn show(
+    runs: &[RunResult],
+    names: &[String],
+    opts: &compare::Options,
+    out: Option<(&str, Output)>,
+) -> anyhow::Result<()> {
+    let cmp = compare::compare_with(runs, opts);
     let mut text = Vec::new();
-    barrage_report::render_comparison_text(&cmp, &names, &mut text)?;
+    barrage_report::render_comparison_text(&cmp, names, &mut text)?;
     if let Err(e) = std::io::stdout().write_all(&text) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e).context("cannot print the comparison");
@@ -65,12 +77,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<i32> {
     }
     if let Some((path, kind)) = out {
         let body = match kind {
-            Output::Markdown => markdown(&cmp, &names),
-            Output::Html => html(&cmp, &runs, &names),
+            Output::Markdown => markdown(&cmp, names),
+            Output::Html => html(&cmp, runs, names),
         };
         std::fs::write(path, body).with_context(|| format!("-o {path}: cannot write"))?;
+        crate::sinks::outfile::announce(Path::new(path));
     }
-    Ok(0)
+    Ok(())
 }
 
 fn markdown(c: &Comparison, names: &[String]) -> String {

@@ -8,3 +8,4 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod validate;
+pub mod versus;

@@ -257,7 +257,8 @@ impl Outputs {
             }
         }
         // Every file written, last, where the eye ends (what failed is said below instead).
-        if failed.is_empty() {
+        // A run without its summary is a part of a command that says what it wrote.
+        if failed.is_empty() && self.summary {
             let mut written: Vec<&str> = Vec::new();
             written.extend(json_path.as_deref());
             written.extend(self.files.csv.as_deref());

@@ -59,6 +59,8 @@ mod prometheus;
 mod report_cmd;
 // `barrage run FILE.toml`: users, steps, captures, rooms.
 mod scenario;
+// `barrage versus`: two targets under the same load, compared.
+mod versus;
 // Secrets never reach an output.
 mod secrets;
 // `barrage serve KIND --processes N`.

@@ -52,6 +52,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare saved runs side by side (differences within the runs' noise are marked).
     Compare(CompareArgs),
+    /// Run the same load against two targets in turn (e.g. raw TCP vs WebSocket, or two
+    /// servers) and compare them: throughput ratio, latency, CPU per request of barrage, the
+    /// server and the machine, with the noise rules of `compare`
+    Versus(Box<VersusArgs>),
     /// Check a scenario file (.toml, .yaml) without sending anything: schema, every {var}
     /// resolvable, every capture used, limits. Prints "ok: ..." or the mistake (exit 2).
     Validate(ValidateArgs),
@@ -206,6 +210,33 @@ pub struct CompareArgs {
     /// seconds show
     #[arg(long, value_name = "PCT")]
     pub noise_floor: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example (the Socket vs WebSocket question, with each server's CPU):\n  \
+barrage serve echo --listen 127.0.0.1:7000 &  barrage serve ws --listen 127.0.0.1:9000 &\n  \
+barrage versus tcp://127.0.0.1:7000 --against ws://127.0.0.1:9000 -c 100 -d 10s --reps 3 \
+--monitor auto\n\n\
+The runs alternate (A B, B A, ...) so that a drifting machine weighs on both sides alike; the \
+comparison shows each side's median rep (by throughput), and the B / A ratios of every rep."
+)]
+pub struct VersusArgs {
+    /// The run of side A: its target (a URL) and the flags both sides run with
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Side B's target (a URL of any scheme), run with the same flags
+    #[arg(long, value_name = "URL")]
+    pub against: String,
+
+    /// Runs of each side, alternating
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), value_name = "N")]
+    pub reps: u32,
+
+    /// Write the comparison to FILE (.html or .md) as well as printing it
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub compare_output: Option<String>,
 }
 
 #[derive(Args, Debug)]
