@@ -9,14 +9,12 @@
   window.barrageFitAxis = function (u, values, i, cycle) {
     var axis = u.axes[i];
     if (cycle > 1) return axis._size;
-    var size = axis.ticks.size + axis.gap;
-    var widest = (values || []).reduce(function (a, v) {
-      return v != null && String(v).length > a.length ? String(v) : a;
-    }, "");
-    if (widest) {
-      u.ctx.font = axis.font[0];
-      size += u.ctx.measureText(widest).width / (window.devicePixelRatio || 1);
-    }
+    // The widest in pixels, not in characters: "0.0 µs" and "200 ms" have as many.
+    u.ctx.font = axis.font[0];
+    var widest = (values || []).reduce(function (w, v) {
+      return v == null ? w : Math.max(w, u.ctx.measureText(String(v)).width);
+    }, 0);
+    var size = axis.ticks.size + axis.gap + widest / (window.devicePixelRatio || 1);
     return Math.ceil(size + 4);
   };
   function sig3(x) {

@@ -132,7 +132,9 @@ pub fn verdicts(r: &RunResult, explain: bool) -> Vec<String> {
         for w in saturation_warnings(&a.saturation) {
             lines.push(format!("WARNING       {w}"));
         }
-        if let Some(ramp) = ramp_saturation(&a.saturation) {
+        // Seconds outside the steady state count in no figure: a detail for --explain (the
+        // reports show it), not a line every demo ends with.
+        if let Some(ramp) = ramp_saturation(&a.saturation).filter(|_| explain) {
             lines.push(format!("Ramp          {ramp}"));
         }
     }
