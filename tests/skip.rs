@@ -26,6 +26,32 @@ pub fn missing(parts: &[(&str, bool)]) -> String {
     names.join(" and ")
 }
 
+/// `tests/browser/SCRIPT` when the headless-Chromium tests can run here (node, Debian's
+/// Chromium, and playwright-core from `npm ci` in tests/browser); skipped (or failing under CI)
+/// naming exactly what is missing otherwise.
+#[allow(dead_code)] // only the binaries with browser tests call it
+pub fn browser(script: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/browser");
+    let parts = [
+        (
+            "node",
+            std::process::Command::new("node")
+                .arg("--version")
+                .output()
+                .is_ok(),
+        ),
+        (
+            "/usr/bin/chromium",
+            std::path::Path::new("/usr/bin/chromium").exists(),
+        ),
+        (
+            "tests/browser/node_modules (npm ci)",
+            dir.join("node_modules/playwright-core").exists(),
+        ),
+    ];
+    available(&missing(&parts), parts.iter().all(|p| p.1)).then(|| dir.join(script))
+}
+
 fn record(what: &str) {
     use std::io::Write as _;
     let test = std::thread::current()

@@ -13,22 +13,7 @@ fn root() -> PathBuf {
 
 /// The checker can run here; when it cannot, CI fails and a local run says why and passes.
 fn checker() -> Option<PathBuf> {
-    let script = root().join("tests/browser/check-page.mjs");
-    let parts = [
-        (
-            "node",
-            Command::new("node").arg("--version").output().is_ok(),
-        ),
-        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
-        (
-            "tests/browser/node_modules (npm ci)",
-            root()
-                .join("tests/browser/node_modules/playwright-core")
-                .exists(),
-        ),
-    ];
-    let ready = parts.iter().all(|p| p.1);
-    crate::common::available(&crate::common::missing(&parts), ready).then_some(script)
+    crate::common::browser("check-page.mjs")
 }
 
 fn check(name: &str, html: &str) -> serde_json::Value {

@@ -14,21 +14,7 @@ fn root() -> PathBuf {
 }
 
 fn checker() -> Option<PathBuf> {
-    let parts = [
-        (
-            "node",
-            StdCommand::new("node").arg("--version").output().is_ok(),
-        ),
-        ("/usr/bin/chromium", Path::new("/usr/bin/chromium").exists()),
-        (
-            "tests/browser/node_modules (npm ci)",
-            root()
-                .join("tests/browser/node_modules/playwright-core")
-                .exists(),
-        ),
-    ];
-    available(&missing(&parts), parts.iter().all(|p| p.1))
-        .then(|| root().join("tests/browser/check-live.mjs"))
+    browser("check-live.mjs")
 }
 
 /// Runs barrage with `--web` (2 connections at 400/s against `server`, plus `extra`), watches

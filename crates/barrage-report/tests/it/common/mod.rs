@@ -13,7 +13,7 @@ use barrage_metrics::{
 
 #[path = "../../../../../tests/skip.rs"]
 mod skip;
-pub use skip::{available, missing};
+pub use skip::browser;
 
 /// xorshift64*: tiny, seeded, integer-only.
 pub struct Rng(u64);
