@@ -77,7 +77,11 @@ try {
   await until(page, `window.barrageLive && window.barrageLive.points.length >= ${out.after_reload}`, 30000);
   await page.waitForTimeout(300);
   out.layout = { desktop: await layout(page), phone: await layout(phone) };
-  out.left_shown = await page.evaluate(() => document.getElementById("left").textContent);
+  // What "left" shows, beside the second it was computed from (read together).
+  [out.left_shown, out.left_at] = await page.evaluate(() => {
+    const load = window.barrageLive.points.filter((p) => p.tick.phase !== "drain");
+    return [document.getElementById("left").textContent, load[load.length - 1].tick.t];
+  });
   out.p99_shown = await page.evaluate(() => document.getElementById("cur-p99").textContent);
   await phone.screenshot({ path: shot.replace(/\.png$/, "-phone.png"), fullPage: true });
   await phone.close();

@@ -56,3 +56,20 @@ pub use result::{
 pub use steps::{StepCount, StepRec, StepSummary, Steps, TickStep};
 pub use thresholds::{Facts, Threshold, ThresholdError};
 pub use timeline::{Phase, Timeline, DRAIN_KEY, SECOND_NS};
+
+/// `20012` -> `20,012`: counts as every output writes them (the readiness rows here, and
+/// `barrage_report::fmt::thousands` is this one).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let (head, tail) = digits.split_at(match digits.len() % 3 {
+        0 => 3.min(digits.len()),
+        r => r,
+    });
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    out.push_str(head);
+    for group in tail.as_bytes().chunks(3) {
+        out.push(',');
+        out.extend(group.iter().map(|&b| b as char));
+    }
+    out
+}

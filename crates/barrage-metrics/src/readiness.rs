@@ -172,9 +172,9 @@ fn correctness(result: &RunResult) -> Row {
     };
     let mut fig = format!(
         "{} unexpected replies = {:.2} % of {} completed exchanges",
-        grouped(c.unexpected_replies),
+        crate::thousands(c.unexpected_replies),
         c.unexpected_pct,
-        grouped(c.completed)
+        crate::thousands(c.completed)
     );
     if c.framing_suspect {
         fig.push_str("; the reply framing (--expect) does not match the server's replies");
@@ -213,7 +213,7 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdChec
                 };
                 let mut fig = format!(
                     "{} req/s, {}p50 {}, p99 {} (p99/p50 = {ratio:.1})",
-                    grouped(s.rps.avg.round() as u64),
+                    crate::thousands(s.rps.avg.round() as u64),
                     lat.what,
                     duration(lat.p50),
                     duration(lat.p99)
@@ -363,19 +363,6 @@ fn duration(us: f64) -> String {
     }
 }
 
-/// `501800` as `501,800`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn verdict(v: Option<Verdict>) -> &'static str {
     match v {
         Some(Verdict::Unclear) => "unclear (too few or too noisy points to tell)",
@@ -503,7 +490,11 @@ fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
     if tr == Some(Verdict::Growing) {
         g = g.at_most_warn();
     }
-    let mut fig = format!("{pct:.3} % ({} of {})", grouped(errors), grouped(all));
+    let mut fig = format!(
+        "{pct:.3} % ({} of {})",
+        crate::thousands(errors),
+        crate::thousands(all)
+    );
     // How the error rate moved, when the run was long enough to tell.
     if let Some(v) = tr {
         fig.push_str(&format!("; trend {}", verdict(Some(v))));

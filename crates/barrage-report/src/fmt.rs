@@ -17,20 +17,7 @@ pub fn tls_setting(r: &barrage_metrics::RunResult) -> Option<String> {
 }
 
 /// `20012` -> `20,012`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let (head, tail) = digits.split_at(match digits.len() % 3 {
-        0 => 3.min(digits.len()),
-        r => r,
-    });
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    out.push_str(head);
-    for group in tail.as_bytes().chunks(3) {
-        out.push(',');
-        out.extend(group.iter().map(|&b| b as char));
-    }
-    out
-}
+pub use barrage_metrics::thousands;
 
 /// A rate or other non-negative real: whole with separators from 100 up, else 3 digits; a
 /// plain `0` for nothing at all.

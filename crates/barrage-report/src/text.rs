@@ -248,8 +248,9 @@ fn steady(r: &RunResult) -> Option<(f64, f64, f64)> {
     ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
 }
 
-/// The answer first, in two lines: how fast, how slow, how many failed; and the verdict.
-fn answer(r: &RunResult) -> Vec<String> {
+/// A run in one line, as the summary's `Answer` gives it (and `barrage versus` per rep):
+/// `134,364 req/s, p50 347 µs, p99 681 µs, no errors` (the steady state's rate when it ramped).
+pub fn headline(r: &RunResult) -> String {
     let s = &r.summary;
     let rps = steady(r).map_or(s.rps.avg, |(rps, _, _)| rps);
     let mut parts = vec![format!("{} req/s", real(rps).trim())];
@@ -266,7 +267,12 @@ fn answer(r: &RunResult) -> Vec<String> {
         Some(_) => "no errors".into(),
         None => "nothing completed".into(),
     });
-    let mut lines = vec![row("Answer", parts.join(", "))];
+    parts.join(", ")
+}
+
+/// The answer first, in two lines: how fast, how slow, how many failed; and the verdict.
+fn answer(r: &RunResult) -> Vec<String> {
+    let mut lines = vec![row("Answer", headline(r))];
     let mut verdict = Vec::new();
     if !r.thresholds.is_empty() {
         let failed: Vec<&str> = r

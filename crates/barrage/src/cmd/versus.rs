@@ -14,7 +14,6 @@
 use crate::resolve::cli::{RunArgs, VersusArgs};
 use crate::usage::Usage;
 use barrage_metrics::RunResult;
-use barrage_report::fmt::{duration_us, real};
 
 /// One side of the comparison.
 struct Side<'a> {
@@ -132,7 +131,7 @@ fn run_sides<'a>(
                 rep + 1,
                 a.reps,
                 side.url,
-                one_line(&r)
+                barrage_report::headline(&r)
             );
             if c == 130 {
                 return Ok((sides, 130));
@@ -150,19 +149,6 @@ fn run_sides<'a>(
         }
     }
     Ok((sides, code))
-}
-
-/// `167,250 req/s, p99 439 µs, errors 0.000 %` of one run.
-fn one_line(r: &RunResult) -> String {
-    let s = &r.summary;
-    let errors = s
-        .error_rate()
-        .map_or("n/a".to_string(), |e| format!("{:.3} %", e * 100.0));
-    format!(
-        "{} req/s, p99 {}, errors {errors}",
-        real(s.rps.avg).trim(),
-        duration_us(s.latency_us.p99 as f64),
-    )
 }
 
 /// The index of the rep with the median throughput (the lower middle of an even count).

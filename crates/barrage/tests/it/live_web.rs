@@ -158,13 +158,15 @@ fn the_live_page_follows_the_run_and_ends_with_its_summary() {
         [" µs", " ms", " s"].iter().any(|u| p99.ends_with(u)),
         "p99 {p99:?}"
     );
-    let left: u64 = v["left_shown"]
+    // The time left is the load's end (-d 90s, no warm-up) less the second it is shown at.
+    let left: f64 = v["left_shown"]
         .as_str()
         .unwrap()
         .trim_end_matches(" s")
         .parse()
         .unwrap_or_else(|_| panic!("left {}", v["left_shown"]));
-    assert!((1..90).contains(&left), "left {left} s");
+    let at = v["left_at"].as_f64().unwrap();
+    assert!((left - (90.0 - at)).abs() <= 0.5, "left {left} s at {at} s");
     // No monitoring: no network section.
     assert_eq!(v["network_visible"], false, "{v}");
     // What the page holds at the end is the JSON's time series, second by second.
