@@ -25,6 +25,7 @@ pub mod framing;
 pub mod http;
 pub mod memcache;
 pub mod message;
+pub mod os;
 pub mod pacer;
 pub mod plan;
 pub mod ports;

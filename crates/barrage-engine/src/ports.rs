@@ -46,11 +46,9 @@ impl PortCursor {
         })
     }
 
-    /// The system's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`).
+    /// The system's ephemeral range ([`crate::os::net::ephemeral_range`]).
     pub fn system_range() -> Option<(u16, u16)> {
-        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
-        let mut it = text.split_whitespace().map(|p| p.parse::<u16>().ok());
-        Some((it.next()??, it.next()??))
+        crate::os::net::ephemeral_range()
     }
 
     /// Start `steps` ports into the stride (another process's workers start elsewhere, so
@@ -114,7 +112,7 @@ fn start(
 ) -> Result<mio::net::TcpStream, (socket2::Socket, io::Error)> {
     match sock.connect(&to.into()) {
         Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) if crate::os::net::connect_in_progress(&e) => {}
         Err(e) => return Err((sock, e)),
     }
     Ok(mio::net::TcpStream::from_std(sock.into()))
@@ -226,40 +224,18 @@ impl Dialer {
                 match start(sock, to) {
                     Ok(stream) => return Ok(stream),
                     // This 4-tuple is in use (another target's, or in TIME_WAIT).
-                    Err((_, e)) if shared && e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {}
+                    Err((_, e)) if shared && crate::os::net::addr_not_available(&e) => {}
                     Err((_, e)) => return Err(e),
                 }
             }
         }
         let sock = socket_for(to)?;
         if let Some(ip) = from {
-            no_port_bind(&sock);
+            crate::os::net::no_port_bind(&sock);
             sock.bind(&SocketAddr::new(ip, 0).into())?;
         }
         start(sock, to).map_err(|(_, e)| e)
     }
-}
-
-/// `IP_BIND_ADDRESS_NO_PORT`: a bind to (address, 0) leaves the port to `connect`, which
-/// picks one free for the 4-tuple instead of one free for every destination.
-fn no_port_bind(sock: &socket2::Socket) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let on: libc::c_int = 1;
-        // SAFETY: a valid socket and a c_int option of the right size.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_BIND_ADDRESS_NO_PORT,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = sock;
 }
 
 #[cfg(test)]

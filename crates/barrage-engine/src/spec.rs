@@ -379,7 +379,7 @@ pub fn ns(d: Duration) -> u64 {
 
 /// Fills `{secret:NAME}` from the environment.
 pub fn env_secret(name: &str) -> Option<Vec<u8>> {
-    std::env::var_os(name).map(std::os::unix::ffi::OsStringExt::into_vec)
+    crate::os::env_bytes(name)
 }
 
 impl Spec {

@@ -164,11 +164,8 @@ impl<S: Session> Worker<S> {
     ) -> io::Result<(Self, Arc<Waker>)> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let alarm = Alarm::new(time.base_ns())?;
-        if let Some(fd) = alarm.raw_fd() {
-            poll.registry()
-                .register(&mut mio::unix::SourceFd(&fd), ALARM, Interest::READABLE)?;
-        }
+        let mut alarm = Alarm::new(time.base_ns())?;
+        alarm.register(poll.registry(), ALARM)?;
         let cfg = S::config(&plan);
         let conns = (0..share.connections)
             .map(|k| Conn::new(share.global_id(k), S::new(&cfg), plan.verify))

@@ -1,25 +1,23 @@
 //! What every reference server shares: its listening sockets, its event-loop threads and the
 //! [`ServerHandle`] that reads their counters and stops them.
 //!
-//! Key decision: one listening socket *per thread*, all bound to the same address with
-//! `SO_REUSEPORT`, so the kernel spreads incoming connections over the threads and no accept
-//! lock or hand-off queue exists. Everything that can fail (bind, epoll, eventfd, spawn) happens
-//! in [`spawn`] before it returns, so a caller may connect as soon as it has the handle.
-//!
-//! The first listener binds *alone* (`SO_REUSEPORT` is set only after its bind, before
-//! `listen`), so a port another server already listens on is refused ([`ServerError::InUse`])
-//! rather than joined: `SO_REUSEPORT` would otherwise let a second server of the same user take
-//! part of the first one's connections without a word. Sharing a port (`serve --processes`,
-//! `--reuse-port`) is asked for with `reuse_port`.
+//! Key decision: one listening socket *per thread*, so that no accept lock or hand-off queue
+//! exists; how the threads share the port is platform code ([`bind`]): on Unix each binds its
+//! own with `SO_REUSEPORT` and the kernel spreads connections over them, on Windows each polls
+//! a duplicate of one socket and takes what it accepts first. Everything that can fail (bind,
+//! the poll, the waker, spawn) happens in [`spawn`] before it returns, so a caller may connect
+//! as soon as it has the handle.
 
 use crate::stats::{CounterWriter, Kind, ServerError, ServerStats, ThreadCounters};
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Token, Waker};
-use socket2::{Domain, Protocol, Socket, Type};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
+
+mod bind;
+use bind::bind_listeners;
 
 /// Listen backlog: large, so that a connection storm from the load generator is queued rather
 /// than refused while a thread is busy.
@@ -200,52 +198,4 @@ where
         handle.threads.push(thread);
     }
     Ok(handle)
-}
-
-/// Binds `n` non-blocking listeners to the same address. The first one resolves port 0 and,
-/// unless `reuse_port`, binds alone: a port another server listens on is [`ServerError::InUse`].
-/// The others join its port.
-fn bind_listeners(
-    listen: SocketAddr,
-    n: usize,
-    reuse_port: bool,
-) -> Result<Vec<TcpListener>, ServerError> {
-    let first = bind_one(listen, reuse_port)?;
-    let addr = first.local_addr().map_err(|source| ServerError::Bind {
-        addr: listen,
-        source,
-    })?;
-    let mut all = Vec::with_capacity(n);
-    all.push(first);
-    for _ in 1..n {
-        all.push(bind_one(addr, true)?);
-    }
-    Ok(all)
-}
-
-/// One listener on `addr`. With `join`, `SO_REUSEPORT` is set before the bind (the socket joins
-/// the port's group, ours or another server's); without, after it, so that the bind fails if
-/// anything listens there already, and the sockets bound later (our other threads, `--processes`)
-/// can still join this one.
-fn bind_one(addr: SocketAddr, join: bool) -> Result<TcpListener, ServerError> {
-    let bind_err = |source| ServerError::Bind { addr, source };
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(bind_err)?;
-    // SO_REUSEADDR: restart on a port whose old connections are still in TIME_WAIT.
-    socket.set_reuse_address(true).map_err(bind_err)?;
-    if join {
-        socket.set_reuse_port(true).map_err(bind_err)?;
-    }
-    socket.set_nonblocking(true).map_err(bind_err)?;
-    match socket.bind(&addr.into()) {
-        Err(e) if !join && e.kind() == std::io::ErrorKind::AddrInUse => {
-            return Err(ServerError::InUse { addr })
-        }
-        other => other.map_err(bind_err)?,
-    }
-    if !join {
-        socket.set_reuse_port(true).map_err(bind_err)?;
-    }
-    socket.listen(BACKLOG).map_err(bind_err)?;
-    Ok(TcpListener::from_std(socket.into()))
 }

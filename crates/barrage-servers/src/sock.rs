@@ -6,13 +6,17 @@
 //! each syscall the way [`CounterWriter`] requires and keeps the readiness flags right, so the
 //! plain path and rustls' `read_tls`/`write_tls` share one implementation. A read that returns
 //! less than asked for is taken as "drained" (Linux epoll raises a new edge for new data),
-//! which saves the syscall that would say `WouldBlock`.
+//! which saves the syscall that would say `WouldBlock`; not on Windows, where mio re-arms a
+//! socket only after a `WouldBlock` ([`SHORT_READ_DRAINS`]).
 
 use crate::stats::CounterWriter;
 use mio::event::Event;
 use mio::net::TcpStream;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::Shutdown;
+
+/// Whether a short read means drained for the poll: on Unix; on Windows only `WouldBlock` does.
+pub(crate) const SHORT_READ_DRAINS: bool = cfg!(unix);
 
 pub(crate) struct Sock {
     stream: TcpStream,
@@ -105,7 +109,7 @@ impl Read for Counted<'_> {
             }
             Ok(n) => {
                 self.counters.read(n);
-                if n < buf.len() && !sock.read_closed {
+                if n < buf.len() && !sock.read_closed && SHORT_READ_DRAINS {
                     sock.read_ready = false;
                 }
                 Ok(n)

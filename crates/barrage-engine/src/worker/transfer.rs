@@ -15,7 +15,8 @@ impl<S: Session> Worker<S> {
     /// read in the next turn, see `READS_PER_TURN`). A short read means drained
     /// (edge-triggered epoll reports new data as a new event), except when the event also
     /// said the peer closed: then the FIN is already here and no further event will come, so
-    /// read on to the EOF.
+    /// read on to the EOF; and except on Windows, where only `WouldBlock` re-arms the socket
+    /// (`os::net::SHORT_READ_DRAINS`).
     pub(super) fn read_ready(&mut self, idx: u32, now: u64, peer_closed: bool) {
         let mut rbuf = std::mem::take(&mut self.rbuf);
         let mut budget = READS_PER_TURN;
@@ -42,7 +43,7 @@ impl<S: Session> Worker<S> {
                         Transport::Plain => self.deliver(idx, &rbuf[..n], now),
                         Transport::Tls(_) => self.tls_input(idx, &rbuf[..n], now),
                     }
-                    if n < rbuf.len() && !peer_closed {
+                    if n < rbuf.len() && !peer_closed && crate::os::net::SHORT_READ_DRAINS {
                         break;
                     }
                 }

@@ -4,7 +4,8 @@
 
 use super::*;
 
-/// Write `data`, or queue it behind bytes already waiting; a short write queues the rest.
+/// Write `data`, or queue it behind bytes already waiting; a short write queues the rest (on
+/// Windows only once a write said `WouldBlock`: `os::net::SHORT_WRITE_FILLS`).
 /// Returns the bytes accepted now (under TLS: taken into the session).
 pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> io::Result<usize> {
     if c.transport.send(c.stream.as_mut(), rec, data)? {
@@ -17,25 +18,30 @@ pub(super) fn write_to<S>(c: &mut Conn<S>, rec: &mut Recorder, data: &[u8]) -> i
     let Some(s) = c.stream.as_mut() else {
         return Ok(0);
     };
+    let mut sent = 0;
     loop {
-        match s.write(data) {
+        match s.write(&data[sent..]) {
             Ok(m) => {
                 if m > 0 {
                     rec.counters.writes += 1;
                     rec.counters.bytes_written += m as u64;
                 }
-                if m < data.len() {
+                sent += m;
+                if sent < data.len() && m > 0 && !crate::os::net::SHORT_WRITE_FILLS {
+                    continue;
+                }
+                if sent < data.len() {
                     c.wbuf.clear();
                     c.wpos = 0;
-                    c.wbuf.extend_from_slice(&data[m..]);
+                    c.wbuf.extend_from_slice(&data[sent..]);
                 }
-                return Ok(m);
+                return Ok(sent);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 c.wbuf.clear();
                 c.wpos = 0;
-                c.wbuf.extend_from_slice(data);
-                return Ok(0);
+                c.wbuf.extend_from_slice(&data[sent..]);
+                return Ok(sent);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),

@@ -75,7 +75,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         .threads
         .map_or(if name == "chat" { 1 } else { cores }, |t| t as usize);
     let stall_for = args.stall_for.unwrap_or_default();
-    let stop = crate::sys::stop_on_signals();
+    let stop = crate::sys::stop_on_signals().stop;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(barrage_servers::TlsFiles {
             cert: cert.clone(),
@@ -416,10 +416,7 @@ impl Children {
     /// Stops every process (SIGTERM, then SIGKILL after 10 s) and reads its counts.
     fn stop(mut self) -> anyhow::Result<Vec<barrage_servers::ServerStats>> {
         for (c, _) in &self.list {
-            // SAFETY: kill on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGTERM);
-            }
+            crate::sys::terminate(c);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut out = Vec::new();

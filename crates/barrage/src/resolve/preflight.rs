@@ -53,23 +53,13 @@ pub struct Machine {
 }
 
 impl Machine {
-    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux but not on every Unix
     pub fn read() -> Machine {
         let num = |p: &str| {
             std::fs::read_to_string(p)
                 .ok()
                 .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
         };
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit with a valid pointer to our own struct.
-        let nofile_hard = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
-            lim.rlim_max as u64
-        } else {
-            u64::MAX
-        };
+        let nofile_hard = crate::sys::nofile_hard();
         let mem_available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
             let line = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
             Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
@@ -148,6 +138,11 @@ pub fn check(f: &Facts, m: &Machine) -> Vec<Item> {
                 "{need} source addresses of this machine (--source-ip), or more target ports (--url)"
             )
         };
+        let fix = format!(
+            "{fix}; or widen the ephemeral port range ({} now): {}",
+            m.ports,
+            barrage_engine::os::net::WIDEN_PORTS
+        );
         Item {
             what: "local ports",
             says: format!(
@@ -164,15 +159,19 @@ pub fn check(f: &Facts, m: &Machine) -> Vec<Item> {
     // Open files per process.
     let per_process = f.connections.div_ceil(f.processes.max(1));
     let fds = fds_for(per_process, f.threads);
+    let processes = format!(
+        "{} process{}",
+        f.processes,
+        if f.processes == 1 { "" } else { "es" }
+    );
     out.push(if fds <= m.nofile_hard {
         Item {
             what: "open files",
-            says: format!(
-                "{fds} per process of {} allowed ({} process{})",
-                m.nofile_hard,
-                f.processes,
-                if f.processes == 1 { "" } else { "es" }
-            ),
+            says: if m.nofile_hard == u64::MAX {
+                format!("{fds} per process, no limit on this system ({processes})")
+            } else {
+                format!("{fds} per process of {} allowed ({processes})", m.nofile_hard)
+            },
             level: Level::Ok,
             fix: None,
         }

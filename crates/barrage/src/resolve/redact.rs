@@ -153,8 +153,7 @@ impl Secrets {
 
     /// The value of the environment variable `name`, remembered so that no message quotes it.
     pub fn lookup(&mut self, name: &str) -> Option<Vec<u8>> {
-        use std::os::unix::ffi::OsStrExt;
-        let value = std::env::var_os(name)?.as_bytes().to_vec();
+        let value = barrage_engine::os::env_bytes(name)?;
         if !self.filled.iter().any(|(n, _)| n == name) {
             self.filled.push((name.to_string(), value.clone()));
         }

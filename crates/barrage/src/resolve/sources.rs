@@ -154,7 +154,7 @@ fn item_addrs(item: &str) -> Result<Vec<IpAddr>, String> {
 fn local(ip: IpAddr) -> Result<(), String> {
     match std::net::UdpSocket::bind(SocketAddr::new(ip, 0)) {
         Ok(_) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => Err(format!(
+        Err(e) if barrage_engine::os::net::addr_not_available(&e) => Err(format!(
             "{ip} is not an address of this machine; add it to an interface (ip addr add {ip}/32 dev IFACE) or leave it out"
         )),
         Err(e) => Err(format!("{ip}: cannot bind it: {e}")),

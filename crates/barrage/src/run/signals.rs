@@ -7,8 +7,8 @@ use barrage_metrics::{MonitorSeries, SpawnRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// The run's stop flags. `stop` is set by SIGINT/SIGTERM/SIGHUP and by the dashboard's `q`;
-/// `signalled` by the signals only (a `q` is a user stop, not an interrupt).
+/// The run's stop flags. `stop` is set by a stop signal ([`sys::stop_on_signals`]) and by the
+/// dashboard's `q`; `signalled` by the signals only (a `q` is a user stop, not an interrupt).
 pub(crate) struct Signals {
     pub stop: Arc<AtomicBool>,
     signalled: Arc<AtomicBool>,
@@ -16,15 +16,11 @@ pub(crate) struct Signals {
 
 impl Signals {
     pub(crate) fn install() -> Signals {
-        let stop = sys::stop_on_signals();
-        let signalled = Arc::new(AtomicBool::new(false));
-        for sig in sys::STOP_SIGNALS {
-            if sys::ignored(sig) {
-                continue; // left ignored (nohup), as stop_on_signals leaves it
-            }
-            let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+        let flags = sys::stop_on_signals();
+        Signals {
+            stop: flags.stop,
+            signalled: flags.signalled,
         }
-        Signals { stop, signalled }
     }
 
     pub(crate) fn signalled(&self) -> bool {

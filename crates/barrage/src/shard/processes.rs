@@ -274,10 +274,7 @@ impl Follow<'_> {
                 // Pass the stop on: each child ends its shard and writes what it has.
                 signalled = true;
                 for c in children.iter() {
-                    // SAFETY: kill on our own child's pid.
-                    unsafe {
-                        libc::kill(c.id() as i32, libc::SIGINT);
-                    }
+                    crate::sys::interrupt(c);
                 }
             }
             for (i, c) in children.iter_mut().enumerate() {

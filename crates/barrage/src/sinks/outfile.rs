@@ -16,7 +16,7 @@ pub fn check_writable(flag: &str, path: &str) -> Result<(), Usage> {
     let bad = |why: String| Usage::value(flag, path, why);
     match std::fs::metadata(p) {
         Ok(m) if m.is_dir() => Err(bad("is a directory; give a file name".into())),
-        Ok(_) if kernel_file(p) => Err(bad(
+        Ok(_) if crate::sys::kernel_file(p) => Err(bad(
             "is a file of the kernel (/proc, /sys), not a place for results; give another path"
                 .into(),
         )),
@@ -45,32 +45,6 @@ pub fn check_writable(flag: &str, path: &str) -> Result<(), Usage> {
             }
         }
         Err(e) => Err(bad(reason(&e))),
-    }
-}
-
-/// Files of /proc and /sys accept an open for writing (as root) and then fail every write.
-fn kernel_file(p: &Path) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::ffi::OsStrExt as _;
-        const PROC_SUPER_MAGIC: i64 = 0x9fa0;
-        const SYSFS_MAGIC: i64 = 0x6265_6572;
-        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-            return false;
-        };
-        // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
-        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-            return false;
-        }
-        #[allow(clippy::unnecessary_cast)]
-        let kind = st.f_type as i64;
-        kind == PROC_SUPER_MAGIC || kind == SYSFS_MAGIC
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = p;
-        false
     }
 }
 

@@ -51,47 +51,7 @@ pub fn wanted(no_tui: bool, quiet: bool, json_to_stdout: bool) -> bool {
         && !json_to_stdout
         && std::io::stdout().is_terminal()
         && std::io::stdin().is_terminal()
-        && in_foreground(0)
-        && in_foreground(1)
-}
-
-/// Whether this process is in the foreground process group of the terminal on `fd`.
-fn in_foreground(fd: i32) -> bool {
-    // SAFETY: plain queries, no memory handed over.
-    let (tty, own) = unsafe { (libc::tcgetpgrp(fd), libc::getpgrp()) };
-    tty != -1 && tty == own
-}
-
-/// SIGTTOU and SIGTTIN blocked in this thread while it lives: from outside the terminal's
-/// foreground group, a terminal call then goes through or fails with EIO instead of stopping
-/// the process.
-struct NoTtyStop {
-    old: libc::sigset_t,
-}
-
-impl NoTtyStop {
-    fn new() -> NoTtyStop {
-        // SAFETY: the sets are initialized by sigemptyset/pthread_sigmask before use, and
-        // pthread_sigmask changes only this thread's mask.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGTTOU);
-            libc::sigaddset(&mut set, libc::SIGTTIN);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            NoTtyStop { old }
-        }
-    }
-}
-
-impl Drop for NoTtyStop {
-    fn drop(&mut self) {
-        // SAFETY: restores this thread's own mask, saved by `new`.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-        }
-    }
+        && crate::sys::owns_terminal()
 }
 
 /// What the dashboard knows before the first tick.
@@ -209,7 +169,7 @@ impl Dashboard {
             .name("barrage-tui".into())
             .spawn(move || {
                 // This thread draws and reads keys: never stopped by the terminal.
-                let _no_stop = NoTtyStop::new();
+                let _no_stop = crate::sys::NoTtyStop::new();
                 let _guard = guard;
                 // An I/O error ends the display, never the run.
                 let _ = ui_loop(term, View::new(info), rx, &flags);
@@ -319,7 +279,7 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 impl TermGuard {
     fn enter() -> std::io::Result<TermGuard> {
-        let _no_stop = NoTtyStop::new();
+        let _no_stop = crate::sys::NoTtyStop::new();
         terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let guard = TermGuard;
@@ -340,7 +300,7 @@ impl Drop for TermGuard {
 
 fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
-        let _no_stop = NoTtyStop::new();
+        let _no_stop = crate::sys::NoTtyStop::new();
         let _ = execute!(
             std::io::stdout(),
             terminal::LeaveAlternateScreen,

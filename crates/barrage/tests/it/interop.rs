@@ -127,14 +127,14 @@ http {
 }
 "#;
 
-struct Nginx {
+pub(crate) struct Nginx {
     child: Guard,
     port: u16,
     dir: tempfile::TempDir,
 }
 
 impl Nginx {
-    fn start() -> Option<Nginx> {
+    pub(crate) fn start() -> Option<Nginx> {
         let bin = nginx_bin();
         if !available("nginx", bin.is_some()) {
             return None;
@@ -188,7 +188,7 @@ impl Nginx {
         panic!("nginx did not start; error.log:\n{log}");
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
@@ -207,7 +207,7 @@ impl Nginx {
     }
 
     /// stub_status's (accepts, handled, requests); the status request counts itself.
-    fn status(&self) -> (u64, u64, u64) {
+    pub(crate) fn status(&self) -> (u64, u64, u64) {
         let r = self.get_raw("/nginx_status", "");
         let line = r
             .lines()
@@ -232,7 +232,7 @@ impl Nginx {
 
 /// barrage's requests and connections as nginx counted them: after - before, less the
 /// status request (and its connection) made for `after`.
-fn nginx_delta(before: (u64, u64, u64), after: (u64, u64, u64)) -> (u64, u64) {
+pub(crate) fn nginx_delta(before: (u64, u64, u64), after: (u64, u64, u64)) -> (u64, u64) {
     (after.0 - before.0 - 1, after.2 - before.2 - 1)
 }
 

@@ -85,3 +85,5 @@ mod truth;
 mod validate;
 // Verdicts about servers whose behaviour the test scripts.
 mod verdicts;
+// barrage.exe (the Windows build) under wine.
+mod wine;

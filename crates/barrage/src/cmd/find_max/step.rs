@@ -215,7 +215,9 @@ struct CpuMeter {
 
 impl CpuMeter {
     fn sample(&mut self) {
-        let Some(cpu) = process_cpu_s() else { return };
+        let Some(cpu) = crate::sys::process_cpu_s() else {
+            return;
+        };
         let now = (Instant::now(), cpu);
         if self.first.is_none() {
             self.first = Some(now);
@@ -229,15 +231,4 @@ impl CpuMeter {
         let wall = t1.duration_since(t0).as_secs_f64();
         (wall > 0.0).then(|| (c1 - c0) / wall * 100.0)
     }
-}
-
-/// User + system CPU seconds of this process so far.
-fn process_cpu_s() -> Option<f64> {
-    // SAFETY: getrusage writes into the struct we own; a zeroed rusage is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return None;
-    }
-    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    Some(s(ru.ru_utime) + s(ru.ru_stime))
 }

@@ -33,7 +33,7 @@ impl TempRoot {
         let making = base.join(format!("{MAKING}{name}"));
         std::fs::create_dir(&making)?;
         let lock = File::open(&making)?;
-        if !try_lock(&lock) {
+        if !crate::sys::try_lock(&lock) {
             let _ = std::fs::remove_dir(&making);
             return Err(std::io::Error::other("cannot lock it"));
         }
@@ -52,13 +52,6 @@ impl Drop for TempRoot {
     }
 }
 
-/// An exclusive lock on `f`, if no other process holds one.
-fn try_lock(f: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor this process owns.
-    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-}
-
 /// Removes the children's directories under `base` whose parent is gone (no lock held on
 /// them); a directory still being made, killed before its rename, goes after a minute.
 /// Returns how many were removed.
@@ -73,7 +66,7 @@ pub fn sweep(base: &Path) -> usize {
         let path = e.path();
         let abandoned = if name.starts_with(PREFIX) {
             // Its lock is free: its parent is gone. (The lock taken here goes with `f`.)
-            File::open(&path).is_ok_and(|f| try_lock(&f))
+            File::open(&path).is_ok_and(|f| crate::sys::try_lock(&f))
         } else if name.starts_with(MAKING) {
             e.metadata()
                 .and_then(|m| m.modified())
@@ -107,7 +100,7 @@ mod tests {
         let live = b.join(format!("{PREFIX}3-4"));
         std::fs::create_dir(&live).unwrap();
         let held = File::open(&live).unwrap();
-        assert!(try_lock(&held));
+        assert!(crate::sys::try_lock(&held));
         // One being made right now, and something else entirely.
         let making = b.join(format!("{MAKING}5-6"));
         std::fs::create_dir(&making).unwrap();

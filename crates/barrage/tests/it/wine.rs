@@ -1,0 +1,346 @@
+//! barrage.exe, the Windows build (`x86_64-pc-windows-gnu`, linked by Debian's mingw-w64), run
+//! under wine: the Windows subset of the suite. Windows code paths (IOCP through mio, console
+//! control events, the job object, the monitor's Win32 readings) run for real here; what wine
+//! cannot show is listed in README.md ("Windows").
+//!
+//! The first test to need it builds barrage.exe (profile `wine`: optimized, no LTO) into
+//! `target/wine` with the cargo that runs the tests, so the exe is never older than the source,
+//! and makes one wine prefix under the test binary's temporary directory. Wine 8 (Debian 12)
+//! lacks `bcryptprimitives.dll`, which Rust's standard library needs: a stand-in built from
+//! `tests/wine/bcryptprimitives.c` goes next to the exe (never shipped).
+//!
+//! Each wine process is a child of the test, stopped by its PID: wine's SIGINT handler turns
+//! the signal into a Ctrl-C console event for the Windows process, which is how these tests
+//! press Ctrl-C. The wine server started for the prefix exits by itself 20 s after its last
+//! process. Without wine, mingw-w64 or the Rust target the tests are skipped (failing under CI).
+
+use crate::common::*;
+use crate::interop::Nginx;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const TARGET: &str = "x86_64-pc-windows-gnu";
+
+struct Wine {
+    exe: PathBuf,
+    prefix: PathBuf,
+}
+
+/// barrage.exe and a wine prefix, once per test binary; `None` (skipped) when this machine
+/// cannot build or run it.
+fn wine() -> Option<&'static Wine> {
+    static WINE: OnceLock<Option<Wine>> = OnceLock::new();
+    WINE.get_or_init(|| {
+        let target_installed = StdCommand::new("rustup")
+            .args(["target", "list", "--installed"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(TARGET));
+        let parts = [
+            ("wine", on_path("wine")),
+            (
+                "mingw-w64 (x86_64-w64-mingw32-gcc)",
+                on_path("x86_64-w64-mingw32-gcc"),
+            ),
+            ("the Rust target x86_64-pc-windows-gnu", target_installed),
+        ];
+        if !crate::common::available(&crate::common::missing(&parts), parts.iter().all(|p| p.1)) {
+            return None;
+        }
+        Some(Wine {
+            exe: build_exe(),
+            prefix: make_prefix(),
+        })
+    })
+    .as_ref()
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `cargo build --profile wine --target x86_64-pc-windows-gnu -p barrage` into `target/wine`,
+/// and the `bcryptprimitives.dll` stand-in beside the exe.
+fn build_exe() -> PathBuf {
+    let root = workspace();
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../wine");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let st = StdCommand::new(cargo)
+        .current_dir(&root)
+        .args(["build", "--locked", "--profile", "wine", "--target", TARGET])
+        .args(["-p", "barrage", "--target-dir"])
+        .arg(&target_dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run cargo build for Windows");
+    assert!(st.success(), "cargo build of barrage.exe failed");
+    let dir = target_dir.join(TARGET).join("wine");
+    let src = root.join("tests/wine/bcryptprimitives.c");
+    let st = StdCommand::new("x86_64-w64-mingw32-gcc")
+        .args(["-O2", "-shared", "-o"])
+        .arg(dir.join("bcryptprimitives.dll"))
+        .arg(&src)
+        .arg(src.with_extension("def"))
+        .arg("-ladvapi32")
+        .status()
+        .expect("run x86_64-w64-mingw32-gcc");
+    assert!(st.success(), "building bcryptprimitives.dll failed");
+    dir.join("barrage.exe")
+}
+
+/// A fresh wine prefix (made by `wineboot`), and a wine server that stays up between the
+/// tests' processes and ends 20 s after the last.
+fn make_prefix() -> PathBuf {
+    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wine-prefix");
+    let _ = std::fs::remove_dir_all(&prefix);
+    std::fs::create_dir_all(&prefix).expect("make the wine prefix's directory");
+    let st = env(StdCommand::new("wineserver"), &prefix)
+        .arg("-p20")
+        .status()
+        .expect("start wineserver");
+    assert!(st.success(), "wineserver -p20 failed");
+    let st = env(StdCommand::new("wineboot"), &prefix)
+        .arg("--init")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run wineboot");
+    assert!(st.success(), "wineboot --init failed");
+    prefix
+}
+
+/// Quiet wine, in `prefix`, without the Mono and Gecko installers' prompts.
+fn env(mut cmd: StdCommand, prefix: &Path) -> StdCommand {
+    cmd.env("WINEPREFIX", prefix)
+        .env("WINEDEBUG", "-all")
+        .env("WINEDLLOVERRIDES", "mscoree=;mshtml=")
+        .env_remove("DISPLAY");
+    cmd
+}
+
+impl Wine {
+    /// `wine barrage.exe ARGS`, with the stop signals at their defaults.
+    fn barrage(&self, args: &[&str]) -> StdCommand {
+        let mut cmd = signals_at_default(env(StdCommand::new("wine"), &self.prefix));
+        cmd.arg(&self.exe).args(args).stdin(Stdio::null());
+        cmd
+    }
+
+    /// `barrage.exe ARGS -q --json FILE` to the end: exit 0, and the result.
+    fn run_json(&self, args: &[&str], dir: &Path) -> Value {
+        let json = dir.join("r.json");
+        let out = self
+            .barrage(args)
+            .args(["-q", "--no-tui", "--json"])
+            .arg(&json)
+            .output()
+            .expect("run barrage.exe");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "barrage.exe {args:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        read_json(&json)
+    }
+
+    /// `barrage.exe serve echo` on a free port of 127.0.0.1 with `threads` threads.
+    fn echo_server(&self, threads: &str, dir: &Path) -> WinServer {
+        let stats = dir.join("server-stats.json");
+        let mut child = self
+            .barrage(&[
+                "serve",
+                "echo",
+                "--listen",
+                "127.0.0.1:0",
+                "--threads",
+                threads,
+            ])
+            .args(["--exit-after", "120s", "--stats"])
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn barrage.exe serve echo");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let child = Guard(child);
+        let mut first = String::new();
+        stdout.read_line(&mut first).expect("read server banner");
+        let port: u16 = first
+            .split_once("listening on 127.0.0.1:")
+            .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected server banner: {first:?}"));
+        WinServer {
+            child,
+            stdout,
+            url: format!("tcp://127.0.0.1:{port}"),
+            stats,
+        }
+    }
+}
+
+/// A Windows echo server under wine; stopped by Ctrl-C (SIGINT to wine).
+struct WinServer {
+    child: Guard,
+    stdout: BufReader<std::process::ChildStdout>,
+    url: String,
+    stats: PathBuf,
+}
+
+impl WinServer {
+    /// Ctrl-C, a clean exit, and the `--stats` it wrote.
+    fn stop(mut self) -> Value {
+        send_signal(self.child.0.id(), "INT");
+        let st = wait_at_most(&mut self.child.0, Duration::from_secs(20))
+            .expect("barrage.exe serve did not exit within 20 s of Ctrl-C");
+        assert!(st.success(), "barrage.exe serve exited with {st}");
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.stdout, &mut rest);
+        assert!(rest.contains("served:"), "server's last words: {rest:?}");
+        read_json(&self.stats)
+    }
+}
+
+fn conserved(r: &Value) {
+    let ex = |k: &str| u(r, &format!("summary.exchanges.{k}"));
+    assert_eq!(
+        ex("sent"),
+        ex("completed") + ex("failed") + ex("in_flight_at_end"),
+        "{}",
+        field(r, "summary.exchanges")
+    );
+}
+
+#[test]
+fn the_demo_runs_under_wine() {
+    let Some(w) = wine() else { return };
+    let out = w.barrage(&["demo"]).output().expect("run barrage.exe demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Answer") && text.contains("Readiness"),
+        "{text}"
+    );
+    // "Exchanges     sent N = completed C + failed F + in flight I at end", per test.
+    let mut seen = 0;
+    for line in text.lines().filter(|l| l.starts_with("Exchanges")) {
+        let n: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit() && c != ',')
+            .filter_map(|x| x.replace(',', "").parse().ok())
+            .collect();
+        assert!(n.len() >= 4 && n[0] == n[1] + n[2] + n[3], "{line}");
+        seen += 1;
+    }
+    assert!(seen >= 2, "two tests, each with its exchanges: {text}");
+    assert!(text.contains("the echo server served"), "{text}");
+}
+
+#[test]
+fn an_echo_run_against_the_windows_echo_server_reconciles_exactly() {
+    let Some(w) = wine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = w.echo_server("2", dir.path());
+    let r = w.run_json(
+        &[
+            &server.url,
+            "-c",
+            "20",
+            "-t",
+            "2",
+            "-n",
+            "3000",
+            "-m",
+            "hello {seq}",
+        ],
+        dir.path(),
+    );
+    let st = server.stop();
+    conserved(&r);
+    assert_eq!(u(&r, "summary.exchanges.completed"), 3000);
+    assert_eq!(u(&r, "summary.exchanges.failed"), 0);
+    assert_eq!(u(&st, "connections_accepted"), 20);
+    assert_eq!(u(&st, "bytes_read"), u(&r, "summary.io.bytes_written"));
+    assert_eq!(u(&st, "bytes_written"), u(&r, "summary.io.bytes_read"));
+    assert!(
+        s(&r, "environment.kernel").starts_with("Windows")
+            && s(&r, "environment.kernel").contains("wine"),
+        "the result says where it ran: {}",
+        s(&r, "environment.kernel")
+    );
+}
+
+#[test]
+fn http_against_linux_nginx_reconciles_with_its_stub_status() {
+    let Some(w) = wine() else { return };
+    let Some(ngx) = Nginx::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let before = ngx.status();
+    let r = w.run_json(
+        &[&ngx.url("/"), "-c", "5", "-t", "1", "-n", "1000"],
+        dir.path(),
+    );
+    let (accepts, requests) = crate::interop::nginx_delta(before, ngx.status());
+    conserved(&r);
+    assert_eq!(u(&r, "summary.exchanges.completed"), 1000);
+    assert_eq!(u(&r, "summary.exchanges.failed"), 0);
+    assert_eq!(accepts, 5, "connections nginx accepted");
+    assert_eq!(requests, 1000, "requests nginx served");
+}
+
+#[test]
+fn ctrl_c_ends_a_windows_run_with_its_results_written() {
+    let Some(w) = wine() else { return };
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = w
+        .barrage(&[
+            server.url(),
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "60s",
+            "--no-tui",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn barrage.exe");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut child = Guard(child);
+    // The first status line: the run is under way.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "barrage.exe ended early"
+        );
+        if line.starts_with('[') {
+            break;
+        }
+    }
+    send_signal(child.0.id(), "INT");
+    let status =
+        wait_at_most(&mut child.0, Duration::from_secs(30)).expect("barrage.exe ends after Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{status}");
+    let r = read_json(&json);
+    assert_eq!(s(&r, "status"), "interrupted");
+    conserved(&r);
+    assert!(u(&r, "summary.exchanges.completed") > 0);
+    let st = server.stop();
+    assert_eq!(u(&st, "bytes_read"), u(&r, "summary.io.bytes_written"));
+}
