@@ -23,21 +23,30 @@
 
 mod expo;
 mod host;
-mod proc;
+mod os;
 mod sampler;
 mod scrape;
 mod spawn;
-mod sys;
-mod tcp;
 
 pub use expo::{Exposition, Selector};
 pub use sampler::{Latest, LatestProcess, Monitor, MonitorConfig, MIN_INTERVAL};
 pub use scrape::{Scraper, Url as MetricsUrl};
 pub use spawn::{spawn_server, SpawnError, Spawned, StopReport};
-pub use tcp::listener_pid;
 
 use std::io;
 use std::time::Duration;
+
+/// The process that owns a socket listening on `port` (any address, IPv4 or IPv6), for
+/// `--monitor auto`. When several hold it (a pre-forked server: master and workers share the
+/// listening socket; or SO_REUSEPORT), the oldest wins, which is the one that opened it.
+///
+/// `Ok(None)`: nothing listens on the port. [`MonitorError::ListenerNotVisible`]: something
+/// does, but no process we may inspect holds it (Linux: whose file descriptors we may read;
+/// Windows: the table names no owner, or the System process). Processes we may not inspect
+/// are skipped.
+pub fn listener_pid(port: u16) -> Result<Option<u32>, MonitorError> {
+    os::listener_pid(port)
+}
 
 /// Why monitoring could not start (or a port's owner could not be found).
 #[derive(Debug, thiserror::Error)]
