@@ -25,13 +25,20 @@ mod linux;
 #[cfg(target_os = "linux")]
 use linux as backend;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use self::windows as backend;
+
+#[cfg(not(any(target_os = "linux", windows)))]
 mod other;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 use other as backend;
 
 #[cfg(unix)]
 pub(crate) mod unix_spawn;
+#[cfg(windows)]
+pub(crate) use self::windows::spawn;
 #[cfg(unix)]
 pub(crate) use unix_spawn as spawn;
 
