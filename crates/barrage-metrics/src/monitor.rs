@@ -35,8 +35,13 @@ pub struct ProcSample {
     /// user + system in % of the whole machine (all cores = 100).
     pub cpu_machine_pct: f64,
     pub rss_bytes: u64,
-    /// Highest RSS so far (VmHWM).
+    /// Highest RSS so far (VmHWM; Windows: the peak working set).
     pub rss_peak_bytes: u64,
+    /// Private committed memory (Windows' "private bytes": memory the process alone holds,
+    /// resident or paged out). 0 on Linux, which has no exact equivalent (and in results
+    /// written before it existed).
+    #[serde(default)]
+    pub private_bytes: u64,
     pub threads: u64,
     pub fds: u64,
     /// Context switches during the interval.

@@ -1,62 +1,28 @@
 //! The machine: CPU busy share (overall and per core), memory, network interfaces, TCP sockets.
 //!
 //! CPU and network are cumulative counters, so a [`HostSample`] comes from two
-//! [`HostReading`]s; memory and sockets are levels, read at the sample. Busy CPU is everything
-//! but idle and iowait (guest time is already inside user time, so it is not added twice).
+//! [`HostReading`]s; memory and sockets are levels ([`HostLevels`]), read at the sample. The
+//! readings come from the platform's backend (`os`); this part is platform-free.
 
 use std::time::Instant;
 
 use barrage_metrics::{HostSample, NetIfSample};
 
-use crate::proc::read_into;
+use crate::os::HostLevels;
 
-/// Jiffies of one CPU line of /proc/stat.
+/// Cumulative CPU time of one core (or all): busy and total, in the backend's unit (jiffies
+/// of /proc/stat on Linux, 100 ns on Windows); only shares of them are used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CpuTimes {
     pub busy: u64,
     pub total: u64,
 }
 
-/// /proc/stat: the `cpu` line and the `cpuN` lines (N kept: offline cores are missing).
+/// All cores, and each core by its number (kept: offline cores are missing).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CpuStat {
     pub all: CpuTimes,
     pub cores: Vec<(u32, CpuTimes)>,
-}
-
-pub(crate) fn parse_proc_stat(text: &str) -> CpuStat {
-    let mut out = CpuStat::default();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("cpu") else {
-            // The cpu lines come first.
-            break;
-        };
-        // "cpu  1 2 ..." (all cores) or "cpu3 1 2 ...".
-        let Some((id, fields)) = rest.split_once(|c: char| c.is_ascii_whitespace()) else {
-            continue;
-        };
-        // user nice system idle iowait irq softirq steal [guest guest_nice]
-        let v: Vec<u64> = fields
-            .split_ascii_whitespace()
-            .take(8)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        if v.len() < 4 {
-            continue;
-        }
-        let total: u64 = v.iter().sum();
-        let idle = v[3] + v.get(4).copied().unwrap_or(0);
-        let times = CpuTimes {
-            busy: total - idle,
-            total,
-        };
-        if id.is_empty() {
-            out.all = times;
-        } else if let Ok(n) = id.parse() {
-            out.cores.push((n, times));
-        }
-    }
-    out
 }
 
 /// Busy share between two readings, %.
@@ -68,27 +34,7 @@ pub(crate) fn busy_pct(prev: CpuTimes, cur: CpuTimes) -> f64 {
     (cur.busy.saturating_sub(prev.busy) as f64 * 100.0 / total as f64).min(100.0)
 }
 
-/// /proc/meminfo: (MemTotal, MemAvailable) in bytes.
-pub(crate) fn parse_meminfo(text: &str) -> (u64, u64) {
-    let (mut total, mut available) = (0, 0);
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let bytes = || {
-            let kib: u64 = value.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kib * 1024)
-        };
-        match key {
-            "MemTotal" => total = bytes().unwrap_or(0),
-            "MemAvailable" => available = bytes().unwrap_or(0),
-            _ => {}
-        }
-    }
-    (total, available)
-}
-
-/// One interface's cumulative counters from /proc/net/dev.
+/// One network interface's cumulative counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NetDev {
     pub name: String,
@@ -96,50 +42,6 @@ pub(crate) struct NetDev {
     pub rx_packets: u64,
     pub tx_bytes: u64,
     pub tx_packets: u64,
-}
-
-/// /proc/net/dev: two header lines, then `name: 8 receive fields, 8 transmit fields`.
-pub(crate) fn parse_net_dev(text: &str) -> Vec<NetDev> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        // Old kernels glue the first number to the colon ("eth0:1234").
-        let Some((name, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let v: Vec<u64> = rest
-            .split_ascii_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        if v.len() < 10 {
-            continue;
-        }
-        out.push(NetDev {
-            name: name.trim().to_string(),
-            rx_bytes: v[0],
-            rx_packets: v[1],
-            tx_bytes: v[8],
-            tx_packets: v[9],
-        });
-    }
-    out
-}
-
-/// /proc/net/sockstat: TCP `inuse` and `tw` (TIME_WAIT), machine-wide.
-pub(crate) fn parse_sockstat(text: &str) -> (u64, u64) {
-    let (mut inuse, mut tw) = (0, 0);
-    if let Some(line) = text.lines().find(|l| l.starts_with("TCP:")) {
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        for pair in f[1..].chunks(2) {
-            if let [key, value] = pair {
-                match *key {
-                    "inuse" => inuse = value.parse().unwrap_or(0),
-                    "tw" => tw = value.parse().unwrap_or(0),
-                    _ => {}
-                }
-            }
-        }
-    }
-    (inuse, tw)
 }
 
 /// The cumulative part of the machine's state at one instant.
@@ -150,28 +52,8 @@ pub(crate) struct HostReading {
     pub net: Vec<NetDev>,
 }
 
-/// Reads the counters; `Err` only if /proc/stat itself is unreadable.
-pub(crate) fn read_counters(buf: &mut String) -> std::io::Result<HostReading> {
-    read_into("/proc/stat", buf)?;
-    let cpu = parse_proc_stat(buf);
-    let net = match read_into("/proc/net/dev", buf) {
-        Ok(()) => parse_net_dev(buf),
-        Err(_) => Vec::new(),
-    };
-    Ok(HostReading {
-        at: Instant::now(),
-        cpu,
-        net,
-    })
-}
-
 /// A sample from two readings plus the levels read now (memory, sockets).
-pub(crate) fn sample(
-    prev: &HostReading,
-    cur: &HostReading,
-    t: f64,
-    buf: &mut String,
-) -> HostSample {
+pub(crate) fn sample(prev: &HostReading, cur: &HostReading, t: f64, l: HostLevels) -> HostSample {
     let dt = cur.at.saturating_duration_since(prev.at).as_secs_f64();
     let rate = |a: u64, b: u64| {
         if dt > 0.0 {
@@ -203,23 +85,15 @@ pub(crate) fn sample(
             })
         })
         .collect();
-    let (mem_total, mem_available) = match read_into("/proc/meminfo", buf) {
-        Ok(()) => parse_meminfo(buf),
-        Err(_) => (0, 0),
-    };
-    let (tcp_inuse, tcp_time_wait) = match read_into("/proc/net/sockstat", buf) {
-        Ok(()) => parse_sockstat(buf),
-        Err(_) => (0, 0),
-    };
     HostSample {
         t,
         cpu_pct: busy_pct(prev.cpu.all, cur.cpu.all),
         per_core_pct,
-        mem_used_bytes: mem_total.saturating_sub(mem_available),
-        mem_total_bytes: mem_total,
+        mem_used_bytes: l.mem_total.saturating_sub(l.mem_available),
+        mem_total_bytes: l.mem_total,
         net,
-        tcp_inuse,
-        tcp_time_wait,
+        tcp_inuse: l.tcp_inuse,
+        tcp_time_wait: l.tcp_time_wait,
     }
 }
 
@@ -228,120 +102,80 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    const STAT_A: &str = "cpu  100 0 50 800 50 0 0 0 0 0\n\
-        cpu0 60 0 30 400 10 0 0 0 0 0\n\
-        cpu1 40 0 20 400 40 0 0 0 0 0\n\
-        intr 12345 0 0\nctxt 999\n";
-    const STAT_B: &str = "cpu  250 0 100 850 50 0 0 0 0 0\n\
-        cpu0 210 0 80 400 10 0 0 0 0 0\n\
-        cpu1 40 0 20 450 40 0 0 0 0 0\n\
-        intr 12345 0 0\n";
+    fn cpu(all: (u64, u64), cores: &[(u64, u64)]) -> CpuStat {
+        let t = |(busy, total)| CpuTimes { busy, total };
+        CpuStat {
+            all: t(all),
+            cores: cores
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| (i as u32, t(c)))
+                .collect(),
+        }
+    }
+
+    fn dev(name: &str, rx: (u64, u64), tx: (u64, u64)) -> NetDev {
+        NetDev {
+            name: name.into(),
+            rx_bytes: rx.0,
+            rx_packets: rx.1,
+            tx_bytes: tx.0,
+            tx_packets: tx.1,
+        }
+    }
 
     #[test]
-    fn cpu_busy_overall_and_per_core() {
-        let a = parse_proc_stat(STAT_A);
-        let b = parse_proc_stat(STAT_B);
-        assert_eq!(
-            a.all,
+    fn cpu_busy_shares() {
+        let (a, b) = (
             CpuTimes {
                 busy: 150,
-                total: 1000
-            }
+                total: 1000,
+            },
+            CpuTimes {
+                busy: 350,
+                total: 1250,
+            },
         );
-        assert_eq!(a.cores.len(), 2);
-        // All: busy +200 of total +250.
-        assert!((busy_pct(a.all, b.all) - 80.0).abs() < 1e-9);
-        assert!((busy_pct(a.cores[0].1, b.cores[0].1) - 100.0).abs() < 1e-9);
-        assert_eq!(busy_pct(a.cores[1].1, b.cores[1].1), 0.0);
-        assert_eq!(
-            busy_pct(b.all, a.all),
-            0.0,
-            "counters going back read as idle"
-        );
+        assert!((busy_pct(a, b) - 80.0).abs() < 1e-9);
+        assert_eq!(busy_pct(b, a), 0.0, "counters going back read as idle");
+        assert_eq!(busy_pct(a, a), 0.0);
     }
 
     #[test]
-    fn meminfo_used_is_total_minus_available() {
-        let text = "MemTotal:       16000000 kB\nMemFree:         1000000 kB\n\
-            MemAvailable:    6000000 kB\nBuffers:          100 kB\n";
-        assert_eq!(parse_meminfo(text), (16_000_000 * 1024, 6_000_000 * 1024));
-    }
-
-    const DEV_A: &str = "\
-Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0
-  eth0:5000 50 0 0 0 0 0 0 7000 70 0 0 0 0 0 0
-";
-    const DEV_B: &str = "\
-Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo: 3000 30 0 0 0 0 0 0 3000 30 0 0 0 0 0 0
-  eth0:5000 50 0 0 0 0 0 0 9000 80 0 0 0 0 0 0
- wg0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0
-";
-
-    #[test]
-    fn net_dev_rates_between_readings() {
-        let a = parse_net_dev(DEV_A);
-        assert_eq!(a.len(), 2);
-        assert_eq!(
-            a[1],
-            NetDev {
-                name: "eth0".into(),
-                rx_bytes: 5000,
-                rx_packets: 50,
-                tx_bytes: 7000,
-                tx_packets: 70
-            }
-        );
+    fn rates_between_readings_and_levels() {
         let at = Instant::now();
         let prev = HostReading {
             at,
-            cpu: parse_proc_stat(STAT_A),
-            net: a,
+            cpu: cpu((150, 1000), &[(90, 500), (60, 500)]),
+            net: vec![dev("lo", (1000, 10), (1000, 10))],
         };
         let cur = HostReading {
             at: at + Duration::from_secs(2),
-            cpu: parse_proc_stat(STAT_B),
-            net: parse_net_dev(DEV_B),
+            cpu: cpu((350, 1250), &[(290, 700), (60, 550)]),
+            net: vec![
+                dev("lo", (3000, 30), (1000, 12)),
+                dev("new", (5, 5), (5, 5)),
+            ],
         };
-        let s = sample(&prev, &cur, 2.0, &mut String::new());
-        assert_eq!(
-            s.net.len(),
-            2,
-            "an interface that just appeared has no rate yet"
-        );
-        assert_eq!(s.net[0].name, "lo");
-        assert_eq!(s.net[0].rx_bytes_per_s, 1000.0);
-        assert_eq!(s.net[0].tx_packets_per_s, 10.0);
-        assert_eq!(s.net[1].tx_bytes_per_s, 1000.0);
-        assert_eq!(s.net[1].rx_bytes_per_s, 0.0);
+        let levels = HostLevels {
+            mem_total: 100,
+            mem_available: 30,
+            tcp_inuse: 4,
+            tcp_time_wait: 2,
+        };
+        let s = sample(&prev, &cur, 2.0, levels);
         assert!((s.cpu_pct - 80.0).abs() < 1e-9);
         assert_eq!(s.per_core_pct, [100.0, 0.0]);
-        assert_eq!(s.t, 2.0);
-    }
-
-    #[test]
-    fn sockstat_tcp_line() {
-        let text = "sockets: used 230\nTCP: inuse 17 orphan 0 tw 42 alloc 20 mem 3\n\
-            UDP: inuse 2 mem 1\n";
-        assert_eq!(parse_sockstat(text), (17, 42));
-        assert_eq!(parse_sockstat(""), (0, 0));
-    }
-
-    #[test]
-    fn reads_this_machine() {
-        if !cfg!(target_os = "linux") {
-            return;
-        }
-        let mut buf = String::new();
-        let a = read_counters(&mut buf).unwrap();
-        assert!(!a.cpu.cores.is_empty() && a.cpu.all.total > 0);
-        assert!(a.net.iter().any(|d| d.name == "lo"));
-        let b = read_counters(&mut buf).unwrap();
-        let s = sample(&a, &b, 0.0, &mut buf);
-        assert!(s.mem_total_bytes > 0 && s.mem_used_bytes <= s.mem_total_bytes);
-        assert_eq!(s.per_core_pct.len(), b.cpu.cores.len());
+        assert_eq!(
+            s.net.len(),
+            1,
+            "an interface that just appeared has no rate yet"
+        );
+        assert_eq!(
+            (s.net[0].rx_bytes_per_s, s.net[0].tx_packets_per_s),
+            (1000.0, 1.0)
+        );
+        assert_eq!((s.mem_used_bytes, s.mem_total_bytes), (70, 100));
+        assert_eq!((s.tcp_inuse, s.tcp_time_wait, s.t), (4, 2, 2.0));
     }
 }

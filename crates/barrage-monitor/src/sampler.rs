@@ -8,13 +8,16 @@
 //! [`Monitor::stop`]; a live view reads [`Monitor::latest`], a copy behind a mutex that the
 //! thread replaces once per sample (the engine never touches either).
 //!
-//! Cost per sample: a few small /proc files per process, one status file per thread, the open
-//! fd count (one `stat` of `/proc/<pid>/fd` on Linux ≥ 6.2, a listing before), and four host
-//! files; and, paced by their own cost
+//! The readings come from the platform's backend (`os`); this part is platform-free.
+//!
+//! Cost per sample on Linux: a few small /proc files per process, one status file per thread,
+//! the open fd count (one `stat` of `/proc/<pid>/fd` on Linux ≥ 6.2, a listing before), and
+//! four host files; and, paced by their own cost
 //! ([`ScanPacer`]), one readlink per open fd to tie sockets to a process (~3-6 µs each) and one
 //! sock_diag walk of the socket table per network namespace for their TCP states. Measured
 //! here: well under 1 ms for an idle server; ~25 ms for a server holding 4,000 connections
-//! when both paced parts run (every sample at that size).
+//! when both paced parts run (every sample at that size). On Windows: one system process list
+//! and a few calls on an open handle per process, and the machine's TCP tables (paced alike).
 
 mod track;
 
@@ -28,9 +31,8 @@ use std::time::{Duration, Instant};
 use barrage_metrics::{HostSample, MonitorSeries, ProcSample, TcpStates};
 
 use crate::host::{self, HostReading};
-use crate::proc::ProcReading;
-use crate::tcp::{add_owned, count_states, read_tables, Diag};
-use crate::{sys, MonitorError};
+use crate::os::{self, ProcReading, Scratch, TcpCounter};
+use crate::MonitorError;
 use track::Tracked;
 
 /// The shortest interval the monitor accepts (below it /proc's 10 ms CPU ticks are noise).
@@ -90,7 +92,7 @@ struct Shared {
     first: Mutex<Option<Latest>>,
     /// CPU time the sampling thread has used so far, in ns.
     cpu_ns: AtomicU64,
-    /// The sampling thread's kernel id (0 until it runs).
+    /// The sampling thread's kernel (Linux) or Win32 (Windows) id (0 until it runs).
     tid: AtomicU32,
 }
 
@@ -99,7 +101,7 @@ impl Monitor {
     /// then starts the sampling thread. The first sample is the first slot at least half an
     /// interval away, so its rates cover a meaningful span.
     pub fn start(config: MonitorConfig) -> Result<Monitor, MonitorError> {
-        if !cfg!(target_os = "linux") {
+        if !os::SUPPORTED {
             return Err(MonitorError::unsupported());
         }
         if config.interval < MIN_INTERVAL {
@@ -108,7 +110,7 @@ impl Monitor {
                 min: MIN_INTERVAL,
             });
         }
-        let mut buf = String::new();
+        let mut buf = Scratch::default();
         let mut warnings = Vec::new();
         let mut tracked = Vec::new();
         let own = config
@@ -122,15 +124,15 @@ impl Monitor {
         for (pid, children, sockets) in wanted.chain(own) {
             let t = Tracked::start(pid, children, sockets, &mut buf)?;
             if !t.fds_readable {
-                warnings.push(format!(
-                    "pid {pid}: its /proc/{pid}/fd is not ours to read, so its fds and TCP \
-                     states read 0 (run as the same user or as root)"
-                ));
+                warnings.push(os::fds_warning(pid));
             }
             tracked.push(t);
         }
-        let host = host::read_counters(&mut buf)
-            .map_err(|e| warnings.push(format!("no host samples: cannot read /proc/stat: {e}")))
+        let host = os::read_host(&mut buf)
+            .map_err(|e| {
+                let from = os::HOST_SOURCE;
+                warnings.push(format!("no host samples: cannot read {from}: {e}"))
+            })
             .ok();
         let shared = Arc::new(Shared::default());
         let sampler = Sampler {
@@ -140,12 +142,9 @@ impl Monitor {
             tracked,
             host,
             host_samples: Vec::new(),
-            ticks_per_s: sys::clock_ticks() as f64,
-            cores: sys::online_cores() as f64,
+            cores: os::online_cores() as f64,
             buf,
-            tcp_bufs: [String::new(), String::new()],
-            diag: Diag::open().ok(),
-            own_ns: net_namespace("self"),
+            tcp_counter: TcpCounter::new(),
             tcp: Vec::new(),
             tcp_pacer: ScanPacer::default(),
             shared: Arc::clone(&shared),
@@ -187,7 +186,8 @@ impl Monitor {
         Duration::from_nanos(self.shared.cpu_ns.load(Ordering::Relaxed))
     }
 
-    /// The sampling thread's id (`/proc/self/task/<tid>`), once it runs.
+    /// The sampling thread's id (Linux: `/proc/self/task/<tid>`; Windows: its thread id),
+    /// once it runs.
     pub fn sampler_tid(&self) -> Option<u32> {
         Some(self.shared.tid.load(Ordering::Relaxed)).filter(|&t| t != 0)
     }
@@ -255,16 +255,12 @@ struct Sampler {
     /// The last of `tracked` is barrage itself.
     with_self: bool,
     tracked: Vec<Tracked>,
-    /// The previous host reading (`None`: /proc/stat unreadable, no host samples).
+    /// The previous host reading (`None`: its CPU counters unreadable, no host samples).
     host: Option<HostReading>,
     host_samples: Vec<HostSample>,
-    ticks_per_s: f64,
     cores: f64,
-    buf: String,
-    tcp_bufs: [String; 2],
-    /// The sock_diag socket for our own namespace (`None`: not available, or it failed once).
-    diag: Option<Diag>,
-    own_ns: String,
+    buf: Scratch,
+    tcp_counter: TcpCounter,
     /// The TCP states of the last walk, per tracked process, and when the next is due.
     tcp: Vec<TcpStates>,
     tcp_pacer: ScanPacer,
@@ -273,7 +269,7 @@ struct Sampler {
 
 impl Sampler {
     fn run(mut self, stop: Receiver<()>) -> MonitorSeries {
-        self.shared.tid.store(sys::gettid(), Ordering::Relaxed);
+        self.shared.tid.store(os::thread_id(), Ordering::Relaxed);
         let base = self.base;
         let elapsed = |now: Instant| now.saturating_duration_since(base);
         let mut k = next_slot(elapsed(Instant::now()), self.interval, self.interval / 2);
@@ -284,7 +280,7 @@ impl Sampler {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             }
             self.sample();
-            let cpu = sys::thread_cpu_time().as_nanos() as u64;
+            let cpu = os::thread_cpu_time().as_nanos() as u64;
             self.shared.cpu_ns.store(cpu, Ordering::Relaxed);
             let next = next_slot(
                 elapsed(Instant::now()),
@@ -312,76 +308,28 @@ impl Sampler {
         for (i, (p, r)) in self.tracked.iter_mut().zip(readings).enumerate() {
             let tcp = self.tcp.get(i).copied().unwrap_or_default();
             if let Some((at, r)) = r {
-                p.record(at, t, r, tcp, self.ticks_per_s, self.cores);
+                p.record(at, t, r, tcp, self.cores);
             }
         }
         if let Some(prev) = &self.host {
-            if let Ok(cur) = host::read_counters(&mut self.buf) {
-                self.host_samples
-                    .push(host::sample(prev, &cur, t, &mut self.buf));
+            if let Ok(cur) = os::read_host(&mut self.buf) {
+                let levels = os::host_levels(&mut self.buf);
+                self.host_samples.push(host::sample(prev, &cur, t, levels));
                 self.host = Some(cur);
             }
         }
         self.publish(t);
     }
 
-    /// TCP states of each reading's sockets. Sockets are listed once per network namespace
-    /// (not once per process), and only if someone there has sockets.
+    /// TCP states of each reading's sockets (listed by the backend once per sample).
     fn tcp_states(&mut self, readings: &[Option<(Instant, ProcReading)>]) -> Vec<TcpStates> {
-        let mut out = vec![TcpStates::default(); readings.len()];
-        // (namespace link, a pid in it, indices of readings)
-        let mut groups: Vec<(String, u32, Vec<usize>)> = Vec::new();
-        for (i, (p, r)) in self.tracked.iter().zip(readings).enumerate() {
-            if r.as_ref().is_none_or(|(_, r)| r.sockets.is_empty()) {
-                continue;
-            }
-            let ns = net_namespace(&p.pid.to_string());
-            match groups.iter_mut().find(|g| g.0 == ns) {
-                Some(g) => g.2.push(i),
-                None => groups.push((ns, p.pid, vec![i])),
-            }
-        }
-        for (ns, pid, members) in groups {
-            let owned: Vec<&HashSet<u64>> = members
-                .iter()
-                .filter_map(|&i| readings[i].as_ref().map(|(_, r)| &r.sockets))
-                .collect();
-            let mut counts = vec![TcpStates::default(); owned.len()];
-            if !self.count_via_diag(&ns, &owned, &mut counts) {
-                if read_tables(Some(pid), &mut self.tcp_bufs).is_err() {
-                    continue;
-                }
-                for table in &self.tcp_bufs {
-                    count_states(table, &owned, &mut counts);
-                }
-            }
-            for (&i, c) in members.iter().zip(counts) {
-                out[i] = c;
-            }
-        }
-        out
-    }
-
-    /// Counts through sock_diag if `ns` is ours; false: use /proc instead.
-    fn count_via_diag(&mut self, ns: &str, owned: &[&HashSet<u64>], out: &mut [TcpStates]) -> bool {
-        if ns.is_empty() || ns != self.own_ns {
-            return false;
-        }
-        let Some(diag) = self.diag.as_mut() else {
-            return false;
-        };
-        let mut counted = vec![TcpStates::default(); out.len()];
-        match diag.for_each(|state, inode| add_owned(state, inode, owned, &mut counted)) {
-            Ok(()) => {
-                out.copy_from_slice(&counted);
-                true
-            }
-            Err(_) => {
-                // Refused once (a sandbox, say): /proc from now on.
-                self.diag = None;
-                false
-            }
-        }
+        let procs: Vec<(u32, Option<&HashSet<u64>>)> = self
+            .tracked
+            .iter()
+            .zip(readings)
+            .map(|(p, r)| (p.pid, r.as_ref().map(|(_, r)| &r.sockets)))
+            .collect();
+        self.tcp_counter.count(&procs)
     }
 
     fn publish(&self, t: f64) {
@@ -438,14 +386,6 @@ impl Sampler {
             generator,
         }
     }
-}
-
-/// The network namespace of /proc/`who` (a pid or "self"), as its link reads; empty if we
-/// may not look.
-fn net_namespace(who: &str) -> String {
-    std::fs::read_link(format!("/proc/{who}/ns/net"))
-        .map(|l| l.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// The first slot `k >= 1` due at least `min_gap` after `elapsed` (slot k is due at
@@ -508,7 +448,7 @@ mod tests {
 
     #[test]
     fn start_refuses_unknown_pids_and_tiny_intervals() {
-        if !cfg!(target_os = "linux") {
+        if !os::SUPPORTED {
             let cfg = config(vec![], S);
             assert!(matches!(
                 Monitor::start(cfg),
@@ -524,15 +464,16 @@ mod tests {
 
     #[test]
     fn samples_self_and_host_and_stops_promptly() {
-        if !cfg!(target_os = "linux") {
+        if !os::SUPPORTED {
             return;
         }
         let mut cfg = config(vec![std::process::id()], 20 * MS);
         cfg.include_self = true;
         let m = Monitor::start(cfg).unwrap();
         let began = Instant::now();
+        // (Generous: under wine the first sample's TCP table takes seconds.)
         while m.latest().is_none_or(|l| l.host.is_none()) {
-            assert!(began.elapsed() < 5 * S, "no sample");
+            assert!(began.elapsed() < 30 * S, "no sample");
             thread::sleep(5 * MS);
         }
         let latest = m.latest().unwrap();

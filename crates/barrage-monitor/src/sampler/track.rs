@@ -9,22 +9,22 @@ use std::time::Instant;
 use barrage_metrics::{ProcSample, ProcessSeries, TcpStates};
 
 use super::ScanPacer;
-use crate::proc::{self, ProcReading};
+use crate::os::{ProcReading, Process, Scratch};
 use crate::MonitorError;
 
 pub(super) struct Tracked {
     pub pid: u32,
-    /// With the pid, tells this process from a later one that reuses the pid.
-    starttime: u64,
+    /// The process (which tells it from a later one that reuses the pid); `None` once gone.
+    process: Option<Process>,
     include_children: bool,
     /// The previous reading; `None` once the process is gone.
     prev: Option<Prev>,
     with_sockets: bool,
-    /// The socket inodes of the last socket scan (one `readlink` per fd), and when the next is
-    /// due.
+    /// The socket keys of the last socket scan (Linux: one `readlink` per fd), and when the
+    /// next is due.
     sockets: HashSet<u64>,
     pacer: ScanPacer,
-    /// Highest RSS seen (VmHWM of the process, or the summed tree's highest sample).
+    /// Highest RSS seen (the process's own peak, or the summed tree's highest sample).
     peak: u64,
     pub fds_readable: bool,
     command: String,
@@ -34,29 +34,28 @@ pub(super) struct Tracked {
 /// The cumulative counters that rates are computed from.
 struct Prev {
     at: Instant,
-    user_ticks: u64,
-    sys_ticks: u64,
+    user_ns: u64,
+    sys_ns: u64,
     ctx: HashMap<u32, (u64, u64)>,
 }
 
 impl Tracked {
     /// The first reading; an unknown or exited pid is an error.
-    /// `with_sockets`: collect socket inodes for TCP states (one `readlink` per fd and sample,
-    /// on the sampler's thread; barrage itself too, so its connections are counted, not 0).
+    /// `with_sockets`: collect socket keys for TCP states (Linux: one `readlink` per fd and
+    /// sample, on the sampler's thread; barrage itself too, so its connections are counted,
+    /// not 0).
     pub fn start(
         pid: u32,
         include_children: bool,
         with_sockets: bool,
-        buf: &mut String,
+        buf: &mut Scratch,
     ) -> Result<Self, MonitorError> {
         let gone = || MonitorError::NoSuchProcess { pid };
-        let stat = proc::read_stat(pid, buf).map_err(|_| gone())?;
-        if stat.exited() {
-            return Err(gone());
-        }
-        let command = proc::command(pid).unwrap_or_else(|_| format!("[{}]", stat.comm));
+        let mut process = Process::open(pid, buf).ok_or_else(gone)?;
+        let command = process.command(buf);
         let at = Instant::now();
-        let mut r = proc::read_process(pid, stat.starttime, include_children, with_sockets, buf)
+        let mut r = process
+            .read(include_children, with_sockets, buf)
             .ok_or_else(gone)?;
         let mut pacer = ScanPacer::default();
         if with_sockets {
@@ -64,7 +63,7 @@ impl Tracked {
         }
         Ok(Tracked {
             pid,
-            starttime: stat.starttime,
+            process: Some(process),
             include_children,
             with_sockets,
             sockets: std::mem::take(&mut r.sockets),
@@ -84,11 +83,12 @@ impl Tracked {
     /// A reading now, while the process lives; the first failure marks it gone for good. Its
     /// `sockets` are those of the last socket scan ([`ScanPacer`]) until [`Tracked::record`]
     /// hands them back.
-    pub fn read(&mut self, buf: &mut String) -> Option<(Instant, ProcReading)> {
+    pub fn read(&mut self, buf: &mut Scratch) -> Option<(Instant, ProcReading)> {
         self.prev.as_ref()?;
+        let process = self.process.as_mut()?;
         let at = Instant::now();
         let scan = self.with_sockets && self.pacer.due(at);
-        match proc::read_process(self.pid, self.starttime, self.include_children, scan, buf) {
+        match process.read(self.include_children, scan, buf) {
             Some(mut r) => {
                 if scan {
                     self.pacer.scanned(at, Instant::now());
@@ -99,36 +99,29 @@ impl Tracked {
             }
             None => {
                 self.prev = None;
+                self.process = None;
                 None
             }
         }
     }
 
     /// Turns a reading into a sample: rates against the previous reading.
-    pub fn record(
-        &mut self,
-        at: Instant,
-        t: f64,
-        mut r: ProcReading,
-        tcp: TcpStates,
-        ticks_per_s: f64,
-        cores: f64,
-    ) {
+    pub fn record(&mut self, at: Instant, t: f64, mut r: ProcReading, tcp: TcpStates, cores: f64) {
         self.sockets = std::mem::take(&mut r.sockets);
         let Some(prev) = self.prev.as_mut() else {
             return;
         };
         let dt = at.saturating_duration_since(prev.at).as_secs_f64();
-        let pct = |ticks: u64| {
+        let pct = |ns: u64| {
             if dt > 0.0 {
-                ticks as f64 / ticks_per_s / dt * 100.0
+                ns as f64 / 1e9 / dt * 100.0
             } else {
                 0.0
             }
         };
         // A tree can shrink (a child reparented away): never a negative rate.
-        let user = pct(r.user_ticks.saturating_sub(prev.user_ticks));
-        let sys = pct(r.sys_ticks.saturating_sub(prev.sys_ticks));
+        let user = pct(r.user_ns.saturating_sub(prev.user_ns));
+        let sys = pct(r.sys_ns.saturating_sub(prev.sys_ns));
         let (ctx_voluntary, ctx_involuntary) = ctx_delta(&prev.ctx, &r.ctx);
         self.peak = self.peak.max(r.hwm_bytes).max(r.rss_bytes);
         self.samples.push(ProcSample {
@@ -139,6 +132,7 @@ impl Tracked {
             cpu_machine_pct: (user + sys) / cores.max(1.0),
             rss_bytes: r.rss_bytes,
             rss_peak_bytes: self.peak,
+            private_bytes: r.private_bytes,
             threads: r.threads,
             fds: r.fds,
             ctx_voluntary,
@@ -161,8 +155,8 @@ impl Prev {
     fn new(at: Instant, r: ProcReading) -> Self {
         Prev {
             at,
-            user_ticks: r.user_ticks,
-            sys_ticks: r.sys_ticks,
+            user_ns: r.user_ns,
+            sys_ns: r.sys_ns,
             ctx: r.ctx,
         }
     }
@@ -195,7 +189,7 @@ mod tests {
         let at = Instant::now();
         let mut t = Tracked {
             pid: 1,
-            starttime: 0,
+            process: None,
             include_children: false,
             with_sockets: true,
             sockets: HashSet::new(),
@@ -203,8 +197,8 @@ mod tests {
             prev: Some(Prev::new(
                 at,
                 ProcReading {
-                    user_ticks: 1000,
-                    sys_ticks: 500,
+                    user_ns: 10_000_000_000,
+                    sys_ns: 5_000_000_000,
                     ctx: HashMap::from([(1, (10, 1))]),
                     ..ProcReading::default()
                 },
@@ -215,41 +209,37 @@ mod tests {
             samples: Vec::new(),
         };
         let r = ProcReading {
-            user_ticks: 1150,
-            sys_ticks: 550,
+            user_ns: 11_500_000_000,
+            sys_ns: 5_500_000_000,
             rss_bytes: 4 << 20,
             hwm_bytes: 5 << 20,
+            private_bytes: 3 << 20,
             threads: 4,
             fds: 9,
             ctx: HashMap::from([(1, (25, 3))]),
             ..ProcReading::default()
         };
-        // 150 user ticks and 50 system ticks at 100 Hz over 2 s: 75 % + 25 % of a core.
+        // 1.5 s of user time and 0.5 s of system time over 2 s: 75 % + 25 % of a core.
         t.record(
             at + Duration::from_secs(2),
             2.0,
             r,
             TcpStates::default(),
-            100.0,
             4.0,
         );
         let s = &t.samples[0];
         assert!((s.cpu_user_pct - 75.0).abs() < 1e-9 && (s.cpu_sys_pct - 25.0).abs() < 1e-9);
         assert!((s.cpu_pct - 100.0).abs() < 1e-9 && (s.cpu_machine_pct - 25.0).abs() < 1e-9);
-        assert_eq!((s.rss_bytes, s.rss_peak_bytes), (4 << 20, 5 << 20));
+        assert_eq!(
+            (s.rss_bytes, s.rss_peak_bytes, s.private_bytes),
+            (4 << 20, 5 << 20, 3 << 20)
+        );
         assert_eq!(
             (s.ctx_voluntary, s.ctx_involuntary, s.threads, s.fds),
             (15, 2, 4, 9)
         );
         t.prev = None;
-        t.record(
-            at,
-            3.0,
-            ProcReading::default(),
-            TcpStates::default(),
-            100.0,
-            4.0,
-        );
+        t.record(at, 3.0, ProcReading::default(), TcpStates::default(), 4.0);
         assert_eq!(t.samples.len(), 1, "nothing recorded once gone");
         assert_eq!(t.into_series().command, "server");
     }

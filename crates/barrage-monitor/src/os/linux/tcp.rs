@@ -15,11 +15,11 @@ use std::io;
 
 use barrage_metrics::TcpStates;
 
-use crate::proc::{numeric_entries, read_into, read_stat};
+use super::proc::{numeric_entries, read_into, read_stat};
+use crate::os::add_owned;
+use crate::os::state::LISTEN;
 use crate::MonitorError;
-pub(crate) use diag::Diag;
-
-pub(crate) const LISTEN: u8 = 0x0A;
+use diag::Diag;
 
 /// The inode in a `/proc/<pid>/fd` link such as `socket:[12345]`.
 pub(crate) fn socket_inode(link: &str) -> Option<u64> {
@@ -58,38 +58,6 @@ pub(crate) fn entries(table: &str) -> impl Iterator<Item = TcpEntry> + '_ {
     table.lines().filter_map(parse_line)
 }
 
-/// Counts one socket in its state (codes of include/net/tcp_states.h).
-pub(crate) fn add_state(s: &mut TcpStates, state: u8) {
-    let slot = match state {
-        0x01 => &mut s.established,
-        0x02 => &mut s.syn_sent,
-        0x03 => &mut s.syn_recv,
-        0x04 => &mut s.fin_wait1,
-        0x05 => &mut s.fin_wait2,
-        0x06 => &mut s.time_wait,
-        0x07 => &mut s.close,
-        0x08 => &mut s.close_wait,
-        0x09 => &mut s.last_ack,
-        LISTEN => &mut s.listen,
-        0x0B => &mut s.closing,
-        // 0x0C NEW_SYN_RECV: request sockets, never shown with an owner.
-        _ => return,
-    };
-    *slot += 1;
-}
-
-/// Counts a socket in `out[i]` for every i whose `owned[i]` holds its inode.
-pub(crate) fn add_owned(state: u8, inode: u64, owned: &[&HashSet<u64>], out: &mut [TcpStates]) {
-    if inode == 0 {
-        return;
-    }
-    for (set, states) in owned.iter().zip(out.iter_mut()) {
-        if set.contains(&inode) {
-            add_state(states, state);
-        }
-    }
-}
-
 /// Adds the sockets of a /proc/net/tcp `table` whose inode is in `owned[i]` to `out[i]`.
 pub(crate) fn count_states(table: &str, owned: &[&HashSet<u64>], out: &mut [TcpStates]) {
     for e in entries(table) {
@@ -118,10 +86,7 @@ pub(crate) fn read_tables(pid: Option<u32>, bufs: &mut [String; 2]) -> io::Resul
 /// `Ok(None)`: nothing listens on the port. [`MonitorError::ListenerNotVisible`]: something
 /// does, but no process whose file descriptors we may read holds it. Processes we may not
 /// inspect are skipped.
-pub fn listener_pid(port: u16) -> Result<Option<u32>, MonitorError> {
-    if !cfg!(target_os = "linux") {
-        return Err(MonitorError::unsupported());
-    }
+pub(crate) fn listener_pid(port: u16) -> Result<Option<u32>, MonitorError> {
     let mut bufs = [String::new(), String::new()];
     read_tables(None, &mut bufs).map_err(|source| MonitorError::Io {
         path: "/proc/net/tcp".into(),
@@ -157,6 +122,90 @@ pub fn listener_pid(port: u16) -> Result<Option<u32>, MonitorError> {
         Some((_, pid)) => Ok(Some(pid)),
         None => Err(MonitorError::ListenerNotVisible { port }),
     }
+}
+
+/// TCP states of the monitored processes, from the socket inodes of their readings. Sockets
+/// are listed once per network namespace (not once per process), and only if someone there
+/// has sockets: through sock_diag in barrage's own namespace, from `/proc/<pid>/net/tcp{,6}`
+/// in another (a server in a container).
+pub(crate) struct TcpCounter {
+    /// The sock_diag socket for our own namespace (`None`: not available, or it failed once).
+    diag: Option<Diag>,
+    own_ns: String,
+    bufs: [String; 2],
+}
+
+impl TcpCounter {
+    pub fn new() -> Self {
+        TcpCounter {
+            diag: Diag::open().ok(),
+            own_ns: net_namespace("self"),
+            bufs: [String::new(), String::new()],
+        }
+    }
+
+    /// The states of each `(pid, socket inodes)`; `None` (gone) and no sockets read 0.
+    pub fn count(&mut self, procs: &[(u32, Option<&HashSet<u64>>)]) -> Vec<TcpStates> {
+        let mut out = vec![TcpStates::default(); procs.len()];
+        // (namespace link, a pid in it, indices of procs)
+        let mut groups: Vec<(String, u32, Vec<usize>)> = Vec::new();
+        for (i, &(pid, sockets)) in procs.iter().enumerate() {
+            if sockets.is_none_or(|s| s.is_empty()) {
+                continue;
+            }
+            let ns = net_namespace(&pid.to_string());
+            match groups.iter_mut().find(|g| g.0 == ns) {
+                Some(g) => g.2.push(i),
+                None => groups.push((ns, pid, vec![i])),
+            }
+        }
+        for (ns, pid, members) in groups {
+            let owned: Vec<&HashSet<u64>> = members.iter().filter_map(|&i| procs[i].1).collect();
+            let mut counts = vec![TcpStates::default(); owned.len()];
+            if !self.count_via_diag(&ns, &owned, &mut counts) {
+                if read_tables(Some(pid), &mut self.bufs).is_err() {
+                    continue;
+                }
+                for table in &self.bufs {
+                    count_states(table, &owned, &mut counts);
+                }
+            }
+            for (&i, c) in members.iter().zip(counts) {
+                out[i] = c;
+            }
+        }
+        out
+    }
+
+    /// Counts through sock_diag if `ns` is ours; false: use /proc instead.
+    fn count_via_diag(&mut self, ns: &str, owned: &[&HashSet<u64>], out: &mut [TcpStates]) -> bool {
+        if ns.is_empty() || ns != self.own_ns {
+            return false;
+        }
+        let Some(diag) = self.diag.as_mut() else {
+            return false;
+        };
+        let mut counted = vec![TcpStates::default(); out.len()];
+        match diag.for_each(|state, inode| add_owned(state, inode, owned, &mut counted)) {
+            Ok(()) => {
+                out.copy_from_slice(&counted);
+                true
+            }
+            Err(_) => {
+                // Refused once (a sandbox, say): /proc from now on.
+                self.diag = None;
+                false
+            }
+        }
+    }
+}
+
+/// The network namespace of /proc/`who` (a pid or "self"), as its link reads; empty if we
+/// may not look.
+fn net_namespace(who: &str) -> String {
+    std::fs::read_link(format!("/proc/{who}/ns/net"))
+        .map(|l| l.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Whether one of `pid`'s descriptors is one of `inodes` (false if we may not look).
@@ -247,32 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn every_state_code() {
-        let mut s = TcpStates::default();
-        for code in 0..=0x0D {
-            add_state(&mut s, code);
-        }
-        let ones = [
-            s.established,
-            s.syn_sent,
-            s.syn_recv,
-            s.fin_wait1,
-            s.fin_wait2,
-            s.time_wait,
-            s.close,
-            s.close_wait,
-            s.last_ack,
-            s.listen,
-            s.closing,
-        ];
-        assert_eq!(ones, [1; 11]);
-    }
-
-    #[test]
     fn listener_of_our_own_socket() {
-        if !cfg!(target_os = "linux") {
-            return;
-        }
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         assert_eq!(listener_pid(port).unwrap(), Some(std::process::id()));

@@ -279,7 +279,7 @@ mod tests {
     /// The inode of one of our sockets.
     fn inode_of(fd: &impl std::os::fd::AsRawFd) -> u64 {
         let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
-        crate::tcp::socket_inode(link.to_str().unwrap()).unwrap()
+        crate::os::linux::tcp::socket_inode(link.to_str().unwrap()).unwrap()
     }
 
     #[test]
@@ -313,18 +313,18 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
         let mut ours = std::collections::HashSet::new();
-        crate::proc::scan_fds(std::process::id(), Some(&mut ours)).unwrap();
+        crate::os::linux::proc::scan_fds(std::process::id(), Some(&mut ours)).unwrap();
         let mut via_diag = barrage_metrics::TcpStates::default();
         let mut diag = Diag::open().unwrap();
         diag.for_each(|state, inode| {
-            super::super::add_owned(state, inode, &[&ours], std::slice::from_mut(&mut via_diag));
+            crate::os::add_owned(state, inode, &[&ours], std::slice::from_mut(&mut via_diag));
         })
         .unwrap();
         let mut bufs = [String::new(), String::new()];
-        super::super::read_tables(None, &mut bufs).unwrap();
+        crate::os::linux::tcp::read_tables(None, &mut bufs).unwrap();
         let mut via_proc = [barrage_metrics::TcpStates::default()];
         for t in &bufs {
-            super::super::count_states(t, &[&ours], &mut via_proc);
+            crate::os::linux::tcp::count_states(t, &[&ours], &mut via_proc);
         }
         // Other tests' sockets come and go meanwhile: compare ours at least.
         assert!(

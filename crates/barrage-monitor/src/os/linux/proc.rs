@@ -15,7 +15,8 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::sync::OnceLock;
 
-use crate::tcp::socket_inode;
+use super::tcp::socket_inode;
+use crate::os::ProcReading;
 
 /// The fields of `/proc/<pid>/stat` the monitor uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -220,23 +221,6 @@ pub(crate) fn descendants(root: u32, buf: &mut String) -> Vec<u32> {
     out
 }
 
-/// Cumulative counters of one process (and its descendants, when asked) at one instant.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ProcReading {
-    pub user_ticks: u64,
-    pub sys_ticks: u64,
-    pub rss_bytes: u64,
-    /// The monitored process's own VmHWM (children's peaks are not summed: they peak apart).
-    pub hwm_bytes: u64,
-    pub threads: u64,
-    pub fds: u64,
-    /// False if some `/proc/<pid>/fd` was not ours to read (then fds and TCP states undercount).
-    pub fds_readable: bool,
-    /// Voluntary and involuntary context switches per thread id, across the tree.
-    pub ctx: HashMap<u32, (u64, u64)>,
-    pub sockets: HashSet<u64>,
-}
-
 /// Reads `pid` (started at `starttime`, to tell it from a reused pid) and, with
 /// `include_children`, all its descendants. `None`: the process is gone.
 pub(crate) fn read_process(
@@ -254,13 +238,14 @@ pub(crate) fn read_process(
         fds_readable: true,
         ..ProcReading::default()
     };
+    let mut ticks = Ticks::default();
     let has_memory = add_member(
         pid,
         &stat,
         include_children,
         true,
         with_sockets,
-        &mut r,
+        (&mut r, &mut ticks),
         buf,
     );
     // No memory line: it exited while being read; a half reading would show a false drop.
@@ -270,11 +255,28 @@ pub(crate) fn read_process(
     if include_children {
         for child in descendants(pid, buf) {
             if let Ok(stat) = read_stat(child, buf) {
-                add_member(child, &stat, true, false, with_sockets, &mut r, buf);
+                add_member(
+                    child,
+                    &stat,
+                    true,
+                    false,
+                    with_sockets,
+                    (&mut r, &mut ticks),
+                    buf,
+                );
             }
         }
     }
+    r.user_ns = super::ticks_to_ns(ticks.user);
+    r.sys_ns = super::ticks_to_ns(ticks.sys);
     Some(r)
+}
+
+/// CPU clock ticks of a reading, summed before they become nanoseconds.
+#[derive(Default)]
+struct Ticks {
+    user: u64,
+    sys: u64,
 }
 
 /// Adds one process to a reading. `with_reaped`: count the time of its reaped children too
@@ -285,11 +287,11 @@ fn add_member(
     with_reaped: bool,
     is_root: bool,
     with_sockets: bool,
-    r: &mut ProcReading,
+    (r, ticks): (&mut ProcReading, &mut Ticks),
     buf: &mut String,
 ) -> bool {
-    r.user_ticks += stat.utime + if with_reaped { stat.cutime } else { 0 };
-    r.sys_ticks += stat.stime + if with_reaped { stat.cstime } else { 0 };
+    ticks.user += stat.utime + if with_reaped { stat.cutime } else { 0 };
+    ticks.sys += stat.stime + if with_reaped { stat.cstime } else { 0 };
     r.threads += stat.num_threads;
     match scan_fds(pid, with_sockets.then_some(&mut r.sockets)) {
         Ok(n) => r.fds += n,
@@ -319,6 +321,17 @@ fn add_member(
         r.hwm_bytes = m.hwm_bytes.unwrap_or(0);
     }
     true
+}
+
+/// Whether a live (non-zombie) process has process group `pgid` (one pass over /proc; true if
+/// /proc cannot be listed).
+pub(crate) fn live_member(pgid: u32) -> bool {
+    let Ok(pids) = numeric_entries("/proc") else {
+        return true;
+    };
+    let mut buf = String::new();
+    pids.filter_map(|pid| read_stat(pid, &mut buf).ok())
+        .any(|s| s.pgrp == pgid as i32 && !s.exited())
 }
 
 #[cfg(test)]
@@ -419,9 +432,6 @@ mod tests {
 
     #[test]
     fn reads_this_process() {
-        if !cfg!(target_os = "linux") {
-            return;
-        }
         let me = std::process::id();
         let mut buf = String::new();
         let stat = read_stat(me, &mut buf).unwrap();
