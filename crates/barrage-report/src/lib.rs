@@ -148,7 +148,8 @@ pub enum ReportError {
         place: String,
         /// The second it claims to be, when it decoded.
         second: Option<String>,
-        why: stream::SecondError,
+        /// Boxed: the other variants are small, and Windows' paths make this one large.
+        why: Box<stream::SecondError>,
     },
 }
 

@@ -302,7 +302,7 @@ impl Seconds {
             path: self.path.clone(),
             place,
             second: key.map(seconds::at),
-            why,
+            why: Box::new(why),
         }
     }
 }
