@@ -180,8 +180,12 @@ mod tests {
         );
         eprintln!("Conn<Tcp> {tcp} B, Conn<Http> {http} B, Conn<Ws> {ws} B");
         assert!(tcp <= 272, "Conn<Tcp> is {tcp} bytes");
-        // Ws: 8 bytes for a pong owed to a peer that does not read (issue 24).
-        assert!(ws <= 328, "Conn<Ws> is {ws} bytes");
+        // Ws: 8 bytes for a pong owed to a peer that does not read (issue 24); on Windows a
+        // mio stream holds its IOCP state too (8 more bytes for Ws, 336 under wine).
+        assert!(
+            ws <= 328 + 8 * cfg!(windows) as usize,
+            "Conn<Ws> is {ws} bytes"
+        );
         assert!(tcp < http && tcp < ws);
         // The transport costs what an `Option` of the boxed TLS session cost: one pointer.
         assert_eq!(

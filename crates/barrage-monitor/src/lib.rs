@@ -64,6 +64,16 @@ pub use spawn::{spawn_server, SpawnError, Spawned, StopReport};
 use std::io;
 use std::time::Duration;
 
+/// Whether this platform can be monitored (Linux and Windows; elsewhere [`Monitor::start`]
+/// returns [`MonitorError::Unsupported`]).
+pub const SUPPORTED: bool = os::SUPPORTED;
+
+/// Whether a live process with this id exists for the monitor (a zombie does not; on Windows
+/// a process this user may not open does not either).
+pub fn process_exists(pid: u32) -> bool {
+    os::Process::open(pid, &mut Default::default()).is_some()
+}
+
 /// The process that owns a socket listening on `port` (any address, IPv4 or IPv6), for
 /// `--monitor auto`. When several hold it (a pre-forked server: master and workers share the
 /// listening socket; or SO_REUSEPORT), the oldest wins, which is the one that opened it.

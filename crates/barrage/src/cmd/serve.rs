@@ -167,10 +167,11 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         None => String::new(),
     };
     say!(
-        "barrage {name} server listening on {} ({procs}{threads} thread{}{}){}",
+        "barrage {name} server listening on {} ({procs}{threads} thread{}{}, pid {}){}",
         server.local_addr(),
         if threads == 1 { "" } else { "s" },
         if procs.is_empty() { "" } else { " each" },
+        std::process::id(),
         if name == "echo" {
             // No client scheme speaks raw TCP in TLS; say so rather than print a tcp:// URL.
             if args.tls_cert.is_some() {

@@ -275,6 +275,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("loopback"), "{e}");
+        if crate::sys::wine_version().is_some() {
+            return; // under wine 8 a bind of a foreign address succeeds (seen), unlike Windows
+        }
         let remote: SocketAddr = "192.0.2.1:80".parse().unwrap();
         let e = resolve(Some("192.0.2.7"), &[remote], 10)
             .unwrap_err()

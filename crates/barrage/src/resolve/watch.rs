@@ -65,8 +65,11 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         }
         return Ok(None);
     }
-    if !cfg!(target_os = "linux") {
-        return Err(Usage::says("--monitor and --spawn", "need Linux (/proc)"));
+    if !barrage_monitor::SUPPORTED {
+        return Err(Usage::says(
+            "--monitor and --spawn",
+            format!("need Linux or Windows; this is {}", std::env::consts::OS),
+        ));
     }
     let mut pids = Vec::new();
     for m in &a.monitor {
@@ -94,7 +97,7 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
             let pid: u32 = m
                 .parse()
                 .map_err(|_| Usage::value("--monitor", m, "give a process id or `auto`"))?;
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            if !barrage_monitor::process_exists(pid) {
                 return Err(Usage::value("--monitor", pid, "no such process"));
             }
             pids.push(pid);

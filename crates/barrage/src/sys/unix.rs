@@ -60,6 +60,10 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
+pub fn wine_version() -> Option<String> {
+    None
+}
+
 pub fn kernel() -> String {
     read_trim("/proc/sys/kernel/osrelease")
 }

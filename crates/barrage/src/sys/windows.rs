@@ -19,7 +19,7 @@ pub fn nofile_hard() -> u64 {
     u64::MAX
 }
 
-/// `Windows 10.0.19045`, and `(wine 8.0)` after it under wine, which says so through ntdll.
+/// `Windows 10.0.19045`.
 pub fn kernel() -> String {
     use windows_sys::Wdk::System::SystemServices::RtlGetVersion;
     use windows_sys::Win32::System::SystemInformation::OSVERSIONINFOW;
@@ -27,21 +27,18 @@ pub fn kernel() -> String {
     let mut v: OSVERSIONINFOW = unsafe { std::mem::zeroed() };
     v.dwOSVersionInfoSize = std::mem::size_of::<OSVERSIONINFOW>() as u32;
     // SAFETY: `v` is a valid, sized out-parameter.
-    let mut out = if unsafe { RtlGetVersion(&mut v) } == 0 {
+    if unsafe { RtlGetVersion(&mut v) } == 0 {
         format!(
             "Windows {}.{}.{}",
             v.dwMajorVersion, v.dwMinorVersion, v.dwBuildNumber
         )
     } else {
         "Windows".to_string()
-    };
-    if let Some(wine) = wine_version() {
-        out.push_str(&format!(" (wine {wine})"));
     }
-    out
 }
 
-/// Wine's version when this process runs under wine (ntdll exports `wine_get_version`).
+/// Wine's version when this process runs under wine, which says so through ntdll's
+/// `wine_get_version`.
 pub fn wine_version() -> Option<String> {
     use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
     // SAFETY: NUL-terminated names; ntdll is loaded in every process; the function, when

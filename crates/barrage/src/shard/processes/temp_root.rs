@@ -3,20 +3,26 @@
 //! outright (SIGKILL, OOM killer: no destructor runs), by the next `--processes` run.
 //!
 //! Key decision: a directory is known to be abandoned by its lock, not by a PID that may
-//! have been reused: the parent holds an exclusive `flock` on the directory while it lives,
-//! which the kernel drops when the process dies, whatever kills it. The directory is made
-//! and locked under a name the sweep ignores, then renamed (the lock stays with the inode),
-//! so a sweep never sees an unlocked directory of a live parent.
+//! have been reused: the parent holds an exclusive lock (`flock`; `LockFileEx` on Windows) on
+//! a file beside the directory, `NAME.lock`, while it lives, which the system drops when the
+//! process dies, whatever kills it. The lock is a file beside the directory, not the
+//! directory itself, because Windows locks files only and renames no directory with an open
+//! file in it. The lock file comes first and the directory second; a sweep takes a directory
+//! whose lock file is unlocked, or missing, only once that file (or the directory) is a minute
+//! old, so a parent between its two steps is never swept.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const PREFIX: &str = "barrage-shards-";
-const MAKING: &str = "barrage-making-shards-";
+/// How old an unlocked lock file (or a directory without one) must be to be swept.
+const GRACE: Duration = Duration::from_secs(60);
 
-/// The directory, locked while this process lives; removed on drop.
+/// The directory, with its lock held while this process lives; both removed on drop.
 pub struct TempRoot {
     pub path: PathBuf,
+    lock_path: PathBuf,
     /// The lock (closed after the directory is removed; held by no child: close-on-exec).
     _lock: File,
 }
@@ -29,32 +35,51 @@ impl TempRoot {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let name = format!("{}-{nanos}", std::process::id());
-        let making = base.join(format!("{MAKING}{name}"));
-        std::fs::create_dir(&making)?;
-        let lock = File::open(&making)?;
+        let path = base.join(format!("{PREFIX}{}-{nanos}", std::process::id()));
+        let lock_path = lock_of(&path);
+        let lock = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock_path)?;
         if !crate::sys::try_lock(&lock) {
-            let _ = std::fs::remove_dir(&making);
+            let _ = std::fs::remove_file(&lock_path);
             return Err(std::io::Error::other("cannot lock it"));
         }
-        let path = base.join(format!("{PREFIX}{name}"));
-        if let Err(e) = std::fs::rename(&making, &path) {
-            let _ = std::fs::remove_dir(&making);
+        if let Err(e) = std::fs::create_dir(&path) {
+            let _ = std::fs::remove_file(&lock_path);
             return Err(e);
         }
-        Ok(TempRoot { path, _lock: lock })
+        Ok(TempRoot {
+            path,
+            lock_path,
+            _lock: lock,
+        })
     }
 }
 
 impl Drop for TempRoot {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_file(&self.lock_path);
     }
 }
 
-/// Removes the children's directories under `base` whose parent is gone (no lock held on
-/// them); a directory still being made, killed before its rename, goes after a minute.
-/// Returns how many were removed.
+/// `DIR.lock`, beside `DIR`.
+fn lock_of(dir: &Path) -> PathBuf {
+    let mut name = dir.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+fn older_than_grace(p: &Path) -> bool {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= GRACE))
+}
+
+/// Removes the children's directories under `base` whose parent is gone (their lock file is
+/// unlocked, or missing, and a minute old), with their lock files. Returns how many
+/// directories were removed.
 pub fn sweep(base: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else {
         return 0;
@@ -63,21 +88,31 @@ pub fn sweep(base: &Path) -> usize {
     for e in entries.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
+        if !name.starts_with(PREFIX) {
+            continue;
+        }
         let path = e.path();
-        let abandoned = if name.starts_with(PREFIX) {
-            // Its lock is free: its parent is gone. (The lock taken here goes with `f`.)
-            File::open(&path).is_ok_and(|f| crate::sys::try_lock(&f))
-        } else if name.starts_with(MAKING) {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|a| a.as_secs() >= 60))
-        } else {
-            false
+        if let Some(dir) = name.strip_suffix(".lock") {
+            // A lock file whose directory never came (a parent killed between the two).
+            let orphan = !base.join(dir).exists()
+                && older_than_grace(&path)
+                && File::open(&path).is_ok_and(|f| crate::sys::try_lock(&f));
+            if orphan {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        let lock = lock_of(&path);
+        // Unlocked: its parent is gone. (The lock taken here goes with `f`.)
+        let abandoned = match File::open(&lock) {
+            Ok(f) => older_than_grace(&lock) && crate::sys::try_lock(&f),
+            Err(_) => older_than_grace(&path),
         };
         if abandoned
             && e.file_type().is_ok_and(|t| t.is_dir())
             && std::fs::remove_dir_all(&path).is_ok()
         {
+            let _ = std::fs::remove_file(&lock);
             removed += 1;
         }
     }
@@ -88,29 +123,55 @@ pub fn sweep(base: &Path) -> usize {
 mod tests {
     use super::*;
 
+    /// The file's modification time set two minutes back: past the grace.
+    fn aged(p: &Path) {
+        let old = std::time::SystemTime::now() - 2 * GRACE;
+        let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        f.set_modified(old).unwrap();
+    }
+
     #[test]
     fn a_sweep_removes_the_directories_of_dead_parents_only() {
         let base = tempfile::tempdir().unwrap();
         let b = base.path();
-        // A killed parent's: unlocked, with a child's stream in it.
+        // A killed parent's: its lock file unlocked and old, a child's stream in it.
         let dead = b.join(format!("{PREFIX}1-2"));
         std::fs::create_dir_all(dead.join("shard0")).unwrap();
         std::fs::write(dead.join("shard0/seconds.jsonl"), "{}\n").unwrap();
-        // A live parent's: locked.
+        std::fs::write(lock_of(&dead), "").unwrap();
+        aged(&lock_of(&dead));
+        // A live parent's: locked, however old.
         let live = b.join(format!("{PREFIX}3-4"));
         std::fs::create_dir(&live).unwrap();
-        let held = File::open(&live).unwrap();
+        std::fs::write(lock_of(&live), "").unwrap();
+        aged(&lock_of(&live));
+        let held = File::open(lock_of(&live)).unwrap();
         assert!(crate::sys::try_lock(&held));
-        // One being made right now, and something else entirely.
-        let making = b.join(format!("{MAKING}5-6"));
-        std::fs::create_dir(&making).unwrap();
+        // A parent between its lock file and its directory: unlocked for a moment, but young.
+        let young = b.join(format!("{PREFIX}5-6"));
+        std::fs::create_dir(&young).unwrap();
+        std::fs::write(lock_of(&young), "").unwrap();
+        // Something else entirely.
         let other = b.join("barrage-serve-7-8");
         std::fs::create_dir(&other).unwrap();
         assert_eq!(sweep(b), 1);
-        assert!(!dead.exists());
-        assert!(live.exists() && making.exists() && other.exists());
+        assert!(!dead.exists() && !lock_of(&dead).exists());
+        assert!(live.exists() && young.exists() && other.exists());
         drop(held);
         assert_eq!(sweep(b), 1);
-        assert!(!live.exists());
+        assert!(!live.exists() && !lock_of(&live).exists());
+        assert!(young.exists(), "still within the grace");
+    }
+
+    #[test]
+    fn a_root_is_locked_while_it_lives_and_gone_after() {
+        let root = TempRoot::create().unwrap();
+        let (path, lock) = (root.path.clone(), lock_of(&root.path));
+        assert!(path.is_dir() && lock.is_file());
+        let other = File::open(&lock).unwrap();
+        assert!(!crate::sys::try_lock(&other), "held by the live root");
+        drop(other);
+        drop(root);
+        assert!(!path.exists() && !lock.exists());
     }
 }
