@@ -101,14 +101,56 @@ pub struct SpawnRecord {
     pub pid: u32,
     /// From the start of the command until its port accepted a connection.
     pub ready_after_ms: f64,
-    /// It exited by itself after SIGTERM, with status 0 (or by the signal, as servers do).
+    /// It exited by itself after the stop request, with status 0 (or by the signal, as
+    /// servers do).
     pub exited_cleanly: bool,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// From SIGTERM to the end of the process.
+    /// From the stop request to the end of the process.
     pub stop_took_ms: f64,
-    /// It ignored SIGTERM for the grace period and was killed (SIGKILL).
+    /// It ignored the stop request for the grace period (or none could be sent) and was
+    /// killed (SIGKILL; Windows: its job terminated).
     pub killed: bool,
+    /// How it was asked to stop: `SIGTERM` (Unix), `Ctrl-Break` (Windows), or empty when no
+    /// request could be sent (Windows, barrage without a console). Results written before
+    /// this field was added read as `SIGTERM`.
+    #[serde(default = "sigterm")]
+    pub stop_request: String,
+}
+
+fn sigterm() -> String {
+    "SIGTERM".into()
+}
+
+impl SpawnRecord {
+    /// How the server ended, in words: `exited cleanly 12 ms after SIGTERM`, `ignored
+    /// Ctrl-Break and was killed after 10.0 s`.
+    pub fn ending(&self) -> String {
+        let asked = &self.stop_request;
+        if self.killed {
+            if asked.is_empty() {
+                return "was killed: no stop request could be sent to it (no console)".into();
+            }
+            return format!(
+                "ignored {asked} and was killed after {:.1} s",
+                self.stop_took_ms / 1e3
+            );
+        }
+        let by = if asked.is_empty() {
+            "by itself".to_string()
+        } else {
+            format!("after {asked}")
+        };
+        if self.exited_cleanly {
+            return format!("exited cleanly {:.0} ms {by}", self.stop_took_ms);
+        }
+        let status = match (self.exit_code, self.signal) {
+            (Some(c), _) => format!("status {c}"),
+            (_, Some(sig)) => format!("signal {sig}"),
+            _ => "unknown status".into(),
+        };
+        format!("exited {by} with {status} in {:.0} ms", self.stop_took_ms)
+    }
 }
 
 impl MonitorSeries {

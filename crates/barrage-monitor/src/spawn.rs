@@ -64,6 +64,8 @@ pub struct StopReport {
     /// Something in the group outlived the grace period (or could not be asked to stop) and
     /// was killed (SIGKILL; Windows: TerminateJobObject).
     pub killed: bool,
+    /// The stop request that was sent (`SIGTERM`, `Ctrl-Break`); `None` when none could be.
+    pub asked: Option<&'static str>,
 }
 
 /// Why a server could not be started.
@@ -260,6 +262,7 @@ impl Spawned {
             signal,
             took: started.elapsed(),
             killed,
+            asked: asked.then_some(os::STOP_REQUEST),
         }
     }
 }
@@ -285,6 +288,7 @@ impl StopReport {
             signal: self.signal,
             stop_took_ms: self.took.as_secs_f64() * 1e3,
             killed: self.killed,
+            stop_request: self.asked.unwrap_or_default().to_string(),
         }
     }
 }
@@ -326,10 +330,39 @@ mod tests {
             signal: None,
             took: Duration::from_millis(40),
             killed: false,
+            asked: Some("SIGTERM"),
         };
         let rec = r.record("srv", 7, Duration::from_millis(250));
         assert_eq!((rec.pid, rec.command.as_str()), (7, "srv"));
         assert_eq!((rec.ready_after_ms, rec.stop_took_ms), (250.0, 40.0));
         assert!(rec.exited_cleanly && !rec.killed);
+        assert_eq!(rec.ending(), "exited cleanly 40 ms after SIGTERM");
+        let killed = StopReport {
+            killed: true,
+            exited_cleanly: false,
+            took: Duration::from_millis(10_000),
+            asked: Some("Ctrl-Break"),
+            ..r
+        };
+        let rec = killed.record("srv", 7, Duration::ZERO);
+        assert_eq!(
+            rec.ending(),
+            "ignored Ctrl-Break and was killed after 10.0 s"
+        );
+        let rec = StopReport {
+            asked: None,
+            ..killed
+        }
+        .record("srv", 7, Duration::ZERO);
+        assert_eq!(rec.stop_request, "");
+        assert!(
+            rec.ending().starts_with("was killed: no stop request"),
+            "{}",
+            rec.ending()
+        );
+        // A result from before the field: SIGTERM.
+        let old: barrage_metrics::SpawnRecord =
+            serde_json::from_str(r#"{"command":"s","pid":1,"ready_after_ms":1,"exited_cleanly":true,"exit_code":0,"signal":null,"stop_took_ms":5,"killed":false}"#).unwrap();
+        assert_eq!(old.ending(), "exited cleanly 5 ms after SIGTERM");
     }
 }

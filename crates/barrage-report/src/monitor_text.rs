@@ -67,24 +67,7 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         lines.extend(process_lines(pf.as_ref(), pm, cores));
     }
     if let Some(s) = &r.spawn {
-        let how = if s.killed {
-            format!(
-                "ignored SIGTERM and was killed after {:.1} s",
-                s.stop_took_ms / 1e3
-            )
-        } else if s.exited_cleanly {
-            format!("exited cleanly {:.0} ms after SIGTERM", s.stop_took_ms)
-        } else {
-            format!(
-                "exited after SIGTERM with {} in {:.0} ms",
-                match (s.exit_code, s.signal) {
-                    (Some(c), _) => format!("status {c}"),
-                    (_, Some(sig)) => format!("signal {sig}"),
-                    _ => "unknown status".into(),
-                },
-                s.stop_took_ms
-            )
-        };
+        let how = s.ending();
         lines.push(format!(
             "  spawned     ready after {:.0} ms; {how}",
             s.ready_after_ms

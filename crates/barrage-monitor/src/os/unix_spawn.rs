@@ -35,6 +35,9 @@ pub(crate) fn start(cmd: &str) -> io::Result<(Child, Group)> {
     Ok((child, Group { pgid, watchdog }))
 }
 
+/// What [`Group::terminate`] sends, in a result's words.
+pub(crate) const STOP_REQUEST: &str = "SIGTERM";
+
 impl Group {
     /// SIGTERM to the group. True: a graceful request was sent (always, on Unix).
     pub fn terminate(&mut self) -> bool {

@@ -120,24 +120,7 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
         ));
     }
     if let Some(s) = &r.spawn {
-        let how = if s.killed {
-            format!(
-                "ignored SIGTERM, killed after {:.1} s",
-                s.stop_took_ms / 1e3
-            )
-        } else if s.exited_cleanly {
-            format!("exited cleanly {:.0} ms after SIGTERM", s.stop_took_ms)
-        } else {
-            format!(
-                "exited after SIGTERM ({}) in {:.0} ms",
-                match (s.exit_code, s.signal) {
-                    (Some(c), _) => format!("status {c}"),
-                    (_, Some(sig)) => format!("signal {sig}"),
-                    _ => "unknown status".into(),
-                },
-                s.stop_took_ms
-            )
-        };
+        let how = s.ending();
         out.push(Block::Para(format!(
             "Spawned server `{}` (pid {}): ready after {:.0} ms; {how}.",
             s.command, s.pid, s.ready_after_ms

@@ -135,6 +135,9 @@ fn resume(pid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// What [`Group::terminate`] sends, in a result's words.
+pub(crate) const STOP_REQUEST: &str = "Ctrl-Break";
+
 impl Group {
     /// CTRL_BREAK to the group. False: it could not be sent (no shared console).
     pub fn terminate(&mut self) -> bool {
