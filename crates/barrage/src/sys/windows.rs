@@ -59,9 +59,36 @@ pub fn hostname() -> String {
     std::env::var("COMPUTERNAME").unwrap_or_default()
 }
 
-/// No boot id on Windows: shards' clocks are then not known to be one host's.
+/// This boot of this machine: its boot time as the kernel keeps it (100 ns units), the same
+/// for every process, so that processes of one run on one host are known to share a clock.
 pub fn boot_id() -> String {
-    String::new()
+    use windows_sys::Wdk::System::SystemInformation::{
+        NtQuerySystemInformation, SystemTimeOfDayInformation,
+    };
+    /// SYSTEM_TIMEOFDAY_INFORMATION (48 bytes); only the boot time is read.
+    #[repr(C)]
+    struct TimeOfDay {
+        boot_time: i64,
+        rest: [u8; 40],
+    }
+    let mut t = TimeOfDay {
+        boot_time: 0,
+        rest: [0; 40],
+    };
+    let mut len = 0u32;
+    // SAFETY: a buffer of the class's size, owned here, and a valid length out-parameter.
+    let status = unsafe {
+        NtQuerySystemInformation(
+            SystemTimeOfDayInformation,
+            (&mut t as *mut TimeOfDay).cast(),
+            std::mem::size_of::<TimeOfDay>() as u32,
+            &mut len,
+        )
+    };
+    if status != 0 || t.boot_time == 0 {
+        return String::new();
+    }
+    format!("windows-boot-{}", t.boot_time)
 }
 
 pub fn cpu_model() -> String {

@@ -474,3 +474,62 @@ fn the_monitor_reads_a_windows_server_under_wine() {
         "barrage.exe's own CPU"
     );
 }
+
+/// `--processes 2` on Windows: two children in their own process groups (and the parent's
+/// job), their streams in a locked temporary directory, merged exactly; both read one host's
+/// clock (the boot id), and the temporary directory is gone afterwards.
+#[test]
+fn processes_split_and_merge_exactly_under_wine() {
+    let Some(w) = wine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = w.echo_server("2", dir.path());
+    let r = w.run_json(
+        &[
+            &server.url,
+            "-c",
+            "10",
+            "-t",
+            "1",
+            "-n",
+            "4000",
+            "--processes",
+            "2",
+        ],
+        dir.path(),
+    );
+    let st = server.stop();
+    conserved(&r);
+    assert_eq!(s(&r, "message"), "2 processes merged");
+    assert_eq!(u(&r, "summary.exchanges.completed"), 4000);
+    assert_eq!(u(&st, "connections_accepted"), 10);
+    assert_eq!(u(&st, "bytes_read"), u(&r, "summary.io.bytes_written"));
+    let clocks = field(&r, "environment.clocks").as_array().unwrap();
+    let boot = s(&clocks[0], "boot_id");
+    assert!(boot.starts_with("windows-boot-"), "{clocks:?}");
+    assert!(clocks.iter().all(|c| s(c, "boot_id") == boot), "{clocks:?}");
+    let temp = w.prefix.join("drive_c/users");
+    let left: Vec<_> = walk(&temp)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("barrage-shards-"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the shards' temporary directory is removed: {left:?}"
+    );
+}
+
+/// Every path under `dir` (the prefix's user folders, where Windows' temporary directory is).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir() && !t.is_symlink()) {
+                todo.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
