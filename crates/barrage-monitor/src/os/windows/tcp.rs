@@ -148,6 +148,10 @@ unsafe fn entries<Tbl, R: Copy>(buf: &[u64], len: usize) -> impl Iterator<Item =
 pub(crate) struct TcpCounter {
     buf: Vec<u64>,
     rows: Vec<Row>,
+    /// The owner table listed sockets but named no owner (wine): it is not asked again, since
+    /// nothing can be attributed and, under wine, each call costs seconds of this process's
+    /// CPU once a load test's sockets are open.
+    no_owners: bool,
 }
 
 impl TcpCounter {
@@ -155,18 +159,20 @@ impl TcpCounter {
         TcpCounter {
             buf: Vec::new(),
             rows: Vec::new(),
+            no_owners: false,
         }
     }
 
     /// The states of each `(pid, pids of its tree)`; `None` (gone) and no pids read 0.
     pub fn count(&mut self, procs: &[(u32, Option<&HashSet<u64>>)]) -> Vec<TcpStates> {
         let mut out = vec![TcpStates::default(); procs.len()];
-        if procs.iter().all(|p| p.1.is_none_or(|s| s.is_empty())) {
+        if self.no_owners || procs.iter().all(|p| p.1.is_none_or(|s| s.is_empty())) {
             return out;
         }
         let empty = HashSet::new();
         let owned: Vec<&HashSet<u64>> = procs.iter().map(|p| p.1.unwrap_or(&empty)).collect();
         if all_rows(&mut self.buf, &mut self.rows).is_ok() {
+            self.no_owners = !self.rows.is_empty() && self.rows.iter().all(|r| r.pid == 0);
             for r in &self.rows {
                 add_owned(r.state, r.pid.into(), &owned, &mut out);
             }
