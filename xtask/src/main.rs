@@ -3,6 +3,10 @@
 //! program it drives (from `target/tmp/skipped.tsv`, which the tests append to), and the one
 //! command that installs them all (`.ci/install`). Its exit code is cargo test's.
 //!
+//! For Windows (on Windows, or with `--target x86_64-pc-windows-gnu` and a runner such as
+//! wine) it runs the tests that are Windows' too, [`WINDOWS`]: the integration tests of the
+//! binary and most crates drive Linux programs and `/proc`.
+//!
 //! `cargo xtask ci`: runs exactly what `.ci/run` runs after its install steps (`.ci/test`).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +37,33 @@ fn run(cmd: &mut Command) -> i32 {
     }
 }
 
+/// The tests that run on Windows: the unit tests of the engine, the servers and the binary, and
+/// the monitor's (with its Windows integration tests). `crates/barrage/tests/it/wine.rs` runs
+/// them under wine through this task.
+const WINDOWS: [&[&str]; 2] = [
+    &[
+        "-p",
+        "barrage-engine",
+        "-p",
+        "barrage-servers",
+        "-p",
+        "barrage",
+        "--lib",
+        "--bins",
+    ],
+    &["-p", "barrage-monitor"],
+];
+
+fn for_windows(args: &[String]) -> bool {
+    cfg!(windows)
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--target" && w[1].contains("windows"))
+        || args
+            .iter()
+            .any(|a| a.starts_with("--target=") && a.contains("windows"))
+}
+
 fn test(root: &Path, args: Vec<String>) -> i32 {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -40,10 +71,23 @@ fn test(root: &Path, args: Vec<String>) -> i32 {
     let skipped = target.join("tmp/skipped.tsv");
     let _ = std::fs::remove_file(&skipped);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let code = run(Command::new(cargo)
-        .current_dir(root)
-        .args(["test", "--workspace"])
-        .args(&args));
+    let code = if for_windows(&args) {
+        let mut code = 0;
+        for run_args in WINDOWS {
+            let c = run(Command::new(&cargo)
+                .current_dir(root)
+                .arg("test")
+                .args(run_args)
+                .args(&args));
+            code = code.max(c);
+        }
+        code
+    } else {
+        run(Command::new(cargo)
+            .current_dir(root)
+            .args(["test", "--workspace"])
+            .args(&args))
+    };
     let text = std::fs::read_to_string(&skipped).unwrap_or_default();
     println!("{}", skip_line(&text));
     code
@@ -81,7 +125,21 @@ fn skip_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::skip_line;
+    use super::{for_windows, skip_line};
+
+    #[test]
+    fn a_windows_target_runs_the_windows_subset() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(for_windows(&v(&["--target", "x86_64-pc-windows-gnu"])));
+        assert!(for_windows(&v(&[
+            "--locked",
+            "--target=x86_64-pc-windows-msvc"
+        ])));
+        assert_eq!(
+            for_windows(&v(&["--locked", "--no-fail-fast"])),
+            cfg!(windows)
+        );
+    }
 
     #[test]
     fn skips_are_counted_once_per_test_and_grouped_by_what_is_missing() {
