@@ -34,7 +34,8 @@
 //! * Socket owners: GetExtendedTcpTable lists the sockets (wine reads the Linux host's tables)
 //!   but every owning pid is 0, so a process's TCP states read 0 and [`listener_pid`] returns
 //!   [`MonitorError::ListenerNotVisible`] for a port that does listen. The owner-pid table
-//!   cost 2-3 s per call in one measurement (~4,000 rows), which the scan pacing absorbs;
+//!   cost 2-3 s per call in one measurement (~4,000 rows) and seconds more on a busy machine,
+//!   so the sampler does not ask for it under wine (per-process TCP states read 0 either way);
 //!   host TCP counts use the table without owners (15-40 ms).
 //! * Context switches: the process list shows each thread with 0 switches.
 //! * GetProcessTimes and GetProcessHandleCount of another process: the first returned the

@@ -925,6 +925,10 @@ fn a_killed_processes_parents_temporary_directory_is_removed_by_the_next_run() {
             .map(|e| e.path())
             .collect()
     };
+    // The directories (each has a lock file beside it, NAME.lock).
+    let dirs = |t: &std::path::Path| -> Vec<std::path::PathBuf> {
+        ours(t).into_iter().filter(|p| p.is_dir()).collect()
+    };
     let mut parent = Guard(
         StdCommand::new(bin())
             .env("TMPDIR", tmp.path())
@@ -945,10 +949,10 @@ fn a_killed_processes_parents_temporary_directory_is_removed_by_the_next_run() {
                     .is_ok_and(|m| m.len() > 0)
             })
     };
-    while !recording(&ours(tmp.path())) && t.elapsed() < Duration::from_secs(30) {
+    while !recording(&dirs(tmp.path())) && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let left = ours(tmp.path());
+    let left = dirs(tmp.path());
     assert!(recording(&left), "{left:?}");
     send_signal(parent.0.id(), "KILL");
     parent.0.wait().unwrap();
@@ -961,7 +965,7 @@ fn a_killed_processes_parents_temporary_directory_is_removed_by_the_next_run() {
     }
     assert!(ended(&left[0]), "the children ended");
     assert_eq!(
-        ours(tmp.path()),
+        dirs(tmp.path()),
         left,
         "the killed parent's directory stays behind"
     );
@@ -985,5 +989,9 @@ fn a_killed_processes_parents_temporary_directory_is_removed_by_the_next_run() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(ours(tmp.path()), Vec::<std::path::PathBuf>::new());
+    assert_eq!(
+        ours(tmp.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "the directory and its lock file are gone"
+    );
 }

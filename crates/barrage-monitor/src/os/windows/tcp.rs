@@ -144,13 +144,23 @@ unsafe fn entries<Tbl, R: Copy>(buf: &[u64], len: usize) -> impl Iterator<Item =
     })
 }
 
+/// Whether this process runs under wine (whose ntdll exports `wine_get_version`).
+fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: a NUL-terminated module name; ntdll is loaded in every process.
+    let ntdll = unsafe { GetModuleHandleA(c"ntdll.dll".as_ptr().cast()) };
+    // SAFETY: a module handle (null is refused by the check) and a NUL-terminated name.
+    !ntdll.is_null()
+        && unsafe { GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()) }.is_some()
+}
+
 /// TCP states of the monitored processes, by the pids of their trees.
 pub(crate) struct TcpCounter {
     buf: Vec<u64>,
     rows: Vec<Row>,
-    /// The owner table listed sockets but named no owner (wine): it is not asked again, since
-    /// nothing can be attributed and, under wine, each call costs seconds of this process's
-    /// CPU once a load test's sockets are open.
+    /// The owner table names no owner: under wine (never asked: it names none, and each call
+    /// costs up to seconds of this process's CPU on a busy machine), or it listed sockets
+    /// without one (not asked again).
     no_owners: bool,
 }
 
@@ -159,7 +169,7 @@ impl TcpCounter {
         TcpCounter {
             buf: Vec::new(),
             rows: Vec::new(),
-            no_owners: false,
+            no_owners: under_wine(),
         }
     }
 

@@ -7,16 +7,18 @@
 //! a file beside the directory, `NAME.lock`, while it lives, which the system drops when the
 //! process dies, whatever kills it. The lock is a file beside the directory, not the
 //! directory itself, because Windows locks files only and renames no directory with an open
-//! file in it. The lock file comes first and the directory second; a sweep takes a directory
-//! whose lock file is unlocked, or missing, only once that file (or the directory) is a minute
-//! old, so a parent between its two steps is never swept.
+//! file in it. The lock file is made and locked first, the directory second, so a directory
+//! whose lock file is unlocked belongs to a dead parent. A lock file without a directory (a
+//! parent between its two steps, or killed there) is removed only once a minute old and
+//! unlocked, and so is a directory without a lock file.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const PREFIX: &str = "barrage-shards-";
-/// How old an unlocked lock file (or a directory without one) must be to be swept.
+/// How old a lock file without its directory (or a directory without one) must be to be
+/// swept.
 const GRACE: Duration = Duration::from_secs(60);
 
 /// The directory, with its lock held while this process lives; both removed on drop.
@@ -78,8 +80,8 @@ fn older_than_grace(p: &Path) -> bool {
 }
 
 /// Removes the children's directories under `base` whose parent is gone (their lock file is
-/// unlocked, or missing, and a minute old), with their lock files. Returns how many
-/// directories were removed.
+/// unlocked; or missing, and the directory a minute old), with their lock files. Returns how
+/// many directories were removed.
 pub fn sweep(base: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else {
         return 0;
@@ -105,7 +107,7 @@ pub fn sweep(base: &Path) -> usize {
         let lock = lock_of(&path);
         // Unlocked: its parent is gone. (The lock taken here goes with `f`.)
         let abandoned = match File::open(&lock) {
-            Ok(f) => older_than_grace(&lock) && crate::sys::try_lock(&f),
+            Ok(f) => crate::sys::try_lock(&f),
             Err(_) => older_than_grace(&path),
         };
         if abandoned
@@ -134,12 +136,11 @@ mod tests {
     fn a_sweep_removes_the_directories_of_dead_parents_only() {
         let base = tempfile::tempdir().unwrap();
         let b = base.path();
-        // A killed parent's: its lock file unlocked and old, a child's stream in it.
+        // A killed parent's: its lock file unlocked (however young), a child's stream in it.
         let dead = b.join(format!("{PREFIX}1-2"));
         std::fs::create_dir_all(dead.join("shard0")).unwrap();
         std::fs::write(dead.join("shard0/seconds.jsonl"), "{}\n").unwrap();
         std::fs::write(lock_of(&dead), "").unwrap();
-        aged(&lock_of(&dead));
         // A live parent's: locked, however old.
         let live = b.join(format!("{PREFIX}3-4"));
         std::fs::create_dir(&live).unwrap();
@@ -147,20 +148,27 @@ mod tests {
         aged(&lock_of(&live));
         let held = File::open(lock_of(&live)).unwrap();
         assert!(crate::sys::try_lock(&held));
-        // A parent between its lock file and its directory: unlocked for a moment, but young.
+        // A parent between its lock file and its directory (its lock file young, unlocked for
+        // a moment), and one killed there a while ago.
         let young = b.join(format!("{PREFIX}5-6"));
-        std::fs::create_dir(&young).unwrap();
         std::fs::write(lock_of(&young), "").unwrap();
+        let stale = b.join(format!("{PREFIX}7-8"));
+        std::fs::write(lock_of(&stale), "").unwrap();
+        aged(&lock_of(&stale));
+        // A directory without a lock file, young: kept.
+        let bare = b.join(format!("{PREFIX}9-10"));
+        std::fs::create_dir(&bare).unwrap();
         // Something else entirely.
         let other = b.join("barrage-serve-7-8");
         std::fs::create_dir(&other).unwrap();
         assert_eq!(sweep(b), 1);
         assert!(!dead.exists() && !lock_of(&dead).exists());
-        assert!(live.exists() && young.exists() && other.exists());
+        assert!(live.exists() && other.exists() && bare.exists());
+        assert!(lock_of(&young).exists() && !lock_of(&stale).exists());
         drop(held);
         assert_eq!(sweep(b), 1);
-        assert!(!live.exists() && !lock_of(&live).exists());
-        assert!(young.exists(), "still within the grace");
+        assert!(!live.exists() && !lock_of(&live).exists() && bare.exists());
+        assert!(lock_of(&young).exists(), "still within the grace");
     }
 
     #[test]
