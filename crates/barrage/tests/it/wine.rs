@@ -163,16 +163,15 @@ impl Wine {
 
     /// `barrage.exe serve echo` on a free port of 127.0.0.1 with `threads` threads.
     fn echo_server(&self, threads: &str, dir: &Path) -> WinServer {
-        let stats = dir.join("server-stats.json");
+        self.server("echo", &["--threads", threads], dir)
+    }
+
+    /// `barrage.exe serve KIND EXTRA` on a free port of 127.0.0.1; `url` has the kind's scheme.
+    fn server(&self, kind: &str, extra: &[&str], dir: &Path) -> WinServer {
+        let stats = dir.join(format!("{kind}-stats.json"));
         let mut child = self
-            .barrage(&[
-                "serve",
-                "echo",
-                "--listen",
-                "127.0.0.1:0",
-                "--threads",
-                threads,
-            ])
+            .barrage(&["serve", kind, "--listen", "127.0.0.1:0"])
+            .args(extra)
             .args(["--exit-after", "120s", "--stats"])
             .arg(&stats)
             .stdout(Stdio::piped())
@@ -197,7 +196,10 @@ impl Wine {
             pid: number_after("pid "),
             child,
             stdout,
-            url: format!("tcp://127.0.0.1:{port}"),
+            url: match kind {
+                "echo" | "chat" => format!("tcp://127.0.0.1:{port}"),
+                other => format!("{other}://127.0.0.1:{port}/"),
+            },
             stats,
         }
     }
@@ -547,4 +549,51 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The other reference servers as Windows servers, driven by barrage.exe: HTTP keep-alive
+/// against `serve http`, WebSocket echo against `serve ws`, and a scenario of 120 chat users
+/// in rooms over WebSocket against `serve chat`, whose deliveries reconcile exactly.
+#[test]
+fn http_websocket_and_chat_rooms_against_the_windows_servers() {
+    let Some(w) = wine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let http = w.server("http", &["--threads", "1"], dir.path());
+    let r = w.run_json(&[&http.url, "-c", "5", "-t", "1", "-n", "1000"], dir.path());
+    let st = http.stop();
+    conserved(&r);
+    assert_eq!(u(&r, "summary.exchanges.completed"), 1000);
+    assert_eq!(u(&st, "http.requests"), 1000);
+
+    let ws = w.server("ws", &["--threads", "1"], dir.path());
+    let r = w.run_json(
+        &[
+            &ws.url, "-c", "5", "-t", "1", "-n", "1000", "-m", "hi {seq}",
+        ],
+        dir.path(),
+    );
+    let st = ws.stop();
+    conserved(&r);
+    assert_eq!(u(&r, "summary.exchanges.completed"), 1000);
+    assert_eq!(u(&st, "ws.messages_in"), 1000, "{st}");
+
+    let example = example_without_thresholds("chat-ws.toml", dir.path());
+    let chat = w.server("chat", &["--threads", "1", "--seed", "3"], dir.path());
+    let target = chat.url.replace("tcp://", "ws://") + "/chat";
+    let example = example.to_str().unwrap();
+    let v = w.run_json(
+        &[
+            "run", example, "--target", &target, "--users", "120", "--arrive", "1000", "--hold",
+            "4s",
+        ],
+        dir.path(),
+    );
+    let stats = chat.stop();
+    let (c, b) = (&stats["chat"], &v["summary"]["broadcast"]);
+    let n = |x: &Value, k: &str| x[k].as_u64().unwrap();
+    assert_eq!((n(c, "logins"), n(c, "leaves")), (120, 120));
+    assert_eq!(n(b, "sent"), n(c, "messages_in"));
+    assert_eq!(n(b, "delivered"), n(c, "deliveries_out"));
+    assert_eq!(n(b, "delivered"), n(b, "expected"));
+    assert_eq!((n(b, "lost"), n(b, "duplicates")), (0, 0));
 }
