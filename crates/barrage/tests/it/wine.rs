@@ -597,3 +597,50 @@ fn http_websocket_and_chat_rooms_against_the_windows_servers() {
     assert_eq!(n(b, "delivered"), n(b, "expected"));
     assert_eq!((n(b, "lost"), n(b, "duplicates")), (0, 0));
 }
+
+/// TLS on Windows: `wss://` from barrage.exe to `barrage.exe serve ws --tls-cert` (rustls with
+/// ring, built by mingw-w64), the certificate verified against the test's CA; counts
+/// reconciled, and another CA of the same name refused (the signature does not verify).
+#[test]
+fn wss_between_the_windows_builds_verifies_and_reconciles() {
+    use crate::pki::{pki, Validity};
+    let Some(w) = wine() else { return };
+    let pki = pki(&["localhost", "127.0.0.1"], Validity::Now);
+    let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
+    let ws = w.server(
+        "ws",
+        &["--threads", "1", "--tls-cert", cert, "--tls-key", key],
+        pki.dir.path(),
+    );
+    let url = ws.url.replace("ws://127.0.0.1", "wss://localhost");
+    let ca = pki.ca.to_str().unwrap();
+    let r = w.run_json(
+        &[&url, "-c", "4", "-t", "1", "-n", "800", "--cacert", ca],
+        pki.dir.path(),
+    );
+    // The CA of another PKI: refused before any load.
+    let other = crate::pki::pki(&["localhost"], Validity::Now);
+    let out = w
+        .barrage(&[
+            &url,
+            "-c",
+            "1",
+            "-n",
+            "1",
+            "--cacert",
+            other.ca.to_str().unwrap(),
+        ])
+        .arg("--no-tui")
+        .output()
+        .unwrap();
+    let st = ws.stop();
+    conserved(&r);
+    assert_eq!(u(&r, "summary.exchanges.completed"), 800);
+    assert_eq!(u(&st, "ws.messages_in"), 800, "{st}");
+    assert_eq!(u(&st, "ws.protocol_errors"), 0, "{st}");
+    assert_ne!(out.status.code(), Some(0));
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    // The other CA has the same name as the server's issuer: its signature does not verify.
+    assert!(text.contains("invalid peer certificate"), "{text}");
+}
