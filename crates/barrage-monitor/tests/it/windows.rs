@@ -81,12 +81,24 @@ struct Helper {
 
 impl Helper {
     fn start(mode: &str) -> Helper {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(helper_args(mode))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // Under wine on a busy machine a process start can fail at once with ERROR_INTERNAL_ERROR
+        // (1359, seen once beside two busy loops): tried again, a few times.
+        let mut tries = 0;
+        let mut child = loop {
+            let spawned = Command::new(std::env::current_exe().unwrap())
+                .args(helper_args(mode))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn();
+            match spawned {
+                Ok(c) => break c,
+                Err(e) if tries < 5 && e.raw_os_error() == Some(1359) => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => panic!("cannot start a helper ({mode}): {e}"),
+            }
+        };
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Helper { child, stdout }
     }
