@@ -8,10 +8,12 @@
 //!   with the thread's timer slack set to 1 ns: wake-ups within tens of microseconds.
 //! * **Windows**: a wait (IOCP's) is whole milliseconds on a system timer that ticks every
 //!   15.6 ms by default. The first alarm asks for a 1 ms period (`timeBeginPeriod(1)`, for this
-//!   process only on Windows 10 2004 and later), the loop sleeps in whole milliseconds until at
-//!   most [`SPIN_NS`] before the due time, and polls without waiting for the rest. A run keeps
-//!   its sends within a fraction of a millisecond of their times at the cost of a busy core
-//!   while something is due within [`SPIN_NS`].
+//!   process only on Windows 10 2004 and later), and the poll waits the time left rounded up
+//!   to whole milliseconds (mio's rounding): a wake-up is never early and at most about a
+//!   period late. A spin over the last millisecond was tried and left out: at any open-loop
+//!   rate above about 1,000/s some send is always due within a millisecond, so a worker would
+//!   spin a whole core, and the saturation verdict (barrage's CPU at 90 % of its threads)
+//!   would blame barrage for every such run.
 //! * **Elsewhere** (macOS, the BSDs): the poll's own timeout, which kqueue keeps to the
 //!   nanosecond it is given.
 
@@ -24,9 +26,6 @@ use std::time::Duration;
 pub fn mono_ns() -> u64 {
     imp::mono_ns()
 }
-
-/// How long before a due time a Windows loop stops sleeping and polls without waiting.
-pub const SPIN_NS: u64 = 1_000_000;
 
 /// Wakes a worker's poll at absolute times on the run's clock.
 pub struct Alarm {
@@ -61,13 +60,6 @@ impl Alarm {
         self.imp.fired();
         self.armed = u64::MAX;
     }
-}
-
-/// The poll timeout of a loop that sleeps in whole milliseconds and spins the last
-/// [`SPIN_NS`]: whole milliseconds of what is left beyond the spin, or zero.
-pub fn coarse_timeout(at: u64, now: u64) -> Duration {
-    let left = at.saturating_sub(now).saturating_sub(SPIN_NS);
-    Duration::from_millis(left / 1_000_000)
 }
 
 #[cfg(target_os = "linux")]
@@ -189,12 +181,10 @@ mod imp {
             Ok(())
         }
 
+        /// The poll waits until `at`: kqueue to the nanosecond; Windows in whole milliseconds,
+        /// rounded up (by mio), on the 1 ms period asked for in `new`.
         pub fn arm(&mut self, at: u64, now: u64, _rearm: bool) -> Option<Duration> {
-            if cfg!(windows) {
-                Some(super::coarse_timeout(at, now))
-            } else {
-                Some(Duration::from_nanos(at.saturating_sub(now)))
-            }
+            Some(Duration::from_nanos(at.saturating_sub(now)))
         }
 
         pub fn fired(&mut self) {}
@@ -215,27 +205,6 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_coarse_wait_ends_before_the_due_time_in_whole_milliseconds() {
-        let ms = 1_000_000;
-        // 10.5 ms away: sleep 9 ms (whole ms of 9.5), then spin 1.5 ms.
-        assert_eq!(
-            coarse_timeout(10 * ms + ms / 2, 0),
-            Duration::from_millis(9)
-        );
-        // Within the spin: no wait at all.
-        assert_eq!(coarse_timeout(ms, 0), Duration::ZERO);
-        assert_eq!(coarse_timeout(5, 10), Duration::ZERO);
-        // Exactly 2 ms away: 1 ms of sleep, then the last 1 ms spun.
-        assert_eq!(coarse_timeout(7 * ms, 5 * ms), Duration::from_millis(1));
-        for left in (0..50 * ms).step_by(12_345) {
-            let wait = coarse_timeout(left, 0).as_nanos() as u64;
-            // A 1 ms timer period ends a wait at most 1 ms late: still before the due time.
-            assert!(wait == 0 || wait + ms <= left, "{left}: {wait}");
-            assert_eq!(wait % ms, 0);
-        }
-    }
 
     #[test]
     fn monotonic_clock_advances() {

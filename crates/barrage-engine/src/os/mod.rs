@@ -2,7 +2,7 @@
 //! and Windows, one module per concern; no `cfg` for a platform appears outside this folder.
 //!
 //! * [`alarm`]: the monotonic clock and the precise wake-up of an event loop (a timerfd on
-//!   Linux; on Windows a 1 ms system timer period and a short spin before each due time,
+//!   Linux; on Windows a 1 ms system timer period and waits rounded up to the millisecond,
 //!   because a wait there is millisecond-granular).
 //! * [`net`]: what a connect's error codes mean (in progress, address in use, out of ports or
 //!   descriptors) and binding a source address without choosing its port.
