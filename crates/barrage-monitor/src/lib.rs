@@ -69,6 +69,12 @@ use std::time::Duration;
 /// returns [`MonitorError::Unsupported`]).
 pub const SUPPORTED: bool = os::SUPPORTED;
 
+/// Whether this process runs under wine (Windows builds only; its ntdll exports
+/// `wine_get_version`): what wine cannot show is then left out, see the crate docs.
+pub fn under_wine() -> bool {
+    os::under_wine()
+}
+
 /// Whether a live process with this id exists for the monitor (a zombie does not; on Windows
 /// a process this user may not open does not either).
 pub fn process_exists(pid: u32) -> bool {

@@ -47,6 +47,18 @@ pub(crate) use backend::{
     Process, Scratch, TcpCounter, HOST_SOURCE, SUPPORTED,
 };
 
+/// Whether this process runs under wine (a Windows build only).
+pub(crate) fn under_wine() -> bool {
+    #[cfg(windows)]
+    {
+        self::windows::under_wine()
+    }
+    #[cfg(not(windows))]
+    {
+        false
+    }
+}
+
 /// Cumulative counters of one process (and its descendants, when asked) at one instant; the
 /// sampler turns two of them into rates.
 #[derive(Clone, Debug, Default)]

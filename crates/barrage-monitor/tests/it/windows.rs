@@ -24,16 +24,6 @@ fn sockets() -> MutexGuard<'static, ()> {
     SOCKETS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether this runs under wine (whose ntdll exports `wine_get_version`).
-fn under_wine() -> bool {
-    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
-    // SAFETY: a NUL-terminated module name; ntdll is always loaded.
-    let ntdll = unsafe { GetModuleHandleA(c"ntdll.dll".as_ptr().cast()) };
-    // SAFETY: a module handle (or null, which GetProcAddress refuses) and a NUL-terminated name.
-    !ntdll.is_null()
-        && unsafe { GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()) }.is_some()
-}
-
 /// Not a test of its own: with an argument `helper-mode=MODE` (see [`Helper::start`]) this
 /// process is a helper; without one it returns at once.
 #[test]
@@ -226,7 +216,7 @@ fn cpu_memory_handles_and_threads_of_this_process() {
         .iter()
         .map(|x| x.ctx_voluntary)
         .sum();
-    if under_wine() {
+    if barrage_monitor::under_wine() {
         // wine lists threads without their context switches.
         assert_eq!(switches, 0);
     } else {
@@ -315,7 +305,7 @@ fn tcp_states_of_connections_held_in_this_process() {
         .tcp;
     drop(m);
     println!("{N} connections, both ends here: {tcp:?}");
-    if under_wine() {
+    if barrage_monitor::under_wine() {
         // wine's socket tables name no owner (pid 0): no process shows sockets.
         assert_eq!(tcp, TcpStates::default());
     } else {
@@ -336,7 +326,7 @@ fn listener_pid_of_our_listener_and_of_nobody() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let found = listener_pid(port);
-    if under_wine() {
+    if barrage_monitor::under_wine() {
         // The listener is in the table, but without an owner.
         assert!(
             matches!(found, Err(MonitorError::ListenerNotVisible { .. })),

@@ -35,6 +35,16 @@ use procs::Entry;
 pub(crate) use host::{host_levels, read_host};
 pub(crate) use tcp::{listener_pid, TcpCounter};
 
+/// Whether this process runs under wine (whose ntdll exports `wine_get_version`).
+pub(crate) fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: a NUL-terminated module name; ntdll is loaded in every process.
+    let ntdll = unsafe { GetModuleHandleA(c"ntdll.dll".as_ptr().cast()) };
+    // SAFETY: a module handle (null is refused by the check) and a NUL-terminated name.
+    !ntdll.is_null()
+        && unsafe { GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()) }.is_some()
+}
+
 pub(crate) const SUPPORTED: bool = true;
 pub(crate) const HOST_SOURCE: &str =
     "NtQuerySystemInformation(SystemProcessorPerformanceInformation)";

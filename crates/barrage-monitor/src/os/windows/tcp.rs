@@ -144,16 +144,6 @@ unsafe fn entries<Tbl, R: Copy>(buf: &[u64], len: usize) -> impl Iterator<Item =
     })
 }
 
-/// Whether this process runs under wine (whose ntdll exports `wine_get_version`).
-fn under_wine() -> bool {
-    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
-    // SAFETY: a NUL-terminated module name; ntdll is loaded in every process.
-    let ntdll = unsafe { GetModuleHandleA(c"ntdll.dll".as_ptr().cast()) };
-    // SAFETY: a module handle (null is refused by the check) and a NUL-terminated name.
-    !ntdll.is_null()
-        && unsafe { GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()) }.is_some()
-}
-
 /// TCP states of the monitored processes, by the pids of their trees.
 pub(crate) struct TcpCounter {
     buf: Vec<u64>,
@@ -169,7 +159,7 @@ impl TcpCounter {
         TcpCounter {
             buf: Vec::new(),
             rows: Vec::new(),
-            no_owners: under_wine(),
+            no_owners: super::under_wine(),
         }
     }
 
