@@ -204,6 +204,16 @@ impl Exchanges {
         Some((ex, k))
     }
 
+    /// The open exchange with this key, wherever it is.
+    pub fn get(&mut self, key: u64) -> Option<&Exchange> {
+        if self.head.key == key && key != NONE {
+            return Some(&self.head);
+        }
+        self.unroll();
+        let i = self.rest.binary_search_by_key(&key, |e| e.key).ok()?;
+        Some(&self.rest[i]).filter(|e| !e.done)
+    }
+
     /// Complete the exchange with this key, wherever it is; `None` if no such exchange is
     /// open (a duplicate or unknown key).
     pub fn complete(&mut self, key: u64) -> Option<Exchange> {

@@ -22,6 +22,7 @@ pub mod command;
 mod conn;
 pub mod exchange;
 pub mod framing;
+pub mod h2;
 pub mod http;
 pub mod memcache;
 pub mod message;
@@ -49,5 +50,7 @@ pub use run::{
     hurry, observe, run, run_observed, run_session, run_virtual, End, EngineError, Observer,
     RunOutput,
 };
-pub use spec::{Clock, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec};
+pub use spec::{
+    Clock, HttpVersion, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec,
+};
 pub use worker::classify_tls;

@@ -46,6 +46,8 @@ pub enum Protocol {
     /// Raw TCP: `Plan::message`, `first_message` and `framing` say everything.
     Tcp,
     Http(HttpPlan),
+    /// HTTP/2: streams over one connection (h2c with prior knowledge, or TLS with ALPN h2).
+    H2(H2Plan),
     Ws(WsPlan),
     /// Redis (RESP): the `--command` mix.
     Redis(RedisPlan),
@@ -59,6 +61,7 @@ impl Protocol {
         match self {
             Protocol::Tcp => &protocol::TCP,
             Protocol::Http(_) => &protocol::HTTP,
+            Protocol::H2(_) => &protocol::H2,
             Protocol::Ws(_) => &protocol::WS,
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
@@ -74,6 +77,14 @@ impl Protocol {
 pub struct HttpPlan {
     pub request: crate::http::RequestTemplate,
     pub expect_status: StatusSet,
+}
+
+#[derive(Clone, Debug)]
+pub struct H2Plan {
+    pub request: crate::h2::H2Request,
+    pub expect_status: StatusSet,
+    /// Streams in flight per connection at most (`--streams`; the server may allow fewer).
+    pub streams: u32,
 }
 
 #[derive(Clone, Debug)]

@@ -116,6 +116,7 @@ fn spawn_for(protocol: &Protocol) -> Spawn {
     match protocol {
         Protocol::Tcp => spawn::<session::tcp::Tcp>,
         Protocol::Http(_) => spawn::<session::http::Http>,
+        Protocol::H2(_) => spawn::<session::h2::H2>,
         Protocol::Ws(_) => spawn::<session::ws::Ws>,
         Protocol::Redis(_) => spawn::<session::redis::Redis>,
         Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,

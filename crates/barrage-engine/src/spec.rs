@@ -171,6 +171,12 @@ pub enum ProtocolSpec {
         body: Option<String>,
         /// Success statuses as inclusive ranges.
         expect_status: Vec<(u16, u16)>,
+        /// HTTP/1.1, or HTTP/2 (h2c with prior knowledge; over TLS by ALPN).
+        #[serde(default, skip_serializing_if = "HttpVersion::is_h1")]
+        version: HttpVersion,
+        /// HTTP/2: streams in flight per connection at most (`--streams`).
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        streams: u32,
     },
     Ws {
         path: String,
@@ -195,12 +201,39 @@ pub enum ProtocolSpec {
     },
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Which HTTP a run speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpVersion {
+    #[default]
+    H1,
+    H2,
+}
+
+impl HttpVersion {
+    pub fn is_h1(&self) -> bool {
+        *self == HttpVersion::H1
+    }
+}
+
 impl ProtocolSpec {
     /// Its row of the protocol table (name, schemes, ports, ...).
     pub fn info(&self) -> &'static barrage_scenario::protocol::ProtocolInfo {
         use barrage_scenario::protocol as p;
         match self {
             ProtocolSpec::Tcp { .. } => &p::TCP,
+            ProtocolSpec::Http {
+                version: HttpVersion::H2,
+                ..
+            } => &p::H2,
             ProtocolSpec::Http { .. } => &p::HTTP,
             ProtocolSpec::Ws { .. } => &p::WS,
             ProtocolSpec::Redis { .. } => &p::REDIS,
@@ -288,7 +321,7 @@ fn with_scenario(
         dir: &sc.dir,
         host_header,
         headers,
-        http: matches!(plan.protocol, Protocol::Http(_)),
+        http: matches!(plan.protocol, Protocol::Http(_) | Protocol::H2(_)),
         no_replies: plan.framing == Framing::None,
         timeout: plan.timeout,
         secret: &lookup,
@@ -455,6 +488,8 @@ impl Spec {
                 headers,
                 body,
                 expect_status,
+                version,
+                streams,
             } => {
                 let headers = fill_headers(headers, &mut bytes)?;
                 http_cx = (host_header.clone(), headers.clone());
@@ -462,6 +497,24 @@ impl Spec {
                     Some(b) => Some(bytes("--body", b)?),
                     None => None,
                 };
+                if *version == HttpVersion::H2 {
+                    let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
+                        method,
+                        scheme: if self.tls.is_some() { "https" } else { "http" },
+                        path,
+                        authority: host_header,
+                        headers: &headers,
+                        body: body.as_deref(),
+                        content_type: None,
+                        te_trailers: false,
+                    })?;
+                    let p = Protocol::H2(crate::plan::H2Plan {
+                        request,
+                        expect_status: StatusSet(expect_status.clone()),
+                        streams: *streams,
+                    });
+                    (p, default_message, None, Framing::Echo, false)
+                } else {
                 let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
                     method,
                     path,
@@ -475,6 +528,7 @@ impl Spec {
                     expect_status: StatusSet(expect_status.clone()),
                 });
                 (p, default_message, None, Framing::Echo, false)
+                }
             }
             ProtocolSpec::Ws {
                 path,
@@ -698,6 +752,18 @@ mod tests {
                 headers: vec![("X-A".into(), "1".into())],
                 body: Some("{\"k\":1}".into()),
                 expect_status: vec![(200, 299)],
+                version: HttpVersion::H1,
+                streams: 1,
+            },
+            ProtocolSpec::Http {
+                method: "GET".into(),
+                path: "/".into(),
+                host_header: "h".into(),
+                headers: vec![],
+                body: None,
+                expect_status: vec![(200, 299)],
+                version: HttpVersion::H2,
+                streams: 10,
             },
             ProtocolSpec::Redis {
                 commands: vec!["3*GET k:{rand%10}".into(), "SET k v".into()],
@@ -778,6 +844,8 @@ mod tests {
             headers: vec![("Authorization".into(), "Bearer literal".into())],
             body: None,
             expect_status: vec![(200, 399)],
+            version: HttpVersion::H1,
+            streams: 1,
         });
         let json = serde_json::to_string(&s.redacted()).unwrap();
         assert!(

@@ -67,6 +67,43 @@ pub struct Counters {
     /// Scenario broadcast steps: stamped messages sent and their deliveries.
     #[serde(default, skip_serializing_if = "BroadcastCounts::is_empty")]
     pub broadcast: BroadcastCounts,
+    /// HTTP/2: frames, header compression, resets and GOAWAYs.
+    #[serde(default, skip_serializing_if = "H2Counts::is_empty")]
+    pub h2: H2Counts,
+}
+
+/// What HTTP/2 connections counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct H2Counts {
+    /// Frames received.
+    pub frames_read: u64,
+    /// Response header blocks as received (HPACK), and as HTTP/1.1 would have written the
+    /// same fields (`name: value` and CRLF each): the compression the server achieved.
+    pub header_bytes: u64,
+    pub header_bytes_plain: u64,
+    /// RST_STREAM frames received, per error code.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub resets: CodeCounts,
+    /// GOAWAY frames received, per error code.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub goaways: CodeCounts,
+    /// Requests sent again after `REFUSED_STREAM` (once each).
+    pub refused_retried: u64,
+}
+
+impl H2Counts {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn merge(&mut self, o: &H2Counts) {
+        self.frames_read += o.frames_read;
+        self.header_bytes += o.header_bytes;
+        self.header_bytes_plain += o.header_bytes_plain;
+        self.resets.merge(&o.resets);
+        self.goaways.merge(&o.goaways);
+        self.refused_retried += o.refused_retried;
+    }
 }
 
 /// One-to-many delivery, counted from stamps: what senders sent and expected, what receivers
@@ -238,6 +275,7 @@ impl Counters {
         self.misses += o.misses;
         self.commands.merge(&o.commands);
         self.broadcast.merge(&o.broadcast);
+        self.h2.merge(&o.h2);
     }
 }
 
@@ -271,8 +309,18 @@ mod tests {
             misses: 16,
             commands: CommandCounts::default(),
             broadcast: BroadcastCounts::default(),
+            h2: H2Counts {
+                frames_read: 18,
+                header_bytes: 19,
+                header_bytes_plain: 20,
+                resets: CodeCounts::default(),
+                goaways: CodeCounts::default(),
+                refused_retried: 21,
+            },
         };
         a.error(ErrorClass::Reset, 1);
+        a.h2.resets.add(7, 1);
+        a.h2.goaways.add(0, 2);
         a.status.add(200, 1);
         let b = a.clone();
         a.merge(&b);
@@ -286,6 +334,12 @@ mod tests {
         assert_eq!(a.status.get(200), 2);
         assert_eq!(a.misses, 32);
         assert_eq!(a.pushed, 34);
+        let h = &a.h2;
+        assert_eq!(
+            (h.frames_read, h.header_bytes, h.header_bytes_plain, h.refused_retried),
+            (36, 38, 40, 42)
+        );
+        assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));
     }
 
     #[test]

@@ -52,10 +52,15 @@ pub enum ErrorClass {
     TlsHandshakeTimeout,
     /// TLS: any other TLS failure (alert, bad record, ...).
     TlsOther,
+    /// HTTP/2: a stream the server's GOAWAY left unprocessed, or a connection it ended with
+    /// an error code.
+    Goaway,
+    /// HTTP/2: a stream the server reset (RST_STREAM; the codes are counted apart).
+    StreamReset,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 21;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -76,6 +81,8 @@ impl ErrorClass {
         Self::TlsBadName,
         Self::TlsHandshakeTimeout,
         Self::TlsOther,
+        Self::Goaway,
+        Self::StreamReset,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -99,6 +106,8 @@ impl ErrorClass {
             Self::TlsBadName => "tls_bad_name",
             Self::TlsHandshakeTimeout => "tls_handshake_timeout",
             Self::TlsOther => "tls_other",
+            Self::Goaway => "goaway",
+            Self::StreamReset => "stream_reset",
         }
     }
 

@@ -63,6 +63,18 @@ pub const HTTP: ProtocolInfo = ProtocolInfo {
     pushes: false,
 };
 
+/// HTTP/2 with prior knowledge (`h2c://`); over TLS it is reached by `https://` (ALPN).
+pub const H2: ProtocolInfo = ProtocolInfo {
+    name: "h2c",
+    aliases: &[],
+    tls_scheme: None,
+    port: Some(80),
+    tls_port: None,
+    path: true,
+    steps: TargetKind::Http,
+    pushes: false,
+};
+
 pub const WS: ProtocolInfo = ProtocolInfo {
     name: "ws",
     aliases: &[],
@@ -98,7 +110,7 @@ pub const MEMCACHE: ProtocolInfo = ProtocolInfo {
 };
 
 /// Every protocol barrage speaks, in the order messages list them.
-pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, WS, REDIS, MEMCACHE];
+pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, WS, REDIS, MEMCACHE];
 
 impl ProtocolInfo {
     /// The scheme a URL of this protocol is written with (`https` for HTTP over TLS).
@@ -148,7 +160,7 @@ pub fn of_url(url: &str) -> Option<(&'static ProtocolInfo, bool)> {
     by_scheme(url.split_once("://")?.0)
 }
 
-/// The schemes for messages: `tcp://, http://, https://, ws://, wss://, redis://, memcache://`
+/// The schemes for messages: `tcp://, http://, https://, h2c://, ws://, wss://, redis://, memcache://`
 /// (aliases left out).
 pub fn supported() -> String {
     supported_in(PROTOCOLS)
@@ -201,7 +213,7 @@ mod tests {
     fn messages_list_the_schemes_in_the_tables_order() {
         assert_eq!(
             supported(),
-            "tcp://, http://, https://, ws://, wss://, redis://, memcache://"
+            "tcp://, http://, https://, h2c://, ws://, wss://, redis://, memcache://"
         );
         assert_eq!(HTTP.scheme(true), "https");
         assert_eq!(REDIS.scheme(true), "redis");

@@ -20,6 +20,7 @@ pub(crate) use head::{has_token, header_values, list_items, Head, HeadReader, Pr
 pub(crate) use request::{validate_header, validate_path, validate_value, USER_AGENT};
 pub use request::{RequestSpec, RequestTemplate};
 pub use response::{ResponseDecoder, ResponseSink};
+pub(crate) use response::server_timing_of;
 
 /// Bounds on a response head, so a server that never ends its headers cannot grow a buffer
 /// beyond `max_header_bytes`.
@@ -94,6 +95,8 @@ pub enum RequestError {
     HandshakeHeader(String),
     #[error("the subprotocol {0:?} is not a comma-separated list of tokens")]
     InvalidSubprotocol(String),
+    #[error("the header {0} is HTTP/1.1's own and HTTP/2 forbids it; remove it")]
+    ConnectionSpecific(String),
 }
 
 /// The part of the user's request a [`RequestError`] is about, so that the CLI names the right
@@ -123,7 +126,8 @@ impl RequestError {
             | Self::ContentLengthGiven
             | Self::TransferEncodingGiven
             | Self::DuplicateHeader(_)
-            | Self::HandshakeHeader(_) => Field::Header,
+            | Self::HandshakeHeader(_)
+            | Self::ConnectionSpecific(_) => Field::Header,
             Self::PathNotAbsolute(_) | Self::InvalidPath(_) => Field::Target,
             Self::BodyNotAllowed(_) => Field::Body,
             Self::InvalidSubprotocol(_) => Field::Subprotocol,
@@ -136,7 +140,7 @@ pub(crate) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-pub(crate) fn is_token(s: &str) -> bool {
+pub fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_tchar)
 }
 

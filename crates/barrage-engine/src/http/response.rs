@@ -380,8 +380,14 @@ fn summarize(h: &Head<'_>, head_request: bool) -> Result<HeadInfo, HttpError> {
 /// The server's time from `Server-Timing` (RFC: `metric;dur=MS, metric;dur=MS`): the metric
 /// named `total` if there is one, else the first with a `dur`; in ns.
 pub fn server_timing_ns(headers: &[httparse::Header<'_>]) -> Option<u64> {
+    server_timing_of(header_values(headers, "server-timing"))
+}
+
+/// [`server_timing_ns`] over the values of the `Server-Timing` fields (HTTP/2 hands them on
+/// one by one).
+pub fn server_timing_of<'v>(values: impl Iterator<Item = &'v [u8]>) -> Option<u64> {
     let mut first = None;
-    for value in header_values(headers, "server-timing") {
+    for value in values {
         for metric in value.split(|&b| b == b',') {
             let mut parts = metric.split(|&b| b == b';').map(|p| p.trim_ascii());
             let name = parts.next().unwrap_or_default();

@@ -19,6 +19,7 @@ use crate::plan::Plan;
 use barrage_metrics::{ErrorClass, Recorder};
 use std::collections::VecDeque;
 
+pub mod h2;
 pub mod http;
 pub mod memcache;
 pub mod redis;
@@ -185,6 +186,12 @@ pub trait Session: Sized + Send + 'static {
     /// Returns the length an echo of it has.
     fn frame_step(&mut self, _cfg: &Self::Cfg, out: &mut Out, start: usize) -> u32 {
         (out.buf.len() - start) as u32
+    }
+
+    /// How many more exchanges the connection can open now (HTTP/2: the streams the server
+    /// allows, less those in flight); what is owed beyond it waits for an exchange to end.
+    fn room(&self, _cfg: &Self::Cfg) -> u64 {
+        u64::MAX
     }
 
     /// Append one request to `out.buf`.

@@ -285,7 +285,9 @@ impl<S: Session> Worker<S> {
             }
             self.rec.backlog = self.rec.backlog + backlog - before;
             if state == State::Ready && !c.pending_write() && backlog > 0 {
-                let n = self.allow(backlog);
+                // What waits for a stream (HTTP/2) stays due: its latency counts the wait.
+                let room = c.session.room(&self.cfg);
+                let n = self.allow(backlog.min(room));
                 self.send(idx, n, now);
             }
             if let crate::pacer::Pace::Wait(w) = sched.pace(now, self.conns[i].due_k) {
@@ -303,7 +305,8 @@ impl<S: Session> Worker<S> {
                 }
             }
             if c.owed > 0 && !c.pending_write() {
-                let n = self.allow(self.conns[i].owed as u64);
+                let want = (c.owed as u64).min(c.session.room(&self.cfg));
+                let n = self.allow(want);
                 self.conns[i].owed -= n as u32;
                 self.send(idx, n, now);
             }

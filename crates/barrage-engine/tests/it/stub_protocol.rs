@@ -90,7 +90,7 @@ fn a_stub_row_is_found_by_the_lookups_every_reader_uses() {
     );
     assert_eq!(
         supported_in(TABLE),
-        "tcp://, http://, https://, ws://, wss://, redis://, memcache://, stub://"
+        "tcp://, http://, https://, h2c://, ws://, wss://, redis://, memcache://, stub://"
     );
     let (p, tls) = by_scheme_in(TABLE, "stub").unwrap();
     assert_eq!((p.scheme(tls), p.default_port(tls)), ("stub", Some(7777)));

@@ -29,7 +29,8 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan, Usage> {
+/// The client's TLS: verification as asked, ALPN offering `h2` alone (`h2`) or `http/1.1`.
+pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>, h2: bool) -> Result<TlsPlan, Usage> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Usage::new("TLS setup", e))?;
@@ -70,7 +71,7 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>) -> Result<TlsPlan,
             .with_no_client_auth()
     };
     if matches!(url.scheme, Scheme::Https) {
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![if h2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
     }
     let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
         Usage::says(

@@ -15,6 +15,8 @@ pub enum Scheme {
     Tcp,
     Http,
     Https,
+    /// HTTP/2 with prior knowledge.
+    H2c,
     Ws,
     Wss,
     Redis,
@@ -22,10 +24,11 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    const ALL: [Scheme; 7] = [
+    const ALL: [Scheme; 8] = [
         Scheme::Tcp,
         Scheme::Http,
         Scheme::Https,
+        Scheme::H2c,
         Scheme::Ws,
         Scheme::Wss,
         Scheme::Redis,
@@ -37,6 +40,7 @@ impl Scheme {
         match self {
             Scheme::Tcp => &protocol::TCP,
             Scheme::Http | Scheme::Https => &protocol::HTTP,
+            Scheme::H2c => &protocol::H2,
             Scheme::Ws | Scheme::Wss => &protocol::WS,
             Scheme::Redis => &protocol::REDIS,
             Scheme::Memcache => &protocol::MEMCACHE,

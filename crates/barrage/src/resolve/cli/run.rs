@@ -176,6 +176,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "HTTP and WebSocket")]
     pub cacert: Option<PathBuf>,
 
+    /// Speak HTTP/2: h2c with prior knowledge on http://, ALPN h2 only on https:// (h2c:// targets speak it anyway)
+    #[arg(long, help_heading = "HTTP and WebSocket")]
+    pub http2: bool,
+
+    /// Speak HTTP/1.1 on https:// (offer only http/1.1 by ALPN)
+    #[arg(long = "http1.1", help_heading = "HTTP and WebSocket")]
+    pub http1_1: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m), capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS
+    #[arg(long, value_parser = units::count, value_name = "N", help_heading = "HTTP and WebSocket")]
+    pub streams: Option<u64>,
+
     /// WebSocket subprotocol to request (Sec-WebSocket-Protocol)
     #[arg(long, value_name = "NAME", help_heading = "HTTP and WebSocket")]
     pub subprotocol: Option<String>,

@@ -10,7 +10,7 @@ use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::ns;
 use barrage_engine::{
-    escape, unescape, Framing, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError, StatusSet,
+    escape, unescape, Framing, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError, StatusSet,
     TlsSpec,
 };
 use barrage_metrics::RunConfig;
@@ -54,11 +54,19 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     words.headers = headers(&a.headers)?;
     let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
     let http_note = http_note.map(|n| secrets.scrub(&n));
+    let h2 = matches!(
+        protocol,
+        ProtocolSpec::Http {
+            version: barrage_engine::spec::HttpVersion::H2,
+            ..
+        }
+    );
     let tls = if url.scheme.tls() {
         Some(crate::resolve::tls::plan(
             &url,
             a.insecure,
             a.cacert.as_deref(),
+            h2,
         )?)
     } else {
         None
@@ -348,7 +356,11 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: load.mode.into(),
-        pipeline: a.pipeline as u32,
+        // HTTP/2 keeps its streams in flight as HTTP/1.1 its pipeline (closed loop).
+        pipeline: a
+            .streams
+            .filter(|_| !load.mode.is_open_loop())
+            .unwrap_or(a.pipeline) as u32,
         max_backlog: load.max_backlog,
         timer_slack_ns: a
             .timer_slack

@@ -22,7 +22,7 @@ pub(super) fn commands(
 
 /// Flags that belong to other protocols are mistakes, not silently ignored.
 pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
-    let http = matches!(scheme, Scheme::Http | Scheme::Https);
+    let http = matches!(scheme, Scheme::Http | Scheme::Https | Scheme::H2c);
     let ws = matches!(scheme, Scheme::Ws | Scheme::Wss);
     let s = scheme.name();
     let only = |flag: &str, what: &str| {
@@ -41,6 +41,29 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
     }
     if !http && !ws && !a.headers.is_empty() {
         return Err(only("-H/--header", "http(s):// and ws(s)://"));
+    }
+    if !http && (a.http2 || a.http1_1 || a.streams.is_some()) {
+        return Err(only("--http2, --http1.1 and --streams", "http(s):// and h2c://"));
+    }
+    if a.http2 && a.http1_1 {
+        return Err(Usage::says("--http2", "and --http1.1 ask for different protocols: give one"));
+    }
+    if a.http1_1 && scheme == Scheme::H2c {
+        return Err(Usage::says("--http1.1", "an h2c:// target speaks HTTP/2: use http:// for HTTP/1.1"));
+    }
+    if a.http1_1 && scheme == Scheme::Http {
+        return Err(Usage::says("--http1.1", "applies to https:// (ALPN); http:// speaks HTTP/1.1 unless --http2"));
+    }
+    if let Some(n) = a.streams {
+        if !(a.http2 || scheme == Scheme::H2c) {
+            return Err(Usage::says("--streams", "applies to HTTP/2: an h2c:// target, or --http2"));
+        }
+        if !(1..=1 << 20).contains(&n) {
+            return Err(Usage::new("--streams", "from 1 to 1048576 streams per connection"));
+        }
+        if a.pipeline != 1 {
+            return Err(Usage::says("--pipeline", "is HTTP/1.1's; HTTP/2 keeps --streams in flight per connection"));
+        }
     }
     if !ws && (a.subprotocol.is_some() || a.binary) {
         return Err(only("--subprotocol and --binary", "ws(s)://"));
@@ -178,7 +201,7 @@ pub(super) fn protocol(
                 None,
             ))
         }
-        Scheme::Http | Scheme::Https => {
+        Scheme::Http | Scheme::Https | Scheme::H2c => {
             let body = match a.body.as_deref() {
                 None => None,
                 Some(b) => Some(match b.strip_prefix('@') {
@@ -197,6 +220,7 @@ pub(super) fn protocol(
             };
             let method = a.method.clone().unwrap_or_else(|| "GET".into());
             let host = url.host_header();
+            let h2 = a.http2 || url.scheme == Scheme::H2c;
             let spec = barrage_engine::http::RequestSpec {
                 method: &method,
                 path: &url.path,
@@ -206,6 +230,19 @@ pub(super) fn protocol(
                 keep_alive: true,
             };
             barrage_engine::http::RequestTemplate::new(&spec).map_err(request_usage)?;
+            if h2 {
+                barrage_engine::h2::H2Request::new(&barrage_engine::h2::H2RequestSpec {
+                    method: &method,
+                    scheme: "http",
+                    path: &url.path,
+                    authority: &host,
+                    headers: &headers_filled,
+                    body: filled_body.as_deref(),
+                    content_type: None,
+                    te_trailers: false,
+                })
+                .map_err(request_usage)?;
+            }
             let expect_status = match &a.expect_status {
                 Some(l) => status_set(l)?,
                 None => StatusSet::default(),
@@ -226,6 +263,8 @@ pub(super) fn protocol(
                     headers: words.headers.clone(),
                     body: body.as_deref().map(escape),
                     expect_status: expect_status.0,
+                    version: if h2 { HttpVersion::H2 } else { HttpVersion::H1 },
+                    streams: if h2 { a.streams.unwrap_or(1) as u32 } else { 1 },
                 },
                 Some(note),
             ))

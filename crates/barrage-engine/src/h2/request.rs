@@ -1,0 +1,376 @@
+//! A request as HTTP/2 sends it: its header list compiled once into HPACK, its body.
+//!
+//! The fields that are the same on every request (all but those with placeholders) are
+//! compiled three ways: `first`, which adds each of them to the server's HPACK table (literal
+//! with incremental indexing), `again`, which names them by their index there (a byte or two
+//! each), and `plain`, literals without indexing for a server whose table is too small for
+//! them. A connection sends `first` once, then `again`: the indices stay right because only
+//! this side adds to the server's table, and it adds nothing after `first`. Fields with
+//! placeholders are rendered per request as literals without indexing.
+
+use super::hpack::{put_int, put_str, ENTRY_OVERHEAD, STATIC};
+use crate::http::{validate_header, validate_path, validate_value, Field, RequestError};
+use crate::message::{Fill, Template};
+
+/// What the user asked for; validated by [`H2Request::new`].
+#[derive(Clone, Copy, Debug)]
+pub struct H2RequestSpec<'a> {
+    pub method: &'a str,
+    /// `http` or `https`.
+    pub scheme: &'a str,
+    pub path: &'a str,
+    /// `host:port` or `host` (a `Host` header the user gives replaces it).
+    pub authority: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: Option<&'a [u8]>,
+    /// A `content-type` sent unless the user gives one (gRPC's).
+    pub content_type: Option<&'a str>,
+    /// Send `te: trailers` (gRPC).
+    pub te_trailers: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Seg {
+    /// Fixed fields: the three encodings, by the connection's state.
+    Fixed {
+        first: Vec<u8>,
+        again: Vec<u8>,
+        plain: Vec<u8>,
+    },
+    /// A field with placeholders: a literal without indexing, its name by static index (or 0
+    /// and the name as a literal).
+    Dyn {
+        name_index: u8,
+        name: Vec<u8>,
+        value: Template,
+    },
+    /// `content-length` of a body with placeholders.
+    BodyLen,
+}
+
+/// The body: none, fixed bytes, or rendered per request.
+#[derive(Clone, Debug)]
+pub enum Body {
+    None,
+    Fixed(Vec<u8>),
+    Dyn(Template),
+}
+
+/// A compiled request.
+#[derive(Clone, Debug)]
+pub struct H2Request {
+    segs: Vec<Seg>,
+    /// Bytes the `first` encoding adds to the server's table.
+    cost: usize,
+    pub body: Body,
+    is_head: bool,
+}
+
+/// How a connection encodes its fixed fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EncState {
+    /// Nothing of ours in the server's table yet: the next request adds the fixed fields.
+    #[default]
+    Fresh,
+    /// They are in it: name them by index.
+    Indexed,
+    /// The server's table is too small for them (or shrank): literals.
+    Plain,
+}
+
+/// A connection's HPACK encoder: what it added to the server's table, and a size update owed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Encoder {
+    pub state: EncState,
+    /// The table size the server allows (its SETTINGS_HEADER_TABLE_SIZE), 4096 until it says.
+    pub limit: u32,
+    /// A size update to send at the start of the next block (the server lowered its limit).
+    pub update: Option<u32>,
+}
+
+impl Encoder {
+    pub fn new() -> Self {
+        Self {
+            state: EncState::Fresh,
+            limit: 4096,
+            update: None,
+        }
+    }
+
+    /// The server's SETTINGS_HEADER_TABLE_SIZE.
+    pub fn set_limit(&mut self, size: u32) {
+        if size < self.limit {
+            // Our table must shrink to it: say so at the start of the next block. What was
+            // added may be gone: literals from now on.
+            self.update = Some(size);
+            if self.state == EncState::Indexed {
+                self.state = EncState::Plain;
+            }
+        }
+        self.limit = size;
+    }
+}
+
+/// Static table index of a full match, and of a name match.
+fn static_index(name: &str, value: &str) -> (Option<u8>, Option<u8>) {
+    let mut name_at = None;
+    for (i, (n, v)) in STATIC.iter().enumerate() {
+        if *n == name {
+            if *v == value && !v.is_empty() {
+                return (Some(i as u8 + 1), Some(i as u8 + 1));
+            }
+            name_at.get_or_insert(i as u8 + 1);
+        }
+    }
+    (None, name_at)
+}
+
+const FORBIDDEN: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+impl H2Request {
+    pub fn new(spec: &H2RequestSpec) -> Result<Self, RequestError> {
+        let method = spec.method;
+        if method.is_empty() {
+            return Err(RequestError::EmptyMethod);
+        }
+        if !crate::http::is_token(method) {
+            return Err(RequestError::InvalidMethod(method.into()));
+        }
+        validate_path(method, spec.path)?;
+        validate_value(Field::Target, "Host", spec.authority)?;
+        let mut authority = spec.authority.to_string();
+        let mut fields: Vec<(String, String)> = Vec::new();
+        let (mut ua, mut accept, mut ctype, mut host) = (false, false, false, false);
+        for (name, value) in spec.headers {
+            validate_header(name, value)?;
+            let lower = name.to_ascii_lowercase();
+            match lower.as_str() {
+                "host" => {
+                    if host {
+                        return Err(RequestError::DuplicateHeader("Host".into()));
+                    }
+                    host = true;
+                    authority = value.clone();
+                    continue;
+                }
+                "content-length" => return Err(RequestError::ContentLengthGiven),
+                n if FORBIDDEN.contains(&n) => {
+                    return Err(RequestError::ConnectionSpecific(name.clone()))
+                }
+                "te" if !value.trim().eq_ignore_ascii_case("trailers") => {
+                    return Err(RequestError::ConnectionSpecific(name.clone()))
+                }
+                "user-agent" => ua = true,
+                "accept" => accept = true,
+                "content-type" => ctype = true,
+                _ => {}
+            }
+            fields.push((lower, value.clone()));
+        }
+        let bodiless = matches!(method, "GET" | "HEAD" | "TRACE" | "CONNECT");
+        let body = match spec.body {
+            Some(b) if bodiless && !b.is_empty() => {
+                return Err(RequestError::BodyNotAllowed(method.into()))
+            }
+            Some(b) if !bodiless => Some(b),
+            _ => None,
+        };
+        let mut list: Vec<(String, String)> = vec![
+            (":method".into(), method.into()),
+            (":scheme".into(), spec.scheme.into()),
+            (":authority".into(), authority),
+            (":path".into(), spec.path.into()),
+        ];
+        if spec.te_trailers {
+            list.push(("te".into(), "trailers".into()));
+        }
+        if let (Some(ct), false) = (spec.content_type, ctype) {
+            list.push(("content-type".into(), ct.into()));
+        }
+        if !ua {
+            list.push(("user-agent".into(), crate::http::USER_AGENT.into()));
+        }
+        if !accept && spec.content_type.is_none() {
+            list.push(("accept".into(), "*/*".into()));
+        }
+        list.extend(fields);
+        let body = match body {
+            None => Body::None,
+            Some(b) => {
+                let t = Template::new(b.to_vec());
+                if t.is_static() {
+                    if spec.content_type.is_none() {
+                        list.push(("content-length".into(), b.len().to_string()));
+                    }
+                    Body::Fixed(b.to_vec())
+                } else {
+                    Body::Dyn(t)
+                }
+            }
+        };
+        let dyn_len = matches!(body, Body::Dyn(_)) && spec.content_type.is_none();
+        Ok(Self::compile(&list, dyn_len, body, method == "HEAD"))
+    }
+
+    fn compile(list: &[(String, String)], dyn_len: bool, body: Body, is_head: bool) -> Self {
+        // Fixed fields in runs between the fields with placeholders; their table entries in
+        // the order `first` adds them.
+        let mut segs = Vec::new();
+        let mut run: Vec<(&str, &str)> = Vec::new();
+        let mut cost = 0;
+        let mut fixed: Vec<Vec<(&str, &str)>> = Vec::new();
+        for (n, v) in list {
+            let t = Template::new(v.as_bytes().to_vec());
+            if t.is_static() {
+                run.push((n, v));
+                continue;
+            }
+            if !run.is_empty() {
+                fixed.push(std::mem::take(&mut run));
+                segs.push(None);
+            }
+            let (_, name_at) = static_index(n, "");
+            segs.push(Some(Seg::Dyn {
+                name_index: name_at.unwrap_or(0),
+                name: n.as_bytes().to_vec(),
+                value: t,
+            }));
+        }
+        if !run.is_empty() {
+            fixed.push(run);
+            segs.push(None);
+        }
+        if dyn_len {
+            segs.push(Some(Seg::BodyLen));
+        }
+        // Count the entries `first` adds, so `again` can name each by its index.
+        let mut total = 0;
+        for f in &fixed {
+            for (n, v) in f {
+                if static_index(n, v).0.is_none() {
+                    total += 1;
+                    cost += n.len() + v.len() + ENTRY_OVERHEAD;
+                }
+            }
+        }
+        let mut k = 0; // entries added so far
+        let mut out = Vec::new();
+        let mut fi = fixed.into_iter();
+        for s in segs {
+            match s {
+                Some(seg) => out.push(seg),
+                None => {
+                    let f = fi.next().expect("one run per fixed segment");
+                    let (mut first, mut again, mut plain) = (Vec::new(), Vec::new(), Vec::new());
+                    for (n, v) in f {
+                        match static_index(n, v) {
+                            (Some(i), _) => {
+                                for b in [&mut first, &mut again, &mut plain] {
+                                    put_int(b, 0x80, 7, u64::from(i));
+                                }
+                            }
+                            (None, name_at) => {
+                                // With incremental indexing (01), then by index.
+                                literal(&mut first, 0x40, 6, name_at, n, v);
+                                put_int(&mut again, 0x80, 7, (62 + total - 1 - k) as u64);
+                                literal(&mut plain, 0x00, 4, name_at, n, v);
+                                k += 1;
+                            }
+                        }
+                    }
+                    out.push(Seg::Fixed {
+                        first,
+                        again,
+                        plain,
+                    });
+                }
+            }
+        }
+        Self {
+            segs: out,
+            cost,
+            body,
+            is_head,
+        }
+    }
+
+    /// Append the header block for `fill`, encoded as `enc` allows (which it updates).
+    pub fn render_block(&self, enc: &mut Encoder, fill: Fill, out: &mut Vec<u8>) {
+        if let Some(size) = enc.update.take() {
+            put_int(out, 0x20, 5, u64::from(size));
+        }
+        if enc.state == EncState::Fresh && self.cost > enc.limit as usize {
+            enc.state = EncState::Plain;
+        }
+        for s in &self.segs {
+            match s {
+                Seg::Fixed {
+                    first,
+                    again,
+                    plain,
+                } => out.extend_from_slice(match enc.state {
+                    EncState::Fresh => first,
+                    EncState::Indexed => again,
+                    EncState::Plain => plain,
+                }),
+                Seg::Dyn {
+                    name_index,
+                    name,
+                    value,
+                } => {
+                    put_int(out, 0x00, 4, u64::from(*name_index));
+                    if *name_index == 0 {
+                        put_str(out, name);
+                    }
+                    put_int(out, 0, 7, value.rendered_len(fill) as u64);
+                    value.render_into(fill, out);
+                }
+                Seg::BodyLen => {
+                    let len = match &self.body {
+                        Body::Dyn(t) => t.rendered_len(fill),
+                        _ => 0,
+                    };
+                    put_int(out, 0x00, 4, 28); // content-length
+                    put_int(out, 0, 7, crate::message::digits(len as u64) as u64);
+                    crate::message::push_u64(out, len as u64);
+                }
+            }
+        }
+        if enc.state == EncState::Fresh {
+            enc.state = EncState::Indexed;
+        }
+    }
+
+    /// Bytes the fixed fields take in the server's table.
+    pub fn table_cost(&self) -> usize {
+        self.cost
+    }
+
+    pub fn is_head(&self) -> bool {
+        self.is_head
+    }
+
+    /// A body follows the header block (DATA frames).
+    pub fn has_body(&self) -> bool {
+        !matches!(self.body, Body::None)
+    }
+}
+
+/// A literal field: `flags` and an `n`-bit prefix for its name's static index (0: the name
+/// follows as a string), then the value, raw.
+fn literal(out: &mut Vec<u8>, flags: u8, n: u32, name_at: Option<u8>, name: &str, value: &str) {
+    match name_at {
+        Some(i) => put_int(out, flags, n, u64::from(i)),
+        None => {
+            put_int(out, flags, n, 0);
+            put_str(out, name.as_bytes());
+        }
+    }
+    put_str(out, value.as_bytes());
+}
