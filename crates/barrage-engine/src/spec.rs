@@ -515,19 +515,19 @@ impl Spec {
                     });
                     (p, default_message, None, Framing::Echo, false)
                 } else {
-                let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
-                    method,
-                    path,
-                    host_header,
-                    headers: &headers,
-                    body: body.as_deref(),
-                    keep_alive: true,
-                })?;
-                let p = Protocol::Http(HttpPlan {
-                    request,
-                    expect_status: StatusSet(expect_status.clone()),
-                });
-                (p, default_message, None, Framing::Echo, false)
+                    let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
+                        method,
+                        path,
+                        host_header,
+                        headers: &headers,
+                        body: body.as_deref(),
+                        keep_alive: true,
+                    })?;
+                    let p = Protocol::Http(HttpPlan {
+                        request,
+                        expect_status: StatusSet(expect_status.clone()),
+                    });
+                    (p, default_message, None, Framing::Echo, false)
                 }
             }
             ProtocolSpec::Ws {

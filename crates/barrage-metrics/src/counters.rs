@@ -336,7 +336,12 @@ mod tests {
         assert_eq!(a.pushed, 34);
         let h = &a.h2;
         assert_eq!(
-            (h.frames_read, h.header_bytes, h.header_bytes_plain, h.refused_retried),
+            (
+                h.frames_read,
+                h.header_bytes,
+                h.header_bytes_plain,
+                h.refused_retried
+            ),
             (36, 38, 40, 42)
         );
         assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));

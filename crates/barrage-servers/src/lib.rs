@@ -17,6 +17,7 @@ mod driver;
 pub mod echo;
 mod faults;
 pub mod http;
+pub mod http2;
 mod runtime;
 mod sock;
 mod stats;

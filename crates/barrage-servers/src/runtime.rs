@@ -199,3 +199,73 @@ where
     }
     Ok(handle)
 }
+
+/// Everything one thread of an async server owns ([`spawn_async`]): its listener (plain
+/// std, non-blocking), its counters and the stop flag, which it polls (the handle has no waker
+/// for it: it checks the flag every [`ASYNC_STOP_POLL`]).
+pub(crate) struct AsyncParts {
+    pub listener: std::net::TcpListener,
+    pub counters: CounterWriter,
+    pub stop: Arc<AtomicBool>,
+}
+
+/// How often an async server's thread looks at the stop flag.
+pub(crate) const ASYNC_STOP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// [`spawn`] for a server built on an async library (the HTTP/2 and gRPC servers): the same
+/// listeners, one per thread, and the same counters; each thread runs `run` (its own
+/// single-threaded runtime), which returns once the stop flag is set.
+pub(crate) fn spawn_async<F>(
+    kind: Kind,
+    tls: bool,
+    listen: SocketAddr,
+    reuse_port: bool,
+    threads: usize,
+    run: F,
+) -> Result<ServerHandle, ServerError>
+where
+    F: Fn(AsyncParts) + Clone + Send + 'static,
+{
+    if threads == 0 {
+        return Err(ServerError::Config {
+            addr: listen,
+            reason: "threads must be at least 1".to_owned(),
+        });
+    }
+    let listeners = bind_listeners(listen, threads, reuse_port)?;
+    let local_addr = listeners[0]
+        .local_addr()
+        .map_err(|source| ServerError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let mut handle = ServerHandle {
+        local_addr,
+        kind,
+        tls,
+        stop: Arc::new(AtomicBool::new(false)),
+        wakers: Vec::new(),
+        counters: Vec::with_capacity(threads),
+        threads: Vec::with_capacity(threads),
+    };
+    for (index, listener) in listeners.into_iter().enumerate() {
+        let (writer, shared) = CounterWriter::new();
+        let parts = AsyncParts {
+            listener: listener.into(),
+            counters: writer,
+            stop: Arc::clone(&handle.stop),
+        };
+        let run = run.clone();
+        let thread = thread::Builder::new()
+            .name(format!("barrage-{}-{index}", kind.name()))
+            .spawn(move || run(parts))
+            .map_err(|source| ServerError::Spawn {
+                addr: local_addr,
+                index,
+                source,
+            })?;
+        handle.counters.push(shared);
+        handle.threads.push(thread);
+    }
+    Ok(handle)
+}

@@ -217,6 +217,8 @@ impl ServerStats {
 pub(crate) enum Kind {
     Echo,
     Http,
+    /// The HTTP/2 server: its counts are the `http` part.
+    H2,
     Ws,
     Chat,
 }
@@ -227,6 +229,7 @@ impl Kind {
         match self {
             Kind::Echo => "echo",
             Kind::Http => "http",
+            Kind::H2 => "h2",
             Kind::Ws => "ws",
             Kind::Chat => "chat",
         }
@@ -377,7 +380,7 @@ impl ThreadCounters {
             bytes_written: self.bytes_written.load(Relaxed),
             reads: self.reads.load(Relaxed),
             writes: self.writes.load(Relaxed),
-            http: (kind == Kind::Http).then(|| HttpStats {
+            http: matches!(kind, Kind::Http | Kind::H2).then(|| HttpStats {
                 requests: http(Http::Requests),
                 responses_2xx: http(Http::Class2xx),
                 responses_3xx: http(Http::Class3xx),

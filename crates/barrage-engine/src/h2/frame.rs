@@ -90,7 +90,10 @@ pub const CODE_NAMES: [&str; 14] = [
 
 /// The name of an error code.
 pub fn code_name(c: u32) -> &'static str {
-    CODE_NAMES.get(c as usize).copied().unwrap_or("UNKNOWN_CODE")
+    CODE_NAMES
+        .get(c as usize)
+        .copied()
+        .unwrap_or("UNKNOWN_CODE")
 }
 
 /// The client connection preface (RFC 9113, 3.4).
@@ -234,14 +237,22 @@ impl FrameReader {
                         return Err(sink.bad(&self.h, "padding longer than the frame"));
                     }
                     self.content_left = self.h.len - 1 - prio - self.pad;
-                    self.at = if prio > 0 { At::Priority(5) } else { At::Content };
+                    self.at = if prio > 0 {
+                        At::Priority(5)
+                    } else {
+                        At::Content
+                    };
                     self.maybe_end(sink)?;
                 }
                 At::Priority(left) => {
                     let n = (left as usize).min(data.len());
                     data = &data[n..];
                     let left = left - n as u8;
-                    self.at = if left == 0 { At::Content } else { At::Priority(left) };
+                    self.at = if left == 0 {
+                        At::Content
+                    } else {
+                        At::Priority(left)
+                    };
                     self.maybe_end(sink)?;
                 }
                 At::Content => {
@@ -361,4 +372,142 @@ pub fn put_goaway(out: &mut Vec<u8>, last: u32, code: u32) {
     put_head(out, 8, kind::GOAWAY, 0, 0);
     out.extend_from_slice(&last.to_be_bytes());
     out.extend_from_slice(&code.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the reader reports: (kind, stream, flags, content) per frame.
+    #[derive(Default)]
+    struct Rec {
+        frames: Vec<(u8, u32, u8, Vec<u8>)>,
+        open: Option<(u8, u32, u8, Vec<u8>)>,
+        pause_after: Option<usize>,
+    }
+
+    impl FrameSink for Rec {
+        type Error = String;
+        fn head(&mut self, h: &Head) -> Result<(), String> {
+            assert!(self.open.is_none());
+            self.open = Some((h.kind, h.stream, h.flags, Vec::new()));
+            Ok(())
+        }
+        fn content(&mut self, _h: &Head, b: &[u8]) -> Result<(), String> {
+            self.open.as_mut().unwrap().3.extend_from_slice(b);
+            Ok(())
+        }
+        fn end(&mut self, _h: &Head) -> Result<(), String> {
+            self.frames.push(self.open.take().unwrap());
+            Ok(())
+        }
+        fn bad(&mut self, h: &Head, why: &'static str) -> String {
+            format!("{} {why}", kind_name(h.kind))
+        }
+        fn pause(&self) -> bool {
+            self.pause_after == Some(self.frames.len())
+        }
+    }
+
+    fn sample() -> Vec<u8> {
+        let mut b = Vec::new();
+        put_settings(&mut b, &[(setting::MAX_CONCURRENT_STREAMS, 100)]);
+        // HEADERS, padded and with priority: pad length 3, 5 priority bytes, "abc", padding.
+        put_head(
+            &mut b,
+            1 + 5 + 3 + 3,
+            kind::HEADERS,
+            flag::PADDED | flag::PRIORITY | flag::END_HEADERS,
+            1,
+        );
+        b.extend_from_slice(&[3, 0, 0, 0, 0, 16, b'a', b'b', b'c', 0, 0, 0]);
+        // DATA, padded with an empty content.
+        put_head(&mut b, 3, kind::DATA, flag::PADDED, 1);
+        b.extend_from_slice(&[2, 0, 0]);
+        // DATA "hello", ending the stream; an empty SETTINGS ACK; a PING.
+        put_head(&mut b, 5, kind::DATA, flag::END_STREAM, 1);
+        b.extend_from_slice(b"hello");
+        put_settings_ack(&mut b);
+        put_ping(&mut b, false, b"12345678");
+        b
+    }
+
+    fn expected() -> Vec<(u8, u32, u8, Vec<u8>)> {
+        vec![
+            (kind::SETTINGS, 0, 0, vec![0, 3, 0, 0, 0, 100]),
+            (
+                kind::HEADERS,
+                1,
+                flag::PADDED | flag::PRIORITY | flag::END_HEADERS,
+                b"abc".to_vec(),
+            ),
+            (kind::DATA, 1, flag::PADDED, vec![]),
+            (kind::DATA, 1, flag::END_STREAM, b"hello".to_vec()),
+            (kind::SETTINGS, 0, flag::ACK, vec![]),
+            (kind::PING, 0, 0, b"12345678".to_vec()),
+        ]
+    }
+
+    #[test]
+    fn frames_read_the_same_at_every_split() {
+        let input = sample();
+        for split in 0..=input.len() {
+            let mut r = FrameReader::new(DEFAULT_MAX_FRAME);
+            let mut rec = Rec::default();
+            assert_eq!(r.feed(&input[..split], &mut rec), Ok(split));
+            assert_eq!(r.feed(&input[split..], &mut rec), Ok(input.len() - split));
+            assert_eq!(rec.frames, expected(), "split at {split}");
+            assert!(r.idle());
+        }
+        // A byte at a time.
+        let mut r = FrameReader::new(DEFAULT_MAX_FRAME);
+        let mut rec = Rec::default();
+        for b in &input {
+            r.feed(std::slice::from_ref(b), &mut rec).unwrap();
+        }
+        assert_eq!(rec.frames, expected());
+    }
+
+    #[test]
+    fn a_pause_stops_after_the_frame_and_says_where() {
+        let input = sample();
+        let mut r = FrameReader::new(DEFAULT_MAX_FRAME);
+        let mut rec = Rec {
+            pause_after: Some(1),
+            ..Rec::default()
+        };
+        let used = r.feed(&input, &mut rec).unwrap();
+        assert_eq!(used, HEAD + 6);
+        rec.pause_after = None;
+        r.feed(&input[used..], &mut rec).unwrap();
+        assert_eq!(rec.frames, expected());
+    }
+
+    #[test]
+    fn oversized_and_badly_padded_frames_are_refused() {
+        let mut b = Vec::new();
+        put_head(&mut b, DEFAULT_MAX_FRAME as usize + 1, kind::DATA, 0, 1);
+        let mut rec = Rec::default();
+        let e = FrameReader::new(DEFAULT_MAX_FRAME).feed(&b, &mut rec);
+        assert_eq!(
+            e,
+            Err("DATA a frame larger than SETTINGS_MAX_FRAME_SIZE".into())
+        );
+        let mut b = Vec::new();
+        put_head(&mut b, 2, kind::DATA, flag::PADDED, 1);
+        b.extend_from_slice(&[5, 0]);
+        let e = FrameReader::new(DEFAULT_MAX_FRAME).feed(&b, &mut Rec::default());
+        assert_eq!(e, Err("DATA padding longer than the frame".into()));
+        let mut b = Vec::new();
+        put_head(&mut b, 0, kind::HEADERS, flag::PADDED, 1);
+        let e = FrameReader::new(DEFAULT_MAX_FRAME).feed(&b, &mut Rec::default());
+        assert_eq!(e, Err("HEADERS a padded frame with no pad length".into()));
+        let mut b = Vec::new();
+        put_head(&mut b, 3, kind::HEADERS, flag::PRIORITY, 1);
+        let e = FrameReader::new(DEFAULT_MAX_FRAME).feed(&b, &mut Rec::default());
+        assert_eq!(
+            e,
+            Err("HEADERS a HEADERS frame too short for its priority fields".into())
+        );
+    }
 }

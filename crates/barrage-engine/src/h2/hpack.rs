@@ -170,14 +170,19 @@ struct Table {
 
 impl Table {
     fn get(&self, dynamic: usize) -> Option<(&[u8], &[u8])> {
-        let e = self.entries.get(self.entries.len().checked_sub(1 + dynamic)?)?;
+        let e = self
+            .entries
+            .get(self.entries.len().checked_sub(1 + dynamic)?)?;
         let n = e.at + e.name as usize;
         Some((&self.bytes[e.at..n], &self.bytes[n..n + e.value as usize]))
     }
 
     fn evict_to(&mut self, max: usize) {
         while self.size > max {
-            let e = self.entries.pop_front().expect("a table with a size has entries");
+            let e = self
+                .entries
+                .pop_front()
+                .expect("a table with a size has entries");
             self.size -= e.name as usize + e.value as usize + ENTRY_OVERHEAD;
         }
         if self.entries.is_empty() {
@@ -360,5 +365,216 @@ fn lookup(table: &Table, i: u64) -> Result<(&[u8], &[u8]), HpackError> {
         _ => table
             .get(i as usize - 62)
             .ok_or(HpackError::BadIndex(i, table.entries.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn fields(d: &mut Decoder, block: &[u8]) -> Result<Vec<(String, String)>, HpackError> {
+        let mut out = Vec::new();
+        d.decode(block, 1 << 20, |n, v| {
+            out.push((
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            ))
+        })?;
+        Ok(out)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn integers_round_trip_at_every_prefix() {
+        for n in 1..=8 {
+            for v in [
+                0u64,
+                1,
+                9,
+                10,
+                30,
+                31,
+                126,
+                127,
+                128,
+                255,
+                1337,
+                65_535,
+                u32::MAX as u64,
+            ] {
+                let mut b = Vec::new();
+                put_int(&mut b, 0, n, v);
+                let mut at = 0;
+                assert_eq!(int(&b, &mut at, n), Ok(v), "{n} {v}");
+                assert_eq!(at, b.len());
+            }
+        }
+        // RFC 7541 C.1.2: 1337 with a 5-bit prefix.
+        let mut b = Vec::new();
+        put_int(&mut b, 0, 5, 1337);
+        assert_eq!(b, [31, 0x9a, 0x0a]);
+        let mut at = 0;
+        assert_eq!(
+            int(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], &mut at, 8),
+            Err(HpackError::Overflow)
+        );
+        let mut at = 0;
+        assert_eq!(int(&[0x1f, 0x80], &mut at, 5), Err(HpackError::Truncated));
+    }
+
+    /// RFC 7541 Appendix C.3 (requests, raw strings) and C.4 (the same, Huffman): the table
+    /// carries from block to block.
+    #[test]
+    fn rfc_7541_request_examples_decode_with_their_table() {
+        for (blocks, size) in [
+            (
+                [
+                    "8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+                    "8286 84be 5808 6e6f 2d63 6163 6865",
+                    "8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+                ],
+                164,
+            ),
+            (
+                [
+                    "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+                    "8286 84be 5886 a8eb 1064 9cbf",
+                    "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+                ],
+                164,
+            ),
+        ] {
+            let mut d = Decoder::new(4096);
+            let base = [(":method", "GET"), (":scheme", "http"), (":path", "/")];
+            let mut one = pairs(&base);
+            one.push((":authority".into(), "www.example.com".into()));
+            assert_eq!(fields(&mut d, &hex(blocks[0])).unwrap(), one);
+            assert_eq!(d.table_len(), (1, 57));
+            let mut two = one.clone();
+            two.push(("cache-control".into(), "no-cache".into()));
+            assert_eq!(fields(&mut d, &hex(blocks[1])).unwrap(), two);
+            assert_eq!(d.table_len(), (2, 110));
+            let three = pairs(&[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/index.html"),
+                (":authority", "www.example.com"),
+                ("custom-key", "custom-value"),
+            ]);
+            assert_eq!(fields(&mut d, &hex(blocks[2])).unwrap(), three);
+            assert_eq!(d.table_len(), (3, size));
+        }
+    }
+
+    /// RFC 7541 C.5.1-2: responses with a 256-byte table, an entry evicted by the second.
+    #[test]
+    fn rfc_7541_response_examples_evict_the_oldest_entry() {
+        let mut d = Decoder::new(256);
+        let first = hex(
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 \
+             2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 \
+             6c65 2e63 6f6d",
+        );
+        let mut want = pairs(&[
+            (":status", "302"),
+            ("cache-control", "private"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("location", "https://www.example.com"),
+        ]);
+        assert_eq!(fields(&mut d, &first).unwrap(), want);
+        assert_eq!(d.table_len(), (4, 222));
+        want[0].1 = "307".into();
+        assert_eq!(fields(&mut d, &hex("4803 3330 37c1 c0bf")).unwrap(), want);
+        assert_eq!(d.table_len(), (4, 222));
+    }
+
+    #[test]
+    fn malformed_blocks_are_errors_never_panics() {
+        let mut d = Decoder::new(4096);
+        assert_eq!(fields(&mut d, &[0x80]), Err(HpackError::ZeroIndex));
+        assert_eq!(fields(&mut d, &[0xbe]), Err(HpackError::BadIndex(62, 0)));
+        assert_eq!(
+            fields(&mut d, &[0x40, 0x05, b'a']),
+            Err(HpackError::Truncated)
+        );
+        assert_eq!(
+            fields(&mut d, &[0x82, 0x20]),
+            Err(HpackError::LateSizeUpdate)
+        );
+        // 31 + 98 + (31 << 7) = 4097: one past the limit.
+        assert_eq!(
+            fields(&mut d, &[0x3f, 0xe2, 0x1f]),
+            Err(HpackError::SizeTooBig(4097, 4096))
+        );
+        // A Huffman string that is EOS.
+        assert_eq!(
+            fields(&mut d, &[0x40, 0x84, 0xff, 0xff, 0xff, 0xff, 0x00]),
+            Err(HpackError::Huffman)
+        );
+        // A header list over the limit.
+        let mut big = Vec::new();
+        for _ in 0..10 {
+            big.push(0x82);
+        }
+        assert_eq!(
+            d.decode(&big, 5 * 32, |_, _| {}),
+            Err(HpackError::ListTooLarge(160))
+        );
+    }
+
+    #[test]
+    fn an_entry_larger_than_the_table_empties_it() {
+        let mut d = Decoder::new(64);
+        let mut b = Vec::new();
+        b.push(0x40);
+        put_str(&mut b, b"a");
+        put_str(&mut b, b"b");
+        fields(&mut d, &b).unwrap();
+        assert_eq!(d.table_len(), (1, 34));
+        let mut b = vec![0x40];
+        put_str(&mut b, &[b'x'; 20]);
+        put_str(&mut b, &[b'y'; 20]);
+        fields(&mut d, &b).unwrap();
+        assert_eq!(d.table_len(), (0, 0));
+        // A size update to 0 then back empties it too.
+        fields(&mut d, &{
+            let mut b = vec![0x40];
+            put_str(&mut b, b"a");
+            put_str(&mut b, b"b");
+            b
+        })
+        .unwrap();
+        fields(&mut d, &[0x20, 0x3f, 0x21]).unwrap();
+        assert_eq!(d.table_len(), (0, 0));
+    }
+
+    /// Entries come and go many times over: the buffer is compacted and stays bounded.
+    #[test]
+    fn the_table_stays_bounded_as_entries_cycle() {
+        let mut d = Decoder::new(4096);
+        for i in 0..10_000u32 {
+            let mut b = vec![0x40];
+            put_str(&mut b, b"x-seq");
+            put_str(&mut b, i.to_string().as_bytes());
+            let f = fields(&mut d, &b).unwrap();
+            assert_eq!(f, vec![("x-seq".to_string(), i.to_string())]);
+            // The newest entry is index 62.
+            assert_eq!(fields(&mut d, &[0xbe]).unwrap(), f);
+        }
+        assert!(d.table_len().1 <= 4096);
+        assert!(d.heap_bytes() < 4 * 4096, "{}", d.heap_bytes());
     }
 }

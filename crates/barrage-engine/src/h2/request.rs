@@ -374,3 +374,154 @@ fn literal(out: &mut Vec<u8>, flags: u8, n: u32, name_at: Option<u8>, name: &str
     }
     put_str(out, value.as_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h2::hpack::Decoder;
+
+    fn decode(d: &mut Decoder, block: &[u8]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        d.decode(block, 1 << 20, |n, v| {
+            out.push((
+                String::from_utf8(n.to_vec()).unwrap(),
+                String::from_utf8(v.to_vec()).unwrap(),
+            ))
+        })
+        .unwrap();
+        out
+    }
+
+    fn spec<'a>(
+        headers: &'a [(String, String)],
+        path: &'a str,
+        body: Option<&'a [u8]>,
+    ) -> H2RequestSpec<'a> {
+        H2RequestSpec {
+            method: if body.is_some() { "POST" } else { "GET" },
+            scheme: "http",
+            path,
+            authority: "127.0.0.1:8080",
+            headers,
+            body,
+            content_type: None,
+            te_trailers: false,
+        }
+    }
+
+    /// Every encoding of a request decodes to the same fields, in order (pseudo-headers
+    /// first), on a decoder that kept the first request's entries: the server's view.
+    #[test]
+    fn first_again_and_plain_blocks_decode_to_the_same_fields() {
+        let headers = vec![
+            ("X-Token".to_string(), "abc".to_string()),
+            ("X-Seq".to_string(), "{seq}".to_string()),
+            ("accept-encoding".to_string(), "gzip, deflate".to_string()),
+        ];
+        let req = H2Request::new(&spec(&headers, "/items/{conn}", Some(b"n={seq}"))).unwrap();
+        let want = |seq: u64, conn: u64| {
+            vec![
+                (":method", "POST".to_string()),
+                (":scheme", "http".into()),
+                (":authority", "127.0.0.1:8080".into()),
+                (":path", format!("/items/{conn}")),
+                ("user-agent", crate::http::USER_AGENT.into()),
+                ("accept", "*/*".into()),
+                ("x-token", "abc".into()),
+                ("x-seq", seq.to_string()),
+                ("accept-encoding", "gzip, deflate".into()),
+                (
+                    "content-length",
+                    (2 + crate::message::digits(seq)).to_string(),
+                ),
+            ]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b))
+            .collect::<Vec<_>>()
+        };
+        let mut server = Decoder::new(4096);
+        let mut enc = Encoder::new();
+        let mut sizes = Vec::new();
+        for seq in [0u64, 7, 12_345] {
+            let fill = Fill {
+                conn: 3,
+                seq,
+                ts_us: 0,
+            };
+            let mut b = Vec::new();
+            req.render_block(&mut enc, fill, &mut b);
+            assert_eq!(decode(&mut server, &b), want(seq, 3), "seq {seq}");
+            sizes.push(b.len());
+        }
+        assert_eq!(enc.state, EncState::Indexed);
+        // After the first request the fixed fields cost a byte each.
+        assert!(sizes[1] < sizes[0] / 2, "{sizes:?}");
+        // The server lowers its table: a size update, then literals.
+        enc.set_limit(0);
+        let mut b = Vec::new();
+        req.render_block(
+            &mut enc,
+            Fill {
+                conn: 3,
+                seq: 9,
+                ts_us: 0,
+            },
+            &mut b,
+        );
+        assert_eq!(b[0], 0x20, "a size update to 0 first");
+        assert_eq!(decode(&mut server, &b), want(9, 3));
+        assert_eq!(server.table_len(), (0, 0));
+        assert_eq!(enc.state, EncState::Plain);
+        // A server whose table is too small from the start gets literals only.
+        let mut small = Encoder::new();
+        small.set_limit(16);
+        let mut fresh = Decoder::new(16);
+        let mut b = Vec::new();
+        req.render_block(
+            &mut small,
+            Fill {
+                conn: 1,
+                seq: 1,
+                ts_us: 0,
+            },
+            &mut b,
+        );
+        assert_eq!(decode(&mut fresh, &b), want(1, 1));
+        assert_eq!(fresh.table_len(), (0, 0));
+    }
+
+    #[test]
+    fn http_1_1_connection_headers_are_refused() {
+        for name in [
+            "Connection",
+            "Keep-Alive",
+            "Transfer-Encoding",
+            "Upgrade",
+            "TE",
+        ] {
+            let h = vec![(name.to_string(), "x".to_string())];
+            let e = H2Request::new(&spec(&h, "/", None)).unwrap_err();
+            assert_eq!(e, RequestError::ConnectionSpecific(name.into()), "{name}");
+        }
+        let h = vec![("te".to_string(), "trailers".to_string())];
+        assert!(H2Request::new(&spec(&h, "/", None)).is_ok());
+        let h = vec![("Host".to_string(), "example.test".to_string())];
+        let r = H2Request::new(&spec(&h, "/", None)).unwrap();
+        let mut b = Vec::new();
+        r.render_block(
+            &mut Encoder::new(),
+            Fill {
+                conn: 0,
+                seq: 0,
+                ts_us: 0,
+            },
+            &mut b,
+        );
+        let f = decode(&mut Decoder::new(4096), &b);
+        assert!(
+            f.contains(&(":authority".into(), "example.test".into())),
+            "{f:?}"
+        );
+        assert!(!f.iter().any(|(n, _)| n == "host"));
+    }
+}

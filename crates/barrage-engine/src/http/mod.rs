@@ -19,8 +19,8 @@ mod response;
 pub(crate) use head::{has_token, header_values, list_items, Head, HeadReader, Progress};
 pub(crate) use request::{validate_header, validate_path, validate_value, USER_AGENT};
 pub use request::{RequestSpec, RequestTemplate};
-pub use response::{ResponseDecoder, ResponseSink};
 pub(crate) use response::server_timing_of;
+pub use response::{ResponseDecoder, ResponseSink};
 
 /// Bounds on a response head, so a server that never ends its headers cannot grow a buffer
 /// beyond `max_header_bytes`.

@@ -156,7 +156,11 @@ impl St {
             let mut first = true;
             while let Some(p) = parts.next() {
                 let last = parts.peek().is_none();
-                let (k, f) = if first { (kind::HEADERS, es) } else { (kind::CONTINUATION, 0) };
+                let (k, f) = if first {
+                    (kind::HEADERS, es)
+                } else {
+                    (kind::CONTINUATION, 0)
+                };
                 let f = f | if last { flag::END_HEADERS } else { 0 };
                 put_head(out, p.len(), k, f, id);
                 out.extend_from_slice(p);
@@ -192,7 +196,12 @@ impl St {
         let mut i = 0;
         while i < self.pending.len() {
             let p = self.pending[i];
-            let Some(sw) = self.streams.iter().find(|s| s.id == p.stream).map(|s| s.send) else {
+            let Some(sw) = self
+                .streams
+                .iter()
+                .find(|s| s.id == p.stream)
+                .map(|s| s.send)
+            else {
                 self.pending.remove(i); // the stream is gone (reset)
                 continue;
             };
@@ -206,7 +215,13 @@ impl St {
                     break;
                 }
                 let last = at + n == p.end;
-                put_head(out, n, kind::DATA, if last { flag::END_STREAM } else { 0 }, p.stream);
+                put_head(
+                    out,
+                    n,
+                    kind::DATA,
+                    if last { flag::END_STREAM } else { 0 },
+                    p.stream,
+                );
                 let src = if p.held {
                     &self.held[at..at + n]
                 } else {
@@ -411,7 +426,10 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
         self.r.rec.counters.h2.frames_read += 1;
         if let Some(id) = st.cont {
             if h.kind != kind::CONTINUATION || h.stream != id {
-                return Err(bad(h, format!("expected CONTINUATION of stream {id}'s headers")));
+                return Err(bad(
+                    h,
+                    format!("expected CONTINUATION of stream {id}'s headers"),
+                ));
             }
         } else if h.kind == kind::CONTINUATION {
             return Err(bad(h, "CONTINUATION without HEADERS before it"));
@@ -448,7 +466,10 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
             kind::PRIORITY => fixed(5)?,
             kind::GOAWAY if h.len < 8 => return Err(bad(h, "shorter than 8 bytes")),
             kind::PUSH_PROMISE => {
-                return Err(bad(h, "server push, which this client disabled (SETTINGS_ENABLE_PUSH 0)"))
+                return Err(bad(
+                    h,
+                    "server push, which this client disabled (SETTINGS_ENABLE_PUSH 0)",
+                ))
             }
             kind::HEADERS => {
                 if h.stream.is_multiple_of(2) {
@@ -515,7 +536,9 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
         let word = |i: usize| u32::from_be_bytes([s[i], s[i + 1], s[i + 2], s[i + 3]]);
         match h.kind {
             kind::DATA => self.data_end(h)?,
-            kind::HEADERS | kind::CONTINUATION if h.has(flag::END_HEADERS) => self.headers_end(h)?,
+            kind::HEADERS | kind::CONTINUATION if h.has(flag::END_HEADERS) => {
+                self.headers_end(h)?
+            }
             kind::SETTINGS if h.has(flag::ACK) => {}
             kind::SETTINGS => {
                 frame::put_settings_ack(self.r.ctl);
@@ -731,7 +754,8 @@ impl Sink<'_, '_, '_, '_> {
         self.r.rec.counters.status.add(s.status, 1);
         let ok = self.r.status_ok(s.status, &self.cfg.expect);
         self.r.server_ns = s.server_ns;
-        self.r.complete_key(s.key, (!ok).then_some(ErrorClass::UnexpectedStatus));
+        self.r
+            .complete_key(s.key, (!ok).then_some(ErrorClass::UnexpectedStatus));
     }
 
     /// The server reset a stream.
@@ -768,4 +792,320 @@ fn parse_status(v: &[u8]) -> Option<u16> {
     }
     let n = v.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
     (100..=999).contains(&n).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h2::frame::{put_goaway, put_ping, put_rst, put_settings, put_window_update};
+    use crate::h2::hpack::{put_int, put_str};
+    use crate::h2::H2RequestSpec;
+    use crate::pacer::Rng;
+    use crate::session::tests::Conn;
+
+    fn cfg(streams: u32) -> Cfg {
+        Cfg {
+            request: H2Request::new(&H2RequestSpec {
+                method: "GET",
+                scheme: "http",
+                path: "/",
+                authority: "127.0.0.1",
+                headers: &[],
+                body: None,
+                content_type: None,
+                te_trailers: false,
+            })
+            .unwrap(),
+            expect: StatusSet::default(),
+            streams,
+        }
+    }
+
+    fn server_settings(max_streams: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_settings(
+            &mut b,
+            &[(frame::setting::MAX_CONCURRENT_STREAMS, max_streams)],
+        );
+        b
+    }
+
+    /// A session past its handshake with `n` requests rendered (keys 1, 3, ...), and the
+    /// connection state that holds their exchanges.
+    fn ready(cfg: &Cfg, n: usize, max_streams: u32) -> (H2, Conn) {
+        let mut s = H2::new(cfg);
+        let mut rng = Rng::new(1);
+        let mut buf = Vec::new();
+        let mut out = Out {
+            buf: &mut buf,
+            key: 0,
+            rng: &mut rng,
+            keep: None,
+        };
+        assert!(s.open(cfg, &mut out).unwrap());
+        assert!(buf.starts_with(frame::PREFACE));
+        let mut c = Conn::new(&[(1_000, n, 0)]);
+        // The server's SETTINGS and then more: the handshake takes the SETTINGS alone.
+        let mut input = server_settings(max_streams);
+        let settings_len = input.len();
+        input.extend_from_slice(&[0; 3]);
+        let (_, useful, _) = c.input(|r| {
+            s.input(cfg, &input, r).unwrap();
+            assert_eq!(r.handshake, Some(settings_len));
+            // The SETTINGS acknowledged.
+            assert_eq!(r.ctl[..], [0, 0, 0, kind::SETTINGS, flag::ACK, 0, 0, 0, 0]);
+            r.ctl.clear();
+        });
+        assert!(useful);
+        assert_eq!(s.room(cfg), u64::from(max_streams.min(cfg.streams)));
+        for k in 0..n {
+            let mut buf = Vec::new();
+            let mut out = Out {
+                buf: &mut buf,
+                key: 1 + 2 * k as u64,
+                rng: &mut rng,
+                keep: None,
+            };
+            s.render(
+                cfg,
+                Msg::Load,
+                Fill {
+                    conn: 0,
+                    seq: k as u64,
+                    ts_us: 0,
+                },
+                &mut out,
+            );
+            assert_eq!(buf[3], kind::HEADERS);
+            assert_eq!(
+                u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]),
+                1 + 2 * k as u32
+            );
+        }
+        (s, c)
+    }
+
+    fn headers(out: &mut Vec<u8>, stream: u32, flags: u8, block: &[u8]) {
+        put_head(
+            out,
+            block.len(),
+            kind::HEADERS,
+            flags | flag::END_HEADERS,
+            stream,
+        );
+        out.extend_from_slice(block);
+    }
+
+    /// Two responses, interleaved and cut at every point: a 200 with a body in two DATA
+    /// frames, and a 404 in one HEADERS frame with Server-Timing (indexed by the server, then
+    /// used by index), a PING and a WINDOW_UPDATE between them.
+    #[test]
+    fn interleaved_responses_complete_their_own_exchanges_at_every_split() {
+        let cfg = cfg(10);
+        let mut input = Vec::new();
+        headers(&mut input, 1, 0, &[0x88]); // :status 200
+        put_head(&mut input, 3, kind::DATA, 0, 1);
+        input.extend_from_slice(b"hel");
+        let mut b404 = vec![0x8d, 0x40]; // :status 404, a literal with indexing
+        put_str(&mut b404, b"server-timing");
+        put_str(&mut b404, b"app;dur=3");
+        headers(&mut input, 3, flag::END_STREAM, &b404);
+        put_ping(&mut input, false, b"pingpong");
+        put_window_update(&mut input, 0, 1000);
+        put_head(&mut input, 2, kind::DATA, flag::END_STREAM, 1);
+        input.extend_from_slice(b"lo");
+        for split in 0..=input.len() {
+            let (mut s, mut c) = ready(&cfg, 2, 100);
+            let mut ctl = Vec::new();
+            for part in [&input[..split], &input[split..]] {
+                c.input(|r| {
+                    s.input(&cfg, part, r).unwrap();
+                    ctl.extend_from_slice(r.ctl);
+                    r.ctl.clear();
+                });
+            }
+            let d = c.rec.take(0, 0, 0, 1);
+            assert_eq!(d.counters.completed, 1, "split {split}");
+            assert_eq!(d.counters.failed_by.get(ErrorClass::UnexpectedStatus), 1);
+            assert_eq!(
+                (d.counters.status.get(200), d.counters.status.get(404)),
+                (1, 1)
+            );
+            assert_eq!(c.rec.in_flight, 0);
+            assert!(s.st.streams.is_empty());
+            // The PING is answered.
+            assert!(ctl.windows(8).any(|w| w == b"pingpong"), "split {split}");
+            // Six, and the handshake's SETTINGS.
+            assert_eq!(d.counters.h2.frames_read, 7);
+        }
+        // The server's table entry is used by index on a later response.
+        let (mut s, mut c) = ready(&cfg, 2, 100);
+        let mut first = Vec::new();
+        headers(&mut first, 1, flag::END_STREAM, &b404);
+        let mut again = Vec::new();
+        headers(&mut again, 3, flag::END_STREAM, &[0x88, 0xbe]);
+        c.input(|r| s.input(&cfg, &first, r).unwrap());
+        c.input(|r| s.input(&cfg, &again, r).unwrap());
+        let d = c.rec.take(0, 0, 0, 1);
+        assert_eq!(
+            d.server.get().map(|h| h.count()),
+            Some(1),
+            "the 200's server time"
+        );
+    }
+
+    /// GOAWAY: the streams above its last id fail as `goaway` at once; those below finish,
+    /// then the connection ends gracefully.
+    #[test]
+    fn goaway_fails_the_unprocessed_streams_and_lets_the_rest_finish() {
+        let cfg = cfg(10);
+        let (mut s, mut c) = ready(&cfg, 3, 100);
+        let mut input = Vec::new();
+        put_goaway(&mut input, 3, code::NO_ERROR);
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            assert!(r.close.is_none());
+        });
+        assert_eq!(s.room(&cfg), 0, "no new stream after GOAWAY");
+        let mut input = Vec::new();
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        headers(&mut input, 3, flag::END_STREAM, &[0x88]);
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            assert_eq!(r.close, Some(Close::Graceful));
+        });
+        let d = c.rec.take(0, 0, 0, 1);
+        assert_eq!(d.counters.completed, 2);
+        assert_eq!(d.counters.failed_by.get(ErrorClass::Goaway), 1);
+        assert_eq!(d.counters.h2.goaways.get(0), 1);
+    }
+
+    /// REFUSED_STREAM: the request goes out again once, on a new stream, as the same
+    /// exchange; a second refusal fails it as `stream_reset`, as any other code does.
+    #[test]
+    fn a_refused_stream_is_sent_again_once() {
+        let cfg = cfg(10);
+        let (mut s, mut c) = ready(&cfg, 2, 100);
+        let mut input = Vec::new();
+        put_rst(&mut input, 1, code::REFUSED_STREAM);
+        put_rst(&mut input, 3, code::INTERNAL_ERROR);
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            // The request again, as stream 5.
+            assert_eq!(r.ctl[3], kind::HEADERS);
+            assert_eq!(r.ctl[8], 5);
+            r.ctl.clear();
+        });
+        let mut input = Vec::new();
+        put_rst(&mut input, 5, code::REFUSED_STREAM);
+        c.input(|r| s.input(&cfg, &input, r).unwrap());
+        let d = c.rec.take(0, 0, 0, 1);
+        assert_eq!(d.counters.failed_by.get(ErrorClass::StreamReset), 2);
+        assert_eq!(d.counters.h2.refused_retried, 1);
+        assert_eq!(d.counters.h2.resets.get(7), 2);
+        assert_eq!(d.counters.h2.resets.get(2), 1);
+        assert_eq!(c.rec.in_flight, 0);
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS caps the streams in flight.
+    #[test]
+    fn room_is_the_servers_stream_limit_less_what_is_in_flight() {
+        let cfg = cfg(10);
+        let (s, _) = ready(&cfg, 2, 3);
+        assert_eq!(s.room(&cfg), 1);
+        let (s, _) = ready(&cfg, 0, 1000);
+        assert_eq!(s.room(&cfg), 10, "--streams caps it too");
+    }
+
+    /// What breaks the protocol is a protocol error naming the frame, never a panic.
+    #[test]
+    fn malformed_frames_are_named_protocol_errors() {
+        let cfg = cfg(10);
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            ({ let mut b = Vec::new(); put_head(&mut b, 3, kind::PING, 0, 0); b.extend([0; 3]); b }, "PING frame: length 3 instead of 8"),
+            ({ let mut b = Vec::new(); headers(&mut b, 1, 0, &[0x80]); b }, "HEADERS frame on stream 1: HPACK: index 0"),
+            ({ let mut b = Vec::new(); headers(&mut b, 2, 0, &[0x88]); b }, "HEADERS frame on stream 2: a stream this client did not open"),
+            ({ let mut b = Vec::new(); put_head(&mut b, 2, kind::DATA, 0, 1); b.extend([0; 2]); b }, "DATA frame on stream 1: DATA before the response's HEADERS"),
+            ({ let mut b = Vec::new(); put_head(&mut b, 1, kind::HEADERS, 0, 1); b.push(0x88); put_head(&mut b, 0, kind::DATA, 0, 1); b }, "DATA frame on stream 1: expected CONTINUATION of stream 1's headers"),
+            ({ let mut b = Vec::new(); headers(&mut b, 1, 0, &[0x40, 1, b'x', 1, b'y']); b }, "HEADERS frame on stream 1: a response without :status"),
+            ({ let mut b = Vec::new(); put_head(&mut b, 4, kind::PUSH_PROMISE, flag::END_HEADERS, 1); b.extend([0, 0, 0, 2]); b }, "PUSH_PROMISE frame on stream 1: server push, which this client disabled (SETTINGS_ENABLE_PUSH 0)"),
+            ({ let mut b = Vec::new(); put_window_update(&mut b, 0, 0); b }, "WINDOW_UPDATE frame: an increment of 0"),
+            ({ let mut b = Vec::new(); put_window_update(&mut b, 0, i32::MAX as u32); b }, "WINDOW_UPDATE frame: the connection's send window past 2^31-1"),
+        ];
+        for (input, want) in cases {
+            let (mut s, mut c) = ready(&cfg, 1, 100);
+            let mut got = None;
+            c.input(|r| got = s.input(&cfg, &input, r).err());
+            assert_eq!(got.map(|e| e.why).as_deref(), Some(want));
+        }
+        // Not an HTTP/2 server at all.
+        let mut s = H2::new(&cfg);
+        let mut c = Conn::new(&[]);
+        let mut got = None;
+        c.input(|r| got = s.input(&cfg, b"HTTP/1.1 400 Bad Request\r\n\r\n", r).err());
+        assert!(got.unwrap().why.contains("does not speak HTTP/2"));
+    }
+
+    /// A body larger than the server's windows goes out as the windows open.
+    #[test]
+    fn a_body_waits_for_window_and_goes_on_after_window_update() {
+        let body = vec![b'x'; 100_000];
+        let cfg = Cfg {
+            request: H2Request::new(&H2RequestSpec {
+                method: "POST",
+                scheme: "http",
+                path: "/",
+                authority: "h",
+                headers: &[],
+                body: Some(&body),
+                content_type: None,
+                te_trailers: false,
+            })
+            .unwrap(),
+            expect: StatusSet::default(),
+            streams: 1,
+        };
+        let (mut s, mut c) = ready(&cfg, 0, 100);
+        let mut rng = Rng::new(1);
+        let mut buf = Vec::new();
+        let mut out = Out {
+            buf: &mut buf,
+            key: 1,
+            rng: &mut rng,
+            keep: None,
+        };
+        s.render(
+            &cfg,
+            Msg::Load,
+            Fill {
+                conn: 0,
+                seq: 0,
+                ts_us: 0,
+            },
+            &mut out,
+        );
+        let data = |b: &[u8]| -> usize {
+            // Sum of DATA payloads in `b`.
+            let (mut at, mut n) = (0, 0);
+            while at + 9 <= b.len() {
+                let len = u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]]) as usize;
+                if b[at + 3] == kind::DATA {
+                    n += len;
+                }
+                at += 9 + len;
+            }
+            n
+        };
+        assert_eq!(data(&buf), 65_535, "the default windows");
+        let mut input = Vec::new();
+        put_window_update(&mut input, 0, 50_000);
+        put_window_update(&mut input, 1, 50_000);
+        let mut more = Vec::new();
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            more.extend_from_slice(r.ctl);
+        });
+        assert_eq!(data(&more), 100_000 - 65_535);
+        assert!(s.st.pending.is_empty());
+    }
 }

@@ -14,6 +14,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     let (name, default_listen, args) = match &a.server {
         Server::Echo(s) => ("echo", "127.0.0.1:7000", s),
         Server::Http(s) => ("http", "127.0.0.1:8080", s),
+        Server::H2(s) => ("h2", "127.0.0.1:8443", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
         Server::Chat(s) => ("chat", "127.0.0.1:7100", s),
     };
@@ -40,7 +41,35 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    if args.server_timing && name != "http" {
+    let h2_flags = [
+        ("--max-streams", args.max_streams.is_some()),
+        ("--goaway-after", args.goaway_after.is_some()),
+        ("--window", args.window.is_some()),
+    ];
+    if let Some((flag, _)) = h2_flags.iter().find(|(_, on)| *on).filter(|_| name != "h2") {
+        return Err(Usage::says(*flag, format!("applies to serve h2, not serve {name}")).into());
+    }
+    if name == "h2" {
+        for (flag, on) in [
+            ("--stall-at", args.stall_at.is_some()),
+            ("--service-time", args.service_time.is_some()),
+            ("--processes", args.processes.is_some_and(|n| n > 1)),
+        ] {
+            if on {
+                return Err(Usage::says(flag, "does not apply to serve h2").into());
+            }
+        }
+        if args
+            .window
+            .is_some_and(|w| !(1..=i32::MAX as u64).contains(&w))
+        {
+            return Err(Usage::new("--window", "from 1 to 2147483647 bytes").into());
+        }
+        if args.max_streams.is_some_and(|n| n > u64::from(u32::MAX)) {
+            return Err(Usage::new("--max-streams", "at most 4294967295").into());
+        }
+    }
+    if args.server_timing && !matches!(name, "http" | "h2") {
         return Err(Usage::says(
             "--server-timing",
             format!("applies to serve http, not serve {name}"),
@@ -106,6 +135,18 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             reuse_port: args.reuse_port,
         })
         .map_err(in_use)?,
+        Server::H2(_) => barrage_servers::http2::start(barrage_servers::http2::H2Config {
+            listen,
+            threads,
+            tls: tls.clone(),
+            delay: args.delay,
+            server_timing: args.server_timing,
+            max_streams: args.max_streams.map(|n| n as u32),
+            goaway_after: args.goaway_after,
+            window: args.window.map(|w| w as u32),
+            reuse_port: args.reuse_port,
+        })
+        .map_err(in_use)?,
         Server::Http(_) => http::start(http::HttpConfig {
             listen,
             threads,
@@ -158,7 +199,8 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let scheme = match (name, args.tls_cert.is_some()) {
-        ("http", true) => "https",
+        ("http" | "h2", true) => "https",
+        ("h2", false) => "h2c",
         ("ws", true) => "wss",
         (n, _) => n,
     };

@@ -71,7 +71,11 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>, h2: bool) -> Resul
             .with_no_client_auth()
     };
     if matches!(url.scheme, Scheme::Https) {
-        config.alpn_protocols = vec![if h2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
+        config.alpn_protocols = vec![if h2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }];
     }
     let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
         Usage::says(

@@ -252,6 +252,9 @@ pub enum Server {
     /// HTTP/1.1 server: / (small body), /delay/<ms>, /bytes/<n>, /status/<code>, /chunked/<n>
     /// [listen: 127.0.0.1:8080]
     Http(ServerArgs),
+    /// HTTP/2 server (h2c with prior knowledge; TLS with ALPN h2 given --tls-cert), the http
+    /// server's routes, built on the h2 crate [listen: 127.0.0.1:8443]
+    H2(ServerArgs),
     /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
     Ws(ServerArgs),
     /// Chat room server, one JSON object per line or per WebSocket text message (both on one
@@ -334,6 +337,18 @@ pub struct ServerArgs {
     /// (read to response), so barrage can show server time next to client time
     #[arg(long)]
     pub server_timing: bool,
+
+    /// h2: SETTINGS_MAX_CONCURRENT_STREAMS, the streams a connection may have open
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub max_streams: Option<u64>,
+
+    /// h2: GOAWAY after N requests on a connection (it finishes them, then closes)
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub goaway_after: Option<u64>,
+
+    /// h2: the flow-control windows granted, stream and connection, in bytes
+    #[arg(long, value_parser = units::count, value_name = "BYTES")]
+    pub window: Option<u64>,
 
     /// Fault: freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]

@@ -10,8 +10,8 @@ use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::ns;
 use barrage_engine::{
-    escape, unescape, Framing, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError, StatusSet,
-    TlsSpec,
+    escape, unescape, Framing, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError,
+    StatusSet, TlsSpec,
 };
 use barrage_metrics::RunConfig;
 use std::time::Duration;

@@ -43,26 +43,47 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         return Err(only("-H/--header", "http(s):// and ws(s)://"));
     }
     if !http && (a.http2 || a.http1_1 || a.streams.is_some()) {
-        return Err(only("--http2, --http1.1 and --streams", "http(s):// and h2c://"));
+        return Err(only(
+            "--http2, --http1.1 and --streams",
+            "http(s):// and h2c://",
+        ));
     }
     if a.http2 && a.http1_1 {
-        return Err(Usage::says("--http2", "and --http1.1 ask for different protocols: give one"));
+        return Err(Usage::says(
+            "--http2",
+            "and --http1.1 ask for different protocols: give one",
+        ));
     }
     if a.http1_1 && scheme == Scheme::H2c {
-        return Err(Usage::says("--http1.1", "an h2c:// target speaks HTTP/2: use http:// for HTTP/1.1"));
+        return Err(Usage::says(
+            "--http1.1",
+            "an h2c:// target speaks HTTP/2: use http:// for HTTP/1.1",
+        ));
     }
     if a.http1_1 && scheme == Scheme::Http {
-        return Err(Usage::says("--http1.1", "applies to https:// (ALPN); http:// speaks HTTP/1.1 unless --http2"));
+        return Err(Usage::says(
+            "--http1.1",
+            "applies to https:// (ALPN); http:// speaks HTTP/1.1 unless --http2",
+        ));
     }
     if let Some(n) = a.streams {
         if !(a.http2 || scheme == Scheme::H2c) {
-            return Err(Usage::says("--streams", "applies to HTTP/2: an h2c:// target, or --http2"));
+            return Err(Usage::says(
+                "--streams",
+                "applies to HTTP/2: an h2c:// target, or --http2",
+            ));
         }
         if !(1..=1 << 20).contains(&n) {
-            return Err(Usage::new("--streams", "from 1 to 1048576 streams per connection"));
+            return Err(Usage::new(
+                "--streams",
+                "from 1 to 1048576 streams per connection",
+            ));
         }
         if a.pipeline != 1 {
-            return Err(Usage::says("--pipeline", "is HTTP/1.1's; HTTP/2 keeps --streams in flight per connection"));
+            return Err(Usage::says(
+                "--pipeline",
+                "is HTTP/1.1's; HTTP/2 keeps --streams in flight per connection",
+            ));
         }
     }
     if !ws && (a.subprotocol.is_some() || a.binary) {
