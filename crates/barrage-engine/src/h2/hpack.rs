@@ -525,10 +525,7 @@ mod tests {
             Err(HpackError::Huffman)
         );
         // A header list over the limit.
-        let mut big = Vec::new();
-        for _ in 0..10 {
-            big.push(0x82);
-        }
+        let big = [0x82; 10];
         assert_eq!(
             d.decode(&big, 5 * 32, |_, _| {}),
             Err(HpackError::ListTooLarge(160))

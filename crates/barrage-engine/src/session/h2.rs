@@ -798,7 +798,7 @@ fn parse_status(v: &[u8]) -> Option<u16> {
 mod tests {
     use super::*;
     use crate::h2::frame::{put_goaway, put_ping, put_rst, put_settings, put_window_update};
-    use crate::h2::hpack::{put_int, put_str};
+    use crate::h2::hpack::put_str;
     use crate::h2::H2RequestSpec;
     use crate::pacer::Rng;
     use crate::session::tests::Conn;
