@@ -48,6 +48,8 @@ pub enum Protocol {
     Http(HttpPlan),
     /// HTTP/2: streams over one connection (h2c with prior knowledge, or TLS with ALPN h2).
     H2(H2Plan),
+    /// `https://`: HTTP/2 or HTTP/1.1, as each connection's ALPN says.
+    HttpAuto(Box<AutoPlan>),
     Ws(WsPlan),
     /// Redis (RESP): the `--command` mix.
     Redis(RedisPlan),
@@ -62,6 +64,7 @@ impl Protocol {
             Protocol::Tcp => &protocol::TCP,
             Protocol::Http(_) => &protocol::HTTP,
             Protocol::H2(_) => &protocol::H2,
+            Protocol::HttpAuto(_) => &protocol::HTTP,
             Protocol::Ws(_) => &protocol::WS,
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
@@ -85,6 +88,13 @@ pub struct H2Plan {
     pub expect_status: StatusSet,
     /// Streams in flight per connection at most (`--streams`; the server may allow fewer).
     pub streams: u32,
+}
+
+/// Both requests of an `https://` run: the server's ALPN choice picks one per connection.
+#[derive(Clone, Debug)]
+pub struct AutoPlan {
+    pub h1: HttpPlan,
+    pub h2: H2Plan,
 }
 
 #[derive(Clone, Debug)]

@@ -117,6 +117,7 @@ fn spawn_for(protocol: &Protocol) -> Spawn {
         Protocol::Tcp => spawn::<session::tcp::Tcp>,
         Protocol::Http(_) => spawn::<session::http::Http>,
         Protocol::H2(_) => spawn::<session::h2::H2>,
+        Protocol::HttpAuto(_) => spawn::<session::https::AnyHttp>,
         Protocol::Ws(_) => spawn::<session::ws::Ws>,
         Protocol::Redis(_) => spawn::<session::redis::Redis>,
         Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,

@@ -216,6 +216,8 @@ pub enum HttpVersion {
     #[default]
     H1,
     H2,
+    /// `https://`: h2 or HTTP/1.1, as each connection's ALPN says.
+    Auto,
 }
 
 impl HttpVersion {
@@ -321,7 +323,10 @@ fn with_scenario(
         dir: &sc.dir,
         host_header,
         headers,
-        http: matches!(plan.protocol, Protocol::Http(_) | Protocol::H2(_)),
+        http: matches!(
+            plan.protocol,
+            Protocol::Http(_) | Protocol::H2(_) | Protocol::HttpAuto(_)
+        ),
         no_replies: plan.framing == Framing::None,
         timeout: plan.timeout,
         secret: &lookup,
@@ -497,7 +502,7 @@ impl Spec {
                     Some(b) => Some(bytes("--body", b)?),
                     None => None,
                 };
-                if *version == HttpVersion::H2 {
+                let h2 = || -> Result<crate::plan::H2Plan, SpecError> {
                     let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
                         method,
                         scheme: if self.tls.is_some() { "https" } else { "http" },
@@ -508,12 +513,20 @@ impl Spec {
                         content_type: None,
                         te_trailers: false,
                     })?;
-                    let p = Protocol::H2(crate::plan::H2Plan {
+                    Ok(crate::plan::H2Plan {
                         request,
                         expect_status: StatusSet(expect_status.clone()),
                         streams: *streams,
-                    });
-                    (p, default_message, None, Framing::Echo, false)
+                    })
+                };
+                if *version == HttpVersion::H2 {
+                    (
+                        Protocol::H2(h2()?),
+                        default_message,
+                        None,
+                        Framing::Echo,
+                        false,
+                    )
                 } else {
                     let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
                         method,
@@ -523,10 +536,15 @@ impl Spec {
                         body: body.as_deref(),
                         keep_alive: true,
                     })?;
-                    let p = Protocol::Http(HttpPlan {
+                    let h1 = HttpPlan {
                         request,
                         expect_status: StatusSet(expect_status.clone()),
-                    });
+                    };
+                    let p = if *version == HttpVersion::Auto {
+                        Protocol::HttpAuto(Box::new(crate::plan::AutoPlan { h1, h2: h2()? }))
+                    } else {
+                        Protocol::Http(h1)
+                    };
                     (p, default_message, None, Framing::Echo, false)
                 }
             }

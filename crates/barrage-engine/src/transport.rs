@@ -18,6 +18,14 @@ pub enum Transport {
 impl Transport {
     /// TLS records the socket did not take yet (rustls does not say how many bytes).
     #[inline]
+    /// The protocol TLS negotiated by ALPN (`None` in plain text or without ALPN).
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Transport::Plain => None,
+            Transport::Tls(t) => t.alpn_protocol(),
+        }
+    }
+
     pub fn wants_write(&self) -> bool {
         match self {
             Transport::Plain => false,

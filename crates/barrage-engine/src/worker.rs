@@ -183,7 +183,8 @@ impl<S: Session> Worker<S> {
             std::process::id().wrapping_mul(7919),
         );
         let plan_tls = plan.tls.is_some();
-        let skip_unmatched = !matches!(plan.protocol, crate::plan::Protocol::Http(_));
+        use crate::plan::Protocol as P;
+        let skip_unmatched = !matches!(plan.protocol, P::Http(_) | P::H2(_) | P::HttpAuto(_));
         let mut w = Self {
             id: slot as u32,
             on_write: S::completes_on_write(&cfg),

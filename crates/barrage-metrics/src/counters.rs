@@ -75,6 +75,12 @@ pub struct Counters {
 /// What HTTP/2 connections counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct H2Counts {
+    /// Connections that set HTTP/2 up (the server's SETTINGS came).
+    #[serde(default)]
+    pub connections: u64,
+    /// `https://` connections on which the server chose HTTP/1.1 by ALPN (h2 was offered).
+    #[serde(default)]
+    pub http1_connections: u64,
     /// Frames received.
     pub frames_read: u64,
     /// Response header blocks as received (HPACK), and as HTTP/1.1 would have written the
@@ -97,6 +103,8 @@ impl H2Counts {
     }
 
     pub fn merge(&mut self, o: &H2Counts) {
+        self.connections += o.connections;
+        self.http1_connections += o.http1_connections;
         self.frames_read += o.frames_read;
         self.header_bytes += o.header_bytes;
         self.header_bytes_plain += o.header_bytes_plain;
@@ -310,6 +318,8 @@ mod tests {
             commands: CommandCounts::default(),
             broadcast: BroadcastCounts::default(),
             h2: H2Counts {
+                connections: 22,
+                http1_connections: 23,
                 frames_read: 18,
                 header_bytes: 19,
                 header_bytes_plain: 20,
@@ -345,6 +355,7 @@ mod tests {
             (36, 38, 40, 42)
         );
         assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));
+        assert_eq!((h.connections, h.http1_connections), (44, 46));
     }
 
     #[test]

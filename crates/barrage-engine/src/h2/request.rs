@@ -64,6 +64,8 @@ pub struct H2Request {
     cost: usize,
     pub body: Body,
     is_head: bool,
+    /// `http` or `https`, for the requests of scenario steps.
+    scheme: String,
 }
 
 /// How a connection encodes its fixed fields.
@@ -215,7 +217,9 @@ impl H2Request {
             }
         };
         let dyn_len = matches!(body, Body::Dyn(_)) && spec.content_type.is_none();
-        Ok(Self::compile(&list, dyn_len, body, method == "HEAD"))
+        let mut r = Self::compile(&list, dyn_len, body, method == "HEAD");
+        r.scheme = spec.scheme.to_string();
+        Ok(r)
     }
 
     fn compile(list: &[(String, String)], dyn_len: bool, body: Body, is_head: bool) -> Self {
@@ -297,6 +301,7 @@ impl H2Request {
             cost,
             body,
             is_head,
+            scheme: String::new(),
         }
     }
 
@@ -347,6 +352,10 @@ impl H2Request {
         }
     }
 
+    pub fn scheme(&self) -> &str {
+        &self.scheme
+    }
+
     /// Bytes the fixed fields take in the server's table.
     pub fn table_cost(&self) -> usize {
         self.cost
@@ -360,6 +369,52 @@ impl H2Request {
     pub fn has_body(&self) -> bool {
         !matches!(self.body, Body::None)
     }
+}
+
+/// A request written as HTTP/1.1 (a scenario step's: request line, header lines, body with
+/// its Content-Length) as an HTTP/2 header block: the pseudo-headers from the request line and
+/// `Host`, the other fields lowercased as literals without indexing (HTTP/1.1's connection
+/// fields left out); returns where the body starts in `text`, or `None` if `text` is not such
+/// a request.
+pub fn block_of_http1(text: &[u8], scheme: &str, out: &mut Vec<u8>) -> Option<usize> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    let httparse::Status::Complete(body_at) = req.parse(text).ok()? else {
+        return None;
+    };
+    let (method, path) = (req.method?, req.path?);
+    let field = |out: &mut Vec<u8>, name: &str, value: &[u8]| {
+        match static_index(name, "").1 {
+            Some(i) => put_int(out, 0x00, 4, u64::from(i)),
+            None => {
+                put_int(out, 0x00, 4, 0);
+                put_str(out, name.as_bytes());
+            }
+        }
+        put_str(out, value);
+    };
+    match method {
+        "GET" => put_int(out, 0x80, 7, 2),
+        "POST" => put_int(out, 0x80, 7, 3),
+        m => field(out, ":method", m.as_bytes()),
+    }
+    put_int(out, 0x80, 7, if scheme == "https" { 7 } else { 6 });
+    if let Some(h) = req
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("host"))
+    {
+        field(out, ":authority", h.value);
+    }
+    field(out, ":path", path.as_bytes());
+    for h in req.headers.iter() {
+        let name = h.name.to_ascii_lowercase();
+        if name == "host" || FORBIDDEN.contains(&name.as_str()) {
+            continue;
+        }
+        field(out, &name, h.value);
+    }
+    Some(body_at)
 }
 
 /// A literal field: `flags` and an `n`-bit prefix for its name's static index (0: the name

@@ -19,7 +19,7 @@ use crate::h2::hpack::Decoder;
 use crate::h2::{ours, Body, Encoder, H2Request};
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol, StatusSet};
-use barrage_metrics::ErrorClass;
+use barrage_metrics::{ErrorClass, Recorder};
 
 pub struct Cfg {
     request: H2Request,
@@ -101,6 +101,8 @@ struct St {
     pending: Vec<Pending>,
     /// Bodies with placeholders that wait for window.
     held: Vec<u8>,
+    /// A scenario step's request as rendered (HTTP/1.1 text), while it is framed.
+    step: Vec<u8>,
 }
 
 pub struct H2 {
@@ -128,6 +130,7 @@ impl St {
             block_ends: false,
             pending: Vec::new(),
             held: Vec::new(),
+            step: Vec::new(),
         }
     }
 
@@ -139,34 +142,10 @@ impl St {
     /// than the server's frames, DATA as far as the windows allow).
     fn request(&mut self, cfg: &Cfg, id: u32, fill: Fill, out: &mut Vec<u8>) {
         let req = &cfg.request;
-        let ends = !req.has_body();
         let at = out.len();
         out.extend_from_slice(&[0; frame::HEAD]);
         req.render_block(&mut self.enc, fill, out);
-        let len = out.len() - at - frame::HEAD;
-        let max = self.peer.max_frame as usize;
-        let es = if ends { flag::END_STREAM } else { 0 };
-        if len <= max {
-            set_head(out, at, len, kind::HEADERS, flag::END_HEADERS | es, id);
-        } else {
-            // HEADERS with the first `max` bytes, then CONTINUATION frames.
-            let block = out.split_off(at + frame::HEAD);
-            out.truncate(at);
-            let mut parts = block.chunks(max).peekable();
-            let mut first = true;
-            while let Some(p) = parts.next() {
-                let last = parts.peek().is_none();
-                let (k, f) = if first {
-                    (kind::HEADERS, es)
-                } else {
-                    (kind::CONTINUATION, 0)
-                };
-                let f = f | if last { flag::END_HEADERS } else { 0 };
-                put_head(out, p.len(), k, f, id);
-                out.extend_from_slice(p);
-                first = false;
-            }
-        }
+        self.headers(out, at, id, !req.has_body());
         let body_len = match &req.body {
             Body::None => return,
             Body::Fixed(b) => b.len(),
@@ -189,6 +168,34 @@ impl St {
             held: false,
         });
         self.send_pending(cfg, out);
+    }
+
+    /// Frame header block `out[at + HEAD..]` as stream `id`'s HEADERS (and CONTINUATION
+    /// frames when it is larger than the server's frames) over the 9 bytes kept at `at`.
+    fn headers(&self, out: &mut Vec<u8>, at: usize, id: u32, ends: bool) {
+        let len = out.len() - at - frame::HEAD;
+        let max = self.peer.max_frame as usize;
+        let es = if ends { flag::END_STREAM } else { 0 };
+        if len <= max {
+            set_head(out, at, len, kind::HEADERS, flag::END_HEADERS | es, id);
+            return;
+        }
+        let block = out.split_off(at + frame::HEAD);
+        out.truncate(at);
+        let mut parts = block.chunks(max).peekable();
+        let mut first = true;
+        while let Some(p) = parts.next() {
+            let last = parts.peek().is_none();
+            let (k, f) = if first {
+                (kind::HEADERS, es)
+            } else {
+                (kind::CONTINUATION, 0)
+            };
+            let f = f | if last { flag::END_HEADERS } else { 0 };
+            put_head(out, p.len(), k, f, id);
+            out.extend_from_slice(p);
+            first = false;
+        }
     }
 
     /// Send what waits for window, as far as the windows allow.
@@ -254,16 +261,22 @@ impl St {
     }
 }
 
+impl Cfg {
+    pub(crate) fn of(h: &crate::plan::H2Plan) -> Self {
+        Cfg {
+            request: h.request.clone(),
+            expect: h.expect_status.clone(),
+            streams: h.streams,
+        }
+    }
+}
+
 impl Session for H2 {
     type Cfg = Cfg;
 
     fn config(plan: &Plan) -> Cfg {
         match &plan.protocol {
-            Protocol::H2(h) => Cfg {
-                request: h.request.clone(),
-                expect: h.expect_status.clone(),
-                streams: h.streams,
-            },
+            Protocol::H2(h) => Cfg::of(h),
             other => unreachable!("HTTP/2 session for a {} plan", other.name()),
         }
     }
@@ -304,6 +317,22 @@ impl Session for H2 {
         Ok(true)
     }
 
+    fn negotiated(
+        &mut self,
+        _cfg: &Cfg,
+        alpn: Option<&[u8]>,
+        _rec: &mut Recorder,
+    ) -> Result<(), ProtoError> {
+        match alpn {
+            None | Some(b"h2") => Ok(()),
+            Some(other) => Err(ProtoError::new(format!(
+                "the server chose {} by ALPN, not h2: it does not speak HTTP/2 over TLS here; \
+                 drop --http2",
+                alpn_name(other)
+            ))),
+        }
+    }
+
     fn render(&mut self, cfg: &Cfg, _msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
         let id = self.st.next_id;
         self.st.next_id += 2;
@@ -323,6 +352,49 @@ impl Session for H2 {
             len: (out.buf.len() - at) as u32,
             step: 0,
         }
+    }
+
+    /// A scenario step's request, rendered as HTTP/1.1 text at `out.buf[start..]`, sent as
+    /// HEADERS and DATA on a new stream.
+    fn frame_step(&mut self, cfg: &Cfg, out: &mut Out, start: usize) -> u32 {
+        let st = &mut self.st;
+        st.step.clear();
+        st.step.extend_from_slice(&out.buf[start..]);
+        out.buf.truncate(start);
+        let id = st.next_id;
+        st.next_id += 2;
+        out.buf.extend_from_slice(&[0; frame::HEAD]);
+        let body_at = crate::h2::request::block_of_http1(&st.step, cfg.request.scheme(), out.buf)
+            .expect("a scenario step renders a whole HTTP/1.1 request");
+        let has_body = body_at < st.step.len();
+        st.headers(out.buf, start, id, !has_body);
+        st.streams.push(Stream {
+            id,
+            key: out.key,
+            fill: Fill {
+                conn: 0,
+                seq: 0,
+                ts_us: 0,
+            },
+            status: 0,
+            send: i64::from(st.peer.window),
+            unacked: 0,
+            server_ns: None,
+            // A step's request is not rendered again: a refused one fails.
+            retried: true,
+        });
+        if has_body {
+            let h = st.held.len();
+            st.held.extend_from_slice(&st.step[body_at..]);
+            st.pending.push(Pending {
+                stream: id,
+                at: h,
+                end: st.held.len(),
+                held: true,
+            });
+            st.send_pending(cfg, out.buf);
+        }
+        (out.buf.len() - start) as u32
     }
 
     fn room(&self, cfg: &Cfg) -> u64 {
@@ -372,6 +444,15 @@ impl Session for H2 {
 
     fn goodbye(&mut self, _cfg: &Cfg, out: &mut Out) {
         frame::put_goaway(out.buf, 0, code::NO_ERROR);
+    }
+}
+
+/// An ALPN protocol's name for a message (none: the server chose nothing).
+pub(crate) fn alpn_name(p: &[u8]) -> String {
+    if p.is_empty() {
+        "no protocol".into()
+    } else {
+        format!("'{}'", String::from_utf8_lossy(p))
     }
 }
 
@@ -543,6 +624,7 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
             kind::SETTINGS => {
                 frame::put_settings_ack(self.r.ctl);
                 if !self.st.settled {
+                    self.r.rec.counters.h2.connections += 1;
                     self.st.settled = true;
                     self.st.paused = true;
                 }

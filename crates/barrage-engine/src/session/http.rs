@@ -23,15 +23,21 @@ pub struct Http {
     server_ns: Option<u64>,
 }
 
+impl Cfg {
+    pub(crate) fn of(h: &crate::plan::HttpPlan) -> Self {
+        Cfg {
+            request: h.request.clone(),
+            expect: h.expect_status.clone(),
+        }
+    }
+}
+
 impl Session for Http {
     type Cfg = Cfg;
 
     fn config(plan: &Plan) -> Cfg {
         match &plan.protocol {
-            Protocol::Http(h) => Cfg {
-                request: h.request.clone(),
-                expect: h.expect_status.clone(),
-            },
+            Protocol::Http(h) => Cfg::of(h),
             other => unreachable!("HTTP session for a {} plan", other.name()),
         }
     }

@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 
 pub mod h2;
 pub mod http;
+pub mod https;
 pub mod memcache;
 pub mod redis;
 pub mod tcp;
@@ -173,6 +174,18 @@ pub trait Session: Sized + Send + 'static {
     fn new(cfg: &Self::Cfg) -> Self;
     /// Forget what was tied to a broken connection (before a reconnect).
     fn reset(&mut self, cfg: &Self::Cfg);
+
+    /// The transport is up, and TLS said which protocol the server chose by ALPN (`None` in
+    /// plain text): a session that speaks more than one picks here, one that needs a certain
+    /// one refuses another. Called before [`Session::open`].
+    fn negotiated(
+        &mut self,
+        _cfg: &Self::Cfg,
+        _alpn: Option<&[u8]>,
+        _rec: &mut Recorder,
+    ) -> Result<(), ProtoError> {
+        Ok(())
+    }
 
     /// The transport is up: append the protocol's handshake to `out` (none by default).
     /// Returns true when its answer must be awaited: `input` then calls

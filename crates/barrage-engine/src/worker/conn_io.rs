@@ -102,6 +102,13 @@ impl<S: Session> Worker<S> {
     /// TCP (and TLS) is up: start the protocol's own handshake, or the script.
     pub(super) fn transport_ready(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
+        // Under TLS without ALPN the protocol is "none": an empty name.
+        let tls = matches!(c.transport, Transport::Tls(_));
+        let alpn = c.transport.alpn().or(tls.then_some(&[][..]));
+        if let Err(e) = c.session.negotiated(&self.cfg, alpn, &mut self.rec) {
+            return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
+        }
+        let c = &mut self.conns[idx as usize];
         self.scratch.clear();
         let mut out = Out {
             buf: &mut self.scratch,

@@ -29,8 +29,14 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The client's TLS: verification as asked, ALPN offering `h2` alone (`h2`) or `http/1.1`.
-pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>, h2: bool) -> Result<TlsPlan, Usage> {
+/// The client's TLS: verification as asked; for `https://`, ALPN offering what `version`
+/// allows (`h2`, `http/1.1`, or both, `h2` first).
+pub fn plan(
+    url: &Url,
+    insecure: bool,
+    cacert: Option<&Path>,
+    version: barrage_engine::HttpVersion,
+) -> Result<TlsPlan, Usage> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Usage::new("TLS setup", e))?;
@@ -71,11 +77,12 @@ pub fn plan(url: &Url, insecure: bool, cacert: Option<&Path>, h2: bool) -> Resul
             .with_no_client_auth()
     };
     if matches!(url.scheme, Scheme::Https) {
-        config.alpn_protocols = vec![if h2 {
-            b"h2".to_vec()
-        } else {
-            b"http/1.1".to_vec()
-        }];
+        use barrage_engine::HttpVersion as V;
+        config.alpn_protocols = match version {
+            V::H1 => vec![b"http/1.1".to_vec()],
+            V::H2 => vec![b"h2".to_vec()],
+            V::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        };
     }
     let server_name = ServerName::try_from(url.host.clone()).map_err(|_| {
         Usage::says(
@@ -131,6 +138,9 @@ pub fn preflight(
                     .and_then(|i| i.downcast_ref::<rustls::Error>())
                     .cloned();
                 return match inner {
+                    Some(rustls::Error::AlertReceived(
+                        rustls::AlertDescription::NoApplicationProtocol,
+                    )) => Err(alpn_refused(&tls.config.alpn_protocols)),
                     Some(te) => Err(match plaintext(sock.first()) {
                         Some(said) => format!(
                             "the server answered the TLS hello in plain text ({said}), not TLS: \
@@ -143,11 +153,32 @@ pub fn preflight(
             }
         }
     }
+    let offered = &tls.config.alpn_protocols;
+    if offered.len() == 1 && conn.alpn_protocol() != Some(&offered[0][..]) {
+        return Err(alpn_refused(offered));
+    }
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
     let _ = sock.flush();
     let _ = sock.read(&mut [0u8; 1]);
     Ok(())
+}
+
+/// The server took none of the protocols offered by ALPN: which flag asked for them.
+fn alpn_refused(offered: &[Vec<u8>]) -> String {
+    let names: Vec<String> = offered
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let fix = match names.first().map(String::as_str) {
+        Some("h2") if names.len() == 1 => "; it does not speak HTTP/2 over TLS: drop --http2",
+        Some("http/1.1") if names.len() == 1 => "; it speaks only HTTP/2 here: drop --http1.1",
+        _ => "",
+    };
+    format!(
+        "the server agreed to none of the protocols offered by ALPN ({}){fix}",
+        names.join(", ")
+    )
 }
 
 /// A socket that keeps the first bytes the server sent, to say what a server that does not

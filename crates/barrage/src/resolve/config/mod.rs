@@ -54,19 +54,16 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     words.headers = headers(&a.headers)?;
     let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
     let http_note = http_note.map(|n| secrets.scrub(&n));
-    let h2 = matches!(
-        protocol,
-        ProtocolSpec::Http {
-            version: barrage_engine::spec::HttpVersion::H2,
-            ..
-        }
-    );
+    let version = match &protocol {
+        ProtocolSpec::Http { version, .. } => *version,
+        _ => HttpVersion::H1,
+    };
     let tls = if url.scheme.tls() {
         Some(crate::resolve::tls::plan(
             &url,
             a.insecure,
             a.cacert.as_deref(),
-            h2,
+            version,
         )?)
     } else {
         None

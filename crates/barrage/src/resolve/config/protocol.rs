@@ -284,7 +284,13 @@ pub(super) fn protocol(
                     headers: words.headers.clone(),
                     body: body.as_deref().map(escape),
                     expect_status: expect_status.0,
-                    version: if h2 { HttpVersion::H2 } else { HttpVersion::H1 },
+                    version: if h2 {
+                        HttpVersion::H2
+                    } else if url.scheme == Scheme::Https && !a.http1_1 {
+                        HttpVersion::Auto
+                    } else {
+                        HttpVersion::H1
+                    },
                     streams: if h2 { a.streams.unwrap_or(1) as u32 } else { 1 },
                 },
                 Some(note),
