@@ -111,25 +111,64 @@ pub fn preflight(
     timeout: Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
+    let offered = &tls.config.alpn_protocols;
+    match handshake(addr, &tls.config, &tls.server_name, plain, timeout, stop)? {
+        Shook::Done(alpn) if offered.len() == 1 && alpn.as_ref() != Some(&offered[0]) => {
+            Err(alpn_refused(offered))
+        }
+        Shook::Dropped if offered.len() == 1 => {
+            // Some servers drop a client whose ALPN they refuse without a word: offer both
+            // versions once, and if that goes through, it was the protocol.
+            let mut both = (*tls.config).clone();
+            both.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            let both = Arc::new(both);
+            match handshake(addr, &both, &tls.server_name, plain, timeout, stop) {
+                Ok(Shook::Done(Some(p))) if p != offered[0] => Err(alpn_refused(offered)),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How a pre-flight handshake ended, when it did not fail with a reason to give.
+enum Shook {
+    /// Done: the protocol the server chose by ALPN.
+    Done(Option<Vec<u8>>),
+    /// The server closed or reset the connection during the handshake.
+    Dropped,
+    /// Unreachable, silent, or stopped: the run will see it.
+    Unknown,
+}
+
+fn handshake(
+    addr: std::net::SocketAddr,
+    config: &Arc<ClientConfig>,
+    server_name: &ServerName<'static>,
+    plain: &str,
+    timeout: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Shook, String> {
     use std::io::ErrorKind;
     use std::sync::atomic::Ordering;
     // Waits in slices so that a stop signal is seen within a slice, whatever the server does.
     const SLICE: Duration = Duration::from_millis(100);
     let deadline = std::time::Instant::now() + timeout;
     let Ok(sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1))) else {
-        return Ok(()); // the run will classify it
+        return Ok(Shook::Unknown); // the run will classify it
     };
     let _ = sock.set_read_timeout(Some(SLICE));
     let _ = sock.set_write_timeout(Some(SLICE));
-    let mut conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+    let mut conn = rustls::ClientConnection::new(config.clone(), server_name.clone())
         .map_err(|e| e.to_string())?;
     let mut sock = Peek::new(sock);
     while conn.is_handshaking() {
         match conn.complete_io(&mut sock) {
+            Ok((0, 0)) if conn.is_handshaking() => return Ok(Shook::Dropped),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 if stop.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
-                    return Ok(()); // stopped, or a silent server: the run will see it
+                    return Ok(Shook::Unknown); // stopped, or a silent server
                 }
             }
             Err(e) => {
@@ -140,7 +179,7 @@ pub fn preflight(
                 return match inner {
                     Some(rustls::Error::AlertReceived(
                         rustls::AlertDescription::NoApplicationProtocol,
-                    )) => Err(alpn_refused(&tls.config.alpn_protocols)),
+                    )) => Err(alpn_refused(&config.alpn_protocols)),
                     Some(te) => Err(match plaintext(sock.first()) {
                         Some(said) => format!(
                             "the server answered the TLS hello in plain text ({said}), not TLS: \
@@ -148,20 +187,26 @@ pub fn preflight(
                         ),
                         None => describe(&te),
                     }),
-                    None => Ok(()), // a network problem: the run will classify it
+                    None if matches!(
+                        e.kind(),
+                        ErrorKind::UnexpectedEof
+                            | ErrorKind::ConnectionReset
+                            | ErrorKind::ConnectionAborted
+                    ) =>
+                    {
+                        Ok(Shook::Dropped)
+                    }
+                    None => Ok(Shook::Unknown), // a network problem: the run will classify it
                 };
             }
         }
     }
-    let offered = &tls.config.alpn_protocols;
-    if offered.len() == 1 && conn.alpn_protocol() != Some(&offered[0][..]) {
-        return Err(alpn_refused(offered));
-    }
+    let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
     let _ = sock.flush();
     let _ = sock.read(&mut [0u8; 1]);
-    Ok(())
+    Ok(Shook::Done(alpn))
 }
 
 /// The server took none of the protocols offered by ALPN: which flag asked for them.

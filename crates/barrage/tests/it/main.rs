@@ -25,6 +25,8 @@ mod common;
 // A CA and server/client certificates made with rcgen, for `tls` and `interop`.
 mod pki;
 
+// HTTP/2 against the reference h2 server and nginx (h2c, TLS with ALPN, GOAWAY).
+mod h2;
 // The bad-input sweep: every mistake gets one line and a non-zero exit code.
 mod bad_input;
 // Usage errors, help, exit codes, the text and JSON summaries.

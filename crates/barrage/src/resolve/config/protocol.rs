@@ -42,11 +42,16 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
     if !http && !ws && !a.headers.is_empty() {
         return Err(only("-H/--header", "http(s):// and ws(s)://"));
     }
-    if !http && (a.http2 || a.http1_1 || a.streams.is_some()) {
-        return Err(only(
-            "--http2, --http1.1 and --streams",
-            "http(s):// and h2c://",
-        ));
+    if !http {
+        for (flag, on) in [
+            ("--http2", a.http2),
+            ("--http1.1", a.http1_1),
+            ("--streams", a.streams.is_some()),
+        ] {
+            if on {
+                return Err(only(flag, "http(s):// and h2c://"));
+            }
+        }
     }
     if a.http2 && a.http1_1 {
         return Err(Usage::says(
@@ -67,10 +72,10 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         ));
     }
     if let Some(n) = a.streams {
-        if !(a.http2 || scheme == Scheme::H2c) {
+        if !(a.http2 || scheme == Scheme::H2c || (scheme == Scheme::Https && !a.http1_1)) {
             return Err(Usage::says(
                 "--streams",
-                "applies to HTTP/2: an h2c:// target, or --http2",
+                "applies to HTTP/2: h2c://, https:// (when the server chooses h2), or --http2",
             ));
         }
         if !(1..=1 << 20).contains(&n) {
@@ -291,7 +296,7 @@ pub(super) fn protocol(
                     } else {
                         HttpVersion::H1
                     },
-                    streams: if h2 { a.streams.unwrap_or(1) as u32 } else { 1 },
+                    streams: a.streams.unwrap_or(1) as u32,
                 },
                 Some(note),
             ))

@@ -172,6 +172,7 @@ impl EchoServer {
             port,
             url: match kind {
                 "echo" | "chat" => format!("tcp://127.0.0.1:{port}"),
+                "h2" => format!("h2c://127.0.0.1:{port}/"),
                 other => format!("{other}://127.0.0.1:{port}/"),
             },
             stats,

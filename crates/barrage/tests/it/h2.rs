@@ -1,0 +1,463 @@
+//! HTTP/2 end to end: against `barrage serve h2` (the `h2` crate, no code shared with the
+//! client) and nginx (`http2`, cleartext and TLS), counts reconciled exactly with what each
+//! server says it served: the reference server's counters, nginx's access log by status.
+
+use crate::common::*;
+use crate::pki;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+
+fn run_json(args: &[&str], json: &Path) -> Value {
+    let out = barrage()
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(json)
+        .output()
+        .expect("run barrage");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "barrage {args:?}:\n{stderr}"
+    );
+    read_json(json)
+}
+
+/// sent = completed + failed + in flight, and nothing in flight at the end of a `-n` run.
+fn conserved(v: &Value) {
+    let e = field(v, "summary.exchanges");
+    assert_eq!(
+        u(v, "summary.exchanges.sent"),
+        u(v, "summary.exchanges.completed") + u(v, "summary.exchanges.failed"),
+        "{e}"
+    );
+    assert_eq!(u(v, "summary.exchanges.in_flight_at_end"), 0, "{e}");
+}
+
+/// Streams in flight on a few connections, two routes: every request the server answered is
+/// one barrage completed or failed by its status, exactly.
+#[test]
+fn serve_h2_streams_reconcile_with_the_servers_counts() {
+    let server = EchoServer::serve("h2", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let ok = run_json(
+        &[
+            server.url(),
+            "-c",
+            "4",
+            "--streams",
+            "8",
+            "-n",
+            "3000",
+            "-t",
+            "2",
+        ],
+        &dir.path().join("ok.json"),
+    );
+    conserved(&ok);
+    assert_eq!(u(&ok, "summary.exchanges.completed"), 3000);
+    assert_eq!(u(&ok, "summary.totals.h2.connections"), 4);
+    assert_eq!(s(&ok, "config.protocol"), "h2c");
+    let url503 = format!("{}status/503", server.url());
+    let bad = run_json(
+        &[&url503, "-c", "2", "--streams", "4", "-n", "200"],
+        &dir.path().join("bad.json"),
+    );
+    conserved(&bad);
+    assert_eq!(u(&bad, "summary.errors.unexpected_status"), 200);
+    // A body larger than the default windows (65,535 bytes), in both directions.
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 200_000]).unwrap();
+    let big = format!("{}bytes/150000", server.url());
+    let at = format!("@{}", body.display());
+    let post = run_json(
+        &[
+            &big,
+            "-X",
+            "POST",
+            "--body",
+            &at,
+            "-c",
+            "2",
+            "--streams",
+            "3",
+            "-n",
+            "30",
+        ],
+        &dir.path().join("post.json"),
+    );
+    conserved(&post);
+    assert_eq!(u(&post, "summary.exchanges.completed"), 30);
+    let stats = server.stop();
+    assert_eq!(u(&stats, "http.requests"), 3000 + 200 + 30);
+    assert_eq!(u(&stats, "http.responses_2xx"), 3030);
+    assert_eq!(u(&stats, "http.responses_5xx"), 200);
+    assert_eq!(u(&stats, "connections_accepted"), 4 + 2 + 2);
+}
+
+/// The server's knobs: two streams at most (barrage keeps `--streams 16` under it, so no
+/// stream is refused) and a GOAWAY every 100 requests (barrage finishes what the server took
+/// and opens a new connection): no error, every request answered once.
+#[test]
+fn serve_h2_stream_limit_and_goaway_cost_no_request() {
+    let server = EchoServer::serve("h2", &["--max-streams", "2", "--goaway-after", "100"]);
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(
+        &[
+            server.url(),
+            "-c",
+            "2",
+            "--streams",
+            "16",
+            "-n",
+            "1000",
+            "-t",
+            "1",
+        ],
+        &dir.path().join("r.json"),
+    );
+    conserved(&v);
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.completed"), 1000);
+    assert!(
+        u(&v, "summary.totals.h2.goaways.0") >= 9,
+        "{}",
+        field(&v, "summary.totals.h2")
+    );
+    let stats = server.stop();
+    assert_eq!(u(&stats, "http.requests"), 1000);
+    // A connection opened as the run ended may not have finished its handshake.
+    let conns = u(&stats, "connections_accepted");
+    assert_eq!(conns, u(&v, "summary.totals.connects"));
+    assert!(
+        u(&v, "summary.totals.h2.connections") >= 10,
+        "1,000 requests at 100 each"
+    );
+}
+
+/// `https://` offers h2 and http/1.1 by ALPN: the h2 server gets HTTP/2, the HTTP/1.1 server
+/// HTTP/1.1, and each run counts its connections by what they speak. A version the server
+/// refuses is one line naming the flag.
+#[test]
+fn https_speaks_what_alpn_chose_and_a_refused_version_is_one_line() {
+    let p = pki::pki(&["127.0.0.1"], pki::Validity::Now);
+    let (cert, key, ca) = (
+        p.cert.to_str().unwrap(),
+        p.key.to_str().unwrap(),
+        p.ca.to_str().unwrap(),
+    );
+    let tls = ["--tls-cert", cert, "--tls-key", key];
+    let h2 = EchoServer::serve("h2", &tls);
+    let h1 = EchoServer::serve("http", &tls);
+    let dir = tempfile::tempdir().unwrap();
+    let h2_url = format!("https://127.0.0.1:{}/", h2.port);
+    let h1_url = format!("https://127.0.0.1:{}/", h1.port);
+    let a = run_json(
+        &[&h2_url, "--cacert", ca, "-c", "3", "-n", "300"],
+        &dir.path().join("a.json"),
+    );
+    conserved(&a);
+    assert_eq!(u(&a, "summary.exchanges.completed"), 300);
+    assert_eq!(u(&a, "summary.totals.h2.connections"), 3);
+    let b = run_json(
+        &[&h1_url, "--cacert", ca, "-c", "3", "-n", "300"],
+        &dir.path().join("b.json"),
+    );
+    assert_eq!(u(&b, "summary.exchanges.completed"), 300);
+    assert_eq!(u(&b, "summary.totals.h2.http1_connections"), 3);
+    for (url, flag, words) in [
+        (&h1_url, "--http2", "drop --http2"),
+        (&h2_url, "--http1.1", "drop --http1.1"),
+    ] {
+        let out = barrage()
+            .args([url.as_str(), flag, "--cacert", ca, "-n", "10"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("ALPN") && err.contains(words), "{flag}: {err}");
+    }
+    assert_eq!(u(&h2.stop(), "http.requests"), 300);
+    assert_eq!(u(&h1.stop(), "http.requests"), 300);
+}
+
+/// Flags that do not fit are refused before any load, each naming itself.
+#[test]
+fn http2_flags_that_do_not_fit_are_one_line() {
+    for (args, flag) in [
+        (&["tcp://127.0.0.1:9", "--streams", "4"][..], "--streams"),
+        (&["http://127.0.0.1:9/", "--streams", "4"], "--streams"),
+        (&["http://127.0.0.1:9/", "--http1.1"], "--http1.1"),
+        (&["h2c://127.0.0.1:9/", "--http1.1"], "--http1.1"),
+        (&["https://127.0.0.1:9/", "--http2", "--http1.1"], "--http2"),
+        (&["h2c://127.0.0.1:9/", "--streams", "0"], "--streams"),
+        (
+            &["h2c://127.0.0.1:9/", "--streams", "4", "--pipeline", "2"],
+            "--pipeline",
+        ),
+        (
+            &["h2c://127.0.0.1:9/", "-H", "Connection: close"],
+            "-H/--header",
+        ),
+    ] {
+        let out = barrage().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(flag),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// nginx
+
+const NGINX_H2: &str = r#"
+worker_processes 1;
+error_log DIR/error.log;
+pid DIR/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log DIR/access.log;
+    client_body_temp_path DIR/client_body;
+    proxy_temp_path DIR/proxy;
+    fastcgi_temp_path DIR/fastcgi;
+    uwsgi_temp_path DIR/uwsgi;
+    scgi_temp_path DIR/scgi;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:PORT http2;
+        listen 127.0.0.1:TLSPORT ssl http2;
+        ssl_certificate CERT;
+        ssl_certificate_key KEY;
+        keepalive_requests 100000000;
+        root DIR/www;
+        location = / { return 200 "hello"; }
+        location = /missing { return 404 "no"; }
+        location = /file { add_header Server-Timing "nginx;dur=$request_time" always; }
+        location = /echo { client_max_body_size 10m; proxy_pass http://127.0.0.1:PORT/; }
+    }
+    server {
+        # A GOAWAY after 50 requests on each connection.
+        listen 127.0.0.1:GOPORT http2;
+        keepalive_requests 50;
+        location = / { return 200 "hello"; }
+    }
+}
+"#;
+
+struct NginxH2 {
+    _child: Guard,
+    port: u16,
+    tls_port: u16,
+    go_port: u16,
+    dir: tempfile::TempDir,
+    _pki: pki::Pki,
+}
+
+fn nginx_bin() -> Option<std::path::PathBuf> {
+    ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| on_path("nginx").then(|| "nginx".into()))
+}
+
+impl NginxH2 {
+    fn start() -> Option<NginxH2> {
+        let bin = nginx_bin();
+        if !available("nginx", bin.is_some()) {
+            return None;
+        }
+        let p = pki::pki(&["127.0.0.1"], pki::Validity::Now);
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("www")).unwrap();
+        std::fs::write(d.join("www/file"), vec![b'f'; 100_000]).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for q in [d.to_path_buf(), d.join("www")] {
+                std::fs::set_permissions(&q, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        for _ in 0..3 {
+            let (port, tls_port, go_port) = (refused_port(), refused_port(), refused_port());
+            let conf = NGINX_H2
+                .replace("DIR", d.to_str().unwrap())
+                .replace("TLSPORT", &tls_port.to_string())
+                .replace("GOPORT", &go_port.to_string())
+                .replace("PORT", &port.to_string())
+                .replace("CERT", p.cert.to_str().unwrap())
+                .replace("KEY", p.key.to_str().unwrap());
+            std::fs::write(d.join("nginx.conf"), conf).unwrap();
+            let mut child = StdCommand::new(bin.as_ref().unwrap())
+                .arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(d.join("nginx.conf"))
+                .arg("-e")
+                .arg(d.join("error.log"))
+                .args(["-g", "daemon off; master_process off;"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("spawn nginx");
+            if wait_listening(&mut child, port)
+                && wait_listening(&mut child, tls_port)
+                && wait_listening(&mut child, go_port)
+            {
+                return Some(NginxH2 {
+                    _child: Guard(child),
+                    port,
+                    tls_port,
+                    go_port,
+                    dir,
+                    _pki: p,
+                });
+            }
+            drop(Guard(child));
+        }
+        let log = std::fs::read_to_string(d.join("error.log")).unwrap_or_default();
+        panic!("nginx did not start; error.log:\n{log}");
+    }
+
+    /// Requests in the access log by (protocol, status), read afresh.
+    fn log(&self) -> std::collections::BTreeMap<(String, u16), u64> {
+        let text = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        let mut by = std::collections::BTreeMap::new();
+        for line in text.lines() {
+            // combined: ... "GET /path HTTP/2.0" STATUS BYTES ...
+            let mut parts = line.split('"');
+            let req = parts.nth(1).unwrap_or_default();
+            let proto = req.rsplit(' ').next().unwrap_or_default().to_string();
+            let status = parts
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            *by.entry((proto, status)).or_insert(0) += 1;
+        }
+        by
+    }
+}
+
+fn h2_log(n: &NginxH2, status: u16) -> u64 {
+    n.log()
+        .get(&("HTTP/2.0".to_string(), status))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// h2c with prior knowledge: every request nginx logged (HTTP/2.0, by status) is one barrage
+/// counted, and the Server-Timing of a file's response is recorded for each.
+#[test]
+fn nginx_h2c_reconciles_with_its_access_log() {
+    let Some(n) = NginxH2::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let url = |p: &str| format!("h2c://127.0.0.1:{}{p}", n.port);
+    let a = run_json(
+        &[
+            &url("/"),
+            "-c",
+            "4",
+            "--streams",
+            "10",
+            "-n",
+            "4000",
+            "-t",
+            "2",
+        ],
+        &dir.path().join("a.json"),
+    );
+    conserved(&a);
+    assert_eq!(u(&a, "summary.exchanges.completed"), 4000);
+    let b = run_json(
+        &[&url("/missing"), "-c", "2", "--streams", "5", "-n", "100"],
+        &dir.path().join("b.json"),
+    );
+    assert_eq!(u(&b, "summary.errors.unexpected_status"), 100);
+    let f = run_json(
+        &[&url("/file"), "-c", "2", "--streams", "4", "-n", "200"],
+        &dir.path().join("f.json"),
+    );
+    assert_eq!(u(&f, "summary.exchanges.completed"), 200);
+    assert_eq!(
+        u(&f, "summary.server_us.count"),
+        200,
+        "{}",
+        field(&f, "summary")
+    );
+    assert_eq!(h2_log(&n, 200), 4000 + 200);
+    assert_eq!(h2_log(&n, 404), 100);
+    // nginx indexes nothing in its HPACK table; the block is still smaller than HTTP/1.1.
+    let h = field(&a, "summary.totals.h2");
+    assert!(
+        u(&a, "summary.totals.h2.header_bytes") < u(&a, "summary.totals.h2.header_bytes_plain"),
+        "{h}"
+    );
+}
+
+/// TLS with ALPN: `https://` speaks h2 to nginx by default; `--http1.1` speaks HTTP/1.1 to
+/// the same port; the log tells them apart.
+#[test]
+fn nginx_https_negotiates_h2_and_http1_1_on_request() {
+    let Some(n) = NginxH2::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("https://127.0.0.1:{}/", n.tls_port);
+    let ca = n._pki.ca.to_str().unwrap().to_string();
+    let a = run_json(
+        &[
+            &url,
+            "--cacert",
+            &ca,
+            "-c",
+            "3",
+            "--streams",
+            "4",
+            "-n",
+            "600",
+        ],
+        &dir.path().join("a.json"),
+    );
+    conserved(&a);
+    assert_eq!(u(&a, "summary.totals.h2.connections"), 3);
+    let b = run_json(
+        &[&url, "--cacert", &ca, "--http1.1", "-c", "2", "-n", "150"],
+        &dir.path().join("b.json"),
+    );
+    conserved(&b);
+    assert_eq!(h2_log(&n, 200), 600);
+    let h1 = n
+        .log()
+        .get(&("HTTP/1.1".to_string(), 200))
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(h1, 150);
+}
+
+/// nginx ends each connection after 50 requests with a GOAWAY: the streams it did not take
+/// fail as `goaway`, the rest complete, and what completed is what nginx logged.
+#[test]
+fn nginx_goaway_after_keepalive_requests_reconciles() {
+    let Some(n) = NginxH2::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("h2c://127.0.0.1:{}/", n.go_port);
+    let v = run_json(
+        &[&url, "-c", "2", "--streams", "8", "-n", "1000", "-t", "1"],
+        &dir.path().join("v.json"),
+    );
+    conserved(&v);
+    let completed = u(&v, "summary.exchanges.completed");
+    let goaway = u(&v, "summary.totals.failed_by.goaway");
+    assert_eq!(completed + goaway, 1000, "{}", field(&v, "summary"));
+    assert!(u(&v, "summary.totals.h2.goaways.0") >= 1);
+    assert_eq!(h2_log(&n, 200), completed);
+}
