@@ -114,6 +114,10 @@ pub fn int(src: &[u8], at: &mut usize, n: u32) -> Result<u64, HpackError> {
     }
     let mut shift = 0;
     loop {
+        // Zero continuation bytes add nothing but length: bound the length too.
+        if shift > 28 {
+            return Err(HpackError::Overflow);
+        }
         let b = *src.get(*at).ok_or(HpackError::Truncated)?;
         *at += 1;
         v += u64::from(b & 0x7f) << shift;
@@ -433,6 +437,16 @@ mod tests {
         );
         let mut at = 0;
         assert_eq!(int(&[0x1f, 0x80], &mut at, 5), Err(HpackError::Truncated));
+        // Found by the fuzz target: zero continuation bytes until the shift overflowed.
+        let mut at = 0;
+        assert_eq!(
+            int(
+                &[0x1f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0],
+                &mut at,
+                5
+            ),
+            Err(HpackError::Overflow)
+        );
     }
 
     /// RFC 7541 Appendix C.3 (requests, raw strings) and C.4 (the same, Huffman): the table

@@ -868,6 +868,80 @@ impl Sink<'_, '_, '_, '_> {
     }
 }
 
+/// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
+/// (the server's SETTINGS allowed `n` streams) with `n` GET requests in flight, fed `parts`
+/// of what a server sent. Returns the exchanges (completed, failed, still in flight), or the
+/// protocol error; every exchange must be in exactly one of the three.
+#[doc(hidden)]
+pub fn fuzz_feed(parts: &[&[u8]], n: usize) -> Result<(u64, u64, u64), String> {
+    use crate::exchange::{Exchange, Exchanges};
+    use crate::pacer::Rng;
+    let request = H2Request::new(&crate::h2::H2RequestSpec {
+        method: "GET",
+        scheme: "http",
+        path: "/",
+        authority: "fuzz",
+        headers: &[],
+        body: None,
+        content_type: None,
+        te_trailers: false,
+    })
+    .map_err(|e| e.to_string())?;
+    let cfg = Cfg {
+        request,
+        expect: StatusSet::default(),
+        streams: n as u32,
+    };
+    let mut s = H2::new(&cfg);
+    let (mut ex, mut rec, mut rng, mut ctl) = (
+        Exchanges::default(),
+        Recorder::new(),
+        Rng::new(1),
+        Vec::new(),
+    );
+    let mut settings = Vec::new();
+    frame::put_settings(
+        &mut settings,
+        &[(frame::setting::MAX_CONCURRENT_STREAMS, n as u32)],
+    );
+    let mut buf = Vec::new();
+    let mut feed = |s: &mut H2, ex: &mut Exchanges, rec: &mut Recorder, data: &[u8]| {
+        let mut r = Replies::new(ex, None, rec, 1_000_000, &[], true, &mut ctl, &mut rng);
+        let res = s.input(&cfg, data, &mut r).map_err(|e| e.why);
+        ctl.clear();
+        res
+    };
+    feed(&mut s, &mut ex, &mut rec, &settings)?;
+    let mut rng = Rng::new(2);
+    for k in 0..n as u64 {
+        let key = 2 * k + 1;
+        let mut out = Out {
+            buf: &mut buf,
+            key,
+            rng: &mut rng,
+            keep: None,
+        };
+        s.render(
+            &cfg,
+            Msg::Load,
+            Fill {
+                conn: 0,
+                seq: k,
+                ts_us: 0,
+            },
+            &mut out,
+        );
+        ex.push(Exchange::new(key, 0, 0, 0, 0));
+        rec.in_flight += 1;
+    }
+    for p in parts {
+        feed(&mut s, &mut ex, &mut rec, p)?;
+    }
+    let c = &rec.counters;
+    let failed = c.failed_by.total();
+    Ok((c.completed, failed, rec.in_flight))
+}
+
 fn parse_status(v: &[u8]) -> Option<u16> {
     if v.len() != 3 || !v.iter().all(u8::is_ascii_digit) {
         return None;
