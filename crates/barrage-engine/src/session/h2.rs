@@ -103,7 +103,13 @@ struct St {
     held: Vec<u8>,
     /// A scenario step's request as rendered (HTTP/1.1 text), while it is framed.
     step: Vec<u8>,
+    /// Control frames (SETTINGS and PING acknowledgements, WINDOW_UPDATE, a request sent
+    /// again) the socket had no room for: all of them go out, in order, once it drains.
+    owed: Vec<u8>,
 }
+
+/// Control frames owed to a server that does not read them, at most: past this it floods.
+const MAX_OWED: usize = 1 << 20;
 
 pub struct H2 {
     rd: FrameReader,
@@ -131,6 +137,7 @@ impl St {
             pending: Vec::new(),
             held: Vec::new(),
             step: Vec::new(),
+            owed: Vec::new(),
         }
     }
 
@@ -406,6 +413,12 @@ impl Session for H2 {
     }
 
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
+        if self.st.owed.len() > MAX_OWED {
+            return Err(ProtoError::new(
+                "the server sends frames that need an answer (PING, SETTINGS) faster than it \
+                 reads the answers: over 1 MiB of them waits",
+            ));
+        }
         if !self.st.settled && self.rd.idle() && self.st.next_id == 1 {
             if let Some(e) = not_h2(data) {
                 return Err(e);
@@ -444,6 +457,17 @@ impl Session for H2 {
 
     fn goodbye(&mut self, _cfg: &Cfg, out: &mut Out) {
         frame::put_goaway(out.buf, 0, code::NO_ERROR);
+    }
+
+    const OWED_IN_ORDER: bool = true;
+
+    fn owe(&mut self, ctl: &[u8]) {
+        // Unlike a WebSocket pong, none of these may be dropped: keep them all.
+        self.st.owed.extend_from_slice(ctl);
+    }
+
+    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+        (!self.st.owed.is_empty()).then(|| std::mem::take(&mut self.st.owed).into_boxed_slice())
     }
 }
 

@@ -102,4 +102,19 @@ impl Session for AnyHttp {
     fn goodbye(&mut self, cfg: &Cfg, out: &mut Out) {
         each!(self, cfg, s, c => s.goodbye(c, out))
     }
+
+    const OWED_IN_ORDER: bool = true;
+
+    fn owe(&mut self, ctl: &[u8]) {
+        if let AnyHttp::H2(s) = self {
+            s.owe(ctl)
+        }
+    }
+
+    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+        match self {
+            AnyHttp::H2(s) => s.take_owed(),
+            AnyHttp::H1(_) => None,
+        }
+    }
 }

@@ -237,6 +237,10 @@ pub trait Session: Sized + Send + 'static {
         None
     }
 
+    /// What [`Session::owe`] kept must go out before newer control bytes, not be replaced by
+    /// them (HTTP/2: every acknowledgement and window update counts; a WebSocket pong does not).
+    const OWED_IN_ORDER: bool = false;
+
     /// Requests are a mix of commands: counted per command (`Rendered::step`).
     const COMMANDS: bool = false;
 

@@ -214,7 +214,15 @@ impl<S: Session> Worker<S> {
             self.ctl.clear();
         }
         if !self.ctl.is_empty() {
-            drop(c.session.take_owed()); // a newer answer supersedes one kept
+            let kept = c.session.take_owed();
+            if S::OWED_IN_ORDER {
+                // What was kept goes first (HTTP/2 drops no control frame).
+                if let Some(k) = kept {
+                    let mut all = k.into_vec();
+                    all.extend_from_slice(&self.ctl);
+                    self.ctl = all;
+                }
+            } // else a newer answer supersedes one kept (a WebSocket pong)
             let res = write_to(c, &mut self.rec, &self.ctl);
             self.ctl.clear();
             if let Err(e) = res {

@@ -12,6 +12,7 @@ mod codecs_splits;
 // Engine runs against the echo server and small scripted servers.
 mod engine;
 // Hostile HTTP/1.1 and WebSocket servers: floods, silence, malformed frames.
+mod h2_hostile;
 mod hostile;
 // `hurry` (a second signal) stops waiting for replies in flight.
 mod hurry;

@@ -1,0 +1,303 @@
+//! Hostile HTTP/2 servers: scripted in-process servers, written here frame by frame (nothing
+//! from the engine's codec), that break the protocol or the peace in one way each: a server
+//! that never sends its SETTINGS, malformed HPACK, a frame over the size limit, streams all
+//! refused, a GOAWAY with an error, no flow-control window, a PING flood from a server that
+//! does not read, a response trickled a byte at a time. Each run is bounded, every exchange is
+//! accounted for, and each failure lands in its named class.
+
+use crate::common::{self, plan, TestServer};
+use barrage_engine::h2::{H2Request, H2RequestSpec};
+use barrage_engine::{run, H2Plan, Mode, Plan, Protocol, RunOutput, StatusSet};
+use barrage_metrics::{ErrorClass, Summary};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LOAD: Duration = Duration::from_millis(500);
+
+fn h2_plan(addr: SocketAddr, connections: u64, body: Option<&[u8]>) -> Plan {
+    let mut p = plan(addr, connections, Mode::PingPong, LOAD.as_secs_f64());
+    p.threads = 1;
+    p.timeout = Duration::from_millis(300);
+    p.connect_timeout = Duration::from_secs(1);
+    p.drain = Duration::from_millis(300);
+    p.target.url = format!("h2c://{addr}/");
+    let host = addr.to_string();
+    let request = H2Request::new(&H2RequestSpec {
+        method: if body.is_some() { "POST" } else { "GET" },
+        scheme: "http",
+        path: "/",
+        authority: &host,
+        headers: &[],
+        body,
+        content_type: None,
+        te_trailers: false,
+    })
+    .expect("a valid request");
+    p.protocol = Protocol::H2(H2Plan {
+        request,
+        expect_status: StatusSet::default(),
+        streams: 4,
+    });
+    p.pipeline = 4;
+    p
+}
+
+fn go(p: Plan) -> RunOutput {
+    let bound = p.duration.unwrap_or_default() + p.drain + Duration::from_secs(5);
+    let t = Instant::now();
+    let out = run(p, Arc::new(AtomicBool::new(false)), |_, _| {}).expect("engine run");
+    assert!(t.elapsed() < bound, "the run took {:?}", t.elapsed());
+    let e = out.outcome.summary.exchanges;
+    assert!(e.balanced(), "conservation broken: {e:?}");
+    out
+}
+
+fn summary(o: &RunOutput) -> &Summary {
+    &o.outcome.summary
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server written here: frames by hand, HPACK by static index only.
+
+/// A frame's head (its payload is read and dropped).
+struct Frame {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let l = (payload.len() as u32).to_be_bytes();
+    let mut f = vec![l[1], l[2], l[3], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn read_frame(s: &mut TcpStream) -> Option<Frame> {
+    let mut h = [0u8; 9];
+    s.read_exact(&mut h).ok()?;
+    let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload).ok()?;
+    Some(Frame {
+        kind: h[3],
+        flags: h[4],
+        stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
+    })
+}
+
+/// Reads the client preface and sends `settings` ((id, value) pairs) as the server's own.
+fn accept(s: &mut TcpStream, settings: &[(u16, u32)]) -> Option<()> {
+    let mut preface = [0u8; 24];
+    s.read_exact(&mut preface).ok()?;
+    assert_eq!(&preface, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    let mut p = Vec::new();
+    for (id, v) in settings {
+        p.extend_from_slice(&id.to_be_bytes());
+        p.extend_from_slice(&v.to_be_bytes());
+    }
+    s.write_all(&frame(4, 0, 0, &p)).ok()
+}
+
+/// The next HEADERS frame's stream, answering SETTINGS and skipping the rest.
+fn next_request(s: &mut TcpStream) -> Option<u32> {
+    loop {
+        let f = read_frame(s)?;
+        match f.kind {
+            1 => return Some(f.stream),
+            4 if f.flags & 1 == 0 => s.write_all(&frame(4, 1, 0, &[])).ok()?,
+            _ => {}
+        }
+    }
+}
+
+fn server(f: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> TestServer {
+    TestServer::start(move |mut s| f(&mut s))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// A server that accepts and says nothing: the handshake times out, exactly, in virtual time.
+#[test]
+fn a_server_that_never_sends_settings_is_a_handshake_timeout() {
+    let s = common::sink_server();
+    let mut p = h2_plan(s.addr, 2, None);
+    p.timeout = Duration::from_millis(250);
+    let (o, end) = common::go_virtual(p);
+    let sm = summary(&o);
+    assert_eq!(sm.errors.get(ErrorClass::Timeout), 2, "{:?}", sm.errors);
+    assert_eq!(sm.errors.total(), 2);
+    assert_eq!(sm.exchanges.sent, 0);
+    assert_eq!(end, LOAD.as_nanos() as u64);
+}
+
+/// Malformed input in three ways, each a protocol error on every connection, nothing else.
+#[test]
+fn malformed_frames_are_protocol_errors_and_the_connection_starts_over() {
+    let cases: Vec<Vec<u8>> = vec![
+        // HPACK index 0.
+        frame(1, 0x5, 1, &[0x80]),
+        // A frame over the 16,384 bytes this client allows.
+        frame(0, 0, 1, &vec![0; 20_000]),
+        // PING of the wrong length.
+        frame(6, 0, 0, &[1, 2, 3]),
+    ];
+    for bad in cases {
+        let s = server(move |s| {
+            if accept(s, &[]).is_none() || next_request(s).is_none() {
+                return;
+            }
+            let _ = s.write_all(&bad);
+            let _ = s.read(&mut [0; 1024]);
+        });
+        let o = go(h2_plan(s.addr, 2, None));
+        let sm = summary(&o);
+        assert!(sm.errors.get(ErrorClass::Protocol) >= 2, "{:?}", sm.errors);
+        assert_eq!(
+            sm.errors.total(),
+            sm.errors.get(ErrorClass::Protocol),
+            "{:?}",
+            sm.errors
+        );
+        assert_eq!(sm.exchanges.completed, 0);
+        assert!(
+            sm.connections.attempts >= 4,
+            "a failure reopens its connection"
+        );
+    }
+}
+
+/// Every stream refused: each request goes out twice (the retry is counted), then fails as
+/// `stream_reset`; the connection itself stays up.
+#[test]
+fn refused_streams_are_sent_again_once_then_fail_as_stream_reset() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        while let Some(id) = next_request(s) {
+            let rst = frame(3, 0, id, &7u32.to_be_bytes());
+            if s.write_all(&rst).is_err() {
+                return;
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    let t = &sm.totals;
+    assert!(sm.exchanges.failed > 0);
+    assert_eq!(
+        t.failed_by.get(ErrorClass::StreamReset),
+        sm.exchanges.failed
+    );
+    assert_eq!(
+        t.h2.refused_retried,
+        t.failed_by.get(ErrorClass::StreamReset)
+    );
+    assert_eq!(t.h2.resets.get(7), 2 * t.h2.refused_retried, "{:?}", t.h2);
+    assert_eq!(sm.connections.attempts, 1, "{:?}", sm.connections);
+}
+
+/// GOAWAY with an error code and last stream 0: nothing was processed, so every stream in
+/// flight fails as `goaway`, and the connection ends as a `goaway` error.
+#[test]
+fn goaway_with_an_error_fails_what_it_did_not_take() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() || next_request(s).is_none() {
+            return;
+        }
+        let mut p = 0u32.to_be_bytes().to_vec();
+        p.extend_from_slice(&11u32.to_be_bytes()); // ENHANCE_YOUR_CALM
+        p.extend_from_slice(b"calm down");
+        let _ = s.write_all(&frame(7, 0, 0, &p));
+        let _ = s.read(&mut [0; 1024]);
+    });
+    let o = go(h2_plan(s.addr, 2, None));
+    let sm = summary(&o);
+    let t = &sm.totals;
+    assert!(
+        t.failed_by.get(ErrorClass::Goaway) >= 2,
+        "{:?}",
+        t.failed_by
+    );
+    assert_eq!(sm.exchanges.failed, t.failed_by.get(ErrorClass::Goaway));
+    assert_eq!(sm.exchanges.completed, 0);
+    assert!(t.h2.goaways.get(11) >= 2, "{:?}", t.h2);
+}
+
+/// A server that grants no window: a request's body cannot go out, so its exchange times out
+/// (the run neither hangs nor spins); the header block alone went out.
+#[test]
+fn no_flow_control_window_times_the_request_out() {
+    let s = server(|s| {
+        if accept(s, &[(0x4, 0)]).is_none() {
+            return;
+        }
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, Some(b"a body that waits for window")));
+    let sm = summary(&o);
+    assert_eq!(sm.exchanges.completed, 0);
+    assert!(sm.errors.get(ErrorClass::Timeout) >= 1, "{:?}", sm.errors);
+    assert_eq!(sm.errors.total(), sm.errors.get(ErrorClass::Timeout));
+}
+
+/// A server that floods PINGs and never reads: the answers pile up only so far, then the
+/// connection fails as a protocol error that says why; the run ends on time.
+#[test]
+fn a_ping_flood_from_a_server_that_does_not_read_is_cut_off() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        let ping = frame(6, 0, 0, b"floodfld");
+        let burst: Vec<u8> = ping
+            .iter()
+            .copied()
+            .cycle()
+            .take(ping.len() * 4096)
+            .collect();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(3) {
+            if s.write_all(&burst).is_err() {
+                return;
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
+}
+
+/// A response trickled a byte at a time (frames cut anywhere) completes like any other.
+#[test]
+fn a_response_a_byte_at_a_time_completes() {
+    let s = server(|s| {
+        let _ = s.set_nodelay(true);
+        if accept(s, &[(0x3, 1)]).is_none() {
+            return;
+        }
+        while let Some(id) = next_request(s) {
+            let mut r = frame(1, 0x4, id, &[0x88, 0x0f, 0x10, 0x02, b'4', b'2']); // + content-length
+            r.extend(frame(0, 0x1, id, b"42"));
+            for b in r {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    assert!(sm.exchanges.completed >= 1, "{:?}", sm.exchanges);
+    assert_eq!(sm.errors.total(), 0, "{:?}", sm.errors);
+}
