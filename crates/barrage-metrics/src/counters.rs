@@ -72,6 +72,32 @@ pub struct Counters {
     pub h2: H2Counts,
 }
 
+/// The names of HTTP/2's error codes (RFC 9113, section 7), by code.
+pub const H2_CODE_NAMES: [&str; 14] = [
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+];
+
+/// An HTTP/2 error code's name (`UNKNOWN_CODE` past the list).
+pub fn h2_code_name(c: u32) -> &'static str {
+    H2_CODE_NAMES
+        .get(c as usize)
+        .copied()
+        .unwrap_or("UNKNOWN_CODE")
+}
+
 /// What HTTP/2 connections counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct H2Counts {
@@ -95,6 +121,10 @@ pub struct H2Counts {
     pub goaways: CodeCounts,
     /// Requests sent again after `REFUSED_STREAM` (once each).
     pub refused_retried: u64,
+    /// The fewest concurrent streams any server's SETTINGS allowed a connection (0: none said,
+    /// which means no limit). Merged as the minimum of those said.
+    #[serde(default)]
+    pub streams_granted: u64,
 }
 
 impl H2Counts {
@@ -111,6 +141,19 @@ impl H2Counts {
         self.resets.merge(&o.resets);
         self.goaways.merge(&o.goaways);
         self.refused_retried += o.refused_retried;
+        self.streams_granted = match (self.streams_granted, o.streams_granted) {
+            (0, b) => b,
+            (a, 0) => a,
+            (a, b) => a.min(b),
+        };
+    }
+
+    /// Count what a server's SETTINGS_MAX_CONCURRENT_STREAMS allowed.
+    pub fn granted(&mut self, n: u32) {
+        let n = u64::from(n).max(1);
+        if self.streams_granted == 0 || n < self.streams_granted {
+            self.streams_granted = n;
+        }
     }
 }
 
@@ -326,6 +369,7 @@ mod tests {
                 resets: CodeCounts::default(),
                 goaways: CodeCounts::default(),
                 refused_retried: 21,
+                streams_granted: 0,
             },
         };
         a.error(ErrorClass::Reset, 1);

@@ -40,7 +40,9 @@ pub use analysis::{
     Window,
 };
 pub use codes::CodeCounts;
-pub use counters::{BroadcastCounts, CommandCount, CommandCounts, Counters, H2Counts};
+pub use counters::{
+    h2_code_name, BroadcastCounts, CommandCount, CommandCounts, Counters, H2Counts,
+};
 pub use error::{ErrorClass, ErrorCounts};
 pub use groups::{Groups, RoomSize, Rooms};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};

@@ -41,6 +41,10 @@ pub struct RunConfig {
     /// `ping-pong`, `think`, `interval` or `rate`.
     pub mode: String,
     pub pipeline: u32,
+    /// HTTP/2: streams in flight per connection at most (`--streams`; `pipeline` then says
+    /// the same of a closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub think_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -208,15 +208,71 @@ fn slack(c: &RunConfig) -> String {
     }
 }
 
+/// HTTP/2: the connections by protocol, the streams asked for and allowed, header
+/// compression, frames, resets and GOAWAYs by code (none for other protocols).
+fn h2_lines(r: &RunResult) -> Vec<String> {
+    let h = &r.summary.totals.h2;
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    let mut conns = format!("{} connections", thousands(h.connections));
+    if h.http1_connections > 0 {
+        conns += &format!(
+            " ({} more chose HTTP/1.1 by ALPN)",
+            thousands(h.http1_connections)
+        );
+    }
+    let asked = r.config.streams.unwrap_or(1);
+    let granted = match h.streams_granted {
+        0 => "no limit from the server".to_string(),
+        n => format!("the server allows {}", thousands(n)),
+    };
+    lines.push(format!(
+        "{conns}; streams {asked} per connection, {granted}"
+    ));
+    if h.header_bytes > 0 {
+        lines.push(format!(
+            "response headers {} as sent (HPACK), {} as HTTP/1.1 would write them ({:.1}x); {} frames read",
+            bytes(h.header_bytes as f64),
+            bytes(h.header_bytes_plain as f64),
+            h.header_bytes_plain as f64 / h.header_bytes as f64,
+            thousands(h.frames_read)
+        ));
+    }
+    let codes = |c: &barrage_metrics::CodeCounts| -> Vec<String> {
+        c.iter()
+            .map(|(k, n)| {
+                let name = barrage_metrics::h2_code_name(u32::from(k));
+                format!("{name} {}", thousands(n))
+            })
+            .collect()
+    };
+    if !h.resets.is_empty() {
+        let mut l = format!("streams reset: {}", codes(&h.resets).join(", "));
+        if h.refused_retried > 0 {
+            l += &format!(" ({} refused sent again)", thousands(h.refused_retried));
+        }
+        lines.push(l);
+    }
+    if !h.goaways.is_empty() {
+        lines.push(format!("GOAWAY: {}", codes(&h.goaways).join(", ")));
+    }
+    lines
+}
+
 /// The load mode with the one parameter that defines it.
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
-    let pipeline = if c.pipeline > 1 {
-        format!(", pipeline {}", c.pipeline)
-    } else {
-        String::new()
+    let pipeline = match c.streams {
+        Some(n) if n > 1 => format!(", {n} streams per connection"),
+        _ if c.pipeline > 1 => format!(", pipeline {}", c.pipeline),
+        _ => String::new(),
     };
     match c.mode.as_str() {
+        "ping-pong" if c.streams.is_some() => {
+            format!("ping-pong, {} streams per connection", c.pipeline)
+        }
         "ping-pong" => format!("ping-pong, pipeline {}", c.pipeline),
         "think" => format!("think {}{pipeline}", ms(c.think_ms)),
         "interval" => format!(
@@ -416,7 +472,12 @@ fn latency(r: &RunResult) -> Vec<String> {
         lines.push(row("  TLS", percentiles(t, "handshake", "handshakes")));
     }
     if let Some(t) = s.handshake_us.as_ref().filter(|t| t.count > 0) {
-        lines.push(row("  upgrade", percentiles(t, "handshake", "handshakes")));
+        let what = if r.summary.totals.h2.is_empty() {
+            "  upgrade"
+        } else {
+            "  h2 setup"
+        };
+        lines.push(row(what, percentiles(t, "handshake", "handshakes")));
     }
     lines
 }
@@ -758,6 +819,9 @@ fn health(r: &RunResult) -> Vec<String> {
             line += &format!(", error replies {}", thousands(k.errors));
         }
         lines.insert(2, row(if i == 0 { "Commands" } else { "" }, line));
+    }
+    for (i, line) in h2_lines(r).into_iter().enumerate() {
+        lines.insert(2 + i, row(if i == 0 { "HTTP/2" } else { "" }, line));
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

@@ -70,30 +70,9 @@ pub mod code {
     pub const HTTP_1_1_REQUIRED: u32 = 0xd;
 }
 
-/// Names of the error codes, by code; a code past the end is unknown.
-pub const CODE_NAMES: [&str; 14] = [
-    "NO_ERROR",
-    "PROTOCOL_ERROR",
-    "INTERNAL_ERROR",
-    "FLOW_CONTROL_ERROR",
-    "SETTINGS_TIMEOUT",
-    "STREAM_CLOSED",
-    "FRAME_SIZE_ERROR",
-    "REFUSED_STREAM",
-    "CANCEL",
-    "COMPRESSION_ERROR",
-    "CONNECT_ERROR",
-    "ENHANCE_YOUR_CALM",
-    "INADEQUATE_SECURITY",
-    "HTTP_1_1_REQUIRED",
-];
-
 /// The name of an error code.
 pub fn code_name(c: u32) -> &'static str {
-    CODE_NAMES
-        .get(c as usize)
-        .copied()
-        .unwrap_or("UNKNOWN_CODE")
+    barrage_metrics::h2_code_name(c)
 }
 
 /// The client connection preface (RFC 9113, 3.4).

@@ -712,7 +712,10 @@ impl Sink<'_, '_, '_, '_> {
         match id {
             s::HEADER_TABLE_SIZE => st.enc.set_limit(v),
             s::ENABLE_PUSH if v > 1 => return Err(bad(h, "SETTINGS_ENABLE_PUSH above 1")),
-            s::MAX_CONCURRENT_STREAMS => st.peer.max_streams = v,
+            s::MAX_CONCURRENT_STREAMS => {
+                st.peer.max_streams = v;
+                self.r.rec.counters.h2.granted(v);
+            }
             s::INITIAL_WINDOW_SIZE => {
                 if v > i32::MAX as u32 {
                     return Err(bad(h, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1"));

@@ -51,7 +51,14 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             ("first byte", s.ttfb_us.as_ref()),
             ("connect", Some(&s.connect_us)),
             ("TLS handshake", s.tls_us.as_ref()),
-            ("upgrade", s.handshake_us.as_ref()),
+            (
+                if s.totals.h2.is_empty() {
+                    "upgrade"
+                } else {
+                    "h2 setup"
+                },
+                s.handshake_us.as_ref(),
+            ),
         ];
         for (name, stats) in extra {
             if let Some(st) = stats.filter(|st| st.count > 0) {
@@ -289,6 +296,71 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 ],
             ],
         ));
+    }
+    let h = &t.h2;
+    if !h.is_empty() {
+        out.push(Block::Heading("HTTP/2".into()));
+        let granted = match h.streams_granted {
+            0 => "no limit".to_string(),
+            n => thousands(n),
+        };
+        let ratio = if h.header_bytes > 0 {
+            format!(
+                "{:.1}x",
+                h.header_bytes_plain as f64 / h.header_bytes as f64
+            )
+        } else {
+            "-".into()
+        };
+        out.push(table(
+            [
+                "HTTP/2 connections",
+                "chose HTTP/1.1",
+                "streams per connection",
+                "server allows",
+                "response headers (HPACK)",
+                "as HTTP/1.1",
+                "compression",
+                "frames read",
+            ],
+            vec![[
+                thousands(h.connections),
+                thousands(h.http1_connections),
+                r.config.streams.unwrap_or(1).to_string(),
+                granted,
+                thousands(h.header_bytes),
+                thousands(h.header_bytes_plain),
+                ratio,
+                thousands(h.frames_read),
+            ]],
+        ));
+        let mut codes: Vec<u16> = h
+            .resets
+            .iter()
+            .chain(h.goaways.iter())
+            .map(|(c, _)| c)
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        if !codes.is_empty() {
+            let rows = codes
+                .into_iter()
+                .map(|c| {
+                    [
+                        barrage_metrics::h2_code_name(u32::from(c)).to_string(),
+                        thousands(h.resets.get(c)),
+                        thousands(h.goaways.get(c)),
+                    ]
+                })
+                .collect();
+            out.push(table(["error code", "streams reset", "GOAWAY"], rows));
+        }
+        if h.refused_retried > 0 {
+            out.push(Block::Para(format!(
+                "{} refused streams were sent again once.",
+                thousands(h.refused_retried)
+            )));
+        }
     }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));

@@ -77,6 +77,14 @@ pub fn describe(
             mode.name().into()
         },
         pipeline: spec.pipeline,
+        streams: match &spec.protocol {
+            ProtocolSpec::Http {
+                version: HttpVersion::H2 | HttpVersion::Auto,
+                streams,
+                ..
+            } => Some(*streams),
+            _ => None,
+        },
         think_ms: match spec.mode {
             ModeSpec::Think { ns } => Some(msecs(ns)),
             _ => None,
