@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # barrage vs h2load: HTTP/2 cleartext (h2c, prior knowledge) GET against nginx (1 worker,
-# `listen ... http2`, `return 200 "hello"`), in the shared peer harness: nginx pinned to CPU 0,
+# `listen ... http2`, `return 200 "hello"`; h2load takes the http:// URL and speaks h2c with prior
+# knowledge), in the shared peer harness: nginx pinned to CPU 0,
 # each generator to CPU 1 (one thread each), reps interleaved with rotating order, medians and
 # per-rep ratios. Two shapes, one harness run each: 100 connections x 10 streams (h2load -m 10,
 # barrage --streams 10) and 1,000 connections x 1 stream.
@@ -31,7 +32,7 @@ for shape in "100 10" "1000 1"; do
   read -r conns streams <<<"$shape"
   # h2load first: the harness's warm-up tool is the file's first line.
   cat >"$H/contenders/http.txt" <<CONT
-h2load  | h2load       | h2load -t 1 -c {conns} -m $streams -D {dur} h2c://127.0.0.1:{port}/
+h2load  | h2load       | h2load -t 1 -c {conns} -m $streams -D {dur} {url}
 barrage | barrage_json | $BARRAGE h2c://127.0.0.1:{port}/ -c {conns} --streams $streams -t 1 -d {dur}s -q --json {rundir}/barrage.json
 CONT
   out="$WORKDIR/results/h2-$stamp-c$conns-m$streams"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idle memory per connection at 10,000 connections, BEFORE and AFTER barrage builds side by side
-# (issue 9: ≤ 400 B raw TCP, ≤ 600 B WebSocket): against `serve echo` and `serve ws` (1 thread,
+# (issue 9: ≤ 400 B raw TCP, ≤ 600 B WebSocket; issue 28: ≤ 2 KiB HTTP/2, `--transports h2`
+# against `serve h2`): against `serve echo` and `serve ws` (1 thread,
 # CPU 0, separate processes), generator -t 1 on CPU 1, one message per connection every 10 s.
 # Per connection: (VmRSS once all 10,000 are up − VmRSS of a 10-connection run) / 9,990 (the
 # headline), and within the 10,000 run (all up − ~0 open); VmRSS from /proc/PID/status, "all up"

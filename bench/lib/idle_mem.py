@@ -123,7 +123,8 @@ def run_one(name, binary, kind, n, rd):
     os.makedirs(rd, exist_ok=True)
     dur = a.base_dur if n == a.base else a.dur
     jf = os.path.join(rd, "barrage.json")
-    url = f"tcp://127.0.0.1:{PORT}" if kind == "tcp" else f"ws://127.0.0.1:{PORT}/"
+    url = {"tcp": f"tcp://127.0.0.1:{PORT}", "h2": f"h2c://127.0.0.1:{PORT}/"}.get(
+        kind, f"ws://127.0.0.1:{PORT}/")
     gen = [binary, url, "-c", str(n), "--connect-rate", str(a.connect_rate), "--interval", a.interval,
            "-d", f"{dur}s", "-t", "1", "-q", "--no-tui", "--json", jf]
     if kind == "users":
@@ -133,7 +134,7 @@ def run_one(name, binary, kind, n, rd):
                "--hold", f"{hold:.2f}s", "-t", "1", "-q", "--no-tui", "--json", jf]
     with open(os.path.join(rd, "cmd.txt"), "w") as f:
         f.write("unshare --net; " + " ".join(gen) + "\n")
-    env = dict(os.environ, SRV=server_bin, SUB="ws" if kind == "ws" else "echo", PORT=str(PORT),
+    env = dict(os.environ, SRV=server_bin, SUB={"ws": "ws", "h2": "h2"}.get(kind, "echo"), PORT=str(PORT),
                BUDGET=f"{dur + 60}s", RD=rd)
     t0 = time.time()
     w = subprocess.Popen(["unshare", "--net", "--", "bash", "-c", NETNS_SCRIPT, "netns-run", *gen],

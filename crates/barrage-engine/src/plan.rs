@@ -86,7 +86,8 @@ pub struct HttpPlan {
 pub struct H2Plan {
     pub request: crate::h2::H2Request,
     pub expect_status: StatusSet,
-    /// Streams in flight per connection at most (`--streams`; the server may allow fewer).
+    /// Streams in flight per connection at most (`--streams`; the server may allow fewer);
+    /// 0: no cap but the server's.
     pub streams: u32,
 }
 

@@ -174,7 +174,8 @@ pub enum ProtocolSpec {
         /// HTTP/1.1, or HTTP/2 (h2c with prior knowledge; over TLS by ALPN).
         #[serde(default, skip_serializing_if = "HttpVersion::is_h1")]
         version: HttpVersion,
-        /// HTTP/2: streams in flight per connection at most (`--streams`).
+        /// HTTP/2: streams in flight per connection at most (`--streams`; 0: the server's
+        /// limit alone, an open loop's default).
         #[serde(default = "one", skip_serializing_if = "is_one")]
         streams: u32,
     },

@@ -121,6 +121,10 @@ pub struct H2Counts {
     pub goaways: CodeCounts,
     /// Requests sent again after `REFUSED_STREAM` (once each).
     pub refused_retried: u64,
+    /// Open loop: messages that fell due while every stream the server allows was in flight,
+    /// so they waited for one (their latency, from the intended send time, counts the wait).
+    #[serde(default)]
+    pub stream_waits: u64,
     /// The fewest concurrent streams any server's SETTINGS allowed a connection (0: none said,
     /// which means no limit). Merged as the minimum of those said.
     #[serde(default)]
@@ -141,6 +145,7 @@ impl H2Counts {
         self.resets.merge(&o.resets);
         self.goaways.merge(&o.goaways);
         self.refused_retried += o.refused_retried;
+        self.stream_waits += o.stream_waits;
         self.streams_granted = match (self.streams_granted, o.streams_granted) {
             (0, b) => b,
             (a, 0) => a,
@@ -370,6 +375,7 @@ mod tests {
                 goaways: CodeCounts::default(),
                 refused_retried: 21,
                 streams_granted: 0,
+                stream_waits: 24,
             },
         };
         a.error(ErrorClass::Reset, 1);
@@ -400,6 +406,7 @@ mod tests {
         );
         assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));
         assert_eq!((h.connections, h.http1_connections), (44, 46));
+        assert_eq!(h.stream_waits, 48);
     }
 
     #[test]

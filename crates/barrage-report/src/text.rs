@@ -223,14 +223,15 @@ fn h2_lines(r: &RunResult) -> Vec<String> {
             thousands(h.http1_connections)
         );
     }
-    let asked = r.config.streams.unwrap_or(1);
+    let asked = match r.config.streams.unwrap_or(1) {
+        0 => "streams per connection as the server allows".to_string(),
+        n => format!("streams {} per connection", thousands(u64::from(n))),
+    };
     let granted = match h.streams_granted {
         0 => "no limit from the server".to_string(),
         n => format!("the server allows {}", thousands(n)),
     };
-    lines.push(format!(
-        "{conns}; streams {asked} per connection, {granted}"
-    ));
+    lines.push(format!("{conns}; {asked}, {granted}"));
     if h.header_bytes > 0 {
         lines.push(format!(
             "response headers {} as sent (HPACK), {} as HTTP/1.1 would write them ({:.1}x); {} frames read",
@@ -258,6 +259,12 @@ fn h2_lines(r: &RunResult) -> Vec<String> {
     if !h.goaways.is_empty() {
         lines.push(format!("GOAWAY: {}", codes(&h.goaways).join(", ")));
     }
+    if h.stream_waits > 0 {
+        lines.push(format!(
+            "waited for a stream: {} messages fell due with every allowed stream in flight",
+            thousands(h.stream_waits)
+        ));
+    }
     lines
 }
 
@@ -265,6 +272,7 @@ fn h2_lines(r: &RunResult) -> Vec<String> {
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
     let pipeline = match c.streams {
+        Some(0) => ", streams as the server allows".to_string(),
         Some(n) if n > 1 => format!(", {n} streams per connection"),
         _ if c.pipeline > 1 => format!(", pipeline {}", c.pipeline),
         _ => String::new(),

@@ -408,7 +408,13 @@ impl Session for H2 {
         if !self.st.settled || self.st.goaway.is_some() || self.st.next_id > (1 << 31) - 2 {
             return 0;
         }
-        let max = self.st.peer.max_streams.min(cfg.streams.max(1));
+        // `--streams` 0: no cap but the server's (open loop without --streams).
+        let ours = if cfg.streams == 0 {
+            u32::MAX
+        } else {
+            cfg.streams
+        };
+        let max = self.st.peer.max_streams.min(ours);
         u64::from(max).saturating_sub(self.st.streams.len() as u64)
     }
 
@@ -689,7 +695,7 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
                     let s = self.st.streams[i];
                     if s.id > last {
                         self.st.streams.swap_remove(i);
-                        self.r.complete_key(s.key, Some(ErrorClass::Goaway));
+                        end_exchange(self.r, s.key, Some(ErrorClass::Goaway));
                     } else {
                         i += 1;
                     }
@@ -698,6 +704,18 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// The exchange with this key ended. A scenario user's goes through the front-of-queue path
+/// that judges it against its step (captures, `expect`, the step's counts): a user has one
+/// exchange in flight, or its `every` ticks in send order, which HTTP/2 may answer out of
+/// order (then by key, counted but not judged).
+fn end_exchange(r: &mut Replies, key: u64, bad: Option<ErrorClass>) {
+    if r.is_user() && r.ex.front().is_some_and(|f| f.key == key) {
+        r.complete(bad);
+    } else {
+        r.complete_key(key, bad);
     }
 }
 
@@ -863,8 +881,7 @@ impl Sink<'_, '_, '_, '_> {
         self.r.rec.counters.status.add(s.status, 1);
         let ok = self.r.status_ok(s.status, &self.cfg.expect);
         self.r.server_ns = s.server_ns;
-        self.r
-            .complete_key(s.key, (!ok).then_some(ErrorClass::UnexpectedStatus));
+        end_exchange(self.r, s.key, (!ok).then_some(ErrorClass::UnexpectedStatus));
     }
 
     /// The server reset a stream.
@@ -891,7 +908,7 @@ impl Sink<'_, '_, '_, '_> {
         }
         self.st.streams.swap_remove(i);
         self.st.pending.retain(|p| p.stream != id);
-        self.r.complete_key(s.key, Some(ErrorClass::StreamReset));
+        end_exchange(self.r, s.key, Some(ErrorClass::StreamReset));
     }
 }
 

@@ -281,7 +281,8 @@ impl<S: Session> Worker<S> {
             let c = &mut self.conns[i];
             let due = sched.due(now).max(c.due_k);
             let before = c.due_k - c.sent_k;
-            self.rec.counters.scheduled += due - c.due_k;
+            let new_due = due - c.due_k;
+            self.rec.counters.scheduled += new_due;
             c.due_k = due;
             let mut backlog = c.due_k - c.sent_k;
             if backlog > self.plan.max_backlog {
@@ -294,6 +295,10 @@ impl<S: Session> Worker<S> {
             if state == State::Ready && !c.pending_write() && backlog > 0 {
                 // What waits for a stream (HTTP/2) stays due: its latency counts the wait.
                 let room = c.session.room(&self.cfg);
+                if room < backlog {
+                    // Messages that fell due with no stream free: the server's limit showing.
+                    self.rec.counters.h2.stream_waits += new_due.min(backlog - room);
+                }
                 let n = self.allow(backlog.min(room));
                 self.send(idx, n, now);
             }

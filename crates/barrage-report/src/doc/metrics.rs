@@ -326,7 +326,10 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             vec![[
                 thousands(h.connections),
                 thousands(h.http1_connections),
-                r.config.streams.unwrap_or(1).to_string(),
+                match r.config.streams.unwrap_or(1) {
+                    0 => "as the server allows".to_string(),
+                    n => n.to_string(),
+                },
                 granted,
                 thousands(h.header_bytes),
                 thousands(h.header_bytes_plain),
@@ -354,6 +357,13 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 })
                 .collect();
             out.push(table(["error code", "streams reset", "GOAWAY"], rows));
+        }
+        if h.stream_waits > 0 {
+            out.push(Block::Para(format!(
+                "Waited for a stream: {} messages fell due with every stream the server allows \
+                 in flight (their latency counts the wait).",
+                thousands(h.stream_waits)
+            )));
         }
         if h.refused_retried > 0 {
             out.push(Block::Para(format!(

@@ -461,3 +461,103 @@ fn nginx_goaway_after_keepalive_requests_reconciles() {
     assert!(u(&v, "summary.totals.h2.goaways.0") >= 1);
     assert_eq!(h2_log(&n, 200), completed);
 }
+
+/// A scenario over h2c: a header captured from one response (`content-length`, decoded from
+/// HPACK) builds the next request's path; a POST with a body; a step that expects a 404. Every
+/// step's count reconciles with the server's.
+#[test]
+fn a_scenario_over_h2c_captures_a_header_and_reconciles() {
+    let server = EchoServer::serve("h2", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flow.toml");
+    let text = format!(
+        r#"
+target = "h2c://127.0.0.1:{}"
+[users]
+count = 8
+arrive = "200/s"
+hold = "300ms"
+[[steps]]
+name = "first"
+path = "/bytes/7"
+status = "200"
+capture.len = {{ header = "content-length" }}
+[[steps]]
+name = "second"
+method = "POST"
+path = "/bytes/{{len}}{{len}}"
+body = 'user {{user}}'
+status = "200"
+[[steps]]
+name = "missing"
+path = "/status/404"
+status = "404"
+"#,
+        server.port
+    );
+    std::fs::write(&file, text).unwrap();
+    let v = run_json(&["run", file.to_str().unwrap()], &dir.path().join("r.json"));
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    let steps = v["summary"]["steps"].as_array().unwrap();
+    for (i, name) in ["first", "second", "missing"].iter().enumerate() {
+        assert_eq!(steps[i]["name"], *name);
+        assert_eq!(
+            steps[i]["completed"].as_u64(),
+            Some(8),
+            "{name}: {}",
+            steps[i]
+        );
+    }
+    // The second step asked for /bytes/77: 77 bytes each, so the capture worked.
+    let stats = server.stop();
+    assert_eq!(u(&stats, "http.requests"), 24);
+    assert_eq!(u(&stats, "http.responses_2xx"), 16);
+    assert_eq!(u(&stats, "http.responses_4xx"), 8);
+}
+
+/// Open loop against a server that allows one stream at a time and answers in 20 ms: of 200
+/// messages due in a second at most ~50 find the stream free, the others wait for it (counted)
+/// and their latency counts the wait. With streams to spare, none waits.
+#[test]
+fn open_loop_messages_wait_for_a_stream_when_the_server_allows_too_few() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = EchoServer::serve("h2", &["--max-streams", "1", "--delay", "20ms"]);
+    let v = run_json(
+        &[one.url(), "-c", "1", "--rate", "200", "-d", "1s", "-t", "1"],
+        &dir.path().join("one.json"),
+    );
+    let waits = u(&v, "summary.totals.h2.stream_waits");
+    assert!(waits >= 100, "{}", field(&v, "summary.totals.h2"));
+    assert_eq!(u(&v, "summary.totals.h2.streams_granted"), 1);
+    assert!(
+        f(&v, "summary.latency_us.p99") > 200_000.0,
+        "the wait is in the latency"
+    );
+    let many = EchoServer::serve("h2", &["--delay", "20ms"]);
+    let v = run_json(
+        &[
+            many.url(),
+            "-c",
+            "1",
+            "--rate",
+            "200",
+            "-d",
+            "1s",
+            "-t",
+            "1",
+        ],
+        &dir.path().join("many.json"),
+    );
+    assert_eq!(
+        u(&v, "summary.totals.h2.stream_waits"),
+        0,
+        "{}",
+        field(&v, "summary.totals.h2")
+    );
+    assert_eq!(u(&v, "summary.errors.total"), 0);
+}

@@ -296,7 +296,15 @@ pub(super) fn protocol(
                     } else {
                         HttpVersion::H1
                     },
-                    streams: a.streams.unwrap_or(1) as u32,
+                    // Open loop: as many as the server allows unless --streams caps them.
+                    streams: a.streams.map_or_else(
+                        || {
+                            let open =
+                                a.rate.is_some() || a.interval.is_some() || a.rate_stages.is_some();
+                            u32::from(!open)
+                        },
+                        |n| n as u32,
+                    ),
                 },
                 Some(note),
             ))
