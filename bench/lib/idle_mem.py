@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Idle memory per connection, BEFORE and AFTER builds side by side (issue 9 target: ≤ 400 B for
-raw TCP, ≤ 600 B for WebSocket at 10,000 connections).
+raw TCP, ≤ 600 B for WebSocket at 10,000 connections; issue 28: ≤ 2 KiB for HTTP/2, `h2`).
 
 Every run gets its own network namespace (`unshare --net`, loopback only): a fresh port range
 without the TIME_WAIT sockets of earlier runs or of other users of the machine (10,000 closed
@@ -40,6 +40,7 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--tcp-max", type=float, default=400.0, help="target, bytes/conn")
 ap.add_argument("--ws-max", type=float, default=600.0, help="target, bytes/conn")
 ap.add_argument("--users-max", type=float, default=1024.0, help="target, bytes/user")
+ap.add_argument("--h2-max", type=float, default=2048.0, help="target, bytes/conn (issue 28)")
 ap.add_argument("--scenario", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios", "idle-users.toml"),
                 help="the scenario of the `users` transport (its target must be tcp://127.0.0.1:7000)")
 a = ap.parse_args()
@@ -247,7 +248,7 @@ print()
 print("| transport | build | B/conn two runs, median (per rep) | target | B/conn same run, median (per rep) | ramp slope median |")
 print("|---|---|---|---|---|---|")
 for kind in transports:
-    tmax = {"tcp": a.tcp_max, "ws": a.ws_max}.get(kind, a.users_max)
+    tmax = {"tcp": a.tcp_max, "ws": a.ws_max, "h2": a.h2_max}.get(kind, a.users_max)
     for name, _ in builds:
         rs = [r for r in results if r["transport"] == kind and r["build"] == name and r["conns"] == a.conns]
         two, same = med([r.get("two_runs_b") for r in rs]), med([r.get("same_run_b") for r in rs])
