@@ -17,6 +17,7 @@ mod driver;
 pub mod echo;
 mod faults;
 pub mod http;
+#[cfg(feature = "h2")]
 pub mod http2;
 mod runtime;
 mod sock;

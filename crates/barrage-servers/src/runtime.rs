@@ -200,6 +200,7 @@ where
     Ok(handle)
 }
 
+#[cfg(feature = "h2")]
 /// Everything one thread of an async server owns ([`spawn_async`]): its listener (plain
 /// std, non-blocking), its counters and the stop flag, which it polls (the handle has no waker
 /// for it: it checks the flag every [`ASYNC_STOP_POLL`]).
@@ -209,9 +210,11 @@ pub(crate) struct AsyncParts {
     pub stop: Arc<AtomicBool>,
 }
 
+#[cfg(feature = "h2")]
 /// How often an async server's thread looks at the stop flag.
 pub(crate) const ASYNC_STOP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+#[cfg(feature = "h2")]
 /// [`spawn`] for a server built on an async library (the HTTP/2 and gRPC servers): the same
 /// listeners, one per thread, and the same counters; each thread runs `run` (its own
 /// single-threaded runtime), which returns once the stop flag is set.

@@ -218,6 +218,7 @@ pub(crate) enum Kind {
     Echo,
     Http,
     /// The HTTP/2 server: its counts are the `http` part.
+    #[cfg_attr(not(feature = "h2"), allow(dead_code))]
     H2,
     Ws,
     Chat,

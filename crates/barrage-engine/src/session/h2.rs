@@ -108,6 +108,9 @@ struct St {
     owed: Vec<u8>,
 }
 
+/// The last stream id a client may open (odd, at most 2^31 - 1).
+const LAST_ID: u32 = (1 << 31) - 1;
+
 /// Control frames owed to a server that does not read them, at most: past this it floods.
 const MAX_OWED: usize = 1 << 20;
 
@@ -405,7 +408,7 @@ impl Session for H2 {
     }
 
     fn room(&self, cfg: &Cfg) -> u64 {
-        if !self.st.settled || self.st.goaway.is_some() || self.st.next_id > (1 << 31) - 2 {
+        if !self.st.settled || self.st.goaway.is_some() || self.st.next_id > LAST_ID {
             return 0;
         }
         // `--streams` 0: no cap but the server's (open loop without --streams).
@@ -452,6 +455,9 @@ impl Session for H2 {
                     )
                 });
             }
+        } else if st.next_id > LAST_ID && st.streams.is_empty() {
+            // Every stream id of the connection used (a billion requests): a new connection.
+            r.close = Some(Close::Graceful);
         }
         Ok(())
     }
@@ -891,7 +897,11 @@ impl Sink<'_, '_, '_, '_> {
             return;
         };
         let s = self.st.streams[i];
-        if c == code::REFUSED_STREAM && !s.retried && self.st.goaway.is_none() {
+        if c == code::REFUSED_STREAM
+            && !s.retried
+            && self.st.goaway.is_none()
+            && self.st.next_id <= LAST_ID
+        {
             // Not processed: send it again once, on a new stream, as the same exchange.
             self.r.rec.counters.h2.refused_retried += 1;
             let nid = self.st.next_id;
@@ -1205,6 +1215,22 @@ mod tests {
         assert_eq!(d.counters.h2.resets.get(7), 2);
         assert_eq!(d.counters.h2.resets.get(2), 1);
         assert_eq!(c.rec.in_flight, 0);
+    }
+
+    /// Stream ids run out after about a billion requests: no new stream, and once the last
+    /// one ends the connection closes gracefully (and is opened again).
+    #[test]
+    fn a_connection_whose_stream_ids_ran_out_starts_over() {
+        let cfg = cfg(10);
+        let (mut s, mut c) = ready(&cfg, 1, 100);
+        s.st.next_id = LAST_ID + 2;
+        assert_eq!(s.room(&cfg), 0);
+        let mut input = Vec::new();
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            assert_eq!(r.close, Some(Close::Graceful));
+        });
     }
 
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS caps the streams in flight.

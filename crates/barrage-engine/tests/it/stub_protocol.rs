@@ -10,7 +10,8 @@ use crate::common::*;
 use barrage_engine::session::{Msg, Out, ProtoError, Rendered, Replies, Session};
 use barrage_engine::{run_session, End, Fill, Mode, Plan};
 use barrage_scenario::protocol::{
-    by_scheme_in, supported_in, ProtocolInfo, TargetKind, HTTP, MEMCACHE, PROTOCOLS, REDIS, TCP, WS,
+    by_scheme_in, supported_in, ProtocolInfo, TargetKind, H2, HTTP, MEMCACHE, PROTOCOLS, REDIS,
+    TCP, WS,
 };
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +30,7 @@ const STUB: ProtocolInfo = ProtocolInfo {
 };
 
 /// The table with the stub's row added: what editing `PROTOCOLS` would give.
-const TABLE: &[ProtocolInfo] = &[TCP, HTTP, WS, REDIS, MEMCACHE, STUB];
+const TABLE: &[ProtocolInfo] = &[TCP, HTTP, H2, WS, REDIS, MEMCACHE, STUB];
 
 /// `STUB <seq>\n` out, `OK <seq>\n` back, in order.
 struct Stub {

@@ -135,6 +135,15 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             reuse_port: args.reuse_port,
         })
         .map_err(in_use)?,
+        #[cfg(not(feature = "h2-server"))]
+        Server::H2(_) => {
+            return Err(Usage::says(
+                "serve h2",
+                "this barrage was built without the HTTP/2 server (cargo feature h2-server)",
+            )
+            .into())
+        }
+        #[cfg(feature = "h2-server")]
         Server::H2(_) => barrage_servers::http2::start(barrage_servers::http2::H2Config {
             listen,
             threads,
