@@ -129,19 +129,15 @@ impl Drop for ServerHandle {
     }
 }
 
-/// Binds `threads` listeners on `listen` and runs `run` on a thread for each. `kind` names the
-/// threads (`barrage-<kind>-<i>`) and decides the protocol part of the stats.
-pub(crate) fn spawn<F>(
+/// The listeners of `threads` threads on `listen`, and the handle they will report to (no
+/// thread yet): what [`spawn`] and [`spawn_async`] share.
+fn bind(
     kind: Kind,
     tls: bool,
     listen: SocketAddr,
     reuse_port: bool,
     threads: usize,
-    run: F,
-) -> Result<ServerHandle, ServerError>
-where
-    F: Fn(LoopParts) + Clone + Send + 'static,
-{
+) -> Result<(ServerHandle, Vec<TcpListener>), ServerError> {
     if threads == 0 {
         return Err(ServerError::Config {
             addr: listen,
@@ -155,7 +151,7 @@ where
             addr: listen,
             source,
         })?;
-    let mut handle = ServerHandle {
+    let handle = ServerHandle {
         local_addr,
         kind,
         tls,
@@ -164,6 +160,24 @@ where
         counters: Vec::with_capacity(threads),
         threads: Vec::with_capacity(threads),
     };
+    Ok((handle, listeners))
+}
+
+/// Binds `threads` listeners on `listen` and runs `run` on a thread for each. `kind` names the
+/// threads (`barrage-<kind>-<i>`) and decides the protocol part of the stats.
+pub(crate) fn spawn<F>(
+    kind: Kind,
+    tls: bool,
+    listen: SocketAddr,
+    reuse_port: bool,
+    threads: usize,
+    run: F,
+) -> Result<ServerHandle, ServerError>
+where
+    F: Fn(LoopParts) + Clone + Send + 'static,
+{
+    let (mut handle, listeners) = bind(kind, tls, listen, reuse_port, threads)?;
+    let local_addr = handle.local_addr;
     // On any error below, returning drops `handle`, which stops the threads already running.
     for (index, mut listener) in listeners.into_iter().enumerate() {
         let event_loop_err = |source| ServerError::EventLoop {
@@ -229,28 +243,8 @@ pub(crate) fn spawn_async<F>(
 where
     F: Fn(AsyncParts) + Clone + Send + 'static,
 {
-    if threads == 0 {
-        return Err(ServerError::Config {
-            addr: listen,
-            reason: "threads must be at least 1".to_owned(),
-        });
-    }
-    let listeners = bind_listeners(listen, threads, reuse_port)?;
-    let local_addr = listeners[0]
-        .local_addr()
-        .map_err(|source| ServerError::Bind {
-            addr: listen,
-            source,
-        })?;
-    let mut handle = ServerHandle {
-        local_addr,
-        kind,
-        tls,
-        stop: Arc::new(AtomicBool::new(false)),
-        wakers: Vec::new(),
-        counters: Vec::with_capacity(threads),
-        threads: Vec::with_capacity(threads),
-    };
+    let (mut handle, listeners) = bind(kind, tls, listen, reuse_port, threads)?;
+    let local_addr = handle.local_addr;
     for (index, listener) in listeners.into_iter().enumerate() {
         let (writer, shared) = CounterWriter::new();
         let parts = AsyncParts {
