@@ -22,6 +22,7 @@ pub mod command;
 mod conn;
 pub mod exchange;
 pub mod framing;
+pub mod grpc;
 pub mod h2;
 pub mod http;
 pub mod memcache;

@@ -63,6 +63,7 @@ impl Protocol {
         match self {
             Protocol::Tcp => &protocol::TCP,
             Protocol::Http(_) => &protocol::HTTP,
+            Protocol::H2(h) if h.grpc.is_some() => &protocol::GRPC,
             Protocol::H2(_) => &protocol::H2,
             Protocol::HttpAuto(_) => &protocol::HTTP,
             Protocol::Ws(_) => &protocol::WS,
@@ -89,6 +90,16 @@ pub struct H2Plan {
     /// Streams in flight per connection at most (`--streams`; the server may allow fewer);
     /// 0: no cap but the server's.
     pub streams: u32,
+    /// gRPC calls over the streams (the request's body is the call's message).
+    pub grpc: Option<GrpcMode>,
+}
+
+/// How a gRPC call goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcMode {
+    /// Server streaming: any number of reply messages, each timed from the call's start;
+    /// unary: exactly one.
+    pub streaming: bool,
 }
 
 /// Both requests of an `https://` run: the server's ALPN choice picks one per connection.

@@ -179,6 +179,26 @@ pub enum ProtocolSpec {
         #[serde(default = "one", skip_serializing_if = "is_one")]
         streams: u32,
     },
+    /// gRPC calls (h2c, or TLS with ALPN h2).
+    Grpc {
+        /// `/package.Service/Method`.
+        path: String,
+        host_header: String,
+        /// Metadata (`-H`), sent with every call.
+        headers: Vec<(String, String)>,
+        /// The request message, encoded once from the user's JSON (or `--data-bin`): its
+        /// protobuf bytes with the placeholders' holes.
+        message: Vec<PbPartSpec>,
+        /// Server streaming (any number of replies), or unary (one).
+        #[serde(default)]
+        streaming: bool,
+        /// `grpc-timeout` (from `--timeout`), e.g. `5000000u`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<String>,
+        /// Calls in flight per connection at most; 0: the server's limit alone.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        streams: u32,
+    },
     Ws {
         path: String,
         host_header: String,
@@ -200,6 +220,51 @@ pub enum ProtocolSpec {
     Memcache {
         commands: Vec<String>,
     },
+}
+
+/// A part of a gRPC request message (`crate::grpc::Part`) in the spec's words: bytes escaped
+/// as `-m` writes them, a text field's value with its placeholders (and `{secret:NAME}`)
+/// unfilled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PbPartSpec {
+    /// Encoded fields.
+    Bytes { bytes: String },
+    /// A string or bytes field (number `field`) rendered per message.
+    Text { field: u32, value: String },
+    /// A message field (number `field`) with holes inside.
+    Message { field: u32, parts: Vec<PbPartSpec> },
+}
+
+impl PbPartSpec {
+    /// The parts of a message without holes.
+    pub fn bytes(b: &[u8]) -> Vec<PbPartSpec> {
+        vec![PbPartSpec::Bytes { bytes: escape(b) }]
+    }
+}
+
+/// The template of a gRPC message from its parts: secrets filled, placeholders located.
+fn pb_template(
+    parts: &[PbPartSpec],
+    bytes: &mut FillBytes<'_>,
+) -> Result<crate::grpc::PbTemplate, SpecError> {
+    use crate::grpc::{len_tag, Part};
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        out.push(match p {
+            PbPartSpec::Bytes { bytes: b } => Part::Lit(bytes("-d", b)?.into_boxed_slice()),
+            PbPartSpec::Text { field, value } => Part::Text {
+                tag: len_tag(*field),
+                value: Template::try_new(bytes("-d", value)?)
+                    .map_err(|e| invalid("-d", e.to_string()))?,
+            },
+            PbPartSpec::Message { field, parts } => Part::Msg {
+                tag: len_tag(*field),
+                inner: pb_template(parts, bytes)?,
+            },
+        });
+    }
+    Ok(crate::grpc::PbTemplate::new(out))
 }
 
 fn one() -> u32 {
@@ -238,6 +303,7 @@ impl ProtocolSpec {
                 ..
             } => &p::H2,
             ProtocolSpec::Http { .. } => &p::HTTP,
+            ProtocolSpec::Grpc { .. } => &p::GRPC,
             ProtocolSpec::Ws { .. } => &p::WS,
             ProtocolSpec::Redis { .. } => &p::REDIS,
             ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
@@ -518,6 +584,7 @@ impl Spec {
                         request,
                         expect_status: StatusSet(expect_status.clone()),
                         streams: *streams,
+                        grpc: None,
                     })
                 };
                 if *version == HttpVersion::H2 {
@@ -548,6 +615,41 @@ impl Spec {
                     };
                     (p, default_message, None, Framing::Echo, false)
                 }
+            }
+            ProtocolSpec::Grpc {
+                path,
+                host_header,
+                headers,
+                message,
+                streaming,
+                timeout,
+                streams,
+            } => {
+                let mut headers = fill_headers(headers, &mut bytes)?;
+                if let Some(t) = timeout {
+                    headers.push(("grpc-timeout".into(), t.clone()));
+                }
+                let body = pb_template(message, &mut bytes)?;
+                let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
+                    method: "POST",
+                    scheme: if self.tls.is_some() { "https" } else { "http" },
+                    path,
+                    authority: host_header,
+                    headers: &headers,
+                    body: None,
+                    content_type: Some("application/grpc"),
+                    te_trailers: true,
+                })?
+                .with_grpc_message(body);
+                let p = Protocol::H2(crate::plan::H2Plan {
+                    request,
+                    expect_status: StatusSet(vec![(200, 200)]),
+                    streams: *streams,
+                    grpc: Some(crate::plan::GrpcMode {
+                        streaming: *streaming,
+                    }),
+                });
+                (p, default_message, None, Framing::Echo, false)
             }
             ProtocolSpec::Ws {
                 path,
@@ -674,7 +776,9 @@ impl Spec {
             }
         };
         match &mut s.protocol {
-            ProtocolSpec::Http { headers, .. } | ProtocolSpec::Ws { headers, .. } => hide(headers),
+            ProtocolSpec::Http { headers, .. }
+            | ProtocolSpec::Ws { headers, .. }
+            | ProtocolSpec::Grpc { headers, .. } => hide(headers),
             _ => {}
         }
         s
@@ -787,6 +891,26 @@ mod tests {
             ProtocolSpec::Redis {
                 commands: vec!["3*GET k:{rand%10}".into(), "SET k v".into()],
                 resp3: true,
+            },
+            ProtocolSpec::Grpc {
+                path: "/helloworld.Greeter/SayHello".into(),
+                host_header: "h:50051".into(),
+                headers: vec![("x-token".into(), "{secret:T}".into())],
+                message: vec![
+                    PbPartSpec::Bytes {
+                        bytes: "\\x08\\x01".into(),
+                    },
+                    PbPartSpec::Message {
+                        field: 2,
+                        parts: vec![PbPartSpec::Text {
+                            field: 1,
+                            value: "user-{seq}".into(),
+                        }],
+                    },
+                ],
+                streaming: true,
+                timeout: Some("5000000u".into()),
+                streams: 0,
             },
         ] {
             let s = spec(p);

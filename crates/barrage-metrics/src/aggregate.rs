@@ -179,6 +179,10 @@ pub struct Summary {
     pub server_us: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_gap_us: Option<LatencyStats>,
+    /// gRPC server streaming: each streamed message's time from its call's start (after the
+    /// warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_msg_us: Option<LatencyStats>,
     pub io: Io,
     pub connections: Connections,
     /// Error events after the warm-up, by class: failed connects, broken or timed-out
@@ -354,6 +358,7 @@ struct Acc {
     ttfb: OptHistogram,
     server: OptHistogram,
     server_gap: OptHistogram,
+    stream_msg: OptHistogram,
     bcast_own: OptHistogram,
     bcast_peer: OptHistogram,
     bcast_remote: OptHistogram,
@@ -369,6 +374,7 @@ impl Acc {
         self.ttfb.merge(&d.ttfb);
         self.server.merge(&d.server);
         self.server_gap.merge(&d.server_gap);
+        self.stream_msg.merge(&d.stream_msg);
         self.bcast_own.merge(&d.bcast_own);
         self.bcast_peer.merge(&d.bcast_peer);
         self.bcast_remote.merge(&d.bcast_remote);
@@ -658,6 +664,8 @@ impl Aggregator {
         server.merge(&self.drain.server);
         let mut server_gap = self.measured.server_gap.clone();
         server_gap.merge(&self.drain.server_gap);
+        let mut stream_msg = self.measured.stream_msg.clone();
+        stream_msg.merge(&self.drain.stream_msg);
         let mut own = self.warmup.bcast_own.clone();
         own.merge(&self.measured.bcast_own);
         own.merge(&self.drain.bcast_own);
@@ -703,6 +711,7 @@ impl Aggregator {
             handshake_us: self.handshake.stats(),
             server_us: server.stats(),
             server_gap_us: server_gap.stats(),
+            stream_msg_us: stream_msg.stats(),
             broadcast: (!totals.broadcast.is_empty()).then(|| {
                 let b = totals.broadcast;
                 BroadcastSummary {

@@ -70,6 +70,63 @@ pub struct Counters {
     /// HTTP/2: frames, header compression, resets and GOAWAYs.
     #[serde(default, skip_serializing_if = "H2Counts::is_empty")]
     pub h2: H2Counts,
+    /// gRPC: calls by `grpc-status`, messages each way.
+    #[serde(default, skip_serializing_if = "GrpcCounts::is_empty")]
+    pub grpc: GrpcCounts,
+}
+
+/// The names of gRPC's status codes, by code.
+pub const GRPC_CODE_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// A gRPC status code's name (`UNKNOWN_CODE` past the list).
+pub fn grpc_code_name(c: u32) -> &'static str {
+    GRPC_CODE_NAMES
+        .get(c as usize)
+        .copied()
+        .unwrap_or("UNKNOWN_CODE")
+}
+
+/// What gRPC calls counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrpcCounts {
+    /// Calls that ended with a `grpc-status`, per code (0 is OK).
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub status: CodeCounts,
+    /// Calls whose stream ended without a `grpc-status` (counted as `protocol` errors).
+    #[serde(default)]
+    pub no_status: u64,
+    /// Response messages received (one per unary call, any number per server stream).
+    pub messages_received: u64,
+}
+
+impl GrpcCounts {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn merge(&mut self, o: &GrpcCounts) {
+        self.status.merge(&o.status);
+        self.no_status += o.no_status;
+        self.messages_received += o.messages_received;
+    }
 }
 
 /// The names of HTTP/2's error codes (RFC 9113, section 7), by code.
@@ -332,6 +389,7 @@ impl Counters {
         self.commands.merge(&o.commands);
         self.broadcast.merge(&o.broadcast);
         self.h2.merge(&o.h2);
+        self.grpc.merge(&o.grpc);
     }
 }
 
@@ -377,7 +435,13 @@ mod tests {
                 streams_granted: 0,
                 stream_waits: 24,
             },
+            grpc: GrpcCounts {
+                status: CodeCounts::default(),
+                no_status: 25,
+                messages_received: 27,
+            },
         };
+        a.grpc.status.add(14, 3);
         a.error(ErrorClass::Reset, 1);
         a.h2.resets.add(7, 1);
         a.h2.goaways.add(0, 2);
@@ -407,6 +471,9 @@ mod tests {
         assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));
         assert_eq!((h.connections, h.http1_connections), (44, 46));
         assert_eq!(h.stream_waits, 48);
+        let g = &a.grpc;
+        assert_eq!((g.no_status, g.messages_received), (50, 54));
+        assert_eq!(g.status.get(14), 6);
     }
 
     #[test]

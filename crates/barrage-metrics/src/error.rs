@@ -57,10 +57,28 @@ pub enum ErrorClass {
     Goaway,
     /// HTTP/2: a stream the server reset (RST_STREAM; the codes are counted apart).
     StreamReset,
+    /// gRPC: a call that ended with a non-OK `grpc-status`, one class per code (1 to 16, in
+    /// code order; a code past 16 counts as `grpc.unknown`, `totals.grpc.status` keeps it).
+    GrpcCancelled,
+    GrpcUnknown,
+    GrpcInvalidArgument,
+    GrpcDeadlineExceeded,
+    GrpcNotFound,
+    GrpcAlreadyExists,
+    GrpcPermissionDenied,
+    GrpcResourceExhausted,
+    GrpcFailedPrecondition,
+    GrpcAborted,
+    GrpcOutOfRange,
+    GrpcUnimplemented,
+    GrpcInternal,
+    GrpcUnavailable,
+    GrpcDataLoss,
+    GrpcUnauthenticated,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 21;
+    pub const COUNT: usize = 37;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -83,6 +101,22 @@ impl ErrorClass {
         Self::TlsOther,
         Self::Goaway,
         Self::StreamReset,
+        Self::GrpcCancelled,
+        Self::GrpcUnknown,
+        Self::GrpcInvalidArgument,
+        Self::GrpcDeadlineExceeded,
+        Self::GrpcNotFound,
+        Self::GrpcAlreadyExists,
+        Self::GrpcPermissionDenied,
+        Self::GrpcResourceExhausted,
+        Self::GrpcFailedPrecondition,
+        Self::GrpcAborted,
+        Self::GrpcOutOfRange,
+        Self::GrpcUnimplemented,
+        Self::GrpcInternal,
+        Self::GrpcUnavailable,
+        Self::GrpcDataLoss,
+        Self::GrpcUnauthenticated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -108,6 +142,31 @@ impl ErrorClass {
             Self::TlsOther => "tls_other",
             Self::Goaway => "goaway",
             Self::StreamReset => "stream_reset",
+            Self::GrpcCancelled => "grpc.cancelled",
+            Self::GrpcUnknown => "grpc.unknown",
+            Self::GrpcInvalidArgument => "grpc.invalid_argument",
+            Self::GrpcDeadlineExceeded => "grpc.deadline_exceeded",
+            Self::GrpcNotFound => "grpc.not_found",
+            Self::GrpcAlreadyExists => "grpc.already_exists",
+            Self::GrpcPermissionDenied => "grpc.permission_denied",
+            Self::GrpcResourceExhausted => "grpc.resource_exhausted",
+            Self::GrpcFailedPrecondition => "grpc.failed_precondition",
+            Self::GrpcAborted => "grpc.aborted",
+            Self::GrpcOutOfRange => "grpc.out_of_range",
+            Self::GrpcUnimplemented => "grpc.unimplemented",
+            Self::GrpcInternal => "grpc.internal",
+            Self::GrpcUnavailable => "grpc.unavailable",
+            Self::GrpcDataLoss => "grpc.data_loss",
+            Self::GrpcUnauthenticated => "grpc.unauthenticated",
+        }
+    }
+
+    /// The class of a call that ended with gRPC status `code` (`None` for 0, OK).
+    pub fn grpc(code: u32) -> Option<Self> {
+        match code {
+            0 => None,
+            1..=16 => Some(Self::ALL[Self::GrpcCancelled.index() + code as usize - 1]),
+            _ => Some(Self::GrpcUnknown),
         }
     }
 
@@ -127,8 +186,14 @@ impl fmt::Display for ErrorClass {
 }
 
 /// Count per error class. Serialized as an object with every class name plus `total`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErrorCounts([u64; ErrorClass::COUNT]);
+
+impl Default for ErrorCounts {
+    fn default() -> Self {
+        Self([0; ErrorClass::COUNT])
+    }
+}
 
 impl ErrorCounts {
     #[inline]
@@ -225,6 +290,27 @@ mod tests {
         // Results written before the class existed read as zero.
         let old: ErrorCounts = serde_json::from_str(r#"{"timeout": 1, "total": 1}"#).unwrap();
         assert_eq!(old.get(ErrorClass::ReplyError), 0);
+    }
+
+    #[test]
+    fn grpc_codes_map_to_their_classes() {
+        assert_eq!(ErrorClass::grpc(0), None);
+        assert_eq!(ErrorClass::grpc(1), Some(ErrorClass::GrpcCancelled));
+        assert_eq!(ErrorClass::grpc(4), Some(ErrorClass::GrpcDeadlineExceeded));
+        assert_eq!(ErrorClass::grpc(14), Some(ErrorClass::GrpcUnavailable));
+        assert_eq!(ErrorClass::grpc(16), Some(ErrorClass::GrpcUnauthenticated));
+        assert_eq!(ErrorClass::grpc(99), Some(ErrorClass::GrpcUnknown));
+        assert_eq!(
+            ErrorClass::from_name("grpc.resource_exhausted"),
+            Some(ErrorClass::GrpcResourceExhausted)
+        );
+        for code in 1..=16 {
+            let c = ErrorClass::grpc(code).unwrap();
+            assert_eq!(
+                c.as_str().strip_prefix("grpc.").unwrap().to_uppercase(),
+                crate::counters::grpc_code_name(code),
+            );
+        }
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub use analysis::{
 };
 pub use codes::CodeCounts;
 pub use counters::{
-    h2_code_name, BroadcastCounts, CommandCount, CommandCounts, Counters, H2Counts,
+    grpc_code_name, h2_code_name, BroadcastCounts, CommandCount, CommandCounts, Counters,
+    GrpcCounts, H2Counts,
 };
 pub use error::{ErrorClass, ErrorCounts};
 pub use groups::{Groups, RoomSize, Rooms};

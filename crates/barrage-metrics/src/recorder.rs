@@ -23,6 +23,9 @@ pub struct Recorder {
     /// less it (what the network, queues and the client added).
     pub server: OptHistogram,
     pub server_gap: OptHistogram,
+    /// gRPC server streaming: each message of a stream, from its call's start (the call's
+    /// end is the exchange, in `latency`).
+    pub stream_msg: OptHistogram,
     /// Broadcast delivery latency (send -> this receiver): the sender's own copy, and the
     /// other recipients' in this process (same clock).
     pub bcast_own: OptHistogram,
@@ -240,6 +243,7 @@ impl Recorder {
             handshake: std::mem::take(&mut self.handshake),
             server: std::mem::take(&mut self.server),
             server_gap: std::mem::take(&mut self.server_gap),
+            stream_msg: std::mem::take(&mut self.stream_msg),
             bcast_own: std::mem::take(&mut self.bcast_own),
             bcast_peer: std::mem::take(&mut self.bcast_peer),
             bcast_remote: std::mem::take(&mut self.bcast_remote),
@@ -280,6 +284,9 @@ pub struct Delta {
     pub server: OptHistogram,
     #[serde(default)]
     pub server_gap: OptHistogram,
+    /// gRPC server streaming: each message from its call's start.
+    #[serde(default, skip_serializing_if = "OptHistogram::is_empty")]
+    pub stream_msg: OptHistogram,
     /// Broadcast delivery latency: own copies, other recipients.
     #[serde(default)]
     pub bcast_own: OptHistogram,
@@ -324,6 +331,7 @@ impl Delta {
         self.handshake.merge(&o.handshake);
         self.server.merge(&o.server);
         self.server_gap.merge(&o.server_gap);
+        self.stream_msg.merge(&o.stream_msg);
         self.bcast_own.merge(&o.bcast_own);
         self.bcast_peer.merge(&o.bcast_peer);
         self.bcast_remote.merge(&o.bcast_remote);

@@ -18,6 +18,8 @@ pub enum TargetKind {
     Ws,
     /// redis://, memcache://: a step is a command.
     Kv,
+    /// grpc://, grpcs://: a step is a call.
+    Grpc,
 }
 
 /// One protocol's identity (a row of [`PROTOCOLS`]).
@@ -75,6 +77,19 @@ pub const H2: ProtocolInfo = ProtocolInfo {
     pushes: false,
 };
 
+/// gRPC: calls over HTTP/2 (h2c; `grpcs://` over TLS, ALPN h2). Its URL names the method,
+/// `/package.Service/Method`, and its port (gRPC has no usual one).
+pub const GRPC: ProtocolInfo = ProtocolInfo {
+    name: "grpc",
+    aliases: &[],
+    tls_scheme: Some("grpcs"),
+    port: None,
+    tls_port: None,
+    path: true,
+    steps: TargetKind::Grpc,
+    pushes: false,
+};
+
 pub const WS: ProtocolInfo = ProtocolInfo {
     name: "ws",
     aliases: &[],
@@ -110,7 +125,7 @@ pub const MEMCACHE: ProtocolInfo = ProtocolInfo {
 };
 
 /// Every protocol barrage speaks, in the order messages list them.
-pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, WS, REDIS, MEMCACHE];
+pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, GRPC, WS, REDIS, MEMCACHE];
 
 impl ProtocolInfo {
     /// The scheme a URL of this protocol is written with (`https` for HTTP over TLS).

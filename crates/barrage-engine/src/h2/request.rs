@@ -54,6 +54,8 @@ pub enum Body {
     None,
     Fixed(Vec<u8>),
     Dyn(Template),
+    /// A gRPC message with holes, rendered with its prefix per call.
+    Grpc(crate::grpc::PbTemplate),
 }
 
 /// A compiled request.
@@ -303,6 +305,26 @@ impl H2Request {
             is_head,
             scheme: String::new(),
         }
+    }
+
+    /// A gRPC call's request: `message` as its body, each call's with its 5-byte prefix.
+    pub fn with_grpc_message(mut self, message: crate::grpc::PbTemplate) -> Self {
+        self.body = if message.is_static() {
+            let mut b = Vec::new();
+            crate::grpc::put_prefix(
+                &mut b,
+                message.len(Fill {
+                    conn: 0,
+                    seq: 0,
+                    ts_us: 0,
+                }),
+            );
+            b.extend_from_slice(&message.static_bytes());
+            Body::Fixed(b)
+        } else {
+            Body::Grpc(message)
+        };
+        self
     }
 
     /// Append the header block for `fill`, encoded as `enc` allows (which it updates).

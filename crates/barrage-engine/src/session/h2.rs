@@ -14,17 +14,19 @@
 //! protocol fails the connection with the frame named.
 
 use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use crate::grpc::MsgReader;
 use crate::h2::frame::{self, code, flag, kind, put_head, set_head, FrameReader, FrameSink, Head};
 use crate::h2::hpack::Decoder;
 use crate::h2::{ours, Body, Encoder, H2Request};
 use crate::message::Fill;
-use crate::plan::{Plan, Protocol, StatusSet};
+use crate::plan::{GrpcMode, Plan, Protocol, StatusSet};
 use barrage_metrics::{ErrorClass, Recorder};
 
 pub struct Cfg {
     request: H2Request,
     expect: StatusSet,
     streams: u32,
+    grpc: Option<GrpcMode>,
 }
 
 /// A stream in flight.
@@ -42,6 +44,32 @@ struct Stream {
     unacked: u32,
     server_ns: Option<u64>,
     retried: bool,
+    /// gRPC: the reply's messages, how many ended, and its `grpc-status` (`NO_STATUS` until
+    /// it came).
+    msgs: MsgReader,
+    n_msgs: u32,
+    grpc_status: u32,
+}
+
+/// A stream whose `grpc-status` has not come.
+const NO_STATUS: u32 = u32::MAX;
+
+impl Stream {
+    fn new(id: u32, key: u64, fill: Fill, send: i64, retried: bool) -> Self {
+        Self {
+            id,
+            key,
+            fill,
+            status: 0,
+            send,
+            unacked: 0,
+            server_ns: None,
+            retried,
+            msgs: MsgReader::default(),
+            n_msgs: 0,
+            grpc_status: NO_STATUS,
+        }
+    }
 }
 
 /// The server's settings.
@@ -159,9 +187,15 @@ impl St {
         let body_len = match &req.body {
             Body::None => return,
             Body::Fixed(b) => b.len(),
-            Body::Dyn(t) => {
+            Body::Dyn(_) | Body::Grpc(_) => {
                 let h = self.held.len();
-                t.render_into(fill, &mut self.held);
+                match &req.body {
+                    Body::Dyn(t) => {
+                        t.render_into(fill, &mut self.held);
+                    }
+                    Body::Grpc(t) => t.write_framed(fill, &mut self.held),
+                    _ => {}
+                }
                 self.pending.push(Pending {
                     stream: id,
                     at: h,
@@ -277,6 +311,7 @@ impl Cfg {
             request: h.request.clone(),
             expect: h.expect_status.clone(),
             streams: h.streams,
+            grpc: h.grpc,
         }
     }
 }
@@ -329,12 +364,17 @@ impl Session for H2 {
 
     fn negotiated(
         &mut self,
-        _cfg: &Cfg,
+        cfg: &Cfg,
         alpn: Option<&[u8]>,
         _rec: &mut Recorder,
     ) -> Result<(), ProtoError> {
         match alpn {
             None | Some(b"h2") => Ok(()),
+            Some(other) if cfg.grpc.is_some() => Err(ProtoError::new(format!(
+                "the server chose {} by ALPN, not h2: gRPC needs HTTP/2, which it does not \
+                 speak over TLS here",
+                alpn_name(other)
+            ))),
             Some(other) => Err(ProtoError::new(format!(
                 "the server chose {} by ALPN, not h2: it does not speak HTTP/2 over TLS here; \
                  drop --http2",
@@ -347,16 +387,10 @@ impl Session for H2 {
         let id = self.st.next_id;
         self.st.next_id += 2;
         let at = out.buf.len();
-        self.st.streams.push(Stream {
-            id,
-            key: out.key,
-            fill,
-            status: 0,
-            send: i64::from(self.st.peer.window),
-            unacked: 0,
-            server_ns: None,
-            retried: false,
-        });
+        let send = i64::from(self.st.peer.window);
+        self.st
+            .streams
+            .push(Stream::new(id, out.key, fill, send, false));
         self.st.request(cfg, id, fill, out.buf);
         Rendered {
             len: (out.buf.len() - at) as u32,
@@ -378,21 +412,14 @@ impl Session for H2 {
             .expect("a scenario step renders a whole HTTP/1.1 request");
         let has_body = body_at < st.step.len();
         st.headers(out.buf, start, id, !has_body);
-        st.streams.push(Stream {
-            id,
-            key: out.key,
-            fill: Fill {
-                conn: 0,
-                seq: 0,
-                ts_us: 0,
-            },
-            status: 0,
-            send: i64::from(st.peer.window),
-            unacked: 0,
-            server_ns: None,
-            // A step's request is not rendered again: a refused one fails.
-            retried: true,
-        });
+        let fill = Fill {
+            conn: 0,
+            seq: 0,
+            ts_us: 0,
+        };
+        // A step's request is not rendered again: a refused one fails.
+        let send = i64::from(st.peer.window);
+        st.streams.push(Stream::new(id, out.key, fill, send, true));
         if has_body {
             let h = st.held.len();
             st.held.extend_from_slice(&st.step[body_at..]);
@@ -429,7 +456,7 @@ impl Session for H2 {
             ));
         }
         if !self.st.settled && self.rd.idle() && self.st.next_id == 1 {
-            if let Some(e) = not_h2(data) {
+            if let Some(e) = not_h2(data, cfg.grpc.is_some()) {
                 return Err(e);
             }
         }
@@ -493,7 +520,13 @@ pub(crate) fn alpn_name(p: &[u8]) -> String {
 }
 
 /// The first bytes from a server that does not speak HTTP/2 here.
-fn not_h2(data: &[u8]) -> Option<ProtoError> {
+fn not_h2(data: &[u8], grpc: bool) -> Option<ProtoError> {
+    if data.starts_with(b"HTTP/1.") && grpc {
+        return Some(ProtoError::new(
+            "the server answered in HTTP/1.1: it does not speak gRPC (HTTP/2 with prior \
+             knowledge) on this port",
+        ));
+    }
     if data.starts_with(b"HTTP/1.") {
         return Some(ProtoError::new(
             "the server answered in HTTP/1.1: it does not speak HTTP/2 with prior knowledge \
@@ -612,7 +645,14 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
     fn content(&mut self, h: &Head, bytes: &[u8]) -> Result<(), ProtoError> {
         let st = &mut *self.st;
         match h.kind {
-            kind::DATA if self.r.collecting() => self.r.body(bytes),
+            kind::DATA => {
+                if let Some(g) = self.cfg.grpc {
+                    self.grpc_data(h, g, bytes)?;
+                }
+                if self.r.collecting() {
+                    self.r.body(bytes);
+                }
+            }
             kind::HEADERS | kind::CONTINUATION => {
                 if st.block.len() + bytes.len() > ours::MAX_HEADER_LIST as usize * 2 {
                     return Err(bad(h, "a header block larger than this client's limit"));
@@ -814,6 +854,7 @@ impl Sink<'_, '_, '_, '_> {
         let mut bad_status = false;
         let mut server: Option<u64> = None;
         let mut plain = 0u64;
+        let mut grpc_status: Option<Option<u32>> = None;
         let user = self.r.is_user();
         let r = &mut *self.r;
         let res = self
@@ -826,6 +867,8 @@ impl Sink<'_, '_, '_, '_> {
                         Some(s) => status = Some(s),
                         None => bad_status = true,
                     }
+                } else if n == b"grpc-status" {
+                    grpc_status = Some(crate::grpc::status_of(v));
                 } else if n == b"server-timing" {
                     if let Some(ns) = crate::http::server_timing_of(std::iter::once(v)) {
                         server.get_or_insert(ns);
@@ -849,6 +892,11 @@ impl Sink<'_, '_, '_, '_> {
         };
         let ends = self.st.block_ends;
         let s = &mut self.st.streams[i];
+        match grpc_status {
+            Some(Some(code)) if ends => s.grpc_status = code,
+            Some(None) => return Err(bad(h, "a grpc-status that is not a number")),
+            _ => {}
+        }
         if s.status == 0 {
             // The response's head (or an informational 1xx before it).
             if bad_status {
@@ -881,13 +929,65 @@ impl Sink<'_, '_, '_, '_> {
         Ok(())
     }
 
+    /// A gRPC stream's DATA: its messages counted (and, streaming, each timed from the
+    /// call's start).
+    fn grpc_data(&mut self, h: &Head, g: GrpcMode, bytes: &[u8]) -> Result<(), ProtoError> {
+        let Some(i) = self.st.streams.iter().position(|s| s.id == h.stream) else {
+            return Ok(()); // given up on; data_end judges the stream id
+        };
+        let s = &mut self.st.streams[i];
+        let r = &mut *self.r;
+        let start = r.ex.get(s.key).map(|e| e.start);
+        let now = r.now;
+        let n = s
+            .msgs
+            .feed(bytes, || {
+                if let (true, Some(t)) = (g.streaming, start) {
+                    r.rec.stream_msg.record_ns(now.saturating_sub(t));
+                }
+            })
+            .map_err(|e| bad(h, e))?;
+        s.n_msgs = s.n_msgs.saturating_add(n);
+        r.rec.counters.grpc.messages_received += u64::from(n);
+        Ok(())
+    }
+
     /// Stream `i` ended: its exchange is complete, its status judged.
     fn finish(&mut self, i: usize) {
+        if let Some(g) = self.cfg.grpc {
+            return self.finish_call(i, g);
+        }
         let s = self.st.streams.swap_remove(i);
         self.r.rec.counters.status.add(s.status, 1);
         let ok = self.r.status_ok(s.status, &self.cfg.expect);
         self.r.server_ns = s.server_ns;
         end_exchange(self.r, s.key, (!ok).then_some(ErrorClass::UnexpectedStatus));
+    }
+
+    /// A gRPC call's stream ended: judged by its HTTP status, then its `grpc-status` (each
+    /// non-OK code its own class), then whether its messages were whole (and, unary, one).
+    fn finish_call(&mut self, i: usize, g: GrpcMode) {
+        let s = self.st.streams.swap_remove(i);
+        let c = &mut self.r.rec.counters;
+        c.status.add(s.status, 1);
+        let bad = if s.status != 200 {
+            Some(ErrorClass::UnexpectedStatus)
+        } else if s.grpc_status == NO_STATUS {
+            c.grpc.no_status += 1;
+            Some(ErrorClass::Protocol)
+        } else {
+            c.grpc.status.add(code_u16(s.grpc_status), 1);
+            match ErrorClass::grpc(s.grpc_status) {
+                Some(e) => Some(e),
+                // OK with a message cut short, or a unary call's reply not one message.
+                None if !s.msgs.idle() || (!g.streaming && s.n_msgs != 1) => {
+                    Some(ErrorClass::Protocol)
+                }
+                None => None,
+            }
+        };
+        self.r.server_ns = s.server_ns;
+        end_exchange(self.r, s.key, bad);
     }
 
     /// The server reset a stream.
@@ -912,6 +1012,9 @@ impl Sink<'_, '_, '_, '_> {
             st.status = 0;
             st.send = i64::from(self.st.peer.window);
             st.unacked = 0;
+            st.msgs = MsgReader::default();
+            st.n_msgs = 0;
+            st.grpc_status = NO_STATUS;
             self.st.pending.retain(|p| p.stream != id);
             self.st.request(self.cfg, nid, s.fill, self.r.ctl);
             return;
@@ -945,6 +1048,7 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize) -> Result<(u64, u64, u64), String> {
         request,
         expect: StatusSet::default(),
         streams: n as u32,
+        grpc: None,
     };
     let mut s = H2::new(&cfg);
     let (mut ex, mut rec, mut rng, mut ctl) = (
@@ -1014,20 +1118,35 @@ mod tests {
     use crate::session::tests::Conn;
 
     fn cfg(streams: u32) -> Cfg {
+        cfg_grpc(streams, None)
+    }
+
+    fn cfg_grpc(streams: u32, grpc: Option<GrpcMode>) -> Cfg {
+        let grpc_request = |r: H2Request| match grpc {
+            Some(_) => r.with_grpc_message(crate::grpc::PbTemplate::new(vec![
+                crate::grpc::Part::Text {
+                    tag: crate::grpc::len_tag(1),
+                    value: crate::message::Template::new(b"n{seq}".to_vec()),
+                },
+            ])),
+            None => r,
+        };
         Cfg {
             request: H2Request::new(&H2RequestSpec {
-                method: "GET",
+                method: if grpc.is_some() { "POST" } else { "GET" },
                 scheme: "http",
                 path: "/",
                 authority: "127.0.0.1",
                 headers: &[],
                 body: None,
-                content_type: None,
-                te_trailers: false,
+                content_type: grpc.map(|_| "application/grpc"),
+                te_trailers: grpc.is_some(),
             })
+            .map(grpc_request)
             .unwrap(),
             expect: StatusSet::default(),
             streams,
+            grpc,
         }
     }
 
@@ -1104,6 +1223,131 @@ mod tests {
             stream,
         );
         out.extend_from_slice(block);
+    }
+
+    /// A gRPC reply on `stream`: its head, `msgs` messages of `len` bytes in DATA frames of
+    /// at most 7 bytes, then trailers with `status` (none: no trailers' status).
+    fn grpc_reply(stream: u32, msgs: usize, len: usize, status: Option<&str>) -> Vec<u8> {
+        let mut input = Vec::new();
+        let mut head = vec![0x88]; // :status 200
+        head.push(0x00);
+        put_str(&mut head, b"content-type");
+        put_str(&mut head, b"application/grpc");
+        headers(&mut input, stream, 0, &head);
+        let mut body = Vec::new();
+        for _ in 0..msgs {
+            crate::grpc::put_prefix(&mut body, len);
+            body.extend(std::iter::repeat_n(b'm', len));
+        }
+        for c in body.chunks(7) {
+            put_head(&mut input, c.len(), kind::DATA, 0, stream);
+            input.extend_from_slice(c);
+        }
+        let mut trailers = vec![0x00];
+        put_str(&mut trailers, b"grpc-status");
+        put_str(&mut trailers, status.unwrap_or("").as_bytes());
+        if status.is_none() {
+            trailers.clear();
+            trailers.push(0x00);
+            put_str(&mut trailers, b"grpc-message");
+            put_str(&mut trailers, b"none");
+        }
+        headers(&mut input, stream, flag::END_STREAM, &trailers);
+        input
+    }
+
+    fn run_grpc(cfg: &Cfg, n: usize, input: &[u8]) -> barrage_metrics::Delta {
+        let (mut s, mut c) = ready(cfg, n, 100);
+        for split in [input.len() / 3, input.len()] {
+            let at = input.len() / 3;
+            let part = if split == at {
+                &input[..at]
+            } else {
+                &input[at..]
+            };
+            c.input(|r| s.input(cfg, part, r).unwrap());
+        }
+        assert_eq!(c.rec.in_flight, 0);
+        c.rec.take(0, 0, 0, 1)
+    }
+
+    #[test]
+    fn a_grpc_call_is_sent_as_a_prefixed_message_with_te_trailers() {
+        let cfg = cfg_grpc(4, Some(GrpcMode { streaming: false }));
+        let mut s = H2::new(&cfg);
+        let (mut rng, mut buf) = (Rng::new(1), Vec::new());
+        let mut out = Out {
+            buf: &mut buf,
+            key: 1,
+            rng: &mut rng,
+            keep: None,
+        };
+        let fill = Fill {
+            conn: 0,
+            seq: 42,
+            ts_us: 0,
+        };
+        s.render(&cfg, Msg::Load, fill, &mut out);
+        let hlen = u32::from_be_bytes([0, buf[0], buf[1], buf[2]]) as usize;
+        let block = &buf[frame::HEAD..frame::HEAD + hlen];
+        let mut d = Decoder::new(4096);
+        let mut fields = Vec::new();
+        d.decode(block, 1 << 16, |n, v| {
+            fields.push((n.to_vec(), v.to_vec()));
+        })
+        .unwrap();
+        let has = |n: &[u8], v: &[u8]| fields.iter().any(|(a, b)| a == n && b == v);
+        assert!(has(b":method", b"POST") && has(b"te", b"trailers"));
+        assert!(has(b"content-type", b"application/grpc"));
+        let data = &buf[frame::HEAD + hlen..];
+        assert_eq!(data[3], kind::DATA);
+        assert_eq!(data[4], flag::END_STREAM);
+        // The message: field 1 = "n42", after its prefix.
+        assert_eq!(
+            &data[frame::HEAD..],
+            &[0, 0, 0, 0, 5, 0x0a, 3, b'n', b'4', b'2']
+        );
+    }
+
+    #[test]
+    fn grpc_calls_are_judged_by_their_status_and_messages() {
+        let unary = cfg_grpc(10, Some(GrpcMode { streaming: false }));
+        // OK, one message split over frames.
+        let d = run_grpc(&unary, 1, &grpc_reply(1, 1, 20, Some("0")));
+        assert_eq!(d.counters.completed, 1);
+        assert_eq!(d.counters.grpc.status.get(0), 1);
+        assert_eq!(d.counters.grpc.messages_received, 1);
+        // UNAVAILABLE in a trailers-only reply, and RESOURCE_EXHAUSTED after a message.
+        let mut input = Vec::new();
+        let mut only = vec![0x88, 0x00];
+        put_str(&mut only, b"grpc-status");
+        put_str(&mut only, b"14");
+        headers(&mut input, 1, flag::END_STREAM, &only);
+        input.extend(grpc_reply(3, 1, 3, Some("8")));
+        let d = run_grpc(&unary, 2, &input);
+        let f = &d.counters.failed_by;
+        assert_eq!(f.get(ErrorClass::GrpcUnavailable), 1);
+        assert_eq!(f.get(ErrorClass::GrpcResourceExhausted), 1);
+        assert_eq!(d.counters.completed, 0);
+        assert_eq!(
+            (
+                d.counters.grpc.status.get(14),
+                d.counters.grpc.status.get(8)
+            ),
+            (1, 1)
+        );
+        // No grpc-status; and an OK unary call with two messages: protocol errors.
+        let mut input = grpc_reply(1, 1, 3, None);
+        input.extend(grpc_reply(3, 2, 3, Some("0")));
+        let d = run_grpc(&unary, 2, &input);
+        assert_eq!(d.counters.failed_by.get(ErrorClass::Protocol), 2);
+        assert_eq!(d.counters.grpc.no_status, 1);
+        // Streaming: every message timed, the call completes.
+        let streaming = cfg_grpc(10, Some(GrpcMode { streaming: true }));
+        let d = run_grpc(&streaming, 1, &grpc_reply(1, 5, 10, Some("0")));
+        assert_eq!(d.counters.completed, 1);
+        assert_eq!(d.counters.grpc.messages_received, 5);
+        assert_eq!(d.stream_msg.stats().map(|s| s.count), Some(5));
     }
 
     /// Two responses, interleaved and cut at every point: a 200 with a body in two DATA
@@ -1290,6 +1534,7 @@ mod tests {
             .unwrap(),
             expect: StatusSet::default(),
             streams: 1,
+            grpc: None,
         };
         let (mut s, mut c) = ready(&cfg, 0, 100);
         let mut rng = Rng::new(1);

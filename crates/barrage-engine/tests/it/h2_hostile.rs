@@ -40,6 +40,7 @@ fn h2_plan(addr: SocketAddr, connections: u64, body: Option<&[u8]>) -> Plan {
         request,
         expect_status: StatusSet::default(),
         streams: 4,
+        grpc: None,
     });
     p.pipeline = 4;
     p

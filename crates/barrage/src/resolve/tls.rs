@@ -76,7 +76,9 @@ pub fn plan(
             .with_custom_certificate_verifier(Arc::new(PinningVerifier { webpki, pinned }))
             .with_no_client_auth()
     };
-    if matches!(url.scheme, Scheme::Https) {
+    if matches!(url.scheme, Scheme::Grpcs) {
+        config.alpn_protocols = vec![b"h2".to_vec()];
+    } else if matches!(url.scheme, Scheme::Https) {
         use barrage_engine::HttpVersion as V;
         config.alpn_protocols = match version {
             V::H1 => vec![b"http/1.1".to_vec()],
@@ -114,7 +116,7 @@ pub fn preflight(
     let offered = &tls.config.alpn_protocols;
     match handshake(addr, &tls.config, &tls.server_name, plain, timeout, stop)? {
         Shook::Done(alpn) if offered.len() == 1 && alpn.as_ref() != Some(&offered[0]) => {
-            Err(alpn_refused(offered))
+            Err(alpn_refused(offered, plain))
         }
         Shook::Dropped if offered.len() == 1 => {
             // Some servers drop a client whose ALPN they refuse without a word: offer both
@@ -123,7 +125,7 @@ pub fn preflight(
             both.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
             let both = Arc::new(both);
             match handshake(addr, &both, &tls.server_name, plain, timeout, stop) {
-                Ok(Shook::Done(Some(p))) if p != offered[0] => Err(alpn_refused(offered)),
+                Ok(Shook::Done(Some(p))) if p != offered[0] => Err(alpn_refused(offered, plain)),
                 _ => Ok(()),
             }
         }
@@ -179,7 +181,7 @@ fn handshake(
                 return match inner {
                     Some(rustls::Error::AlertReceived(
                         rustls::AlertDescription::NoApplicationProtocol,
-                    )) => Err(alpn_refused(&config.alpn_protocols)),
+                    )) => Err(alpn_refused(&config.alpn_protocols, plain)),
                     Some(te) => Err(match plaintext(sock.first()) {
                         Some(said) => format!(
                             "the server answered the TLS hello in plain text ({said}), not TLS: \
@@ -210,12 +212,15 @@ fn handshake(
 }
 
 /// The server took none of the protocols offered by ALPN: which flag asked for them.
-fn alpn_refused(offered: &[Vec<u8>]) -> String {
+fn alpn_refused(offered: &[Vec<u8>], plain: &str) -> String {
     let names: Vec<String> = offered
         .iter()
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
     let fix = match names.first().map(String::as_str) {
+        Some("h2") if plain == "grpc" => {
+            "; gRPC needs HTTP/2, which it does not speak over TLS here"
+        }
         Some("h2") if names.len() == 1 => "; it does not speak HTTP/2 over TLS: drop --http2",
         Some("http/1.1") if names.len() == 1 => "; it speaks only HTTP/2 here: drop --http1.1",
         _ => "",

@@ -17,6 +17,9 @@ pub enum Scheme {
     Https,
     /// HTTP/2 with prior knowledge.
     H2c,
+    /// gRPC over h2c, and over TLS (ALPN h2).
+    Grpc,
+    Grpcs,
     Ws,
     Wss,
     Redis,
@@ -24,11 +27,13 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    const ALL: [Scheme; 8] = [
+    const ALL: [Scheme; 10] = [
         Scheme::Tcp,
         Scheme::Http,
         Scheme::Https,
         Scheme::H2c,
+        Scheme::Grpc,
+        Scheme::Grpcs,
         Scheme::Ws,
         Scheme::Wss,
         Scheme::Redis,
@@ -41,6 +46,7 @@ impl Scheme {
             Scheme::Tcp => &protocol::TCP,
             Scheme::Http | Scheme::Https => &protocol::HTTP,
             Scheme::H2c => &protocol::H2,
+            Scheme::Grpc | Scheme::Grpcs => &protocol::GRPC,
             Scheme::Ws | Scheme::Wss => &protocol::WS,
             Scheme::Redis => &protocol::REDIS,
             Scheme::Memcache => &protocol::MEMCACHE,
@@ -48,7 +54,7 @@ impl Scheme {
     }
 
     pub fn tls(self) -> bool {
-        matches!(self, Scheme::Https | Scheme::Wss)
+        matches!(self, Scheme::Https | Scheme::Wss | Scheme::Grpcs)
     }
 
     pub fn name(self) -> &'static str {

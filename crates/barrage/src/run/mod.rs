@@ -239,6 +239,7 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Strin
     };
     let plain = match plan.target.url.split_once("://") {
         Some(("wss", _)) => "ws",
+        Some(("grpcs", _)) => "grpc",
         _ => "http",
     };
     crate::resolve::tls::preflight(plan.target.addr, tls, plain, plan.connect_timeout, stop)

@@ -45,6 +45,7 @@ pub fn describe(
             Vec::new(),
         ),
         ProtocolSpec::Http { .. } => (None, None, "http response".to_string(), None, Vec::new()),
+        ProtocolSpec::Grpc { .. } => (None, None, "grpc reply".to_string(), None, Vec::new()),
         ProtocolSpec::Redis { commands, .. } => {
             (None, None, "RESP reply".to_string(), None, commands.clone())
         }

@@ -17,6 +17,7 @@ use barrage_metrics::RunConfig;
 use std::time::Duration;
 
 mod describe;
+mod grpc;
 mod protocol;
 mod shard;
 mod stages;
@@ -56,6 +57,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let http_note = http_note.map(|n| secrets.scrub(&n));
     let version = match &protocol {
         ProtocolSpec::Http { version, .. } => *version,
+        ProtocolSpec::Grpc { .. } => HttpVersion::H2,
         _ => HttpVersion::H1,
     };
     let tls = if url.scheme.tls() {
@@ -413,9 +415,28 @@ pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) ->
             }
             *path = redact::url(path, redact);
         }
+        ProtocolSpec::Grpc { message, .. } => {
+            if secret_body {
+                hide_parts(message, &hide);
+            }
+        }
         ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } => {}
     }
     s
+}
+
+/// A gRPC message's bytes and texts shown by size only (`--secret-body`).
+fn hide_parts(parts: &mut [barrage_engine::spec::PbPartSpec], hide: &dyn Fn(&mut String, usize)) {
+    use barrage_engine::spec::PbPartSpec as P;
+    for p in parts {
+        match p {
+            P::Bytes { bytes: t } | P::Text { value: t, .. } => {
+                let len = unescape(t).map_or(0, |v| v.len());
+                hide(t, len);
+            }
+            P::Message { parts, .. } => hide_parts(parts, hide),
+        }
+    }
 }
 
 /// `--timeout` when none is given.

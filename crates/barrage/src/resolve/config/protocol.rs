@@ -24,10 +24,48 @@ pub(super) fn commands(
 pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     let http = matches!(scheme, Scheme::Http | Scheme::Https | Scheme::H2c);
     let ws = matches!(scheme, Scheme::Ws | Scheme::Wss);
+    let grpc = matches!(scheme, Scheme::Grpc | Scheme::Grpcs);
     let s = scheme.name();
     let only = |flag: &str, what: &str| {
         Usage::says(flag, format!("applies to {what} targets, not {s}://"))
     };
+    if !grpc {
+        for (flag, on) in [
+            ("--proto", a.proto.is_some()),
+            ("--import-path", !a.import_path.is_empty()),
+            ("--data", a.data.is_some()),
+            ("--data-bin", a.data_bin.is_some()),
+        ] {
+            if on {
+                return Err(only(flag, "grpc:// and grpcs://"));
+            }
+        }
+    }
+    if !a.import_path.is_empty() && a.proto.is_none() {
+        return Err(Usage::says(
+            "--import-path",
+            "says where --proto's imports are: give --proto FILE",
+        ));
+    }
+    if grpc {
+        for (flag, set) in [
+            ("-X/--method", a.method.is_some()),
+            ("--body", a.body.is_some()),
+            ("--expect-status", a.expect_status.is_some()),
+            ("--http2", a.http2),
+            ("--http1.1", a.http1_1),
+        ] {
+            if set {
+                return Err(Usage::says(
+                    flag,
+                    format!(
+                        "does not apply to {s}:// targets: a gRPC call is a POST over HTTP/2 \
+                         whose message is --data (or --data-bin)"
+                    ),
+                ));
+            }
+        }
+    }
     if !http {
         if a.method.is_some() {
             return Err(only("-X/--method", "http(s)://"));
@@ -39,16 +77,15 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
             return Err(only("--expect-status", "http(s)://"));
         }
     }
-    if !http && !ws && !a.headers.is_empty() {
-        return Err(only("-H/--header", "http(s):// and ws(s)://"));
+    if !http && !ws && !grpc && !a.headers.is_empty() {
+        return Err(only("-H/--header", "http(s)://, ws(s):// and grpc(s)://"));
+    }
+    if !http && !grpc && a.streams.is_some() {
+        return Err(only("--streams", "http(s)://, h2c:// and grpc(s)://"));
     }
     if !http {
-        for (flag, on) in [
-            ("--http2", a.http2),
-            ("--http1.1", a.http1_1),
-            ("--streams", a.streams.is_some()),
-        ] {
-            if on {
+        for (flag, on) in [("--http2", a.http2), ("--http1.1", a.http1_1)] {
+            if on && !grpc {
                 return Err(only(flag, "http(s):// and h2c://"));
             }
         }
@@ -72,7 +109,7 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         ));
     }
     if let Some(n) = a.streams {
-        if !(a.http2 || scheme == Scheme::H2c || (scheme == Scheme::Https && !a.http1_1)) {
+        if !(grpc || a.http2 || scheme == Scheme::H2c || (scheme == Scheme::Https && !a.http1_1)) {
             return Err(Usage::says(
                 "--streams",
                 "applies to HTTP/2: h2c://, https:// (when the server chooses h2), or --http2",
@@ -95,7 +132,10 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         return Err(only("--subprotocol and --binary", "ws(s)://"));
     }
     if !scheme.tls() && (a.insecure || a.cacert.is_some()) {
-        return Err(only("--insecure and --cacert", "https:// and wss://"));
+        return Err(only(
+            "--insecure and --cacert",
+            "https://, wss:// and grpcs://",
+        ));
     }
     let kv = matches!(scheme, Scheme::Redis | Scheme::Memcache);
     if !kv && !a.command.is_empty() {
@@ -110,6 +150,8 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         Some(format!("a {s}:// request is --command"))
     } else if http {
         Some("an HTTP request is -X, -H and --body".to_string())
+    } else if grpc {
+        Some("a gRPC call's message is --data (or --data-bin)".to_string())
     } else {
         None
     };
@@ -225,6 +267,37 @@ pub(super) fn protocol(
                     verify: a.verify,
                 },
                 None,
+            ))
+        }
+        Scheme::Grpc | Scheme::Grpcs => {
+            let call = super::grpc::call(a, &url.path)?;
+            let host = url.host_header();
+            // Metadata is checked as HTTP/2 fields, with the secrets filled in.
+            barrage_engine::h2::H2Request::new(&barrage_engine::h2::H2RequestSpec {
+                method: "POST",
+                scheme: "http",
+                path: &url.path,
+                authority: &host,
+                headers: &headers_filled,
+                body: None,
+                content_type: Some("application/grpc"),
+                te_trailers: true,
+            })
+            .map_err(request_usage)?;
+            // The server is told the deadline the run holds each call to.
+            let timeout = barrage_engine::grpc::timeout_value(a.timeout.unwrap_or(DEFAULT_TIMEOUT));
+            let open = a.rate.is_some() || a.interval.is_some() || a.rate_stages.is_some();
+            Ok((
+                ProtocolSpec::Grpc {
+                    path: url.path.clone(),
+                    host_header: host,
+                    headers: words.headers.clone(),
+                    message: call.message,
+                    streaming: call.streaming,
+                    timeout: Some(timeout),
+                    streams: a.streams.map_or(u32::from(!open), |n| n as u32),
+                },
+                Some(call.note),
             ))
         }
         Scheme::Http | Scheme::Https | Scheme::H2c => {

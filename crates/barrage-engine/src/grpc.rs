@@ -1,0 +1,400 @@
+//! gRPC over HTTP/2, sans-IO: a request message compiled once into a protobuf template
+//! ([`PbTemplate`]), the 5-byte message prefix, the reader that finds messages in DATA
+//! ([`MsgReader`]), and the trailers' `grpc-status` and `grpc-timeout`. The calls themselves
+//! are HTTP/2 streams: `crate::session::h2` runs them in its gRPC mode.
+//!
+//! The template holds protobuf bytes with holes: a string or bytes field whose value has
+//! placeholders (`{seq}`, `{rand%N}`, ...) is rendered per message, and every message field
+//! around it gets its length then (two passes: lengths, then bytes), so a message costs no
+//! allocation and no protobuf library at run time. The binary builds the template from the
+//! user's JSON and `.proto` (protox, prost-reflect); the engine never parses either.
+
+use crate::message::{Fill, Template};
+
+/// The bytes before each message: a compressed flag and the length (big-endian u32).
+pub const PREFIX: usize = 5;
+
+/// A part of a protobuf message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Encoded fields, as they are.
+    Lit(Box<[u8]>),
+    /// A length-delimited field (string or bytes) whose value is rendered: its tag, then the
+    /// rendered length and value.
+    Text { tag: Box<[u8]>, value: Template },
+    /// A message field with holes inside: its tag, then its length and fields.
+    Msg { tag: Box<[u8]>, inner: PbTemplate },
+}
+
+/// A protobuf message with holes, rendered per message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PbTemplate {
+    parts: Vec<Part>,
+}
+
+impl PbTemplate {
+    pub fn new(parts: Vec<Part>) -> Self {
+        // Adjacent literals as one: fewer parts to walk per message.
+        let mut out: Vec<Part> = Vec::with_capacity(parts.len());
+        for p in parts {
+            match (out.last_mut(), p) {
+                (Some(Part::Lit(a)), Part::Lit(b)) => {
+                    let mut v = a.to_vec();
+                    v.extend_from_slice(&b);
+                    *a = v.into_boxed_slice();
+                }
+                (_, Part::Text { tag, value }) if value.is_static() => {
+                    let mut v = tag.to_vec();
+                    put_varint(&mut v, value.raw().len() as u64);
+                    v.extend_from_slice(value.raw());
+                    push_lit(&mut out, v);
+                }
+                (_, Part::Msg { tag, inner }) if inner.is_static() => {
+                    let mut v = tag.to_vec();
+                    let body = inner.static_bytes();
+                    put_varint(&mut v, body.len() as u64);
+                    v.extend_from_slice(&body);
+                    push_lit(&mut out, v);
+                }
+                (_, p) => out.push(p),
+            }
+        }
+        Self { parts: out }
+    }
+
+    /// A message without holes (`--data-bin`, or JSON without placeholders).
+    pub fn bytes(b: Vec<u8>) -> Self {
+        Self::new(vec![Part::Lit(b.into_boxed_slice())])
+    }
+
+    /// No holes: every message is the same bytes.
+    pub fn is_static(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
+    }
+
+    /// The bytes of a template without holes.
+    pub fn static_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.write(
+            Fill {
+                conn: 0,
+                seq: 0,
+                ts_us: 0,
+            },
+            &mut v,
+        );
+        v
+    }
+
+    /// The encoded length for `fill`.
+    pub fn len(&self, fill: Fill) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(b) => b.len(),
+                Part::Text { tag, value } => {
+                    let n = value.rendered_len(fill);
+                    tag.len() + varint_len(n as u64) + n
+                }
+                Part::Msg { tag, inner } => {
+                    let n = inner.len(fill);
+                    tag.len() + varint_len(n as u64) + n
+                }
+            })
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Append the message for `fill`.
+    pub fn write(&self, fill: Fill, out: &mut Vec<u8>) {
+        for p in &self.parts {
+            match p {
+                Part::Lit(b) => out.extend_from_slice(b),
+                Part::Text { tag, value } => {
+                    out.extend_from_slice(tag);
+                    put_varint(out, value.rendered_len(fill) as u64);
+                    value.render_into(fill, out);
+                }
+                Part::Msg { tag, inner } => {
+                    out.extend_from_slice(tag);
+                    put_varint(out, inner.len(fill) as u64);
+                    inner.write(fill, out);
+                }
+            }
+        }
+    }
+
+    /// Append the message for `fill` with its gRPC prefix.
+    pub fn write_framed(&self, fill: Fill, out: &mut Vec<u8>) {
+        put_prefix(out, self.len(fill));
+        self.write(fill, out);
+    }
+}
+
+fn push_lit(out: &mut Vec<Part>, v: Vec<u8>) {
+    if let Some(Part::Lit(a)) = out.last_mut() {
+        let mut w = a.to_vec();
+        w.extend_from_slice(&v);
+        *a = w.into_boxed_slice();
+    } else {
+        out.push(Part::Lit(v.into_boxed_slice()));
+    }
+}
+
+/// A protobuf varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The tag of a length-delimited field (wire type 2).
+pub fn len_tag(field: u32) -> Box<[u8]> {
+    let mut v = Vec::new();
+    put_varint(&mut v, (u64::from(field) << 3) | 2);
+    v.into_boxed_slice()
+}
+
+/// A message's prefix: uncompressed, `len` bytes.
+pub fn put_prefix(out: &mut Vec<u8>, len: usize) {
+    out.push(0);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+}
+
+/// Finds the messages in a stream's DATA, however the frames split them; keeps none of
+/// their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgReader {
+    head: [u8; PREFIX],
+    have: u8,
+    /// Bytes of the current message still to come.
+    left: u32,
+}
+
+/// What [`MsgReader::feed`] found wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsgError {
+    /// The compressed flag set, though this client asked for no compression.
+    Compressed,
+    /// A flag byte other than 0 or 1.
+    BadFlag(u8),
+}
+
+impl std::fmt::Display for MsgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MsgError::Compressed => {
+                f.write_str("a compressed message, though this client sent no grpc-accept-encoding")
+            }
+            MsgError::BadFlag(b) => write!(f, "a message whose flag byte is {b}, not 0 or 1"),
+        }
+    }
+}
+
+impl MsgReader {
+    /// Read `bytes`; `done` is called as each message ends. Returns the messages ended.
+    pub fn feed(&mut self, mut bytes: &[u8], mut done: impl FnMut()) -> Result<u32, MsgError> {
+        let mut n = 0;
+        while !bytes.is_empty() {
+            if self.left > 0 {
+                let k = (self.left as usize).min(bytes.len());
+                self.left -= k as u32;
+                bytes = &bytes[k..];
+                if self.left == 0 {
+                    n += 1;
+                    done();
+                }
+                continue;
+            }
+            let k = (PREFIX - self.have as usize).min(bytes.len());
+            self.head[self.have as usize..self.have as usize + k].copy_from_slice(&bytes[..k]);
+            self.have += k as u8;
+            bytes = &bytes[k..];
+            if self.have as usize == PREFIX {
+                self.have = 0;
+                match self.head[0] {
+                    0 => {}
+                    1 => return Err(MsgError::Compressed),
+                    b => return Err(MsgError::BadFlag(b)),
+                }
+                let h = self.head;
+                self.left = u32::from_be_bytes([h[1], h[2], h[3], h[4]]);
+                if self.left == 0 {
+                    n += 1;
+                    done();
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Between messages: the stream may end here.
+    pub fn idle(&self) -> bool {
+        self.have == 0 && self.left == 0
+    }
+}
+
+/// A `grpc-status` value: 1 to 10 ASCII digits.
+pub fn status_of(v: &[u8]) -> Option<u32> {
+    if v.is_empty() || v.len() > 10 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// `grpc-timeout` for a deadline: at most 8 digits and a unit, the finest that fits.
+pub fn timeout_value(d: std::time::Duration) -> String {
+    const MAX: u128 = 99_999_999;
+    let ns = d.as_nanos();
+    for (div, unit) in [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ] {
+        // Rounded up: a deadline never earlier than asked.
+        let v = ns.div_ceil(div);
+        if v <= MAX {
+            return format!("{v}{unit}");
+        }
+    }
+    format!("{MAX}H")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(seq: u64) -> Fill {
+        Fill {
+            conn: 7,
+            seq,
+            ts_us: 0,
+        }
+    }
+
+    #[test]
+    fn varints_match_protobufs() {
+        for (v, b) in [
+            (0u64, &[0u8][..]),
+            (1, &[1]),
+            (127, &[127]),
+            (128, &[0x80, 1]),
+            (300, &[0xac, 2]),
+            (
+                u64::MAX,
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1],
+            ),
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(out, b, "{v}");
+            assert_eq!(varint_len(v), b.len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn holes_render_with_their_lengths_and_the_enclosing_messages() {
+        // message Outer { Inner inner = 1; int32 n = 2; }  message Inner { string s = 1; }
+        // inner.s = "id-{seq}", n = 150
+        let inner = PbTemplate::new(vec![Part::Text {
+            tag: len_tag(1),
+            value: Template::new(b"id-{seq}".to_vec()),
+        }]);
+        let t = PbTemplate::new(vec![
+            Part::Msg {
+                tag: len_tag(1),
+                inner,
+            },
+            Part::Lit(vec![0x10, 0x96, 0x01].into_boxed_slice()),
+        ]);
+        assert!(!t.is_static());
+        for (seq, s) in [(5u64, "id-5"), (123_456, "id-123456")] {
+            let mut out = Vec::new();
+            t.write(fill(seq), &mut out);
+            let mut want = vec![0x0a, (s.len() + 2) as u8, 0x0a, s.len() as u8];
+            want.extend_from_slice(s.as_bytes());
+            want.extend_from_slice(&[0x10, 0x96, 0x01]);
+            assert_eq!(out, want);
+            assert_eq!(t.len(fill(seq)), out.len());
+        }
+        let mut framed = Vec::new();
+        t.write_framed(fill(5), &mut framed);
+        assert_eq!(&framed[..5], &[0, 0, 0, 0, 11]);
+    }
+
+    #[test]
+    fn a_template_without_holes_is_one_literal() {
+        let inner = PbTemplate::new(vec![Part::Text {
+            tag: len_tag(1),
+            value: Template::new(b"world".to_vec()),
+        }]);
+        let t = PbTemplate::new(vec![
+            Part::Lit(vec![0x08, 0x01].into_boxed_slice()),
+            Part::Msg {
+                tag: len_tag(2),
+                inner,
+            },
+        ]);
+        assert!(t.is_static());
+        assert_eq!(t.parts.len(), 1);
+        assert_eq!(
+            t.static_bytes(),
+            [0x08, 0x01, 0x12, 0x07, 0x0a, 0x05, b'w', b'o', b'r', b'l', b'd']
+        );
+    }
+
+    #[test]
+    fn messages_are_found_at_every_split() {
+        let mut wire = Vec::new();
+        for len in [3usize, 0, 70_000, 1] {
+            put_prefix(&mut wire, len);
+            wire.extend(std::iter::repeat_n(0xab, len));
+        }
+        for split in [1, 2, 4, 5, 6, 7, 100, 65_536, wire.len()] {
+            let mut r = MsgReader::default();
+            let mut seen = 0;
+            let mut total = 0;
+            for chunk in wire.chunks(split) {
+                total += r.feed(chunk, || seen += 1).unwrap();
+            }
+            assert_eq!((seen, total), (4, 4), "split {split}");
+            assert!(r.idle());
+        }
+        let mut r = MsgReader::default();
+        r.feed(&wire[..7], || {}).unwrap();
+        assert!(!r.idle(), "a message cut short is not idle");
+        assert_eq!(
+            MsgReader::default().feed(&[1, 0, 0, 0, 0], || {}),
+            Err(MsgError::Compressed)
+        );
+        assert_eq!(
+            MsgReader::default().feed(&[9, 0, 0, 0, 0], || {}),
+            Err(MsgError::BadFlag(9))
+        );
+    }
+
+    #[test]
+    fn timeouts_take_the_finest_unit_that_fits_and_never_shorten() {
+        use std::time::Duration;
+        assert_eq!(timeout_value(Duration::from_secs(5)), "5000000u");
+        assert_eq!(timeout_value(Duration::from_millis(250)), "250000u");
+        assert_eq!(timeout_value(Duration::from_secs(100)), "100000m");
+        assert_eq!(timeout_value(Duration::from_nanos(1_500)), "1500n");
+        assert_eq!(timeout_value(Duration::from_secs(200_000)), "200000S");
+        assert_eq!(status_of(b"14"), Some(14));
+        assert_eq!(status_of(b""), None);
+        assert_eq!(status_of(b"1x"), None);
+    }
+}
