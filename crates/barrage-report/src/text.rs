@@ -268,6 +268,32 @@ fn h2_lines(r: &RunResult) -> Vec<String> {
     lines
 }
 
+/// gRPC: calls by status, messages received.
+fn grpc_lines(r: &RunResult) -> Vec<String> {
+    let g = &r.summary.totals.grpc;
+    if g.is_empty() {
+        return Vec::new();
+    }
+    let mut codes: Vec<String> = g
+        .status
+        .iter()
+        .map(|(c, n)| {
+            format!(
+                "{} {}",
+                barrage_metrics::grpc_code_name(u32::from(c)),
+                thousands(n)
+            )
+        })
+        .collect();
+    if g.no_status > 0 {
+        codes.push(format!("no grpc-status {}", thousands(g.no_status)));
+    }
+    vec![
+        format!("calls by status: {}", codes.join(", ")),
+        format!("{} reply messages received", thousands(g.messages_received)),
+    ]
+}
+
 /// The load mode with the one parameter that defines it.
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
@@ -449,6 +475,15 @@ fn latency(r: &RunResult) -> Vec<String> {
     }
     if let Some(t) = s.ttfb_us.as_ref().filter(|t| t.count > 0) {
         lines.push(row("  first byte", percentiles(t, "response", "responses")));
+    }
+    if let Some(t) = s.stream_msg_us.as_ref().filter(|t| t.count > 0) {
+        lines.push(row(
+            "  streamed",
+            format!(
+                "{}, each from its call's start",
+                percentiles(t, "message", "messages")
+            ),
+        ));
     }
     if let Some(t) = s.server_us.as_ref().filter(|t| t.count > 0) {
         lines.push(row(
@@ -828,8 +863,13 @@ fn health(r: &RunResult) -> Vec<String> {
         }
         lines.insert(2, row(if i == 0 { "Commands" } else { "" }, line));
     }
-    for (i, line) in h2_lines(r).into_iter().enumerate() {
+    let h2 = h2_lines(r);
+    let n_h2 = h2.len();
+    for (i, line) in h2.into_iter().enumerate() {
         lines.insert(2 + i, row(if i == 0 { "HTTP/2" } else { "" }, line));
+    }
+    for (i, line) in grpc_lines(r).into_iter().enumerate() {
+        lines.insert(2 + n_h2 + i, row(if i == 0 { "gRPC" } else { "" }, line));
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

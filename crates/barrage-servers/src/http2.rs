@@ -43,6 +43,8 @@ pub struct H2Config {
     /// The flow-control windows (stream and connection) this server grants, in bytes.
     pub window: Option<u32>,
     pub reuse_port: bool,
+    /// Serve gRPC (`barrage.Echo`, [`crate::grpc`]) instead of the http routes.
+    pub grpc: Option<crate::grpc::GrpcKnobs>,
 }
 
 /// Starts the server; it runs until the handle is shut down or dropped.
@@ -52,15 +54,15 @@ pub fn start(cfg: H2Config) -> Result<ServerHandle, ServerError> {
         None => None,
     };
     let (listen, reuse, threads) = (cfg.listen, cfg.reuse_port, cfg.threads);
+    let kind = if cfg.grpc.is_some() {
+        Kind::Grpc
+    } else {
+        Kind::H2
+    };
     let cfg = Arc::new(cfg);
-    runtime::spawn_async(
-        Kind::H2,
-        tls.is_some(),
-        listen,
-        reuse,
-        threads,
-        move |parts| run(parts, Arc::clone(&cfg), tls.clone()),
-    )
+    runtime::spawn_async(kind, tls.is_some(), listen, reuse, threads, move |parts| {
+        run(parts, Arc::clone(&cfg), tls.clone())
+    })
 }
 
 fn run(parts: AsyncParts, cfg: Arc<H2Config>, tls: Option<Arc<rustls::ServerConfig>>) {
@@ -73,6 +75,7 @@ fn run(parts: AsyncParts, cfg: Arc<H2Config>, tls: Option<Arc<rustls::ServerConf
     };
     let local = tokio::task::LocalSet::new();
     let counters = Rc::new(parts.counters);
+    let calls = Rc::new(crate::grpc::Calls::default());
     let stop = parts.stop;
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     local.block_on(&rt, async move {
@@ -89,6 +92,7 @@ fn run(parts: AsyncParts, cfg: Arc<H2Config>, tls: Option<Arc<rustls::ServerConf
                     let conn = Conn {
                         cfg: Arc::clone(&cfg),
                         c: Rc::clone(&counters),
+                        calls: Rc::clone(&calls),
                     };
                     tokio::task::spawn_local(conn.run(sock, acceptor.clone()));
                 }
@@ -104,6 +108,8 @@ fn run(parts: AsyncParts, cfg: Arc<H2Config>, tls: Option<Arc<rustls::ServerConf
 struct Conn {
     cfg: Arc<H2Config>,
     c: Rc<CounterWriter>,
+    /// The thread's gRPC calls (for `--fail-every`).
+    calls: Rc<crate::grpc::Calls>,
 }
 
 impl Drop for Conn {
@@ -147,7 +153,12 @@ impl Conn {
             let Ok((req, respond)) = next else { break };
             served += 1;
             let (cfg, c) = (Arc::clone(&self.cfg), Rc::clone(&self.c));
-            tokio::task::spawn_local(answer(req, respond, cfg, c));
+            if cfg.grpc.is_some() {
+                let calls = Rc::clone(&self.calls);
+                tokio::task::spawn_local(call(req, respond, cfg, c, calls));
+            } else {
+                tokio::task::spawn_local(answer(req, respond, cfg, c));
+            }
             if self.cfg.goaway_after.is_some_and(|n| served == n) {
                 conn.graceful_shutdown();
             }
@@ -196,6 +207,45 @@ async fn answer(
     if !head_only {
         let _ = send.send_data(payload, true);
     }
+}
+
+/// A gRPC call: the request read whole, then answered by [`crate::grpc::answer`]. A request
+/// that is not a gRPC call gets the HTTP status that says so (405, 415).
+async fn call(
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    cfg: Arc<H2Config>,
+    c: Rc<CounterWriter>,
+    calls: Rc<crate::grpc::Calls>,
+) {
+    let (head, mut body) = req.into_parts();
+    let mut all = bytes::BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        all.extend_from_slice(&chunk);
+    }
+    let grpc = head
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc"));
+    let refused = if head.method != http::Method::POST {
+        Some(405)
+    } else if !grpc {
+        Some(415)
+    } else {
+        None
+    };
+    if let Some(status) = refused {
+        if let Ok(res) = http::Response::builder().status(status).body(()) {
+            c.http_response(status);
+            let _ = respond.send_response(res, true);
+        }
+        return;
+    }
+    let knobs = cfg.grpc.as_ref().expect("a gRPC server's call");
+    crate::grpc::answer(head.uri.path(), all, respond, knobs, cfg.delay, &calls, &c).await;
 }
 
 /// The http server's routes: (status, a delay, the body).

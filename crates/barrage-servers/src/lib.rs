@@ -16,6 +16,8 @@ pub mod chat;
 mod driver;
 pub mod echo;
 mod faults;
+#[cfg(feature = "h2")]
+pub mod grpc;
 pub mod http;
 #[cfg(feature = "h2")]
 pub mod http2;
@@ -28,4 +30,4 @@ pub mod ws;
 pub use tls::TlsFiles;
 
 pub use runtime::ServerHandle;
-pub use stats::{ChatStats, HttpStats, ServerError, ServerStats, TlsStats, WsStats};
+pub use stats::{ChatStats, GrpcStats, HttpStats, ServerError, ServerStats, TlsStats, WsStats};

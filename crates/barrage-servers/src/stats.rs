@@ -50,6 +50,33 @@ pub struct ServerStats {
     /// The chat server's counters; `None` for other servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatStats>,
+    /// The gRPC server's counters; `None` for other servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcStats>,
+}
+
+/// What the gRPC server answered: what a client's `totals.grpc` reconciles with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrpcStats {
+    /// Calls answered with a status, counted when the status is queued for writing.
+    pub calls: u64,
+    /// Of those, with `grpc-status` 0 (OK), and with any other status.
+    pub status_ok: u64,
+    pub status_error: u64,
+    /// Request messages read, reply messages sent.
+    pub messages_in: u64,
+    pub messages_out: u64,
+}
+
+impl GrpcStats {
+    /// Adds `other` field by field.
+    pub fn merge(&mut self, other: &GrpcStats) {
+        self.calls += other.calls;
+        self.status_ok += other.status_ok;
+        self.status_error += other.status_error;
+        self.messages_in += other.messages_in;
+        self.messages_out += other.messages_out;
+    }
 }
 
 /// What the chat server did: what a client's delivery accounting reconciles with.
@@ -209,6 +236,7 @@ impl ServerStats {
         merge_part(&mut self.ws, other.ws, WsStats::merge);
         merge_part(&mut self.tls, other.tls, TlsStats::merge);
         merge_part(&mut self.chat, other.chat, ChatStats::merge);
+        merge_part(&mut self.grpc, other.grpc, GrpcStats::merge);
     }
 }
 
@@ -220,6 +248,9 @@ pub(crate) enum Kind {
     /// The HTTP/2 server: its counts are the `http` part.
     #[cfg_attr(not(feature = "h2"), allow(dead_code))]
     H2,
+    /// The gRPC server (on the HTTP/2 one): its counts are the `grpc` part.
+    #[cfg_attr(not(feature = "h2"), allow(dead_code))]
+    Grpc,
     Ws,
     Chat,
 }
@@ -231,6 +262,7 @@ impl Kind {
             Kind::Echo => "echo",
             Kind::Http => "http",
             Kind::H2 => "h2",
+            Kind::Grpc => "grpc",
             Kind::Ws => "ws",
             Kind::Chat => "chat",
         }
@@ -302,6 +334,23 @@ pub(crate) struct ThreadCounters {
     tls: [AtomicU64; Tls::COUNT],
     /// Indexed by [`Chat`]; untouched by other servers.
     chat: [AtomicU64; Chat::COUNT],
+    /// Indexed by [`Grpc`]; untouched by other servers.
+    grpc: [AtomicU64; Grpc::COUNT],
+}
+
+/// The gRPC counters, as indices into [`ThreadCounters`]' array.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "h2"), allow(dead_code))]
+pub(crate) enum Grpc {
+    Calls,
+    StatusOk,
+    StatusError,
+    MessagesIn,
+    MessagesOut,
+}
+
+impl Grpc {
+    const COUNT: usize = 5;
 }
 
 /// The chat counters, as indices into [`ThreadCounters`]' array.
@@ -404,6 +453,16 @@ impl ThreadCounters {
                 handshakes: tls_count(Tls::Handshakes),
                 errors: tls_count(Tls::Errors),
             }),
+            grpc: (kind == Kind::Grpc).then(|| {
+                let g = |x: Grpc| self.grpc[x as usize].load(Relaxed);
+                GrpcStats {
+                    calls: g(Grpc::Calls),
+                    status_ok: g(Grpc::StatusOk),
+                    status_error: g(Grpc::StatusError),
+                    messages_in: g(Grpc::MessagesIn),
+                    messages_out: g(Grpc::MessagesOut),
+                }
+            }),
             chat: (kind == Kind::Chat).then(|| {
                 let c = |x: Chat| self.chat[x as usize].load(Relaxed);
                 ChatStats {
@@ -477,6 +536,12 @@ impl CounterWriter {
         };
         self.http(Http::Requests);
         self.http(class);
+    }
+
+    /// Counts `n` gRPC events.
+    #[cfg_attr(not(feature = "h2"), allow(dead_code))]
+    pub(crate) fn grpc(&self, counter: Grpc, n: u64) {
+        bump(&self.0.grpc[counter as usize], n);
     }
 
     /// Counts one WebSocket event.
@@ -595,6 +660,13 @@ mod tests {
                 deliveries_out: 7,
                 ..ChatStats::default()
             }),
+            grpc: Some(GrpcStats {
+                calls: 1,
+                status_ok: 2,
+                status_error: 3,
+                messages_in: 4,
+                messages_out: 5,
+            }),
         };
         let mut sum = one;
         sum.merge(&one);
@@ -603,6 +675,17 @@ mod tests {
         assert_eq!(sum.connections_accepted, 2);
         assert_eq!((sum.http, sum.ws), (None, None));
         assert_eq!(sum.chat.unwrap().deliveries_out, 14);
+        let g = sum.grpc.unwrap();
+        assert_eq!(
+            (
+                g.calls,
+                g.status_ok,
+                g.status_error,
+                g.messages_in,
+                g.messages_out
+            ),
+            (2, 4, 6, 8, 10)
+        );
     }
 
     #[test]
@@ -627,6 +710,10 @@ mod tests {
             shared.snapshot(Kind::Ws, false).ws.expect("ws").messages_in,
             1
         );
+        writer.grpc(Grpc::MessagesOut, 3);
+        assert_eq!(shared.snapshot(Kind::Http, false).grpc, None);
+        let g = shared.snapshot(Kind::Grpc, false).grpc.expect("grpc");
+        assert_eq!(g.messages_out, 3);
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
         let mut rows = vec![latency_row("exchange", l)];
         let extra = [
             ("first byte", s.ttfb_us.as_ref()),
+            ("streamed message (from its call)", s.stream_msg_us.as_ref()),
             ("connect", Some(&s.connect_us)),
             ("TLS handshake", s.tls_us.as_ref()),
             (
@@ -371,6 +372,29 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 thousands(h.refused_retried)
             )));
         }
+    }
+    let g = &t.grpc;
+    if !g.is_empty() {
+        out.push(Block::Heading("gRPC".into()));
+        let mut rows: Vec<[String; 3]> = g
+            .status
+            .iter()
+            .map(|(c, n)| {
+                [
+                    c.to_string(),
+                    barrage_metrics::grpc_code_name(u32::from(c)).to_string(),
+                    thousands(n),
+                ]
+            })
+            .collect();
+        if g.no_status > 0 {
+            rows.push(["-".into(), "no grpc-status".into(), thousands(g.no_status)]);
+        }
+        out.push(table(["grpc-status", "name", "calls"], rows));
+        out.push(Block::Para(format!(
+            "{} reply messages received.",
+            thousands(g.messages_received)
+        )));
     }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));

@@ -10,11 +10,20 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// `barrage.Echo`'s .proto (`serve grpc --write-proto`).
+fn barrage_servers_proto() -> &'static str {
+    #[cfg(feature = "h2-server")]
+    return barrage_servers::grpc::PROTO;
+    #[cfg(not(feature = "h2-server"))]
+    return "";
+}
+
 pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     let (name, default_listen, args) = match &a.server {
         Server::Echo(s) => ("echo", "127.0.0.1:7000", s),
         Server::Http(s) => ("http", "127.0.0.1:8080", s),
         Server::H2(s) => ("h2", "127.0.0.1:8443", s),
+        Server::Grpc(s) => ("grpc", "127.0.0.1:50051", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
         Server::Chat(s) => ("chat", "127.0.0.1:7100", s),
     };
@@ -46,17 +55,53 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         ("--goaway-after", args.goaway_after.is_some()),
         ("--window", args.window.is_some()),
     ];
-    if let Some((flag, _)) = h2_flags.iter().find(|(_, on)| *on).filter(|_| name != "h2") {
-        return Err(Usage::says(*flag, format!("applies to serve h2, not serve {name}")).into());
+    let h2 = matches!(name, "h2" | "grpc");
+    if let Some((flag, _)) = h2_flags.iter().find(|(_, on)| *on).filter(|_| !h2) {
+        return Err(Usage::says(
+            *flag,
+            format!("applies to serve h2 and serve grpc, not serve {name}"),
+        )
+        .into());
     }
-    if name == "h2" {
+    let grpc_flags = [
+        ("--fail-every", args.fail_every.is_some()),
+        ("--fail-status", args.fail_status.is_some()),
+        ("--stream-messages", args.stream_messages.is_some()),
+        ("--stream-interval", args.stream_interval.is_some()),
+        ("--write-proto", args.write_proto.is_some()),
+    ];
+    if let Some((flag, _)) = grpc_flags
+        .iter()
+        .find(|(_, on)| *on)
+        .filter(|_| name != "grpc")
+    {
+        return Err(Usage::says(*flag, format!("applies to serve grpc, not serve {name}")).into());
+    }
+    if args.fail_every == Some(0) {
+        return Err(Usage::new("--fail-every", "at least 1 (every call)").into());
+    }
+    if args.fail_status.is_some_and(|c| !(1..=16).contains(&c)) {
+        return Err(Usage::new(
+            "--fail-status",
+            "a gRPC status code from 1 (CANCELLED) to 16 (UNAUTHENTICATED)",
+        )
+        .into());
+    }
+    if args
+        .stream_messages
+        .is_some_and(|n| n > u64::from(u32::MAX))
+    {
+        return Err(Usage::new("--stream-messages", "at most 4294967295").into());
+    }
+    if h2 {
         for (flag, on) in [
             ("--stall-at", args.stall_at.is_some()),
             ("--service-time", args.service_time.is_some()),
             ("--processes", args.processes.is_some_and(|n| n > 1)),
+            ("--server-timing", name == "grpc" && args.server_timing),
         ] {
             if on {
-                return Err(Usage::says(flag, "does not apply to serve h2").into());
+                return Err(Usage::says(flag, format!("does not apply to serve {name}")).into());
             }
         }
         if args
@@ -69,7 +114,11 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             return Err(Usage::new("--max-streams", "at most 4294967295").into());
         }
     }
-    if args.server_timing && !matches!(name, "http" | "h2") {
+    if let Some(p) = &args.write_proto {
+        std::fs::write(p, barrage_servers_proto())
+            .map_err(|e| Usage::value("--write-proto", p.display(), e))?;
+    }
+    if args.server_timing && !matches!(name, "http" | "h2" | "grpc") {
         return Err(Usage::says(
             "--server-timing",
             format!("applies to serve http, not serve {name}"),
@@ -136,26 +185,33 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         })
         .map_err(in_use)?,
         #[cfg(not(feature = "h2-server"))]
-        Server::H2(_) => {
+        Server::H2(_) | Server::Grpc(_) => {
             return Err(Usage::says(
-                "serve h2",
+                format!("serve {name}"),
                 "this barrage was built without the HTTP/2 server (cargo feature h2-server)",
             )
             .into())
         }
         #[cfg(feature = "h2-server")]
-        Server::H2(_) => barrage_servers::http2::start(barrage_servers::http2::H2Config {
-            listen,
-            threads,
-            tls: tls.clone(),
-            delay: args.delay,
-            server_timing: args.server_timing,
-            max_streams: args.max_streams.map(|n| n as u32),
-            goaway_after: args.goaway_after,
-            window: args.window.map(|w| w as u32),
-            reuse_port: args.reuse_port,
-        })
-        .map_err(in_use)?,
+        Server::H2(_) | Server::Grpc(_) => {
+            barrage_servers::http2::start(barrage_servers::http2::H2Config {
+                listen,
+                threads,
+                tls: tls.clone(),
+                delay: args.delay,
+                server_timing: args.server_timing,
+                max_streams: args.max_streams.map(|n| n as u32),
+                goaway_after: args.goaway_after,
+                window: args.window.map(|w| w as u32),
+                reuse_port: args.reuse_port,
+                grpc: (name == "grpc").then(|| barrage_servers::grpc::GrpcKnobs {
+                    fail_every: args.fail_every.map(|n| (n, args.fail_status.unwrap_or(14))),
+                    stream_messages: args.stream_messages.map_or(10, |n| n as u32),
+                    stream_interval: args.stream_interval,
+                }),
+            })
+            .map_err(in_use)?
+        }
         Server::Http(_) => http::start(http::HttpConfig {
             listen,
             threads,
@@ -210,6 +266,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     let scheme = match (name, args.tls_cert.is_some()) {
         ("http" | "h2", true) => "https",
         ("h2", false) => "h2c",
+        ("grpc", true) => "grpcs",
         ("ws", true) => "wss",
         (n, _) => n,
     };
@@ -303,6 +360,12 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         line += &format!(
             "; {} handshakes, {} messages in, {} out",
             w.handshakes, w.messages_in, w.messages_out
+        );
+    }
+    if let Some(g) = &s.grpc {
+        line += &format!(
+            "; {} calls (OK {}, other statuses {}), {} messages in, {} out",
+            g.calls, g.status_ok, g.status_error, g.messages_in, g.messages_out
         );
     }
     if let Some(t) = &s.tls {

@@ -27,6 +27,8 @@ mod pki;
 
 // HTTP/2 against the reference h2 server and nginx (h2c, TLS with ALPN, GOAWAY).
 mod h2;
+// gRPC against the reference grpc server and grpc-go's example servers.
+mod grpc;
 // The bad-input sweep: every mistake gets one line and a non-zero exit code.
 mod bad_input;
 // Usage errors, help, exit codes, the text and JSON summaries.

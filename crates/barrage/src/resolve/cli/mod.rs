@@ -255,6 +255,9 @@ pub enum Server {
     /// HTTP/2 server (h2c with prior knowledge; TLS with ALPN h2 given --tls-cert), the http
     /// server's routes, built on the h2 crate [listen: 127.0.0.1:8443]
     H2(ServerArgs),
+    /// gRPC server on the HTTP/2 one: service barrage.Echo, unary Echo and server-streaming
+    /// Stream (--write-proto saves its .proto) [listen: 127.0.0.1:50051]
+    Grpc(ServerArgs),
     /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
     Ws(ServerArgs),
     /// Chat room server, one JSON object per line or per WebSocket text message (both on one
@@ -349,6 +352,26 @@ pub struct ServerArgs {
     /// h2: the flow-control windows granted, stream and connection, in bytes
     #[arg(long, value_parser = units::count, value_name = "BYTES")]
     pub window: Option<u64>,
+
+    /// grpc fault: every Nth call on a thread ends with --fail-status instead of its reply
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub fail_every: Option<u64>,
+
+    /// grpc: the status of --fail-every's calls, a code from 1 to 16 [default: 14, UNAVAILABLE]
+    #[arg(long, value_name = "CODE", requires = "fail_every")]
+    pub fail_status: Option<u32>,
+
+    /// grpc: the messages a Stream call answers [default: 10]
+    #[arg(long, value_parser = units::count, value_name = "N")]
+    pub stream_messages: Option<u64>,
+
+    /// grpc: the pause before each streamed message after the first
+    #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
+    pub stream_interval: Option<Duration>,
+
+    /// grpc: write the service's .proto to FILE (for barrage run --proto), then serve
+    #[arg(long, value_name = "FILE")]
+    pub write_proto: Option<PathBuf>,
 
     /// Fault: freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
