@@ -45,8 +45,8 @@ pub mod ws;
 pub use framing::{Delimiter, Framing, LenPrefix};
 pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
-    H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target, TlsPlan,
-    WsPlan,
+    GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target,
+    TlsPlan, WsPlan,
 };
 pub use run::{
     hurry, observe, run, run_observed, run_session, run_virtual, End, EngineError, Observer,

@@ -241,6 +241,18 @@ impl PbPartSpec {
     pub fn bytes(b: &[u8]) -> Vec<PbPartSpec> {
         vec![PbPartSpec::Bytes { bytes: escape(b) }]
     }
+
+    /// The template the engine renders from `parts`, with `{secret:NAME}` filled by `secret`.
+    pub fn template(
+        parts: &[PbPartSpec],
+        secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+    ) -> Result<crate::grpc::PbTemplate, SpecError> {
+        let mut bytes = |what: &'static str, text: &str| -> Result<Vec<u8>, SpecError> {
+            let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
+            Ok(fill_secrets(&raw, secret)?)
+        };
+        pb_template(parts, &mut bytes)
+    }
 }
 
 /// The template of a gRPC message from its parts: secrets filled, placeholders located.

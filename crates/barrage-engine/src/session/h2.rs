@@ -1026,29 +1026,32 @@ impl Sink<'_, '_, '_, '_> {
 }
 
 /// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
-/// (the server's SETTINGS allowed `n` streams) with `n` GET requests in flight, fed `parts`
-/// of what a server sent. Returns the exchanges (completed, failed, still in flight), or the
+/// (the server's SETTINGS allowed `n` streams) with `n` GET requests in flight (gRPC calls,
+/// server-streaming or not, with `grpc`), fed `parts` of what a server sent. Returns the exchanges (completed, failed, still in flight), or the
 /// protocol error; every exchange must be in exactly one of the three.
 #[doc(hidden)]
-pub fn fuzz_feed(parts: &[&[u8]], n: usize) -> Result<(u64, u64, u64), String> {
+pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, u64, u64), String> {
     use crate::exchange::{Exchange, Exchanges};
     use crate::pacer::Rng;
-    let request = H2Request::new(&crate::h2::H2RequestSpec {
-        method: "GET",
+    let mut request = H2Request::new(&crate::h2::H2RequestSpec {
+        method: if grpc.is_some() { "POST" } else { "GET" },
         scheme: "http",
         path: "/",
         authority: "fuzz",
         headers: &[],
         body: None,
-        content_type: None,
-        te_trailers: false,
+        content_type: grpc.map(|_| "application/grpc"),
+        te_trailers: grpc.is_some(),
     })
     .map_err(|e| e.to_string())?;
+    if grpc.is_some() {
+        request = request.with_grpc_message(crate::grpc::PbTemplate::bytes(vec![8, 1]));
+    }
     let cfg = Cfg {
         request,
         expect: StatusSet::default(),
         streams: n as u32,
-        grpc: None,
+        grpc: grpc.map(|streaming| GrpcMode { streaming }),
     };
     let mut s = H2::new(&cfg);
     let (mut ex, mut rec, mut rng, mut ctl) = (

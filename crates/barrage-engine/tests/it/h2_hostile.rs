@@ -3,7 +3,9 @@
 //! that never sends its SETTINGS, malformed HPACK, a frame over the size limit, streams all
 //! refused, a GOAWAY with an error, no flow-control window, a PING flood from a server that
 //! does not read, a response trickled a byte at a time. Each run is bounded, every exchange is
-//! accounted for, and each failure lands in its named class.
+//! accounted for, and each failure lands in its named class. gRPC servers too: replies that
+//! break gRPC's rules (no status, a message cut short, a compressed message, a status that is
+//! not a number, no gRPC at all) and a server stream that never ends.
 
 use crate::common::{self, plan, TestServer};
 use barrage_engine::h2::{H2Request, H2RequestSpec};
@@ -44,6 +46,48 @@ fn h2_plan(addr: SocketAddr, connections: u64, body: Option<&[u8]>) -> Plan {
     });
     p.pipeline = 4;
     p
+}
+
+/// `h2_plan` calling a gRPC method (server streaming or unary) with a small message.
+fn grpc_plan(addr: SocketAddr, connections: u64, streaming: bool) -> Plan {
+    let mut p = h2_plan(addr, connections, None);
+    let host = addr.to_string();
+    let request = H2Request::new(&H2RequestSpec {
+        method: "POST",
+        scheme: "http",
+        path: "/t.S/M",
+        authority: &host,
+        headers: &[],
+        body: None,
+        content_type: Some("application/grpc"),
+        te_trailers: true,
+    })
+    .expect("a valid request")
+    .with_grpc_message(barrage_engine::grpc::PbTemplate::bytes(vec![0x08, 0x01]));
+    p.protocol = Protocol::H2(H2Plan {
+        request,
+        expect_status: StatusSet(vec![(200, 200)]),
+        streams: 4,
+        grpc: Some(barrage_engine::GrpcMode { streaming }),
+    });
+    p
+}
+
+/// A header field as a literal without indexing, its name new (HPACK by hand).
+fn lit(name: &str, value: &str) -> Vec<u8> {
+    let mut b = vec![0x00, name.len() as u8];
+    b.extend_from_slice(name.as_bytes());
+    b.push(value.len() as u8);
+    b.extend_from_slice(value.as_bytes());
+    b
+}
+
+/// A gRPC message: its prefix saying `len` bytes, and `body`.
+fn msg(len: u32, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![0];
+    m.extend_from_slice(&len.to_be_bytes());
+    m.extend_from_slice(body);
+    m
 }
 
 fn go(p: Plan) -> RunOutput {
@@ -301,4 +345,125 @@ fn a_response_a_byte_at_a_time_completes() {
     let sm = summary(&o);
     assert!(sm.exchanges.completed >= 1, "{:?}", sm.exchanges);
     assert_eq!(sm.errors.total(), 0, "{:?}", sm.errors);
+}
+
+/// gRPC replies that break the rules in a way that spoils only their call: each call fails
+/// as `protocol` (no `grpc-status`, a message cut short) or `unexpected_status` (an HTTP
+/// error instead of gRPC), and the connection carries on. Replies that break the stream of
+/// frames itself (a compressed message this client did not allow, a status that is not a
+/// number) fail the connection as `protocol`.
+#[test]
+fn grpc_replies_that_break_the_rules_fail_their_call_or_their_connection() {
+    type Reply = fn(u32) -> Vec<u8>;
+    let per_call: [(Reply, ErrorClass); 3] = [
+        // 200, a whole message, and the stream ends on the DATA: no trailers, no status.
+        (
+            |id| {
+                let mut r = frame(1, 0x4, id, &[0x88]);
+                r.extend(frame(0, 0x1, id, &msg(2, &[8, 1])));
+                r
+            },
+            ErrorClass::Protocol,
+        ),
+        // A message whose prefix says 100 bytes, 3 sent, then OK.
+        (
+            |id| {
+                let mut r = frame(1, 0x4, id, &[0x88]);
+                r.extend(frame(0, 0, id, &msg(100, &[1, 2, 3])));
+                r.extend(frame(1, 0x5, id, &lit("grpc-status", "0")));
+                r
+            },
+            ErrorClass::Protocol,
+        ),
+        // 500 and nothing of gRPC.
+        (
+            |id| frame(1, 0x5, id, &[0x8d + 1]), // static index 14: :status 500
+            ErrorClass::UnexpectedStatus,
+        ),
+    ];
+    for (reply, class) in per_call {
+        let s = server(move |s| {
+            if accept(s, &[]).is_none() {
+                return;
+            }
+            while let Some(id) = next_request(s) {
+                if s.write_all(&reply(id)).is_err() {
+                    return;
+                }
+            }
+        });
+        let o = go(grpc_plan(s.addr, 1, false));
+        let sm = summary(&o);
+        let t = &sm.totals;
+        assert!(sm.exchanges.failed > 0, "{class}");
+        assert_eq!(t.failed_by.get(class), sm.exchanges.failed, "{class}");
+        assert_eq!(sm.exchanges.completed, 0, "{class}");
+        assert_eq!(
+            sm.connections.attempts, 1,
+            "{class}: the connection stays up"
+        );
+    }
+    let per_conn: [Reply; 2] = [
+        |id| {
+            let mut r = frame(1, 0x4, id, &[0x88]);
+            r.extend(frame(0, 0, id, &[1, 0, 0, 0, 0])); // compressed
+            r
+        },
+        |id| {
+            frame(
+                1,
+                0x5,
+                id,
+                &[&[0x88][..], &lit("grpc-status", "OK")].concat(),
+            )
+        },
+    ];
+    for reply in per_conn {
+        let s = server(move |s| {
+            if accept(s, &[]).is_none() {
+                return;
+            }
+            if let Some(id) = next_request(s) {
+                let _ = s.write_all(&reply(id));
+                let _ = s.read(&mut [0; 1024]);
+            }
+        });
+        let o = go(grpc_plan(s.addr, 2, false));
+        let sm = summary(&o);
+        assert!(sm.errors.get(ErrorClass::Protocol) >= 2, "{:?}", sm.errors);
+        assert_eq!(sm.errors.total(), sm.errors.get(ErrorClass::Protocol));
+        assert_eq!(sm.exchanges.completed, 0);
+    }
+}
+
+/// A server stream that never ends: every message is counted and timed from its call, and
+/// the call itself times out; the run ends on time.
+#[test]
+fn an_endless_server_stream_times_out_with_its_messages_counted() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        let Some(id) = next_request(s) else { return };
+        if s.write_all(&frame(1, 0x4, id, &[0x88])).is_err() {
+            return;
+        }
+        let m = frame(0, 0, id, &msg(2, &[8, 1]));
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(3) {
+            if s.write_all(&m).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let mut p = grpc_plan(s.addr, 1, true);
+    p.connections = 1;
+    let o = go(p);
+    let sm = summary(&o);
+    assert!(sm.errors.get(ErrorClass::Timeout) >= 1, "{:?}", sm.errors);
+    assert_eq!(sm.exchanges.completed, 0);
+    let got = sm.totals.grpc.messages_received;
+    assert!(got > 0);
+    assert_eq!(sm.stream_msg_us.map(|l| l.count), Some(got));
 }
