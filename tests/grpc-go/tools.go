@@ -6,5 +6,6 @@ package tools
 
 import (
 	_ "google.golang.org/grpc/examples/helloworld/greeter_server"
+	_ "google.golang.org/grpc/examples/features/reflection/server"
 	_ "google.golang.org/grpc/examples/route_guide/server"
 )

@@ -215,7 +215,8 @@ mod tests {
                 assert_eq!(q, p);
                 assert_eq!(tls, Some(s) == p.tls_scheme);
             }
-            assert_eq!(p.tls_scheme.is_some(), p.tls_port.is_some(), "{}", p.name);
+            // A TLS port needs a TLS scheme (gRPC has the scheme, and no usual port).
+            assert!(p.tls_port.is_none() || p.tls_scheme.is_some(), "{}", p.name);
         }
         assert_eq!(by_scheme("memcached"), Some((&MEMCACHE, false)));
         assert_eq!(by_scheme("wss"), Some((&WS, true)));
@@ -228,11 +229,16 @@ mod tests {
     fn messages_list_the_schemes_in_the_tables_order() {
         assert_eq!(
             supported(),
-            "tcp://, http://, https://, h2c://, ws://, wss://, redis://, memcache://"
+            "tcp://, http://, https://, h2c://, grpc://, grpcs://, ws://, wss://, redis://, memcache://"
         );
         assert_eq!(HTTP.scheme(true), "https");
         assert_eq!(REDIS.scheme(true), "redis");
         assert_eq!(HTTP.default_port(true), Some(443));
         assert_eq!(TCP.default_port(false), None);
+        assert_eq!(by_scheme("grpcs"), Some((&GRPC, true)));
+        assert_eq!(
+            (GRPC.default_port(false), GRPC.default_port(true)),
+            (None, None)
+        );
     }
 }

@@ -4,6 +4,8 @@
 //!
 //! - `Echo` (unary) answers the request's message as it came.
 //! - `Stream` (server streaming) answers it `stream_messages` times, `stream_interval` apart.
+//! - Server reflection (`grpc.reflection.v1` and `v1alpha`): each request answered as it comes
+//!   (`file_containing_symbol`, `file_by_filename`, `list_services`) with [`DESCRIPTOR`].
 //! - Any other method: `UNIMPLEMENTED` (12), in a trailers-only reply.
 //!
 //! The messages are not decoded (a reply is the request's bytes), so the server needs no
@@ -36,6 +38,10 @@ message Message {
   Message inner = 6;
 }
 "#;
+
+/// [`PROTO`]'s FileDescriptorProto (file `barrage_echo.proto`), serialized, for server
+/// reflection: compiled by protox in the binary's tests, which check it is current.
+pub const DESCRIPTOR: &[u8] = include_bytes!("grpc_echo.pb");
 
 /// The gRPC server's knobs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,9 +177,167 @@ fn status_only(
     let _ = respond.send_response(res, true);
 }
 
+/// The reflection services' method (both versions speak the same messages).
+pub(crate) const REFLECTION: [&str; 2] = [
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+];
+
+/// The fields of a protobuf message, length-delimited ones only (the reflection requests'),
+/// or `None` when it does not parse.
+fn len_fields(mut m: &[u8]) -> Option<Vec<(u64, &[u8])>> {
+    fn varint(m: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let (&b, rest) = m.split_first()?;
+            *m = rest;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while !m.is_empty() {
+        let tag = varint(&mut m)?;
+        match tag & 7 {
+            0 => {
+                varint(&mut m)?;
+            }
+            2 => {
+                let n = usize::try_from(varint(&mut m)?).ok()?;
+                out.push((tag >> 3, m.get(..n)?));
+                m = &m[n..];
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn put_len(out: &mut Vec<u8>, field: u64, v: &[u8]) {
+    let mut n = (field << 3) | 2;
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n > 0 { b | 0x80 } else { b });
+        if n == 0 {
+            break;
+        }
+    }
+    let mut n = v.len() as u64;
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        out.push(if n > 0 { b | 0x80 } else { b });
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(v);
+}
+
+/// The answer to one ServerReflectionRequest (`req`, without its prefix).
+fn reflect_one(req: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_len(&mut out, 2, req); // original_request
+    let fields = len_fields(req).unwrap_or_default();
+    let mut found = None;
+    for (f, v) in &fields {
+        let v = String::from_utf8_lossy(v);
+        match f {
+            // file_by_filename, file_containing_symbol
+            3 if v == "barrage_echo.proto" => found = Some(true),
+            4 if v == "barrage" || v.starts_with("barrage.") => found = Some(true),
+            3 | 4 => found = Some(false),
+            7 => {
+                // list_services
+                let mut list = Vec::new();
+                for name in ["barrage.Echo", "grpc.reflection.v1.ServerReflection"] {
+                    let mut svc = Vec::new();
+                    put_len(&mut svc, 1, name.as_bytes());
+                    put_len(&mut list, 1, &svc);
+                }
+                put_len(&mut out, 6, &list);
+                return out;
+            }
+            _ => {}
+        }
+    }
+    if found == Some(true) {
+        let mut files = Vec::new();
+        put_len(&mut files, 1, DESCRIPTOR);
+        put_len(&mut out, 4, &files);
+    } else {
+        let mut err = vec![0x08, 5]; // error_code NOT_FOUND
+        put_len(&mut err, 2, b"not defined by this server");
+        put_len(&mut out, 7, &err);
+    }
+    out
+}
+
+/// A server reflection stream: each request answered as it comes, OK when the client ends
+/// its side.
+pub(crate) async fn reflection(
+    mut body: h2::RecvStream,
+    mut respond: h2::server::SendResponse<Bytes>,
+    c: &Rc<CounterWriter>,
+) {
+    let Ok(res) = head(None).body(()) else { return };
+    let Ok(mut send) = respond.send_response(res, false) else {
+        return;
+    };
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        buf.extend_from_slice(&chunk);
+        while buf.len() >= 5 {
+            let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+            if buf.len() < 5 + len {
+                break;
+            }
+            let msg = buf.split_to(5 + len);
+            c.grpc(Grpc::MessagesIn, 1);
+            let reply = reflect_one(&msg[5..]);
+            let mut framed = Vec::with_capacity(5 + reply.len());
+            framed.push(0);
+            framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
+            framed.extend_from_slice(&reply);
+            if send.send_data(Bytes::from(framed), false).is_err() {
+                return;
+            }
+            c.grpc(Grpc::MessagesOut, 1);
+        }
+    }
+    counted(c, 0);
+    let _ = send.send_trailers(trailers(0));
+}
+
 #[cfg(test)]
 mod tests {
     use super::messages;
+
+    #[test]
+    fn reflection_answers_by_symbol_file_and_list() {
+        use super::{len_fields, put_len, reflect_one, DESCRIPTOR};
+        let ask = |field: u64, v: &str| {
+            let mut r = Vec::new();
+            put_len(&mut r, field, v.as_bytes());
+            reflect_one(&r)
+        };
+        for (field, v) in [(4, "barrage.Echo"), (3, "barrage_echo.proto")] {
+            let a = ask(field, v);
+            let f = len_fields(&a).unwrap();
+            let files = f.iter().find(|(n, _)| *n == 4).expect("a file reply").1;
+            assert_eq!(len_fields(files).unwrap(), vec![(1, DESCRIPTOR)]);
+        }
+        let a = ask(4, "other.Svc");
+        assert!(len_fields(&a).unwrap().iter().any(|(n, _)| *n == 7));
+        let a = ask(7, "");
+        assert!(len_fields(&a).unwrap().iter().any(|(n, _)| *n == 6));
+    }
 
     #[test]
     fn request_messages_are_split_by_their_prefixes() {

@@ -219,12 +219,6 @@ async fn call(
     calls: Rc<crate::grpc::Calls>,
 ) {
     let (head, mut body) = req.into_parts();
-    let mut all = bytes::BytesMut::new();
-    while let Some(chunk) = body.data().await {
-        let Ok(chunk) = chunk else { return };
-        let _ = body.flow_control().release_capacity(chunk.len());
-        all.extend_from_slice(&chunk);
-    }
     let grpc = head
         .headers
         .get("content-type")
@@ -243,6 +237,15 @@ async fn call(
             let _ = respond.send_response(res, true);
         }
         return;
+    }
+    if crate::grpc::REFLECTION.contains(&head.uri.path()) {
+        return crate::grpc::reflection(body, respond, &c).await;
+    }
+    let mut all = bytes::BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        all.extend_from_slice(&chunk);
     }
     let knobs = cfg.grpc.as_ref().expect("a gRPC server's call");
     crate::grpc::answer(head.uri.path(), all, respond, knobs, cfg.delay, &calls, &c).await;

@@ -343,3 +343,86 @@ fn grpc_go_route_guide_streams_and_unary_calls_reconcile() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bidirectional"), "{err}");
 }
+
+/// `--reflect` instead of `--proto`: grpc-go's reflection example serves the greeter and the
+/// echo service with server reflection on; barrage asks it for the descriptors, encodes the
+/// JSON with them and calls. Its ServerStreamingEcho is not implemented there: every call
+/// is `grpc.unimplemented`. `serve grpc` answers reflection too.
+#[test]
+fn reflect_takes_the_methods_from_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _) = serve_grpc(&["--stream-messages", "3"], dir.path());
+    let v = run_json(
+        &[
+            &method(&server, "Stream"),
+            "--reflect",
+            "--data",
+            r#"{"text":"r {seq}","number":"5"}"#,
+            "-n",
+            "40",
+        ],
+        &dir.path().join("own.json"),
+    );
+    conserved(&v);
+    assert_eq!(u(&v, "summary.exchanges.completed"), 40);
+    assert_eq!(u(&v, "summary.totals.grpc.messages_received"), 120);
+    let stats = server.stop();
+    // The reflection call (one request, one reply) and the 40 calls.
+    assert_eq!(u(&stats, "grpc.calls"), 41);
+    assert_eq!(u(&stats, "grpc.messages_out"), 1 + 120);
+    let Some(g) = GoServer::start("features_reflection_server") else {
+        return;
+    };
+    let url = |m: &str| format!("grpc://127.0.0.1:{}/{m}", g.port);
+    let hello = run_json(
+        &[
+            &url("helloworld.Greeter/SayHello"),
+            "--reflect",
+            "--data",
+            r#"{"name":"n {seq}"}"#,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "500",
+        ],
+        &dir.path().join("hello.json"),
+    );
+    conserved(&hello);
+    assert_eq!(u(&hello, "summary.totals.grpc.status.0"), 500);
+    let echo = run_json(
+        &[
+            &url("grpc.examples.echo.Echo/UnaryEcho"),
+            "--reflect",
+            "--data",
+            r#"{"message":"m {seq}"}"#,
+            "-n",
+            "100",
+        ],
+        &dir.path().join("echo.json"),
+    );
+    assert_eq!(u(&echo, "summary.exchanges.completed"), 100);
+    let stream = run_json(
+        &[
+            &url("grpc.examples.echo.Echo/ServerStreamingEcho"),
+            "--reflect",
+            "-n",
+            "10",
+        ],
+        &dir.path().join("stream.json"),
+    );
+    conserved(&stream);
+    assert_eq!(class(&stream, "failed_requests", "grpc.unimplemented"), 10);
+    let out = barrage()
+        .args([&url("no.Such/Thing"), "--reflect", "-n", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --reflect") && err.contains("no.Such"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -221,6 +221,10 @@ pub struct RunArgs {
     )]
     pub data: Option<String>,
 
+    /// Ask the server for the method's descriptors (gRPC server reflection) instead of --proto
+    #[arg(long, help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)")]
+    pub reflect: bool,
+
     /// The request message as protobuf bytes, from a file (instead of --data)
     #[arg(
         long,

@@ -38,14 +38,20 @@ fn method_of(path: &str) -> Result<(&str, &str), Usage> {
     Ok((svc, m))
 }
 
-pub(super) fn call(a: &RunArgs, path: &str) -> Result<Call, Usage> {
-    let (svc, method) = method_of(path)?;
+pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
+    let (svc, method) = method_of(&url.path)?;
     let name = format!("{svc}/{method}");
+    let described = |a: &RunArgs| -> Option<Result<_, Usage>> {
+        if a.reflect {
+            return Some(reflected(a, url, svc, method));
+        }
+        a.proto.as_ref().map(|p| compiled(a, p, svc, method))
+    };
     if let Some(file) = &a.data_bin {
         let shown = file.display();
         let bytes = read_capped("--data-bin", file, &shown, "a message")?;
-        let streaming = match &a.proto {
-            Some(p) => compiled(a, p, svc, method)?.streaming(),
+        let streaming = match described(a) {
+            Some(m) => m?.streaming(),
             None => false,
         };
         return Ok(Call {
@@ -54,12 +60,12 @@ pub(super) fn call(a: &RunArgs, path: &str) -> Result<Call, Usage> {
             note: format!("{name}, message {} B", bytes.len()),
         });
     }
-    let Some(proto) = &a.proto else {
+    let Some(m) = described(a) else {
         if a.data.is_some() {
             return Err(Usage::says(
                 "--data",
-                "needs --proto FILE, which says the message's type (or give the message's bytes \
-                 with --data-bin)",
+                "needs --proto FILE or --reflect, which say the message's type (or give the \
+                 message's bytes with --data-bin)",
             ));
         }
         // No message given: the empty message (every field at its default), a unary call.
@@ -86,7 +92,7 @@ pub(super) fn call(a: &RunArgs, path: &str) -> Result<Call, Usage> {
             None => d.to_string(),
         },
     };
-    let m = compiled(a, proto, svc, method)?;
+    let m = m?;
     let (message, len) = m.encode(&json)?;
     Ok(Call {
         message,
@@ -96,7 +102,7 @@ pub(super) fn call(a: &RunArgs, path: &str) -> Result<Call, Usage> {
 }
 
 #[cfg(feature = "grpc")]
-use pb::compiled;
+use pb::{compiled, reflected};
 
 #[cfg(not(feature = "grpc"))]
 fn compiled(_: &RunArgs, _: &std::path::Path, _: &str, _: &str) -> Result<NoProto, Usage> {
@@ -104,6 +110,15 @@ fn compiled(_: &RunArgs, _: &std::path::Path, _: &str, _: &str) -> Result<NoProt
         "--proto",
         "this barrage was built without the `grpc` feature (no .proto compiler): give the \
          message's bytes with --data-bin",
+    ))
+}
+
+#[cfg(not(feature = "grpc"))]
+fn reflected(_: &RunArgs, _: &url::Url, _: &str, _: &str) -> Result<NoProto, Usage> {
+    Err(Usage::says(
+        "--reflect",
+        "this barrage was built without the `grpc` feature (no protobuf descriptors): give \
+         the message's bytes with --data-bin",
     ))
 }
 
@@ -168,6 +183,27 @@ mod pb {
         c.open_file(proto)
             .map_err(|e| Usage::value("--proto", &shown, one_line(&e)))?;
         let pool = c.descriptor_pool();
+        method_in(&pool, svc, method, &shown)
+    }
+
+    /// The method `svc`/`method` from the server's reflection (`--reflect`).
+    pub fn reflected(
+        a: &RunArgs,
+        url: &url::Url,
+        svc: &str,
+        method: &str,
+    ) -> Result<Compiled, Usage> {
+        let pool = super::super::reflect::pool(a, url, svc)?;
+        method_in(&pool, svc, method, "the server's reflection")
+    }
+
+    /// The method in `pool`, `shown` naming where the descriptors came from.
+    fn method_in(
+        pool: &prost_reflect::DescriptorPool,
+        svc: &str,
+        method: &str,
+        shown: &str,
+    ) -> Result<Compiled, Usage> {
         let Some(service) = pool.get_service_by_name(svc) else {
             let known: Vec<String> = pool.services().map(|s| s.full_name().into()).collect();
             return Err(Usage::value(
@@ -443,6 +479,33 @@ mod tests {
         assert_eq!(got, want);
         // Placeholders in a number field cannot be: said, not sent as a zero.
         assert!(c.encode(r#"{"n":"{seq}"}"#).is_err());
+    }
+
+    /// `serve grpc` answers reflection with `barrage_servers::grpc::DESCRIPTOR`, the
+    /// FileDescriptorProto of its `.proto` as protox compiles it (the servers crate compiles
+    /// none): they must agree. `BARRAGE_BLESS=1` writes the file anew after a change.
+    #[cfg(all(feature = "grpc", feature = "h2-server"))]
+    #[test]
+    fn the_reference_servers_descriptor_is_its_proto_compiled() {
+        use prost_reflect::prost::Message as _;
+        let dir = tempfile_dir().join("desc");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("barrage_echo.proto"), barrage_servers::grpc::PROTO).unwrap();
+        let mut c = protox::Compiler::new([&dir]).unwrap();
+        c.open_file("barrage_echo.proto").unwrap();
+        let set = c.file_descriptor_set();
+        let bytes = set.file[0].encode_to_vec();
+        if std::env::var_os("BARRAGE_BLESS").is_some() {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../barrage-servers/src/grpc_echo.pb"
+            );
+            std::fs::write(path, &bytes).unwrap();
+        }
+        assert!(
+            bytes == barrage_servers::grpc::DESCRIPTOR,
+            "the descriptor is stale: BARRAGE_BLESS=1 cargo test -p barrage -- reference_servers_descriptor"
+        );
     }
 
     #[cfg(feature = "grpc")]

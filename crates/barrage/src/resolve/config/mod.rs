@@ -19,6 +19,8 @@ use std::time::Duration;
 mod describe;
 mod grpc;
 mod protocol;
+#[cfg(feature = "grpc")]
+mod reflect;
 mod shard;
 mod stages;
 

@@ -35,11 +35,18 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
             ("--import-path", !a.import_path.is_empty()),
             ("--data", a.data.is_some()),
             ("--data-bin", a.data_bin.is_some()),
+            ("--reflect", a.reflect),
         ] {
             if on {
                 return Err(only(flag, "grpc:// and grpcs://"));
             }
         }
+    }
+    if a.reflect && a.proto.is_some() {
+        return Err(Usage::says(
+            "--reflect",
+            "and --proto both say where the method is described: give one",
+        ));
     }
     if !a.import_path.is_empty() && a.proto.is_none() {
         return Err(Usage::says(
@@ -270,7 +277,7 @@ pub(super) fn protocol(
             ))
         }
         Scheme::Grpc | Scheme::Grpcs => {
-            let call = super::grpc::call(a, &url.path)?;
+            let call = super::grpc::call(a, url)?;
             let host = url.host_header();
             // Metadata is checked as HTTP/2 fields, with the secrets filled in.
             barrage_engine::h2::H2Request::new(&barrage_engine::h2::H2RequestSpec {
