@@ -35,7 +35,8 @@ if [[ -z "$GHZ" ]]; then
   GHZ="$WORKDIR/go/bin/ghz"
 fi
 proto="$REPO/tests/grpc-go/route_guide.proto"
-data='{"latitude":409146138,"longitude":-746188906}'
+# Doubled braces: the harness fills its {placeholders} with Python's str.format.
+data='{{"latitude":409146138,"longitude":-746188906}}'
 
 H="$WORKDIR/peerbench-grpc"
 rm -rf "$H" && mkdir -p "$H"

@@ -530,6 +530,9 @@ impl<S: Session> Worker<S> {
                 c.since + self.plan.timeout.as_nanos() as u64,
                 ErrorClass::Timeout,
             ),
+            State::Ready if c.session.cancels() && !self.at_scenario_op(idx) => {
+                return self.cancel_late(idx, now);
+            }
             State::Login | State::Ready => match c.ex.front() {
                 Some(f) => (f.sent + self.timeout_of(f.step), ErrorClass::Timeout),
                 None => return,
@@ -540,6 +543,55 @@ impl<S: Session> Worker<S> {
             self.fail(idx, class, None, now);
         } else {
             self.arm_timeout(idx, deadline);
+        }
+    }
+
+    /// A connection that can give up on one exchange alone (HTTP/2's streams): each exchange
+    /// past its deadline fails as `timeout` on its own (cancelled, RST_STREAM), the others
+    /// carry on, and a closed loop sends as many anew.
+    fn cancel_late(&mut self, idx: u32, now: u64) {
+        let mut ctl = std::mem::take(&mut self.ctl);
+        ctl.clear();
+        let closed_loop = self.program.window().is_some();
+        let mut n = 0;
+        loop {
+            let c = &self.conns[idx as usize];
+            let Some(f) = c.ex.front() else { break };
+            let due = f.sent + self.timeout_of(f.step);
+            if due > now {
+                self.conns[idx as usize].timeout_at = u64::MAX;
+                self.arm_timeout(idx, due);
+                break;
+            }
+            let c = &mut self.conns[idx as usize];
+            let Some(ex) = c.ex.pop_front() else { break };
+            c.session.cancel(&self.cfg, ex.key, &mut ctl);
+            n += 1;
+        }
+        if n > 0 {
+            self.rec.exchanges_failed(ErrorClass::Timeout, n);
+            self.rec.counters.error(ErrorClass::Timeout, n);
+            self.rec.in_flight -= n;
+            if let Some(a) = self.allowance.as_mut() {
+                *a += n; // as for a connection that failed: they may be sent again
+            }
+            let c = &mut self.conns[idx as usize];
+            if closed_loop {
+                c.owed += n as u32;
+            }
+        }
+        let res = if ctl.is_empty() {
+            Ok(0)
+        } else {
+            wire::write_to(&mut self.conns[idx as usize], &mut self.rec, &ctl)
+        };
+        ctl.clear();
+        self.ctl = ctl;
+        if let Err(e) = res {
+            return self.fail(idx, classify(&e), Some(&e), now);
+        }
+        if n > 0 {
+            self.service(idx, now);
         }
     }
 

@@ -434,6 +434,22 @@ impl Session for H2 {
         (out.buf.len() - start) as u32
     }
 
+    fn cancels(&self) -> bool {
+        true
+    }
+
+    /// A stream given up on (it timed out): RST_STREAM CANCEL. What the server still sends
+    /// on it is read and dropped (its id is below `next_id`); its window is not given back
+    /// per stream, the connection's is as data arrives.
+    fn cancel(&mut self, _cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) {
+        let st = &mut self.st;
+        if let Some(i) = st.streams.iter().position(|s| s.key == key) {
+            let s = st.streams.swap_remove(i);
+            st.pending.retain(|p| p.stream != s.id);
+            frame::put_rst(ctl, s.id, code::CANCEL);
+        }
+    }
+
     fn room(&self, cfg: &Cfg) -> u64 {
         if !self.st.settled || self.st.goaway.is_some() || self.st.next_id > LAST_ID {
             return 0;

@@ -91,6 +91,16 @@ impl Session for AnyHttp {
         each!(self, cfg, s, c => s.render(c, msg, fill, out))
     }
 
+    fn cancels(&self) -> bool {
+        matches!(self, AnyHttp::H2(_))
+    }
+
+    fn cancel(&mut self, cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) {
+        if let AnyHttp::H2(s) = self {
+            s.cancel(&cfg.h2, key, ctl)
+        }
+    }
+
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         each!(self, cfg, s, c => s.input(c, data, r))
     }

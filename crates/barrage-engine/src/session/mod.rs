@@ -210,6 +210,16 @@ pub trait Session: Sized + Send + 'static {
     /// Append one request to `out.buf`.
     fn render(&mut self, cfg: &Self::Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered;
 
+    /// Whether one exchange can be given up on alone (HTTP/2: RST_STREAM with CANCEL), so that
+    /// a timeout fails that exchange and the connection carries the others on.
+    fn cancels(&self) -> bool {
+        false
+    }
+
+    /// Give up on the exchange with this key ([`Session::cancels`]): forget it, and append to
+    /// `ctl` what tells the server.
+    fn cancel(&mut self, _cfg: &Self::Cfg, _key: u64, _ctl: &mut Vec<u8>) {}
+
     /// The wire bytes of request `seq` when they are the same every time (sent with no
     /// copy), and what rendering them would have said.
     fn static_request(_cfg: &Self::Cfg, _msg: Msg, _seq: u64) -> Option<(&[u8], Rendered)> {

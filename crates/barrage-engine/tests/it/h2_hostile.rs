@@ -467,3 +467,41 @@ fn an_endless_server_stream_times_out_with_its_messages_counted() {
     assert!(got > 0);
     assert_eq!(sm.stream_msg_us.map(|l| l.count), Some(got));
 }
+
+/// A server that leaves every other stream unanswered: each of those times out on its own
+/// (RST_STREAM CANCEL), the answered ones complete, and the connection is never dropped.
+#[test]
+fn a_stream_left_unanswered_times_out_alone() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        let mut n = 0u64;
+        while let Some(id) = next_request(s) {
+            n += 1;
+            if n % 2 == 0 {
+                continue; // never answered
+            }
+            if s.write_all(&frame(1, 0x5, id, &[0x88])).is_err() {
+                return;
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    let t = &sm.totals;
+    assert_eq!(sm.connections.attempts, 1, "{:?}", sm.connections);
+    assert!(sm.exchanges.completed > 0);
+    assert!(
+        t.failed_by.get(ErrorClass::Timeout) > 0,
+        "{:?}",
+        t.failed_by
+    );
+    assert_eq!(sm.exchanges.failed, t.failed_by.get(ErrorClass::Timeout));
+    assert_eq!(t.errors.total(), t.errors.get(ErrorClass::Timeout));
+    assert_eq!(
+        t.errors.get(ErrorClass::Timeout),
+        t.failed_by.get(ErrorClass::Timeout),
+        "one timeout event per stream, not per connection"
+    );
+}
