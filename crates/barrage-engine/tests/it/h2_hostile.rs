@@ -479,7 +479,7 @@ fn a_stream_left_unanswered_times_out_alone() {
         let mut n = 0u64;
         while let Some(id) = next_request(s) {
             n += 1;
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 continue; // never answered
             }
             if s.write_all(&frame(1, 0x5, id, &[0x88])).is_err() {
