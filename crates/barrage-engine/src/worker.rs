@@ -466,6 +466,7 @@ impl<S: Session> Worker<S> {
                     let _ = wire::write_to(c, &mut self.rec, &self.scratch);
                 }
             }
+            c.session.counts(&mut self.rec);
             c.transport.close(c.stream.as_mut(), &mut self.rec);
             c.stream = None;
             c.transport = Transport::Plain;

@@ -164,8 +164,10 @@ pub struct H2Counts {
     /// `https://` connections on which the server chose HTTP/1.1 by ALPN (h2 was offered).
     #[serde(default)]
     pub http1_connections: u64,
-    /// Frames received.
+    /// Frames received, and frames written (handed to the socket, as `sent`).
     pub frames_read: u64,
+    #[serde(default)]
+    pub frames_written: u64,
     /// Response header blocks as received (HPACK), and as HTTP/1.1 would have written the
     /// same fields (`name: value` and CRLF each): the compression the server achieved.
     pub header_bytes: u64,
@@ -197,6 +199,7 @@ impl H2Counts {
         self.connections += o.connections;
         self.http1_connections += o.http1_connections;
         self.frames_read += o.frames_read;
+        self.frames_written += o.frames_written;
         self.header_bytes += o.header_bytes;
         self.header_bytes_plain += o.header_bytes_plain;
         self.resets.merge(&o.resets);
@@ -427,6 +430,7 @@ mod tests {
                 connections: 22,
                 http1_connections: 23,
                 frames_read: 18,
+                frames_written: 28,
                 header_bytes: 19,
                 header_bytes_plain: 20,
                 resets: CodeCounts::default(),
@@ -471,6 +475,7 @@ mod tests {
         assert_eq!((h.resets.get(7), h.goaways.get(0)), (2, 4));
         assert_eq!((h.connections, h.http1_connections), (44, 46));
         assert_eq!(h.stream_waits, 48);
+        assert_eq!(h.frames_written, 56);
         let g = &a.grpc;
         assert_eq!((g.no_status, g.messages_received), (50, 54));
         assert_eq!(g.status.get(14), 6);

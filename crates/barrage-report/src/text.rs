@@ -113,6 +113,15 @@ fn header(r: &RunResult) -> Vec<String> {
     if let Some(st) = &c.conn_stages {
         who += &format!(" (ramped: {st})");
     }
+    // `https://`: what each connection's ALPN chose.
+    let h2 = &r.summary.totals.h2;
+    if h2.http1_connections > 0 || (c.protocol == "https" && h2.connections > 0) {
+        who += &format!(
+            " (ALPN chose h2 for {}, HTTP/1.1 for {})",
+            thousands(h2.connections),
+            thousands(h2.http1_connections)
+        );
+    }
     if let Some(u) = &c.users {
         who = format!(
             "  {} from {} (arrive {}, last at {}, hold {}, depart {}) on {}",
@@ -234,11 +243,12 @@ fn h2_lines(r: &RunResult) -> Vec<String> {
     lines.push(format!("{conns}; {asked}, {granted}"));
     if h.header_bytes > 0 {
         lines.push(format!(
-            "response headers {} as sent (HPACK), {} as HTTP/1.1 would write them ({:.1}x); {} frames read",
+            "response headers {} as sent (HPACK), {} as HTTP/1.1 would write them ({:.1}x); frames {} read, {} written",
             bytes(h.header_bytes as f64),
             bytes(h.header_bytes_plain as f64),
             h.header_bytes_plain as f64 / h.header_bytes as f64,
-            thousands(h.frames_read)
+            thousands(h.frames_read),
+            thousands(h.frames_written)
         ));
     }
     let codes = |c: &barrage_metrics::CodeCounts| -> Vec<String> {

@@ -134,6 +134,8 @@ struct St {
     /// Control frames (SETTINGS and PING acknowledgements, WINDOW_UPDATE, a request sent
     /// again) the socket had no room for: all of them go out, in order, once it drains.
     owed: Vec<u8>,
+    /// Frames written since the recorder last took the count (`h2.frames_written`).
+    frames_out: u64,
 }
 
 /// The last stream id a client may open (odd, at most 2^31 - 1).
@@ -169,6 +171,7 @@ impl St {
             held: Vec::new(),
             step: Vec::new(),
             owed: Vec::new(),
+            frames_out: 0,
         }
     }
 
@@ -216,14 +219,16 @@ impl St {
 
     /// Frame header block `out[at + HEAD..]` as stream `id`'s HEADERS (and CONTINUATION
     /// frames when it is larger than the server's frames) over the 9 bytes kept at `at`.
-    fn headers(&self, out: &mut Vec<u8>, at: usize, id: u32, ends: bool) {
+    fn headers(&mut self, out: &mut Vec<u8>, at: usize, id: u32, ends: bool) {
         let len = out.len() - at - frame::HEAD;
         let max = self.peer.max_frame as usize;
         let es = if ends { flag::END_STREAM } else { 0 };
         if len <= max {
             set_head(out, at, len, kind::HEADERS, flag::END_HEADERS | es, id);
+            self.frames_out += 1;
             return;
         }
+        self.frames_out += len.div_ceil(max) as u64;
         let block = out.split_off(at + frame::HEAD);
         out.truncate(at);
         let mut parts = block.chunks(max).peekable();
@@ -273,6 +278,7 @@ impl St {
                     if last { flag::END_STREAM } else { 0 },
                     p.stream,
                 );
+                self.frames_out += 1;
                 let src = if p.held {
                     &self.held[at..at + n]
                 } else {
@@ -359,6 +365,7 @@ impl Session for H2 {
             ],
         );
         frame::put_window_update(out.buf, 0, ours::CONN_WINDOW - 65_535);
+        self.st.frames_out += 2;
         Ok(true)
     }
 
@@ -447,7 +454,12 @@ impl Session for H2 {
             let s = st.streams.swap_remove(i);
             st.pending.retain(|p| p.stream != s.id);
             frame::put_rst(ctl, s.id, code::CANCEL);
+            st.frames_out += 1;
         }
+    }
+
+    fn counts(&mut self, rec: &mut Recorder) {
+        rec.counters.h2.frames_written += std::mem::take(&mut self.st.frames_out);
     }
 
     fn room(&self, cfg: &Cfg) -> u64 {
@@ -465,6 +477,7 @@ impl Session for H2 {
     }
 
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
+        r.rec.counters.h2.frames_written += std::mem::take(&mut self.st.frames_out);
         if self.st.owed.len() > MAX_OWED {
             return Err(ProtoError::new(
                 "the server sends frames that need an answer (PING, SETTINGS) faster than it \
@@ -512,6 +525,7 @@ impl Session for H2 {
 
     fn goodbye(&mut self, _cfg: &Cfg, out: &mut Out) {
         frame::put_goaway(out.buf, 0, code::NO_ERROR);
+        self.st.frames_out += 1;
     }
 
     const OWED_IN_ORDER: bool = true;
@@ -715,6 +729,7 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
             kind::SETTINGS if h.has(flag::ACK) => {}
             kind::SETTINGS => {
                 frame::put_settings_ack(self.r.ctl);
+                self.st.frames_out += 1;
                 if !self.st.settled {
                     self.r.rec.counters.h2.connections += 1;
                     self.st.settled = true;
@@ -724,6 +739,7 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
             kind::PING if !h.has(flag::ACK) => {
                 let data = self.st.small;
                 frame::put_ping(self.r.ctl, true, &data);
+                self.st.frames_out += 1;
             }
             kind::WINDOW_UPDATE => {
                 let n = word(0) & 0x7fff_ffff;
@@ -827,6 +843,7 @@ impl Sink<'_, '_, '_, '_> {
         st.conn_unacked += n;
         if st.conn_unacked >= ours::CONN_WINDOW / 2 {
             frame::put_window_update(self.r.ctl, 0, st.conn_unacked);
+            st.frames_out += 1;
             st.conn_unacked = 0;
         }
         if let Some(i) = stream {
@@ -834,6 +851,7 @@ impl Sink<'_, '_, '_, '_> {
             s.unacked += n;
             if s.unacked >= ours::STREAM_WINDOW / 2 {
                 frame::put_window_update(self.r.ctl, s.id, s.unacked);
+                st.frames_out += 1;
                 s.unacked = 0;
             }
         }

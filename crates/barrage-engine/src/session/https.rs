@@ -91,6 +91,12 @@ impl Session for AnyHttp {
         each!(self, cfg, s, c => s.render(c, msg, fill, out))
     }
 
+    fn counts(&mut self, rec: &mut Recorder) {
+        if let AnyHttp::H2(s) = self {
+            s.counts(rec)
+        }
+    }
+
     fn cancels(&self) -> bool {
         matches!(self, AnyHttp::H2(_))
     }

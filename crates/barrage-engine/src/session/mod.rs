@@ -220,6 +220,11 @@ pub trait Session: Sized + Send + 'static {
     /// `ctl` what tells the server.
     fn cancel(&mut self, _cfg: &Self::Cfg, _key: u64, _ctl: &mut Vec<u8>) {}
 
+    /// Hand over what the session counted where no recorder was at hand (HTTP/2's frames
+    /// written while rendering): the worker calls it before a connection is reset and when
+    /// the run ends.
+    fn counts(&mut self, _rec: &mut barrage_metrics::Recorder) {}
+
     /// The wire bytes of request `seq` when they are the same every time (sent with no
     /// copy), and what rendering them would have said.
     fn static_request(_cfg: &Self::Cfg, _msg: Msg, _seq: u64) -> Option<(&[u8], Rendered)> {

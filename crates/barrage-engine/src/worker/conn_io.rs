@@ -390,6 +390,7 @@ impl<S: Session> Worker<S> {
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
+        c.session.counts(&mut self.rec);
         c.reset_io(&self.cfg);
         if self.at_scenario_op(idx) && self.user_lost(idx as usize, now) {
             let c = &mut self.conns[idx as usize];

@@ -323,6 +323,7 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 "as HTTP/1.1",
                 "compression",
                 "frames read",
+                "frames written",
             ],
             vec![[
                 thousands(h.connections),
@@ -336,6 +337,7 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
                 thousands(h.header_bytes_plain),
                 ratio,
                 thousands(h.frames_read),
+                thousands(h.frames_written),
             ]],
         ));
         let mut codes: Vec<u16> = h

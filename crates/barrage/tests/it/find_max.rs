@@ -272,7 +272,17 @@ fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
         return;
     }
     assert_eq!(r["result"]["end"], "max_steps");
-    assert_eq!(r["result"]["max_ok"], 200.0);
+    let second = &r["steps"][1]["verdict"];
+    if second["kind"] == "suspect" {
+        // The 200/s step broke the SLO by no more than barrage's own loop was late (seen in
+        // a CI run beside the Windows build): not concluded, so 100/s is the best that
+        // passed, and the step says why.
+        assert!(second["why"].as_str().unwrap().contains("late"), "{second}");
+        assert_eq!(r["result"]["max_ok"], 100.0);
+        eprintln!("barrage was late at 200/s on this machine; the SLO pass was not checked");
+        return;
+    }
+    assert_eq!(r["result"]["max_ok"], 200.0, "step 2: {second}");
     let steps = r["steps"].as_array().unwrap();
     let offered: Vec<f64> = steps
         .iter()

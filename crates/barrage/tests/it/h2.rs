@@ -58,6 +58,10 @@ fn serve_h2_streams_reconcile_with_the_servers_counts() {
     assert_eq!(u(&ok, "summary.exchanges.completed"), 3000);
     assert_eq!(u(&ok, "summary.totals.h2.connections"), 4);
     assert_eq!(s(&ok, "config.protocol"), "h2c");
+    // Frames written, exactly: a HEADERS per GET; per connection its SETTINGS, the
+    // WINDOW_UPDATE that raises its window, the acknowledgement of the server's SETTINGS,
+    // and the GOAWAY that ends it.
+    assert_eq!(u(&ok, "summary.totals.h2.frames_written"), 3000 + 4 * 4);
     let url503 = format!("{}status/503", server.url());
     let bad = run_json(
         &[&url503, "-c", "2", "--streams", "4", "-n", "200"],
