@@ -3,8 +3,8 @@
 //! ([`MsgReader`]), and the trailers' `grpc-status` and `grpc-timeout`. The calls themselves
 //! are HTTP/2 streams: `crate::session::h2` runs them in its gRPC mode.
 //!
-//! The template holds protobuf bytes with holes: a string or bytes field whose value has
-//! placeholders (`{seq}`, `{rand%N}`, ...) is rendered per message, and every message field
+//! The template holds protobuf bytes with holes: a string field whose value has placeholders
+//! (`{seq}`, `{rand%N}`, ...) is rendered per message, and every message field
 //! around it gets its length then (two passes: lengths, then bytes), so a message costs no
 //! allocation and no protobuf library at run time. The binary builds the template from the
 //! user's JSON and `.proto` (protox, prost-reflect); the engine never parses either.
@@ -19,7 +19,7 @@ pub const PREFIX: usize = 5;
 pub enum Part {
     /// Encoded fields, as they are.
     Lit(Box<[u8]>),
-    /// A length-delimited field (string or bytes) whose value is rendered: its tag, then the
+    /// A length-delimited field (a string) whose value is rendered: its tag, then the
     /// rendered length and value.
     Text { tag: Box<[u8]>, value: Template },
     /// A message field with holes inside: its tag, then its length and fields.
@@ -201,8 +201,8 @@ impl std::fmt::Display for MsgError {
 }
 
 impl MsgReader {
-    /// Read `bytes`; `done` is called as each message ends. Returns the messages ended.
-    pub fn feed(&mut self, mut bytes: &[u8], mut done: impl FnMut()) -> Result<u32, MsgError> {
+    /// Read `bytes`. Returns how many messages ended in them.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Result<u32, MsgError> {
         let mut n = 0;
         while !bytes.is_empty() {
             if self.left > 0 {
@@ -211,7 +211,6 @@ impl MsgReader {
                 bytes = &bytes[k..];
                 if self.left == 0 {
                     n += 1;
-                    done();
                 }
                 continue;
             }
@@ -230,7 +229,6 @@ impl MsgReader {
                 self.left = u32::from_be_bytes([h[1], h[2], h[3], h[4]]);
                 if self.left == 0 {
                     n += 1;
-                    done();
                 }
             }
         }
@@ -364,23 +362,22 @@ mod tests {
         }
         for split in [1, 2, 4, 5, 6, 7, 100, 65_536, wire.len()] {
             let mut r = MsgReader::default();
-            let mut seen = 0;
             let mut total = 0;
             for chunk in wire.chunks(split) {
-                total += r.feed(chunk, || seen += 1).unwrap();
+                total += r.feed(chunk).unwrap();
             }
-            assert_eq!((seen, total), (4, 4), "split {split}");
+            assert_eq!(total, 4, "split {split}");
             assert!(r.idle());
         }
         let mut r = MsgReader::default();
-        r.feed(&wire[..7], || {}).unwrap();
+        r.feed(&wire[..7]).unwrap();
         assert!(!r.idle(), "a message cut short is not idle");
         assert_eq!(
-            MsgReader::default().feed(&[1, 0, 0, 0, 0], || {}),
+            MsgReader::default().feed(&[1, 0, 0, 0, 0]),
             Err(MsgError::Compressed)
         );
         assert_eq!(
-            MsgReader::default().feed(&[9, 0, 0, 0, 0], || {}),
+            MsgReader::default().feed(&[9, 0, 0, 0, 0]),
             Err(MsgError::BadFlag(9))
         );
     }

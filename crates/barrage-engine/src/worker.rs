@@ -554,7 +554,7 @@ impl<S: Session> Worker<S> {
         let mut ctl = std::mem::take(&mut self.ctl);
         ctl.clear();
         let closed_loop = self.program.window().is_some();
-        let mut n = 0;
+        let (mut n, mut done) = (0, false);
         loop {
             let c = &self.conns[idx as usize];
             let Some(f) = c.ex.front() else { break };
@@ -566,7 +566,7 @@ impl<S: Session> Worker<S> {
             }
             let c = &mut self.conns[idx as usize];
             let Some(ex) = c.ex.pop_front() else { break };
-            c.session.cancel(&self.cfg, ex.key, &mut ctl);
+            done |= c.session.cancel(&self.cfg, ex.key, &mut ctl);
             n += 1;
         }
         if n > 0 {
@@ -576,22 +576,40 @@ impl<S: Session> Worker<S> {
             if let Some(a) = self.allowance.as_mut() {
                 *a += n; // as for a connection that failed: they may be sent again
             }
-            let c = &mut self.conns[idx as usize];
             if closed_loop {
-                c.owed += n as u32;
+                self.conns[idx as usize].owed += n as u32;
             }
         }
-        let res = if ctl.is_empty() {
-            Ok(0)
-        } else {
-            wire::write_to(&mut self.conns[idx as usize], &mut self.rec, &ctl)
-        };
+        // The cancels go out after what the socket still owes, in order (as `deliver` sends
+        // its control answers), or wait behind it.
+        let c = &mut self.conns[idx as usize];
+        let mut res = Ok(0);
+        if !ctl.is_empty() {
+            if c.backlogged() {
+                c.session.owe(&ctl);
+            } else {
+                if let Some(k) = c.session.take_owed() {
+                    let mut all = k.into_vec();
+                    all.extend_from_slice(&ctl);
+                    ctl = all;
+                }
+                res = wire::write_to(c, &mut self.rec, &ctl);
+            }
+        }
         ctl.clear();
         self.ctl = ctl;
         if let Err(e) = res {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
+        if done {
+            // Its last stream after a GOAWAY: the server's close, as when a reply ends it.
+            self.rec.counters.closed_by_peer += 1;
+            self.rec.conn_closed();
+            return self.close(idx, now, false, ErrorClass::ClosedByPeer);
+        }
         if n > 0 {
+            // Think time and the rest, as for slots freed by replies.
+            self.after_replies(idx, now, false);
             self.service(idx, now);
         }
     }

@@ -58,7 +58,8 @@ pub enum ErrorClass {
     /// HTTP/2: a stream the server reset (RST_STREAM; the codes are counted apart).
     StreamReset,
     /// gRPC: a call that ended with a non-OK `grpc-status`, one class per code (1 to 16, in
-    /// code order; a code past 16 counts as `grpc.unknown`, `totals.grpc.status` keeps it).
+    /// code order; a code past 16 counts as `grpc.unknown`, `totals.grpc.status` keeps it,
+    /// up to 65535).
     GrpcCancelled,
     GrpcUnknown,
     GrpcInvalidArgument,

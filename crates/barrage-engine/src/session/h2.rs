@@ -44,15 +44,11 @@ struct Stream {
     unacked: u32,
     server_ns: Option<u64>,
     retried: bool,
-    /// gRPC: the reply's messages, how many ended, and its `grpc-status` (`NO_STATUS` until
-    /// it came).
+    /// gRPC: the reply's messages, how many ended, and its `grpc-status` (once it came).
     msgs: MsgReader,
     n_msgs: u32,
-    grpc_status: u32,
+    grpc_status: Option<u32>,
 }
-
-/// A stream whose `grpc-status` has not come.
-const NO_STATUS: u32 = u32::MAX;
 
 impl Stream {
     fn new(id: u32, key: u64, fill: Fill, send: i64, retried: bool) -> Self {
@@ -67,7 +63,7 @@ impl Stream {
             retried,
             msgs: MsgReader::default(),
             n_msgs: 0,
-            grpc_status: NO_STATUS,
+            grpc_status: None,
         }
     }
 }
@@ -448,7 +444,7 @@ impl Session for H2 {
     /// A stream given up on (it timed out): RST_STREAM CANCEL. What the server still sends
     /// on it is read and dropped (its id is below `next_id`); its window is not given back
     /// per stream, the connection's is as data arrives.
-    fn cancel(&mut self, _cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) {
+    fn cancel(&mut self, _cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) -> bool {
         let st = &mut self.st;
         if let Some(i) = st.streams.iter().position(|s| s.key == key) {
             let s = st.streams.swap_remove(i);
@@ -456,6 +452,9 @@ impl Session for H2 {
             frame::put_rst(ctl, s.id, code::CANCEL);
             st.frames_out += 1;
         }
+        // After a GOAWAY, or with every stream id used, the last stream ending ends the
+        // connection (as `input` says when a reply ends it).
+        st.streams.is_empty() && (st.goaway.is_some() || st.next_id > LAST_ID)
     }
 
     fn counts(&mut self, rec: &mut Recorder) {
@@ -926,10 +925,12 @@ impl Sink<'_, '_, '_, '_> {
         };
         let ends = self.st.block_ends;
         let s = &mut self.st.streams[i];
-        match grpc_status {
-            Some(Some(code)) if ends => s.grpc_status = code,
-            Some(None) => return Err(bad(h, "a grpc-status that is not a number")),
-            _ => {}
+        if self.cfg.grpc.is_some() {
+            match grpc_status {
+                Some(Some(code)) if ends => s.grpc_status = Some(code),
+                Some(None) => return Err(bad(h, "a grpc-status that is not a number")),
+                _ => {}
+            }
         }
         if s.status == 0 {
             // The response's head (or an informational 1xx before it).
@@ -970,19 +971,19 @@ impl Sink<'_, '_, '_, '_> {
             return Ok(()); // given up on; data_end judges the stream id
         };
         let s = &mut self.st.streams[i];
-        let r = &mut *self.r;
-        let start = r.ex.get(s.key).map(|e| e.start);
-        let now = r.now;
-        let n = s
-            .msgs
-            .feed(bytes, || {
-                if let (true, Some(t)) = (g.streaming, start) {
-                    r.rec.stream_msg.record_ns(now.saturating_sub(t));
-                }
-            })
-            .map_err(|e| bad(h, e))?;
+        let n = s.msgs.feed(bytes).map_err(|e| bad(h, e))?;
         s.n_msgs = s.n_msgs.saturating_add(n);
+        let r = &mut *self.r;
         r.rec.counters.grpc.messages_received += u64::from(n);
+        if g.streaming && n > 0 {
+            // Each message ended in this chunk, timed from the call's start.
+            if let Some(e) = r.ex.get(s.key) {
+                let t = r.now.saturating_sub(e.start);
+                for _ in 0..n {
+                    r.rec.stream_msg.record_ns(t);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -1006,12 +1007,9 @@ impl Sink<'_, '_, '_, '_> {
         c.status.add(s.status, 1);
         let bad = if s.status != 200 {
             Some(ErrorClass::UnexpectedStatus)
-        } else if s.grpc_status == NO_STATUS {
-            c.grpc.no_status += 1;
-            Some(ErrorClass::Protocol)
-        } else {
-            c.grpc.status.add(code_u16(s.grpc_status), 1);
-            match ErrorClass::grpc(s.grpc_status) {
+        } else if let Some(code) = s.grpc_status {
+            c.grpc.status.add(code_u16(code), 1);
+            match ErrorClass::grpc(code) {
                 Some(e) => Some(e),
                 // OK with a message cut short, or a unary call's reply not one message.
                 None if !s.msgs.idle() || (!g.streaming && s.n_msgs != 1) => {
@@ -1019,6 +1017,9 @@ impl Sink<'_, '_, '_, '_> {
                 }
                 None => None,
             }
+        } else {
+            c.grpc.no_status += 1;
+            Some(ErrorClass::Protocol)
         };
         self.r.server_ns = s.server_ns;
         end_exchange(self.r, s.key, bad);
@@ -1048,7 +1049,7 @@ impl Sink<'_, '_, '_, '_> {
             st.unacked = 0;
             st.msgs = MsgReader::default();
             st.n_msgs = 0;
-            st.grpc_status = NO_STATUS;
+            st.grpc_status = None;
             self.st.pending.retain(|p| p.stream != id);
             self.st.request(self.cfg, nid, s.fill, self.r.ctl);
             return;
@@ -1385,6 +1386,30 @@ mod tests {
         assert_eq!(d.counters.completed, 1);
         assert_eq!(d.counters.grpc.messages_received, 5);
         assert_eq!(d.stream_msg.stats().map(|s| s.count), Some(5));
+    }
+
+    /// A plain HTTP/2 run ignores `grpc-status` (a gateway may send one), even one that is
+    /// not a number; a gRPC run fails the connection on that.
+    #[test]
+    fn grpc_status_is_read_only_in_grpc_mode() {
+        let mut input = Vec::new();
+        let mut block = vec![0x88];
+        block.extend(lit_field(b"grpc-status", b"OK"));
+        headers(&mut input, 1, flag::END_STREAM, &block);
+        let plain = cfg(4);
+        let (mut s, mut c) = ready(&plain, 1, 100);
+        c.input(|r| s.input(&plain, &input, r).unwrap());
+        assert_eq!(c.rec.take(0, 0, 0, 1).counters.completed, 1);
+        let grpc = cfg_grpc(4, Some(GrpcMode { streaming: false }));
+        let (mut s, mut c) = ready(&grpc, 1, 100);
+        c.input(|r| assert!(s.input(&grpc, &input, r).is_err()));
+    }
+
+    fn lit_field(name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x00];
+        put_str(&mut b, name);
+        put_str(&mut b, value);
+        b
     }
 
     /// Two responses, interleaved and cut at every point: a 200 with a body in two DATA

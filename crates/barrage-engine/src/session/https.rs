@@ -101,9 +101,10 @@ impl Session for AnyHttp {
         matches!(self, AnyHttp::H2(_))
     }
 
-    fn cancel(&mut self, cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) {
-        if let AnyHttp::H2(s) = self {
-            s.cancel(&cfg.h2, key, ctl)
+    fn cancel(&mut self, cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) -> bool {
+        match self {
+            AnyHttp::H2(s) => s.cancel(&cfg.h2, key, ctl),
+            AnyHttp::H1(_) => false,
         }
     }
 

@@ -217,8 +217,11 @@ pub trait Session: Sized + Send + 'static {
     }
 
     /// Give up on the exchange with this key ([`Session::cancels`]): forget it, and append to
-    /// `ctl` what tells the server.
-    fn cancel(&mut self, _cfg: &Self::Cfg, _key: u64, _ctl: &mut Vec<u8>) {}
+    /// `ctl` what tells the server. Returns whether the connection has nothing left to do
+    /// (HTTP/2: its last stream after a GOAWAY), so that it is closed and opened again.
+    fn cancel(&mut self, _cfg: &Self::Cfg, _key: u64, _ctl: &mut Vec<u8>) -> bool {
+        false
+    }
 
     /// Hand over what the session counted where no recorder was at hand (HTTP/2's frames
     /// written while rendering): the worker calls it before a connection is reset and when

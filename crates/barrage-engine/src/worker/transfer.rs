@@ -255,7 +255,7 @@ impl<S: Session> Worker<S> {
     }
 
     /// What decoded replies leave to do: think times, the next step of the opening.
-    fn after_replies(&mut self, idx: u32, now: u64, opening_done: bool) {
+    pub(super) fn after_replies(&mut self, idx: u32, now: u64, opening_done: bool) {
         let c = &mut self.conns[idx as usize];
         if let (Some((_, think)), true) = (self.program.window(), c.owed > 0) {
             if think > 0 && c.state == State::Ready {

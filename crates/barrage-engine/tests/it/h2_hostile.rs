@@ -505,3 +505,49 @@ fn a_stream_left_unanswered_times_out_alone() {
         "one timeout event per stream, not per connection"
     );
 }
+
+/// A server that sends GOAWAY (taking every stream so far) and then never answers nor
+/// closes: the streams time out one by one, and when the last is gone the connection is
+/// closed and opened again, instead of sitting idle for the rest of the run.
+#[test]
+fn after_goaway_the_last_timed_out_stream_closes_the_connection() {
+    let s = server(|s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        let mut last = 0;
+        let t = Instant::now();
+        // Take the first requests, then GOAWAY naming the last one taken; then silence.
+        while t.elapsed() < Duration::from_millis(50) {
+            match next_request(s) {
+                Some(id) => last = id,
+                None => return,
+            }
+            if last >= 7 {
+                break;
+            }
+        }
+        let mut p = last.to_be_bytes().to_vec();
+        p.extend_from_slice(&0u32.to_be_bytes());
+        let _ = s.write_all(&frame(7, 0, 0, &p));
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+        }
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    let t = &sm.totals;
+    assert!(
+        t.failed_by.get(ErrorClass::Timeout) >= 1,
+        "{:?}",
+        t.failed_by
+    );
+    assert!(
+        sm.connections.attempts >= 2,
+        "the connection was opened again: {:?}",
+        sm.connections
+    );
+}

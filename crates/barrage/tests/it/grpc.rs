@@ -426,3 +426,33 @@ fn reflect_takes_the_methods_from_the_server() {
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// A scenario file whose target is gRPC: its steps cannot call yet (rpc steps are not built);
+/// the checker says so in one line instead of running something else.
+#[test]
+fn a_scenario_with_a_grpc_target_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("calls.toml");
+    std::fs::write(
+        &file,
+        r#"target = "grpc://127.0.0.1:9/p.S/U"
+
+[users]
+count = 1
+arrive = "10/s"
+hold = "1s"
+
+[[steps]]
+send = "x"
+"#,
+    )
+    .unwrap();
+    let out = barrage().arg("run").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rpc steps") && err.contains("not built yet"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -76,7 +76,8 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
 
     /// Stop after N answered exchanges (completed, or failed by their reply: an error reply
-    /// counts; a request lost with its connection is sent again)
+    /// counts; a request lost with its connection, or an HTTP/2 stream that timed out, is
+    /// sent again)
     #[arg(short = 'n', long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub requests: Option<u64>,
 
@@ -277,7 +278,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "D", help_heading = "Modes (default: ping-pong)")]
     pub timer_slack: Option<std::time::Duration>,
 
-    /// An exchange not complete after D is a timeout; its connection is reopened [default: 5s]
+    /// An exchange not complete after D is a timeout; its connection is reopened (HTTP/2: only
+    /// its stream is cancelled) [default: 5s]
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D", help_heading = "Limits")]
     pub timeout: Option<Duration>,
 

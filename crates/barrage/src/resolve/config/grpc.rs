@@ -301,7 +301,7 @@ mod pb {
                     ),
                 )
             })?;
-            let parts = walk(&msg, &holes);
+            let parts = walk(&msg, &holes).map_err(|e| Usage::value("--data", &shown, e))?;
             Ok((parts, msg.encoded_len()))
         }
     }
@@ -324,7 +324,13 @@ mod pb {
                 }
             }
             serde_json::Value::Object(o) => {
-                for x in o.values_mut() {
+                for (k, x) in o.iter_mut() {
+                    let t = barrage_engine::message::Template::try_new(k.as_bytes().to_vec());
+                    if k.contains("{secret:") || t.map_or(true, |t| !t.is_static()) {
+                        return Err(format!(
+                            "'{k}': placeholders go in string values, not in keys"
+                        ));
+                    }
                     mark(x, holes)?;
                 }
             }
@@ -368,8 +374,8 @@ mod pb {
         value: &Value,
         holes: &[String],
         one: impl Fn(Value) -> Value,
-    ) -> PbPartSpec {
-        match value {
+    ) -> Result<PbPartSpec, String> {
+        Ok(match value {
             Value::String(s) => match hole(s, holes) {
                 Some(text) => PbPartSpec::Text {
                     field: f.number(),
@@ -379,13 +385,13 @@ mod pb {
             },
             Value::Message(m) if has_hole(value, holes) => PbPartSpec::Message {
                 field: f.number(),
-                parts: walk(m, holes),
+                parts: walk(m, holes)?,
             },
             _ => bytes(field_bytes(desc, f, one(value.clone()))),
-        }
+        })
     }
 
-    fn walk(msg: &DynamicMessage, holes: &[String]) -> Vec<PbPartSpec> {
+    fn walk(msg: &DynamicMessage, holes: &[String]) -> Result<Vec<PbPartSpec>, String> {
         let desc = msg.descriptor();
         let mut parts = Vec::new();
         for (f, value) in msg.fields() {
@@ -393,10 +399,17 @@ mod pb {
                 parts.push(bytes(field_bytes(&desc, &f, value.clone())));
                 continue;
             }
+            if f.is_group() {
+                // A group is delimited by tags, not by a length: no hole is rendered in one.
+                return Err(format!(
+                    "'{}' is a proto2 group: placeholders cannot go in its fields",
+                    f.name()
+                ));
+            }
             match value {
                 Value::List(items) => {
                     for item in items {
-                        parts.push(part(&desc, &f, item, holes, |v| Value::List(vec![v])));
+                        parts.push(part(&desc, &f, item, holes, |v| Value::List(vec![v]))?);
                     }
                 }
                 Value::Map(map) => {
@@ -407,17 +420,17 @@ mod pb {
                     let (kf, vf) = (entry.map_entry_key_field(), entry.map_entry_value_field());
                     for (k, v) in map {
                         let key = bytes(field_bytes(&entry, &kf, k.clone().into()));
-                        let val = part(&entry, &vf, v, holes, |v| v);
+                        let val = part(&entry, &vf, v, holes, |v| v)?;
                         parts.push(PbPartSpec::Message {
                             field: f.number(),
                             parts: vec![key, val],
                         });
                     }
                 }
-                _ => parts.push(part(&desc, &f, value, holes, |v| v)),
+                _ => parts.push(part(&desc, &f, value, holes, |v| v)?),
             }
         }
-        parts
+        Ok(parts)
     }
 }
 
@@ -477,8 +490,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got, want);
-        // Placeholders in a number field cannot be: said, not sent as a zero.
+        // Placeholders in a number field cannot be: said, not sent as a zero; nor in keys.
         assert!(c.encode(r#"{"n":"{seq}"}"#).is_err());
+        assert!(c.encode(r#"{"m":{"k{seq}":"v"}}"#).is_err());
     }
 
     /// `serve grpc` answers reflection with `barrage_servers::grpc::DESCRIPTOR`, the

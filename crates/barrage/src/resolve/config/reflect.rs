@@ -76,7 +76,13 @@ enum Reply {
 trait Io: Read + Write {}
 impl<T: Read + Write> Io for T {}
 
-fn connect(a: &RunArgs, url: &url::Url, timeout: Duration) -> Result<Box<dyn Io>, String> {
+/// The connection, and a handle on its socket to set read timeouts through (the deadline is
+/// the whole call's: a server trickling bytes does not stretch it).
+fn connect(
+    a: &RunArgs,
+    url: &url::Url,
+    timeout: Duration,
+) -> Result<(Box<dyn Io>, TcpStream), String> {
     let sock = TcpStream::connect_timeout(&url.addr, timeout)
         .map_err(|e| format!("cannot connect for server reflection: {e}"))?;
     let _ = sock.set_nodelay(true);
@@ -84,8 +90,9 @@ fn connect(a: &RunArgs, url: &url::Url, timeout: Duration) -> Result<Box<dyn Io>
         .map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
+    let handle = sock.try_clone().map_err(|e| e.to_string())?;
     if !url.scheme.tls() {
-        return Ok(Box::new(sock));
+        return Ok((Box::new(sock), handle));
     }
     let tls = crate::resolve::tls::plan(
         url,
@@ -96,8 +103,43 @@ fn connect(a: &RunArgs, url: &url::Url, timeout: Duration) -> Result<Box<dyn Io>
     .map_err(|e| e.to_string())?;
     let conn = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
         .map_err(|e| e.to_string())?;
-    Ok(Box::new(rustls::StreamOwned::new(conn, sock)))
+    Ok((Box::new(rustls::StreamOwned::new(conn, sock)), handle))
 }
+
+/// Fill `buf` before `deadline`.
+fn read_full(
+    io: &mut dyn Io,
+    sock: &TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no reflection reply within the timeout".into());
+        }
+        sock.set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        match io.read(&mut buf[got..]) {
+            Ok(0) => return Err("the server closed the reflection call".into()),
+            Ok(k) => got += k,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(format!("the reflection call broke off: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// A reflection reply holds descriptors, not media: frames and the whole reply are bounded.
+const MAX_FRAME: usize = 1 << 20;
+const MAX_REPLY: usize = 16 << 20;
 
 fn call(
     a: &RunArgs,
@@ -106,7 +148,7 @@ fn call(
     svc: &str,
     timeout: Duration,
 ) -> Result<Reply, String> {
-    let mut io = connect(a, url, timeout)?;
+    let (mut io, sock) = connect(a, url, timeout)?;
     let deadline = Instant::now() + timeout;
     let mut out = Vec::new();
     out.extend_from_slice(frame::PREFACE);
@@ -148,22 +190,21 @@ fn call(
     let mut hp = Decoder::new(4096);
     let (mut body, mut status, mut message) = (Vec::new(), None::<u32>, String::new());
     let mut block = Vec::new();
+    let mut ended = false;
     loop {
-        if Instant::now() > deadline {
-            return Err("no reflection reply within the timeout".into());
-        }
         let mut h = [0u8; frame::HEAD];
-        io.read_exact(&mut h)
-            .map_err(|e| format!("the reflection call broke off: {e}"))?;
+        read_full(&mut *io, &sock, &mut h, deadline)?;
         let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
-        if len > 16 << 20 {
-            return Err("a frame over 16 MiB in the reflection reply".into());
+        if len > MAX_FRAME {
+            return Err("a frame over 1 MiB in the reflection reply".into());
         }
         let (k, flags) = (h[3], h[4]);
         let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
         let mut p = vec![0; len];
-        io.read_exact(&mut p)
-            .map_err(|e| format!("the reflection call broke off: {e}"))?;
+        read_full(&mut *io, &sock, &mut p, deadline)?;
+        if body.len() + block.len() + len > MAX_REPLY {
+            return Err("a reflection reply over 16 MiB".into());
+        }
         match k {
             kind::SETTINGS if flags & flag::ACK == 0 => {
                 let mut ack = Vec::new();
@@ -203,6 +244,10 @@ fn call(
             _ => {}
         }
         if stream == 1 && flags & flag::END_STREAM != 0 && matches!(k, kind::DATA | kind::HEADERS) {
+            ended = true;
+        }
+        // The stream's end, once its last header block is whole (CONTINUATION may follow).
+        if ended && block.is_empty() {
             break;
         }
     }
