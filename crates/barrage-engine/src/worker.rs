@@ -105,6 +105,8 @@ pub struct Worker<S: Session> {
     /// TLS plaintext, decrypted out of `rbuf`'s ciphertext.
     pbuf: Box<[u8]>,
     scratch: Vec<u8>,
+    /// HTTP/2: control answers kept by the session, and the requests written with them.
+    joined: Vec<u8>,
     /// Control bytes a session answers with while decoding (pongs, close answers).
     ctl: Vec<u8>,
     connect_queue: VecDeque<u32>,
@@ -206,6 +208,7 @@ impl<S: Session> Worker<S> {
                 Box::default()
             },
             scratch: Vec::with_capacity(4096),
+            joined: Vec::new(),
             ctl: Vec::new(),
             ready: VecDeque::new(),
             reads: VecDeque::new(),
@@ -588,12 +591,10 @@ impl<S: Session> Worker<S> {
             if c.backlogged() {
                 c.session.owe(&ctl);
             } else {
-                if let Some(k) = c.session.take_owed() {
-                    let mut all = k.into_vec();
-                    all.extend_from_slice(&ctl);
-                    ctl = all;
-                }
-                res = wire::write_to(c, &mut self.rec, &ctl);
+                self.joined.clear();
+                c.session.drain_owed(&mut self.joined);
+                self.joined.extend_from_slice(&ctl);
+                res = wire::write_to(c, &mut self.rec, &self.joined);
             }
         }
         ctl.clear();

@@ -537,6 +537,11 @@ impl Session for H2 {
     fn take_owed(&mut self) -> Option<Box<[u8]>> {
         (!self.st.owed.is_empty()).then(|| std::mem::take(&mut self.st.owed).into_boxed_slice())
     }
+
+    fn drain_owed(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.st.owed);
+        self.st.owed.clear();
+    }
 }
 
 /// An ALPN protocol's name for a message (none: the server chose nothing).

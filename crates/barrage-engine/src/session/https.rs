@@ -134,4 +134,10 @@ impl Session for AnyHttp {
             AnyHttp::H1(_) => None,
         }
     }
+
+    fn drain_owed(&mut self, out: &mut Vec<u8>) {
+        if let AnyHttp::H2(s) = self {
+            s.drain_owed(out)
+        }
+    }
 }

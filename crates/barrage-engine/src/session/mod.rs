@@ -255,8 +255,19 @@ pub trait Session: Sized + Send + 'static {
         None
     }
 
+    /// Append what [`Session::owe`] kept to `out` and forget it, keeping the session's buffer
+    /// (no allocation: HTTP/2 sends its control answers this way with the next request).
+    fn drain_owed(&mut self, out: &mut Vec<u8>) {
+        if let Some(k) = self.take_owed() {
+            out.extend_from_slice(&k);
+        }
+    }
+
     /// What [`Session::owe`] kept must go out before newer control bytes, not be replaced by
     /// them (HTTP/2: every acknowledgement and window update counts; a WebSocket pong does not).
+    /// Such a session's control answers also wait for the requests its replies free, and go
+    /// out in the same write (an HTTP/2 PING answered with the next request: one system call,
+    /// not two); what no request takes is written when the connection's events are done.
     const OWED_IN_ORDER: bool = false;
 
     /// Requests are a mix of commands: counted per command (`Rendered::step`).

@@ -244,6 +244,19 @@ impl<S: Session> Worker<S> {
         } else if c.owed > 0 || (self.program.schedule_period().is_some() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
+        if S::OWED_IN_ORDER {
+            // HTTP/2 control answers no request took along: out now.
+            let c = &mut self.conns[idx as usize];
+            if c.stream.is_some() && !c.backlogged() {
+                self.joined.clear();
+                c.session.drain_owed(&mut self.joined);
+                if !self.joined.is_empty() {
+                    if let Err(e) = write_to(c, &mut self.rec, &self.joined) {
+                        return self.fail(idx, classify(&e), Some(&e), now);
+                    }
+                }
+            }
+        }
         let c = &self.conns[idx as usize];
         if let (Some(f), true) = (c.ex.front(), c.timeout_at == u64::MAX) {
             let at = f.sent + self.timeout_of(f.step);

@@ -206,10 +206,12 @@ impl<S: Session> Worker<S> {
             }
             return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
         }
-        if !self.ctl.is_empty() && c.backlogged() && close.is_none() {
+        if !self.ctl.is_empty() && (c.backlogged() || S::OWED_IN_ORDER) && close.is_none() {
             // A peer that does not read what it is sent gets no more control answers than
             // fit: the latest pong is kept (one per connection) and written once the socket
             // drains (`flush`). A close answer goes out in any case: the connection ends.
+            // HTTP/2's answers wait for the requests the replies free (`send`), or for the
+            // end of the connection's events (`after_io`), whichever comes first.
             c.session.owe(&self.ctl);
             self.ctl.clear();
         }
@@ -352,6 +354,16 @@ impl<S: Session> Worker<S> {
             Some((b, _)) => b,
             None => &self.scratch,
         };
+        if S::OWED_IN_ORDER && !c.backlogged() {
+            // Control answers kept for this write go first, in the same system call.
+            self.joined.clear();
+            c.session.drain_owed(&mut self.joined);
+            if !self.joined.is_empty() {
+                self.joined.extend_from_slice(data);
+                let res = write_to(c, &mut self.rec, &self.joined);
+                return self.wrote(idx, res, now);
+            }
+        }
         let res = write_to(c, &mut self.rec, data);
         self.wrote(idx, res, now);
     }
