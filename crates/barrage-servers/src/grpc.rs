@@ -216,25 +216,17 @@ fn len_fields(mut m: &[u8]) -> Option<Vec<(u64, &[u8])>> {
     Some(out)
 }
 
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
 fn put_len(out: &mut Vec<u8>, field: u64, v: &[u8]) {
-    let mut n = (field << 3) | 2;
-    loop {
-        let b = (n & 0x7f) as u8;
-        n >>= 7;
-        out.push(if n > 0 { b | 0x80 } else { b });
-        if n == 0 {
-            break;
-        }
-    }
-    let mut n = v.len() as u64;
-    loop {
-        let b = (n & 0x7f) as u8;
-        n >>= 7;
-        out.push(if n > 0 { b | 0x80 } else { b });
-        if n == 0 {
-            break;
-        }
-    }
+    put_varint(out, (field << 3) | 2);
+    put_varint(out, v.len() as u64);
     out.extend_from_slice(v);
 }
 

@@ -9,32 +9,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
-fn run_json(args: &[&str], json: &Path) -> Value {
-    let out = barrage()
-        .args(args)
-        .args(["-q", "--json"])
-        .arg(json)
-        .output()
-        .expect("run barrage");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 3)),
-        "barrage {args:?}:\n{stderr}"
-    );
-    read_json(json)
-}
-
-/// sent = completed + failed, nothing in flight at the end of a `-n` run.
-fn conserved(v: &Value) {
-    let e = field(v, "summary.exchanges");
-    assert_eq!(
-        u(v, "summary.exchanges.sent"),
-        u(v, "summary.exchanges.completed") + u(v, "summary.exchanges.failed"),
-        "{e}"
-    );
-    assert_eq!(u(v, "summary.exchanges.in_flight_at_end"), 0, "{e}");
-}
-
 /// `summary.<part>["grpc.<code>"]` (the class's name holds a dot).
 fn class(v: &Value, part: &str, name: &str) -> u64 {
     field(v, &format!("summary.{part}"))[name]
@@ -244,6 +218,12 @@ impl GoServer {
             .spawn()
             .expect("start the grpc-go server");
         assert!(wait_listening(&mut child, port), "{name} did not listen");
+        // It is still up: the listener answering is its own, not another test's on the port.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            matches!(child.try_wait(), Ok(None)),
+            "{name} exited after it started (port {port} taken?)"
+        );
         Some(GoServer {
             _child: Guard(child),
             port,

@@ -4,35 +4,7 @@
 
 use crate::common::*;
 use crate::pki;
-use serde_json::Value;
-use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
-
-fn run_json(args: &[&str], json: &Path) -> Value {
-    let out = barrage()
-        .args(args)
-        .args(["-q", "--json"])
-        .arg(json)
-        .output()
-        .expect("run barrage");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(out.status.code(), Some(0 | 3)),
-        "barrage {args:?}:\n{stderr}"
-    );
-    read_json(json)
-}
-
-/// sent = completed + failed + in flight, and nothing in flight at the end of a `-n` run.
-fn conserved(v: &Value) {
-    let e = field(v, "summary.exchanges");
-    assert_eq!(
-        u(v, "summary.exchanges.sent"),
-        u(v, "summary.exchanges.completed") + u(v, "summary.exchanges.failed"),
-        "{e}"
-    );
-    assert_eq!(u(v, "summary.exchanges.in_flight_at_end"), 0, "{e}");
-}
 
 /// Streams in flight on a few connections, two routes: every request the server answered is
 /// one barrage completed or failed by its status, exactly.

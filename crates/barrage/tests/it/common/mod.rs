@@ -432,3 +432,31 @@ pub fn signals_at_default(mut cmd: StdCommand) -> StdCommand {
     }
     cmd
 }
+
+/// barrage with `args` plus `-q --json FILE`, which must exit 0 or 3 (a failed threshold): the
+/// result.
+pub fn run_json(args: &[&str], json: &Path) -> Value {
+    let out = barrage()
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(json)
+        .output()
+        .expect("run barrage");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "barrage {args:?}:\n{stderr}"
+    );
+    read_json(json)
+}
+
+/// sent = completed + failed, and nothing in flight at the end of a `-n` run.
+pub fn conserved(v: &Value) {
+    let e = field(v, "summary.exchanges");
+    assert_eq!(
+        u(v, "summary.exchanges.sent"),
+        u(v, "summary.exchanges.completed") + u(v, "summary.exchanges.failed"),
+        "{e}"
+    );
+    assert_eq!(u(v, "summary.exchanges.in_flight_at_end"), 0, "{e}");
+}
