@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
                         timeout: Duration::from_secs(1),
                         // Every `{secret:NAME}` has a value here (the run refuses unset ones).
                         secret: &|_| Some(b"s3cret".to_vec()),
+                        rpc: &[],
                     };
                     let _ = compile(&checked, &cx);
                 }

@@ -9,6 +9,7 @@
 //! allocation and no protobuf library at run time. The binary builds the template from the
 //! user's JSON and `.proto` (protox, prost-reflect); the engine never parses either.
 
+use crate::capture::Vars;
 use crate::message::{Fill, Template};
 
 /// The bytes before each message: a compressed flag and the length (big-endian u32).
@@ -88,16 +89,25 @@ impl PbTemplate {
 
     /// The encoded length for `fill`.
     pub fn len(&self, fill: Fill) -> usize {
+        self.len_in(fill, None)
+    }
+
+    /// The encoded length for `fill` and a scenario user's `vars`.
+    pub fn len_vars(&self, fill: Fill, vars: &Vars) -> usize {
+        self.len_in(fill, Some(vars))
+    }
+
+    fn len_in(&self, fill: Fill, vars: Option<&Vars>) -> usize {
         self.parts
             .iter()
             .map(|p| match p {
                 Part::Lit(b) => b.len(),
                 Part::Text { tag, value } => {
-                    let n = value.rendered_len(fill);
+                    let n = text_len(value, fill, vars);
                     tag.len() + varint_len(n as u64) + n
                 }
                 Part::Msg { tag, inner } => {
-                    let n = inner.len(fill);
+                    let n = inner.len_in(fill, vars);
                     tag.len() + varint_len(n as u64) + n
                 }
             })
@@ -110,18 +120,25 @@ impl PbTemplate {
 
     /// Append the message for `fill`.
     pub fn write(&self, fill: Fill, out: &mut Vec<u8>) {
+        self.write_in(fill, None, out);
+    }
+
+    fn write_in(&self, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) {
         for p in &self.parts {
             match p {
                 Part::Lit(b) => out.extend_from_slice(b),
                 Part::Text { tag, value } => {
                     out.extend_from_slice(tag);
-                    put_varint(out, value.rendered_len(fill) as u64);
-                    value.render_into(fill, out);
+                    put_varint(out, text_len(value, fill, vars) as u64);
+                    match vars {
+                        Some(v) => value.render_vars_into(fill, v, out),
+                        None => value.render_into(fill, out),
+                    };
                 }
                 Part::Msg { tag, inner } => {
                     out.extend_from_slice(tag);
-                    put_varint(out, inner.len(fill) as u64);
-                    inner.write(fill, out);
+                    put_varint(out, inner.len_in(fill, vars) as u64);
+                    inner.write_in(fill, vars, out);
                 }
             }
         }
@@ -132,6 +149,101 @@ impl PbTemplate {
         put_prefix(out, self.len(fill));
         self.write(fill, out);
     }
+
+    /// Append a scenario step's message for `fill` and the user's `vars`, with its prefix.
+    pub fn write_framed_vars(&self, fill: Fill, vars: &Vars, out: &mut Vec<u8>) {
+        put_prefix(out, self.len_vars(fill, vars));
+        self.write_in(fill, Some(vars), out);
+    }
+
+    /// The template of `src`, each text field's value made a template by `text` (plain
+    /// placeholders for a run's message, a scenario's `{var}`s for a step's).
+    pub fn compile<E>(
+        src: &[PartSrc],
+        text: &mut dyn FnMut(Vec<u8>) -> Result<Template, E>,
+    ) -> Result<Self, E> {
+        let mut out = Vec::with_capacity(src.len());
+        for p in src {
+            out.push(match p {
+                PartSrc::Lit(b) => Part::Lit(b.clone().into_boxed_slice()),
+                PartSrc::Text { field, raw } => Part::Text {
+                    tag: len_tag(*field),
+                    value: text(raw.clone())?,
+                },
+                PartSrc::Msg { field, parts } => Part::Msg {
+                    tag: len_tag(*field),
+                    inner: Self::compile(parts, text)?,
+                },
+            });
+        }
+        Ok(Self::new(out))
+    }
+}
+
+fn text_len(t: &Template, fill: Fill, vars: Option<&Vars>) -> usize {
+    match vars {
+        Some(v) => t.rendered_len_vars(fill, v),
+        None => t.rendered_len(fill),
+    }
+}
+
+/// A message's parts before their text fields are templates: bytes as they are (escapes
+/// undone, secrets filled), by field number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartSrc {
+    Lit(Vec<u8>),
+    Text { field: u32, raw: Vec<u8> },
+    Msg { field: u32, parts: Vec<PartSrc> },
+}
+
+/// A scenario's `rpc` step as the binary resolved it from the .proto: what the engine
+/// compiles into the step's request, and how its reply is read.
+#[derive(Clone, Debug)]
+pub struct StepCall {
+    /// The step's key in the file (`steps[2]`, `leave[0].steps[1]`).
+    pub key: String,
+    /// `/package.Service/Method`.
+    pub path: String,
+    /// Server streaming: the reply is any number of messages, each timed from the call.
+    pub streaming: bool,
+    pub message: Vec<PartSrc>,
+    /// The reply's messages as JSON, for the step's captures and `expect` (set when the
+    /// step looks into its reply).
+    pub decode: Option<Decode>,
+}
+
+/// Reads a call's reply (its DATA: prefixed messages) into JSON: a unary call's message as an
+/// object, a streaming call's as an array of them; `Err` names what did not decode.
+#[derive(Clone)]
+pub struct Decode(pub std::sync::Arc<DecodeFn>);
+
+/// What a [`Decode`] calls: the reply's bytes in, JSON out.
+pub type DecodeFn = dyn Fn(&[u8]) -> Result<Vec<u8>, String> + Send + Sync;
+
+impl std::fmt::Debug for Decode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decode")
+    }
+}
+
+/// The messages in a call's DATA (each prefixed), or what is wrong with their framing.
+pub fn messages(mut data: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        if data.len() < PREFIX {
+            return Err("a message cut short in its prefix".into());
+        }
+        if data[0] != 0 {
+            return Err(format!("a message whose flag byte is {}", data[0]));
+        }
+        let n = u32::from_be_bytes([data[1], data[2], data[3], data[4]]) as usize;
+        let body = data
+            .get(PREFIX..PREFIX + n)
+            .ok_or("a message cut short (or longer than the reply kept)")?;
+        out.push(body);
+        data = &data[PREFIX + n..];
+    }
+    Ok(out)
 }
 
 fn push_lit(out: &mut Vec<Part>, v: Vec<u8>) {
@@ -330,6 +442,44 @@ mod tests {
         let mut framed = Vec::new();
         t.write_framed(fill(5), &mut framed);
         assert_eq!(&framed[..5], &[0, 0, 0, 0, 11]);
+    }
+
+    /// A scenario step's message: compiled from its parts with the user's variables, each
+    /// rendered with the nested lengths it gives (a 200-byte value needs a 2-byte varint);
+    /// the reply's messages are found back by `messages`.
+    #[test]
+    fn a_steps_message_renders_the_users_variables() {
+        let src = vec![
+            PartSrc::Lit(vec![0x10, 0x07]),
+            PartSrc::Msg {
+                field: 6,
+                parts: vec![PartSrc::Text {
+                    field: 1,
+                    raw: b"{who}-{seq}".to_vec(),
+                }],
+            },
+        ];
+        let resolve = |n: &str| (n == "who").then_some(0);
+        let t = PbTemplate::compile(&src, &mut |raw| Template::with_vars(raw, resolve)).unwrap();
+        assert!(PbTemplate::compile(&src, &mut |raw| Template::with_vars(raw, |_| None)).is_err());
+        let mut vars = Vars::new(1);
+        for who in ["ann".to_string(), "x".repeat(200)] {
+            vars.set(0, who.as_bytes());
+            let text = format!("{who}-5");
+            let mut out = Vec::new();
+            t.write_framed_vars(fill(5), &vars, &mut out);
+            let mut inner = vec![0x0a];
+            put_varint(&mut inner, text.len() as u64);
+            inner.extend_from_slice(text.as_bytes());
+            let mut want = vec![0x10, 0x07, 0x32];
+            put_varint(&mut want, inner.len() as u64);
+            want.extend_from_slice(&inner);
+            assert_eq!(messages(&out).unwrap(), vec![&want[..]]);
+            assert_eq!(t.len_vars(fill(5), &vars), want.len());
+        }
+        assert!(messages(&[0, 0, 0, 0, 9, 1]).is_err());
+        assert!(messages(&[1, 0, 0, 0, 0]).is_err());
+        assert_eq!(messages(&[]).unwrap().len(), 0);
     }
 
     #[test]

@@ -101,6 +101,42 @@ pub struct ScenarioSpec {
     /// its scenario once; never recorded: a spec read back parses its `text`.
     #[serde(skip)]
     pub checked: Option<Checked>,
+    /// gRPC: each `rpc` step's call, its message encoded from its `data` with the .proto.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpc: Vec<RpcStepSpec>,
+    /// gRPC: how each `rpc` step that looks into its reply decodes it, by step key (built from
+    /// the .proto by the process that resolved the run; never recorded).
+    #[serde(skip)]
+    pub replies: Option<Replies>,
+}
+
+/// A scenario's `rpc` step, resolved against the .proto.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcStepSpec {
+    /// The step's key in the file (`steps[2]`, `leave[0].steps[1]`).
+    pub key: String,
+    /// `/package.Service/Method`.
+    pub path: String,
+    /// The request message from the step's `data`, `{var}`s left as holes.
+    pub message: Vec<PbPartSpec>,
+    #[serde(default)]
+    pub streaming: bool,
+}
+
+/// The reply decoders of a scenario's `rpc` steps, by step key.
+#[derive(Clone, Default)]
+pub struct Replies(pub std::collections::BTreeMap<String, crate::grpc::Decode>);
+
+impl std::fmt::Debug for Replies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+impl PartialEq for Replies {
+    fn eq(&self, _: &Replies) -> bool {
+        true
+    }
 }
 
 /// A checked scenario carried beside the text it came from. Two are always equal: the text
@@ -247,36 +283,47 @@ impl PbPartSpec {
         parts: &[PbPartSpec],
         secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
     ) -> Result<crate::grpc::PbTemplate, SpecError> {
-        let mut bytes = |what: &'static str, text: &str| -> Result<Vec<u8>, SpecError> {
+        let src = PbPartSpec::source(parts, "-d", secret)?;
+        crate::grpc::PbTemplate::compile(&src, &mut |raw| {
+            Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
+        })
+    }
+
+    /// The parts as bytes: escapes undone and `{secret:NAME}` filled by `secret` (`what`
+    /// names where they came from in an error).
+    pub fn source(
+        parts: &[PbPartSpec],
+        what: &'static str,
+        secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+    ) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
+        pb_source(parts, &mut |text: &str| {
             let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
             Ok(fill_secrets(&raw, secret)?)
-        };
-        pb_template(parts, &mut bytes)
+        })
     }
 }
 
-/// The template of a gRPC message from its parts: secrets filled, placeholders located.
-fn pb_template(
+fn pb_source(
     parts: &[PbPartSpec],
-    bytes: &mut FillBytes<'_>,
-) -> Result<crate::grpc::PbTemplate, SpecError> {
-    use crate::grpc::{len_tag, Part};
-    let mut out = Vec::with_capacity(parts.len());
-    for p in parts {
-        out.push(match p {
-            PbPartSpec::Bytes { bytes: b } => Part::Lit(bytes("-d", b)?.into_boxed_slice()),
-            PbPartSpec::Text { field, value } => Part::Text {
-                tag: len_tag(*field),
-                value: Template::try_new(bytes("-d", value)?)
-                    .map_err(|e| invalid("-d", e.to_string()))?,
-            },
-            PbPartSpec::Message { field, parts } => Part::Msg {
-                tag: len_tag(*field),
-                inner: pb_template(parts, bytes)?,
-            },
-        });
-    }
-    Ok(crate::grpc::PbTemplate::new(out))
+    bytes: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
+) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
+    use crate::grpc::PartSrc;
+    parts
+        .iter()
+        .map(|p| {
+            Ok(match p {
+                PbPartSpec::Bytes { bytes: b } => PartSrc::Lit(bytes(b)?),
+                PbPartSpec::Text { field, value } => PartSrc::Text {
+                    field: *field,
+                    raw: bytes(value)?,
+                },
+                PbPartSpec::Message { field, parts } => PartSrc::Msg {
+                    field: *field,
+                    parts: pb_source(parts, bytes)?,
+                },
+            })
+        })
+        .collect()
 }
 
 fn one() -> u32 {
@@ -396,6 +443,16 @@ fn with_scenario(
     secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
 ) -> Result<Plan, SpecError> {
     let checked = sc.checked().map_err(SpecError::Scenario)?;
+    let mut rpc = Vec::with_capacity(sc.rpc.len());
+    for r in &sc.rpc {
+        rpc.push(crate::grpc::StepCall {
+            key: r.key.clone(),
+            path: r.path.clone(),
+            streaming: r.streaming,
+            message: PbPartSpec::source(&r.message, "data", secret)?,
+            decode: sc.replies.as_ref().and_then(|d| d.0.get(&r.key)).cloned(),
+        });
+    }
     let secret = std::cell::RefCell::new(secret);
     let lookup = |name: &str| (secret.borrow_mut())(name);
     let cx = crate::users::compile::Context {
@@ -409,6 +466,7 @@ fn with_scenario(
         no_replies: plan.framing == Framing::None,
         timeout: plan.timeout,
         secret: &lookup,
+        rpc: &rpc,
     };
     let mut users = crate::users::compile(&checked, &cx)
         .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;
@@ -638,10 +696,15 @@ impl Spec {
                 streams,
             } => {
                 let mut headers = fill_headers(headers, &mut bytes)?;
+                // A scenario's calls carry the same metadata (and their own deadlines).
+                http_cx = (host_header.clone(), headers.clone());
                 if let Some(t) = timeout {
                     headers.push(("grpc-timeout".into(), t.clone()));
                 }
-                let body = pb_template(message, &mut bytes)?;
+                let src = pb_source(message, &mut |t| bytes("-d", t))?;
+                let body = crate::grpc::PbTemplate::compile(&src, &mut |raw| {
+                    Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
+                })?;
                 let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
                     method: "POST",
                     scheme: if self.tls.is_some() { "https" } else { "http" },

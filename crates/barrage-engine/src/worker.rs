@@ -463,6 +463,7 @@ impl<S: Session> Worker<S> {
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
+                    streaming: false,
                 };
                 c.session.goodbye(&self.cfg, &mut out);
                 if !self.scratch.is_empty() {

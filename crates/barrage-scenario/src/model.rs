@@ -60,6 +60,15 @@ pub struct Protocol {
     pub insecure: Option<bool>,
     /// Also trust the CA certificates in this PEM file (relative to the scenario file).
     pub cacert: Option<At<String>>,
+    /// gRPC: the .proto file that defines the methods the steps call (relative to the
+    /// scenario file; --proto).
+    pub proto: Option<At<String>>,
+    /// gRPC: directories the .proto's imports are found in (relative to the scenario file;
+    /// --import-path).
+    #[serde(default)]
+    pub import_path: Vec<At<String>>,
+    /// gRPC: take the methods' descriptors from the server (server reflection; --reflect).
+    pub reflect: Option<bool>,
 }
 
 /// The users of the run: user g (0-based) arrives at a time that is a pure function of g and
@@ -108,6 +117,11 @@ pub struct Step {
     pub name: Option<At<String>>,
     /// Message template to send (raw TCP, WebSocket, redis, memcached); `{var}` filled.
     pub send: Option<At<String>>,
+    /// gRPC: the method to call, "package.Service/Method" (a grpc:// target).
+    pub rpc: Option<At<String>>,
+    /// gRPC: the request message as data (a table, as JSON maps to protobuf), with
+    /// `{var}` placeholders in its strings [default: the empty message].
+    pub data: Option<At<serde_json::Value>>,
     /// HTTP: request method (default GET when `path` is given).
     pub method: Option<At<String>>,
     /// HTTP: request path and query, a template (`/users/{user_id}`).

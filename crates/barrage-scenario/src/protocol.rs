@@ -90,6 +90,23 @@ pub const GRPC: ProtocolInfo = ProtocolInfo {
     pushes: false,
 };
 
+/// A gRPC method, `package.Service/Method` (a leading `/` allowed, as a URL's path has it):
+/// the service's full name and the method's.
+pub fn grpc_method(s: &str) -> Result<(&str, &str), String> {
+    let bad = || format!("'{s}': a gRPC method is package.Service/Method");
+    let rest = s.strip_prefix('/').unwrap_or(s);
+    let (svc, m) = rest.split_once('/').ok_or_else(bad)?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+    };
+    if !ok(svc) || !ok(m) || m.contains('.') || svc.starts_with('.') || svc.ends_with('.') {
+        return Err(bad());
+    }
+    Ok((svc, m))
+}
+
 pub const WS: ProtocolInfo = ProtocolInfo {
     name: "ws",
     aliases: &[],

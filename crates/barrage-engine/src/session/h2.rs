@@ -48,10 +48,12 @@ struct Stream {
     msgs: MsgReader,
     n_msgs: u32,
     grpc_status: Option<u32>,
+    /// gRPC: a server-streaming call (any number of messages, each timed), else unary.
+    streaming: bool,
 }
 
 impl Stream {
-    fn new(id: u32, key: u64, fill: Fill, send: i64, retried: bool) -> Self {
+    fn new(id: u32, key: u64, fill: Fill, send: i64, retried: bool, streaming: bool) -> Self {
         Self {
             id,
             key,
@@ -64,6 +66,7 @@ impl Stream {
             msgs: MsgReader::default(),
             n_msgs: 0,
             grpc_status: None,
+            streaming,
         }
     }
 }
@@ -391,9 +394,10 @@ impl Session for H2 {
         self.st.next_id += 2;
         let at = out.buf.len();
         let send = i64::from(self.st.peer.window);
+        let streaming = cfg.grpc.is_some_and(|g| g.streaming);
         self.st
             .streams
-            .push(Stream::new(id, out.key, fill, send, false));
+            .push(Stream::new(id, out.key, fill, send, false, streaming));
         self.st.request(cfg, id, fill, out.buf);
         Rendered {
             len: (out.buf.len() - at) as u32,
@@ -422,7 +426,8 @@ impl Session for H2 {
         };
         // A step's request is not rendered again: a refused one fails.
         let send = i64::from(st.peer.window);
-        st.streams.push(Stream::new(id, out.key, fill, send, true));
+        st.streams
+            .push(Stream::new(id, out.key, fill, send, true, out.streaming));
         if has_body {
             let h = st.held.len();
             st.held.extend_from_slice(&st.step[body_at..]);
@@ -680,11 +685,21 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
         let st = &mut *self.st;
         match h.kind {
             kind::DATA => {
-                if let Some(g) = self.cfg.grpc {
-                    self.grpc_data(h, g, bytes)?;
+                if self.cfg.grpc.is_some() {
+                    self.grpc_data(h, bytes)?;
                 }
+                // A user's step looks into the reply of the exchange at the front: its
+                // stream's bytes alone (an `every` block's other streams interleave).
                 if self.r.collecting() {
-                    self.r.body(bytes);
+                    let front = self.r.ex.front().map(|f| f.key);
+                    let st = &self.st;
+                    if st
+                        .streams
+                        .iter()
+                        .any(|s| s.id == h.stream && Some(s.key) == front)
+                    {
+                        self.r.body(bytes);
+                    }
                 }
             }
             kind::HEADERS | kind::CONTINUATION => {
@@ -971,7 +986,7 @@ impl Sink<'_, '_, '_, '_> {
 
     /// A gRPC stream's DATA: its messages counted (and, streaming, each timed from the
     /// call's start).
-    fn grpc_data(&mut self, h: &Head, g: GrpcMode, bytes: &[u8]) -> Result<(), ProtoError> {
+    fn grpc_data(&mut self, h: &Head, bytes: &[u8]) -> Result<(), ProtoError> {
         let Some(i) = self.st.streams.iter().position(|s| s.id == h.stream) else {
             return Ok(()); // given up on; data_end judges the stream id
         };
@@ -980,7 +995,7 @@ impl Sink<'_, '_, '_, '_> {
         s.n_msgs = s.n_msgs.saturating_add(n);
         let r = &mut *self.r;
         r.rec.counters.grpc.messages_received += u64::from(n);
-        if g.streaming && n > 0 {
+        if s.streaming && n > 0 {
             // Each message ended in this chunk, timed from the call's start.
             if let Some(e) = r.ex.get(s.key) {
                 let t = r.now.saturating_sub(e.start);
@@ -994,8 +1009,8 @@ impl Sink<'_, '_, '_, '_> {
 
     /// Stream `i` ended: its exchange is complete, its status judged.
     fn finish(&mut self, i: usize) {
-        if let Some(g) = self.cfg.grpc {
-            return self.finish_call(i, g);
+        if self.cfg.grpc.is_some() {
+            return self.finish_call(i);
         }
         let s = self.st.streams.swap_remove(i);
         self.r.rec.counters.status.add(s.status, 1);
@@ -1006,7 +1021,7 @@ impl Sink<'_, '_, '_, '_> {
 
     /// A gRPC call's stream ended: judged by its HTTP status, then its `grpc-status` (each
     /// non-OK code its own class), then whether its messages were whole (and, unary, one).
-    fn finish_call(&mut self, i: usize, g: GrpcMode) {
+    fn finish_call(&mut self, i: usize) {
         let s = self.st.streams.swap_remove(i);
         let c = &mut self.r.rec.counters;
         c.status.add(s.status, 1);
@@ -1017,7 +1032,7 @@ impl Sink<'_, '_, '_, '_> {
             match ErrorClass::grpc(code) {
                 Some(e) => Some(e),
                 // OK with a message cut short, or a unary call's reply not one message.
-                None if !s.msgs.idle() || (!g.streaming && s.n_msgs != 1) => {
+                None if !s.msgs.idle() || (!s.streaming && s.n_msgs != 1) => {
                     Some(ErrorClass::Protocol)
                 }
                 None => None,
@@ -1121,6 +1136,7 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
             key,
             rng: &mut rng,
             keep: None,
+            streaming: false,
         };
         s.render(
             &cfg,
@@ -1213,6 +1229,7 @@ mod tests {
             key: 0,
             rng: &mut rng,
             keep: None,
+            streaming: false,
         };
         assert!(s.open(cfg, &mut out).unwrap());
         assert!(buf.starts_with(frame::PREFACE));
@@ -1237,6 +1254,7 @@ mod tests {
                 key: 1 + 2 * k as u64,
                 rng: &mut rng,
                 keep: None,
+                streaming: false,
             };
             s.render(
                 cfg,
@@ -1324,6 +1342,7 @@ mod tests {
             key: 1,
             rng: &mut rng,
             keep: None,
+            streaming: false,
         };
         let fill = Fill {
             conn: 0,
@@ -1611,6 +1630,7 @@ mod tests {
             key: 1,
             rng: &mut rng,
             keep: None,
+            streaming: false,
         };
         s.render(
             &cfg,

@@ -55,6 +55,9 @@ pub struct Out<'a> {
     pub key: u64,
     pub rng: &'a mut Rng,
     pub keep: Option<&'a mut VecDeque<u8>>,
+    /// A scenario step's gRPC call is server streaming: its reply may be many messages
+    /// (each timed from the call), not exactly one.
+    pub streaming: bool,
 }
 
 impl Out<'_> {
@@ -556,6 +559,22 @@ impl<'a> Replies<'a> {
             return None;
         };
         let mut bad = bad;
+        // A gRPC call's reply is looked into as JSON, decoded with its method's descriptors;
+        // one that does not decode as the method's output is not what the step expects.
+        let decoded;
+        let msg: &[u8] = match (&step.decode, bad) {
+            (Some(d), None) => match (d.0)(msg) {
+                Ok(json) => {
+                    decoded = json;
+                    &decoded
+                }
+                Err(_) => {
+                    bad = Some(ErrorClass::Mismatch);
+                    msg
+                }
+            },
+            _ => msg,
+        };
         if bad.is_none() {
             if let Some(m) = &step.expect {
                 if !m.matches(msg) {

@@ -43,6 +43,8 @@ pub struct Context<'a> {
     /// `{secret:NAME}`'s value (the environment's), filled into templates and data cells as
     /// literal bytes.
     pub secret: SecretLookup<'a>,
+    /// gRPC: the `rpc` steps' calls, resolved by the binary against the .proto.
+    pub rpc: &'a [crate::grpc::StepCall],
 }
 
 /// Compile `c` for the engine.
@@ -323,10 +325,22 @@ impl Builder<'_> {
             .name
             .as_ref()
             .map_or_else(|| format!("step {}", index + 1), |n| n.value.clone());
-        let msg = match (&s.send, &s.path) {
-            (Some(t), _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
-            (None, Some(p)) => self.request(s, &p.value, key)?,
-            (None, None) => return Err(err(key, "a step needs send or path")),
+        let mut call = None;
+        let msg = match (&s.send, &s.path, &s.rpc) {
+            (Some(t), _, _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
+            (None, Some(p), _) => self.request(s, &p.value, key)?,
+            (None, None, Some(_)) => {
+                let c = self.cx.rpc.iter().find(|c| c.key == key).ok_or_else(|| {
+                    err(
+                        format!("{key}.rpc"),
+                        "the call was not resolved against a .proto (give protocol.proto or \
+                         protocol.reflect = true)",
+                    )
+                })?;
+                call = Some(c);
+                self.call(s, c, key)?
+            }
+            (None, None, None) => return Err(err(key, "a step needs send, path or rpc")),
         };
         let expect = s.expect.as_ref().map(|e| &e.value);
         let mut awaits = !self.cx.no_replies;
@@ -388,9 +402,21 @@ impl Builder<'_> {
                 }
             }),
         };
-        self.collect |= matcher.is_some()
+        let looks = matcher.is_some()
             || !captures.is_empty()
             || matches!(server_time, Some(super::ServerTimeFrom::Json(_)));
+        self.collect |= looks;
+        let decode = match call {
+            Some(c) if looks => Some(c.decode.clone().ok_or_else(|| {
+                err(
+                    format!("{key}.capture"),
+                    "a call's reply is read with its method's descriptors, which this run \
+                     does not have (a spec read back carries none): run the scenario file \
+                     with its .proto or reflect = true",
+                )
+            })?),
+            _ => None,
+        };
         let broadcast = match &s.broadcast {
             None => None,
             Some(b) => Some(super::BroadcastDef {
@@ -413,6 +439,7 @@ impl Builder<'_> {
             open_loop,
             server_time,
             broadcast,
+            decode,
         });
         Ok(index as u16)
     }
@@ -447,6 +474,21 @@ impl Builder<'_> {
         if !given("accept") {
             head.push_str("Accept: */*\r\n");
         }
+        self.header_lines(s, key, &mut head)?;
+        // The head as written is a template: its `{var}`s are resolved like a message's (it
+        // holds no escapes, so it is not unescaped).
+        let head =
+            Template::with_vars_and_secrets(head.into_bytes(), self.resolve(), self.cx.secret)
+                .map_err(|e| err(format!("{key}.path"), e))?;
+        let body = match &s.body {
+            Some(b) => Some(self.template(&b.value, &format!("{key}.body"))?),
+            None => None,
+        };
+        Ok(StepMsg::Http { head, body })
+    }
+
+    /// The protocol's headers, then the step's, as header lines.
+    fn header_lines(&self, s: &Step, key: &str, head: &mut String) -> Result<(), CompileError> {
         for (k, v) in self.cx.headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -459,16 +501,44 @@ impl Builder<'_> {
             };
             head.push_str(&format!("{}: {}\r\n", k.trim(), v.trim()));
         }
-        // The head as written is a template: its `{var}`s are resolved like a message's (it
-        // holds no escapes, so it is not unescaped).
+        Ok(())
+    }
+
+    /// An `rpc` step: the call's HTTP/2 request written as an HTTP/1.1 head (the session
+    /// frames it), and its message with the user's `{var}`s.
+    fn call(
+        &self,
+        s: &Step,
+        c: &crate::grpc::StepCall,
+        key: &str,
+    ) -> Result<StepMsg, CompileError> {
+        let timeout = s
+            .timeout
+            .as_ref()
+            .or(s.expect.as_ref().and_then(|e| e.value.timeout.as_ref()));
+        let timeout = match timeout {
+            Some(t) => std::time::Duration::from_nanos(dur(&t.value, &format!("{key}.timeout"))?),
+            None => self.cx.timeout,
+        };
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\ncontent-type: application/grpc\r\nte: trailers\r\n\
+             grpc-timeout: {}\r\n",
+            c.path,
+            self.cx.host_header,
+            crate::grpc::timeout_value(timeout),
+        );
+        self.header_lines(s, key, &mut head)?;
         let head =
             Template::with_vars_and_secrets(head.into_bytes(), self.resolve(), self.cx.secret)
-                .map_err(|e| err(format!("{key}.path"), e))?;
-        let body = match &s.body {
-            Some(b) => Some(self.template(&b.value, &format!("{key}.body"))?),
-            None => None,
-        };
-        Ok(StepMsg::Http { head, body })
+                .map_err(|e| err(format!("{key}.headers"), e))?;
+        let msg = crate::grpc::PbTemplate::compile(&c.message, &mut |raw| {
+            Template::with_vars(raw, self.resolve()).map_err(|e| err(format!("{key}.data"), e))
+        })?;
+        Ok(StepMsg::Grpc {
+            head,
+            msg,
+            streaming: c.streaming,
+        })
     }
 
     fn matcher(

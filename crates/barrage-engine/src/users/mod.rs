@@ -269,6 +269,7 @@ impl Users {
                     open_loop,
                     server_time: None,
                     broadcast: None,
+                    decode: None,
                 }]
                 .into(),
                 on: Box::default(),
@@ -420,6 +421,9 @@ pub struct StepDef {
     pub server_time: Option<ServerTimeFrom>,
     /// A broadcast step: its message carries a stamp; deliveries are expected per send.
     pub broadcast: Option<BroadcastDef>,
+    /// gRPC: the reply's messages as JSON, for `expect` and captures (set when the step
+    /// looks into its reply).
+    pub decode: Option<crate::grpc::Decode>,
 }
 
 /// What a broadcast step expects of each message.
@@ -468,6 +472,14 @@ pub enum StepMsg {
         head: Template,
         body: Option<Template>,
     },
+    /// A gRPC call as an HTTP/1.1 head (the session frames it as HTTP/2), then the prefixed
+    /// protobuf message.
+    Grpc {
+        head: Template,
+        msg: crate::grpc::PbTemplate,
+        /// Server streaming: any number of reply messages.
+        streaming: bool,
+    },
     /// The protocol's own load request (the run's `-m`, HTTP request or command mix).
     Load,
 }
@@ -494,8 +506,24 @@ impl StepMsg {
                     }
                 }
             }
+            StepMsg::Grpc { head, msg, .. } => {
+                head.render_vars_into(fill, vars, out);
+                out.extend_from_slice(b"\r\n");
+                msg.write_framed_vars(fill, vars, out);
+            }
             StepMsg::Load => {}
         }
+    }
+
+    /// A gRPC server-streaming call (its reply is any number of messages).
+    pub fn streaming(&self) -> bool {
+        matches!(
+            self,
+            StepMsg::Grpc {
+                streaming: true,
+                ..
+            }
+        )
     }
 }
 

@@ -115,6 +115,7 @@ impl<S: Session> Worker<S> {
             key: 0,
             rng: &mut self.rng,
             keep: None,
+            streaming: false,
         };
         let awaited = match c.session.open(&self.cfg, &mut out) {
             Ok(a) => a,
@@ -154,6 +155,7 @@ impl<S: Session> Worker<S> {
             key,
             rng: &mut self.rng,
             keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
+            streaming: false,
         };
         let r = c.session.render(&self.cfg, msg, fill, &mut out);
         // Under `--expect none` an exchange is its wire bytes, done when they are written.

@@ -322,6 +322,7 @@ impl<S: Session> Worker<S> {
                         key,
                         rng: &mut self.rng,
                         keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
+                        streaming: false,
                     };
                     let r = c.session.render(&self.cfg, Msg::Load, fill, &mut out);
                     if self.on_write {

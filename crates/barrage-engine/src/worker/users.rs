@@ -328,6 +328,7 @@ impl<S: Session> Worker<S> {
             key,
             rng: &mut self.rng,
             keep: None,
+            streaming: step.msg.streaming(),
         };
         let len = match step.msg {
             // The exchange records the user's step, not a command of a mix: a ramped run has
@@ -387,6 +388,7 @@ impl<S: Session> Worker<S> {
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
+                    streaming: false,
                 };
                 c.session.frame_step(&self.cfg, &mut out, at);
             }
@@ -528,6 +530,7 @@ impl<S: Session> Worker<S> {
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
+                    streaming: false,
                 };
                 c.session.goodbye(&self.cfg, &mut out);
                 if !self.scratch.is_empty() {

@@ -45,11 +45,11 @@ pub(super) fn protocol(
     }
     for (i, h) in p.headers.iter().enumerate() {
         header(cx, h, &format!("protocol.headers[{i}]"))?;
-        if !matches!(target, TargetKind::Http | TargetKind::Ws) {
+        if !matches!(target, TargetKind::Http | TargetKind::Ws | TargetKind::Grpc) {
             return Err(cx.err(
                 h.line,
                 format!("protocol.headers[{i}]"),
-                "headers apply to http:// and ws:// targets",
+                "headers apply to http://, ws:// and grpc:// targets (metadata)",
             ));
         }
     }
@@ -71,6 +71,51 @@ pub(super) fn protocol(
     }
     if p.resp3.is_some() && target != TargetKind::Kv {
         return Err(cx.err(0, "protocol.resp3", "resp3 applies to redis:// targets"));
+    }
+    let grpc_keys = [
+        ("proto", p.proto.as_ref().map(|v| v.line)),
+        ("import_path", p.import_path.first().map(|v| v.line)),
+        ("reflect", p.reflect.map(|_| 0)),
+    ];
+    for (k, line) in grpc_keys {
+        if let (Some(line), false) = (line, target == TargetKind::Grpc) {
+            return Err(cx.err(
+                line,
+                format!("protocol.{k}"),
+                format!("{k} applies to grpc:// and grpcs:// targets"),
+            ));
+        }
+    }
+    if let (Some(f), Some(true)) = (&p.proto, p.reflect) {
+        return Err(cx.err(
+            f.line,
+            "protocol.proto",
+            "give proto or reflect = true, not both",
+        ));
+    }
+    if let Some(f) = &p.proto {
+        if !cx.path(f).is_file() {
+            return Err(cx.err(
+                f.line,
+                "protocol.proto",
+                format!(
+                    "{} is not a file (paths are relative to the scenario file)",
+                    f.value
+                ),
+            ));
+        }
+    }
+    for (i, d) in p.import_path.iter().enumerate() {
+        if !cx.path(d).is_dir() {
+            return Err(cx.err(
+                d.line,
+                format!("protocol.import_path[{i}]"),
+                format!(
+                    "{} is not a directory (paths are relative to the scenario file)",
+                    d.value
+                ),
+            ));
+        }
     }
     if let Some(c) = &p.cacert {
         if !cx.path(c).is_file() {

@@ -158,7 +158,7 @@ impl StepsCheck<'_> {
         }
         let kind = self.kind(s, key)?;
         match kind {
-            "send" | "path" => {
+            "send" | "path" | "rpc" => {
                 self.count.sends += 1;
                 if part == Part::Leave {
                     self.count.leave_sends += 1;
@@ -175,10 +175,11 @@ impl StepsCheck<'_> {
                 return Err(cx.err(
                     v.map_or(s.line, |v| v.line),
                     format!("{key}.{kind}"),
-                    "gRPC calls in scenario files (rpc steps) are not built yet: run the \
-                     grpc:// URL itself, with --proto and --data",
+                    "the target is grpc://: a step is a call, rpc = \"package.Service/Method\" \
+                     (with data = {...})",
                 ));
             }
+            "rpc" => self.call(s, key, part)?,
             "send" => {
                 if self.target == TargetKind::Http {
                     return Err(cx.err(s.send.as_ref().map_or(s.line, |v| v.line), format!("{key}.send"), "the target is http://: a step is a request, path = \"/...\" (with method, headers, body)"));
@@ -288,6 +289,7 @@ impl StepsCheck<'_> {
         let kinds: Vec<&'static str> = [
             ("send", s.send.is_some()),
             ("path", s.path.is_some()),
+            ("rpc", s.rpc.is_some()),
             ("pause", s.pause.is_some()),
             ("think", s.think.is_some()),
             ("steps", !s.steps.is_empty()),
@@ -300,7 +302,7 @@ impl StepsCheck<'_> {
             [] => Err(cx.err(
                 s.line,
                 key,
-                "a step needs one of send, path (HTTP), pause, think, or a block of steps",
+                "a step needs one of send, path (HTTP), rpc (gRPC), pause, think, or a block of steps",
             )),
             [a, b, ..] => Err(cx.err(
                 s.line,
@@ -314,7 +316,7 @@ impl StepsCheck<'_> {
     /// with an exchange, repetition not on a lone pause or think.
     fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> CheckResult {
         let cx = self.cx;
-        let exchange = matches!(kind, "send" | "path");
+        let exchange = matches!(kind, "send" | "path" | "rpc");
         let http_keys = [
             ("method", s.method.as_ref().map(|v| v.line)),
             ("body", s.body.as_ref().map(|v| v.line)),
@@ -323,13 +325,21 @@ impl StepsCheck<'_> {
             ("headers", s.headers.first().map(|v| v.line)),
         ];
         for (k, line) in http_keys {
-            if let (Some(line), false) = (line, kind == "path") {
+            let fits = kind == "path" || (kind == "rpc" && k == "headers");
+            if let (Some(line), false) = (line, fits) {
                 return Err(cx.err(
                     line,
                     format!("{key}.{k}"),
                     "HTTP request keys go with path = \"/...\"",
                 ));
             }
+        }
+        if let (Some(d), false) = (&s.data, kind == "rpc") {
+            return Err(cx.err(
+                d.line,
+                format!("{key}.data"),
+                "data is a gRPC call's message: it goes with rpc = \"package.Service/Method\"",
+            ));
         }
         if !exchange {
             let reply_keys = [
@@ -423,11 +433,7 @@ impl StepsCheck<'_> {
                 ));
             }
         }
-        for (i, h) in s.headers.iter().enumerate() {
-            let k = format!("{key}.headers[{i}]");
-            header(cx, h, &k)?;
-            self.template(h, &k, part)?;
-        }
+        self.headers(s, key, part)?;
         if let Some(b) = &s.body {
             self.template(b, &format!("{key}.body"), part)?;
         }
@@ -455,6 +461,55 @@ impl StepsCheck<'_> {
                 f.line,
                 format!("{key}.expect.framing"),
                 "HTTP frames its own replies; remove framing",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A request's or call's header lines, each a template.
+    fn headers(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
+        for (i, h) in s.headers.iter().enumerate() {
+            let k = format!("{key}.headers[{i}]");
+            header(self.cx, h, &k)?;
+            self.template(h, &k, part)?;
+        }
+        Ok(())
+    }
+
+    /// A gRPC call: its method's form, its metadata, and every string of its data as a
+    /// template (the method itself, and the data's fit to its message, are judged by the
+    /// binary against the .proto).
+    fn call(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
+        let cx = self.cx;
+        let rpc = s.rpc.as_ref().expect("kind rpc");
+        if self.target != TargetKind::Grpc {
+            return Err(cx.err(
+                rpc.line,
+                format!("{key}.rpc"),
+                "rpc is for grpc:// and grpcs:// targets",
+            ));
+        }
+        crate::protocol::grpc_method(rpc).map_err(|e| cx.err(rpc.line, format!("{key}.rpc"), e))?;
+        self.headers(s, key, part)?;
+        if let Some(d) = &s.data {
+            if !d.is_object() {
+                return Err(cx.err(
+                    d.line,
+                    format!("{key}.data"),
+                    "the request message is a table: data = { field = \"value\", ... }",
+                ));
+            }
+            let mut strings = Vec::new();
+            json_strings(d, &mut strings);
+            for t in strings {
+                self.template(&At::new(t, d.line), &format!("{key}.data"), part)?;
+            }
+        }
+        if let Some(f) = s.expect.as_ref().and_then(|e| e.framing.as_ref()) {
+            return Err(cx.err(
+                f.line,
+                format!("{key}.expect.framing"),
+                "gRPC frames its own replies; remove framing",
             ));
         }
         Ok(())
@@ -533,5 +588,15 @@ impl StepsCheck<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The strings of a JSON value (keys too: a placeholder in a key is refused by the binary).
+fn json_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| json_strings(x, out)),
+        _ => {}
     }
 }

@@ -114,6 +114,8 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
         arrive: a.arrive,
         max_duration_ns: a.duration.or(file_duration).map(barrage_engine::spec::ns),
         checked: Some(barrage_engine::spec::Checked(checked.clone())),
+        rpc: Vec::new(),
+        replies: None,
     });
     if args.more_urls.is_empty() {
         args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
@@ -134,6 +136,14 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
         if args.cacert.is_none() {
             args.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
         }
+        // gRPC: where the steps' methods are described (the command line's, if it gave one).
+        if args.proto.is_none() && !args.reflect {
+            args.proto = p.proto.as_ref().map(|f| dir.join(&f.value));
+            args.reflect = p.reflect.unwrap_or(false);
+        }
+        let mut import: Vec<_> = p.import_path.iter().map(|d| dir.join(&d.value)).collect();
+        import.append(&mut args.import_path);
+        args.import_path = import;
     }
     if let Some(r) = run {
         let dur = |v: &Option<barrage_scenario::At<String>>, key: &str, positive: bool| {
@@ -219,6 +229,8 @@ fn refuse_load_flags(a: &RunArgs) -> Result<(), Usage> {
         ("--command", !a.command.is_empty()),
         ("-X/--method", a.method.is_some()),
         ("--body", a.body.is_some()),
+        ("--data", a.data.is_some()),
+        ("--data-bin", a.data_bin.is_some()),
         ("--expect-status", a.expect_status.is_some()),
         ("--verify", a.verify),
         ("--rate", a.rate.is_some()),

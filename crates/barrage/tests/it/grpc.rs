@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
 /// `summary.<part>["grpc.<code>"]` (the class's name holds a dot).
-fn class(v: &Value, part: &str, name: &str) -> u64 {
+pub(crate) fn class(v: &Value, part: &str, name: &str) -> u64 {
     field(v, &format!("summary.{part}"))[name]
         .as_u64()
         .unwrap_or_else(|| panic!("no {name} in summary.{part}"))
 }
 
 /// `barrage serve grpc EXTRA` with its .proto written next to it.
-fn serve_grpc(extra: &[&str], dir: &Path) -> (EchoServer, PathBuf) {
+pub(crate) fn serve_grpc(extra: &[&str], dir: &Path) -> (EchoServer, PathBuf) {
     let proto = dir.join("echo.proto");
     let mut args = vec!["--write-proto", proto.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -194,9 +194,9 @@ fn grpc_mistakes_are_one_line() {
 
 /// A grpc-go example server (`tests/grpc-go/bin/NAME`, built by `.ci/install`), on a free
 /// port; `None` (skipped, failing under CI) when it was not built.
-struct GoServer {
+pub(crate) struct GoServer {
     _child: Guard,
-    port: u16,
+    pub port: u16,
 }
 
 fn go_dir() -> PathBuf {
@@ -204,7 +204,7 @@ fn go_dir() -> PathBuf {
 }
 
 impl GoServer {
-    fn start(name: &str) -> Option<GoServer> {
+    pub(crate) fn start(name: &str) -> Option<GoServer> {
         let bin = go_dir().join("bin").join(name);
         if !available(&format!("grpc-go's {name}"), bin.is_file()) {
             return None;
@@ -402,36 +402,6 @@ fn reflect_takes_the_methods_from_the_server() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with("error: --reflect") && err.contains("no.Such"),
-        "{err}"
-    );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-}
-
-/// A scenario file whose target is gRPC: its steps cannot call yet (rpc steps are not built);
-/// the checker says so in one line instead of running something else.
-#[test]
-fn a_scenario_with_a_grpc_target_is_refused_in_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("calls.toml");
-    std::fs::write(
-        &file,
-        r#"target = "grpc://127.0.0.1:9/p.S/U"
-
-[users]
-count = 1
-arrive = "10/s"
-hold = "1s"
-
-[[steps]]
-send = "x"
-"#,
-    )
-    .unwrap();
-    let out = barrage().arg("run").arg(&file).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("rpc steps") && err.contains("not built yet"),
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

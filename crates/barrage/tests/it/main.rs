@@ -29,6 +29,8 @@ mod pki;
 mod h2;
 // gRPC against the reference grpc server and grpc-go's example servers.
 mod grpc;
+// gRPC calls in scenario files (rpc steps, captures from the decoded reply).
+mod grpc_scenario;
 // The bad-input sweep: every mistake gets one line and a non-zero exit code.
 mod bad_input;
 // Usage errors, help, exit codes, the text and JSON summaries.

@@ -275,6 +275,7 @@ pub fn users(text: &str, http: bool, timeout: Duration) -> Users {
         no_replies: false,
         timeout,
         secret: &|_| None,
+        rpc: &[],
     };
     compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -18,27 +18,28 @@ pub(super) struct Call {
 
 /// `/package.Service/Method`: the service and the method.
 fn method_of(path: &str) -> Result<(&str, &str), Usage> {
-    let bad = || {
+    match path.starts_with('/') {
+        true => barrage_scenario::protocol::grpc_method(path).ok(),
+        false => None,
+    }
+    .ok_or_else(|| {
         Usage::value(
             "target",
             format!("path '{path}'"),
             "a gRPC target names its method: grpc://HOST:PORT/package.Service/Method",
         )
-    };
-    let rest = path.strip_prefix('/').ok_or_else(bad)?;
-    let (svc, m) = rest.split_once('/').ok_or_else(bad)?;
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
-    };
-    if !ok(svc) || !ok(m) || m.contains('.') {
-        return Err(bad());
-    }
-    Ok((svc, m))
+    })
 }
 
 pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
+    if a.scenario.is_some() && matches!(url.path.as_str(), "" | "/") {
+        // A scenario file's target: its steps name their methods.
+        return Ok(Call {
+            message: Vec::new(),
+            streaming: false,
+            note: "the scenario's calls".into(),
+        });
+    }
     let (svc, method) = method_of(&url.path)?;
     let name = format!("{svc}/{method}");
     let described = |a: &RunArgs| -> Option<Result<_, Usage>> {
@@ -136,303 +137,7 @@ impl NoProto {
 }
 
 #[cfg(feature = "grpc")]
-mod pb {
-    use super::*;
-    use prost_reflect::prost::Message as _;
-    use prost_reflect::{
-        DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, MethodDescriptor, ReflectMessage,
-        Value,
-    };
-
-    /// Strings that become holes are replaced by this mark and their number while the JSON
-    /// is read into a message (private-use characters: no JSON a user writes holds them).
-    const MARK: char = '\u{E000}';
-
-    pub struct Compiled(MethodDescriptor);
-
-    /// The method `svc`/`method` from `proto` (its imports found in `--import-path` and its
-    /// own directory).
-    pub fn compiled(
-        a: &RunArgs,
-        proto: &std::path::Path,
-        svc: &str,
-        method: &str,
-    ) -> Result<Compiled, Usage> {
-        let shown = proto.display().to_string();
-        if !proto.is_file() {
-            return Err(Usage::value("--proto", &shown, "no such file"));
-        }
-        let mut includes = a.import_path.clone();
-        let dir = proto
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        includes.push(dir.to_path_buf());
-        for d in &a.import_path {
-            if !d.is_dir() {
-                return Err(Usage::value(
-                    "--import-path",
-                    d.display(),
-                    "no such directory",
-                ));
-            }
-        }
-        let mut c = protox::Compiler::new(&includes)
-            .map_err(|e| Usage::value("--import-path", &shown, one_line(&e)))?;
-        c.include_imports(true);
-        c.open_file(proto)
-            .map_err(|e| Usage::value("--proto", &shown, one_line(&e)))?;
-        let pool = c.descriptor_pool();
-        method_in(&pool, svc, method, &shown)
-    }
-
-    /// The method `svc`/`method` from the server's reflection (`--reflect`).
-    pub fn reflected(
-        a: &RunArgs,
-        url: &url::Url,
-        svc: &str,
-        method: &str,
-    ) -> Result<Compiled, Usage> {
-        let pool = super::super::reflect::pool(a, url, svc)?;
-        method_in(&pool, svc, method, "the server's reflection")
-    }
-
-    /// The method in `pool`, `shown` naming where the descriptors came from.
-    fn method_in(
-        pool: &prost_reflect::DescriptorPool,
-        svc: &str,
-        method: &str,
-        shown: &str,
-    ) -> Result<Compiled, Usage> {
-        let Some(service) = pool.get_service_by_name(svc) else {
-            let known: Vec<String> = pool.services().map(|s| s.full_name().into()).collect();
-            return Err(Usage::value(
-                "target",
-                format!("service '{svc}'"),
-                format!(
-                    "not in {shown}, which defines {}",
-                    if known.is_empty() {
-                        "no service".into()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            ));
-        };
-        let Some(m) = service.methods().find(|m| m.name() == method) else {
-            let known: Vec<String> = service.methods().map(|m| m.name().into()).collect();
-            return Err(Usage::value(
-                "target",
-                format!("method '{method}'"),
-                format!("{svc} has {}", known.join(", ")),
-            ));
-        };
-        if m.is_client_streaming() {
-            return Err(Usage::value(
-                "target",
-                format!("method '{svc}/{method}'"),
-                format!(
-                    "is {}: barrage calls unary and server-streaming methods (client \
-                     streaming is not built yet)",
-                    if m.is_server_streaming() {
-                        "a bidirectional stream"
-                    } else {
-                        "client streaming"
-                    }
-                ),
-            ));
-        }
-        Ok(Compiled(m))
-    }
-
-    fn one_line(e: &protox::Error) -> String {
-        let s = e.to_string();
-        let mut s = s.lines().next().unwrap_or_default().trim().to_string();
-        if s.contains("found 'edition'") {
-            s.push_str(
-                " (protobuf editions are not read here: the same messages written with \
-                 syntax = \"proto3\" encode alike)",
-            );
-        }
-        if let Some(f) = e.file() {
-            if !s.contains(f) {
-                s = format!("{f}: {s}");
-            }
-        }
-        s
-    }
-
-    impl Compiled {
-        pub fn streaming(&self) -> bool {
-            self.0.is_server_streaming()
-        }
-
-        #[cfg(test)]
-        pub fn input(&self) -> MessageDescriptor {
-            self.0.input()
-        }
-
-        /// The request message from `json`: its parts and its encoded size (holes as they
-        /// are written).
-        pub fn encode(&self, json: &str) -> Result<(Vec<PbPartSpec>, usize), Usage> {
-            let input = self.0.input();
-            let shown = if json.len() > 60 {
-                format!("'{}...'", &json[..json.floor_char_boundary(57)])
-            } else {
-                format!("'{json}'")
-            };
-            let mut v: serde_json::Value = serde_json::from_str(json)
-                .map_err(|e| Usage::value("--data", &shown, format!("not JSON: {e}")))?;
-            let mut holes = Vec::new();
-            mark(&mut v, &mut holes).map_err(|e| Usage::value("--data", &shown, e))?;
-            let msg = DynamicMessage::deserialize(input.clone(), v).map_err(|e| {
-                let e = e.to_string().replace(MARK, "");
-                Usage::value(
-                    "--data",
-                    &shown,
-                    format!(
-                        "not a {}: {e}{}",
-                        input.full_name(),
-                        if holes.is_empty() {
-                            ""
-                        } else {
-                            " (placeholders go in string fields)"
-                        }
-                    ),
-                )
-            })?;
-            let parts = walk(&msg, &holes).map_err(|e| Usage::value("--data", &shown, e))?;
-            Ok((parts, msg.encoded_len()))
-        }
-    }
-
-    /// Replace each string that needs rendering per call with a mark; keep its text.
-    fn mark(v: &mut serde_json::Value, holes: &mut Vec<String>) -> Result<(), String> {
-        match v {
-            serde_json::Value::String(s) => {
-                let secret = s.contains("{secret:");
-                let t = barrage_engine::message::Template::try_new(s.as_bytes().to_vec())
-                    .map_err(|e| format!("{e}"))?;
-                if secret || !t.is_static() {
-                    holes.push(std::mem::take(s));
-                    *s = format!("{MARK}{}{MARK}", holes.len() - 1);
-                }
-            }
-            serde_json::Value::Array(a) => {
-                for x in a {
-                    mark(x, holes)?;
-                }
-            }
-            serde_json::Value::Object(o) => {
-                for (k, x) in o.iter_mut() {
-                    let t = barrage_engine::message::Template::try_new(k.as_bytes().to_vec());
-                    if k.contains("{secret:") || t.map_or(true, |t| !t.is_static()) {
-                        return Err(format!(
-                            "'{k}': placeholders go in string values, not in keys"
-                        ));
-                    }
-                    mark(x, holes)?;
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn hole<'h>(s: &str, holes: &'h [String]) -> Option<&'h str> {
-        let n = s.strip_prefix(MARK)?.strip_suffix(MARK)?;
-        holes.get(n.parse::<usize>().ok()?).map(String::as_str)
-    }
-
-    fn has_hole(v: &Value, holes: &[String]) -> bool {
-        match v {
-            Value::String(s) => hole(s, holes).is_some(),
-            Value::Message(m) => m.fields().any(|(_, v)| has_hole(v, holes)),
-            Value::List(l) => l.iter().any(|v| has_hole(v, holes)),
-            Value::Map(m) => m.values().any(|v| has_hole(v, holes)),
-            _ => false,
-        }
-    }
-
-    /// One field of `desc` set to `v`, encoded (its tag and value).
-    fn field_bytes(desc: &MessageDescriptor, f: &FieldDescriptor, v: Value) -> Vec<u8> {
-        let mut m = DynamicMessage::new(desc.clone());
-        m.set_field(f, v);
-        m.encode_to_vec()
-    }
-
-    fn bytes(b: Vec<u8>) -> PbPartSpec {
-        PbPartSpec::Bytes {
-            bytes: barrage_engine::Spec::text(&b),
-        }
-    }
-
-    /// The parts of `value` as field `f` (one element of a list, or the field).
-    fn part(
-        desc: &MessageDescriptor,
-        f: &FieldDescriptor,
-        value: &Value,
-        holes: &[String],
-        one: impl Fn(Value) -> Value,
-    ) -> Result<PbPartSpec, String> {
-        Ok(match value {
-            Value::String(s) => match hole(s, holes) {
-                Some(text) => PbPartSpec::Text {
-                    field: f.number(),
-                    value: barrage_engine::Spec::text(text.as_bytes()),
-                },
-                None => bytes(field_bytes(desc, f, one(value.clone()))),
-            },
-            Value::Message(m) if has_hole(value, holes) => PbPartSpec::Message {
-                field: f.number(),
-                parts: walk(m, holes)?,
-            },
-            _ => bytes(field_bytes(desc, f, one(value.clone()))),
-        })
-    }
-
-    fn walk(msg: &DynamicMessage, holes: &[String]) -> Result<Vec<PbPartSpec>, String> {
-        let desc = msg.descriptor();
-        let mut parts = Vec::new();
-        for (f, value) in msg.fields() {
-            if !has_hole(value, holes) {
-                parts.push(bytes(field_bytes(&desc, &f, value.clone())));
-                continue;
-            }
-            if f.is_group() {
-                // A group is delimited by tags, not by a length: no hole is rendered in one.
-                return Err(format!(
-                    "'{}' is a proto2 group: placeholders cannot go in its fields",
-                    f.name()
-                ));
-            }
-            match value {
-                Value::List(items) => {
-                    for item in items {
-                        parts.push(part(&desc, &f, item, holes, |v| Value::List(vec![v]))?);
-                    }
-                }
-                Value::Map(map) => {
-                    // Each entry is a message: its key (field 1), then its value (field 2).
-                    let Kind::Message(entry) = f.kind() else {
-                        continue;
-                    };
-                    let (kf, vf) = (entry.map_entry_key_field(), entry.map_entry_value_field());
-                    for (k, v) in map {
-                        let key = bytes(field_bytes(&entry, &kf, k.clone().into()));
-                        let val = part(&entry, &vf, v, holes, |v| v)?;
-                        parts.push(PbPartSpec::Message {
-                            field: f.number(),
-                            parts: vec![key, val],
-                        });
-                    }
-                }
-                _ => parts.push(part(&desc, &f, value, holes, |v| v)?),
-            }
-        }
-        Ok(parts)
-    }
-}
+pub(super) mod pb;
 
 #[cfg(test)]
 mod tests {
@@ -530,21 +235,12 @@ mod tests {
     }
 
     #[test]
-    fn a_method_is_a_service_and_a_name() {
+    fn a_targets_method_is_its_path() {
         assert_eq!(
             method_of("/helloworld.Greeter/SayHello").ok(),
             Some(("helloworld.Greeter", "SayHello"))
         );
-        for bad in [
-            "/",
-            "/Greeter",
-            "/a.B/C/D",
-            "/a.B/",
-            "//C",
-            "/a.B/C?x=1",
-            "/a.B/C.D",
-        ] {
-            assert!(method_of(bad).is_err(), "{bad}");
-        }
+        assert!(method_of("helloworld.Greeter/SayHello").is_err());
+        assert!(method_of("/").is_err());
     }
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod describe;
 mod grpc;
+mod grpc_steps;
 mod protocol;
 #[cfg(feature = "grpc")]
 mod reflect;
@@ -90,7 +91,10 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             cacert: a.cacert.clone(),
         }),
     };
-    let spec = spec(a, &load, aim)?;
+    let mut spec = spec(a, &load, aim)?;
+    if let (Scheme::Grpc | Scheme::Grpcs, Some(sc)) = (url.scheme, spec.scenario.as_mut()) {
+        grpc_steps::resolve(a, &url, sc)?;
+    }
     // The plan is built from the spec, as any process taking part in the run builds its own.
     let mut lookup = |name: &str| secrets.lookup(name);
     let plan = spec
