@@ -206,7 +206,8 @@ pub struct StepCall {
     pub path: String,
     /// Server streaming: the reply is any number of messages, each timed from the call.
     pub streaming: bool,
-    pub message: Vec<PartSrc>,
+    /// The request's messages (one; a client stream's in order).
+    pub messages: Vec<Vec<PartSrc>>,
     /// The reply's messages as JSON, for the step's captures and `expect` (set when the
     /// step looks into its reply).
     pub decode: Option<Decode>,

@@ -119,6 +119,9 @@ pub struct RpcStepSpec {
     pub path: String,
     /// The request message from the step's `data`, `{var}`s left as holes.
     pub message: Vec<PbPartSpec>,
+    /// A client-streaming (or bidirectional) call's further messages (`data` a list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_messages: Vec<Vec<PbPartSpec>>,
     #[serde(default)]
     pub streaming: bool,
 }
@@ -225,6 +228,10 @@ pub enum ProtocolSpec {
         /// The request message, encoded once from the user's JSON (or `--data-bin`): its
         /// protobuf bytes with the placeholders' holes.
         message: Vec<PbPartSpec>,
+        /// A client-streaming (or bidirectional) call's further messages, sent after
+        /// `message` in order before the call is half-closed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more_messages: Vec<Vec<PbPartSpec>>,
         /// Server streaming (any number of replies), or unary (one).
         #[serde(default)]
         streaming: bool,
@@ -449,7 +456,10 @@ fn with_scenario(
             key: r.key.clone(),
             path: r.path.clone(),
             streaming: r.streaming,
-            message: PbPartSpec::source(&r.message, "data", secret)?,
+            messages: std::iter::once(&r.message)
+                .chain(&r.more_messages)
+                .map(|m| PbPartSpec::source(m, "data", secret))
+                .collect::<Result<_, _>>()?,
             decode: sc.replies.as_ref().and_then(|d| d.0.get(&r.key)).cloned(),
         });
     }
@@ -691,6 +701,7 @@ impl Spec {
                 host_header,
                 headers,
                 message,
+                more_messages,
                 streaming,
                 timeout,
                 streams,
@@ -701,10 +712,13 @@ impl Spec {
                 if let Some(t) = timeout {
                     headers.push(("grpc-timeout".into(), t.clone()));
                 }
-                let src = pb_source(message, &mut |t| bytes("-d", t))?;
-                let body = crate::grpc::PbTemplate::compile(&src, &mut |raw| {
-                    Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
-                })?;
+                let mut body = Vec::with_capacity(1 + more_messages.len());
+                for m in std::iter::once(message).chain(more_messages) {
+                    let src = pb_source(m, &mut |t| bytes("-d", t))?;
+                    body.push(crate::grpc::PbTemplate::compile(&src, &mut |raw| {
+                        Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
+                    })?);
+                }
                 let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
                     method: "POST",
                     scheme: if self.tls.is_some() { "https" } else { "http" },
@@ -715,7 +729,7 @@ impl Spec {
                     content_type: Some("application/grpc"),
                     te_trailers: true,
                 })?
-                .with_grpc_message(body);
+                .with_grpc_messages(body);
                 let p = Protocol::H2(crate::plan::H2Plan {
                     request,
                     expect_status: StatusSet(vec![(200, 200)]),
@@ -983,6 +997,7 @@ mod tests {
                         }],
                     },
                 ],
+                more_messages: vec![PbPartSpec::bytes(b"\x08\x02")],
                 streaming: true,
                 timeout: Some("5000000u".into()),
                 streams: 0,

@@ -4,6 +4,8 @@
 //!
 //! - `Echo` (unary) answers the request's message as it came.
 //! - `Stream` (server streaming) answers it `stream_messages` times, `stream_interval` apart.
+//! - `Collect` (client streaming) answers the stream's last message once it is half-closed.
+//! - `Chat` (bidirectional) answers each message of the stream, in order.
 //! - Server reflection (`grpc.reflection.v1` and `v1alpha`): each request answered as it comes
 //!   (`file_containing_symbol`, `file_by_filename`, `list_services`) with [`DESCRIPTOR`].
 //! - Any other method: `UNIMPLEMENTED` (12), in a trailers-only reply.
@@ -27,6 +29,8 @@ package barrage;
 service Echo {
   rpc Echo(Message) returns (Message);
   rpc Stream(Message) returns (stream Message);
+  rpc Collect(stream Message) returns (Message);
+  rpc Chat(stream Message) returns (stream Message);
 }
 
 message Message {
@@ -120,9 +124,12 @@ pub(crate) async fn answer(
     calls: &Calls,
     c: &Rc<CounterWriter>,
 ) {
-    let streaming = match path {
-        "/barrage.Echo/Echo" => false,
-        "/barrage.Echo/Stream" => true,
+    // (one request message, a client stream)
+    let (one_in, kind) = match path {
+        "/barrage.Echo/Echo" => (true, Reply::One),
+        "/barrage.Echo/Stream" => (true, Reply::Copies),
+        "/barrage.Echo/Collect" => (false, Reply::Last),
+        "/barrage.Echo/Chat" => (false, Reply::Each),
         _ => return status_only(respond, 12, "unknown method", c),
     };
     let msgs = match messages(&body) {
@@ -130,9 +137,9 @@ pub(crate) async fn answer(
         Err(why) => return status_only(respond, 13, why, c),
     };
     c.grpc(Grpc::MessagesIn, msgs.len() as u64);
-    let [msg] = &msgs[..] else {
+    if one_in && msgs.len() != 1 {
         return status_only(respond, 13, "not one request message", c);
-    };
+    }
     if let Some(d) = delay {
         tokio::time::sleep(d).await;
     }
@@ -147,8 +154,13 @@ pub(crate) async fn answer(
     let Ok(mut send) = respond.send_response(res, false) else {
         return;
     };
-    let count = if streaming { knobs.stream_messages } else { 1 };
-    for i in 0..count {
+    let replies: Vec<&Bytes> = match kind {
+        Reply::One => vec![&msgs[0]],
+        Reply::Copies => std::iter::repeat_n(&msgs[0], knobs.stream_messages as usize).collect(),
+        Reply::Last => msgs.last().into_iter().collect(),
+        Reply::Each => msgs.iter().collect(),
+    };
+    for (i, msg) in replies.into_iter().enumerate() {
         if i > 0 {
             if let Some(d) = knobs.stream_interval {
                 tokio::time::sleep(d).await;
@@ -161,6 +173,19 @@ pub(crate) async fn answer(
     }
     counted(c, 0);
     let _ = send.send_trailers(trailers(0));
+}
+
+/// What a method answers.
+#[derive(Clone, Copy)]
+enum Reply {
+    /// The request's message.
+    One,
+    /// The request's message, `stream_messages` times.
+    Copies,
+    /// The stream's last message (none for an empty stream).
+    Last,
+    /// Every message of the stream.
+    Each,
 }
 
 /// A reply of headers alone that carry the status (gRPC's "trailers-only").

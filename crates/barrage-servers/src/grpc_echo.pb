@@ -9,7 +9,9 @@
 inner (2.barrage.MessageRinner9
 LabelsEntry
 key (	Rkey
-value (	Rvalue:82b
+value (	Rvalue:82Ã
 Echo*
 Echo.barrage.Message.barrage.Message.
-Stream.barrage.Message.barrage.Message0bproto3
+Stream.barrage.Message.barrage.Message0/
+Collect.barrage.Message.barrage.Message(.
+Chat.barrage.Message.barrage.Message(0bproto3

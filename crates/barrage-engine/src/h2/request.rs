@@ -54,8 +54,9 @@ pub enum Body {
     None,
     Fixed(Vec<u8>),
     Dyn(Template),
-    /// A gRPC message with holes, rendered with its prefix per call.
-    Grpc(crate::grpc::PbTemplate),
+    /// gRPC messages with holes (one, or a client stream's), each rendered with its prefix
+    /// per call.
+    Grpc(Box<[crate::grpc::PbTemplate]>),
 }
 
 /// A compiled request.
@@ -307,22 +308,24 @@ impl H2Request {
         }
     }
 
-    /// A gRPC call's request: `message` as its body, each call's with its 5-byte prefix.
-    pub fn with_grpc_message(mut self, message: crate::grpc::PbTemplate) -> Self {
-        self.body = if message.is_static() {
+    /// A gRPC call's request: `messages` as its body (one; a client stream's in order), each
+    /// with its 5-byte prefix.
+    pub fn with_grpc_messages(mut self, messages: Vec<crate::grpc::PbTemplate>) -> Self {
+        self.body = if messages.iter().all(|m| m.is_static()) {
             let mut b = Vec::new();
-            crate::grpc::put_prefix(
-                &mut b,
-                message.len(Fill {
-                    conn: 0,
-                    seq: 0,
-                    ts_us: 0,
-                }),
-            );
-            b.extend_from_slice(&message.static_bytes());
+            for m in &messages {
+                m.write_framed(
+                    Fill {
+                        conn: 0,
+                        seq: 0,
+                        ts_us: 0,
+                    },
+                    &mut b,
+                );
+            }
             Body::Fixed(b)
         } else {
-            Body::Grpc(message)
+            Body::Grpc(messages.into())
         };
         self
     }

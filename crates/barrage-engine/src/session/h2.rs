@@ -195,7 +195,11 @@ impl St {
                     Body::Dyn(t) => {
                         t.render_into(fill, &mut self.held);
                     }
-                    Body::Grpc(t) => t.write_framed(fill, &mut self.held),
+                    Body::Grpc(ms) => {
+                        for t in ms.iter() {
+                            t.write_framed(fill, &mut self.held);
+                        }
+                    }
                     _ => {}
                 }
                 self.pending.push(Pending {
@@ -1100,7 +1104,7 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
     })
     .map_err(|e| e.to_string())?;
     if grpc.is_some() {
-        request = request.with_grpc_message(crate::grpc::PbTemplate::bytes(vec![8, 1]));
+        request = request.with_grpc_messages(vec![crate::grpc::PbTemplate::bytes(vec![8, 1])]);
     }
     let cfg = Cfg {
         request,
@@ -1182,12 +1186,12 @@ mod tests {
 
     fn cfg_grpc(streams: u32, grpc: Option<GrpcMode>) -> Cfg {
         let grpc_request = |r: H2Request| match grpc {
-            Some(_) => r.with_grpc_message(crate::grpc::PbTemplate::new(vec![
+            Some(_) => r.with_grpc_messages(vec![crate::grpc::PbTemplate::new(vec![
                 crate::grpc::Part::Text {
                     tag: crate::grpc::len_tag(1),
                     value: crate::message::Template::new(b"n{seq}".to_vec()),
                 },
-            ])),
+            ])]),
             None => r,
         };
         Cfg {

@@ -531,9 +531,16 @@ impl Builder<'_> {
         let head =
             Template::with_vars_and_secrets(head.into_bytes(), self.resolve(), self.cx.secret)
                 .map_err(|e| err(format!("{key}.headers"), e))?;
-        let msg = crate::grpc::PbTemplate::compile(&c.message, &mut |raw| {
-            Template::with_vars(raw, self.resolve()).map_err(|e| err(format!("{key}.data"), e))
-        })?;
+        let msg = c
+            .messages
+            .iter()
+            .map(|m| {
+                crate::grpc::PbTemplate::compile(m, &mut |raw| {
+                    Template::with_vars(raw, self.resolve())
+                        .map_err(|e| err(format!("{key}.data"), e))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(StepMsg::Grpc {
             head,
             msg,

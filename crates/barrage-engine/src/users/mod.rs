@@ -476,7 +476,8 @@ pub enum StepMsg {
     /// protobuf message.
     Grpc {
         head: Template,
-        msg: crate::grpc::PbTemplate,
+        /// One message; a client stream's in order.
+        msg: Box<[crate::grpc::PbTemplate]>,
         /// Server streaming: any number of reply messages.
         streaming: bool,
     },
@@ -509,7 +510,9 @@ impl StepMsg {
             StepMsg::Grpc { head, msg, .. } => {
                 head.render_vars_into(fill, vars, out);
                 out.extend_from_slice(b"\r\n");
-                msg.write_framed_vars(fill, vars, out);
+                for m in msg.iter() {
+                    m.write_framed_vars(fill, vars, out);
+                }
             }
             StepMsg::Load => {}
         }

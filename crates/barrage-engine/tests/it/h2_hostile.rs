@@ -63,7 +63,9 @@ fn grpc_plan(addr: SocketAddr, connections: u64, streaming: bool) -> Plan {
         te_trailers: true,
     })
     .expect("a valid request")
-    .with_grpc_message(barrage_engine::grpc::PbTemplate::bytes(vec![0x08, 0x01]));
+    .with_grpc_messages(vec![barrage_engine::grpc::PbTemplate::bytes(vec![
+        0x08, 0x01,
+    ])]);
     p.protocol = Protocol::H2(H2Plan {
         request,
         expect_status: StatusSet(vec![(200, 200)]),

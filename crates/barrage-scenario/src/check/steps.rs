@@ -492,11 +492,15 @@ impl StepsCheck<'_> {
         crate::protocol::grpc_method(rpc).map_err(|e| cx.err(rpc.line, format!("{key}.rpc"), e))?;
         self.headers(s, key, part)?;
         if let Some(d) = &s.data {
-            if !d.is_object() {
+            let tables = d
+                .as_array()
+                .is_some_and(|a| a.iter().all(serde_json::Value::is_object));
+            if !d.is_object() && !tables {
                 return Err(cx.err(
                     d.line,
                     format!("{key}.data"),
-                    "the request message is a table: data = { field = \"value\", ... }",
+                    "the request message is a table: data = { field = \"value\", ... } (a \
+                     client stream's: a list of tables)",
                 ));
             }
             let mut strings = Vec::new();

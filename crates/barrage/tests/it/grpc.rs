@@ -168,7 +168,11 @@ fn grpc_mistakes_are_one_line() {
         (&["grpc://127.0.0.1:9/", "--proto", p], "target"),
         (&["grpc://127.0.0.1:9/p.Nope/U", "--proto", p], "target"),
         (&["grpc://127.0.0.1:9/p.S/Nope", "--proto", p], "target"),
-        (&["grpc://127.0.0.1:9/p.S/C", "--proto", p], "target"),
+        (
+            &["grpc://127.0.0.1:9/p.S/C", "--proto", p, "--data", "[]"],
+            "--data",
+        ),
+        (&[url, "--proto", p, "--data", "[{}]"], "--data"),
         (&[url, "--proto", p, "--data", "{not json"], "--data"),
         (&[url, "--proto", p, "--data", r#"{"n":"x"}"#], "--data"),
         (&[url, "--proto", p, "--data", r#"{"nope":1}"#], "--data"),
@@ -199,7 +203,7 @@ pub(crate) struct GoServer {
     pub port: u16,
 }
 
-fn go_dir() -> PathBuf {
+pub(crate) fn go_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc-go")
 }
 
@@ -264,8 +268,8 @@ fn grpc_go_greeter_answers_every_call() {
 }
 
 /// grpc-go's route guide: ListFeatures streams the features inside a rectangle (its
-/// built-in database; the whole map holds 100), GetFeature is unary, and RouteChat (a
-/// bidirectional stream) is refused before any load.
+/// built-in database; the whole map holds 100), GetFeature is unary, RecordRoute client
+/// streaming, RouteChat bidirectional: every call and message counted.
 #[test]
 fn grpc_go_route_guide_streams_and_unary_calls_reconcile() {
     let Some(g) = GoServer::start("route_guide_server") else {
@@ -315,13 +319,90 @@ fn grpc_go_route_guide_streams_and_unary_calls_reconcile() {
     conserved(&one);
     assert_eq!(u(&one, "summary.totals.grpc.status.0"), 200);
     assert_eq!(u(&one, "summary.totals.grpc.messages_received"), 200);
-    let out = barrage()
-        .args([&url("RouteChat"), "--proto", proto, "-n", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("bidirectional"), "{err}");
+    // Client streaming: three points per call, one summary back.
+    let points = r#"[{"latitude":1,"longitude":1},{"latitude":2,"longitude":2},
+        {"latitude":3,"longitude":3}]"#;
+    let record = run_json(
+        &[
+            &url("RecordRoute"),
+            "--proto",
+            proto,
+            "--data",
+            points,
+            "-c",
+            "2",
+            "--streams",
+            "2",
+            "-n",
+            "50",
+        ],
+        &dir.path().join("record.json"),
+    );
+    conserved(&record);
+    assert_eq!(u(&record, "summary.totals.grpc.status.0"), 50);
+    assert_eq!(u(&record, "summary.totals.grpc.messages_received"), 50);
+    // Bidirectional: the server answers each note with every note it was sent at that
+    // place so far, this one too (by any call). One call at a time, two notes at two places
+    // each: call k (from 0) gets 2 (k + 1) notes back, 2 x (1 + 2 + ... + 10) = 110 in all.
+    let notes = r#"[{"location":{"latitude":7,"longitude":7},"message":"a {seq}"},
+        {"location":{"latitude":8,"longitude":8},"message":"b"}]"#;
+    let chat = run_json(
+        &[
+            &url("RouteChat"),
+            "--proto",
+            proto,
+            "--data",
+            notes,
+            "-n",
+            "10",
+        ],
+        &dir.path().join("chat.json"),
+    );
+    conserved(&chat);
+    assert_eq!(u(&chat, "summary.totals.grpc.status.0"), 10);
+    assert_eq!(u(&chat, "summary.totals.grpc.messages_received"), 110);
+    assert_eq!(u(&chat, "summary.stream_msg_us.count"), 110);
+}
+
+/// Client-streaming and bidirectional calls against `serve grpc`: each call sends its three
+/// messages and half-closes; `Collect` answers the last, `Chat` each. Messages both ways
+/// reconcile with the server's counters.
+#[test]
+fn client_streams_and_bidi_calls_reconcile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, proto) = serve_grpc(&[], dir.path());
+    let proto = proto.to_str().unwrap();
+    let three = r#"[{"text":"a {seq}"},{"text":"b"},{"number":3}]"#;
+    let mut runs = Vec::new();
+    for (m, n) in [("Collect", 300u64), ("Chat", 200)] {
+        let v = run_json(
+            &[
+                &method(&server, m),
+                "--proto",
+                proto,
+                "--data",
+                three,
+                "-c",
+                "2",
+                "--streams",
+                "3",
+                "-n",
+                &n.to_string(),
+            ],
+            &dir.path().join(format!("{m}.json")),
+        );
+        conserved(&v);
+        assert_eq!(u(&v, "summary.exchanges.completed"), n, "{m}");
+        runs.push(v);
+    }
+    assert_eq!(u(&runs[0], "summary.totals.grpc.messages_received"), 300);
+    assert_eq!(u(&runs[1], "summary.totals.grpc.messages_received"), 600);
+    assert_eq!(u(&runs[1], "summary.stream_msg_us.count"), 600);
+    let stats = server.stop();
+    assert_eq!(u(&stats, "grpc.calls"), 500);
+    assert_eq!(u(&stats, "grpc.status_ok"), 500);
+    assert_eq!(u(&stats, "grpc.messages_in"), 1500);
+    assert_eq!(u(&stats, "grpc.messages_out"), 300 + 600);
 }
 
 /// `--reflect` instead of `--proto`: grpc-go's reflection example serves the greeter and the

@@ -4,7 +4,7 @@
 //! reflection example; and each mistake in one line naming the file, line and key.
 
 use crate::common::*;
-use crate::grpc::{class, serve_grpc, GoServer};
+use crate::grpc::{class, go_dir, serve_grpc, GoServer};
 use serde_json::Value;
 use std::path::Path;
 
@@ -82,6 +82,25 @@ expect = {{ json = "/number", equals = 5 }}
 [[steps]]
 name = "missing"
 rpc = "barrage.Echo/Missing"
+
+[[steps]]
+name = "collect"
+rpc = "barrage.Echo/Collect"
+data = [{{ text = "a" }}, {{ text = "{{who}}" }}]
+expect = {{ regex = '"text":"user-[0-9]+"' }}
+
+[[steps]]
+name = "chat"
+rpc = "barrage.Echo/Chat"
+data = [{{ text = "x" }}, {{ text = "y" }}, {{ text = "z-{{last}}" }}]
+capture.third = {{ json = "/2/text" }}
+expect = {{ json = "/1/text", equals = "y" }}
+
+[[steps]]
+name = "third"
+rpc = "barrage.Echo/Echo"
+data = {{ text = "{{third}}" }}
+expect = {{ regex = '"text":"z-user-[0-9]+"' }}
 "#,
             port = server.port
         ),
@@ -95,6 +114,9 @@ rpc = "barrage.Echo/Missing"
         ("again", 4, 0),
         ("wrong", 0, 4),
         ("missing", 0, 4),
+        ("collect", 4, 0),
+        ("chat", 4, 0),
+        ("third", 4, 0),
     ] {
         let st = step(&v, name);
         assert_eq!(st["sent"], 4, "{name}");
@@ -105,18 +127,22 @@ rpc = "barrage.Echo/Missing"
     assert_eq!(step(&v, "wrong")["failed_by"]["mismatch"], 4);
     assert_eq!(step(&v, "missing")["failed_by"]["grpc.unimplemented"], 4);
     assert_eq!(class(&v, "failed_requests", "grpc.unimplemented"), 4);
-    assert_eq!(u(&v, "summary.totals.grpc.status.0"), 16);
+    assert_eq!(u(&v, "summary.totals.grpc.status.0"), 28);
     assert_eq!(u(&v, "summary.totals.grpc.status.12"), 4);
-    // Unary replies (4 x 3 OK) and 3 streamed messages per feed call.
-    assert_eq!(u(&v, "summary.totals.grpc.messages_received"), 12 + 12);
-    assert_eq!(u(&v, "summary.stream_msg_us.count"), 12);
+    // Per user: one reply per unary or client-streaming call (login, again, wrong, collect,
+    // third), 3 per feed (server streaming) and per chat (bidirectional).
+    assert_eq!(
+        u(&v, "summary.totals.grpc.messages_received"),
+        4 * (5 + 3 + 3)
+    );
+    assert_eq!(u(&v, "summary.stream_msg_us.count"), 4 * (3 + 3));
     let stats = server.stop();
-    assert_eq!(u(&stats, "grpc.calls"), 20);
-    assert_eq!(u(&stats, "grpc.status_ok"), 16);
+    assert_eq!(u(&stats, "grpc.calls"), 32);
+    assert_eq!(u(&stats, "grpc.status_ok"), 28);
     assert_eq!(u(&stats, "grpc.status_error"), 4);
-    // The unknown method's message is not read.
-    assert_eq!(u(&stats, "grpc.messages_in"), 16);
-    assert_eq!(u(&stats, "grpc.messages_out"), 12 + 12);
+    // The unknown method's message is not read; collect sends 2, chat 3.
+    assert_eq!(u(&stats, "grpc.messages_in"), 4 * (4 + 2 + 3 + 1));
+    assert_eq!(u(&stats, "grpc.messages_out"), 4 * (5 + 3 + 3));
 }
 
 /// grpc-go's reflection example: the steps' types from the server (reflect = true, asked
@@ -163,6 +189,58 @@ expect = {{ regex = '"message":"Hello u[0-9]"' }}
         assert_eq!(step(&v, name)["failed"], 0, "{name}");
     }
     assert_eq!(u(&v, "summary.totals.grpc.status.0"), 6);
+}
+
+/// grpc-go's route guide, client streaming: the summary it sends back counts the points
+/// each user's call streamed (all three arrived), and a bidirectional call's notes come back.
+#[test]
+fn rpc_client_stream_steps_against_grpc_go() {
+    let Some(g) = GoServer::start("route_guide_server") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        go_dir().join("route_guide.proto"),
+        dir.path().join("route_guide.proto"),
+    )
+    .unwrap();
+    let file = scenario(
+        dir.path(),
+        &format!(
+            r#"target = "grpc://127.0.0.1:{port}"
+
+[protocol]
+proto = "route_guide.proto"
+
+[users]
+count = 3
+arrive = "100/s"
+hold = "500ms"
+
+[[steps]]
+name = "record"
+rpc = "routeguide.RouteGuide/RecordRoute"
+data = [{{ latitude = 1, longitude = 1 }}, {{ latitude = 2, longitude = 2 }}, {{ latitude = 3, longitude = 3 }}]
+capture.points = {{ json = "/point_count" }}
+expect = {{ json = "/point_count", equals = 3 }}
+
+[[steps]]
+name = "chat"
+rpc = "routeguide.RouteGuide/RouteChat"
+data = [{{ location = {{ latitude = 5, longitude = 5 }}, message = "user {{user}} saw {{points}}" }}]
+expect = {{ regex = "saw 3" }}
+"#,
+            port = g.port
+        ),
+    );
+    let v = run_json(&["run", &file], &dir.path().join("out.json"));
+    conserved(&v);
+    for name in ["record", "chat"] {
+        assert_eq!(step(&v, name)["completed"], 3, "{name}");
+        assert_eq!(step(&v, name)["failed"], 0, "{name}");
+    }
+    // Each chat note comes back with the notes before it at that place: 1 + 2 + 3.
+    assert_eq!(u(&v, "summary.totals.grpc.messages_received"), 3 + 6);
 }
 
 /// Mistakes in a gRPC scenario: one line, exit code 2, naming the file and key.
@@ -222,6 +300,11 @@ fn rpc_step_mistakes_are_one_line() {
         ),
         (
             format!("{with_proto}[[steps]]\nrpc = \"p.S/U\"\ndata = \"x\"\n"),
+            &[],
+            "steps[0].data",
+        ),
+        (
+            format!("{with_proto}[[steps]]\nrpc = \"p.S/U\"\ndata = [{{ s = \"a\" }}]\n"),
             &[],
             "steps[0].data",
         ),

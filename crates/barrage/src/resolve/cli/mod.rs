@@ -255,8 +255,9 @@ pub enum Server {
     /// HTTP/2 server (h2c with prior knowledge; TLS with ALPN h2 given --tls-cert), the http
     /// server's routes, built on the h2 crate [listen: 127.0.0.1:8443]
     H2(ServerArgs),
-    /// gRPC server on the HTTP/2 one: service barrage.Echo, unary Echo and server-streaming
-    /// Stream (--write-proto saves its .proto) [listen: 127.0.0.1:50051]
+    /// gRPC server on the HTTP/2 one: service barrage.Echo, unary Echo, server-streaming
+    /// Stream, client-streaming Collect, bidirectional Chat (--write-proto saves its .proto)
+    /// [listen: 127.0.0.1:50051]
     Grpc(ServerArgs),
     /// WebSocket echo server (RFC 6455) [listen: 127.0.0.1:9000]
     Ws(ServerArgs),

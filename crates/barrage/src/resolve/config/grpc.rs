@@ -10,6 +10,8 @@ use barrage_engine::spec::PbPartSpec;
 /// What a gRPC target calls.
 pub(super) struct Call {
     pub message: Vec<PbPartSpec>,
+    /// A client stream's messages after the first.
+    pub more: Vec<Vec<PbPartSpec>>,
     /// Server streaming (from the method in the .proto).
     pub streaming: bool,
     /// For the run header: the method and the message's size.
@@ -36,6 +38,7 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         // A scenario file's target: its steps name their methods.
         return Ok(Call {
             message: Vec::new(),
+            more: Vec::new(),
             streaming: false,
             note: "the scenario's calls".into(),
         });
@@ -51,14 +54,18 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
     if let Some(file) = &a.data_bin {
         let shown = file.display();
         let bytes = read_capped("--data-bin", file, &shown, "a message")?;
-        let streaming = match described(a) {
-            Some(m) => m?.streaming(),
-            None => false,
+        let (streaming, kind) = match described(a) {
+            Some(m) => {
+                let m = m?;
+                (m.streaming(), m.kind())
+            }
+            None => (false, "unary"),
         };
         return Ok(Call {
             message: PbPartSpec::bytes(&bytes),
+            more: Vec::new(),
             streaming,
-            note: format!("{name}, message {} B", bytes.len()),
+            note: format!("{name} ({kind}), message {} B", bytes.len()),
         });
     }
     let Some(m) = described(a) else {
@@ -72,6 +79,7 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         // No message given: the empty message (every field at its default), a unary call.
         return Ok(Call {
             message: Vec::new(),
+            more: Vec::new(),
             streaming: false,
             note: format!("{name}, empty message"),
         });
@@ -94,11 +102,13 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         },
     };
     let m = m?;
-    let (message, len) = m.encode(&json)?;
+    let (messages, note) = m.encode_call(&json)?;
+    let mut messages = messages.into_iter();
     Ok(Call {
-        message,
+        message: messages.next().unwrap_or_default(),
+        more: messages.collect(),
         streaming: m.streaming(),
-        note: format!("{name}, message {len} B"),
+        note: format!("{name} ({}), {note}", m.kind()),
     })
 }
 
@@ -131,7 +141,10 @@ impl NoProto {
     fn streaming(&self) -> bool {
         match *self {}
     }
-    fn encode(&self, _: &str) -> Result<(Vec<PbPartSpec>, usize), Usage> {
+    fn kind(&self) -> &'static str {
+        match *self {}
+    }
+    fn encode_call(&self, _: &str) -> Result<(Vec<Vec<PbPartSpec>>, String), Usage> {
         match *self {}
     }
 }

@@ -86,13 +86,15 @@ fn resolve_with(
             Some(d) => (d.value.clone(), d.line),
             None => (serde_json::json!({}), step.line),
         };
-        let (message, _) = m
-            .encode_value(data, true)
+        let messages = m
+            .encode_messages(data, true)
             .map_err(|e| at(line, &format!("{key}.data"), &e))?;
+        let mut messages = messages.into_iter().map(|(p, _)| p);
         sc.rpc.push(barrage_engine::spec::RpcStepSpec {
             key: key.clone(),
             path: format!("/{svc}/{method}"),
-            message,
+            message: messages.next().unwrap_or_default(),
+            more_messages: messages.collect(),
             streaming: m.streaming(),
         });
         replies.insert(key.clone(), m.decoder());

@@ -300,6 +300,7 @@ pub(super) fn protocol(
                     host_header: host,
                     headers: words.headers.clone(),
                     message: call.message,
+                    more_messages: call.more,
                     streaming: call.streaming,
                     timeout: Some(timeout),
                     streams: a.streams.map_or(u32::from(!open), |n| n as u32),

@@ -97,20 +97,6 @@ pub fn method_in(
             format!("{svc} has {}", known.join(", ")),
         ));
     };
-    if m.is_client_streaming() {
-        return Err((
-            format!("method '{svc}/{method}'"),
-            format!(
-                "is {}: barrage calls unary and server-streaming methods (client \
-                 streaming is not built yet)",
-                if m.is_server_streaming() {
-                    "a bidirectional stream"
-                } else {
-                    "client streaming"
-                }
-            ),
-        ));
-    }
     Ok(Compiled(m))
 }
 
@@ -136,13 +122,80 @@ impl Compiled {
         self.0.is_server_streaming()
     }
 
+    /// The client sends a stream of messages (client streaming or bidirectional).
+    pub fn client_streaming(&self) -> bool {
+        self.0.is_client_streaming()
+    }
+
+    /// What the method is, for the run header.
+    pub fn kind(&self) -> &'static str {
+        match (self.client_streaming(), self.streaming()) {
+            (false, false) => "unary",
+            (false, true) => "server streaming",
+            (true, false) => "client streaming",
+            (true, true) => "bidirectional",
+        }
+    }
+
+    /// The request's messages from `v`: one message, or for a client stream a list of them
+    /// (sent in order, then the call half-closed; one message alone is a list of one).
+    pub fn encode_messages(
+        &self,
+        v: serde_json::Value,
+        vars: bool,
+    ) -> Result<Vec<(Vec<PbPartSpec>, usize)>, String> {
+        match v {
+            serde_json::Value::Array(items) if self.client_streaming() => {
+                if items.is_empty() {
+                    return Err("an empty list: a client stream sends at least one message".into());
+                }
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, m)| {
+                        self.encode_value(m, vars)
+                            .map_err(|e| format!("message {i}: {e}"))
+                    })
+                    .collect()
+            }
+            serde_json::Value::Array(_) => Err(format!(
+                "a list, but {} is {}: it takes one message",
+                self.0.full_name(),
+                self.kind()
+            )),
+            one => Ok(vec![self.encode_value(one, vars)?]),
+        }
+    }
+
     #[cfg(test)]
     pub fn input(&self) -> MessageDescriptor {
         self.0.input()
     }
 
+    /// The request's messages from `json` (one, or a client stream's list), and what the
+    /// run header says of them (their encoded size, holes as they are written).
+    pub fn encode_call(&self, json: &str) -> Result<(Vec<Vec<PbPartSpec>>, String), Usage> {
+        let shown = if json.len() > 60 {
+            format!("'{}...'", &json[..json.floor_char_boundary(57)])
+        } else {
+            format!("'{json}'")
+        };
+        let v: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| Usage::value("--data", &shown, format!("not JSON: {e}")))?;
+        let ms = self
+            .encode_messages(v, false)
+            .map_err(|e| Usage::value("--data", &shown, e))?;
+        let bytes: usize = ms.iter().map(|(_, n)| n).sum();
+        let note = match ms.len() {
+            1 => format!("message {bytes} B"),
+            n => format!("{n} messages, {bytes} B"),
+        };
+        Ok((ms.into_iter().map(|(p, _)| p).collect(), note))
+    }
+
     /// The request message from `json`: its parts and its encoded size (holes as they
     /// are written).
+    #[cfg(test)]
     pub fn encode(&self, json: &str) -> Result<(Vec<PbPartSpec>, usize), Usage> {
         let shown = if json.len() > 60 {
             format!("'{}...'", &json[..json.floor_char_boundary(57)])
