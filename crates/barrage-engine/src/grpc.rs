@@ -227,24 +227,34 @@ impl std::fmt::Debug for Decode {
     }
 }
 
-/// The messages in a call's DATA (each prefixed), or what is wrong with their framing.
-pub fn messages(mut data: &[u8]) -> Result<Vec<&[u8]>, String> {
+/// The whole messages in a call's DATA (each prefixed) as a scenario step keeps it, and
+/// whether more followed that the step did not keep (its first [`crate::users::MAX_REPLY`]
+/// bytes are kept); or what is wrong with their framing.
+pub fn messages(mut data: &[u8]) -> Result<(Vec<&[u8]>, bool), String> {
+    let kept_all = data.len() < crate::users::MAX_REPLY;
     let mut out = Vec::new();
     while !data.is_empty() {
-        if data.len() < PREFIX {
-            return Err("a message cut short in its prefix".into());
+        if data.len() < PREFIX || data.len() < PREFIX + body_len(data) {
+            if kept_all {
+                return Err("a message cut short".into());
+            }
+            return Ok((out, true));
         }
         if data[0] != 0 {
             return Err(format!("a message whose flag byte is {}", data[0]));
         }
-        let n = u32::from_be_bytes([data[1], data[2], data[3], data[4]]) as usize;
-        let body = data
-            .get(PREFIX..PREFIX + n)
-            .ok_or("a message cut short (or longer than the reply kept)")?;
-        out.push(body);
+        let n = body_len(data);
+        out.push(&data[PREFIX..PREFIX + n]);
         data = &data[PREFIX + n..];
     }
-    Ok(out)
+    Ok((out, !kept_all))
+}
+
+fn body_len(data: &[u8]) -> usize {
+    match data {
+        [_, a, b, c, d, ..] => u32::from_be_bytes([*a, *b, *c, *d]) as usize,
+        _ => 0,
+    }
 }
 
 fn push_lit(out: &mut Vec<Part>, v: Vec<u8>) {
@@ -475,12 +485,17 @@ mod tests {
             let mut want = vec![0x10, 0x07, 0x32];
             put_varint(&mut want, inner.len() as u64);
             want.extend_from_slice(&inner);
-            assert_eq!(messages(&out).unwrap(), vec![&want[..]]);
+            assert_eq!(messages(&out).unwrap(), (vec![&want[..]], false));
             assert_eq!(t.len_vars(fill(5), &vars), want.len());
         }
         assert!(messages(&[0, 0, 0, 0, 9, 1]).is_err());
         assert!(messages(&[1, 0, 0, 0, 0]).is_err());
-        assert_eq!(messages(&[]).unwrap().len(), 0);
+        assert_eq!(messages(&[]).unwrap(), (vec![], false));
+        // A reply cut where a step stops keeping it: its whole messages, and "more".
+        let mut big = vec![0, 0, 0, 0, 1, 7];
+        put_prefix(&mut big, crate::users::MAX_REPLY);
+        big.resize(crate::users::MAX_REPLY, 0);
+        assert_eq!(messages(&big).unwrap(), (vec![&[7u8][..]], true));
     }
 
     #[test]

@@ -493,6 +493,12 @@ impl Template {
         Self::build(raw, true, Some(&resolve), Some(secret))
     }
 
+    /// [`Template::try_new`] with each `{secret:NAME}` filled by `secret` into literal bytes
+    /// (never read as placeholders).
+    pub fn with_secrets(raw: Vec<u8>, secret: SecretLookup) -> Result<Self, VarTemplateError> {
+        Self::build(raw, true, None, Some(secret))
+    }
+
     /// The variable slots the template renders, in order of appearance (repeats included).
     pub fn var_slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.pieces.iter().flatten().filter_map(|p| match p {
@@ -720,19 +726,45 @@ impl Template {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
                 for p in pieces.iter() {
-                    match p {
-                        Piece::Lit(b) => out.extend_from_slice(b),
-                        Piece::Conn => push_u64(out, fill.conn),
-                        Piece::Seq => push_u64(out, fill.seq),
-                        Piece::TsUs => push_u64(out, fill.ts_us),
-                        Piece::SeqMod(n) => push_u64(out, fill.seq % n),
-                        Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
-                        Piece::Var(slot) => out.extend_from_slice(var(vars, *slot)),
-                    }
+                    put_piece(p, fill, vars, out);
                 }
             }
         }
         out.len() - before
+    }
+}
+
+impl Template {
+    /// [`Template::render_vars_into`] for a request head: a variable's CR and LF are written
+    /// as spaces, so that a captured value cannot end a header line (or add one).
+    pub fn render_head_into(&self, fill: Fill, vars: &Vars, out: &mut Vec<u8>) {
+        let Some(pieces) = &self.pieces else {
+            out.extend_from_slice(&self.raw);
+            return;
+        };
+        for p in pieces.iter() {
+            if let Piece::Var(slot) = p {
+                out.extend(var(Some(vars), *slot).iter().map(|&b| match b {
+                    b'\r' | b'\n' => b' ',
+                    b => b,
+                }));
+            } else {
+                put_piece(p, fill, Some(vars), out);
+            }
+        }
+    }
+}
+
+#[inline]
+fn put_piece(p: &Piece, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) {
+    match p {
+        Piece::Lit(b) => out.extend_from_slice(b),
+        Piece::Conn => push_u64(out, fill.conn),
+        Piece::Seq => push_u64(out, fill.seq),
+        Piece::TsUs => push_u64(out, fill.ts_us),
+        Piece::SeqMod(n) => push_u64(out, fill.seq % n),
+        Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
+        Piece::Var(slot) => out.extend_from_slice(var(vars, *slot)),
     }
 }
 

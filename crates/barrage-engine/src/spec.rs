@@ -285,48 +285,62 @@ impl PbPartSpec {
         vec![PbPartSpec::Bytes { bytes: escape(b) }]
     }
 
-    /// The template the engine renders from `parts`, with `{secret:NAME}` filled by `secret`.
+    /// The template the engine renders from `parts`, with `{secret:NAME}` filled by `secret`
+    /// (in a text field's value literally: never read as placeholders).
     pub fn template(
         parts: &[PbPartSpec],
         secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
     ) -> Result<crate::grpc::PbTemplate, SpecError> {
-        let src = PbPartSpec::source(parts, "-d", secret)?;
+        let secret = std::cell::RefCell::new(secret);
+        let lookup = |name: &str| (secret.borrow_mut())(name);
+        let src = PbPartSpec::source(parts, "-d", &mut |n| lookup(n))?;
         crate::grpc::PbTemplate::compile(&src, &mut |raw| {
-            Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
+            Template::with_secrets(raw, &lookup).map_err(|e| invalid("-d", e))
         })
     }
 
-    /// The parts as bytes: escapes undone and `{secret:NAME}` filled by `secret` (`what`
-    /// names where they came from in an error).
+    /// The parts as bytes, escapes undone (`what` names where they came from in an error):
+    /// encoded fields with `{secret:NAME}` filled by `secret`; a text field's value keeps its
+    /// `{secret:NAME}`s for its template to fill literally.
     pub fn source(
         parts: &[PbPartSpec],
         what: &'static str,
         secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
     ) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
-        pb_source(parts, &mut |text: &str| {
-            let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
-            Ok(fill_secrets(&raw, secret)?)
-        })
+        pb_source(
+            parts,
+            &mut |text: &str| {
+                let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
+                Ok(fill_secrets(&raw, secret)?)
+            },
+            &mut |text: &str| unescaped(what, text),
+        )
     }
 }
 
+fn unescaped(what: &'static str, text: &str) -> Result<Vec<u8>, SpecError> {
+    unescape(text).map_err(|err| SpecError::Escape { what, err })
+}
+
+/// `lit` makes encoded fields' bytes, `text` a text field's raw value.
 fn pb_source(
     parts: &[PbPartSpec],
-    bytes: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
+    lit: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
+    text: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
 ) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
     use crate::grpc::PartSrc;
     parts
         .iter()
         .map(|p| {
             Ok(match p {
-                PbPartSpec::Bytes { bytes: b } => PartSrc::Lit(bytes(b)?),
+                PbPartSpec::Bytes { bytes: b } => PartSrc::Lit(lit(b)?),
                 PbPartSpec::Text { field, value } => PartSrc::Text {
                     field: *field,
-                    raw: bytes(value)?,
+                    raw: text(value)?,
                 },
                 PbPartSpec::Message { field, parts } => PartSrc::Msg {
                     field: *field,
-                    parts: pb_source(parts, bytes)?,
+                    parts: pb_source(parts, lit, text)?,
                 },
             })
         })
@@ -611,9 +625,13 @@ impl Spec {
         secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
         tls: &dyn Fn(&Spec, &TlsSpec) -> Result<TlsPlan, String>,
     ) -> Result<Plan, SpecError> {
+        // One lookup shared by what fills secrets into bytes and the templates that fill them
+        // literally.
+        let secret = std::cell::RefCell::new(secret);
+        let lookup = |name: &str| (secret.borrow_mut())(name);
         let mut bytes = |what: &'static str, text: &str| -> Result<Vec<u8>, SpecError> {
             let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
-            Ok(fill_secrets(&raw, secret)?)
+            Ok(fill_secrets(&raw, &mut |n| lookup(n))?)
         };
         let default_message = Template::new(Vec::new());
         // HTTP: the Host header and headers every request carries (a scenario's requests too).
@@ -643,8 +661,9 @@ impl Spec {
                 version,
                 streams,
             } => {
-                let headers = fill_headers(headers, &mut bytes)?;
+                // A scenario's requests fill the secrets themselves, literally.
                 http_cx = (host_header.clone(), headers.clone());
+                let headers = fill_headers(headers, &mut bytes)?;
                 let body = match body {
                     Some(b) => Some(bytes("--body", b)?),
                     None => None,
@@ -706,17 +725,18 @@ impl Spec {
                 timeout,
                 streams,
             } => {
-                let mut headers = fill_headers(headers, &mut bytes)?;
-                // A scenario's calls carry the same metadata (and their own deadlines).
+                // A scenario's calls carry the same metadata (and their own deadlines); they
+                // fill its secrets themselves, literally.
                 http_cx = (host_header.clone(), headers.clone());
+                let mut headers = fill_headers(headers, &mut bytes)?;
                 if let Some(t) = timeout {
                     headers.push(("grpc-timeout".into(), t.clone()));
                 }
                 let mut body = Vec::with_capacity(1 + more_messages.len());
                 for m in std::iter::once(message).chain(more_messages) {
-                    let src = pb_source(m, &mut |t| bytes("-d", t))?;
+                    let src = pb_source(m, &mut |t| bytes("-d", t), &mut |t| unescaped("-d", t))?;
                     body.push(crate::grpc::PbTemplate::compile(&src, &mut |raw| {
-                        Template::try_new(raw).map_err(|e| invalid("-d", e.to_string()))
+                        Template::with_secrets(raw, &lookup).map_err(|e| invalid("-d", e))
                     })?);
                 }
                 let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
@@ -851,7 +871,9 @@ impl Spec {
         }
         match &self.scenario {
             None => Ok(plan),
-            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1, secret),
+            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1, &mut |n| {
+                lookup(n)
+            }),
         }
     }
 

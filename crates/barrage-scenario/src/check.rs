@@ -21,6 +21,10 @@ use crate::model::{Arrive, File};
 use crate::shape::Shape;
 use crate::{data, units, ScenarioError};
 use std::path::{Path, PathBuf};
+
+/// Header lines a step, or `protocol.headers`, may have (HTTP/2 frames a step's request from
+/// at most 256 lines).
+const MAX_HEADERS: usize = 100;
 use std::time::Duration;
 
 /// The most users one scenario may declare (the engine holds a few hundred bytes per user).

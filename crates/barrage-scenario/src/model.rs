@@ -68,7 +68,7 @@ pub struct Protocol {
     #[serde(default)]
     pub import_path: Vec<At<String>>,
     /// gRPC: take the methods' descriptors from the server (server reflection; --reflect).
-    pub reflect: Option<bool>,
+    pub reflect: Option<At<bool>>,
 }
 
 /// The users of the run: user g (0-based) arrives at a time that is a pure function of g and

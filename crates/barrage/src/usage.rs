@@ -57,7 +57,6 @@ impl Usage {
     }
 
     /// The flag (or file, or `target`) to fix.
-    #[cfg(test)]
     pub fn flag(&self) -> &str {
         &self.flag
     }

@@ -396,13 +396,17 @@ impl H2Request {
     }
 }
 
+/// The most header lines a scenario step's request may have (the scenario checker holds the
+/// file to fewer).
+pub const MAX_STEP_HEADERS: usize = 256;
+
 /// A request written as HTTP/1.1 (a scenario step's: request line, header lines, body with
 /// its Content-Length) as an HTTP/2 header block: the pseudo-headers from the request line and
 /// `Host`, the other fields lowercased as literals without indexing (HTTP/1.1's connection
 /// fields left out); returns where the body starts in `text`, or `None` if `text` is not such
 /// a request.
 pub fn block_of_http1(text: &[u8], scheme: &str, out: &mut Vec<u8>) -> Option<usize> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_STEP_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let httparse::Status::Complete(body_at) = req.parse(text).ok()? else {
         return None;

@@ -130,6 +130,9 @@ struct St {
     held: Vec<u8>,
     /// A scenario step's request as rendered (HTTP/1.1 text), while it is framed.
     step: Vec<u8>,
+    /// A scenario step's request could not be framed (not a valid request): the connection
+    /// fails at its next input, saying so.
+    unframed: bool,
     /// Control frames (SETTINGS and PING acknowledgements, WINDOW_UPDATE, a request sent
     /// again) the socket had no room for: all of them go out, in order, once it drains.
     owed: Vec<u8>,
@@ -169,6 +172,7 @@ impl St {
             pending: Vec::new(),
             held: Vec::new(),
             step: Vec::new(),
+            unframed: false,
             owed: Vec::new(),
             frames_out: 0,
         }
@@ -419,8 +423,15 @@ impl Session for H2 {
         let id = st.next_id;
         st.next_id += 2;
         out.buf.extend_from_slice(&[0; frame::HEAD]);
-        let body_at = crate::h2::request::block_of_http1(&st.step, cfg.request.scheme(), out.buf)
-            .expect("a scenario step renders a whole HTTP/1.1 request");
+        let Some(body_at) =
+            crate::h2::request::block_of_http1(&st.step, cfg.request.scheme(), out.buf)
+        else {
+            // Not sent: the step's exchange fails with the connection.
+            out.buf.truncate(start);
+            st.next_id -= 2;
+            st.unframed = true;
+            return 0;
+        };
         let has_body = body_at < st.step.len();
         st.headers(out.buf, start, id, !has_body);
         let fill = Fill {
@@ -471,7 +482,8 @@ impl Session for H2 {
     }
 
     fn room(&self, cfg: &Cfg) -> u64 {
-        if !self.st.settled || self.st.goaway.is_some() || self.st.next_id > LAST_ID {
+        let st = &self.st;
+        if !st.settled || st.goaway.is_some() || st.next_id > LAST_ID || st.unframed {
             return 0;
         }
         // `--streams` 0: no cap but the server's (open loop without --streams).
@@ -486,6 +498,12 @@ impl Session for H2 {
 
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         r.rec.counters.h2.frames_written += std::mem::take(&mut self.st.frames_out);
+        if self.st.unframed {
+            return Err(ProtoError::new(
+                "a scenario step's request is not a valid HTTP request (more than 256 header \
+                 lines?): not sent",
+            ));
+        }
         if self.st.owed.len() > MAX_OWED {
             return Err(ProtoError::new(
                 "the server sends frames that need an answer (PING, SETTINGS) faster than it \

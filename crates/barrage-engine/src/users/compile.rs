@@ -257,8 +257,8 @@ impl Builder<'_> {
                 for (i, inner) in s.steps.iter().enumerate() {
                     let k = format!("{key}.steps[{i}]");
                     let inner = &inner.value;
-                    if inner.send.is_none() && inner.path.is_none() {
-                        return Err(err(k, "an every block holds only send or request steps (it sends them all at each tick); put pauses outside it"));
+                    if inner.send.is_none() && inner.path.is_none() && inner.rpc.is_none() {
+                        return Err(err(k, "an every block holds only send, request or rpc steps (it sends them all at each tick); put pauses outside it"));
                     }
                     if inner.every.is_some() || inner.repeat.is_some() {
                         return Err(err(k, "an every block cannot hold every or repeat"));
@@ -536,7 +536,7 @@ impl Builder<'_> {
             .iter()
             .map(|m| {
                 crate::grpc::PbTemplate::compile(m, &mut |raw| {
-                    Template::with_vars(raw, self.resolve())
+                    Template::with_vars_and_secrets(raw, self.resolve(), self.cx.secret)
                         .map_err(|e| err(format!("{key}.data"), e))
                 })
             })

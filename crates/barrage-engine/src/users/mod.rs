@@ -494,7 +494,7 @@ impl StepMsg {
                 t.render_vars_into(fill, vars, out);
             }
             StepMsg::Http { head, body } => {
-                head.render_vars_into(fill, vars, out);
+                head.render_head_into(fill, vars, out);
                 match body {
                     None => out.extend_from_slice(b"\r\n"),
                     Some(b) => {
@@ -508,7 +508,7 @@ impl StepMsg {
                 }
             }
             StepMsg::Grpc { head, msg, .. } => {
-                head.render_vars_into(fill, vars, out);
+                head.render_head_into(fill, vars, out);
                 out.extend_from_slice(b"\r\n");
                 for m in msg.iter() {
                     m.write_framed_vars(fill, vars, out);

@@ -43,6 +43,13 @@ pub(super) fn protocol(
             ));
         }
     }
+    if let Some(h) = p.headers.get(super::MAX_HEADERS) {
+        return Err(cx.err(
+            h.line,
+            "protocol.headers",
+            format!("more than {} headers", super::MAX_HEADERS),
+        ));
+    }
     for (i, h) in p.headers.iter().enumerate() {
         header(cx, h, &format!("protocol.headers[{i}]"))?;
         if !matches!(target, TargetKind::Http | TargetKind::Ws | TargetKind::Grpc) {
@@ -75,7 +82,7 @@ pub(super) fn protocol(
     let grpc_keys = [
         ("proto", p.proto.as_ref().map(|v| v.line)),
         ("import_path", p.import_path.first().map(|v| v.line)),
-        ("reflect", p.reflect.map(|_| 0)),
+        ("reflect", p.reflect.as_ref().map(|v| v.line)),
     ];
     for (k, line) in grpc_keys {
         if let (Some(line), false) = (line, target == TargetKind::Grpc) {
@@ -86,7 +93,7 @@ pub(super) fn protocol(
             ));
         }
     }
-    if let (Some(f), Some(true)) = (&p.proto, p.reflect) {
+    if let (Some(f), Some(true)) = (&p.proto, p.reflect.as_ref().map(|r| r.value)) {
         return Err(cx.err(
             f.line,
             "protocol.proto",

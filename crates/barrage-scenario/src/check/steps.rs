@@ -468,6 +468,13 @@ impl StepsCheck<'_> {
 
     /// A request's or call's header lines, each a template.
     fn headers(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
+        if let Some(h) = s.headers.get(super::MAX_HEADERS) {
+            return Err(self.cx.err(
+                h.line,
+                format!("{key}.headers"),
+                format!("more than {} headers", super::MAX_HEADERS),
+            ));
+        }
         for (i, h) in s.headers.iter().enumerate() {
             let k = format!("{key}.headers[{i}]");
             header(self.cx, h, &k)?;
@@ -600,7 +607,10 @@ fn json_strings(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
         serde_json::Value::String(s) => out.push(s.clone()),
         serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
-        serde_json::Value::Object(o) => o.values().for_each(|x| json_strings(x, out)),
+        serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| {
+            out.push(k.clone());
+            json_strings(x, out)
+        }),
         _ => {}
     }
 }

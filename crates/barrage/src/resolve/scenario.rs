@@ -139,7 +139,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
         // gRPC: where the steps' methods are described (the command line's, if it gave one).
         if args.proto.is_none() && !args.reflect {
             args.proto = p.proto.as_ref().map(|f| dir.join(&f.value));
-            args.reflect = p.reflect.unwrap_or(false);
+            args.reflect = p.reflect.as_ref().is_some_and(|r| r.value);
         }
         let mut import: Vec<_> = p.import_path.iter().map(|d| dir.join(&d.value)).collect();
         import.append(&mut args.import_path);

@@ -145,6 +145,70 @@ expect = {{ regex = '"text":"z-user-[0-9]+"' }}
     assert_eq!(u(&stats, "grpc.messages_out"), 4 * (5 + 3 + 3));
 }
 
+/// An `every` block of calls (open loop, each tick both calls); a secret whose value looks
+/// like a placeholder, in the data and in the metadata, sent as written (the server echoes
+/// the message: the reply says what was sent); a captured value with CR/LF in a header.
+#[test]
+fn rpc_steps_in_blocks_with_secrets_and_odd_values() {
+    let dir = tempfile::tempdir().unwrap();
+    // It writes its .proto as echo.proto in the scenario's folder.
+    let (server, _) = serve_grpc(&[], dir.path());
+    let file = scenario(
+        dir.path(),
+        &format!(
+            r#"target = "grpc://127.0.0.1:{port}"
+
+[protocol]
+proto = "echo.proto"
+headers = ["x-token: {{secret:RPC_TOKEN}}"]
+
+[users]
+count = 2
+arrive = "100/s"
+hold = "1s"
+
+[[steps]]
+name = "secret"
+rpc = "barrage.Echo/Echo"
+data = {{ text = "{{secret:RPC_TOKEN}}", tags = ["a\r\nb"] }}
+capture.odd = {{ json = "/tags/0" }}
+expect = {{ json = "/text", equals = "t{{seq}}k" }}
+
+[[steps]]
+name = "odd"
+rpc = "barrage.Echo/Echo"
+headers = ["x-odd: {{odd}}"]
+
+[[steps]]
+every = "20ms"
+repeat = 3
+steps = [
+  {{ name = "tick_a", rpc = "barrage.Echo/Echo", data = {{ text = "a" }} }},
+  {{ name = "tick_b", rpc = "barrage.Echo/Stream", data = {{ text = "b" }} }},
+]
+"#,
+            port = server.port
+        ),
+    );
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .env("RPC_TOKEN", "t{seq}k")
+        .args(["run", &file, "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{err}");
+    let v = read_json(&json);
+    conserved(&v);
+    for (name, n) in [("secret", 2), ("odd", 2), ("tick_a", 6), ("tick_b", 6)] {
+        assert_eq!(step(&v, name)["completed"], n, "{name}");
+        assert_eq!(step(&v, name)["failed"], 0, "{name}");
+    }
+    let stats = server.stop();
+    assert_eq!(u(&stats, "grpc.calls"), 16);
+}
+
 /// grpc-go's reflection example: the steps' types from the server (reflect = true, asked
 /// once per service), a greeting captured and sent back as the next call's name.
 #[test]
@@ -251,7 +315,7 @@ fn rpc_step_mistakes_are_one_line() {
     std::fs::write(
         &proto,
         "syntax = \"proto3\";\npackage p;\nservice S { rpc U(M) returns (M); }\n\
-         message M { string s = 1; int64 n = 2; }\n",
+         message M { string s = 1; int64 n = 2; map<string, string> m = 3; }\n",
     )
     .unwrap();
     let head = "target = \"grpc://127.0.0.1:9\"\n\n[users]\ncount = 1\narrive = \"10/s\"\n\n";
@@ -309,6 +373,24 @@ fn rpc_step_mistakes_are_one_line() {
             "steps[0].data",
         ),
         (
+            format!(
+                "{with_proto}[[steps]]\nrpc = \"p.S/U\"\ncapture.c = {{ json = \"/s\" }}\n\n\
+                 [[steps]]\nrpc = \"p.S/U\"\ndata = {{ m = {{ \"{{c}}\" = \"v\" }} }}\n"
+            ),
+            &[],
+            "steps[1].data",
+        ),
+        (
+            with_proto.replace("127.0.0.1:9", "127.0.0.1:9/p.S/U") + "[[steps]]\nrpc = \"p.S/U\"\n",
+            &[],
+            "target",
+        ),
+        (
+            with_proto.replace("p.proto", "nope.proto") + "[[steps]]\nrpc = \"p.S/U\"\n",
+            &[],
+            "protocol.proto",
+        ),
+        (
             format!("{with_proto}[[steps]]\nrpc = \"p.S/U\"\n"),
             &["--data", "{}"],
             "--data",
@@ -343,4 +425,16 @@ fn rpc_step_mistakes_are_one_line() {
         );
         assert_eq!(err.trim_end().lines().count(), 1, "{text}: {err}");
     }
+    // `validate` finds what `run` would refuse in the steps, without a server.
+    let file = scenario(
+        dir.path(),
+        &format!("{with_proto}[[steps]]\nrpc = \"p.S/Nope\"\n"),
+    );
+    let out = barrage().arg("validate").arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("calls.toml:11: steps[0].rpc: method 'Nope'"),
+        "{err}"
+    );
 }

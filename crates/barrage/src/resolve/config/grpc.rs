@@ -34,8 +34,16 @@ fn method_of(path: &str) -> Result<(&str, &str), Usage> {
 }
 
 pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
-    if a.scenario.is_some() && matches!(url.path.as_str(), "" | "/") {
+    if a.scenario.is_some() {
         // A scenario file's target: its steps name their methods.
+        if !matches!(url.path.as_str(), "" | "/") {
+            return Err(Usage::value(
+                "target",
+                format!("path '{}'", url.path),
+                "a scenario's grpc:// target names no method: its steps do, rpc = \
+                 \"package.Service/Method\" (give grpc://HOST:PORT)",
+            ));
+        }
         return Ok(Call {
             message: Vec::new(),
             more: Vec::new(),

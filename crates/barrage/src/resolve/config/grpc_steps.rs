@@ -18,19 +18,37 @@ pub(super) fn resolve(a: &RunArgs, url: &url::Url, sc: &mut ScenarioSpec) -> Res
     let Some((first_key, first)) = calls.first() else {
         return Ok(());
     };
+    // Where the file says where the types come from: a failure there names that line.
+    let from_file = checked
+        .file
+        .protocol
+        .as_ref()
+        .and_then(|p| match (&p.proto, &p.reflect) {
+            (Some(f), _) if a.proto.as_deref() == Some(&sc.dir.join(&f.value)) => {
+                Some((f.line, "protocol.proto"))
+            }
+            (None, Some(r)) if r.value && a.reflect && a.proto.is_none() => {
+                Some((r.line, "protocol.reflect"))
+            }
+            _ => None,
+        });
     let file = sc.file.clone();
     let at = |line: u32, key: &str, why: &dyn std::fmt::Display| {
         Usage::file(&file, format!("{file}:{line}: {key}: {why}"))
     };
     if a.proto.is_none() && !a.reflect {
         return Err(at(
-            first.line,
+            first.rpc.as_ref().map_or(first.line, |r| r.line),
             &format!("{first_key}.rpc"),
             &"a call's message needs its type: give protocol.proto = \"FILE.proto\" (or \
               protocol.reflect = true, or --proto / --reflect)",
         ));
     }
-    resolve_with(a, url, sc, &calls, &at)
+    resolve_with(a, url, sc, &calls, &at).map_err(|e| match from_file {
+        // The descriptors' own failure (the file, an import, the server's reflection).
+        Some((line, key)) if e.flag() == "--proto" || e.flag() == "--reflect" => at(line, key, &e),
+        _ => e,
+    })
 }
 
 #[cfg(not(feature = "grpc"))]
@@ -56,20 +74,19 @@ fn resolve_with(
     calls: &[(String, &At<Step>)],
     at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
 ) -> Result<(), Usage> {
-    use super::grpc::pb;
     use std::collections::BTreeMap;
     let compiled = match &a.proto {
-        Some(p) => Some((pb::compile(a, p)?, p.display().to_string())),
+        Some(p) => Some((
+            super::grpc::pb::compile(&a.import_path, p)?,
+            p.display().to_string(),
+        )),
         None => None,
     };
     // With reflection, the server is asked once per service the steps call.
     let mut reflected: BTreeMap<String, prost_reflect::DescriptorPool> = BTreeMap::new();
     let mut replies = BTreeMap::new();
     for (key, step) in calls {
-        let rpc = step.rpc.as_ref().expect("collected for its rpc");
-        let rkey = format!("{key}.rpc");
-        let (svc, method) =
-            barrage_scenario::protocol::grpc_method(rpc).map_err(|e| at(rpc.line, &rkey, &e))?;
+        let (svc, _) = method(key, step, at)?;
         let (pool, shown) = match &compiled {
             Some((pool, shown)) => (pool, shown.as_str()),
             None => {
@@ -80,26 +97,98 @@ fn resolve_with(
                 (&reflected[svc], "the server's reflection")
             }
         };
-        let m = pb::method_in(pool, svc, method, shown)
-            .map_err(|(v, why)| at(rpc.line, &rkey, &format!("{v}: {why}")))?;
-        let (data, line) = match &step.data {
-            Some(d) => (d.value.clone(), d.line),
-            None => (serde_json::json!({}), step.line),
-        };
-        let messages = m
-            .encode_messages(data, true)
-            .map_err(|e| at(line, &format!("{key}.data"), &e))?;
-        let mut messages = messages.into_iter().map(|(p, _)| p);
-        sc.rpc.push(barrage_engine::spec::RpcStepSpec {
-            key: key.clone(),
-            path: format!("/{svc}/{method}"),
-            message: messages.next().unwrap_or_default(),
-            more_messages: messages.collect(),
-            streaming: m.streaming(),
-        });
+        let (call, m) = encode(key, step, pool, shown, at)?;
+        sc.rpc.push(call);
         replies.insert(key.clone(), m.decoder());
     }
     sc.replies = Some(barrage_engine::spec::Replies(replies));
+    Ok(())
+}
+
+/// A step's service and method.
+#[cfg(feature = "grpc")]
+fn method<'s>(
+    key: &str,
+    step: &'s At<Step>,
+    at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
+) -> Result<(&'s str, &'s str), Usage> {
+    let rpc = step.rpc.as_ref().expect("collected for its rpc");
+    barrage_scenario::protocol::grpc_method(rpc)
+        .map_err(|e| at(rpc.line, &format!("{key}.rpc"), &e))
+}
+
+/// A step's call: its method looked up in `pool` (`shown` says where it came from) and its
+/// data encoded.
+#[cfg(feature = "grpc")]
+fn encode(
+    key: &str,
+    step: &At<Step>,
+    pool: &prost_reflect::DescriptorPool,
+    shown: &str,
+    at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
+) -> Result<(barrage_engine::spec::RpcStepSpec, super::grpc::pb::Compiled), Usage> {
+    let (svc, method) = method(key, step, at)?;
+    let line = step.rpc.as_ref().map_or(step.line, |r| r.line);
+    let m = super::grpc::pb::method_in(pool, svc, method, shown)
+        .map_err(|(v, why)| at(line, &format!("{key}.rpc"), &format!("{v}: {why}")))?;
+    let (data, line) = match &step.data {
+        Some(d) => (d.value.clone(), d.line),
+        None => (serde_json::json!({}), step.line),
+    };
+    let messages = m
+        .encode_messages(data, true)
+        .map_err(|e| at(line, &format!("{key}.data"), &e))?;
+    let mut messages = messages.into_iter().map(|(p, _)| p);
+    let call = barrage_engine::spec::RpcStepSpec {
+        key: key.to_string(),
+        path: format!("/{svc}/{method}"),
+        message: messages.next().unwrap_or_default(),
+        more_messages: messages.collect(),
+        streaming: m.streaming(),
+    };
+    Ok((call, m))
+}
+
+/// `barrage validate`: a scenario's `rpc` steps against its `protocol.proto`, as `run`
+/// resolves them (no server is asked: with `reflect = true` the steps are not checked here).
+#[cfg(feature = "grpc")]
+pub fn check_file(
+    name: &str,
+    checked: &barrage_scenario::Checked,
+    dir: &std::path::Path,
+) -> Result<(), Usage> {
+    let mut calls = Vec::new();
+    collect(&checked.file.steps, "steps", &mut calls);
+    collect(&checked.file.leave, "leave", &mut calls);
+    let proto = checked
+        .file
+        .protocol
+        .as_ref()
+        .and_then(|p| p.proto.as_ref());
+    let (Some(proto), false) = (proto, calls.is_empty()) else {
+        return Ok(());
+    };
+    let at = |line: u32, key: &str, why: &dyn std::fmt::Display| {
+        Usage::file(name, format!("{name}:{line}: {key}: {why}"))
+    };
+    let p = checked.file.protocol.as_ref().expect("it has proto");
+    let imports: Vec<_> = p.import_path.iter().map(|d| dir.join(&d.value)).collect();
+    let file = dir.join(&proto.value);
+    let pool = super::grpc::pb::compile(&imports, &file)
+        .map_err(|e| at(proto.line, "protocol.proto", &e))?;
+    for (key, step) in &calls {
+        encode(key, step, &pool, &proto.value, &at)?;
+    }
+    Ok(())
+}
+
+/// `barrage validate` without the `grpc` feature: nothing to compile the steps' types with.
+#[cfg(not(feature = "grpc"))]
+pub fn check_file(
+    _: &str,
+    _: &barrage_scenario::Checked,
+    _: &std::path::Path,
+) -> Result<(), Usage> {
     Ok(())
 }
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 mod describe;
 mod grpc;
 mod grpc_steps;
+pub use grpc_steps::check_file as check_rpc_steps;
 mod protocol;
 #[cfg(feature = "grpc")]
 mod reflect;

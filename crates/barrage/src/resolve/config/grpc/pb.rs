@@ -23,7 +23,7 @@ pub fn compiled(
     svc: &str,
     method: &str,
 ) -> Result<Compiled, Usage> {
-    let pool = compile(a, proto)?;
+    let pool = compile(&a.import_path, proto)?;
     method_in(&pool, svc, method, &proto.display().to_string())
         .map_err(|(v, why)| Usage::value("target", v, why))
 }
@@ -31,20 +31,20 @@ pub fn compiled(
 /// The descriptors of `proto` and its imports (found in `--import-path` and its own
 /// directory).
 pub fn compile(
-    a: &RunArgs,
+    import_path: &[std::path::PathBuf],
     proto: &std::path::Path,
 ) -> Result<prost_reflect::DescriptorPool, Usage> {
     let shown = proto.display().to_string();
     if !proto.is_file() {
         return Err(Usage::value("--proto", &shown, "no such file"));
     }
-    let mut includes = a.import_path.clone();
+    let mut includes = import_path.to_vec();
     let dir = proto
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
     includes.push(dir.to_path_buf());
-    for d in &a.import_path {
+    for d in import_path {
         if !d.is_dir() {
             return Err(Usage::value(
                 "--import-path",
@@ -245,9 +245,17 @@ impl Compiled {
             .skip_default_fields(false)
             .stringify_64_bit_integers(false);
         barrage_engine::grpc::Decode(std::sync::Arc::new(move |data: &[u8]| {
-            let msgs = barrage_engine::grpc::messages(data)?;
-            if !streaming && msgs.len() != 1 {
-                return Err(format!("{} messages in a unary reply", msgs.len()));
+            let (msgs, more) = barrage_engine::grpc::messages(data)?;
+            if !streaming && (more || msgs.len() != 1) {
+                return Err(format!(
+                    "{} messages in a unary reply{}",
+                    msgs.len(),
+                    if more {
+                        " (a reply over 1 MiB is not looked into)"
+                    } else {
+                        ""
+                    }
+                ));
             }
             let decoded = msgs
                 .iter()
@@ -304,8 +312,13 @@ fn mark(v: &mut serde_json::Value, holes: &mut Vec<String>, vars: bool) -> Resul
         }
         serde_json::Value::Object(o) => {
             for (k, x) in o.iter_mut() {
-                let t = barrage_engine::message::Template::try_new(k.as_bytes().to_vec());
-                if k.contains("{secret:") || t.map_or(true, |t| !t.is_static()) {
+                let raw = k.as_bytes().to_vec();
+                let t = if vars {
+                    Template::with_vars(raw, |_| Some(0)).ok()
+                } else {
+                    Template::try_new(raw).ok()
+                };
+                if k.contains("{secret:") || t.is_none_or(|t| !t.is_static()) {
                     return Err(format!(
                         "'{k}': placeholders go in string values, not in keys"
                     ));
