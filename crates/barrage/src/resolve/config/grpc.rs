@@ -192,9 +192,10 @@ mod tests {
             "m":{"a":"{seq}","b":"fixed"},"inner":{"s":"{seq%3}","n":5},
             "list":[{"s":"one"},{"s":"{seq}-{conn}"}],"b":"AAE=","unused":null}"#;
         // `unused` is not a field: refused.
-        assert!(c.encode(json).is_err());
+        assert!(c.encode_call(json).is_err());
         let json = json.replace(r#","unused":null"#, "");
-        let (parts, _) = c.encode(&json).unwrap();
+        let (mut messages, _) = c.encode_call(&json).unwrap();
+        let parts = messages.remove(0);
         assert!(parts.iter().any(|p| matches!(p, PbPartSpec::Text { .. })));
         let t = PbPartSpec::template(&parts, &mut |_| None).unwrap();
         let fill = Fill {
@@ -217,8 +218,8 @@ mod tests {
         .unwrap();
         assert_eq!(got, want);
         // Placeholders in a number field cannot be: said, not sent as a zero; nor in keys.
-        assert!(c.encode(r#"{"n":"{seq}"}"#).is_err());
-        assert!(c.encode(r#"{"m":{"k{seq}":"v"}}"#).is_err());
+        assert!(c.encode_call(r#"{"n":"{seq}"}"#).is_err());
+        assert!(c.encode_call(r#"{"m":{"k{seq}":"v"}}"#).is_err());
     }
 
     /// `serve grpc` answers reflection with `barrage_servers::grpc::DESCRIPTOR`, the

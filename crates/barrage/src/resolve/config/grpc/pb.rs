@@ -193,21 +193,6 @@ impl Compiled {
         Ok((ms.into_iter().map(|(p, _)| p).collect(), note))
     }
 
-    /// The request message from `json`: its parts and its encoded size (holes as they
-    /// are written).
-    #[cfg(test)]
-    pub fn encode(&self, json: &str) -> Result<(Vec<PbPartSpec>, usize), Usage> {
-        let shown = if json.len() > 60 {
-            format!("'{}...'", &json[..json.floor_char_boundary(57)])
-        } else {
-            format!("'{json}'")
-        };
-        let v: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| Usage::value("--data", &shown, format!("not JSON: {e}")))?;
-        self.encode_value(v, false)
-            .map_err(|e| Usage::value("--data", &shown, e))
-    }
-
     /// The request message from `v`; `vars`: a scenario step's data, whose strings may
     /// hold the user's `{name}`s too.
     pub fn encode_value(
