@@ -20,6 +20,9 @@ use std::fmt;
 
 use crate::capture::Vars;
 
+pub mod binary;
+use binary::{IntKind, NumSrc};
+
 /// Two ASCII digits for each of 0..100.
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
@@ -322,6 +325,14 @@ enum Piece {
     RandMod(u64),
     /// `{name}`: the value in this slot of the user's [`Vars`].
     Var(u32),
+    /// A binary number ([`binary`]).
+    Int(IntKind, NumSrc),
+    /// The byte length of the next `span` pieces plus `adjust`, as a binary number.
+    Len {
+        kind: IntKind,
+        adjust: i64,
+        span: u32,
+    },
 }
 
 /// A malformed `{seq%N}` or `{rand%N}` placeholder.
@@ -502,7 +513,7 @@ impl Template {
     /// The variable slots the template renders, in order of appearance (repeats included).
     pub fn var_slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.pieces.iter().flatten().filter_map(|p| match p {
-            Piece::Var(slot) => Some(*slot as usize),
+            Piece::Var(slot) | Piece::Int(_, NumSrc::Var(slot)) => Some(*slot as usize),
             _ => None,
         })
     }
@@ -615,6 +626,50 @@ impl Template {
         self.pieces.is_none()
     }
 
+    /// A template of binary fields ([`binary::compile`]): one literal when nothing in it
+    /// changes per message.
+    fn of_pieces(pieces: Vec<Piece>) -> Template {
+        let dynamic = pieces.iter().any(|p| {
+            !matches!(
+                p,
+                Piece::Lit(_) | Piece::Len { .. } | Piece::Int(_, NumSrc::Lit(_))
+            )
+        });
+        let fill = Fill {
+            conn: 0,
+            seq: 0,
+            ts_us: 0,
+        };
+        if !dynamic {
+            let mut raw = Vec::new();
+            for i in 0..pieces.len() {
+                put_piece(&pieces, i, fill, None, &mut raw);
+            }
+            return Template {
+                raw: raw.into(),
+                pieces: None,
+                bound: None,
+            }
+            .with_bound();
+        }
+        let bound = pieces.iter().try_fold(0, |sum, p| match p {
+            Piece::Lit(b) => Some(sum + b.len()),
+            Piece::Var(_) | Piece::Int(_, NumSrc::Var(_)) => None,
+            Piece::Int(k, _) | Piece::Len { kind: k, .. } => Some(sum + k.max_len()),
+            _ => Some(sum + 20),
+        });
+        Template {
+            raw: Box::default(),
+            pieces: Some(pieces.into()),
+            bound,
+        }
+    }
+
+    fn with_bound(mut self) -> Template {
+        self.bound = Some(self.raw.len());
+        self
+    }
+
     /// The message bytes as written by the user (placeholders unexpanded, secrets filled).
     pub fn raw(&self) -> &[u8] {
         &self.raw
@@ -635,17 +690,8 @@ impl Template {
     fn len_with(&self, fill: Fill, vars: Option<&Vars>) -> usize {
         match &self.pieces {
             None => self.raw.len(),
-            Some(pieces) => pieces
-                .iter()
-                .map(|p| match p {
-                    Piece::Lit(b) => b.len(),
-                    Piece::Conn => digits(fill.conn),
-                    Piece::Seq => digits(fill.seq),
-                    Piece::TsUs => digits(fill.ts_us),
-                    Piece::SeqMod(n) => digits(fill.seq % n),
-                    Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
-                    Piece::Var(slot) => var(vars, *slot).len(),
-                })
+            Some(pieces) => (0..pieces.len())
+                .map(|i| piece_len(pieces, i, fill, vars))
                 .sum(),
         }
     }
@@ -685,6 +731,7 @@ impl Template {
         pieces.iter().try_fold(0, |n, p| match p {
             Piece::Lit(_) | Piece::Conn => Some(n),
             Piece::Seq => Some(n + 1),
+            // Binary fields: another seq is not the same bytes with other digits.
             _ => None,
         })
     }
@@ -695,7 +742,7 @@ impl Template {
         match &self.pieces {
             None => room.put(&self.raw),
             Some(pieces) => {
-                for p in pieces.iter() {
+                for (i, p) in pieces.iter().enumerate() {
                     match p {
                         Piece::Lit(b) => room.put(b),
                         Piece::Conn => room.num(fill.conn),
@@ -709,6 +756,11 @@ impl Template {
                         Piece::SeqMod(n) => room.num(fill.seq % n),
                         Piece::RandMod(n) => room.num(rand_mod(fill.conn, fill.seq, *n)),
                         Piece::Var(_) => {}
+                        Piece::Int(..) | Piece::Len { .. } => {
+                            let mut b = [0u8; 10];
+                            let n = encode_at(pieces, i, fill, None, &mut b);
+                            room.put(&b[..n]);
+                        }
                     }
                 }
             }
@@ -725,8 +777,8 @@ impl Template {
         match &self.pieces {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
-                for p in pieces.iter() {
-                    put_piece(p, fill, vars, out);
+                for i in 0..pieces.len() {
+                    put_piece(pieces, i, fill, vars, out);
                 }
             }
         }
@@ -742,22 +794,22 @@ impl Template {
             out.extend_from_slice(&self.raw);
             return;
         };
-        for p in pieces.iter() {
+        for (i, p) in pieces.iter().enumerate() {
             if let Piece::Var(slot) = p {
                 out.extend(var(Some(vars), *slot).iter().map(|&b| match b {
                     b'\r' | b'\n' => b' ',
                     b => b,
                 }));
             } else {
-                put_piece(p, fill, Some(vars), out);
+                put_piece(pieces, i, fill, Some(vars), out);
             }
         }
     }
 }
 
 #[inline]
-fn put_piece(p: &Piece, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) {
-    match p {
+fn put_piece(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) {
+    match &pieces[i] {
         Piece::Lit(b) => out.extend_from_slice(b),
         Piece::Conn => push_u64(out, fill.conn),
         Piece::Seq => push_u64(out, fill.seq),
@@ -765,6 +817,65 @@ fn put_piece(p: &Piece, fill: Fill, vars: Option<&Vars>, out: &mut Vec<u8>) {
         Piece::SeqMod(n) => push_u64(out, fill.seq % n),
         Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
         Piece::Var(slot) => out.extend_from_slice(var(vars, *slot)),
+        Piece::Int(..) | Piece::Len { .. } => {
+            let mut b = [0u8; 10];
+            let n = encode_at(pieces, i, fill, vars, &mut b);
+            out.extend_from_slice(&b[..n]);
+        }
+    }
+}
+
+/// The bytes piece `i` renders to.
+fn piece_len(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>) -> usize {
+    match &pieces[i] {
+        Piece::Lit(b) => b.len(),
+        Piece::Conn => digits(fill.conn),
+        Piece::Seq => digits(fill.seq),
+        Piece::TsUs => digits(fill.ts_us),
+        Piece::SeqMod(n) => digits(fill.seq % n),
+        Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
+        Piece::Var(slot) => var(vars, *slot).len(),
+        Piece::Int(kind, src) => kind.len(num_of(*src, fill, vars)),
+        Piece::Len { kind, .. } => kind.len(len_value(pieces, i, fill, vars)),
+    }
+}
+
+/// The value of length field `i`: the bytes of the pieces it covers, adjusted (at least 0).
+fn len_value(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>) -> u64 {
+    let Piece::Len { adjust, span, .. } = pieces[i] else {
+        return 0;
+    };
+    let end = (i + 1 + span as usize).min(pieces.len());
+    let n: usize = (i + 1..end).map(|k| piece_len(pieces, k, fill, vars)).sum();
+    (n as i64).saturating_add(adjust).max(0) as u64
+}
+
+/// A binary piece's value.
+fn num_of(src: NumSrc, fill: Fill, vars: Option<&Vars>) -> u64 {
+    match src {
+        NumSrc::Lit(v) => v,
+        NumSrc::Conn => fill.conn,
+        NumSrc::Seq => fill.seq,
+        NumSrc::TsUs => fill.ts_us,
+        NumSrc::SeqMod(n) => fill.seq % n,
+        NumSrc::RandMod(n) => rand_mod(fill.conn, fill.seq, n),
+        NumSrc::Var(slot) => binary::parse_num(var(vars, slot)),
+    }
+}
+
+/// Binary piece `i` encoded into `out`; returns its length.
+#[inline]
+fn encode_at(
+    pieces: &[Piece],
+    i: usize,
+    fill: Fill,
+    vars: Option<&Vars>,
+    out: &mut [u8; 10],
+) -> usize {
+    match pieces[i] {
+        Piece::Int(kind, src) => kind.encode(num_of(src, fill, vars), out),
+        Piece::Len { kind, .. } => kind.encode(len_value(pieces, i, fill, vars), out),
+        _ => 0,
     }
 }
 

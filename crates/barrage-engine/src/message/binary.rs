@@ -1,0 +1,563 @@
+//! Binary messages: a list of typed fields compiled into a [`Template`] whose pieces include
+//! binary numbers and computed lengths, so a message with a length prefix and numbers in
+//! binary renders per send like any other template, into reused buffers, with no allocation.
+//!
+//! The field language (`--fields`, a scenario step's `fields`), fields separated by commas:
+//!
+//! ```text
+//! u8 1, len:u16be(u32be {seq}, str:u8 "room-{room}", u64be {ts_us}), bytes 0a0b
+//! ```
+//!
+//! - integers `u8 u16be u16le u32be u32le u64be u64le`, `i8 ... i64le` the same, `varint`
+//!   (LEB128, as protobuf) and `mqtt_varint` (MQTT's remaining length, at most 268,435,455):
+//!   each takes a number (decimal, `0x` hex, negative for `i*`) or a placeholder (`{seq}`,
+//!   `{conn}`, `{ts_us}`, `{seq%N}`, `{rand%N}`, a scenario's `{name}`, whose text is read as a
+//!   decimal number: anything else is 0). A placeholder's value is taken modulo the width.
+//! - `bytes 0a0bff` (hex) or `bytes "text\x00"` (escapes `\r \n \t \\ \" \0 \xHH`).
+//! - `str "text {seq}"`: the text, its placeholders rendered as text; `str:u16be "..."` puts
+//!   its length first, in that integer type.
+//! - `len:TYPE( ... )`: the byte length of the fields inside, as TYPE, then those fields;
+//!   `len:u32be+4( ... )` or `len:u16le-2( ... )` adds to (subtracts from) the length.
+
+use super::{Piece, Resolve, SecretLookup, Template, VarTemplateError};
+
+/// An integer field's encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntKind {
+    /// `bytes` wide (1, 2, 4, 8), little-endian or not, signed or not (signed only changes
+    /// which literals are allowed).
+    Fixed { bytes: u8, le: bool, signed: bool },
+    /// LEB128.
+    Varint,
+    /// MQTT's variable byte integer (1 to 4 bytes).
+    Mqtt,
+}
+
+/// The largest value MQTT's variable byte integer holds.
+pub const MQTT_MAX: u64 = 268_435_455;
+
+impl IntKind {
+    /// `u16be`, `i32le`, `varint`, ...
+    pub fn parse(name: &str) -> Option<IntKind> {
+        match name {
+            "varint" => return Some(IntKind::Varint),
+            "mqtt_varint" => return Some(IntKind::Mqtt),
+            "u8" | "i8" => {
+                return Some(IntKind::Fixed {
+                    bytes: 1,
+                    le: false,
+                    signed: name == "i8",
+                })
+            }
+            _ => {}
+        }
+        let signed = match name.as_bytes().first()? {
+            b'u' => false,
+            b'i' => true,
+            _ => return None,
+        };
+        let (bits, le) = if let Some(b) = name[1..].strip_suffix("be") {
+            (b, false)
+        } else {
+            (name[1..].strip_suffix("le")?, true)
+        };
+        let bytes = match bits {
+            "16" => 2,
+            "32" => 4,
+            "64" => 8,
+            _ => return None,
+        };
+        Some(IntKind::Fixed { bytes, le, signed })
+    }
+
+    /// The most bytes a value takes.
+    pub fn max_len(self) -> usize {
+        match self {
+            IntKind::Fixed { bytes, .. } => bytes as usize,
+            IntKind::Varint => 10,
+            IntKind::Mqtt => 4,
+        }
+    }
+
+    /// The bytes `v` takes.
+    #[inline]
+    pub fn len(self, v: u64) -> usize {
+        match self {
+            IntKind::Fixed { bytes, .. } => bytes as usize,
+            IntKind::Varint => (64 - (v | 1).leading_zeros() as usize).div_ceil(7),
+            IntKind::Mqtt => (64 - (v.min(MQTT_MAX) | 1).leading_zeros() as usize).div_ceil(7),
+        }
+    }
+
+    /// `v` encoded into `out` (at least [`IntKind::max_len`] bytes); returns its length.
+    #[inline]
+    pub fn encode(self, v: u64, out: &mut [u8; 10]) -> usize {
+        match self {
+            IntKind::Fixed { bytes, le, .. } => {
+                let n = bytes as usize;
+                let all = if le { v.to_le_bytes() } else { v.to_be_bytes() };
+                if le {
+                    out[..n].copy_from_slice(&all[..n]);
+                } else {
+                    out[..n].copy_from_slice(&all[8 - n..]);
+                }
+                n
+            }
+            IntKind::Varint | IntKind::Mqtt => {
+                let mut v = if self == IntKind::Mqtt {
+                    v.min(MQTT_MAX)
+                } else {
+                    v
+                };
+                let mut i = 0;
+                while v >= 0x80 {
+                    out[i] = v as u8 | 0x80;
+                    v >>= 7;
+                    i += 1;
+                }
+                out[i] = v as u8;
+                i + 1
+            }
+        }
+    }
+
+    /// Decode a value at the start of `b`: the value and the bytes it took, or `None` when
+    /// `b` does not hold all of it (or, varints, it is malformed).
+    pub fn decode(self, b: &[u8]) -> Option<(u64, usize)> {
+        match self {
+            IntKind::Fixed { bytes, le, signed } => {
+                let n = bytes as usize;
+                let s = b.get(..n)?;
+                let mut all = [0u8; 8];
+                let v = if le {
+                    all[..n].copy_from_slice(s);
+                    u64::from_le_bytes(all)
+                } else {
+                    all[8 - n..].copy_from_slice(s);
+                    u64::from_be_bytes(all)
+                };
+                // A signed value sign-extended, so that its decimal text is right.
+                let v = if signed && n < 8 && v >> (n * 8 - 1) & 1 == 1 {
+                    v | (u64::MAX << (n * 8))
+                } else {
+                    v
+                };
+                Some((v, n))
+            }
+            IntKind::Varint | IntKind::Mqtt => {
+                let most = if self == IntKind::Mqtt { 4 } else { 10 };
+                let mut v = 0u64;
+                for (i, &x) in b.iter().take(most).enumerate() {
+                    v |= u64::from(x & 0x7f) << (7 * i);
+                    if x & 0x80 == 0 {
+                        return Some((v, i + 1));
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Whether this type's decimal text of `v` is signed.
+    pub fn signed(self) -> bool {
+        matches!(self, IntKind::Fixed { signed: true, .. })
+    }
+
+    /// Whether literal `v` (negative: `neg`) fits.
+    fn fits(self, v: u64, neg: bool) -> bool {
+        match self {
+            IntKind::Fixed { bytes, signed, .. } => {
+                let bits = u32::from(bytes) * 8;
+                match (signed, neg) {
+                    (false, true) => false,
+                    (false, false) => bits == 64 || v < 1 << bits,
+                    (true, false) => v < 1 << (bits - 1),
+                    (true, true) => v <= 1 << (bits - 1),
+                }
+            }
+            IntKind::Varint => !neg,
+            IntKind::Mqtt => !neg && v <= MQTT_MAX,
+        }
+    }
+}
+
+/// Where an integer field's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumSrc {
+    Lit(u64),
+    Conn,
+    Seq,
+    TsUs,
+    SeqMod(u64),
+    RandMod(u64),
+    /// A scenario variable's text, read as a decimal number.
+    Var(u32),
+}
+
+/// A decimal number in a variable's text (`-5` as two's complement); 0 for anything else.
+pub fn parse_num(b: &[u8]) -> u64 {
+    let (neg, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    let t = std::str::from_utf8(digits).unwrap_or("");
+    match t.trim().parse::<u64>() {
+        Ok(v) if neg => v.wrapping_neg(),
+        Ok(v) => v,
+        Err(_) => 0,
+    }
+}
+
+/// A field list that is not right: where (a byte offset into the text) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at {at}: {why}")]
+pub struct FieldsError {
+    pub at: usize,
+    pub why: String,
+}
+
+/// Compile field list `text`; `vars` resolves a scenario's `{name}`s, `secrets` fills
+/// `{secret:NAME}` in `str` and `bytes` fields (literally).
+pub fn compile(
+    text: &str,
+    vars: Option<Resolve>,
+    secrets: Option<SecretLookup>,
+) -> Result<Template, FieldsError> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+        vars,
+        secrets,
+        pieces: Vec::new(),
+    };
+    p.list(None)?;
+    p.ws();
+    if p.i < p.s.len() {
+        return Err(p.err("expected a comma between fields"));
+    }
+    if p.pieces.is_empty() {
+        return Err(p.err("no fields: give at least one, e.g. u8 1"));
+    }
+    Ok(Template::of_pieces(p.pieces))
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    vars: Option<Resolve<'a>>,
+    secrets: Option<SecretLookup<'a>>,
+    pieces: Vec<Piece>,
+}
+
+impl Parser<'_> {
+    fn err(&self, why: impl Into<String>) -> FieldsError {
+        FieldsError {
+            at: self.i,
+            why: why.into(),
+        }
+    }
+
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    /// Fields up to `close` (or the end).
+    fn list(&mut self, close: Option<u8>) -> Result<(), FieldsError> {
+        loop {
+            self.ws();
+            match self.peek() {
+                None if close.is_none() => return Ok(()),
+                None => return Err(self.err("expected ) to close len:(...)")),
+                Some(c) if Some(c) == close => return Ok(()),
+                _ => {}
+            }
+            self.field()?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn word(&mut self) -> &str {
+        let start = self.i;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            self.i += 1;
+        }
+        std::str::from_utf8(&self.s[start..self.i]).unwrap_or("")
+    }
+
+    fn field(&mut self) -> Result<(), FieldsError> {
+        let at = self.i;
+        let name = self.word().to_string();
+        let kind_after_colon = |p: &mut Self| -> Result<IntKind, FieldsError> {
+            if p.peek() != Some(b':') {
+                return Err(p.err(format!(
+                    "{name} needs a type: {name}:u16be, {name}:varint, ..."
+                )));
+            }
+            p.i += 1;
+            let t = p.word().to_string();
+            IntKind::parse(&t)
+                .ok_or_else(|| p.err(format!("'{t}' is not an integer type: {TYPES}")))
+        };
+        match name.as_str() {
+            "" => Err(self.err(format!("expected a field: {TYPES}, bytes, str, len"))),
+            "bytes" => {
+                self.ws();
+                let b = if self.peek() == Some(b'"') {
+                    self.quoted()?
+                } else {
+                    self.hex()?
+                };
+                self.push_text(b, false)
+            }
+            "str" => {
+                let prefix = if self.peek() == Some(b':') {
+                    Some(kind_after_colon(self)?)
+                } else {
+                    None
+                };
+                self.ws();
+                if self.peek() != Some(b'"') {
+                    return Err(self.err("str takes a quoted text: str \"hello {seq}\""));
+                }
+                let text = self.quoted()?;
+                match prefix {
+                    None => self.push_text(text, true),
+                    Some(kind) => {
+                        let at = self.pieces.len();
+                        self.pieces.push(Piece::Len {
+                            kind,
+                            adjust: 0,
+                            span: 0,
+                        });
+                        self.push_text(text, true)?;
+                        self.close_len(at);
+                        Ok(())
+                    }
+                }
+            }
+            "len" => {
+                let kind = kind_after_colon(self)?;
+                let adjust = match self.peek() {
+                    Some(c @ (b'+' | b'-')) => {
+                        self.i += 1;
+                        let (v, _) = self.number()?;
+                        let v = i64::try_from(v)
+                            .map_err(|_| self.err("the adjustment is too large"))?;
+                        if c == b'-' {
+                            -v
+                        } else {
+                            v
+                        }
+                    }
+                    _ => 0,
+                };
+                self.ws();
+                if self.peek() != Some(b'(') {
+                    return Err(self.err(
+                        "len:TYPE takes its fields in parentheses: len:u16be(u8 1, str \"x\")",
+                    ));
+                }
+                self.i += 1;
+                let at = self.pieces.len();
+                self.pieces.push(Piece::Len {
+                    kind,
+                    adjust,
+                    span: 0,
+                });
+                self.list(Some(b')'))?;
+                self.ws();
+                if self.peek() != Some(b')') {
+                    return Err(self.err("expected ) to close len:(...)"));
+                }
+                self.i += 1;
+                self.close_len(at);
+                Ok(())
+            }
+            t => {
+                let Some(kind) = IntKind::parse(t) else {
+                    self.i = at;
+                    let hint = match t {
+                        "u16" | "u32" | "u64" | "i16" | "i32" | "i64" => {
+                            format!("'{t}' needs its byte order: {t}be or {t}le")
+                        }
+                        _ => format!("'{t}' is not a field: {TYPES}, bytes, str, len"),
+                    };
+                    return Err(self.err(hint));
+                };
+                self.ws();
+                let src = if self.peek() == Some(b'{') {
+                    self.placeholder()?
+                } else {
+                    let neg = self.peek() == Some(b'-');
+                    if neg {
+                        self.i += 1;
+                    }
+                    let (v, _) = self.number()?;
+                    if !kind.fits(v, neg) {
+                        return Err(self.err(format!(
+                            "{}{v} does not fit {t}",
+                            if neg { "-" } else { "" }
+                        )));
+                    }
+                    NumSrc::Lit(if neg { v.wrapping_neg() } else { v })
+                };
+                self.pieces.push(Piece::Int(kind, src));
+                Ok(())
+            }
+        }
+    }
+
+    /// The length field at `at` covers the pieces after it.
+    fn close_len(&mut self, at: usize) {
+        let span = (self.pieces.len() - at - 1) as u32;
+        if let Piece::Len { span: s, .. } = &mut self.pieces[at] {
+            *s = span;
+        }
+    }
+
+    /// Text (with placeholders when `template`) as pieces.
+    fn push_text(&mut self, text: Vec<u8>, template: bool) -> Result<(), FieldsError> {
+        if !template {
+            let filled = match self.secrets {
+                Some(s) => super::fill_secrets(&text, &mut |n| s(n))
+                    .map_err(|e| self.err(e.to_string()))?,
+                None => text,
+            };
+            self.pieces.push(Piece::Lit(filled.into()));
+            return Ok(());
+        }
+        let t = Template::build(text, true, self.vars, self.secrets).map_err(|e| {
+            self.err(match e {
+                VarTemplateError::Range(e) => e.to_string(),
+                e => e.to_string(),
+            })
+        })?;
+        match t.pieces {
+            Some(p) => self.pieces.extend(p.iter().cloned()),
+            None => self.pieces.push(Piece::Lit(t.raw)),
+        }
+        Ok(())
+    }
+
+    /// `"..."` with escapes, as bytes.
+    fn quoted(&mut self) -> Result<Vec<u8>, FieldsError> {
+        let start = self.i;
+        self.i += 1;
+        let mut raw = Vec::new();
+        loop {
+            match self.peek() {
+                None => {
+                    self.i = start;
+                    return Err(self.err("a quoted text without its closing \""));
+                }
+                Some(b'"') => {
+                    self.i += 1;
+                    break;
+                }
+                Some(b'\\') if self.s.get(self.i + 1) == Some(&b'"') => {
+                    raw.push(b'"');
+                    self.i += 2;
+                }
+                Some(c) => {
+                    raw.push(c);
+                    self.i += 1;
+                }
+            }
+        }
+        let at = |why: String| FieldsError { at: start, why };
+        let text = String::from_utf8(raw).map_err(|_| at("not UTF-8".into()))?;
+        super::unescape(&text).map_err(|e| at(e.to_string()))
+    }
+
+    /// Hex digits, an even number of them.
+    fn hex(&mut self) -> Result<Vec<u8>, FieldsError> {
+        let start = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+            self.i += 1;
+        }
+        let h = &self.s[start..self.i];
+        if h.is_empty() || h.len() % 2 == 1 {
+            self.i = start;
+            return Err(self.err("bytes takes hex digits in pairs (bytes 0a0b) or a quoted text"));
+        }
+        Ok(h.chunks(2)
+            .map(|p| {
+                let d = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                d(p[0]) << 4 | d(p[1])
+            })
+            .collect())
+    }
+
+    /// A decimal or `0x` number.
+    fn number(&mut self) -> Result<(u64, usize), FieldsError> {
+        let start = self.i;
+        let hex = self.s[self.i..].starts_with(b"0x");
+        if hex {
+            self.i += 2;
+        }
+        let digits_at = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+            self.i += 1;
+        }
+        let d = std::str::from_utf8(&self.s[digits_at..self.i]).unwrap_or("");
+        let v = if hex {
+            u64::from_str_radix(d, 16)
+        } else {
+            d.parse()
+        };
+        v.map(|v| (v, self.i - start)).map_err(|_| {
+            self.i = start;
+            self.err("expected a number (decimal, or 0x hex) or a placeholder such as {seq}")
+        })
+    }
+
+    /// `{seq}`, `{conn}`, `{ts_us}`, `{seq%N}`, `{rand%N}`, `{user}`, a scenario's `{name}`.
+    fn placeholder(&mut self) -> Result<NumSrc, FieldsError> {
+        let rest = &self.s[self.i..];
+        let end = rest
+            .iter()
+            .position(|&c| c == b'}')
+            .ok_or_else(|| self.err("a placeholder without its closing }"))?;
+        let text = rest[..=end].to_vec();
+        let t = Template::build(text.clone(), true, self.vars, None)
+            .map_err(|e| self.err(e.to_string()))?;
+        let src =
+            match t.pieces.as_deref() {
+                Some([Piece::Conn]) => NumSrc::Conn,
+                Some([Piece::Seq]) => NumSrc::Seq,
+                Some([Piece::TsUs]) => NumSrc::TsUs,
+                Some([Piece::SeqMod(n)]) => NumSrc::SeqMod(*n),
+                Some([Piece::RandMod(n)]) => NumSrc::RandMod(*n),
+                Some([Piece::Var(s)]) => NumSrc::Var(*s),
+                _ => {
+                    return Err(self.err(format!(
+                    "'{}' is not a placeholder a number can take: {{seq}}, {{conn}}, {{ts_us}}, \
+                     {{seq%N}}, {{rand%N}}{}",
+                    String::from_utf8_lossy(&text),
+                    if self.vars.is_some() { ", or a captured {name}" } else { "" }
+                )))
+                }
+            };
+        self.i += end + 1;
+        Ok(src)
+    }
+}
+
+const TYPES: &str =
+    "u8, u16be, u16le, u32be, u32le, u64be, u64le (i8 ... i64le), varint, mqtt_varint";
+
+#[cfg(test)]
+mod tests;
