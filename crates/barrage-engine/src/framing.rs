@@ -5,6 +5,8 @@
 //! reply boundaries to a [`Sink`]. So a connection needs no receive buffer of its own and the
 //! worker reads every socket into one shared buffer.
 
+use crate::message::binary::IntKind;
+
 /// How the end of a reply is recognised (`--expect`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Framing {
@@ -18,8 +20,94 @@ pub enum Framing {
     Delim(Delimiter),
     /// A length prefix of this kind, then that many bytes.
     Len(LenPrefix),
+    /// A length field somewhere in a header (`field:OFFSET:TYPE:ADJUST:STRIP`, MQTT's
+    /// `mqtt`), as Netty's `LengthFieldBasedFrameDecoder` reads it.
+    Field(LenField),
     /// No reply: an exchange completes when its request is written.
     None,
+}
+
+/// A frame whose length is a field of its header: the frame is `offset` bytes, the field, then
+/// as many bytes as the field says plus `adjust`; `strip` bytes from its start are not part of
+/// the reply a step looks into; a frame longer than `max` fails the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LenField {
+    pub offset: u8,
+    pub kind: IntKind,
+    pub adjust: i64,
+    pub strip: u32,
+    pub max: u64,
+}
+
+/// The most header bytes before a length field.
+pub const MAX_FIELD_OFFSET: u8 = 16;
+
+/// The default `--max-frame`.
+pub const DEFAULT_MAX_FRAME: u64 = 16 << 20;
+
+impl LenField {
+    /// MQTT's frames: a fixed header byte, the remaining length as a variable byte integer.
+    pub const MQTT: LenField = LenField {
+        offset: 1,
+        kind: IntKind::Mqtt,
+        adjust: 0,
+        strip: 0,
+        max: DEFAULT_MAX_FRAME,
+    };
+
+    /// `field:OFFSET:TYPE[:ADJUST[:STRIP]]` (after `field:`).
+    pub fn parse(s: &str) -> Result<LenField, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        let usage = "write field:OFFSET:TYPE[:ADJUST[:STRIP]], e.g. field:1:u16be (a type byte, \
+                     then a u16be length of the rest) or field:0:u32be:-4 (a length that counts \
+                     itself)";
+        if !(2..=4).contains(&parts.len()) {
+            return Err(usage.into());
+        }
+        let offset: u8 = parts[0]
+            .parse()
+            .ok()
+            .filter(|o| *o <= MAX_FIELD_OFFSET)
+            .ok_or_else(|| format!("OFFSET '{}' is 0 to {MAX_FIELD_OFFSET}; {usage}", parts[0]))?;
+        let kind = IntKind::parse(parts[1]).ok_or_else(|| {
+            format!(
+                "TYPE '{}' is one of u8, u16be, u16le, u32be, u32le, u64be, u64le, varint, \
+                 mqtt_varint",
+                parts[1]
+            )
+        })?;
+        let adjust = match parts.get(2) {
+            Some(a) => a
+                .trim_start_matches('+')
+                .parse()
+                .map_err(|_| format!("ADJUST '{a}' is a whole number, e.g. -4 or 2"))?,
+            None => 0,
+        };
+        let strip = match parts.get(3) {
+            Some(a) => a
+                .parse()
+                .map_err(|_| format!("STRIP '{a}' is a number of bytes"))?,
+            None => 0,
+        };
+        Ok(LenField {
+            offset,
+            kind,
+            adjust,
+            strip,
+            max: DEFAULT_MAX_FRAME,
+        })
+    }
+}
+
+/// A frame the decoder cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("a frame of {0} bytes, over --max-frame {1}")]
+    TooLong(u64, u64),
+    #[error("a frame whose length field says {0} bytes, less than its header")]
+    TooShort(i128),
+    #[error("a malformed length field (a variable-length integer that does not end)")]
+    Malformed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +187,22 @@ impl Framing {
                     LenPrefix::U32Le => "u32le",
                 }
             ),
+            Self::Field(f)
+                if *f
+                    == LenField {
+                        max: f.max,
+                        ..LenField::MQTT
+                    } =>
+            {
+                "mqtt".into()
+            }
+            Self::Field(f) => format!(
+                "field:{}:{}:{}:{}",
+                f.offset,
+                f.kind.name(),
+                f.adjust,
+                f.strip
+            ),
             Self::None => "none".into(),
         }
     }
@@ -126,10 +230,15 @@ pub trait Sink {
 pub struct Decoder {
     remaining: u64,
     in_body: bool,
-    hdr: [u8; 4],
+    hdr: [u8; HDR],
     hdr_len: u8,
     matched: usize,
+    /// `Field`: bytes of the frame still to skip (`strip`).
+    skip: u32,
 }
+
+/// Header bytes kept while a length field is read: the offset and the widest field.
+const HDR: usize = MAX_FIELD_OFFSET as usize + 10;
 
 impl Decoder {
     pub fn reset(&mut self) {
@@ -137,16 +246,25 @@ impl Decoder {
     }
 
     /// Feed the bytes of one read.
-    pub fn feed(&mut self, framing: &Framing, mut data: &[u8], sink: &mut impl Sink) {
+    pub fn feed(
+        &mut self,
+        framing: &Framing,
+        mut data: &[u8],
+        sink: &mut impl Sink,
+    ) -> Result<(), FrameError> {
         let collect = sink.collecting();
         match framing {
+            Framing::Field(f) => return self.feed_field(f, data, sink, collect),
             Framing::None => {}
             Framing::Echo => {
                 while !data.is_empty() {
                     if self.remaining == 0 {
                         match sink.expect_len() {
                             Some(n) if n > 0 => self.remaining = n,
-                            _ => return sink.unexpected(data),
+                            _ => {
+                                sink.unexpected(data);
+                                return Ok(());
+                            }
                         }
                     }
                     let take = self.remaining.min(data.len() as u64) as usize;
@@ -227,10 +345,11 @@ impl Decoder {
                         self.hdr_len += take as u8;
                         data = &data[take..];
                         if (self.hdr_len as usize) < size {
-                            return;
+                            return Ok(());
                         }
-                        self.remaining = kind.value(&self.hdr);
-                        self.hdr = [0; 4];
+                        let h = &self.hdr;
+                        self.remaining = kind.value(&[h[0], h[1], h[2], h[3]]);
+                        self.hdr[..4].fill(0);
                         self.hdr_len = 0;
                         self.in_body = true;
                     }
@@ -252,6 +371,79 @@ impl Decoder {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `Framing::Field`: the header gathered a byte at a time up to its length field's end,
+    /// then the rest of the frame streamed (never buffered), `strip` bytes left out of what
+    /// is collected.
+    fn feed_field(
+        &mut self,
+        f: &LenField,
+        mut data: &[u8],
+        sink: &mut impl Sink,
+        collect: bool,
+    ) -> Result<(), FrameError> {
+        let off = f.offset as usize;
+        while !data.is_empty() {
+            if !self.in_body {
+                let b = data[0];
+                data = &data[1..];
+                self.hdr[self.hdr_len as usize] = b;
+                self.hdr_len += 1;
+                let have = self.hdr_len as usize;
+                if have <= off {
+                    continue;
+                }
+                let Some((v, w)) = f.kind.decode(&self.hdr[off..have]) else {
+                    if have - off >= f.kind.max_len() {
+                        return Err(FrameError::Malformed);
+                    }
+                    continue;
+                };
+                let head = (off + w) as i128;
+                let value = if f.kind.signed() {
+                    i128::from(v as i64)
+                } else {
+                    i128::from(v)
+                };
+                let total = head + value + i128::from(f.adjust);
+                if total < head {
+                    return Err(FrameError::TooShort(total));
+                }
+                if total > i128::from(f.max) {
+                    return Err(FrameError::TooLong(
+                        total.min(i128::from(u64::MAX)) as u64,
+                        f.max,
+                    ));
+                }
+                let head = head as usize;
+                if collect && (f.strip as usize) < head {
+                    sink.body(&self.hdr[f.strip as usize..head]);
+                }
+                self.skip = f.strip.saturating_sub(head as u32);
+                self.remaining = (total - head as i128) as u64;
+                self.hdr_len = 0;
+                self.in_body = true;
+            }
+            let take = self.remaining.min(data.len() as u64) as usize;
+            let skip = (self.skip as usize).min(take);
+            if collect && take > skip {
+                sink.body(&data[skip..take]);
+            }
+            self.skip -= skip as u32;
+            self.remaining -= take as u64;
+            data = &data[take..];
+            if self.remaining == 0 {
+                self.in_body = false;
+                sink.frame();
+            }
+        }
+        if self.in_body && self.remaining == 0 {
+            self.in_body = false;
+            sink.frame();
+        }
+        Ok(())
     }
 }
 
@@ -287,7 +479,7 @@ mod tests {
     fn frames_all_splits(f: &Framing, input: &[u8]) -> usize {
         let whole = {
             let mut r = Rec::default();
-            Decoder::default().feed(f, input, &mut r);
+            Decoder::default().feed(f, input, &mut r).unwrap();
             r.frames
         };
         for i in 0..=input.len() {
@@ -295,7 +487,7 @@ mod tests {
                 let mut r = Rec::default();
                 let mut d = Decoder::default();
                 for part in [&input[..i], &input[i..j], &input[j..]] {
-                    d.feed(f, part, &mut r);
+                    d.feed(f, part, &mut r).unwrap();
                 }
                 assert_eq!(r.frames, whole, "{f:?} split at {i},{j}");
             }
@@ -349,7 +541,7 @@ mod tests {
                     let mut r = Collect::default();
                     let mut d = Decoder::default();
                     for part in [&input[..i], &input[i..j], &input[j..]] {
-                        d.feed(&f, part, &mut r);
+                        d.feed(&f, part, &mut r).unwrap();
                     }
                     assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
                 }
@@ -364,12 +556,12 @@ mod tests {
             ..Default::default()
         };
         let mut d = Decoder::default();
-        d.feed(&Framing::Echo, b"ab", &mut r);
+        d.feed(&Framing::Echo, b"ab", &mut r).unwrap();
         assert_eq!(r.frames, 0);
-        d.feed(&Framing::Echo, b"cde", &mut r);
+        d.feed(&Framing::Echo, b"cde", &mut r).unwrap();
         assert_eq!(r.frames, 2);
         assert_eq!(r.body, b"abcde");
-        d.feed(&Framing::Echo, b"zz", &mut r);
+        d.feed(&Framing::Echo, b"zz", &mut r).unwrap();
         assert_eq!(r.unexpected, b"zz");
     }
 
@@ -412,9 +604,121 @@ mod tests {
             s.extend_from_slice(b"ok");
             s.extend_from_slice(&hdr);
             let mut r = Rec::default();
-            Decoder::default().feed(&Framing::Len(k), &s, &mut r);
+            Decoder::default()
+                .feed(&Framing::Len(k), &s, &mut r)
+                .unwrap();
             assert_eq!(r.frames, 1, "{k:?}: second frame still needs its body");
         }
+    }
+
+    fn field(s: &str) -> Framing {
+        Framing::Field(LenField::parse(s).unwrap())
+    }
+
+    #[test]
+    fn length_fields_frame_as_netty_reads_them() {
+        type Case<'a> = (Framing, Vec<u8>, Vec<Vec<u8>>);
+        let mut big = vec![0x30, 0xc8, 0x01];
+        big.extend(std::iter::repeat_n(b'm', 200));
+        let cases: Vec<Case> = vec![
+            // A type byte, then a u16be length of the rest; the whole frame collected.
+            (
+                field("1:u16be"),
+                vec![9, 0, 2, b'h', b'i', 8, 0, 0, 7, 0, 1, b'!'],
+                vec![
+                    vec![9, 0, 2, b'h', b'i'],
+                    vec![8, 0, 0],
+                    vec![7, 0, 1, b'!'],
+                ],
+            ),
+            // A u32be length that counts itself, stripped.
+            (
+                field("0:u32be:-4:4"),
+                vec![0, 0, 0, 6, b'o', b'k', 0, 0, 0, 4],
+                vec![b"ok".to_vec(), vec![]],
+            ),
+            // Strip past the header: the first body byte too.
+            (
+                field("0:u8:0:2"),
+                vec![3, b'a', b'b', b'c'],
+                vec![b"bc".to_vec()],
+            ),
+            // A little-endian length after a 2-byte header, with an adjustment for a
+            // trailer.
+            (
+                field("2:u16le:1"),
+                vec![0xaa, 0xbb, 1, 0, b'x', b'\n'],
+                vec![vec![0xaa, 0xbb, 1, 0, b'x', b'\n']],
+            ),
+            // MQTT: PINGRESP (no remaining bytes), then a PUBLISH of 200 bytes.
+            (
+                Framing::Field(LenField::MQTT),
+                [&[0xd0u8, 0][..], &big].concat(),
+                vec![vec![0xd0, 0], big.clone()],
+            ),
+            // A varint length of 129.
+            (
+                field("0:varint"),
+                [&[0x81u8, 0x01, b'z'][..], &[b'v'; 128][..]].concat(),
+                vec![[&[0x81u8, 0x01, b'z'][..], &[b'v'; 128][..]].concat()],
+            ),
+        ];
+        for (f, input, want) in cases {
+            for i in 0..=input.len() {
+                for j in i..=input.len() {
+                    let mut r = Collect::default();
+                    let mut d = Decoder::default();
+                    for part in [&input[..i], &input[i..j], &input[j..]] {
+                        d.feed(&f, part, &mut r).unwrap();
+                    }
+                    assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
+                }
+            }
+            // Not collecting: the same frames counted.
+            let mut r = Rec::default();
+            Decoder::default().feed(&f, &input, &mut r).unwrap();
+            assert_eq!(r.frames, want.len(), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn length_fields_that_cannot_be_taken_are_errors() {
+        let mut f = LenField::parse("0:u32be").unwrap();
+        f.max = 1024;
+        let mut r = Rec::default();
+        assert_eq!(
+            Decoder::default().feed(&Framing::Field(f), &[0, 0, 4, 0], &mut r),
+            Err(FrameError::TooLong(1028, 1024))
+        );
+        let f = Framing::Field(LenField::parse("0:u16be:-3").unwrap());
+        assert!(matches!(
+            Decoder::default().feed(&f, &[0, 0], &mut r),
+            Err(FrameError::TooShort(_))
+        ));
+        let f = Framing::Field(LenField::MQTT);
+        assert_eq!(
+            Decoder::default().feed(&f, &[0x30, 0xff, 0xff, 0xff, 0xff], &mut r),
+            Err(FrameError::Malformed)
+        );
+        let f = Framing::Field(LenField::parse("0:i16be").unwrap());
+        assert!(matches!(
+            Decoder::default().feed(&f, &[0xff, 0xfe], &mut r),
+            Err(FrameError::TooShort(_))
+        ));
+        for bad in [
+            "",
+            "1",
+            "17:u8",
+            "x:u8",
+            "0:u12",
+            "0:u8:x",
+            "0:u8:0:-1",
+            "0:u8:0:0:0",
+        ] {
+            assert!(LenField::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Framing::Field(LenField::MQTT).describe(), "mqtt");
+        assert_eq!(field("2:u16le:1:4").describe(), "field:2:u16le:1:4");
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct Spec {
     /// A scenario file: connections are its users, running its steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioSpec>,
+    /// `--max-frame`: the longest reply a length-field framing takes [default 16 MiB].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_frame: Option<u64>,
 }
 
 /// A scenario as data: the file's text (so the spec runs anywhere the files it names are)
@@ -192,8 +195,12 @@ pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProtocolSpec {
     Tcp {
-        /// Escaped as `-m` reads it (`\r\n`, `\xHH`).
+        /// Escaped as `-m` reads it (`\r\n`, `\xHH`); with `fields`, a field list as
+        /// `--fields` reads it.
         message: String,
+        /// `message` is typed binary fields (`crate::message::binary`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        fields: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         first_message: Option<String>,
         /// As `--expect` reads it.
@@ -345,6 +352,10 @@ fn pb_source(
             })
         })
         .collect()
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn one() -> u32 {
@@ -534,6 +545,8 @@ pub fn parse_expect(spec: &str) -> Result<Framing, String> {
             let b = unescape(t).map_err(|e| e.to_string())?;
             Framing::Delim(Delimiter::new(&b).ok_or("the delimiter is empty, e.g. delim:\\r\\n")?)
         }
+        ("mqtt", "") => Framing::Field(crate::framing::LenField::MQTT),
+        ("field", f) => Framing::Field(crate::framing::LenField::parse(f)?),
         ("len", k) => Framing::Len(match k {
             "u16be" => LenPrefix::U16Be,
             "u16le" => LenPrefix::U16Le,
@@ -543,7 +556,7 @@ pub fn parse_expect(spec: &str) -> Result<Framing, String> {
         }),
         _ => {
             return Err("unknown framing; use echo, bytes:N, line, delim:TEXT, \
-                 len:u16be|u16le|u32be|u32le or none"
+                 len:u16be|u16le|u32be|u32le, field:OFFSET:TYPE[:ADJUST[:STRIP]], mqtt or none"
                 .into())
         }
     })
@@ -611,6 +624,7 @@ impl Spec {
             clock: Clock::Now,
             shares: None,
             one_clock: false,
+            max_frame: None,
             rate_stages: None,
             conn_stages: None,
             scenario: None,
@@ -639,11 +653,17 @@ impl Spec {
         let (protocol, message, first_message, framing, verify) = match &self.protocol {
             ProtocolSpec::Tcp {
                 message,
+                fields,
                 first_message,
                 expect,
                 verify,
             } => {
-                let m = Template::new(bytes("--message", message)?);
+                let m = if *fields {
+                    crate::message::binary::compile(message, None, Some(&lookup))
+                        .map_err(|e| invalid("--fields", e))?
+                } else {
+                    Template::new(bytes("--message", message)?)
+                };
                 let f = match first_message {
                     Some(t) => Some(Template::new(bytes("--first-message", t)?)),
                     None => None,
@@ -832,7 +852,13 @@ impl Spec {
             warmup: Duration::from_nanos(self.warmup_ns),
             message,
             first_message,
-            framing,
+            framing: match framing {
+                Framing::Field(f) => Framing::Field(crate::framing::LenField {
+                    max: self.max_frame.unwrap_or(crate::framing::DEFAULT_MAX_FRAME),
+                    ..f
+                }),
+                f => f,
+            },
             verify,
             mode: self.mode.into(),
             pipeline: self.pipeline,
@@ -960,6 +986,7 @@ mod tests {
                 run: vec![1, 3],
             }),
             one_clock: false,
+            max_frame: None,
             rate_stages: None,
             conn_stages: None,
             scenario: None,
@@ -974,6 +1001,7 @@ mod tests {
     fn a_spec_round_trips_through_json() {
         for p in [
             ProtocolSpec::Tcp {
+                fields: false,
                 message: "PING {seq}\\r\\n\\x00{secret:TOKEN}".into(),
                 first_message: Some("AUTH x\\r\\n".into()),
                 expect: "delim:\\r\\n".into(),
@@ -1035,6 +1063,7 @@ mod tests {
     #[test]
     fn the_plan_fills_secrets_from_its_own_environment() {
         let s = spec(ProtocolSpec::Tcp {
+            fields: false,
             message: "key={secret:TOKEN}\\n".into(),
             first_message: None,
             expect: "line".into(),
@@ -1059,6 +1088,7 @@ mod tests {
     fn bad_specs_name_what_is_wrong() {
         let mut env = |_: &str| None;
         let mut s = spec(ProtocolSpec::Tcp {
+            fields: false,
             message: "x".into(),
             first_message: None,
             expect: "bytes:0".into(),

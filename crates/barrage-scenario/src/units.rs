@@ -108,6 +108,33 @@ pub fn count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// A size of at least 1 byte: `1000`, `64KiB`, `16MiB`, `1GiB` (`K`, `M`, `G` too, as
+/// binary multiples; a trailing `B` optional).
+pub fn bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let v: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size, e.g. 65536, 64KiB, 16MiB"))?;
+    let n = v
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{s}' is too large"))?;
+    if n == 0 {
+        return Err("must be at least 1 byte".into());
+    }
+    Ok(n)
+}
+
 /// A name (of a header, a parameter): not empty, no spaces around it.
 pub fn name(s: &str) -> Result<String, String> {
     let t = s.trim();

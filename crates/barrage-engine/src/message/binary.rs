@@ -70,6 +70,24 @@ impl IntKind {
         Some(IntKind::Fixed { bytes, le, signed })
     }
 
+    /// Its name in the field language (`u16be`, `varint`, ...).
+    pub fn name(self) -> String {
+        match self {
+            IntKind::Varint => "varint".into(),
+            IntKind::Mqtt => "mqtt_varint".into(),
+            IntKind::Fixed { bytes, le, signed } => format!(
+                "{}{}{}",
+                if signed { 'i' } else { 'u' },
+                bytes * 8,
+                match (bytes, le) {
+                    (1, _) => "",
+                    (_, true) => "le",
+                    _ => "be",
+                }
+            ),
+        }
+    }
+
     /// The most bytes a value takes.
     pub fn max_len(self) -> usize {
         match self {

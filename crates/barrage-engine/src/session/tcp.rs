@@ -64,8 +64,9 @@ impl Session for Tcp {
 
     #[inline]
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
-        self.dec.feed(&cfg.framing, data, r);
-        Ok(())
+        self.dec
+            .feed(&cfg.framing, data, r)
+            .map_err(ProtoError::new)
     }
 
     fn completes_on_write(cfg: &Cfg) -> bool {

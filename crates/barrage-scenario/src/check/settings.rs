@@ -8,10 +8,16 @@ use crate::model::{Protocol, Run};
 use crate::shape::Shape;
 use crate::ScenarioError;
 
-/// `--expect`'s grammar: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none.
+/// `--expect`'s grammar: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le,
+/// field:OFFSET:TYPE[:ADJUST[:STRIP]], mqtt, none (a field's parts are judged by the engine's
+/// parser when the run is planned).
 pub(crate) fn framing(s: &str) -> Result<(), String> {
     let ok = match s.trim() {
-        "echo" | "line" | "none" => true,
+        "echo" | "line" | "none" | "mqtt" => true,
+        t if t.starts_with("field:") => {
+            let parts: Vec<&str> = t[6..].split(':').collect();
+            (2..=4).contains(&parts.len()) && parts[0].parse::<u8>().is_ok()
+        }
         t if t.starts_with("bytes:") => t[6..].parse::<u64>().is_ok_and(|n| n > 0),
         t if t.starts_with("delim:") => t.len() > 6,
         "len:u16be" | "len:u16le" | "len:u32be" | "len:u32le" => true,
@@ -21,7 +27,7 @@ pub(crate) fn framing(s: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "'{s}' is not a framing; use echo, line, none, bytes:N, delim:TEXT or len:u16be|u16le|u32be|u32le"
+            "'{s}' is not a framing; use echo, line, none, bytes:N, delim:TEXT, len:u16be|u16le|u32be|u32le, field:OFFSET:TYPE[:ADJUST[:STRIP]] or mqtt"
         ))
     }
 }

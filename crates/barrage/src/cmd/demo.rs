@@ -45,6 +45,7 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     for (title, connections, mode) in tests {
         say!("== {title}");
         let protocol = ProtocolSpec::Tcp {
+            fields: false,
             message: "hello from barrage\\n".into(),
             first_message: None,
             expect: "echo".into(),

@@ -108,6 +108,22 @@ pub struct RunArgs {
     )]
     pub message_file: Option<PathBuf>,
 
+    /// The message as typed binary fields, e.g. 'u8 1, len:u16be(u32be {seq}, str:u8
+    /// "room-{conn}")': u8..u64/i8..i64 with be/le, varint, mqtt_varint, bytes, str[:TYPE],
+    /// len:TYPE(...) (tcp://; docs/protocols.md, "Binary messages")
+    #[arg(
+        long,
+        value_name = "FIELDS",
+        conflicts_with_all = ["message", "message_file"],
+        help_heading = "Messages"
+    )]
+    pub fields: Option<String>,
+
+    /// The longest reply a length-field framing (--expect field:..., mqtt) takes; a longer
+    /// one fails its connection as `protocol` [default: 16MiB]
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::bytes, help_heading = "Messages")]
+    pub max_frame: Option<u64>,
+
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
     #[arg(
         long,

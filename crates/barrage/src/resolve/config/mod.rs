@@ -134,13 +134,29 @@ fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
 fn words(a: &RunArgs, secrets: &mut Secrets) -> Result<Words, Usage> {
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
+    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) {
+        return Err(Usage::says(
+            "--max-frame",
+            format!(
+                "bounds a length-field framing (--expect field:... or mqtt), not --expect \
+                 {expect_spec}"
+            ),
+        ));
+    }
     if a.verify && framing != Framing::Echo {
         return Err(Usage::says(
             "--verify",
             format!("compares echoed bytes and needs --expect echo (got --expect {expect_spec})"),
         ));
     }
+    if let Some(f) = &a.fields {
+        // Checked now, compiled again by each process's plan.
+        barrage_engine::message::binary::compile(f, None, Some(&|_| Some(Vec::new())))
+            .map_err(|e| Usage::value("--fields", format!("'{f}'"), e))?;
+        secrets.fill(f.as_bytes(), "--fields")?;
+    }
     let raw = match (&a.message, &a.message_file) {
+        (None, None) if a.fields.is_some() => a.fields.clone().unwrap_or_default().into_bytes(),
         (Some(m), _) => unescape(m).map_err(|e| Usage::new("--message", e))?,
         (None, Some(path)) => read_capped("--message-file", path, &path.display(), "a message")?,
         (None, None) => DEFAULT_MESSAGE.to_vec(),
@@ -181,6 +197,7 @@ fn words(a: &RunArgs, secrets: &mut Secrets) -> Result<Words, Usage> {
         secrets.fill(b, "--first-message")?;
     }
     Ok(Words {
+        fields: a.fields.is_some(),
         message: raw,
         first: first_shown,
         expect: expect_spec.to_string(),
@@ -359,6 +376,7 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
             .or(load.duration.filter(|_| a.requests.is_none()).map(ns)),
         rate_stages: a.rate_stages.clone(),
         conn_stages: a.conn_stages.clone(),
+        max_frame: a.max_frame,
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: load.mode.into(),

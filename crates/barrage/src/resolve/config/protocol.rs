@@ -166,8 +166,10 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
         for (flag, set) in [
             ("-m/--message", a.message.is_some()),
             ("--message-file", a.message_file.is_some()),
+            ("--fields", a.fields.is_some()),
             ("--first-message", a.first_message.is_some()),
             ("--expect", a.expect.is_some()),
+            ("--max-frame", a.max_frame.is_some()),
             ("--verify", a.verify),
         ] {
             if set {
@@ -181,6 +183,9 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
     if ws {
         if a.first_message.is_some() {
             return Err(only("--first-message", "tcp://"));
+        }
+        if a.fields.is_some() {
+            return Err(only("--fields", "tcp://"));
         }
         if let Some(e) = &a.expect {
             if e != "echo" && e != "none" {
@@ -232,7 +237,12 @@ pub(super) fn protocol(
     match url.scheme {
         Scheme::Tcp => Ok((
             ProtocolSpec::Tcp {
-                message: escape(&words.message),
+                message: if words.fields {
+                    String::from_utf8_lossy(&words.message).into_owned()
+                } else {
+                    escape(&words.message)
+                },
+                fields: words.fields,
                 first_message: words.first.as_deref().map(escape),
                 expect: words.expect.clone(),
                 verify: a.verify,
@@ -396,6 +406,8 @@ pub(super) fn protocol(
 /// The user's own bytes and words for the spec: placeholders (`{secret:NAME}`) unfilled.
 pub(super) struct Words {
     pub(super) message: Vec<u8>,
+    /// `message` is `--fields`' text.
+    pub(super) fields: bool,
     pub(super) first: Option<Vec<u8>>,
     pub(super) expect: String,
     pub(super) headers: Vec<(String, String)>,
