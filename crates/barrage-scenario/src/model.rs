@@ -117,6 +117,9 @@ pub struct Step {
     pub name: Option<At<String>>,
     /// Message template to send (raw TCP, WebSocket, redis, memcached); `{var}` filled.
     pub send: Option<At<String>>,
+    /// Raw TCP: the message as typed binary fields, as --fields reads them
+    /// ("u8 1, len:u16be(u32be {seq}, str:u8 \"{name}\")"); `{var}` filled.
+    pub fields: Option<At<String>>,
     /// gRPC: the method to call, "package.Service/Method" (a grpc:// target).
     pub rpc: Option<At<String>>,
     /// gRPC: the request message as data (a table, as JSON maps to protobuf), with
@@ -205,6 +208,12 @@ pub struct Expect {
     pub regex: Option<At<String>>,
     /// Bytes the reply must start with (escapes \r \n \t \\ \0 \xHH).
     pub prefix: Option<At<String>>,
+    /// Binary replies: the offset of an integer field (with `type`); with `equals`, its value
+    /// must equal that; alone, the reply must hold it.
+    pub at: Option<At<u32>>,
+    /// Binary replies: the integer field's type at `at` (u8, u16be, ..., varint, mqtt_varint).
+    #[serde(rename = "type")]
+    pub type_: Option<At<String>>,
     /// Time allowed for the reply, e.g. "2s".
     pub timeout: Option<At<String>>,
 }
@@ -221,6 +230,11 @@ pub struct Match {
     pub regex: Option<At<String>>,
     /// Bytes the message must start with.
     pub prefix: Option<At<String>>,
+    /// Binary messages: the offset of an integer field (with `type`, and `equals`).
+    pub at: Option<At<u32>>,
+    /// Binary messages: the integer field's type at `at`.
+    #[serde(rename = "type")]
+    pub type_: Option<At<String>>,
 }
 
 /// Where a captured value comes from: exactly one source.
@@ -241,6 +255,12 @@ pub struct Capture {
     pub bytes: Option<String>,
     /// HTTP: the value of this response header.
     pub header: Option<String>,
+    /// Binary replies: the offset of an integer field; its value as decimal text (with
+    /// `type`).
+    pub at: Option<u32>,
+    /// Binary replies: the integer field's type at `at` (u8, u16be, ..., varint, mqtt_varint).
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
 }
 
 /// A rule for pushed messages: when one matches, reply and/or capture.

@@ -43,6 +43,11 @@ enum How {
         start: usize,
         end: Option<usize>,
     },
+    /// An integer field at an offset.
+    Int {
+        at: usize,
+        kind: crate::message::binary::IntKind,
+    },
 }
 
 /// A compiled capture; see `docs/captures.md` for the text forms.
@@ -57,6 +62,7 @@ impl std::fmt::Debug for Capture {
                 write!(f, "Capture(split {sep:?} field {} {anchor:?})", field + 1)
             }
             How::Bytes { start, end } => write!(f, "Capture(bytes {start}..{end:?})"),
+            How::Int { at, kind } => write!(f, "Capture(at {at} {})", kind.name()),
         }
     }
 }
@@ -68,6 +74,8 @@ pub enum Found<'r> {
     Raw(&'r [u8]),
     /// A JSON string's contents holding escapes: [`Found::write_to`] unescapes them.
     Escaped(&'r [u8]),
+    /// A binary integer: its decimal text (signed or not).
+    Num(u64, bool),
 }
 
 impl Found<'_> {
@@ -76,6 +84,13 @@ impl Found<'_> {
         match self {
             Found::Raw(b) => out.extend_from_slice(b),
             Found::Escaped(b) => json::unescape_into(b, out),
+            Found::Num(v, false) => crate::message::push_u64(out, v),
+            Found::Num(v, true) => {
+                if (v as i64) < 0 {
+                    out.push(b'-');
+                }
+                crate::message::push_u64(out, (v as i64).unsigned_abs());
+            }
         }
     }
 
@@ -165,6 +180,15 @@ impl Capture {
         Ok(Self(How::Bytes { start, end }))
     }
 
+    /// The integer field of type `kind` (`u16be`, `varint`, ...) at byte `at`, as decimal
+    /// text; a reply too short to hold it is a miss.
+    pub fn int(at: usize, kind: &str) -> Result<Self, CaptureError> {
+        Ok(Self(How::Int {
+            at,
+            kind: super::int_kind(kind)?,
+        }))
+    }
+
     /// Where the value is in `reply`, or `None` (a miss).
     pub fn find<'r>(&self, reply: &'r [u8]) -> Option<Found<'r>> {
         match &self.0 {
@@ -205,6 +229,10 @@ impl Capture {
                 Some(e) => reply.get(*start..*e).map(Found::Raw),
                 None => reply.get(*start..).map(Found::Raw),
             },
+            How::Int { at, kind } => {
+                let (v, _) = kind.decode(reply.get(*at..)?)?;
+                Some(Found::Num(v, kind.signed()))
+            }
         }
     }
 

@@ -27,6 +27,12 @@ enum Kind2 {
     Json(Pointer, Want),
     /// The pointer finds a value (any but `null`).
     Exists(Pointer),
+    /// An integer field at an offset: present, or equal to a value.
+    Int {
+        at: usize,
+        kind: crate::message::binary::IntKind,
+        want: Option<u64>,
+    },
 }
 
 /// A compiled match; see `docs/captures.md` for the text forms.
@@ -81,8 +87,31 @@ impl Matcher {
         Ok(Self(Kind2::Json(ptr, want)))
     }
 
+    /// The reply holds an integer field of type `kind` at byte `at`, equal to `equals` when
+    /// given (a whole number).
+    pub fn int(
+        at: usize,
+        kind: &str,
+        equals: Option<&serde_json::Value>,
+    ) -> Result<Self, CaptureError> {
+        let kind = super::int_kind(kind)?;
+        let want = match equals {
+            None => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .or_else(|| v.as_i64().map(|i| i as u64))
+                    .ok_or_else(|| CaptureError::IntValue(v.to_string()))?,
+            ),
+        };
+        Ok(Self(Kind2::Int { at, kind, want }))
+    }
+
     pub fn matches(&self, reply: &[u8]) -> bool {
         match &self.0 {
+            Kind2::Int { at, kind, want } => reply
+                .get(*at..)
+                .and_then(|b| kind.decode(b))
+                .is_some_and(|(v, _)| want.is_none_or(|w| w == v)),
             Kind2::Prefix(p) => reply.starts_with(p),
             Kind2::Equals(e) => reply == &e[..],
             Kind2::Regex(r) => r.is_match(reply),

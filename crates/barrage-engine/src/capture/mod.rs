@@ -35,6 +35,15 @@ pub enum CaptureError {
     Split(String),
     #[error("bytes '{0}': write START..END, START.. or ..END with END above START (e.g. 4..12)")]
     Range(String),
+    #[error("type '{0}' is not an integer type: u8, u16be, u16le, u32be, u32le, u64be, u64le (i8 ... i64le), varint, mqtt_varint")]
+    IntType(String),
+    #[error("a binary field equals a whole number, not {0}")]
+    IntValue(String),
+}
+
+/// An integer field's type by its name.
+fn int_kind(name: &str) -> Result<crate::message::binary::IntKind, CaptureError> {
+    crate::message::binary::IntKind::parse(name).ok_or_else(|| CaptureError::IntType(name.into()))
 }
 
 /// Compiles a pattern; the regex crate's multi-line diagnostic becomes one line.

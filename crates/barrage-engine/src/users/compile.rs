@@ -257,7 +257,11 @@ impl Builder<'_> {
                 for (i, inner) in s.steps.iter().enumerate() {
                     let k = format!("{key}.steps[{i}]");
                     let inner = &inner.value;
-                    if inner.send.is_none() && inner.path.is_none() && inner.rpc.is_none() {
+                    if inner.send.is_none()
+                        && inner.fields.is_none()
+                        && inner.path.is_none()
+                        && inner.rpc.is_none()
+                    {
                         return Err(err(k, "an every block holds only send, request or rpc steps (it sends them all at each tick); put pauses outside it"));
                     }
                     if inner.every.is_some() || inner.repeat.is_some() {
@@ -328,6 +332,17 @@ impl Builder<'_> {
         let mut call = None;
         let msg = match (&s.send, &s.path, &s.rpc) {
             (Some(t), _, _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
+            (None, None, None) if s.fields.is_some() => {
+                let f = s.fields.as_ref().expect("fields");
+                StepMsg::Bytes(
+                    crate::message::binary::compile(
+                        &f.value,
+                        Some(&self.resolve()),
+                        Some(self.cx.secret),
+                    )
+                    .map_err(|e| err(format!("{key}.fields"), e))?,
+                )
+            }
             (None, Some(p), _) => self.request(s, &p.value, key)?,
             (None, None, Some(_)) => {
                 let c = self.cx.rpc.iter().find(|c| c.key == key).ok_or_else(|| {
@@ -360,6 +375,9 @@ impl Builder<'_> {
                 e.equals.as_ref().map(|v| &v.value),
                 e.regex.as_ref().map(|v| v.value.as_str()),
                 e.prefix.as_ref().map(|v| v.value.as_str()),
+                e.at.as_ref()
+                    .zip(e.type_.as_ref())
+                    .map(|(a, t)| (a.value, t.value.as_str())),
                 &format!("{key}.expect"),
             )?,
             None => None,
@@ -554,8 +572,14 @@ impl Builder<'_> {
         equals: Option<&serde_json::Value>,
         regex: Option<&str>,
         prefix: Option<&str>,
+        int: Option<(u32, &str)>,
         key: &str,
     ) -> Result<Option<Matcher>, CompileError> {
+        if let Some((at, kind)) = int {
+            return Matcher::int(at as usize, kind, equals)
+                .map(Some)
+                .map_err(|e| err(key, e));
+        }
         let m = match (json, regex, prefix) {
             (Some(p), _, _) => match equals {
                 Some(v) => Matcher::json(p, v.clone()),
@@ -580,9 +604,12 @@ impl Builder<'_> {
                 m.equals.as_ref().map(|v| &v.value),
                 m.regex.as_ref().map(|v| v.value.as_str()),
                 m.prefix.as_ref().map(|v| v.value.as_str()),
+                m.at.as_ref()
+                    .zip(m.type_.as_ref())
+                    .map(|(a, t)| (a.value, t.value.as_str())),
                 &format!("{key}.match"),
             )?
-            .ok_or_else(|| err(format!("{key}.match"), "give json, regex or prefix"))?;
+            .ok_or_else(|| err(format!("{key}.match"), "give json, regex, prefix or at"))?;
         let reply = match &r.reply {
             Some(t) => Some(self.template(&t.value, &format!("{key}.reply"))?),
             None => None,
@@ -615,6 +642,8 @@ fn capture(c: &model::Capture, key: &str) -> Result<Capture, CompileError> {
         Capture::split(&sep, c.field.unwrap_or(1) as usize, Anchor::Whole)
     } else if let Some(b) = &c.bytes {
         Capture::bytes(b)
+    } else if let (Some(at), Some(t)) = (c.at, &c.type_) {
+        Capture::int(at as usize, t)
     } else {
         return Err(err(key, "give json, regex, split or bytes"));
     };

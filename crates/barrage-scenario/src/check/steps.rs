@@ -158,7 +158,7 @@ impl StepsCheck<'_> {
         }
         let kind = self.kind(s, key)?;
         match kind {
-            "send" | "path" | "rpc" => {
+            "send" | "fields" | "path" | "rpc" => {
                 self.count.sends += 1;
                 if part == Part::Leave {
                     self.count.leave_sends += 1;
@@ -180,6 +180,17 @@ impl StepsCheck<'_> {
                 ));
             }
             "rpc" => self.call(s, key, part)?,
+            "fields" => {
+                let f = s.fields.as_ref().expect("kind fields");
+                if self.target != TargetKind::Tcp {
+                    return Err(cx.err(
+                        f.line,
+                        format!("{key}.fields"),
+                        "fields (a binary message) is for tcp:// targets",
+                    ));
+                }
+                self.template(f, &format!("{key}.fields"), part)?;
+            }
             "send" => {
                 if self.target == TargetKind::Http {
                     return Err(cx.err(s.send.as_ref().map_or(s.line, |v| v.line), format!("{key}.send"), "the target is http://: a step is a request, path = \"/...\" (with method, headers, body)"));
@@ -288,6 +299,7 @@ impl StepsCheck<'_> {
         let cx = self.cx;
         let kinds: Vec<&'static str> = [
             ("send", s.send.is_some()),
+            ("fields", s.fields.is_some()),
             ("path", s.path.is_some()),
             ("rpc", s.rpc.is_some()),
             ("pause", s.pause.is_some()),
@@ -302,7 +314,7 @@ impl StepsCheck<'_> {
             [] => Err(cx.err(
                 s.line,
                 key,
-                "a step needs one of send, path (HTTP), rpc (gRPC), pause, think, or a block of steps",
+                "a step needs one of send, fields, path (HTTP), rpc (gRPC), pause, think, or a block of steps",
             )),
             [a, b, ..] => Err(cx.err(
                 s.line,
@@ -316,7 +328,7 @@ impl StepsCheck<'_> {
     /// with an exchange, repetition not on a lone pause or think.
     fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> CheckResult {
         let cx = self.cx;
-        let exchange = matches!(kind, "send" | "path" | "rpc");
+        let exchange = matches!(kind, "send" | "fields" | "path" | "rpc");
         let http_keys = [
             ("method", s.method.as_ref().map(|v| v.line)),
             ("body", s.body.as_ref().map(|v| v.line)),
@@ -536,8 +548,10 @@ impl StepsCheck<'_> {
             equals: e.equals.clone(),
             regex: e.regex.clone(),
             prefix: e.prefix.clone(),
+            at: e.at.clone(),
+            type_: e.type_.clone(),
         };
-        let any = m.json.is_some() || m.regex.is_some() || m.prefix.is_some();
+        let any = m.json.is_some() || m.regex.is_some() || m.prefix.is_some() || m.at.is_some();
         if any && self.no_replies(Some(e)) {
             return Err(cx.err(
                 e.line,
@@ -559,6 +573,7 @@ impl StepsCheck<'_> {
             ("json", m.json.is_some()),
             ("regex", m.regex.is_some()),
             ("prefix", m.prefix.is_some()),
+            ("at", m.at.is_some() || m.type_.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, on)| on.then_some(k))
@@ -568,19 +583,48 @@ impl StepsCheck<'_> {
                 m.line,
                 key,
                 format!(
-                    "give one of json, regex or prefix, not {} and {}",
+                    "give one of json, regex, prefix or at (with type), not {} and {}",
                     given[0], given[1]
                 ),
             ));
         }
         if required && given.is_empty() {
-            return Err(cx.err(m.line, key, "give one of json, regex or prefix (a rule matching everything would take every reply)"));
+            return Err(cx.err(m.line, key, "give one of json, regex, prefix or at (with type) (a rule matching everything would take every reply)"));
         }
-        if let (Some(eq), None) = (&m.equals, &m.json) {
+        if let Some(t) = &m.type_ {
+            super::values::int_type(t).map_err(|e| cx.err(t.line, format!("{key}.type"), e))?;
+        }
+        match (&m.at, &m.type_) {
+            (Some(a), None) => {
+                return Err(cx.err(
+                    a.line,
+                    format!("{key}.at"),
+                    "at goes with type = \"u16be\" (the field's type)",
+                ))
+            }
+            (None, Some(t)) => {
+                return Err(cx.err(
+                    t.line,
+                    format!("{key}.type"),
+                    "type goes with at = N (the field's offset)",
+                ))
+            }
+            _ => {}
+        }
+        if let (Some(eq), Some(_)) = (&m.equals, &m.at) {
+            if !eq.is_i64() && !eq.is_u64() {
+                return Err(cx.err(
+                    eq.line,
+                    format!("{key}.equals"),
+                    "a binary field equals a whole number",
+                ));
+            }
+        }
+        if let (Some(eq), None, None) = (&m.equals, &m.json, &m.at) {
             return Err(cx.err(
                 eq.line,
                 format!("{key}.equals"),
-                "equals compares the value at a JSON pointer; add json = \"/field\"",
+                "equals compares the value at a JSON pointer (json = \"/field\") or a binary field (at = N, type = \"u16be\")",
             ));
         }
         if let Some(j) = &m.json {

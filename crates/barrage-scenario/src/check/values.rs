@@ -83,6 +83,36 @@ pub(super) fn regex(r: &str) -> Result<regex::bytes::Regex, String> {
 }
 
 /// Exactly one source; its companions (`group`, `field`) only with it.
+/// An integer field's type, as the field language names it.
+pub(super) fn int_type(t: &str) -> Result<(), String> {
+    const TYPES: [&str; 16] = [
+        "u8",
+        "i8",
+        "u16be",
+        "u16le",
+        "i16be",
+        "i16le",
+        "u32be",
+        "u32le",
+        "i32be",
+        "i32le",
+        "u64be",
+        "u64le",
+        "i64be",
+        "i64le",
+        "varint",
+        "mqtt_varint",
+    ];
+    if TYPES.contains(&t) {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{t}' is not an integer type: {}",
+            TYPES.join(", ")
+        ))
+    }
+}
+
 pub(super) fn capture(c: &Capture, http: bool) -> Result<(), String> {
     let given: Vec<&str> = [
         ("json", c.json.is_some()),
@@ -90,6 +120,7 @@ pub(super) fn capture(c: &Capture, http: bool) -> Result<(), String> {
         ("split", c.split.is_some()),
         ("bytes", c.bytes.is_some()),
         ("header", c.header.is_some()),
+        ("at", c.at.is_some() || c.type_.is_some()),
     ]
     .into_iter()
     .filter_map(|(k, on)| on.then_some(k))
@@ -97,7 +128,7 @@ pub(super) fn capture(c: &Capture, http: bool) -> Result<(), String> {
     match given.as_slice() {
         [] => {
             return Err(
-                "give where the value comes from: json, regex, split (with field), bytes or header"
+                "give where the value comes from: json, regex, split (with field), bytes, header or at (with type)"
                     .into(),
             )
         }
@@ -109,6 +140,12 @@ pub(super) fn capture(c: &Capture, http: bool) -> Result<(), String> {
     }
     if c.field.is_some() && c.split.is_none() {
         return Err("field goes with split".into());
+    }
+    match (&c.at, &c.type_) {
+        (Some(_), None) => return Err("at goes with type = \"u16be\" (the field's type)".into()),
+        (None, Some(_)) => return Err("type goes with at = N (the field's offset)".into()),
+        (_, Some(t)) => int_type(t)?,
+        _ => {}
     }
     if let Some(p) = &c.json {
         pointer(p)?;

@@ -33,6 +33,8 @@ mod grpc;
 mod grpc_scenario;
 // The bad-input sweep: every mistake gets one line and a non-zero exit code.
 mod bad_input;
+// Binary messages: --fields, length-field framing, binary captures (issue 29).
+mod binary;
 // Usage errors, help, exit codes, the text and JSON summaries.
 mod cli;
 // `barrage compare` of two runs.
