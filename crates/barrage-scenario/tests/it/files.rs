@@ -280,7 +280,7 @@ fn bad_captures_and_matches() {
     let exp = |e: &str| format!("{HEAD}[[steps]]\nsend = \"x\"\nexpect = {e}\n");
     refused(
         toml(&exp("{ prefix = \"a\", regex = \"b\" }")),
-        "t.toml:7: steps[0].expect: give one of json, regex or prefix, not regex and prefix",
+        "t.toml:7: steps[0].expect: give one of json, regex, prefix or at (with type), not regex and prefix",
     );
     refused(
         toml(&exp("{ equals = 3 }")),
@@ -312,7 +312,7 @@ fn a_step_does_one_thing_that_fits_the_target() {
     );
     refused(
         toml(&format!("{HEAD}[[steps]]\nname = \"x\"\n")),
-        "t.toml:5: steps[0]: a step needs one of send, path (HTTP), rpc (gRPC), pause, think",
+        "t.toml:5: steps[0]: a step needs one of send, fields, path (HTTP), rpc (gRPC), pause, think",
     );
     refused(
         toml(&format!(
@@ -417,7 +417,7 @@ fn on_rules_need_a_match_and_an_action() {
         toml(&format!(
             "{HEAD}[[steps]]\nsend = \"x\"\n[[on]]\nmatch = {{}}\nreply = \"3\"\n"
         )),
-        "t.toml:8: on[0].match: give one of json, regex or prefix",
+        "t.toml:8: on[0].match: give one of json, regex, prefix or at",
     );
     refused(
         toml(&format!(
