@@ -230,15 +230,13 @@ pub trait Sink {
 pub struct Decoder {
     remaining: u64,
     in_body: bool,
-    hdr: [u8; HDR],
+    /// A length prefix's bytes, or a length field's (never the header before it).
+    hdr: [u8; 10],
+    /// Bytes of the prefix (`Len`) or of the header (`Field`) seen so far.
     hdr_len: u8,
+    /// `Delim`: how much of the delimiter matched; `Field`: frame bytes still to skip.
     matched: usize,
-    /// `Field`: bytes of the frame still to skip (`strip`).
-    skip: u32,
 }
-
-/// Header bytes kept while a length field is read: the offset and the widest field.
-const HDR: usize = MAX_FIELD_OFFSET as usize + 10;
 
 impl Decoder {
     pub fn reset(&mut self) {
@@ -385,18 +383,23 @@ impl Decoder {
         collect: bool,
     ) -> Result<(), FrameError> {
         let off = f.offset as usize;
+        let strip = f.strip as usize;
         while !data.is_empty() {
             if !self.in_body {
                 let b = data[0];
                 data = &data[1..];
-                self.hdr[self.hdr_len as usize] = b;
+                let pos = self.hdr_len as usize;
                 self.hdr_len += 1;
-                let have = self.hdr_len as usize;
-                if have <= off {
+                if collect && pos >= strip {
+                    sink.body(&[b]);
+                }
+                if pos < off {
                     continue;
                 }
-                let Some((v, w)) = f.kind.decode(&self.hdr[off..have]) else {
-                    if have - off >= f.kind.max_len() {
+                let k = pos - off;
+                self.hdr[k] = b;
+                let Some((v, w)) = f.kind.decode(&self.hdr[..=k]) else {
+                    if k + 1 >= f.kind.max_len() {
                         return Err(FrameError::Malformed);
                     }
                     continue;
@@ -417,21 +420,17 @@ impl Decoder {
                         f.max,
                     ));
                 }
-                let head = head as usize;
-                if collect && (f.strip as usize) < head {
-                    sink.body(&self.hdr[f.strip as usize..head]);
-                }
-                self.skip = f.strip.saturating_sub(head as u32);
-                self.remaining = (total - head as i128) as u64;
+                self.matched = strip.saturating_sub(head as usize);
+                self.remaining = (total - head) as u64;
                 self.hdr_len = 0;
                 self.in_body = true;
             }
             let take = self.remaining.min(data.len() as u64) as usize;
-            let skip = (self.skip as usize).min(take);
+            let skip = self.matched.min(take);
             if collect && take > skip {
                 sink.body(&data[skip..take]);
             }
-            self.skip -= skip as u32;
+            self.matched -= skip;
             self.remaining -= take as u64;
             data = &data[take..];
             if self.remaining == 0 {

@@ -742,6 +742,7 @@ impl Template {
         match &self.pieces {
             None => room.put(&self.raw),
             Some(pieces) => {
+                let mut open = Lengths::default();
                 for (i, p) in pieces.iter().enumerate() {
                     match p {
                         Piece::Lit(b) => room.put(b),
@@ -756,12 +757,14 @@ impl Template {
                         Piece::SeqMod(n) => room.num(fill.seq % n),
                         Piece::RandMod(n) => room.num(rand_mod(fill.conn, fill.seq, *n)),
                         Piece::Var(_) => {}
-                        Piece::Int(..) | Piece::Len { .. } => {
+                        Piece::Int(kind, src) => {
                             let mut b = [0u8; 10];
-                            let n = encode_at(pieces, i, fill, None, &mut b);
+                            let n = kind.encode(num_of(*src, fill, None), &mut b);
                             room.put(&b[..n]);
                         }
+                        Piece::Len { .. } => open.start(pieces, i, fill, None, room),
                     }
+                    open.close(i, room);
                 }
             }
         }
@@ -777,12 +780,143 @@ impl Template {
         match &self.pieces {
             None => out.extend_from_slice(&self.raw),
             Some(pieces) => {
-                for i in 0..pieces.len() {
-                    put_piece(pieces, i, fill, vars, out);
+                let mut open = Lengths::default();
+                for (i, p) in pieces.iter().enumerate() {
+                    if let Piece::Len { .. } = p {
+                        open.start(pieces, i, fill, vars, out);
+                    } else {
+                        put_piece(pieces, i, fill, vars, out);
+                    }
+                    open.close(i, out);
                 }
             }
         }
         out.len() - before
+    }
+}
+
+/// Where a message is written: a reserved room, or a growing buffer.
+trait Writes {
+    fn pos(&self) -> usize;
+    fn put_bytes(&mut self, b: &[u8]);
+    /// Overwrite bytes written earlier at absolute index `at`.
+    fn patch(&mut self, at: usize, b: &[u8]);
+}
+
+impl Writes for Reserved<'_> {
+    #[inline]
+    fn pos(&self) -> usize {
+        self.at
+    }
+    #[inline]
+    fn put_bytes(&mut self, b: &[u8]) {
+        self.put(b);
+    }
+    #[inline]
+    fn patch(&mut self, at: usize, b: &[u8]) {
+        for (d, s) in self.buf[at..at + b.len()].iter_mut().zip(b) {
+            *d = *s;
+        }
+    }
+}
+
+impl Writes for Vec<u8> {
+    #[inline]
+    fn pos(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn put_bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+    #[inline]
+    fn patch(&mut self, at: usize, b: &[u8]) {
+        for (d, s) in self[at..at + b.len()].iter_mut().zip(b) {
+            *d = *s;
+        }
+    }
+}
+
+/// Length fields of fixed width whose fields are being written: each is written as zeros and
+/// patched once the last piece it covers is written (no second pass over the pieces). A
+/// variable-width one (varint) is computed first, its width depending on its value.
+struct Lengths {
+    open: [Open; 4],
+    n: usize,
+}
+
+/// A length field being written: where its bytes are, where what it covers starts, and the
+/// piece it ends after.
+#[derive(Clone, Copy)]
+struct Open {
+    at: u32,
+    start: u32,
+    end: u32,
+    kind: IntKind,
+    adjust: i32,
+}
+
+impl Default for Lengths {
+    #[inline]
+    fn default() -> Self {
+        const NONE: Open = Open {
+            at: 0,
+            start: 0,
+            end: u32::MAX,
+            kind: IntKind::Varint,
+            adjust: 0,
+        };
+        Lengths {
+            open: [NONE; 4],
+            n: 0,
+        }
+    }
+}
+
+impl Lengths {
+    #[inline]
+    fn start(
+        &mut self,
+        pieces: &[Piece],
+        i: usize,
+        fill: Fill,
+        vars: Option<&Vars>,
+        out: &mut impl Writes,
+    ) {
+        let Piece::Len { kind, adjust, span } = pieces[i] else {
+            return;
+        };
+        let fixed = matches!(kind, IntKind::Fixed { .. });
+        let small = i32::try_from(adjust).is_ok() && u32::try_from(out.pos() + 8).is_ok();
+        if !fixed || !small || self.n == self.open.len() || span == 0 {
+            let mut b = [0u8; 10];
+            let n = encode_at(pieces, i, fill, vars, &mut b);
+            out.put_bytes(&b[..n]);
+            return;
+        }
+        let at = out.pos() as u32;
+        out.put_bytes(&[0u8; 8][..kind.max_len()]);
+        self.open[self.n] = Open {
+            at,
+            start: out.pos() as u32,
+            end: (i + span as usize) as u32,
+            kind,
+            adjust: adjust as i32,
+        };
+        self.n += 1;
+    }
+
+    /// Piece `i` was written: patch the lengths that end with it.
+    #[inline]
+    fn close(&mut self, i: usize, out: &mut impl Writes) {
+        while self.n > 0 && self.open[self.n - 1].end as usize == i {
+            self.n -= 1;
+            let o = self.open[self.n];
+            let v = ((out.pos() - o.start as usize) as i64 + i64::from(o.adjust)).max(0) as u64;
+            let mut b = [0u8; 10];
+            let n = o.kind.encode(v, &mut b);
+            out.patch(o.at as usize, &b[..n]);
+        }
     }
 }
 

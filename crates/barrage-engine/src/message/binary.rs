@@ -111,15 +111,18 @@ impl IntKind {
     #[inline]
     pub fn encode(self, v: u64, out: &mut [u8; 10]) -> usize {
         match self {
+            // Fixed-size copies: no call per field.
             IntKind::Fixed { bytes, le, .. } => {
-                let n = bytes as usize;
-                let all = if le { v.to_le_bytes() } else { v.to_be_bytes() };
-                if le {
-                    out[..n].copy_from_slice(&all[..n]);
-                } else {
-                    out[..n].copy_from_slice(&all[8 - n..]);
+                match (bytes, le) {
+                    (1, _) => out[0] = v as u8,
+                    (2, false) => out[..2].copy_from_slice(&(v as u16).to_be_bytes()),
+                    (2, true) => out[..2].copy_from_slice(&(v as u16).to_le_bytes()),
+                    (4, false) => out[..4].copy_from_slice(&(v as u32).to_be_bytes()),
+                    (4, true) => out[..4].copy_from_slice(&(v as u32).to_le_bytes()),
+                    (_, false) => out[..8].copy_from_slice(&v.to_be_bytes()),
+                    (_, true) => out[..8].copy_from_slice(&v.to_le_bytes()),
                 }
-                n
+                bytes as usize
             }
             IntKind::Varint | IntKind::Mqtt => {
                 let mut v = if self == IntKind::Mqtt {
