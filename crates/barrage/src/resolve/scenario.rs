@@ -287,6 +287,23 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
             }
         }
     }
+    // The engine's own grammars: a length-field framing's parts, each binary message.
+    if let Some(f) = c.file.protocol.as_ref().and_then(|p| p.framing.as_ref()) {
+        if let Err(e) = barrage_engine::spec::parse_expect(f.trim()) {
+            return Err(at(f.line, "protocol.framing", e));
+        }
+    }
+    let mut fields = Vec::new();
+    fields_steps(&c.file.steps, "steps", &mut fields);
+    fields_steps(&c.file.leave, "leave", &mut fields);
+    for (key, f) in fields {
+        // Any `{name}` is taken here (the scenario's checker resolves them).
+        let any = |_: &str| Some(0);
+        let none = |_: &str| Some(Vec::new());
+        if let Err(e) = barrage_engine::message::binary::compile(f, Some(&any), Some(&none)) {
+            return Err(at(f.line, &format!("{key}.fields"), e.to_string()));
+        }
+    }
     if let Some(run) = &c.file.run {
         for (i, th) in run.thresholds.iter().enumerate() {
             // `steps.NAME.METRIC`: the step's name is checked by the scenario, its metric (one
@@ -297,6 +314,21 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
         }
     }
     Ok(())
+}
+
+/// The `fields` of `steps` (and of their blocks), with their keys.
+fn fields_steps<'a>(
+    steps: &'a [barrage_scenario::At<barrage_scenario::model::Step>],
+    key: &str,
+    out: &mut Vec<(String, &'a barrage_scenario::At<String>)>,
+) {
+    for (i, s) in steps.iter().enumerate() {
+        let k = format!("{key}[{i}]");
+        if let Some(f) = &s.fields {
+            out.push((k.clone(), f));
+        }
+        fields_steps(&s.steps, &format!("{k}.steps"), out);
+    }
 }
 
 /// `target 'x' has no scheme` -> `'x' has no scheme` (the key is already on the line).

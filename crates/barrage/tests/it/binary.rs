@@ -141,6 +141,49 @@ expect = {{ at = 3, type = "u16be", equals = 65535 }}
     assert_eq!(u(&stats, "bytes_read"), sent);
 }
 
+/// A scenario's binary mistakes, found by `validate` (no server): one line naming the file,
+/// line and key.
+#[test]
+fn validate_finds_binary_mistakes_in_a_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "target = \"tcp://127.0.0.1:9\"\n\n[users]\ncount = 1\narrive = \"10/s\"\n\n";
+    for (text, says) in [
+        (
+            format!("{head}[[steps]]\nfields = 'u8 1, u16 2'\n"),
+            "t.toml:8: steps[0].fields: at 6: 'u16' needs its byte order",
+        ),
+        (
+            format!("{head}[[steps]]\nfields = 'u8 {{nope}}'\n"),
+            "steps[0].fields",
+        ),
+        (
+            head.replace("\n\n[users]", "\n\n[protocol]\nframing = \"field:1:u12\"\n\n[users]")
+                + "[[steps]]\nfields = 'u8 1'\n",
+            "protocol.framing",
+        ),
+        (
+            format!("{head}[[steps]]\nfields = 'u8 1'\ncapture.x = {{ at = 1 }}\n"),
+            "at goes with type",
+        ),
+        (
+            format!("{head}[[steps]]\nfields = 'u8 1'\nexpect = {{ at = 0, type = \"u7\" }}\n"),
+            "not an integer type",
+        ),
+        (
+            format!("{head}[[steps]]\nsend = \"x\"\nexpect = {{ at = 0, type = \"u8\", equals = \"a\" }}\n"),
+            "whole number",
+        ),
+    ] {
+        let file = dir.path().join("t.toml");
+        std::fs::write(&file, &text).unwrap();
+        let out = barrage().arg("validate").arg(&file).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.starts_with("error: ") && err.contains(says), "{text}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{text}: {err}");
+    }
+}
+
 /// Mistakes in a field list or a length-field framing: one line naming the flag.
 #[test]
 fn fields_mistakes_are_one_line() {
