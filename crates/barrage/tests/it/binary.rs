@@ -141,6 +141,61 @@ expect = {{ at = 3, type = "u16be", equals = 65535 }}
     assert_eq!(u(&stats, "bytes_read"), sent);
 }
 
+/// `examples/binary-echo.toml`, cut short, against `serve echo`: every login captured its id
+/// and every move completed or was in flight at the end; the bytes the server read are the
+/// messages' sizes (a move in flight at the end may not have been read when it stopped).
+#[test]
+fn the_binary_example_runs_and_reconciles() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/binary-echo.toml");
+    let v = run_json(
+        &[
+            "run",
+            example.to_str().unwrap(),
+            "--target",
+            server.url(),
+            "--users",
+            "4",
+            "--arrive",
+            "100",
+            "--hold",
+            "1200ms",
+        ],
+        &dir.path().join("out.json"),
+    );
+    let step = |name: &str| {
+        field(&v, "summary.steps")
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(step("login")["completed"], 4);
+    assert_eq!(step("login")["capture_misses"], 0);
+    let moves = step("move")["sent"].as_u64().unwrap();
+    assert!(moves >= 4, "{moves}");
+    let e = field(&v, "summary.exchanges");
+    assert_eq!(u(&v, "summary.errors.total"), 0);
+    assert_eq!(
+        e["sent"].as_u64().unwrap(),
+        e["completed"].as_u64().unwrap() + e["in_flight_at_end"].as_u64().unwrap()
+    );
+    let login: u64 = (0..4)
+        .map(|u| 3 + 4 + 1 + format!("user-{u}").len() as u64)
+        .sum();
+    let in_flight = e["in_flight_at_end"].as_u64().unwrap();
+    let stats = server.stop();
+    let read = u(&stats, "bytes_read");
+    assert!(
+        (login + (moves - in_flight) * 19..=login + moves * 19).contains(&read),
+        "read {read}, logins {login}, {moves} moves ({in_flight} in flight)"
+    );
+}
+
 /// A scenario's binary mistakes, found by `validate` (no server): one line naming the file,
 /// line and key.
 #[test]
