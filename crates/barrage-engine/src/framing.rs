@@ -126,12 +126,18 @@ impl LenPrefix {
         }
     }
 
-    fn value(self, b: &[u8; 4]) -> u64 {
-        match self {
-            Self::U16Be => u16::from_be_bytes([b[0], b[1]]) as u64,
-            Self::U16Le => u16::from_le_bytes([b[0], b[1]]) as u64,
-            Self::U32Be => u32::from_be_bytes(*b) as u64,
-            Self::U32Le => u32::from_le_bytes(*b) as u64,
+    /// The integer type of the prefix.
+    fn int_kind(self) -> IntKind {
+        let (bytes, le) = match self {
+            Self::U16Be => (2, false),
+            Self::U16Le => (2, true),
+            Self::U32Be => (4, false),
+            Self::U32Le => (4, true),
+        };
+        IntKind::Fixed {
+            bytes,
+            le,
+            signed: false,
         }
     }
 }
@@ -332,41 +338,16 @@ impl Decoder {
                     sink.body(&data[start..]);
                 }
             }
+            // A length prefix is a length field at the start, stripped, unbounded.
             Framing::Len(kind) => {
-                let size = kind.size();
-                while !data.is_empty() {
-                    if !self.in_body {
-                        let need = size - self.hdr_len as usize;
-                        let take = need.min(data.len());
-                        let at = self.hdr_len as usize;
-                        self.hdr[at..at + take].copy_from_slice(&data[..take]);
-                        self.hdr_len += take as u8;
-                        data = &data[take..];
-                        if (self.hdr_len as usize) < size {
-                            return Ok(());
-                        }
-                        let h = &self.hdr;
-                        self.remaining = kind.value(&[h[0], h[1], h[2], h[3]]);
-                        self.hdr[..4].fill(0);
-                        self.hdr_len = 0;
-                        self.in_body = true;
-                    }
-                    let take = self.remaining.min(data.len() as u64) as usize;
-                    if collect {
-                        sink.body(&data[..take]);
-                    }
-                    self.remaining -= take as u64;
-                    data = &data[take..];
-                    if self.remaining == 0 {
-                        self.in_body = false;
-                        sink.frame();
-                    }
-                }
-                // A zero-length body right at the end of the data.
-                if self.in_body && self.remaining == 0 {
-                    self.in_body = false;
-                    sink.frame();
-                }
+                let f = LenField {
+                    offset: 0,
+                    kind: kind.int_kind(),
+                    adjust: 0,
+                    strip: kind.size() as u32,
+                    max: u64::MAX,
+                };
+                return self.feed_field(&f, data, sink, collect);
             }
         }
         Ok(())

@@ -122,15 +122,7 @@ expect = {{ at = 3, type = "u16be", equals = 65535 }}
     assert_eq!(e["completed"], 6);
     assert_eq!(e["in_flight_at_end"], 3);
     assert_eq!(e["unexpected_replies"], 3);
-    let step = |name: &str| {
-        field(&v, "summary.steps")
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap()
-            .clone()
-    };
+    let step = |name: &str| step(&v, name);
     assert_eq!(step("login")["completed"], 3);
     assert_eq!(step("login")["capture_misses"], 0);
     assert_eq!(step("echo_id")["completed"], 3);
@@ -165,15 +157,7 @@ fn the_binary_example_runs_and_reconciles() {
         ],
         &dir.path().join("out.json"),
     );
-    let step = |name: &str| {
-        field(&v, "summary.steps")
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap()
-            .clone()
-    };
+    let step = |name: &str| step(&v, name);
     assert_eq!(step("login")["completed"], 4);
     assert_eq!(step("login")["capture_misses"], 0);
     let moves = step("move")["sent"].as_u64().unwrap();

@@ -5,17 +5,7 @@
 
 use crate::common::*;
 use crate::grpc::{class, go_dir, serve_grpc, GoServer};
-use serde_json::Value;
 use std::path::Path;
-
-fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
-    field(v, "summary.steps")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no step {name}"))
-}
 
 fn scenario(dir: &Path, text: &str) -> String {
     let file = dir.join("calls.toml");

@@ -450,6 +450,16 @@ pub fn run_json(args: &[&str], json: &Path) -> Value {
     read_json(json)
 }
 
+/// `summary.steps[]` named `name` (a scenario's step).
+pub fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
+    field(v, "summary.steps")
+        .as_array()
+        .expect("summary.steps")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}"))
+}
+
 /// sent = completed + failed, and nothing in flight at the end of a `-n` run.
 pub fn conserved(v: &Value) {
     let e = field(v, "summary.exchanges");
