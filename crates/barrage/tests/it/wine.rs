@@ -8,8 +8,8 @@
 //! so the exe is never older than the source, and makes one wine prefix under the test
 //! binary's temporary directory. Wine 8 (Debian 12) lacks `bcryptprimitives.dll`, which Rust's
 //! standard library needs: a stand-in built from `tests/wine/bcryptprimitives.c` goes into the
-//! prefix's system32 (never shipped). The Windows unit tests of the engine, the servers, the
-//! monitor and the binary run under wine too, with wine as cargo's runner for the target.
+//! prefix's system32 (never shipped). The Windows unit tests of the engine, the servers and
+//! the monitor run under wine too, with wine as cargo's runner for the target.
 //!
 //! Each wine process is a child of the test, stopped by its PID: wine's SIGINT handler turns
 //! the signal into a Ctrl-C console event for the Windows process, which is how these tests
@@ -244,8 +244,8 @@ fn conserved(r: &Value) {
 }
 
 /// The README's test command for Windows, `cargo xtask test --target x86_64-pc-windows-gnu`,
-/// with wine as cargo's runner for the target: the unit tests of the engine, the servers and
-/// the binary, and the monitor's with its Windows integration tests (xtask's `WINDOWS`).
+/// with wine as cargo's runner for the target: the unit tests of the engine and the servers,
+/// and the monitor's with its Windows integration tests (xtask's `WINDOWS`).
 #[test]
 fn the_windows_tests_pass_under_wine() {
     let Some(w) = wine() else { return };
