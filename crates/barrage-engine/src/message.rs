@@ -801,6 +801,8 @@ trait Writes {
     fn put_bytes(&mut self, b: &[u8]);
     /// Overwrite bytes written earlier at absolute index `at`.
     fn patch(&mut self, at: usize, b: &[u8]);
+    /// Drop the bytes `from..to`, moving what follows them back.
+    fn close_gap(&mut self, from: usize, to: usize);
 }
 
 impl Writes for Reserved<'_> {
@@ -817,6 +819,9 @@ impl Writes for Reserved<'_> {
         for (d, s) in self.buf[at..at + b.len()].iter_mut().zip(b) {
             *d = *s;
         }
+    }
+    fn close_gap(&mut self, from: usize, to: usize) {
+        self.shift(to, from as isize - to as isize);
     }
 }
 
@@ -835,13 +840,21 @@ impl Writes for Vec<u8> {
             *d = *s;
         }
     }
+    fn close_gap(&mut self, from: usize, to: usize) {
+        self.drain(from..to);
+    }
 }
 
-/// Length fields of fixed width whose fields are being written: each is written as zeros and
-/// patched once the last piece it covers is written (no second pass over the pieces). A
-/// variable-width one (varint) is computed first, its width depending on its value.
+/// Length fields whose fields are being written: each is written as zeros (as wide as its
+/// widest value) and patched once the last piece it covers is written (no second pass over
+/// the pieces); a variable-width one (varint) then moves what it covers back over the bytes
+/// its value did not need.
+/// Lengths patched in one pass, nested this deep; a deeper one is computed before it is written
+/// (nesting is at most `binary::MAX_DEPTH`, so that walk is bounded).
+const LENGTHS_OPEN: usize = 4;
+
 struct Lengths {
-    open: [Open; 4],
+    open: [Open; LENGTHS_OPEN],
     n: usize,
 }
 
@@ -867,14 +880,14 @@ impl Default for Lengths {
             adjust: 0,
         };
         Lengths {
-            open: [NONE; 4],
+            open: [NONE; LENGTHS_OPEN],
             n: 0,
         }
     }
 }
 
 impl Lengths {
-    #[inline]
+    #[inline(always)]
     fn start(
         &mut self,
         pieces: &[Piece],
@@ -886,16 +899,17 @@ impl Lengths {
         let Piece::Len { kind, adjust, span } = pieces[i] else {
             return;
         };
-        let fixed = matches!(kind, IntKind::Fixed { .. });
-        let small = i32::try_from(adjust).is_ok() && u32::try_from(out.pos() + 8).is_ok();
-        if !fixed || !small || self.n == self.open.len() || span == 0 {
+        let small = i32::try_from(adjust).is_ok() && u32::try_from(out.pos() + 10).is_ok();
+        if !small || self.n == self.open.len() || span == 0 {
             let mut b = [0u8; 10];
             let n = encode_at(pieces, i, fill, vars, &mut b);
             out.put_bytes(&b[..n]);
             return;
         }
+        // Room for the widest value; a variable-width one shifts what it covers back once
+        // its value is known.
         let at = out.pos() as u32;
-        out.put_bytes(&[0u8; 8][..kind.max_len()]);
+        out.put_bytes(&[0u8; 10][..kind.max_len()]);
         self.open[self.n] = Open {
             at,
             start: out.pos() as u32,
@@ -907,8 +921,15 @@ impl Lengths {
     }
 
     /// Piece `i` was written: patch the lengths that end with it.
-    #[inline]
+    #[inline(always)]
     fn close(&mut self, i: usize, out: &mut impl Writes) {
+        if self.n > 0 && self.open[self.n - 1].end as usize == i {
+            self.patch(i, out);
+        }
+    }
+
+    #[inline(never)]
+    fn patch(&mut self, i: usize, out: &mut impl Writes) {
         while self.n > 0 && self.open[self.n - 1].end as usize == i {
             self.n -= 1;
             let o = self.open[self.n];
@@ -916,6 +937,10 @@ impl Lengths {
             let mut b = [0u8; 10];
             let n = o.kind.encode(v, &mut b);
             out.patch(o.at as usize, &b[..n]);
+            let room = o.start - o.at;
+            if n < room as usize {
+                out.close_gap(o.at as usize + n, o.start as usize);
+            }
         }
     }
 }
@@ -970,6 +995,11 @@ fn piece_len(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>) -> usi
         Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
         Piece::Var(slot) => var(vars, *slot).len(),
         Piece::Int(kind, src) => kind.len(num_of(*src, fill, vars)),
+        // A fixed width needs no value (no walk of what it covers).
+        Piece::Len {
+            kind: k @ IntKind::Fixed { .. },
+            ..
+        } => k.max_len(),
         Piece::Len { kind, .. } => kind.len(len_value(pieces, i, fill, vars)),
     }
 }

@@ -36,6 +36,9 @@ pub enum IntKind {
 /// The largest value MQTT's variable byte integer holds.
 pub const MQTT_MAX: u64 = 268_435_455;
 
+/// How deep lengths nest (`len:u8(len:u8(...))`, `str:TYPE` inside a length counts too).
+pub const MAX_DEPTH: usize = 8;
+
 impl IntKind {
     /// `u16be`, `i32le`, `varint`, ...
     pub fn parse(name: &str) -> Option<IntKind> {
@@ -103,7 +106,7 @@ impl IntKind {
         match self {
             IntKind::Fixed { bytes, .. } => bytes as usize,
             IntKind::Varint => (64 - (v | 1).leading_zeros() as usize).div_ceil(7),
-            IntKind::Mqtt => (64 - (v.min(MQTT_MAX) | 1).leading_zeros() as usize).div_ceil(7),
+            IntKind::Mqtt => (64 - ((v % (MQTT_MAX + 1)) | 1).leading_zeros() as usize).div_ceil(7),
         }
     }
 
@@ -126,7 +129,7 @@ impl IntKind {
             }
             IntKind::Varint | IntKind::Mqtt => {
                 let mut v = if self == IntKind::Mqtt {
-                    v.min(MQTT_MAX)
+                    v % (MQTT_MAX + 1)
                 } else {
                     v
                 };
@@ -217,12 +220,12 @@ pub enum NumSrc {
 
 /// A decimal number in a variable's text (`-5` as two's complement); 0 for anything else.
 pub fn parse_num(b: &[u8]) -> u64 {
-    let (neg, digits) = match b.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, b),
+    let t = std::str::from_utf8(b).unwrap_or("").trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
     };
-    let t = std::str::from_utf8(digits).unwrap_or("");
-    match t.trim().parse::<u64>() {
+    match t.parse::<u64>() {
         Ok(v) if neg => v.wrapping_neg(),
         Ok(v) => v,
         Err(_) => 0,
@@ -250,6 +253,7 @@ pub fn compile(
         vars,
         secrets,
         pieces: Vec::new(),
+        depth: 0,
     };
     p.list(None)?;
     p.ws();
@@ -268,6 +272,8 @@ struct Parser<'a> {
     vars: Option<Resolve<'a>>,
     secrets: Option<SecretLookup<'a>>,
     pieces: Vec<Piece>,
+    /// Lengths open around the field being read.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -357,6 +363,9 @@ impl Parser<'_> {
                 match prefix {
                     None => self.push_text(text, true),
                     Some(kind) => {
+                        if self.depth == MAX_DEPTH {
+                            return Err(self.err(format!("more than {MAX_DEPTH} lengths nested")));
+                        }
                         let at = self.pieces.len();
                         self.pieces.push(Piece::Len {
                             kind,
@@ -364,8 +373,7 @@ impl Parser<'_> {
                             span: 0,
                         });
                         self.push_text(text, true)?;
-                        self.close_len(at);
-                        Ok(())
+                        self.close_len(at)
                     }
                 }
             }
@@ -391,7 +399,11 @@ impl Parser<'_> {
                         "len:TYPE takes its fields in parentheses: len:u16be(u8 1, str \"x\")",
                     ));
                 }
+                if self.depth == MAX_DEPTH {
+                    return Err(self.err(format!("more than {MAX_DEPTH} lengths nested")));
+                }
                 self.i += 1;
+                self.depth += 1;
                 let at = self.pieces.len();
                 self.pieces.push(Piece::Len {
                     kind,
@@ -404,8 +416,8 @@ impl Parser<'_> {
                     return Err(self.err("expected ) to close len:(...)"));
                 }
                 self.i += 1;
-                self.close_len(at);
-                Ok(())
+                self.depth -= 1;
+                self.close_len(at)
             }
             t => {
                 let Some(kind) = IntKind::parse(t) else {
@@ -441,12 +453,48 @@ impl Parser<'_> {
         }
     }
 
-    /// The length field at `at` covers the pieces after it.
-    fn close_len(&mut self, at: usize) {
+    /// The length field at `at` covers the pieces after it; one whose type cannot hold the
+    /// most they can render to is refused (a text variable has no bound: its length is
+    /// written modulo the type).
+    fn close_len(&mut self, at: usize) -> Result<(), FieldsError> {
         let span = (self.pieces.len() - at - 1) as u32;
-        if let Piece::Len { span: s, .. } = &mut self.pieces[at] {
-            *s = span;
+        let Piece::Len {
+            kind,
+            adjust,
+            span: s,
+        } = &mut self.pieces[at]
+        else {
+            return Ok(());
+        };
+        *s = span;
+        let (kind, adjust) = (*kind, *adjust);
+        let most = self.pieces[at + 1..].iter().try_fold(0u64, |sum, p| {
+            Some(
+                sum + match p {
+                    Piece::Lit(b) => b.len() as u64,
+                    Piece::Var(_) => return None,
+                    Piece::Int(k, _) | Piece::Len { kind: k, .. } => k.max_len() as u64,
+                    _ => 20,
+                },
+            )
+        });
+        if let Some(most) = most {
+            let most = (i128::from(most) + i128::from(adjust)).max(0) as u128;
+            let limit: u128 = match kind {
+                IntKind::Fixed { bytes: 8, .. } | IntKind::Varint => u128::from(u64::MAX),
+                IntKind::Fixed { bytes, signed, .. } => {
+                    (1u128 << (u32::from(bytes) * 8 - u32::from(signed))) - 1
+                }
+                IntKind::Mqtt => u128::from(MQTT_MAX),
+            };
+            if most > limit {
+                return Err(self.err(format!(
+                    "a length of up to {most} bytes does not fit {}",
+                    kind.name()
+                )));
+            }
         }
+        Ok(())
     }
 
     /// Text (with placeholders when `template`) as pieces.

@@ -612,12 +612,29 @@ impl StepsCheck<'_> {
             _ => {}
         }
         if let (Some(eq), Some(_)) = (&m.equals, &m.at) {
-            if !eq.is_i64() && !eq.is_u64() {
+            let v = eq
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| eq.as_u64().map(i128::from));
+            let Some(v) = v else {
                 return Err(cx.err(
                     eq.line,
                     format!("{key}.equals"),
                     "a binary field equals a whole number",
                 ));
+            };
+            if let Some(t) = &m.type_ {
+                let (lo, hi) = super::values::int_range(t);
+                if !(lo..=hi).contains(&v) {
+                    return Err(cx.err(
+                        eq.line,
+                        format!("{key}.equals"),
+                        format!(
+                            "{v} does not fit {} ({lo} to {hi}): the field never equals it",
+                            t.value
+                        ),
+                    ));
+                }
             }
         }
         if let (Some(eq), None, None) = (&m.equals, &m.json, &m.at) {

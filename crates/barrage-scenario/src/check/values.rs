@@ -83,6 +83,24 @@ pub(super) fn regex(r: &str) -> Result<regex::bytes::Regex, String> {
 }
 
 /// Exactly one source; its companions (`group`, `field`) only with it.
+/// The values an integer field of type `t` holds.
+pub(super) fn int_range(t: &str) -> (i128, i128) {
+    let signed = t.starts_with('i');
+    let bits = match t {
+        "varint" => return (0, i128::from(u64::MAX)),
+        "mqtt_varint" => return (0, 268_435_455),
+        t if t.ends_with('8') => 8,
+        t if t.contains("16") => 16,
+        t if t.contains("32") => 32,
+        _ => 64,
+    };
+    if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
 /// An integer field's type, as the field language names it.
 pub(super) fn int_type(t: &str) -> Result<(), String> {
     const TYPES: [&str; 16] = [

@@ -212,6 +212,14 @@ fn validate_finds_binary_mistakes_in_a_scenario() {
             format!("{head}[[steps]]\nsend = \"x\"\nexpect = {{ at = 0, type = \"u8\", equals = \"a\" }}\n"),
             "whole number",
         ),
+        (
+            format!("{head}[[steps]]\nsend = \"x\"\nexpect = {{ at = 0, type = \"i8\", equals = 255 }}\n"),
+            "255 does not fit i8 (-128 to 127)",
+        ),
+        (
+            format!("{head}[[steps]]\nfields = '{}u8 1{}'\n", "len:u8(".repeat(9), ")".repeat(9)),
+            "lengths nested",
+        ),
     ] {
         let file = dir.path().join("t.toml");
         std::fs::write(&file, &text).unwrap();

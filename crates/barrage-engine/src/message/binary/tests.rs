@@ -59,6 +59,50 @@ fn lengths_nest_and_adjust() {
     assert_eq!(got, [3, b'1', b'2', b'3']);
 }
 
+/// Eight nested variable-width lengths render in one pass (each shifts what it covers back
+/// once its value is known), the same through both writers, as `rendered_len` says; a ninth
+/// is refused, as is a length whose type cannot hold what it covers.
+#[test]
+fn nested_lengths_are_linear_and_bounded() {
+    let deep = |n: usize, kind: &str, inner: &str| {
+        format!(
+            "{}{inner}{}",
+            format!("len:{kind}(u8 7, ").repeat(n),
+            ")".repeat(n)
+        )
+    };
+    let text = deep(8, "varint", r#"str "x{seq}""#);
+    let t = compile(&text, None, None).unwrap();
+    for seq in [0u64, 12_345] {
+        let f = fill(3, seq, 0);
+        let got = render(&text, f);
+        let mut vars_out = Vec::new();
+        t.render_vars_into(f, &crate::capture::Vars::new(0), &mut vars_out);
+        assert_eq!(got, vars_out);
+        // Innermost out: each length is 1 + the one inside it + its own byte.
+        let inner = 1 + crate::message::digits(seq);
+        let mut want_len = (inner + 1) as u8;
+        let mut lens = vec![];
+        for _ in 0..8 {
+            lens.push(want_len);
+            want_len += 2;
+        }
+        lens.reverse();
+        for (k, l) in lens.iter().enumerate() {
+            assert_eq!(got[2 * k], *l, "level {k}");
+            assert_eq!(got[2 * k + 1], 7);
+        }
+    }
+    let e = compile(&deep(9, "u8", "u8 1"), None, None).unwrap_err();
+    assert!(e.why.contains("nested"), "{e}");
+    let e = compile(&format!(r#"len:u8(str "{}")"#, "x".repeat(300)), None, None).unwrap_err();
+    assert!(e.why.contains("does not fit u8"), "{e}");
+    let e = compile(&format!(r#"str:i8 "{}""#, "x".repeat(128)), None, None).unwrap_err();
+    assert!(e.why.contains("does not fit i8"), "{e}");
+    assert!(compile(&format!(r#"str:u8 "{}""#, "x".repeat(255)), None, None).is_ok());
+    assert!(compile("len:u8+300(u8 1)", None, None).is_err());
+}
+
 #[test]
 fn integers_encode_and_decode_in_every_type() {
     for (name, v, want) in [
@@ -94,8 +138,12 @@ fn integers_encode_and_decode_in_every_type() {
     assert_eq!(k.decode(&[0xff, 0xfe]), Some(((-2i64) as u64, 2)));
     assert_eq!(IntKind::Mqtt.decode(&[0x80, 0x80, 0x80, 0x80, 0x01]), None);
     assert_eq!(IntKind::parse("u16be").unwrap().decode(&[1]), None);
-    // A placeholder's value is taken modulo the width.
+    // A placeholder's value is taken modulo the width (MQTT's: 2^28).
     assert_eq!(render("u8 {seq}", fill(0, 257, 0)), [1]);
+    assert_eq!(render("mqtt_varint {seq}", fill(0, MQTT_MAX + 3, 0)), [2]);
+    assert_eq!(parse_num(b" -5 "), (-5i64) as u64);
+    assert_eq!(parse_num(b"42"), 42);
+    assert_eq!(parse_num(b"4x"), 0);
     assert_eq!(render("u16be {seq%1000}", fill(0, 1234, 0)), [0, 234]);
 }
 
