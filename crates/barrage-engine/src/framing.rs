@@ -498,6 +498,25 @@ mod tests {
         fn unexpected(&mut self, _b: &[u8]) {}
     }
 
+    /// `input` cut at every pair of points collects `want`, frame by frame.
+    fn collected_at_every_split<W: AsRef<[u8]> + std::fmt::Debug>(
+        f: &Framing,
+        input: &[u8],
+        want: &[W],
+    ) {
+        let want: Vec<&[u8]> = want.iter().map(AsRef::as_ref).collect();
+        for i in 0..=input.len() {
+            for j in i..=input.len() {
+                let mut r = Collect::default();
+                let mut d = Decoder::default();
+                for part in [&input[..i], &input[i..j], &input[j..]] {
+                    d.feed(f, part, &mut r).unwrap();
+                }
+                assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
+            }
+        }
+    }
+
     #[test]
     fn collected_frames_are_the_same_whatever_the_reads() {
         type Case<'a> = (Framing, &'a [u8], Vec<&'a [u8]>);
@@ -516,16 +535,7 @@ mod tests {
             ),
         ];
         for (f, input, want) in cases {
-            for i in 0..=input.len() {
-                for j in i..=input.len() {
-                    let mut r = Collect::default();
-                    let mut d = Decoder::default();
-                    for part in [&input[..i], &input[i..j], &input[j..]] {
-                        d.feed(&f, part, &mut r).unwrap();
-                    }
-                    assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
-                }
-            }
+            collected_at_every_split(&f, &input, &want);
         }
     }
 
@@ -644,16 +654,7 @@ mod tests {
             ),
         ];
         for (f, input, want) in cases {
-            for i in 0..=input.len() {
-                for j in i..=input.len() {
-                    let mut r = Collect::default();
-                    let mut d = Decoder::default();
-                    for part in [&input[..i], &input[i..j], &input[j..]] {
-                        d.feed(&f, part, &mut r).unwrap();
-                    }
-                    assert_eq!(r.frames, want, "{f:?} split at {i},{j}");
-                }
-            }
+            collected_at_every_split(&f, &input, &want);
             // Not collecting: the same frames counted.
             let mut r = Rec::default();
             Decoder::default().feed(&f, &input, &mut r).unwrap();

@@ -161,7 +161,7 @@ fn the_binary_example_runs_and_reconciles() {
     assert_eq!(step("login")["completed"], 4);
     assert_eq!(step("login")["capture_misses"], 0);
     let moves = step("move")["sent"].as_u64().unwrap();
-    assert!(moves >= 4, "{moves}");
+    assert!(moves > 0, "no move was sent");
     let e = field(&v, "summary.exchanges");
     assert_eq!(u(&v, "summary.errors.total"), 0);
     assert_eq!(
