@@ -535,7 +535,7 @@ mod tests {
             ),
         ];
         for (f, input, want) in cases {
-            collected_at_every_split(&f, &input, &want);
+            collected_at_every_split(&f, input, &want);
         }
     }
 
