@@ -27,6 +27,7 @@ pub mod h2;
 pub mod http;
 pub mod memcache;
 pub mod message;
+pub mod mqtt;
 pub mod os;
 pub mod pacer;
 pub mod plan;
