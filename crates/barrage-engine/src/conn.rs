@@ -187,6 +187,11 @@ mod tests {
             "Conn<Ws> is {ws} bytes"
         );
         assert!(tcp < http && tcp < ws);
+        // MQTT: its decoder, the acknowledgements owed, the keep-alive (issue 29: an idle
+        // MQTT connection costs at most 1 KiB in all).
+        let mqtt = size_of::<Conn<crate::session::mqtt::Mqtt>>();
+        eprintln!("Conn<Mqtt> {mqtt} B");
+        assert!(mqtt <= 384, "Conn<Mqtt> is {mqtt} bytes");
         // The transport costs what an `Option` of the boxed TLS session cost: one pointer.
         assert_eq!(
             size_of::<crate::transport::Transport>(),

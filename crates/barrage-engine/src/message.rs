@@ -323,6 +323,8 @@ enum Piece {
     SeqMod(u64),
     /// `{rand%N}`: uniform in 0..N from a hash of (conn, seq).
     RandMod(u64),
+    /// `{conn%N}`: the connection's number modulo N (a room or topic of N).
+    ConnMod(u64),
     /// `{name}`: the value in this slot of the user's [`Vars`].
     Var(u32),
     /// A binary number ([`binary`]).
@@ -337,7 +339,7 @@ enum Piece {
 
 /// A malformed `{seq%N}` or `{rand%N}` placeholder.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}': write {{seq%N}} or {{rand%N}} with N a whole number from 1 to 2^64-1")]
+#[error("'{0}': write {{seq%N}}, {{rand%N}} or {{conn%N}} with N a whole number from 1 to 2^64-1")]
 pub struct TemplateError(pub String);
 
 /// A scenario template ([`Template::with_vars`]) that cannot be compiled.
@@ -412,10 +414,12 @@ pub fn rand_mod(conn: u64, seq: u64, n: u64) -> u64 {
 /// `{seq%` or `{rand%` at the start of `b`: the placeholder's length and piece, or an error
 /// naming the text when it is malformed; `None` when `b` starts with neither.
 fn modulo_tag(b: &[u8]) -> Option<Result<(usize, Piece), TemplateError>> {
-    let (open, rand) = if b.starts_with(b"{seq%") {
-        (5, false)
+    let (open, kind) = if b.starts_with(b"{seq%") {
+        (5, 0)
     } else if b.starts_with(b"{rand%") {
-        (6, true)
+        (6, 1)
+    } else if b.starts_with(b"{conn%") {
+        (6, 2)
     } else {
         return None;
     };
@@ -428,10 +432,10 @@ fn modulo_tag(b: &[u8]) -> Option<Result<(usize, Piece), TemplateError>> {
     Some(match (n, b.get(end)) {
         (Some(n), Some(b'}')) => Ok((
             end + 1,
-            if rand {
-                Piece::RandMod(n)
-            } else {
-                Piece::SeqMod(n)
+            match kind {
+                0 => Piece::SeqMod(n),
+                1 => Piece::RandMod(n),
+                _ => Piece::ConnMod(n),
             },
         )),
         _ => {
@@ -755,6 +759,7 @@ impl Template {
                         }
                         Piece::TsUs => room.num(fill.ts_us),
                         Piece::SeqMod(n) => room.num(fill.seq % n),
+                        Piece::ConnMod(n) => room.num(fill.conn % n),
                         Piece::RandMod(n) => room.num(rand_mod(fill.conn, fill.seq, *n)),
                         Piece::Var(_) => {}
                         Piece::Int(kind, src) => {
@@ -974,6 +979,7 @@ fn put_piece(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>, out: &
         Piece::Seq => push_u64(out, fill.seq),
         Piece::TsUs => push_u64(out, fill.ts_us),
         Piece::SeqMod(n) => push_u64(out, fill.seq % n),
+        Piece::ConnMod(n) => push_u64(out, fill.conn % n),
         Piece::RandMod(n) => push_u64(out, rand_mod(fill.conn, fill.seq, *n)),
         Piece::Var(slot) => out.extend_from_slice(var(vars, *slot)),
         Piece::Int(..) | Piece::Len { .. } => {
@@ -992,6 +998,7 @@ fn piece_len(pieces: &[Piece], i: usize, fill: Fill, vars: Option<&Vars>) -> usi
         Piece::Seq => digits(fill.seq),
         Piece::TsUs => digits(fill.ts_us),
         Piece::SeqMod(n) => digits(fill.seq % n),
+        Piece::ConnMod(n) => digits(fill.conn % n),
         Piece::RandMod(n) => digits(rand_mod(fill.conn, fill.seq, *n)),
         Piece::Var(slot) => var(vars, *slot).len(),
         Piece::Int(kind, src) => kind.len(num_of(*src, fill, vars)),
@@ -1022,6 +1029,7 @@ fn num_of(src: NumSrc, fill: Fill, vars: Option<&Vars>) -> u64 {
         NumSrc::Seq => fill.seq,
         NumSrc::TsUs => fill.ts_us,
         NumSrc::SeqMod(n) => fill.seq % n,
+        NumSrc::ConnMod(n) => fill.conn % n,
         NumSrc::RandMod(n) => rand_mod(fill.conn, fill.seq, n),
         NumSrc::Var(slot) => binary::parse_num(var(vars, slot)),
     }

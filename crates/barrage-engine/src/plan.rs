@@ -55,6 +55,8 @@ pub enum Protocol {
     Redis(RedisPlan),
     /// memcached text protocol: the `--command` mix.
     Memcache(McPlan),
+    /// MQTT: CONNECT, then PUBLISH (the load), SUBSCRIBE (the opening) or neither (held).
+    Mqtt(Box<MqttPlan>),
 }
 
 impl Protocol {
@@ -69,6 +71,7 @@ impl Protocol {
             Protocol::Ws(_) => &protocol::WS,
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
+            Protocol::Mqtt(_) => &protocol::MQTT,
         }
     }
 
@@ -131,6 +134,32 @@ pub struct RedisPlan {
 #[derive(Clone, Debug)]
 pub struct McPlan {
     pub commands: crate::command::Commands,
+}
+
+/// An MQTT run: who each connection is, what it subscribes to and publishes.
+#[derive(Clone, Debug)]
+pub struct MqttPlan {
+    /// 4 (MQTT 3.1.1) or 5 (MQTT 5.0).
+    pub version: u8,
+    /// The client identifier (`{conn}` makes each connection's its own).
+    pub client_id: crate::message::Template,
+    /// CONNECT's user name and password, their secrets filled in.
+    pub username: Option<crate::message::Template>,
+    pub password: Option<crate::message::Template>,
+    /// Seconds; 0: no keep-alive (no PINGREQ).
+    pub keepalive_s: u16,
+    /// Clean session (3.1.1), clean start (5.0).
+    pub clean: bool,
+    /// The topic each load request publishes to (`None`: the connections publish nothing).
+    pub publish: Option<crate::message::Template>,
+    /// The topic filter each connection subscribes to when it opens.
+    pub subscribe: Option<crate::message::Template>,
+    /// QoS of what is published, and of the subscription.
+    pub qos: u8,
+    pub sub_qos: u8,
+    pub retain: bool,
+    /// The largest packet taken from the broker.
+    pub max_packet: u64,
 }
 
 /// HTTP status codes that count as success, as inclusive ranges.

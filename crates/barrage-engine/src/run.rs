@@ -121,6 +121,7 @@ fn spawn_for(protocol: &Protocol) -> Spawn {
         Protocol::Ws(_) => spawn::<session::ws::Ws>,
         Protocol::Redis(_) => spawn::<session::redis::Redis>,
         Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
+        Protocol::Mqtt(_) => spawn::<session::mqtt::Mqtt>,
     }
 }
 

@@ -23,7 +23,14 @@ pub fn compile(plan: &Plan) -> Program {
     if opening {
         ops.push(Op::Opening(0));
     }
+    // MQTT without --publish: connections that only subscribe, or only hold with their
+    // keep-alive, send no load.
+    let publishes_nothing = matches!(&plan.protocol, Protocol::Mqtt(m) if m.publish.is_none());
     ops.push(match plan.mode {
+        _ if publishes_nothing => Op::Window {
+            window: 0,
+            think_ns: 0,
+        },
         Mode::PingPong => Op::Window {
             window: plan.pipeline,
             think_ns: 0,

@@ -270,6 +270,35 @@ pub enum ProtocolSpec {
     Memcache {
         commands: Vec<String>,
     },
+    /// MQTT: each connection CONNECTs, subscribes when told, and publishes the load.
+    Mqtt(Box<MqttSpec>),
+}
+
+/// An MQTT run in the spec's words: templates escaped as `-m` reads them, `{secret:NAME}`
+/// left in (the user name and password are always redacted from outputs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MqttSpec {
+    /// 4 (3.1.1) or 5 (5.0).
+    pub version: u8,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    pub keepalive_s: u16,
+    pub clean: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<String>,
+    pub qos: u8,
+    pub sub_qos: u8,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub retain: bool,
+    /// The payload (`-m`), or typed binary fields with `fields`.
+    pub message: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fields: bool,
 }
 
 /// A part of a gRPC request message (`crate::grpc::Part`) in the spec's words: bytes escaped
@@ -398,6 +427,7 @@ impl ProtocolSpec {
             ProtocolSpec::Ws { .. } => &p::WS,
             ProtocolSpec::Redis { .. } => &p::REDIS,
             ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
+            ProtocolSpec::Mqtt(_) => &p::MQTT,
         }
     }
 }
@@ -817,6 +847,37 @@ impl Spec {
                 let p = Protocol::Memcache(McPlan { commands });
                 (p, default_message, None, Framing::Echo, false)
             }
+            ProtocolSpec::Mqtt(m) => {
+                let t = |what: &'static str, text: &str| -> Result<Template, SpecError> {
+                    Template::with_secrets(unescaped(what, text)?, &lookup)
+                        .map_err(|e| invalid(what, e))
+                };
+                let opt = |what: &'static str, text: &Option<String>| match text {
+                    Some(x) => t(what, x).map(Some),
+                    None => Ok(None),
+                };
+                let payload = if m.fields {
+                    crate::message::binary::compile(&m.message, None, Some(&lookup))
+                        .map_err(|e| invalid("--fields", e))?
+                } else {
+                    t("--message", &m.message)?
+                };
+                let p = Protocol::Mqtt(Box::new(crate::plan::MqttPlan {
+                    version: m.version,
+                    client_id: t("--client-id", &m.client_id)?,
+                    username: opt("--username", &m.username)?,
+                    password: opt("--password", &m.password)?,
+                    keepalive_s: m.keepalive_s,
+                    clean: m.clean,
+                    publish: opt("--publish", &m.publish)?,
+                    subscribe: opt("--subscribe", &m.subscribe)?,
+                    qos: m.qos,
+                    sub_qos: m.sub_qos,
+                    retain: m.retain,
+                    max_packet: self.max_frame.unwrap_or(crate::framing::DEFAULT_MAX_FRAME),
+                }));
+                (p, payload, None, Framing::None, false)
+            }
         };
         let tls = match &self.tls {
             Some(t) => Some(tls(self, t).map_err(SpecError::Tls)?),
@@ -916,6 +977,12 @@ impl Spec {
             ProtocolSpec::Http { headers, .. }
             | ProtocolSpec::Ws { headers, .. }
             | ProtocolSpec::Grpc { headers, .. } => hide(headers),
+            // An MQTT user name and password are always secret.
+            ProtocolSpec::Mqtt(m) => {
+                for v in [&mut m.username, &mut m.password].into_iter().flatten() {
+                    *v = "<redacted>".into();
+                }
+            }
             _ => {}
         }
         s

@@ -43,6 +43,7 @@ const WORKER: u32 = u32::MAX;
 const T_WAKE: u8 = 0;
 pub(crate) const T_TIMEOUT: u8 = 1;
 const T_CONNECT: u8 = 2;
+const T_TICK: u8 = 3;
 const READ_BUF: usize = 64 * 1024;
 /// Reads of one connection per turn of the loop (1 MiB): a server that sends faster than its
 /// replies are decoded must not keep the loop from its clock, its timers and the stop flag.
@@ -459,6 +460,7 @@ impl<S: Session> Worker<S> {
             if c.state == State::Ready && c.stream.is_some() {
                 self.scratch.clear();
                 let mut out = Out {
+                    conn: c.gid,
                     buf: &mut self.scratch,
                     key: 0,
                     rng: &mut self.rng,
@@ -511,8 +513,40 @@ impl<S: Session> Worker<S> {
                 c.timeout_at = u64::MAX;
                 self.check_timeout(idx, now);
             }
+            T_TICK if c.session.tick_at() == at => {
+                c.session.set_tick_at(u64::MAX);
+                self.keepalive(idx, now);
+            }
             _ => {} // superseded entry
         }
+    }
+
+    /// Arm the session's keep-alive tick (`Session::tick_ns`) from now.
+    fn arm_tick(&mut self, idx: u32, now: u64) {
+        if let Some(period) = S::tick_ns(&self.cfg) {
+            let at = now + period.max(1);
+            self.conns[idx as usize].session.set_tick_at(at);
+            self.timers.push(at, idx, T_TICK);
+        }
+    }
+
+    /// A keep-alive tick of a connection that is up: what the session writes goes out as
+    /// control bytes; a session that says the connection is dead fails it as `timeout`.
+    fn keepalive(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
+        if c.stream.is_none() || !matches!(c.state, State::Login | State::Ready) {
+            return;
+        }
+        self.scratch.clear();
+        if let Err(why) = c.session.tick(&self.cfg, &mut self.scratch, &mut self.rec) {
+            return self.fail(idx, ErrorClass::Timeout, Some(&why), now);
+        }
+        if !self.scratch.is_empty() {
+            if let Err(e) = wire::write_to(c, &mut self.rec, &self.scratch) {
+                return self.fail(idx, classify(&e), Some(&e), now);
+            }
+        }
+        self.arm_tick(idx, now);
     }
 
     /// How long an exchange of this step may wait for its reply: the step's own timeout in a

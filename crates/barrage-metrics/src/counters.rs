@@ -73,6 +73,74 @@ pub struct Counters {
     /// gRPC: calls by `grpc-status`, messages each way.
     #[serde(default, skip_serializing_if = "GrpcCounts::is_empty")]
     pub grpc: GrpcCounts,
+    /// MQTT: CONNACK codes, subscriptions, acknowledgements, deliveries, keep-alives.
+    #[serde(default, skip_serializing_if = "MqttCounts::is_empty")]
+    pub mqtt: MqttCounts,
+}
+
+/// What MQTT connections counted. The load's PUBLISHes are the exchanges (`sent`,
+/// `completed`: acknowledged at QoS 1 and 2, written at QoS 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MqttCounts {
+    /// CONNACKs per return (3.1.1) or reason (5.0) code; 0 is accepted.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub connack: CodeCounts,
+    /// Subscriptions the broker granted, and refused (a SUBACK code of 0x80 or more).
+    #[serde(default)]
+    pub subscribed: u64,
+    #[serde(default)]
+    pub sub_refused: u64,
+    /// Acknowledgements of the load's PUBLISHes: PUBACK (QoS 1), PUBREC and PUBCOMP (QoS 2).
+    #[serde(default)]
+    pub puback: u64,
+    #[serde(default)]
+    pub pubrec: u64,
+    #[serde(default)]
+    pub pubcomp: u64,
+    /// Acknowledgements that refused (5.0 reason codes of 0x80 or more), per code.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub refused: CodeCounts,
+    /// PUBLISHes the broker delivered, at QoS 0, 1 and 2, and their payload bytes.
+    #[serde(default)]
+    pub received: [u64; 3],
+    #[serde(default)]
+    pub received_bytes: u64,
+    /// Keep-alive: PINGREQs sent, PINGRESPs received (not exchanges).
+    #[serde(default)]
+    pub pings: u64,
+    #[serde(default)]
+    pub pongs: u64,
+    /// DISCONNECTs from the broker (5.0) per reason code.
+    #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
+    pub disconnects: CodeCounts,
+}
+
+impl MqttCounts {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Deliveries at every QoS.
+    pub fn received_total(&self) -> u64 {
+        self.received.iter().sum()
+    }
+
+    pub fn merge(&mut self, o: &MqttCounts) {
+        self.connack.merge(&o.connack);
+        self.subscribed += o.subscribed;
+        self.sub_refused += o.sub_refused;
+        self.puback += o.puback;
+        self.pubrec += o.pubrec;
+        self.pubcomp += o.pubcomp;
+        self.refused.merge(&o.refused);
+        for (a, b) in self.received.iter_mut().zip(o.received) {
+            *a += b;
+        }
+        self.received_bytes += o.received_bytes;
+        self.pings += o.pings;
+        self.pongs += o.pongs;
+        self.disconnects.merge(&o.disconnects);
+    }
 }
 
 /// The names of gRPC's status codes, by code.
@@ -393,6 +461,7 @@ impl Counters {
         self.broadcast.merge(&o.broadcast);
         self.h2.merge(&o.h2);
         self.grpc.merge(&o.grpc);
+        self.mqtt.merge(&o.mqtt);
     }
 }
 
@@ -444,8 +513,25 @@ mod tests {
                 no_status: 25,
                 messages_received: 27,
             },
+            mqtt: MqttCounts {
+                connack: CodeCounts::default(),
+                subscribed: 29,
+                sub_refused: 31,
+                puback: 33,
+                pubrec: 35,
+                pubcomp: 37,
+                refused: CodeCounts::default(),
+                received: [39, 41, 43],
+                received_bytes: 45,
+                pings: 47,
+                pongs: 49,
+                disconnects: CodeCounts::default(),
+            },
         };
         a.grpc.status.add(14, 3);
+        a.mqtt.connack.add(5, 1);
+        a.mqtt.refused.add(0x87, 2);
+        a.mqtt.disconnects.add(0x8b, 3);
         a.error(ErrorClass::Reset, 1);
         a.h2.resets.add(7, 1);
         a.h2.goaways.add(0, 2);
@@ -479,6 +565,17 @@ mod tests {
         let g = &a.grpc;
         assert_eq!((g.no_status, g.messages_received), (50, 54));
         assert_eq!(g.status.get(14), 6);
+        let m = &a.mqtt;
+        assert_eq!(
+            (m.subscribed, m.sub_refused, m.puback, m.pubrec, m.pubcomp),
+            (58, 62, 66, 70, 74)
+        );
+        assert_eq!((m.received, m.received_total()), ([78, 82, 86], 246));
+        assert_eq!((m.received_bytes, m.pings, m.pongs), (90, 94, 98));
+        assert_eq!(
+            (m.connack.get(5), m.refused.get(0x87), m.disconnects.get(0x8b)),
+            (2, 4, 6)
+        );
     }
 
     #[test]

@@ -76,10 +76,13 @@ pub enum ErrorClass {
     GrpcUnavailable,
     GrpcDataLoss,
     GrpcUnauthenticated,
+    /// MQTT: the broker refused the connection (a CONNACK code other than 0) or the
+    /// subscription (a SUBACK code of 0x80 or more); the codes are counted apart.
+    MqttRefused,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 37;
+    pub const COUNT: usize = 38;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -118,6 +121,7 @@ impl ErrorClass {
         Self::GrpcUnavailable,
         Self::GrpcDataLoss,
         Self::GrpcUnauthenticated,
+        Self::MqttRefused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -159,6 +163,7 @@ impl ErrorClass {
             Self::GrpcUnavailable => "grpc.unavailable",
             Self::GrpcDataLoss => "grpc.data_loss",
             Self::GrpcUnauthenticated => "grpc.unauthenticated",
+            Self::MqttRefused => "mqtt.refused",
         }
     }
 

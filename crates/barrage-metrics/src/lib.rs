@@ -42,7 +42,7 @@ pub use analysis::{
 pub use codes::CodeCounts;
 pub use counters::{
     grpc_code_name, h2_code_name, BroadcastCounts, CommandCount, CommandCounts, Counters,
-    GrpcCounts, H2Counts,
+    GrpcCounts, H2Counts, MqttCounts,
 };
 pub use error::{ErrorClass, ErrorCounts};
 pub use groups::{Groups, RoomSize, Rooms};

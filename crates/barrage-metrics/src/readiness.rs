@@ -190,6 +190,14 @@ fn correctness(result: &RunResult) -> Row {
 fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdCheck]) -> Row {
     let s = &result.summary;
     let aspect = Aspect::Performance;
+    if result.config.mode == "hold" {
+        return row(
+            aspect,
+            Grade::NotMeasured,
+            "no load sent: the connections only held (and subscribed)".into(),
+            PERFORMANCE_RULE,
+        );
+    }
     if s.requests == 0 {
         return row(
             aspect,

@@ -304,6 +304,71 @@ fn grpc_lines(r: &RunResult) -> Vec<String> {
     ]
 }
 
+/// MQTT: CONNACK codes, subscriptions, acknowledgements, deliveries, keep-alives (none for
+/// other protocols). The HTML and Markdown reports show the same lines.
+pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
+    let m = &r.summary.totals.mqtt;
+    if m.is_empty() {
+        return Vec::new();
+    }
+    let codes = |c: &barrage_metrics::codes::CodeCounts| -> String {
+        c.iter()
+            .filter(|(code, _)| *code != 0 || !std::ptr::eq(c, &m.connack))
+            .map(|(code, n)| format!("0x{code:02x} {}", thousands(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let accepted = m.connack.get(0);
+    let mut connack = format!("CONNACK accepted {}", thousands(accepted));
+    let refused = m.connack.total() - accepted;
+    if refused > 0 {
+        connack += &format!(", refused {} ({})", thousands(refused), codes(&m.connack));
+    }
+    let mut lines = vec![connack];
+    if m.subscribed + m.sub_refused > 0 {
+        lines.push(format!(
+            "subscriptions granted {}, refused {}",
+            thousands(m.subscribed),
+            thousands(m.sub_refused)
+        ));
+    }
+    if m.puback + m.pubrec + m.pubcomp > 0 {
+        let mut acks = Vec::new();
+        for (name, n) in [("PUBACK", m.puback), ("PUBREC", m.pubrec), ("PUBCOMP", m.pubcomp)] {
+            if n > 0 {
+                acks.push(format!("{name} {}", thousands(n)));
+            }
+        }
+        let mut line = format!("acknowledged: {}", acks.join(", "));
+        if !m.refused.is_empty() {
+            line += &format!("; refusing reason codes {}", codes(&m.refused));
+        }
+        lines.push(line);
+    }
+    let got = m.received_total();
+    if got > 0 {
+        lines.push(format!(
+            "delivered by the broker: {} messages (QoS 0 {}, 1 {}, 2 {}), {} of payload",
+            thousands(got),
+            thousands(m.received[0]),
+            thousands(m.received[1]),
+            thousands(m.received[2]),
+            bytes(m.received_bytes as f64)
+        ));
+    }
+    if m.pings + m.pongs > 0 {
+        lines.push(format!(
+            "keep-alive: {} PINGREQ sent, {} PINGRESP received",
+            thousands(m.pings),
+            thousands(m.pongs)
+        ));
+    }
+    if !m.disconnects.is_empty() {
+        lines.push(format!("DISCONNECT from the broker: {}", codes(&m.disconnects)));
+    }
+    lines
+}
+
 /// The load mode with the one parameter that defines it.
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
@@ -335,6 +400,7 @@ fn mode(c: &RunConfig) -> String {
             c.rate.map(real).unwrap_or_else(|| "?".into()),
             slack(c)
         ),
+        "hold" => "hold: connections only, no load sent".into(),
         other => format!("{other}{pipeline}"),
     }
 }
@@ -352,6 +418,18 @@ fn steady(r: &RunResult) -> Option<(f64, f64, f64)> {
 /// `134,364 req/s, p50 347 µs, p99 681 µs, no errors` (the steady state's rate when it ramped).
 pub fn headline(r: &RunResult) -> String {
     let s = &r.summary;
+    if r.config.mode == "hold" {
+        let mut line = format!(
+            "{} connections held at the end (peak {})",
+            thousands(s.connections.open),
+            thousands(s.connections.peak)
+        );
+        let got = s.totals.mqtt.received_total();
+        if got > 0 {
+            line += &format!(", {} messages delivered", thousands(got));
+        }
+        return line;
+    }
     let rps = steady(r).map_or(s.rps.avg, |(rps, _, _)| rps);
     let mut parts = vec![format!("{} req/s", real(rps).trim())];
     let l = &s.latency_us;
@@ -525,7 +603,9 @@ fn latency(r: &RunResult) -> Vec<String> {
         lines.push(row("  TLS", percentiles(t, "handshake", "handshakes")));
     }
     if let Some(t) = s.handshake_us.as_ref().filter(|t| t.count > 0) {
-        let what = if r.summary.totals.h2.is_empty() {
+        let what = if !r.summary.totals.mqtt.is_empty() {
+            "  CONNACK"
+        } else if r.summary.totals.h2.is_empty() {
             "  upgrade"
         } else {
             "  h2 setup"
@@ -878,8 +958,13 @@ fn health(r: &RunResult) -> Vec<String> {
     for (i, line) in h2.into_iter().enumerate() {
         lines.insert(2 + i, row(if i == 0 { "HTTP/2" } else { "" }, line));
     }
-    for (i, line) in grpc_lines(r).into_iter().enumerate() {
+    let grpc = grpc_lines(r);
+    let n_grpc = grpc.len();
+    for (i, line) in grpc.into_iter().enumerate() {
         lines.insert(2 + n_h2 + i, row(if i == 0 { "gRPC" } else { "" }, line));
+    }
+    for (i, line) in mqtt_lines(r).into_iter().enumerate() {
+        lines.insert(2 + n_h2 + n_grpc + i, row(if i == 0 { "MQTT" } else { "" }, line));
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

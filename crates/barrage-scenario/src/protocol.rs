@@ -20,6 +20,8 @@ pub enum TargetKind {
     Kv,
     /// grpc://, grpcs://: a step is a call.
     Grpc,
+    /// mqtt://, mqtts://: a step publishes or subscribes.
+    Mqtt,
 }
 
 /// One protocol's identity (a row of [`PROTOCOLS`]).
@@ -141,8 +143,21 @@ pub const MEMCACHE: ProtocolInfo = ProtocolInfo {
     pushes: true,
 };
 
+/// MQTT 3.1.1 and 5.0 (`mqtts://` over TLS): the broker pushes what was published to the
+/// topics a client subscribed to.
+pub const MQTT: ProtocolInfo = ProtocolInfo {
+    name: "mqtt",
+    aliases: &[],
+    tls_scheme: Some("mqtts"),
+    port: Some(1883),
+    tls_port: Some(8883),
+    path: false,
+    steps: TargetKind::Mqtt,
+    pushes: true,
+};
+
 /// Every protocol barrage speaks, in the order messages list them.
-pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, GRPC, WS, REDIS, MEMCACHE];
+pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, GRPC, WS, REDIS, MEMCACHE, MQTT];
 
 impl ProtocolInfo {
     /// The scheme a URL of this protocol is written with (`https` for HTTP over TLS).
@@ -192,7 +207,7 @@ pub fn of_url(url: &str) -> Option<(&'static ProtocolInfo, bool)> {
     by_scheme(url.split_once("://")?.0)
 }
 
-/// The schemes for messages: `tcp://, http://, https://, h2c://, ws://, wss://, redis://, memcache://`
+/// The schemes for messages: `tcp://, http://, https://, h2c://, ..., mqtt://, mqtts://`
 /// (aliases left out).
 pub fn supported() -> String {
     supported_in(PROTOCOLS)
@@ -246,7 +261,8 @@ mod tests {
     fn messages_list_the_schemes_in_the_tables_order() {
         assert_eq!(
             supported(),
-            "tcp://, http://, https://, h2c://, grpc://, grpcs://, ws://, wss://, redis://, memcache://"
+            "tcp://, http://, https://, h2c://, grpc://, grpcs://, ws://, wss://, redis://, \
+             memcache://, mqtt://, mqtts://"
         );
         assert_eq!(HTTP.scheme(true), "https");
         assert_eq!(REDIS.scheme(true), "redis");

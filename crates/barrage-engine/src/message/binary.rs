@@ -214,6 +214,7 @@ pub enum NumSrc {
     TsUs,
     SeqMod(u64),
     RandMod(u64),
+    ConnMod(u64),
     /// A scenario variable's text, read as a decimal number.
     Var(u32),
 }
@@ -610,11 +611,12 @@ impl Parser<'_> {
                 Some([Piece::TsUs]) => NumSrc::TsUs,
                 Some([Piece::SeqMod(n)]) => NumSrc::SeqMod(*n),
                 Some([Piece::RandMod(n)]) => NumSrc::RandMod(*n),
+                Some([Piece::ConnMod(n)]) => NumSrc::ConnMod(*n),
                 Some([Piece::Var(s)]) => NumSrc::Var(*s),
                 _ => {
                     return Err(self.err(format!(
                     "'{}' is not a placeholder a number can take: {{seq}}, {{conn}}, {{ts_us}}, \
-                     {{seq%N}}, {{rand%N}}{}",
+                     {{seq%N}}, {{rand%N}}, {{conn%N}}{}",
                     String::from_utf8_lossy(&text),
                     if self.vars.is_some() { ", or a captured {name}" } else { "" }
                 )))

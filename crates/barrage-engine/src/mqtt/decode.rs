@@ -91,6 +91,10 @@ pub struct Decoder {
     failed: u32,
     first_bad: u8,
     props: ConnackProps,
+    /// Stop after each whole packet (`feed` returns what it consumed): a handshake's last
+    /// reply ends where the load's input begins.
+    pub pause: bool,
+    finished: bool,
     /// CONNACK's property bytes being read: the property's id (0: expecting an id), and
     /// its value so far.
     prop: PropReader,
@@ -130,6 +134,8 @@ impl Decoder {
             failed: 0,
             first_bad: 0,
             props: ConnackProps::default(),
+            pause: false,
+            finished: false,
             prop: PropReader::default(),
         }
     }
@@ -143,8 +149,18 @@ impl Decoder {
         self.want != Want::Type
     }
 
-    pub fn feed(&mut self, mut data: &[u8], sink: &mut impl Sink) -> Result<(), MqttError> {
+    /// Decodes `data`; returns the bytes consumed: all of them, unless [`Decoder::pause`]
+    /// stopped it after a whole packet.
+    pub fn feed(&mut self, data: &[u8], sink: &mut impl Sink) -> Result<usize, MqttError> {
+        let all = data.len();
+        let mut data = data;
         while !data.is_empty() {
+            if self.finished {
+                self.finished = false;
+                if self.pause {
+                    return Ok(all - data.len());
+                }
+            }
             match self.want {
                 Want::Type => {
                     let b = data[0];
@@ -260,7 +276,8 @@ impl Decoder {
                 }
             }
         }
-        Ok(())
+        self.finished = false;
+        Ok(all)
     }
 
     /// A packet's first byte: its type and flags, checked.
@@ -445,6 +462,7 @@ impl Decoder {
                     }
                     self.finish(sink);
                     self.want = Want::Type;
+                    self.finished = true;
                     return Ok(());
                 }
             }

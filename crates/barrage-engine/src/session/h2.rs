@@ -1154,6 +1154,7 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
     for k in 0..n as u64 {
         let key = 2 * k + 1;
         let mut out = Out {
+            conn: 0,
             buf: &mut buf,
             key,
             rng: &mut rng,
@@ -1247,6 +1248,7 @@ mod tests {
         let mut rng = Rng::new(1);
         let mut buf = Vec::new();
         let mut out = Out {
+            conn: 0,
             buf: &mut buf,
             key: 0,
             rng: &mut rng,
@@ -1272,6 +1274,7 @@ mod tests {
         for k in 0..n {
             let mut buf = Vec::new();
             let mut out = Out {
+                conn: 0,
                 buf: &mut buf,
                 key: 1 + 2 * k as u64,
                 rng: &mut rng,
@@ -1360,6 +1363,7 @@ mod tests {
         let mut s = H2::new(&cfg);
         let (mut rng, mut buf) = (Rng::new(1), Vec::new());
         let mut out = Out {
+            conn: 0,
             buf: &mut buf,
             key: 1,
             rng: &mut rng,
@@ -1648,6 +1652,7 @@ mod tests {
         let mut rng = Rng::new(1);
         let mut buf = Vec::new();
         let mut out = Out {
+            conn: 0,
             buf: &mut buf,
             key: 1,
             rng: &mut rng,

@@ -23,6 +23,7 @@ pub mod h2;
 pub mod http;
 pub mod https;
 pub mod memcache;
+pub mod mqtt;
 pub mod redis;
 pub mod tcp;
 pub mod ws;
@@ -49,6 +50,8 @@ pub struct Rendered {
 /// and under `--verify` the queue of bytes the echo must match.
 pub struct Out<'a> {
     pub buf: &'a mut Vec<u8>,
+    /// The connection's number (`{conn}`: an MQTT client id is made from it).
+    pub conn: u64,
     /// The key of the exchange this request opens (protocols whose replies carry a request
     /// id or stream id send it, and complete the exchange by it: [`Replies::complete_key`]);
     /// 0 for a handshake or a goodbye.
@@ -272,6 +275,33 @@ pub trait Session: Sized + Send + 'static {
     /// out in the same write (an HTTP/2 PING answered with the next request: one system call,
     /// not two); what no request takes is written when the connection's events are done.
     const OWED_IN_ORDER: bool = false;
+
+    /// How often [`Session::tick`] runs on a connection that is up (after its handshake),
+    /// in nanoseconds: a keep-alive (MQTT's PINGREQ). `None`: never.
+    fn tick_ns(_cfg: &Self::Cfg) -> Option<u64> {
+        None
+    }
+
+    /// The time of the connection's pending tick (`u64::MAX`: none), kept by the session so
+    /// that a connection of a protocol without ticks carries no field for it; a timer entry
+    /// at another time is stale (an earlier connection's).
+    fn tick_at(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn set_tick_at(&mut self, _at: u64) {}
+
+    /// A keep-alive tick: append to `out` what keeps the connection alive (written as
+    /// control bytes, not an exchange). `Err`: the connection is dead (no answer to the last
+    /// keep-alive) and fails as `timeout` with this message.
+    fn tick(
+        &mut self,
+        _cfg: &Self::Cfg,
+        _out: &mut Vec<u8>,
+        _rec: &mut Recorder,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Requests are a mix of commands: counted per command (`Rendered::step`).
     const COMMANDS: bool = false;

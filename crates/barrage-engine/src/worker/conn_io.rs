@@ -111,6 +111,7 @@ impl<S: Session> Worker<S> {
         let c = &mut self.conns[idx as usize];
         self.scratch.clear();
         let mut out = Out {
+            conn: c.gid,
             buf: &mut self.scratch,
             key: 0,
             rng: &mut self.rng,
@@ -151,6 +152,7 @@ impl<S: Session> Worker<S> {
         };
         let key = c.opening_key();
         let mut out = Out {
+            conn: c.gid,
             buf: &mut self.scratch,
             key,
             rng: &mut self.rng,
@@ -188,6 +190,7 @@ impl<S: Session> Worker<S> {
         // turn reconnects into a busy loop. Useful work (a handshake, a completed exchange)
         // resets it.
         c.timeout_at = u64::MAX;
+        self.arm_tick(idx, now);
         if !self.program.step(0).of_flags() {
             self.connected();
             return self.user_begin(idx, now);

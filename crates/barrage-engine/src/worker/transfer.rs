@@ -318,6 +318,7 @@ impl<S: Session> Worker<S> {
                     };
                     let at = self.scratch.len();
                     let mut out = Out {
+                        conn: c.gid,
                         buf: &mut self.scratch,
                         key,
                         rng: &mut self.rng,

@@ -324,6 +324,7 @@ impl<S: Session> Worker<S> {
         );
         let key = c.load_key();
         let mut out = Out {
+            conn: c.gid,
             buf: &mut self.scratch,
             key,
             rng: &mut self.rng,
@@ -384,6 +385,7 @@ impl<S: Session> Worker<S> {
                 let at = self.scratch.len();
                 t.render_vars_into(fill, &self.users[i].vars, &mut self.scratch);
                 let mut out = Out {
+                    conn: c.gid,
                     buf: &mut self.scratch,
                     key: 0,
                     rng: &mut self.rng,
@@ -526,6 +528,7 @@ impl<S: Session> Worker<S> {
             State::Ready if c.stream.is_some() => {
                 self.scratch.clear();
                 let mut out = Out {
+                    conn: c.gid,
                     buf: &mut self.scratch,
                     key: 0,
                     rng: &mut self.rng,

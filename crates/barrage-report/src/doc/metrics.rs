@@ -53,7 +53,9 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             ("connect", Some(&s.connect_us)),
             ("TLS handshake", s.tls_us.as_ref()),
             (
-                if s.totals.h2.is_empty() {
+                if !s.totals.mqtt.is_empty() {
+                    "MQTT connect (CONNACK, SUBACK)"
+                } else if s.totals.h2.is_empty() {
                     "upgrade"
                 } else {
                     "h2 setup"
@@ -397,6 +399,13 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             "{} reply messages received.",
             thousands(g.messages_received)
         )));
+    }
+    let mqtt = crate::text::mqtt_lines(r);
+    if !mqtt.is_empty() {
+        out.push(Block::Heading("MQTT".into()));
+        for line in mqtt {
+            out.push(Block::Para(format!("{line}.")));
+        }
     }
     if !t.ws_close.is_empty() {
         out.push(Block::Heading("WebSocket close codes".into()));

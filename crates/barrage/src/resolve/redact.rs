@@ -95,6 +95,8 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
         secret.then(|| format!("{}: {REDACTED}", name.trim()))
     };
     const BODIES: [&str; 4] = ["--body", "--message", "-m", "--first-message"];
+    // Values that are secret whatever is asked (MQTT's CONNECT credentials).
+    const CREDENTIALS: [&str; 2] = ["--username", "--password"];
     let mut out = Vec::with_capacity(argv.len());
     let mut next: Option<&str> = None;
     for a in argv {
@@ -102,6 +104,10 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
         match next.take() {
             Some("-H") => {
                 out.push(header(&a).unwrap_or(a));
+                continue;
+            }
+            Some("credential") => {
+                out.push(REDACTED.into());
                 continue;
             }
             Some(_) => {
@@ -117,6 +123,11 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
             out.push(header(h).map_or_else(|| a.clone(), |r| format!("--header={r}")));
         } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
             out.push(header(h).map_or_else(|| a.clone(), |r| format!("-H{r}")));
+        } else if CREDENTIALS.contains(&a.as_str()) {
+            next = Some("credential");
+            out.push(a);
+        } else if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| CREDENTIALS.contains(f)) {
+            out.push(format!("{flag}={REDACTED}"));
         } else if secret_body && BODIES.contains(&a.as_str()) {
             next = Some("body");
             out.push(a);
@@ -235,6 +246,24 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(url(input, &strings(&["MINE"])), want);
         }
+    }
+
+    #[test]
+    fn mqtt_credentials_are_always_hidden_in_the_command_line() {
+        let argv = strings(&[
+            "barrage",
+            "mqtt://127.0.0.1",
+            "--username",
+            "s3cret",
+            "--password=s3cret",
+            "--publish",
+            "t",
+        ]);
+        let out = super::argv(&argv, &[], false).join(" ");
+        assert_eq!(
+            out,
+            "barrage mqtt://127.0.0.1 --username [redacted] --password=[redacted] --publish t"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Target URLs: `tcp://HOST:PORT`, `http(s)://HOST[:PORT][/PATH]`, `ws(s)://HOST[:PORT][/PATH]`,
-//! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211). Schemes, aliases, default
+//! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211), `mqtt(s)://HOST[:PORT]`
+//! (1883, 8883). Schemes, aliases, default
 //! ports and whether a path is allowed come from the protocol table
 //! (`barrage_scenario::protocol`); [`Scheme`] is what the binary dispatches on.
 //!
@@ -24,10 +25,12 @@ pub enum Scheme {
     Wss,
     Redis,
     Memcache,
+    Mqtt,
+    Mqtts,
 }
 
 impl Scheme {
-    const ALL: [Scheme; 10] = [
+    const ALL: [Scheme; 12] = [
         Scheme::Tcp,
         Scheme::Http,
         Scheme::Https,
@@ -38,6 +41,8 @@ impl Scheme {
         Scheme::Wss,
         Scheme::Redis,
         Scheme::Memcache,
+        Scheme::Mqtt,
+        Scheme::Mqtts,
     ];
 
     /// The protocol's row of the table.
@@ -50,11 +55,15 @@ impl Scheme {
             Scheme::Ws | Scheme::Wss => &protocol::WS,
             Scheme::Redis => &protocol::REDIS,
             Scheme::Memcache => &protocol::MEMCACHE,
+            Scheme::Mqtt | Scheme::Mqtts => &protocol::MQTT,
         }
     }
 
     pub fn tls(self) -> bool {
-        matches!(self, Scheme::Https | Scheme::Wss | Scheme::Grpcs)
+        matches!(
+            self,
+            Scheme::Https | Scheme::Wss | Scheme::Grpcs | Scheme::Mqtts
+        )
     }
 
     pub fn name(self) -> &'static str {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod dist;
+mod mqtt;
 mod run;
 
 pub use dist::{DistArgs, Engine, K8sArgs, Shared, SlurmArgs};

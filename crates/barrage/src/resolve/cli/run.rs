@@ -13,7 +13,8 @@ barrage tcp://127.0.0.1:7000 -c 1000 --interval 50ms -d 10m\n  \
 barrage tcp://127.0.0.1:7000 -c 100 --rate 20k --warmup 5s --json result.json\n  \
 barrage redis://127.0.0.1:6379 -c 50 --pipeline 16 --command 'SET key:{seq} {conn}' -n 1M\n  \
 barrage http://127.0.0.1:8080/api -X POST -H 'Content-Type: application/json' --body @req.json\n  \
-barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n\n\
+barrage wss://127.0.0.1:9443/chat --subprotocol chat -m '{\"seq\":{seq}}' --rate 5k -c 500\n  \
+barrage mqtt://127.0.0.1:1883 -c 100 --publish 'room/{conn%10}' --qos 1 -m hello --rate 10k\n\n\
 Durations: 250us, 50ms, 10s, 2m, 1h. Counts and rates: 1000, 10k, 1M.\n\
 Exit codes: 0 completed, 1 failed (e.g. nothing could connect, or no byte came back), 2 bad usage,\n\
 3 a --threshold failed,\n\
@@ -21,7 +22,7 @@ Exit codes: 0 completed, 1 failed (e.g. nothing could connect, or no byte came b
 )]
 pub struct RunArgs {
     /// Target: tcp://HOST:PORT, http(s)://HOST[:PORT]/PATH, ws(s)://HOST[:PORT]/PATH,
-    /// redis://HOST[:PORT] or memcache://HOST[:PORT],
+    /// redis://HOST[:PORT], memcache://HOST[:PORT] or mqtt(s)://HOST[:PORT],
     /// or a scenario file (.toml, .yaml): its settings, under the flags given here
     #[arg(value_name = "URL|FILE")]
     pub target: String,
@@ -143,6 +144,9 @@ pub struct RunArgs {
     /// redis://: speak RESP3 (each connection opens with HELLO 3; needs redis 6 or later)
     #[arg(long, help_heading = "Redis and memcached")]
     pub resp3: bool,
+
+    #[command(flatten)]
+    pub mqtt: super::mqtt::MqttArgs,
 
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
     /// (ws: echo or none) [default: echo]

@@ -56,6 +56,13 @@ pub fn describe(
             None,
             commands.clone(),
         ),
+        ProtocolSpec::Mqtt(m) => (
+            m.publish.as_ref().map(|_| &m.message),
+            None,
+            super::mqtt::describe(m),
+            None,
+            Vec::new(),
+        ),
     };
     let mode: Mode = spec.mode.into();
     let secs = |ns: u64| ns as f64 / 1e9;
@@ -74,6 +81,8 @@ pub fn describe(
         warmup_s: secs(spec.warmup_ns),
         mode: if plan.users.as_ref().is_some_and(|u| u.stages.is_none()) {
             "users".into()
+        } else if matches!(&spec.protocol, ProtocolSpec::Mqtt(m) if m.publish.is_none()) {
+            "hold".into()
         } else {
             mode.name().into()
         },

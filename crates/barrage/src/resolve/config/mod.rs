@@ -19,6 +19,7 @@ use std::time::Duration;
 mod describe;
 mod grpc;
 mod grpc_steps;
+mod mqtt;
 pub use grpc_steps::check_file as check_rpc_steps;
 mod protocol;
 #[cfg(feature = "grpc")]
@@ -52,8 +53,9 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
     check_flags_fit(a, url.scheme)?;
+    mqtt::check_flags_fit(a, url.scheme)?;
     scenario_flags_need_a_file(a)?;
-    let mut words = words(a, secrets)?;
+    let mut words = words(a, secrets, url.scheme)?;
     let load = load(a)?;
     // After the load's checks, as before the split: the first mistake is the one reported.
     words.headers = headers(&a.headers)?;
@@ -131,10 +133,11 @@ fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
 
 /// What is sent and expected: `--expect`, `--message`/`--message-file`, `--first-message`
 /// (`-H` is added by the caller); the secrets they name are filled (and checked) here.
-fn words(a: &RunArgs, secrets: &mut Secrets) -> Result<Words, Usage> {
+fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Usage> {
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
-    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) {
+    let mqtt = matches!(scheme, Scheme::Mqtt | Scheme::Mqtts);
+    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) && !mqtt {
         return Err(Usage::says(
             "--max-frame",
             format!(
@@ -446,6 +449,7 @@ pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) ->
             }
         }
         ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } => {}
+        ProtocolSpec::Mqtt(m) => hide(&mut m.message, plan.message.raw().len()),
     }
     s
 }

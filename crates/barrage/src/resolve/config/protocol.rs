@@ -249,6 +249,15 @@ pub(super) fn protocol(
             },
             None,
         )),
+        Scheme::Mqtt | Scheme::Mqtts => {
+            let m = &a.mqtt;
+            for (flag, v) in [("--username", &m.username), ("--password", &m.password)] {
+                if let Some(v) = v {
+                    secrets.fill(v.as_bytes(), flag)?;
+                }
+            }
+            Ok((super::mqtt::spec(a, words)?, None))
+        }
         Scheme::Redis => {
             let commands = commands(a, "PING", barrage_engine::redis::Commands::redis)?;
             let resp3 = a.resp3;

@@ -1,0 +1,56 @@
+//! `barrage run`'s MQTT flags (mqtt://, mqtts://), flattened into `RunArgs`.
+
+use super::units;
+use clap::Args;
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct MqttArgs {
+    /// Publish each message (-m, --fields) to this topic: the load. Placeholders {conn}
+    /// {conn%N} {seq} {seq%N} {rand%N}, e.g. 'room/{conn%100}'
+    #[arg(long, value_name = "TOPIC", help_heading = "MQTT")]
+    pub publish: Option<String>,
+
+    /// Each connection subscribes to this topic filter when it connects (wildcards + and #
+    /// allowed; placeholders as --publish); what the broker delivers is counted. Without
+    /// --publish the connections only subscribe and hold
+    #[arg(long, value_name = "FILTER", help_heading = "MQTT")]
+    pub subscribe: Option<String>,
+
+    /// QoS of what is published and of the subscription: 0 (done when written), 1 (PUBACK)
+    /// or 2 (PUBREC, PUBREL, PUBCOMP) [default: 0]
+    #[arg(long, value_name = "0|1|2", help_heading = "MQTT")]
+    pub qos: Option<u8>,
+
+    /// Publish with the retain flag
+    #[arg(long, help_heading = "MQTT")]
+    pub retain: bool,
+
+    /// The client identifier; {conn} makes each connection's its own [default:
+    /// barrage-RANDOM-{conn}, RANDOM new for each run]
+    #[arg(long, value_name = "TEMPLATE", help_heading = "MQTT")]
+    pub client_id: Option<String>,
+
+    /// CONNECT's user name ({secret:NAME} reads it from the environment); redacted from
+    /// every output
+    #[arg(long, value_name = "NAME", help_heading = "MQTT")]
+    pub username: Option<String>,
+
+    /// CONNECT's password; write {secret:NAME} to read it from the environment; redacted from
+    /// every output
+    #[arg(long, value_name = "TEXT", help_heading = "MQTT")]
+    pub password: Option<String>,
+
+    /// Keep-alive: a connection that sent nothing for half of it sends PINGREQ (counted
+    /// apart); whole seconds, 0 for none [default: 60s]
+    #[arg(long, value_parser = units::duration, value_name = "D", help_heading = "MQTT")]
+    pub keepalive: Option<Duration>,
+
+    /// The protocol version: 3.1.1 or 5 [default: 3.1.1]
+    #[arg(long, value_name = "V", help_heading = "MQTT")]
+    pub mqtt_version: Option<String>,
+
+    /// Keep the broker's session state (clean session off; 5.0: clean start off)
+    #[arg(long, help_heading = "MQTT")]
+    pub persistent: bool,
+}

@@ -1,0 +1,177 @@
+//! MQTT's flags checked and turned into its spec: `--publish` (the load), `--subscribe`,
+//! `--qos`, the CONNECT fields and the keep-alive. Every mistake is one line naming its flag.
+
+use super::*;
+use barrage_engine::spec::MqttSpec;
+
+/// MQTT's flags on another target, and other protocols' flags on an MQTT target, are
+/// mistakes; so is load without anything to publish.
+pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
+    let m = &a.mqtt;
+    let mqtt = matches!(scheme, Scheme::Mqtt | Scheme::Mqtts);
+    if !mqtt {
+        for (flag, on) in [
+            ("--publish", m.publish.is_some()),
+            ("--subscribe", m.subscribe.is_some()),
+            ("--qos", m.qos.is_some()),
+            ("--retain", m.retain),
+            ("--client-id", m.client_id.is_some()),
+            ("--username", m.username.is_some()),
+            ("--password", m.password.is_some()),
+            ("--keepalive", m.keepalive.is_some()),
+            ("--mqtt-version", m.mqtt_version.is_some()),
+            ("--persistent", m.persistent),
+        ] {
+            if on {
+                return Err(Usage::says(
+                    flag,
+                    format!("applies to mqtt:// and mqtts:// targets, not {}://", scheme.name()),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    for (flag, on, why) in [
+        ("--first-message", a.first_message.is_some(), "CONNECT opens each connection"),
+        ("--expect", a.expect.is_some(), "an acknowledgement is what --qos says"),
+        ("--verify", a.verify, "a PUBLISH has no echo"),
+    ] {
+        if on {
+            return Err(Usage::says(
+                flag,
+                format!("does not apply to {}:// targets: {why}", scheme.name()),
+            ));
+        }
+    }
+    if m.publish.is_none() {
+        let sends = [
+            ("-m/--message", a.message.is_some()),
+            ("--message-file", a.message_file.is_some()),
+            ("--fields", a.fields.is_some()),
+            ("--retain", m.retain),
+            ("-n/--requests", a.requests.is_some()),
+            ("--rate", a.rate.is_some()),
+            ("--interval", a.interval.is_some()),
+            ("--think", a.think.is_some()),
+            ("--rate-stages", a.rate_stages.is_some()),
+            ("--pipeline", a.pipeline != 1),
+        ];
+        for (flag, on) in sends {
+            if on {
+                return Err(Usage::says(
+                    flag,
+                    "says what is published: give --publish TOPIC (without it the connections \
+                     only subscribe and hold)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The spec of an MQTT run; `payload` is the message's words (escaped, or `--fields`' text).
+pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
+    let m = &a.mqtt;
+    let version = match m.mqtt_version.as_deref().map(str::trim) {
+        None | Some("3.1.1") | Some("311") | Some("4") => barrage_engine::mqtt::V311,
+        Some("5") | Some("5.0") => barrage_engine::mqtt::V5,
+        Some(v) => {
+            return Err(Usage::value(
+                "--mqtt-version",
+                v,
+                "barrage speaks MQTT 3.1.1 and 5: give 3.1.1 or 5",
+            ))
+        }
+    };
+    let qos = m.qos.unwrap_or(0);
+    if qos > 2 {
+        return Err(Usage::value("--qos", qos, "MQTT's QoS is 0, 1 or 2"));
+    }
+    let keepalive_s = match m.keepalive {
+        None => 60,
+        Some(d) if d.subsec_nanos() != 0 || d.as_secs() > 65_535 => {
+            return Err(Usage::value(
+                "--keepalive",
+                format!("{d:?}"),
+                "MQTT's keep-alive is whole seconds from 0 (none) to 65535 (18h12m15s)",
+            ))
+        }
+        Some(d) => d.as_secs() as u16,
+    };
+    let template = |flag: &'static str, t: &str| -> Result<(), Usage> {
+        let raw = unescape(t).map_err(|e| Usage::new(flag, e))?;
+        barrage_engine::Template::with_secrets(raw, &|_| Some(Vec::new()))
+            .map_err(|e| Usage::value(flag, format!("'{t}'"), e))?;
+        Ok(())
+    };
+    for (flag, t) in [("--publish", &m.publish), ("--subscribe", &m.subscribe)] {
+        if let Some(t) = t {
+            if t.is_empty() {
+                return Err(Usage::says(flag, "is empty; a topic has at least one character"));
+            }
+            template(flag, t)?;
+        }
+    }
+    if let Some(t) = &m.publish {
+        if let Some(w) = barrage_engine::mqtt::wildcard(t.as_bytes()) {
+            return Err(Usage::value(
+                "--publish",
+                format!("'{t}'"),
+                format!("'{w}' is a wildcard: a PUBLISH names one topic (wildcards are for --subscribe)"),
+            ));
+        }
+    }
+    let client_id = m
+        .client_id
+        .clone()
+        .unwrap_or_else(|| format!("barrage-{:06x}-{{conn}}", run_tag()));
+    template("--client-id", &client_id)?;
+    for (flag, t) in [("--username", &m.username), ("--password", &m.password)] {
+        if let Some(t) = t {
+            template(flag, t)?;
+        }
+    }
+    Ok(ProtocolSpec::Mqtt(Box::new(MqttSpec {
+        version,
+        client_id,
+        username: m.username.clone(),
+        password: m.password.clone(),
+        keepalive_s,
+        clean: !m.persistent,
+        publish: m.publish.clone(),
+        subscribe: m.subscribe.clone(),
+        qos,
+        sub_qos: qos,
+        retain: m.retain,
+        message: if words.fields {
+            String::from_utf8_lossy(&words.message).into_owned()
+        } else {
+            escape(&words.message)
+        },
+        fields: words.fields,
+    })))
+}
+
+/// 24 bits that differ between runs: the default client ids of two runs at once (a
+/// publisher and a subscriber) must not take each other's sessions over.
+fn run_tag() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (barrage_engine::message::splitmix64(t ^ u64::from(std::process::id()) << 40) & 0xff_ffff)
+        as u32
+}
+
+/// What the result says a reply is.
+pub(super) fn describe(m: &MqttSpec) -> String {
+    let what = match (&m.publish, m.qos) {
+        (None, _) => "nothing published".to_string(),
+        (Some(_), 0) => "PUBLISH QoS 0 (done when written)".to_string(),
+        (Some(_), 1) => "PUBLISH QoS 1, PUBACK".to_string(),
+        (Some(_), _) => "PUBLISH QoS 2, PUBCOMP".to_string(),
+    };
+    match &m.subscribe {
+        Some(s) => format!("{what}; subscribed to {s} (QoS {})", m.sub_qos),
+        None => what,
+    }
+}
