@@ -225,18 +225,24 @@ impl Session for Mqtt {
     }
 
     fn tick(&mut self, _cfg: &Cfg, out: &mut Vec<u8>, rec: &mut Recorder) -> Result<(), String> {
+        // Ticks come every half keep-alive. A PINGREQ counts as sending: an idle connection
+        // pings once per keep-alive, and fails when a whole keep-alive passed without its
+        // PINGRESP.
         let st = &mut self.st;
         if st.ping_ticks > 0 {
             st.ping_ticks += 1;
             if st.ping_ticks > 2 {
                 return Err("MQTT: no PINGRESP within a keep-alive of the PINGREQ".into());
             }
-        } else if !st.active {
+            st.active = false;
+        } else if st.active {
+            st.active = false;
+        } else {
             out.extend_from_slice(&mqtt::PINGREQ);
             rec.counters.mqtt.pings += 1;
             st.ping_ticks = 1;
+            st.active = true;
         }
-        st.active = false;
         Ok(())
     }
 }

@@ -20,6 +20,9 @@ mod hurry;
 mod keyed;
 // Every way a connection is told what to send, counted in virtual time.
 mod modes;
+// Scripted MQTT brokers: refusals, acknowledgements out of order, Receive Maximum, keep-alive,
+// malformed packets, delivery floods.
+mod mqtt_hostile;
 // Open-loop pacing at scale.
 mod pacing;
 // HTTP and WebSocket through the same engine; counts reconcile with the servers.
