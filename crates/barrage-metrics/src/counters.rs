@@ -113,6 +113,9 @@ pub struct MqttCounts {
     /// DISCONNECTs from the broker (5.0) per reason code.
     #[serde(default, skip_serializing_if = "CodeCounts::is_empty")]
     pub disconnects: CodeCounts,
+    /// DISCONNECTs sent: connections the run closed gracefully at its end.
+    #[serde(default)]
+    pub disconnects_sent: u64,
 }
 
 impl MqttCounts {
@@ -140,6 +143,7 @@ impl MqttCounts {
         self.pings += o.pings;
         self.pongs += o.pongs;
         self.disconnects.merge(&o.disconnects);
+        self.disconnects_sent += o.disconnects_sent;
     }
 }
 
@@ -526,6 +530,7 @@ mod tests {
                 pings: 47,
                 pongs: 49,
                 disconnects: CodeCounts::default(),
+                disconnects_sent: 51,
             },
         };
         a.grpc.status.add(14, 3);
@@ -572,6 +577,7 @@ mod tests {
         );
         assert_eq!((m.received, m.received_total()), ([78, 82, 86], 246));
         assert_eq!((m.received_bytes, m.pings, m.pongs), (90, 94, 98));
+        assert_eq!(m.disconnects_sent, 102);
         assert_eq!(
             (m.connack.get(5), m.refused.get(0x87), m.disconnects.get(0x8b)),
             (2, 4, 6)

@@ -41,6 +41,8 @@ struct State {
     delivering: bool,
     /// The pending keep-alive tick (`Session::tick_at`).
     tick_at: u64,
+    /// A DISCONNECT was written, to count (`Session::counts`).
+    bye: bool,
 }
 
 const CONNACK: u8 = 1;
@@ -81,6 +83,7 @@ impl Session for Mqtt {
                 ping_ticks: 0,
                 delivering: false,
                 tick_at: u64::MAX,
+                bye: false,
             },
         }
     }
@@ -189,6 +192,13 @@ impl Session for Mqtt {
     fn goodbye(&mut self, _cfg: &Cfg, out: &mut Out) {
         if self.st.awaiting == 0 {
             out.buf.extend_from_slice(&mqtt::DISCONNECT);
+            self.st.bye = true;
+        }
+    }
+
+    fn counts(&mut self, rec: &mut Recorder) {
+        if std::mem::take(&mut self.st.bye) {
+            rec.counters.mqtt.disconnects_sent += 1;
         }
     }
 

@@ -25,6 +25,8 @@ mod common;
 // A CA and server/client certificates made with rcgen, for `tls` and `interop`.
 mod pki;
 
+// MQTT against mosquitto, reconciled with its $SYS counters; MQTT's flags.
+mod mqtt;
 // HTTP/2 against the reference h2 server and nginx (h2c, TLS with ALPN, GOAWAY).
 mod h2;
 // gRPC against the reference grpc server and grpc-go's example servers.

@@ -1,0 +1,289 @@
+//! mqtt:// against a real broker (Debian's `mosquitto`, a child of the test on a free port of
+//! 127.0.0.1, publishing `$SYS` statistics every second): subscribers and publishers in two
+//! runs, and every count reconciled exactly with the broker's own — the PUBLISHes it received
+//! and sent, every packet each way, every byte each way. Bad MQTT flags are one line each.
+//!
+//! When mosquitto is missing the tests print "skipped: ..." and pass, except under CI (`CI`
+//! set), where `.ci/run` installs it.
+
+use crate::common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+struct Broker {
+    _child: Guard,
+    port: u16,
+    started: Instant,
+    _dir: tempfile::TempDir,
+}
+
+impl Broker {
+    fn start() -> Option<Broker> {
+        if !available("mosquitto", on_path("mosquitto") && on_path("mosquitto_sub")) {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        for _ in 0..3 {
+            let port = free_port();
+            let conf = dir.path().join("mosquitto.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "listener {port} 127.0.0.1\nallow_anonymous true\nsys_interval 1\n\
+                     persistence false\nmax_queued_messages 0\n"
+                ),
+            )
+            .unwrap();
+            // Debian's mosquitto drops root to its own user: it must read the file.
+            let _ = StdCommand::new("chmod")
+                .args(["-R", "a+rX"])
+                .arg(dir.path())
+                .status();
+            let started = Instant::now();
+            let mut child = StdCommand::new("mosquitto")
+                .arg("-c")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn mosquitto");
+            if wait_listening(&mut child, port) {
+                return Some(Broker {
+                    _child: Guard(child),
+                    port,
+                    started,
+                    _dir: dir,
+                });
+            }
+            drop(Guard(child));
+        }
+        panic!("mosquitto did not start");
+    }
+
+    fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// The broker's `$SYS` counters as last published: read once, by one subscriber that
+    /// takes the retained values and leaves (its own packets come after them).
+    fn sys(&self) -> std::collections::HashMap<String, u64> {
+        const TOPICS: [&str; 8] = [
+            "messages/received",
+            "messages/sent",
+            "publish/messages/received",
+            "publish/messages/sent",
+            "publish/messages/dropped",
+            "bytes/received",
+            "bytes/sent",
+            "uptime",
+        ];
+        let mut cmd = StdCommand::new("mosquitto_sub");
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-v", "-W", "10"]);
+        cmd.args(["-C", &TOPICS.len().to_string()]);
+        for t in TOPICS {
+            cmd.args(["-t", &format!("$SYS/broker/{t}")]);
+        }
+        let out = cmd.output().expect("mosquitto_sub");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut m = std::collections::HashMap::new();
+        for line in text.lines() {
+            let (topic, value) = line.split_once(' ').expect("topic value");
+            let name = topic.trim_start_matches("$SYS/broker/").to_string();
+            let n = value.split_whitespace().next().unwrap().parse().unwrap();
+            m.entry(name).or_insert(n);
+        }
+        assert_eq!(m.len(), TOPICS.len(), "$SYS read: {text}");
+        m
+    }
+}
+
+/// Runs barrage in the background; returns once its live line says every connection is up.
+fn subscribers(args: &[String], json: &std::path::Path, conns: u64) -> Guard {
+    let mut child = StdCommand::new(bin())
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn barrage");
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let want = format!("conns {conns}/{conns}");
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains(&want) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(15))
+        .expect("the subscribers connected");
+    Guard(child)
+}
+
+fn mq<'a>(v: &'a Value, name: &str) -> u64 {
+    v["summary"]["totals"]["mqtt"][name].as_u64().unwrap_or(0)
+}
+
+fn received(v: &Value, qos: usize) -> u64 {
+    v["summary"]["totals"]["mqtt"]["received"][qos]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+fn accepted(v: &Value) -> u64 {
+    v["summary"]["totals"]["mqtt"]["connack"]["0"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// Packets barrage sent in a run (what the broker received from it).
+fn packets_sent(v: &Value) -> u64 {
+    accepted(v)                                         // CONNECT
+        + mq(v, "subscribed")                           // SUBSCRIBE
+        + u(v, "summary.exchanges.sent")                // PUBLISH
+        + mq(v, "pubrec")                               // PUBREL
+        + received(v, 1)                                // PUBACK of a delivery
+        + 2 * received(v, 2)                            // PUBREC, then PUBCOMP
+        + mq(v, "pings")                                // PINGREQ
+        + mq(v, "disconnects_sent") // DISCONNECT
+}
+
+/// Packets the broker sent to barrage in a run.
+fn packets_received(v: &Value) -> u64 {
+    accepted(v)                                         // CONNACK
+        + mq(v, "subscribed")                           // SUBACK
+        + mq(v, "puback") + mq(v, "pubrec") + mq(v, "pubcomp")
+        + received(v, 0) + received(v, 1) + 2 * received(v, 2) // PUBLISH (+ PUBREL)
+        + mq(v, "pongs") // PINGRESP
+}
+
+/// Four subscribers hold while two publishers send `n` messages: everything barrage counts
+/// equals what the broker counts.
+fn reconcile(qos: &str, version: &str) {
+    let Some(b) = Broker::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (a_json, b_json) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let common = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [b.url().as_str(), "--qos", qos, "--mqtt-version", version]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let a_args = common(&["-c", "4", "--subscribe", "r/#", "-d", "6s", "--keepalive", "2s", "-t", "1"]);
+    let subs = subscribers(&a_args, &a_json, 4);
+    let pubs = run_result(
+        &common(&["-c", "2", "--publish", "r/{conn}", "-m", "m{seq}", "-n", "1000", "--pipeline", "4"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    let mut subs = subs;
+    let status = wait_at_most(&mut subs.0, Duration::from_secs(20)).expect("the subscribers end");
+    assert!(status.success());
+    let ended = b.started.elapsed();
+    let subs = read_json(&a_json);
+    // The broker publishes its counters every second: wait for a snapshot taken after both
+    // runs ended (its uptime says when).
+    std::thread::sleep(Duration::from_millis(2500));
+    let sys = b.sys();
+    assert!(
+        sys["uptime"] as f64 >= ended.as_secs_f64().floor(),
+        "the $SYS snapshot predates the runs' end: {sys:?}"
+    );
+    let sent = u(&pubs, "summary.exchanges.sent");
+    conserved(&pubs);
+    assert_eq!(u(&pubs, "summary.exchanges.completed"), sent, "every PUBLISH acknowledged");
+    if qos != "2" {
+        // mosquitto 2.0.11 leaves QoS 2 PUBLISHes out of this counter (seen here: 0 after
+        // 10 of them); they are in `messages/received` below with every other packet.
+        assert_eq!(sys["publish/messages/received"], sent);
+    }
+    assert_eq!(sys["publish/messages/dropped"], 0);
+    let delivered: u64 = (0..3).map(|q| received(&subs, q)).sum();
+    assert_eq!(delivered, 4 * sent, "each subscriber got every message");
+    assert_eq!(sys["publish/messages/sent"], delivered);
+    assert_eq!(
+        sys["messages/received"],
+        packets_sent(&subs) + packets_sent(&pubs),
+        "packets to the broker; subscribers {}, publishers {}",
+        field(&subs, "summary.totals.mqtt"),
+        field(&pubs, "summary.totals.mqtt")
+    );
+    assert_eq!(
+        sys["messages/sent"],
+        packets_received(&subs) + packets_received(&pubs),
+        "packets from the broker"
+    );
+    let bytes = |v: &Value, what: &str| u(v, &format!("summary.totals.{what}"));
+    assert_eq!(
+        sys["bytes/received"],
+        bytes(&subs, "bytes_written") + bytes(&pubs, "bytes_written")
+    );
+    assert_eq!(sys["bytes/sent"], bytes(&subs, "bytes_read") + bytes(&pubs, "bytes_read"));
+    assert_eq!(
+        (accepted(&subs), mq(&subs, "subscribed"), mq(&subs, "pongs")),
+        (4, 4, mq(&subs, "pings"))
+    );
+}
+
+#[test]
+fn qos1_publishers_and_subscribers_reconcile_with_mosquitto() {
+    reconcile("1", "3.1.1");
+}
+
+#[test]
+fn qos2_over_mqtt5_reconciles_with_mosquitto() {
+    reconcile("2", "5");
+}
+
+#[test]
+fn mqtt_flags_are_checked_before_any_load() {
+    let port = refused_port().to_string();
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--publish", "a/+/b"], "error: --publish 'a/+/b': '+' is a wildcard"),
+        (&["--publish", "t", "--qos", "3"], "error: --qos 3: MQTT's QoS is 0, 1 or 2"),
+        (&["--keepalive", "1500ms"], "error: --keepalive"),
+        (&["--mqtt-version", "4.0"], "error: --mqtt-version 4.0: barrage speaks MQTT 3.1.1 and 5"),
+        (&["-m", "x"], "error: -m/--message says what is published: give --publish TOPIC"),
+        (&["--rate", "10"], "error: --rate says what is published"),
+        (&["--first-message", "x"], "error: --first-message does not apply to mqtt://"),
+        (&["--publish", "t/{seq%0}"], "error: --publish 't/{seq%0}'"),
+        (&["--password", "{secret:BARRAGE_NO_SUCH_SECRET}"], "error: --password: {secret:BARRAGE_NO_SUCH_SECRET} needs"),
+    ];
+    for (args, want) in cases {
+        let out = barrage().arg(&url).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    let out = barrage()
+        .args(["http://127.0.0.1:1/", "--publish", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("error: --publish applies to mqtt:// and mqtts:// targets"));
+}
+
+#[test]
+fn mqtt_credentials_never_reach_an_output() {
+    let Some(b) = Broker::start() else { return };
+    let v = run_result(
+        &[&b.url(), "-c", "1", "-d", "1s", "--username", "u-s3cret", "--password", "{secret:MQ_PW}"],
+        &[("MQ_PW", "pw-s3cret")],
+    );
+    let text = v.to_string();
+    assert!(!text.contains("s3cret"), "{text}");
+    assert_eq!(accepted(&v), 1, "mosquitto takes any credentials when anonymous");
+    assert_eq!(s(&v, "config.mode"), "hold");
+}
