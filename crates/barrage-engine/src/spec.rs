@@ -532,6 +532,10 @@ fn with_scenario(
         timeout: plan.timeout,
         secret: &lookup,
         rpc: &rpc,
+        mqtt: match &plan.protocol {
+            Protocol::Mqtt(m) => Some(m.version),
+            _ => None,
+        },
     };
     let mut users = crate::users::compile(&checked, &cx)
         .map_err(|e| SpecError::Scenario(format!("{}: {e}", sc.file)))?;

@@ -164,6 +164,20 @@ pub struct Step {
     /// room); its `{stamp}` is found in what every user receives, and deliveries are counted
     /// against `expect` (see docs/scenarios.md, "Broadcast").
     pub broadcast: Option<At<Broadcast>>,
+    /// MQTT: the topic a send (or fields) step publishes its message to, a template
+    /// ("room/{room}").
+    pub topic: Option<At<String>>,
+    /// MQTT: subscribe to this topic filter (a template; wildcards + and # allowed); the step
+    /// awaits the SUBACK, and what the broker then delivers goes to `on` rules and broadcast
+    /// counting.
+    pub subscribe: Option<At<String>>,
+    /// MQTT: unsubscribe from this topic filter; the step awaits the UNSUBACK.
+    pub unsubscribe: Option<At<String>>,
+    /// MQTT: the QoS of a publish (0: done when written; 1: PUBACK; 2: PUBCOMP) or of a
+    /// subscription [default: 0].
+    pub qos: Option<At<u8>>,
+    /// MQTT: publish with the retain flag.
+    pub retain: Option<At<bool>>,
 }
 
 /// What a broadcast step expects.

@@ -478,10 +478,11 @@ impl<'a> Replies<'a> {
                 if rule.reply.is_some() {
                     u.st.pushes.push(i as u16);
                 }
+                // Counted as what an `on` rule took (a delivery no rule matched is not).
+                self.rec.counters.pushed += 1;
                 break;
             }
         }
-        self.rec.counters.pushed += 1;
         let u = self.user.as_mut().expect("a user");
         u.st.reply = msg;
         u.st.reply.clear();

@@ -16,6 +16,9 @@ use barrage_metrics::{ErrorClass, Recorder};
 pub struct Cfg {
     p: MqttPlan,
     payload: Template,
+    /// The load's exchanges end when written: QoS 0, or nothing published (not for scenario
+    /// users, whose steps say what they await).
+    on_write: bool,
 }
 
 pub struct Mqtt {
@@ -66,6 +69,7 @@ impl Session for Mqtt {
             Protocol::Mqtt(m) => Cfg {
                 p: (**m).clone(),
                 payload: plan.message.clone(),
+                on_write: plan.users.is_none() && (m.publish.is_none() || m.qos == 0),
             },
             other => unreachable!("MQTT session for a {} plan", other.name()),
         }
@@ -203,7 +207,7 @@ impl Session for Mqtt {
     }
 
     fn completes_on_write(cfg: &Cfg) -> bool {
-        cfg.p.publish.is_none() || cfg.p.qos == 0
+        cfg.on_write
     }
 
     const OWED_IN_ORDER: bool = true;
@@ -263,18 +267,22 @@ struct Sink<'s, 'r, 'a> {
 }
 
 impl Sink<'_, '_, '_> {
-    /// The load's PUBLISH with this packet id got its last acknowledgement.
+    /// The exchange with this packet id (a PUBLISH, or a user's SUBSCRIBE or UNSUBSCRIBE) got
+    /// its last acknowledgement. A scenario user's goes through the front-of-queue path that
+    /// counts it against its step.
     fn acked(&mut self, pid: u16, bad: Option<ErrorClass>) {
         let Some(oldest) = self.r.ex.front().map(|e| e.key) else {
             self.r.rec.counters.replies += 1;
             self.r.rec.counters.unexpected += 1;
             return;
         };
-        if self
-            .r
-            .complete_key(mqtt::key_of_pid(pid, oldest), bad)
-            .is_some()
-        {
+        let key = mqtt::key_of_pid(pid, oldest);
+        let done = if self.r.is_user() && key == oldest {
+            self.r.complete(bad).is_some()
+        } else {
+            self.r.complete_key(key, bad).is_some()
+        };
+        if done {
             self.s.inflight = self.s.inflight.saturating_sub(1);
         }
     }
@@ -346,17 +354,22 @@ impl mqtt::Sink for Sink<'_, '_, '_> {
             }
             // The broker's PUBREL of a QoS 2 delivery: the flow ends with PUBCOMP.
             mqtt::PUBREL => mqtt::ack(self.r.ctl, mqtt::PUBCOMP, pid),
-            _ => {} // UNSUBACK (3.1.1): no UNSUBSCRIBE is sent
+            // UNSUBACK (3.1.1): a user's UNSUBSCRIBE step.
+            _ => self.acked(pid, bad),
         }
     }
 
-    fn suback(&mut self, kind: u8, _pid: u16, granted: u32, failed: u32, first_bad: u8) {
-        if kind != mqtt::SUBACK || self.s.awaiting & SUBACK == 0 {
-            return;
+    fn suback(&mut self, kind: u8, pid: u16, granted: u32, failed: u32, first_bad: u8) {
+        if kind == mqtt::SUBACK {
+            let m = &mut self.r.rec.counters.mqtt;
+            m.subscribed += u64::from(granted);
+            m.sub_refused += u64::from(failed);
         }
-        let m = &mut self.r.rec.counters.mqtt;
-        m.subscribed += u64::from(granted);
-        m.sub_refused += u64::from(failed);
+        if kind != mqtt::SUBACK || self.s.awaiting & SUBACK == 0 {
+            // A user's SUBSCRIBE or (5.0) UNSUBSCRIBE step.
+            let bad = (failed > 0).then_some(ErrorClass::MqttRefused);
+            return self.acked(pid, bad);
+        }
         if failed > 0 {
             self.r.close = Some(Close::Fail(
                 ErrorClass::MqttRefused,

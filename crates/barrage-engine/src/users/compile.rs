@@ -45,6 +45,8 @@ pub struct Context<'a> {
     pub secret: SecretLookup<'a>,
     /// gRPC: the `rpc` steps' calls, resolved by the binary against the .proto.
     pub rpc: &'a [crate::grpc::StepCall],
+    /// MQTT targets: the protocol version (steps are PUBLISH, SUBSCRIBE, UNSUBSCRIBE).
+    pub mqtt: Option<u8>,
 }
 
 /// Compile `c` for the engine.
@@ -261,6 +263,8 @@ impl Builder<'_> {
                         && inner.fields.is_none()
                         && inner.path.is_none()
                         && inner.rpc.is_none()
+                        && inner.subscribe.is_none()
+                        && inner.unsubscribe.is_none()
                     {
                         return Err(err(k, "an every block holds only send, request or rpc steps (it sends them all at each tick); put pauses outside it"));
                     }
@@ -331,6 +335,7 @@ impl Builder<'_> {
             .map_or_else(|| format!("step {}", index + 1), |n| n.value.clone());
         let mut call = None;
         let msg = match (&s.send, &s.path, &s.rpc) {
+            _ if self.cx.mqtt.is_some() => self.mqtt(s, key)?,
             (Some(t), _, _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
             (None, None, None) if s.fields.is_some() => {
                 let f = s.fields.as_ref().expect("fields");
@@ -358,7 +363,14 @@ impl Builder<'_> {
             (None, None, None) => return Err(err(key, "a step needs send, path or rpc")),
         };
         let expect = s.expect.as_ref().map(|e| &e.value);
-        let mut awaits = !self.cx.no_replies;
+        let mut awaits = match &msg {
+            // A publish at QoS 0 is done when written; the rest await their acknowledgement.
+            StepMsg::Mqtt(m) => !matches!(
+                m.kind,
+                super::MqttStepKind::Publish { qos: 0, .. }
+            ),
+            _ => !self.cx.no_replies,
+        };
         if let Some(f) = expect.and_then(|e| e.framing.as_ref()) {
             if f.value.trim() == "none" {
                 awaits = false;
@@ -460,6 +472,45 @@ impl Builder<'_> {
             decode,
         });
         Ok(index as u16)
+    }
+
+    /// An MQTT step: a publish (send or fields, to its topic), a subscribe or an unsubscribe.
+    fn mqtt(&self, s: &Step, key: &str) -> Result<StepMsg, CompileError> {
+        use super::{MqttStep, MqttStepKind};
+        let version = self.cx.mqtt.unwrap_or(crate::mqtt::V311);
+        let qos = s.qos.as_ref().map_or(0, |q| q.value);
+        let kind = if let Some(f) = &s.subscribe {
+            MqttStepKind::Subscribe {
+                filter: self.template(&f.value, &format!("{key}.subscribe"))?,
+                qos,
+            }
+        } else if let Some(f) = &s.unsubscribe {
+            MqttStepKind::Unsubscribe {
+                filter: self.template(&f.value, &format!("{key}.unsubscribe"))?,
+            }
+        } else {
+            let t = s
+                .topic
+                .as_ref()
+                .ok_or_else(|| err(key, "a publish names its topic: topic = \"...\""))?;
+            let payload = match (&s.send, &s.fields) {
+                (Some(m), _) => self.template(&m.value, &format!("{key}.send"))?,
+                (None, Some(f)) => crate::message::binary::compile(
+                    &f.value,
+                    Some(&self.resolve()),
+                    Some(self.cx.secret),
+                )
+                .map_err(|e| err(format!("{key}.fields"), e))?,
+                (None, None) => return Err(err(key, "a publish sends send or fields")),
+            };
+            MqttStepKind::Publish {
+                topic: self.template(&t.value, &format!("{key}.topic"))?,
+                payload,
+                qos,
+                retain: s.retain.as_ref().is_some_and(|r| r.value),
+            }
+        };
+        Ok(StepMsg::Mqtt(Box::new(MqttStep { version, kind })))
     }
 
     fn request(&self, s: &Step, path: &str, key: &str) -> Result<StepMsg, CompileError> {

@@ -481,8 +481,81 @@ pub enum StepMsg {
         /// Server streaming: any number of reply messages.
         streaming: bool,
     },
+    /// An MQTT packet of the user's: PUBLISH, SUBSCRIBE or UNSUBSCRIBE, whole (its packet id
+    /// is its exchange's: [`crate::mqtt::pid_of_key`]).
+    Mqtt(Box<MqttStep>),
     /// The protocol's own load request (the run's `-m`, HTTP request or command mix).
     Load,
+}
+
+/// An MQTT step: what it sends, at which protocol version.
+#[derive(Debug, Clone)]
+pub struct MqttStep {
+    pub version: u8,
+    pub kind: MqttStepKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum MqttStepKind {
+    Publish {
+        topic: Template,
+        payload: Template,
+        qos: u8,
+        retain: bool,
+    },
+    Subscribe {
+        filter: Template,
+        qos: u8,
+    },
+    Unsubscribe {
+        filter: Template,
+    },
+}
+
+impl MqttStep {
+    /// Appends the packet for exchange `key`; returns the bytes an echo would have (the
+    /// payload's, for a publish).
+    pub fn render(&self, fill: Fill, vars: &Vars, key: u64, out: &mut Vec<u8>) -> u32 {
+        let pid = crate::mqtt::pid_of_key(key);
+        let v = self.version;
+        match &self.kind {
+            MqttStepKind::Publish {
+                topic,
+                payload,
+                qos,
+                retain,
+            } => {
+                let h = crate::mqtt::PublishHead {
+                    version: v,
+                    qos: *qos,
+                    retain: *retain,
+                    pid,
+                };
+                crate::mqtt::publish(
+                    out,
+                    h,
+                    |o| {
+                        topic.render_vars_into(fill, vars, o);
+                    },
+                    |o| {
+                        payload.render_vars_into(fill, vars, o);
+                    },
+                ) as u32
+            }
+            MqttStepKind::Subscribe { filter, qos } => {
+                crate::mqtt::subscribe(out, v, pid, *qos, |o| {
+                    filter.render_vars_into(fill, vars, o);
+                });
+                0
+            }
+            MqttStepKind::Unsubscribe { filter } => {
+                crate::mqtt::unsubscribe(out, v, pid, |o| {
+                    filter.render_vars_into(fill, vars, o);
+                });
+                0
+            }
+        }
+    }
 }
 
 impl StepMsg {
@@ -513,6 +586,11 @@ impl StepMsg {
                 for m in msg.iter() {
                     m.write_framed_vars(fill, vars, out);
                 }
+            }
+            // Whole, with the packet id of the exchange this send opens (its key is the
+            // connection's `seq << 1 | 1`, as `fill.seq` says).
+            StepMsg::Mqtt(m) => {
+                m.render(fill, vars, fill.seq << 1 | 1, out);
             }
             StepMsg::Load => {}
         }

@@ -39,13 +39,13 @@ pub(super) fn protocol(
 ) -> Result<(), ScenarioError> {
     if let Some(f) = &p.framing {
         framing(f).map_err(|e| cx.err(f.line, "protocol.framing", e))?;
-        if target == TargetKind::Http
+        if matches!(target, TargetKind::Http | TargetKind::Mqtt)
             || (target == TargetKind::Ws && !matches!(f.trim(), "echo" | "none"))
         {
             return Err(cx.err(
                 f.line,
                 "protocol.framing",
-                "framing applies to tcp:// (ws://: echo or none); HTTP frames its own replies",
+                "framing applies to tcp:// (ws://: echo or none); HTTP and MQTT frame their own replies",
             ));
         }
     }

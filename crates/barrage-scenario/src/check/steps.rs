@@ -6,6 +6,7 @@
 //! capture from an `on` rule (which may fire at any time) to that rule's own reply and to
 //! `leave` steps, since nothing orders it with the step list.
 
+mod mqtt;
 mod refs;
 
 use super::values::{pointer, regex, status, think};
@@ -103,6 +104,14 @@ pub(super) fn check_all(
         // A rule with neither reply nor capture takes the pushes it matches: they are expected
         // (an Engine.IO open packet), not unexpected replies.
         if let Some(r) = &rule.reply {
+            if w.target == TargetKind::Mqtt {
+                return Err(w.cx.err(
+                    r.line,
+                    format!("{key}.reply"),
+                    "an on rule cannot reply on mqtt:// (a reply names no topic): capture, \
+                     and publish from a step",
+                ));
+            }
             w.template(r, &format!("{key}.reply"), Part::On(i))?;
         }
     }
@@ -158,7 +167,7 @@ impl StepsCheck<'_> {
         }
         let kind = self.kind(s, key)?;
         match kind {
-            "send" | "fields" | "path" | "rpc" => {
+            "send" | "fields" | "path" | "rpc" | "subscribe" | "unsubscribe" => {
                 self.count.sends += 1;
                 if part == Part::Leave {
                     self.count.leave_sends += 1;
@@ -169,6 +178,7 @@ impl StepsCheck<'_> {
         }
         self.name(&s.name, key)?;
         self.keys_fit(s, key, kind)?;
+        self.mqtt(s, key, kind, part)?;
         match kind {
             "send" | "path" if self.target == TargetKind::Grpc => {
                 let v = s.send.as_ref().or(s.path.as_ref());
@@ -182,11 +192,11 @@ impl StepsCheck<'_> {
             "rpc" => self.call(s, key, part)?,
             "fields" => {
                 let f = s.fields.as_ref().expect("kind fields");
-                if self.target != TargetKind::Tcp {
+                if !matches!(self.target, TargetKind::Tcp | TargetKind::Mqtt) {
                     return Err(cx.err(
                         f.line,
                         format!("{key}.fields"),
-                        "fields (a binary message) is for tcp:// targets",
+                        "fields (a binary message) is for tcp:// and mqtt:// targets",
                     ));
                 }
                 self.template(f, &format!("{key}.fields"), part)?;
@@ -202,6 +212,8 @@ impl StepsCheck<'_> {
                 )?;
             }
             "path" => self.request(s, key, part)?,
+            // Checked with MQTT's other keys (`mqtt`, above).
+            "subscribe" | "unsubscribe" => {}
             "pause" => {
                 let p = s.pause.as_ref().expect("kind pause");
                 cx.duration(p, &format!("{key}.pause"), true)?;
@@ -304,6 +316,8 @@ impl StepsCheck<'_> {
             ("rpc", s.rpc.is_some()),
             ("pause", s.pause.is_some()),
             ("think", s.think.is_some()),
+            ("subscribe", s.subscribe.is_some()),
+            ("unsubscribe", s.unsubscribe.is_some()),
             ("steps", !s.steps.is_empty()),
         ]
         .into_iter()
@@ -314,7 +328,7 @@ impl StepsCheck<'_> {
             [] => Err(cx.err(
                 s.line,
                 key,
-                "a step needs one of send, fields, path (HTTP), rpc (gRPC), pause, think, or a block of steps",
+                "a step needs one of send, fields, path (HTTP), rpc (gRPC), subscribe (MQTT), pause, think, or a block of steps",
             )),
             [a, b, ..] => Err(cx.err(
                 s.line,
@@ -328,7 +342,10 @@ impl StepsCheck<'_> {
     /// with an exchange, repetition not on a lone pause or think.
     fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> CheckResult {
         let cx = self.cx;
-        let exchange = matches!(kind, "send" | "fields" | "path" | "rpc");
+        let exchange = matches!(
+            kind,
+            "send" | "fields" | "path" | "rpc" | "subscribe" | "unsubscribe"
+        );
         let http_keys = [
             ("method", s.method.as_ref().map(|v| v.line)),
             ("body", s.body.as_ref().map(|v| v.line)),

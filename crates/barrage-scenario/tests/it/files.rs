@@ -312,7 +312,7 @@ fn a_step_does_one_thing_that_fits_the_target() {
     );
     refused(
         toml(&format!("{HEAD}[[steps]]\nname = \"x\"\n")),
-        "t.toml:5: steps[0]: a step needs one of send, fields, path (HTTP), rpc (gRPC), pause, think",
+        "t.toml:5: steps[0]: a step needs one of send, fields, path (HTTP), rpc (gRPC), subscribe (MQTT), pause, think",
     );
     refused(
         toml(&format!(
