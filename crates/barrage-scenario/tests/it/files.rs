@@ -555,3 +555,71 @@ fn broadcast_steps_carry_a_stamp_of_one_form() {
         "t.toml:6: steps[0].send: a broadcast step's message carries {stamp}",
     );
 }
+
+const MQTT: &str = "target = \"mqtt://127.0.0.1:1883\"\n[users]\ncount = 10\narrive = \"5/s\"\n";
+
+#[test]
+fn mqtt_steps_fit_the_target_and_each_other() {
+    let ok = toml(&format!(
+        "{MQTT}[[steps]]\nsubscribe = \"r/{{user}}\"\nqos = 1\n[[steps]]\ntopic = \"r/1\"\nsend = \"{{stamp}}\"\nqos = 2\nretain = true\nevery = \"1s\"\nbroadcast = {{ expect = \"3\" }}\n[[leave]]\nunsubscribe = \"r/#\"\n"
+    ))
+    .expect("a good MQTT file");
+    assert_eq!(ok.count.sends, 3);
+    let cases: &[(String, &str)] = &[
+        (
+            format!("{HEAD}[[steps]]\nsend = \"x\"\ntopic = \"t\"\n"),
+            "t.toml:7: steps[0].topic: is MQTT's: it goes in a file whose target is mqtt://",
+        ),
+        (
+            format!("{HEAD}[[steps]]\nsubscribe = \"t\"\n"),
+            "t.toml:6: steps[0].subscribe: is MQTT's",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsend = \"x\"\n"),
+            "t.toml:5: steps[0]: the target is mqtt://: a send step publishes to a topic",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsend = \"x\"\ntopic = \"a/+\"\n"),
+            "t.toml:7: steps[0].topic: '+' is a wildcard",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\nqos = 3\n"),
+            "t.toml:7: steps[0].qos: 3; MQTT's QoS is 0, 1 or 2",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nunsubscribe = \"a\"\nqos = 1\n"),
+            "t.toml:7: steps[0].qos: goes with a publish",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\ntopic = \"b\"\n"),
+            "t.toml:7: steps[0].topic: goes with a send",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\nretain = true\n"),
+            "t.toml:7: steps[0].retain: goes with a publish",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\nexpect = {{ prefix = \"x\" }}\n"),
+            "t.toml:7: steps[0].expect: an MQTT acknowledgement carries nothing",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\nsend = \"x\"\n"),
+            "t.toml:5: steps[0]: a step does one thing",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a\"\n[[on]]\nmatch = {{ prefix = \"x\" }}\nreply = \"y\"\n"),
+            "t.toml:9: on[0].reply: an on rule cannot reply on mqtt://",
+        ),
+        (
+            format!("{MQTT}[protocol]\nframing = \"line\"\n[[steps]]\nsubscribe = \"a\"\n"),
+            "t.toml:6: protocol.framing: framing applies to tcp://",
+        ),
+        (
+            format!("{MQTT}[[steps]]\nsubscribe = \"r/{{nope}}\"\n"),
+            "t.toml:6: steps[0].subscribe: {nope} is not defined",
+        ),
+    ];
+    for (text, want) in cases {
+        refused(toml(text), want);
+    }
+}

@@ -287,3 +287,56 @@ fn mqtt_credentials_never_reach_an_output() {
     assert_eq!(accepted(&v), 1, "mosquitto takes any credentials when anonymous");
     assert_eq!(s(&v, "config.mode"), "hold");
 }
+
+#[test]
+fn the_rooms_example_broadcasts_over_mosquitto_and_reconciles() {
+    // examples/mqtt-rooms.toml with its first 66 users (12 rooms of 3 to 8) for 3 s: every
+    // delivery the broker sent was received (a user leaves after its UNSUBACK, which follows
+    // every delivery the broker sent it), and every message it took was a `say`.
+    let Some(b) = Broker::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = example_without_thresholds("mqtt-rooms.toml", dir.path());
+    let v = run_result(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--target",
+            &b.url(),
+            "--users",
+            "66",
+            "--hold",
+            "3s",
+        ],
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    let sys = b.sys();
+    conserved(&v);
+    let said = u(step(&v, "say"), "sent");
+    assert!(said > 0);
+    assert_eq!(u(step(&v, "say"), "completed"), said, "each say got its PUBACK");
+    assert_eq!(sys["publish/messages/received"], said);
+    let bc = field(&v, "summary.broadcast");
+    assert_eq!(u(bc, "sent"), said);
+    assert_eq!((u(bc, "duplicates"), u(bc, "late"), u(bc, "lost")), (0, 0, 0));
+    assert_eq!(sys["publish/messages/sent"], u(bc, "delivered"));
+    assert_eq!(received(&v, 1), u(bc, "delivered"));
+    assert!(u(bc, "delivered") <= u(bc, "expected"));
+    // The rooms the deliveries revealed are the data file's: 66 users in rooms of 3 to 8.
+    let rooms = field(bc, "rooms");
+    assert_eq!((u(rooms, "count"), u(rooms, "users")), (12, 66), "{rooms}");
+    for s in ["join", "leave"] {
+        assert_eq!(u(step(&v, s), "completed"), 66, "{s}");
+    }
+    // Every packet barrage wrote, the broker counted: CONNECT, the steps' SUBSCRIBE, PUBLISH
+    // and UNSUBSCRIBE, a PUBACK per delivery, PINGREQs and DISCONNECT.
+    assert_eq!(u(&v, "summary.totals.mqtt.subscribed"), 66);
+    assert_eq!(
+        sys["messages/received"],
+        accepted(&v)
+            + u(&v, "summary.exchanges.sent")
+            + received(&v, 1)
+            + mq(&v, "pings")
+            + mq(&v, "disconnects_sent")
+    );
+}

@@ -291,9 +291,10 @@ pub fn example_without_thresholds(name: &str, dir: &Path) -> PathBuf {
         out.push_str(line);
         out.push('\n');
     }
-    let users = examples.join("users.csv");
-    if text.contains("users.csv") {
-        std::fs::copy(&users, dir.join("users.csv")).unwrap();
+    for data in ["users.csv", "mqtt-rooms.csv"] {
+        if text.contains(data) {
+            std::fs::copy(examples.join(data), dir.join(data)).unwrap();
+        }
     }
     let p = dir.join(name);
     std::fs::write(&p, out).unwrap();
