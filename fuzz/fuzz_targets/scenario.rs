@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
                         // Every `{secret:NAME}` has a value here (the run refuses unset ones).
                         secret: &|_| Some(b"s3cret".to_vec()),
                         rpc: &[],
+                        mqtt: None,
                     };
                     let _ = compile(&checked, &cx);
                 }

@@ -276,6 +276,7 @@ pub fn users(text: &str, http: bool, timeout: Duration) -> Users {
         timeout,
         secret: &|_| None,
         rpc: &[],
+        mqtt: None,
     };
     compile(&checked, &cx).unwrap_or_else(|e| panic!("{e}"))
 }
