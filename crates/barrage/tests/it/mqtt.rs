@@ -13,9 +13,10 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 struct Broker {
-    _child: Guard,
+    child: Option<Guard>,
     port: u16,
     started: Instant,
+    conf: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -25,42 +26,57 @@ impl Broker {
             return None;
         }
         let dir = tempfile::tempdir().expect("tempdir");
+        let mut b = Broker {
+            child: None,
+            port: 0,
+            started: Instant::now(),
+            conf: dir.path().join("mosquitto.conf"),
+            _dir: dir,
+        };
+        // A free port can be taken between probing and binding: try a few.
         for _ in 0..3 {
-            let port = free_port();
-            let conf = dir.path().join("mosquitto.conf");
+            b.port = free_port();
             std::fs::write(
-                &conf,
+                &b.conf,
                 format!(
-                    "listener {port} 127.0.0.1\nallow_anonymous true\nsys_interval 1\n\
-                     persistence false\nmax_queued_messages 0\n"
+                    "listener {} 127.0.0.1\nallow_anonymous true\nsys_interval 1\n\
+                     persistence false\nmax_queued_messages 0\n",
+                    b.port
                 ),
             )
             .unwrap();
             // Debian's mosquitto drops root to its own user: it must read the file.
             let _ = StdCommand::new("chmod")
                 .args(["-R", "a+rX"])
-                .arg(dir.path())
+                .arg(b._dir.path())
                 .status();
-            let started = Instant::now();
-            let mut child = StdCommand::new("mosquitto")
-                .arg("-c")
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn mosquitto");
-            if wait_listening(&mut child, port) {
-                return Some(Broker {
-                    _child: Guard(child),
-                    port,
-                    started,
-                    _dir: dir,
-                });
+            if b.spawn() {
+                return Some(b);
             }
-            drop(Guard(child));
+            b.kill();
         }
         panic!("mosquitto did not start");
+    }
+
+    /// Starts mosquitto on the broker's port and config; whether it listens.
+    fn spawn(&mut self) -> bool {
+        self.started = Instant::now();
+        let mut child = StdCommand::new("mosquitto")
+            .arg("-c")
+            .arg(&self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mosquitto");
+        let up = wait_listening(&mut child, self.port);
+        self.child = Some(Guard(child));
+        up
+    }
+
+    /// Kills the broker (SIGKILL, by its PID) and waits for it to exit.
+    fn kill(&mut self) {
+        self.child = None;
     }
 
     fn url(&self) -> String {
@@ -339,4 +355,58 @@ fn the_rooms_example_broadcasts_over_mosquitto_and_reconciles() {
             + mq(&v, "pings")
             + mq(&v, "disconnects_sent")
     );
+}
+
+#[test]
+fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
+    // QoS 1 publishers at an open-loop rate; the broker is killed (SIGKILL) a second in and
+    // started again half a second later on the same port. Every publish ends acknowledged,
+    // failed with a named class, not sent, or in flight at the end; the connections come back
+    // and publish again.
+    let Some(mut b) = Broker::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut run = Guard(
+        StdCommand::new(bin())
+            .args([&b.url(), "-c", "4", "--publish", "t/{conn}", "--qos", "1", "--rate", "400"])
+            .args(["-d", "4s", "--timeout", "1s", "-q", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn barrage"),
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    b.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(b.spawn(), "mosquitto started again");
+    let status = wait_at_most(&mut run.0, Duration::from_secs(20)).expect("the run ends");
+    assert!(status.code().is_some_and(|c| c == 0 || c == 3), "{status:?}");
+    let v = read_json(&json);
+    let e = field(&v, "summary.exchanges");
+    let (sent, completed, failed, in_flight) = (
+        u(&v, "summary.exchanges.sent"),
+        u(&v, "summary.exchanges.completed"),
+        u(&v, "summary.exchanges.failed"),
+        u(&v, "summary.exchanges.in_flight_at_end"),
+    );
+    assert_eq!(sent, completed + failed + in_flight, "{e}");
+    assert_eq!(
+        u(&v, "summary.totals.scheduled"),
+        sent + u(&v, "summary.totals.failed_by.not_sent"),
+        "{e}"
+    );
+    // Every failed publish has a named class; the broker's death shows as broken
+    // connections and refused reconnects, not as `other` or `protocol`.
+    let by = field(&v, "summary.totals.failed_by");
+    let named: u64 = ["reset", "closed_by_peer", "timeout", "refused", "connect_timeout"]
+        .iter()
+        .map(|c| u(by, c))
+        .sum();
+    assert_eq!(failed, named, "{by}");
+    assert_eq!((u(by, "other"), u(by, "protocol")), (0, 0), "{by}");
+    // The connections were opened again and published to the new broker.
+    assert!(u(&v, "summary.totals.connects") >= 8, "{}", field(&v, "summary.totals"));
+    assert!(accepted(&v) >= 8);
+    assert!(completed > 0);
 }
