@@ -410,3 +410,18 @@ fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
     assert!(accepted(&v) >= 8);
     assert!(completed > 0);
 }
+
+#[test]
+fn an_mqtt_run_splits_over_processes_and_merges() {
+    // Each shard resolves the command on its own: the default client ids must agree (the
+    // merge refuses shards of different settings) and differ per connection.
+    let Some(b) = Broker::start() else { return };
+    let v = run_result(
+        &[&b.url(), "-c", "6", "--processes", "2", "--publish", "p/{conn}", "--qos", "1", "-n", "600"],
+        &[],
+    );
+    conserved(&v);
+    assert_eq!(accepted(&v), 6, "{}", field(&v, "summary.totals.mqtt"));
+    assert_eq!(u(&v, "summary.exchanges.completed"), mq(&v, "puback"));
+    assert!(u(&v, "summary.exchanges.completed") >= 600);
+}

@@ -27,7 +27,8 @@ pub struct MqttArgs {
     pub retain: bool,
 
     /// The client identifier; {conn} makes each connection's its own [default:
-    /// barrage-RANDOM-{conn}, RANDOM new for each run]
+    /// barrage-TAG-{conn}, TAG a hash of the target, the MQTT flags, -c, -m and --start-at:
+    /// the same for every shard of a run; two identical commands at once need their own]
     #[arg(long, value_name = "TEMPLATE", help_heading = "MQTT")]
     pub client_id: Option<String>,
 

@@ -124,7 +124,7 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
     let client_id = m
         .client_id
         .clone()
-        .unwrap_or_else(|| format!("barrage-{:06x}-{{conn}}", run_tag()));
+        .unwrap_or_else(|| format!("barrage-{:06x}-{{conn}}", run_tag(a)));
     template("--client-id", &client_id)?;
     for (flag, t) in [("--username", &m.username), ("--password", &m.password)] {
         if let Some(t) = t {
@@ -152,14 +152,21 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
     })))
 }
 
-/// 24 bits that differ between runs: the default client ids of two runs at once (a
-/// publisher and a subscriber) must not take each other's sessions over.
-fn run_tag() -> u32 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (barrage_engine::message::splitmix64(t ^ u64::from(std::process::id()) << 40) & 0xff_ffff)
-        as u32
+/// 24 bits for the default client ids, from what the run is (its target and MQTT words,
+/// its size, its start time): a publisher and a subscriber run at once get different ids (the
+/// same id would take the other's session over), while every shard of one run, which resolves
+/// the same command on its own (`--processes`, `--shard`), gets the same.
+fn run_tag(a: &RunArgs) -> u32 {
+    let m = &a.mqtt;
+    let words = format!(
+        "{}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+        a.target, m.publish, m.subscribe, m.qos, a.connections, a.message, a.start_at, a.more_urls
+    );
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in words.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (barrage_engine::message::splitmix64(h) & 0xff_ffff) as u32
 }
 
 /// What the result says a reply is.
