@@ -339,7 +339,7 @@ enum Piece {
 
 /// A malformed `{seq%N}` or `{rand%N}` placeholder.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}': write {{seq%N}}, {{rand%N}} or {{conn%N}} with N a whole number from 1 to 2^64-1")]
+#[error("'{0}': write {{seq%N}}, {{rand%N}}, {{conn%N}} or {{user%N}} with N a whole number from 1 to 2^64-1")]
 pub struct TemplateError(pub String);
 
 /// A scenario template ([`Template::with_vars`]) that cannot be compiled.
@@ -419,6 +419,9 @@ fn modulo_tag(b: &[u8]) -> Option<Result<(usize, Piece), TemplateError>> {
     } else if b.starts_with(b"{rand%") {
         (6, 1)
     } else if b.starts_with(b"{conn%") {
+        (6, 2)
+    } else if b.starts_with(b"{user%") {
+        // A scenario user's number is its connection's.
         (6, 2)
     } else {
         return None;
@@ -1235,6 +1238,21 @@ mod tests {
             push_u64(&mut out, n);
             assert_eq!(out, format!(">{n}").as_bytes());
         }
+    }
+
+    #[test]
+    fn connection_modulo_names_a_room_of_n() {
+        let t = Template::try_new(b"room/{conn%10}/{user%3}".to_vec()).unwrap();
+        let mut out = Vec::new();
+        let fill = Fill {
+            conn: 1234,
+            seq: 9,
+            ts_us: 0,
+        };
+        let n = t.rendered_len(fill);
+        assert_eq!(t.render_into(fill, &mut out), n);
+        assert_eq!(out, b"room/4/1");
+        assert!(Template::try_new(b"{conn%0}".to_vec()).is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub const BUILTINS: [&str; 5] = ["conn", "seq", "ts_us", "user", "stamp"];
 /// What one placeholder refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ref<'a> {
-    /// `{conn}`, `{seq}`, `{ts_us}`, `{user}`, `{seq%N}`, `{rand%N}`.
+    /// `{conn}`, `{seq}`, `{ts_us}`, `{user}`, `{seq%N}`, `{rand%N}`, `{conn%N}`, `{user%N}`.
     Builtin,
     /// `{secret:NAME}`, filled from the environment at plan time.
     Secret(&'a str),
@@ -61,12 +61,14 @@ fn classify(name: &str) -> Ref<'_> {
     if let Some(n) = name
         .strip_prefix("seq%")
         .or_else(|| name.strip_prefix("rand%"))
+        .or_else(|| name.strip_prefix("conn%"))
+        .or_else(|| name.strip_prefix("user%"))
     {
         return match n.parse::<u64>() {
             Ok(v) if v > 0 => Ref::Builtin,
             _ => Ref::Bad(
                 name,
-                "write {seq%N} or {rand%N} with N a whole number from 1",
+                "write {seq%N}, {rand%N}, {conn%N} or {user%N} with N a whole number from 1",
             ),
         };
     }

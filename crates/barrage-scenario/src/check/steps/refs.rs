@@ -115,7 +115,7 @@ impl StepsCheck<'_> {
                             return Err(cx.err(
                                 t.line,
                                 key,
-                                format!("{text} is not defined here (captures so far: {so_far}; built-ins: {{conn}} {{seq}} {{ts_us}} {{user}} {{seq%N}} {{rand%N}} {{secret:NAME}} {{row.COLUMN}})"),
+                                format!("{text} is not defined here (captures so far: {so_far}; built-ins: {{conn}} {{seq}} {{ts_us}} {{user}} {{seq%N}} {{rand%N}} {{conn%N}} {{user%N}} {{secret:NAME}} {{row.COLUMN}})"),
                             ));
                         }
                     }
