@@ -42,8 +42,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run a load test against a target (tcp://, http://, https://, ws://, wss://, redis://,
-    /// memcache://).
+    /// Run a load test against a target (tcp://, http://, https://, h2c://, grpc://, ws://,
+    /// wss://, redis://, memcache://, mqtt://, mqtts://).
     Run(Box<RunArgs>),
     /// Start a reference server (echo, http, ws or chat) to test against.
     Serve(Box<ServeArgs>),
