@@ -264,6 +264,7 @@ impl<S: Session> Worker<S> {
                 c.pending_write()
                     || !c.ex.is_empty()
                     || matches!(c.state, State::Connecting | State::Tls | State::Handshake)
+                    || (c.stream.is_some() && c.session.awaits_answer())
             });
             return Some(if awaited {
                 VIRTUAL_QUIET

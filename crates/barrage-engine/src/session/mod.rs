@@ -291,6 +291,12 @@ pub trait Session: Sized + Send + 'static {
 
     fn set_tick_at(&mut self, _at: u64) {}
 
+    /// An answer is awaited that no exchange stands for (MQTT: the PINGRESP to a PINGREQ):
+    /// on virtual time the clock waits for a quiet moment before it jumps, as for a reply.
+    fn awaits_answer(&self) -> bool {
+        false
+    }
+
     /// A keep-alive tick: append to `out` what keeps the connection alive (written as
     /// control bytes, not an exchange). `Err`: the connection is dead (no answer to the last
     /// keep-alive) and fails as `timeout` with this message.

@@ -230,6 +230,10 @@ impl Session for Mqtt {
         (cfg.p.keepalive_s > 0).then(|| u64::from(cfg.p.keepalive_s) * 500_000_000)
     }
 
+    fn awaits_answer(&self) -> bool {
+        self.st.ping_ticks > 0
+    }
+
     fn tick_at(&self) -> u64 {
         self.st.tick_at
     }
