@@ -524,7 +524,7 @@ impl<S: Session> Worker<S> {
 
     /// Arm the session's keep-alive tick (`Session::tick_ns`) from now.
     fn arm_tick(&mut self, idx: u32, now: u64) {
-        if let Some(period) = S::tick_ns(&self.cfg) {
+        if let Some(period) = self.conns[idx as usize].session.tick_ns(&self.cfg) {
             let at = now + period.max(1);
             self.conns[idx as usize].session.set_tick_at(at);
             self.timers.push(at, idx, T_TICK);

@@ -116,6 +116,10 @@ pub struct MqttCounts {
     /// DISCONNECTs sent: connections the run closed gracefully at its end.
     #[serde(default)]
     pub disconnects_sent: u64,
+    /// Open loop: messages that fell due while the broker's Receive Maximum (or the packet
+    /// ids' ring) was all in flight, so they waited (their latency counts the wait).
+    #[serde(default)]
+    pub receive_max_waits: u64,
 }
 
 impl MqttCounts {
@@ -144,6 +148,7 @@ impl MqttCounts {
         self.pongs += o.pongs;
         self.disconnects.merge(&o.disconnects);
         self.disconnects_sent += o.disconnects_sent;
+        self.receive_max_waits += o.receive_max_waits;
     }
 }
 
@@ -531,6 +536,7 @@ mod tests {
                 pongs: 49,
                 disconnects: CodeCounts::default(),
                 disconnects_sent: 51,
+                receive_max_waits: 53,
             },
         };
         a.grpc.status.add(14, 3);
@@ -577,9 +583,13 @@ mod tests {
         );
         assert_eq!((m.received, m.received_total()), ([78, 82, 86], 246));
         assert_eq!((m.received_bytes, m.pings, m.pongs), (90, 94, 98));
-        assert_eq!(m.disconnects_sent, 102);
+        assert_eq!((m.disconnects_sent, m.receive_max_waits), (102, 106));
         assert_eq!(
-            (m.connack.get(5), m.refused.get(0x87), m.disconnects.get(0x8b)),
+            (
+                m.connack.get(5),
+                m.refused.get(0x87),
+                m.disconnects.get(0x8b)
+            ),
             (2, 4, 6)
         );
     }

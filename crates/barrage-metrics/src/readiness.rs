@@ -482,6 +482,27 @@ fn memory(a: &AnalysisReport) -> Row {
 fn errors(result: &RunResult, a: &AnalysisReport) -> Row {
     let aspect = Aspect::Errors;
     let s = &result.summary;
+    if result.config.mode == "hold" {
+        // No exchange to judge: the connections are what is held, and a broken one (the
+        // server dropped it, its keep-alive went unanswered) is the error.
+        let n = s.errors.total();
+        let fig = if n == 0 {
+            "no connection error while holding".to_string()
+        } else {
+            let classes: Vec<String> = s
+                .errors
+                .nonzero()
+                .map(|(c, k)| format!("{c} {}", crate::thousands(k)))
+                .collect();
+            format!(
+                "{} connection errors while holding ({})",
+                crate::thousands(n),
+                classes.join(", ")
+            )
+        };
+        let g = if n == 0 { Grade::Pass } else { Grade::Fail };
+        return row(aspect, g, fig, ERRORS_RULE);
+    }
     let Some(rate) = s.error_rate() else {
         let fig = "no exchange completed or failed".into();
         return row(aspect, Grade::NotMeasured, fig, ERRORS_RULE);

@@ -334,7 +334,11 @@ pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
     }
     if m.puback + m.pubrec + m.pubcomp > 0 {
         let mut acks = Vec::new();
-        for (name, n) in [("PUBACK", m.puback), ("PUBREC", m.pubrec), ("PUBCOMP", m.pubcomp)] {
+        for (name, n) in [
+            ("PUBACK", m.puback),
+            ("PUBREC", m.pubrec),
+            ("PUBCOMP", m.pubcomp),
+        ] {
             if n > 0 {
                 acks.push(format!("{name} {}", thousands(n)));
             }
@@ -356,6 +360,12 @@ pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
             bytes(m.received_bytes as f64)
         ));
     }
+    if m.receive_max_waits > 0 {
+        lines.push(format!(
+            "waited for the broker's Receive Maximum: {} messages fell due with it all in flight",
+            thousands(m.receive_max_waits)
+        ));
+    }
     if m.pings + m.pongs > 0 {
         lines.push(format!(
             "keep-alive: {} PINGREQ sent, {} PINGRESP received",
@@ -364,7 +374,10 @@ pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
         ));
     }
     if !m.disconnects.is_empty() {
-        lines.push(format!("DISCONNECT from the broker: {}", codes(&m.disconnects)));
+        lines.push(format!(
+            "DISCONNECT from the broker: {}",
+            codes(&m.disconnects)
+        ));
     }
     lines
 }
@@ -964,7 +977,10 @@ fn health(r: &RunResult) -> Vec<String> {
         lines.insert(2 + n_h2 + i, row(if i == 0 { "gRPC" } else { "" }, line));
     }
     for (i, line) in mqtt_lines(r).into_iter().enumerate() {
-        lines.insert(2 + n_h2 + n_grpc + i, row(if i == 0 { "MQTT" } else { "" }, line));
+        lines.insert(
+            2 + n_h2 + n_grpc + i,
+            row(if i == 0 { "MQTT" } else { "" }, line),
+        );
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

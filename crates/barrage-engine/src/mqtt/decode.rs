@@ -39,13 +39,19 @@ pub trait Sink {
     fn auth(&mut self) {}
 }
 
-/// What CONNACK's properties said (5.0), 0 where they said nothing.
+/// What CONNACK's properties said (5.0), 0 or `None` where they said nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnackProps {
     /// PUBLISHes at QoS 1 and 2 the broker takes in flight at once.
     pub receive_max: u16,
     /// The keep-alive the broker wants instead of the client's.
     pub server_keepalive: Option<u16>,
+    /// The highest QoS the broker takes (0 or 1; none said: 2).
+    pub max_qos: Option<u8>,
+    /// Whether the broker takes retained messages (none said: yes).
+    pub retain_available: Option<bool>,
+    /// The largest packet the broker takes (0: no limit said).
+    pub max_packet: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -503,9 +509,13 @@ impl Decoder {
             }
             PUBLISH => sink.publish_end(self.qos(), self.pid),
             SUBACK => sink.suback(SUBACK, self.pid, self.granted, self.failed, self.first_bad),
-            UNSUBACK if self.v5 => {
-                sink.suback(UNSUBACK, self.pid, self.granted, self.failed, self.first_bad)
-            }
+            UNSUBACK if self.v5 => sink.suback(
+                UNSUBACK,
+                self.pid,
+                self.granted,
+                self.failed,
+                self.first_bad,
+            ),
             PINGRESP => sink.pingresp(),
             DISCONNECT_TYPE => sink.disconnect(self.reason),
             AUTH => sink.auth(),
@@ -534,9 +544,7 @@ impl Decoder {
                     // Variable byte integer (subscription identifier).
                     0x0B => p.need = 0xff,
                     // Strings and binary data.
-                    0x03 | 0x08 | 0x09 | 0x12 | 0x15 | 0x16 | 0x1A | 0x1C | 0x1F => {
-                        p.len_bytes = 2
-                    }
+                    0x03 | 0x08 | 0x09 | 0x12 | 0x15 | 0x16 | 0x1A | 0x1C | 0x1F => p.len_bytes = 2,
                     // A string pair.
                     0x26 => {
                         p.len_bytes = 2;
@@ -559,6 +567,9 @@ impl Decoder {
                     match p.id {
                         0x21 => self.props.receive_max = p.val as u16,
                         0x13 => self.props.server_keepalive = Some(p.val as u16),
+                        0x24 => self.props.max_qos = Some(p.val as u8),
+                        0x25 => self.props.retain_available = Some(p.val != 0),
+                        0x27 => self.props.max_packet = p.val,
                         _ => {}
                     }
                     self.prop.id = 0;

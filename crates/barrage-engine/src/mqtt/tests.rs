@@ -117,7 +117,9 @@ fn connect_is_what_the_standard_shows() {
 
 #[test]
 fn remaining_lengths_take_their_real_width() {
-    for len in [0usize, 1, 120, 121, 122, 16_000, 16_500, 2_097_000, 2_100_000] {
+    for len in [
+        0usize, 1, 120, 121, 122, 16_000, 16_500, 2_097_000, 2_100_000,
+    ] {
         let payload = vec![b'x'; len];
         let h = PublishHead {
             version: V311,
@@ -183,7 +185,11 @@ fn packet_ids_go_round_and_come_back() {
             let key = (oldest_seq + ahead) << 1 | 1;
             let pid = pid_of_key(key);
             assert!(pid >= 1);
-            assert_eq!(key_of_pid(pid, oldest), key, "oldest {oldest_seq} ahead {ahead}");
+            assert_eq!(
+                key_of_pid(pid, oldest),
+                key,
+                "oldest {oldest_seq} ahead {ahead}"
+            );
         }
     }
 }
@@ -211,7 +217,9 @@ fn broker_stream_311() -> Vec<u8> {
         b"r",
         b"",
     ));
-    w.extend_from_slice(&[0x40, 2, 0, 9, 0x50, 2, 0, 10, 0x62, 2, 0, 11, 0x70, 2, 0, 12]);
+    w.extend_from_slice(&[
+        0x40, 2, 0, 9, 0x50, 2, 0, 10, 0x62, 2, 0, 11, 0x70, 2, 0, 12,
+    ]);
     w.extend_from_slice(&[0xB0, 2, 0, 13, 0xD0, 0]);
     w
 }

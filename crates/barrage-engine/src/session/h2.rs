@@ -481,6 +481,10 @@ impl Session for H2 {
         rec.counters.h2.frames_written += std::mem::take(&mut self.st.frames_out);
     }
 
+    fn waited_for_room(rec: &mut barrage_metrics::Recorder, n: u64) {
+        rec.counters.h2.stream_waits += n;
+    }
+
     fn room(&self, cfg: &Cfg) -> u64 {
         let st = &self.st;
         if !st.settled || st.goaway.is_some() || st.next_id > LAST_ID || st.unframed {

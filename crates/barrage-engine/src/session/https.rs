@@ -87,6 +87,11 @@ impl Session for AnyHttp {
         each!(self, cfg, s, c => s.room(c))
     }
 
+    fn waited_for_room(rec: &mut Recorder, n: u64) {
+        // Only an HTTP/2 connection has less room than asked for.
+        <super::h2::H2 as Session>::waited_for_room(rec, n);
+    }
+
     fn render(&mut self, cfg: &Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
         each!(self, cfg, s, c => s.render(c, msg, fill, out))
     }

@@ -213,6 +213,15 @@ pub trait Session: Sized + Send + 'static {
         u64::MAX
     }
 
+    /// Messages of an open loop fell due while [`Session::room`] said none could go: count
+    /// them as the protocol names that limit (HTTP/2: waits for a stream).
+    fn waited_for_room(_rec: &mut Recorder, _n: u64) {}
+
+    /// Request ids taken from the exchange keys in a ring of this many (MQTT's 65,535 packet
+    /// ids; 0: none): the worker opens no exchange whose id the oldest one in flight still
+    /// holds.
+    const KEY_RING: u64 = 0;
+
     /// Append one request to `out.buf`.
     fn render(&mut self, cfg: &Self::Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered;
 
@@ -278,7 +287,7 @@ pub trait Session: Sized + Send + 'static {
 
     /// How often [`Session::tick`] runs on a connection that is up (after its handshake),
     /// in nanoseconds: a keep-alive (MQTT's PINGREQ). `None`: never.
-    fn tick_ns(_cfg: &Self::Cfg) -> Option<u64> {
+    fn tick_ns(&self, _cfg: &Self::Cfg) -> Option<u64> {
         None
     }
 
@@ -729,6 +738,25 @@ impl<'a> Replies<'a> {
     }
 
     /// The exchange with this key got its reply (protocols whose replies carry a key).
+    /// A scenario user's exchange at the front ended with an acknowledgement that carries
+    /// nothing to look into (MQTT's PUBACK, SUBACK): no `on` rule, `expect` or capture is run
+    /// on it, only the step's accounting.
+    pub fn complete_ack(&mut self, bad: Option<ErrorClass>) -> Option<Exchange> {
+        self.rec.counters.replies += 1;
+        let front = self.ex.front().copied();
+        if let (Some(u), Some(f)) = (self.user.as_mut(), front) {
+            if u.st.await_key == f.key {
+                u.st.step_done = true;
+            }
+        }
+        let Some(ex) = self.ex.pop_front() else {
+            self.rec.counters.unexpected += 1;
+            return None;
+        };
+        self.finish(&ex, bad);
+        Some(ex)
+    }
+
     pub fn complete_key(&mut self, key: u64, bad: Option<ErrorClass>) -> Option<Exchange> {
         self.rec.counters.replies += 1;
         let Some(ex) = self.ex.complete(key) else {

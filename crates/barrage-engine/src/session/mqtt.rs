@@ -42,8 +42,10 @@ struct State {
     ping_ticks: u8,
     /// Of the PUBLISH being received: a scenario user's copy is collected.
     delivering: bool,
-    /// The pending keep-alive tick (`Session::tick_at`).
+    /// The pending keep-alive tick (`Session::tick_at`), and the keep-alive in force: the
+    /// client's, or the broker's Server Keep Alive (5.0), which the client must use.
     tick_at: u64,
+    keepalive_s: u16,
     /// A DISCONNECT was written, to count (`Session::counts`).
     bye: bool,
 }
@@ -87,6 +89,7 @@ impl Session for Mqtt {
                 ping_ticks: 0,
                 delivering: false,
                 tick_at: u64::MAX,
+                keepalive_s: cfg.p.keepalive_s,
                 bye: false,
             },
         }
@@ -112,7 +115,9 @@ impl Session for Mqtt {
         let user = p.username.as_ref().map(render);
         let pass = p.password.as_ref().map(render);
         if id.len() > 65_535 || user.as_ref().is_some_and(|u| u.len() > 65_535) {
-            return Err(ProtoError::new("MQTT: a client id or user name over 65,535 bytes"));
+            return Err(ProtoError::new(
+                "MQTT: a client id or user name over 65,535 bytes",
+            ));
         }
         mqtt::connect(
             out.buf,
@@ -140,6 +145,12 @@ impl Session for Mqtt {
     fn room(&self, _cfg: &Cfg) -> u64 {
         u64::from(self.st.receive_max.saturating_sub(self.st.inflight))
     }
+
+    fn waited_for_room(rec: &mut Recorder, n: u64) {
+        rec.counters.mqtt.receive_max_waits += n;
+    }
+
+    const KEY_RING: u64 = 65_535;
 
     #[inline]
     fn render(&mut self, cfg: &Cfg, _msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
@@ -176,8 +187,15 @@ impl Session for Mqtt {
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         let mut at = 0;
         loop {
-            let mut sink = Sink { s: &mut self.st, r };
-            at += self.dec.feed(&data[at..], &mut sink).map_err(ProtoError::new)?;
+            let mut sink = Sink {
+                cfg: _cfg,
+                s: &mut self.st,
+                r,
+            };
+            at += self
+                .dec
+                .feed(&data[at..], &mut sink)
+                .map_err(ProtoError::new)?;
             if r.close.is_some() || !self.dec.pause {
                 return Ok(());
             }
@@ -226,8 +244,9 @@ impl Session for Mqtt {
         self.st.owed.clear();
     }
 
-    fn tick_ns(cfg: &Cfg) -> Option<u64> {
-        (cfg.p.keepalive_s > 0).then(|| u64::from(cfg.p.keepalive_s) * 500_000_000)
+    fn tick_ns(&self, _cfg: &Cfg) -> Option<u64> {
+        let k = self.st.keepalive_s;
+        (k > 0).then(|| u64::from(k) * 500_000_000)
     }
 
     fn awaits_answer(&self) -> bool {
@@ -266,6 +285,7 @@ impl Session for Mqtt {
 }
 
 struct Sink<'s, 'r, 'a> {
+    cfg: &'s Cfg,
     s: &'s mut State,
     r: &'r mut Replies<'a>,
 }
@@ -282,7 +302,7 @@ impl Sink<'_, '_, '_> {
         };
         let key = mqtt::key_of_pid(pid, oldest);
         let done = if self.r.is_user() && key == oldest {
-            self.r.complete(bad).is_some()
+            self.r.complete_ack(bad).is_some()
         } else {
             self.r.complete_key(key, bad).is_some()
         };
@@ -305,6 +325,13 @@ impl mqtt::Sink for Sink<'_, '_, '_> {
         }
         if props.receive_max > 0 {
             self.s.receive_max = props.receive_max;
+        }
+        if let Some(k) = props.server_keepalive {
+            self.s.keepalive_s = k;
+        }
+        if let Some(why) = beyond_the_brokers_limits(self.cfg, &props) {
+            self.r.close = Some(Close::Fail(ErrorClass::MqttRefused, why));
+            return;
         }
         self.s.awaiting &= !CONNACK;
     }
@@ -391,13 +418,46 @@ impl mqtt::Sink for Sink<'_, '_, '_> {
     }
 
     fn disconnect(&mut self, reason: u8) {
-        self.r.rec.counters.mqtt.disconnects.add(u16::from(reason), 1);
+        self.r
+            .rec
+            .counters
+            .mqtt
+            .disconnects
+            .add(u16::from(reason), 1);
         if self.r.close.is_none() {
             self.r.close = Some(Close::Fail(
                 ErrorClass::ClosedByPeer,
                 format!("the broker sent DISCONNECT (reason 0x{reason:02x})"),
             ));
         }
+    }
+}
+
+/// What the run publishes that a 5.0 broker's CONNACK said it does not take: a QoS above
+/// its Maximum QoS, retained messages it does not keep, packets over its Maximum Packet Size
+/// (when the load's longest packet is known). A broker disconnects a client that sends them,
+/// so the connection fails at once, saying which.
+fn beyond_the_brokers_limits(cfg: &Cfg, props: &mqtt::decode::ConnackProps) -> Option<String> {
+    let p = &cfg.p;
+    let publish = p.publish.as_ref()?;
+    if let Some(q) = props.max_qos.filter(|&q| p.qos > q) {
+        return Some(format!(
+            "the broker's Maximum QoS is {q}: publish at --qos {q} or lower"
+        ));
+    }
+    if p.retain && props.retain_available == Some(false) {
+        return Some("the broker keeps no retained messages: drop --retain".into());
+    }
+    let longest = publish
+        .bound()
+        .zip(cfg.payload.bound())
+        .map(|(t, m)| 1 + 4 + 2 + t + 2 + 4 + m);
+    match (longest, props.max_packet) {
+        (Some(n), max) if max > 0 && n > max as usize => Some(format!(
+            "the broker's Maximum Packet Size is {max} bytes; a PUBLISH of this run takes up \
+             to {n}"
+        )),
+        _ => None,
     }
 }
 

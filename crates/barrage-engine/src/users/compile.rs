@@ -365,10 +365,7 @@ impl Builder<'_> {
         let expect = s.expect.as_ref().map(|e| &e.value);
         let mut awaits = match &msg {
             // A publish at QoS 0 is done when written; the rest await their acknowledgement.
-            StepMsg::Mqtt(m) => !matches!(
-                m.kind,
-                super::MqttStepKind::Publish { qos: 0, .. }
-            ),
+            StepMsg::Mqtt(m) => !matches!(m.kind, super::MqttStepKind::Publish { qos: 0, .. }),
             _ => !self.cx.no_replies,
         };
         if let Some(f) = expect.and_then(|e| e.framing.as_ref()) {

@@ -312,10 +312,10 @@ impl<S: Session> Worker<S> {
             self.rec.backlog = self.rec.backlog + backlog - before;
             if state == State::Ready && !c.pending_write() && backlog > 0 {
                 // What waits for a stream (HTTP/2) stays due: its latency counts the wait.
-                let room = c.session.room(&self.cfg);
+                let room = self.room(i);
                 if room < backlog {
                     // Messages that fell due with no stream free: the server's limit showing.
-                    self.rec.counters.h2.stream_waits += new_due.min(backlog - room);
+                    S::waited_for_room(&mut self.rec, new_due.min(backlog - room));
                 }
                 let n = self.allow(backlog.min(room));
                 self.send(idx, n, now);
@@ -335,7 +335,7 @@ impl<S: Session> Worker<S> {
                 }
             }
             if c.owed > 0 && !c.pending_write() {
-                let want = (c.owed as u64).min(c.session.room(&self.cfg));
+                let want = (c.owed as u64).min(self.room(i));
                 let n = self.allow(want);
                 self.conns[i].owed -= n as u32;
                 self.send(idx, n, now);
@@ -343,6 +343,21 @@ impl<S: Session> Worker<S> {
         }
         if wake != u64::MAX {
             self.schedule_wake(idx, wake);
+        }
+    }
+
+    /// How many more exchanges connection `i` can open now: what its session allows and, for
+    /// a protocol whose request ids come from the keys in a ring (`Session::KEY_RING`), no
+    /// more than keeps the newest id clear of the oldest still in flight.
+    fn room(&self, i: usize) -> u64 {
+        let c = &self.conns[i];
+        let room = c.session.room(&self.cfg);
+        match (S::KEY_RING, c.ex.front()) {
+            (0, _) | (_, None) => room,
+            (ring, Some(f)) => {
+                let span = c.load_key().saturating_sub(f.key) >> 1;
+                room.min(ring.saturating_sub(span))
+            }
         }
     }
 

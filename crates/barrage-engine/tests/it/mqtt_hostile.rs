@@ -186,7 +186,9 @@ fn mqtt5_receive_maximum_bounds_the_publishes_in_flight() {
     let s = &out.outcome.summary;
     assert!(s.exchanges.completed >= 20, "{:?}", s.exchanges);
     assert_eq!(s.exchanges.failed, 0);
-    let most = rx.recv_timeout(Duration::from_secs(5)).expect("the broker's count");
+    let most = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the broker's count");
     assert_eq!(most, 2, "PUBLISHes in flight at once");
 }
 
@@ -232,7 +234,11 @@ fn a_silent_broker_fails_the_keepalive_as_timeout() {
     assert!(timeouts >= 1, "{:?}", t.errors);
     assert_eq!(t.mqtt.pongs, 0);
     // Each connection pinged once and timed out; the last one may still be waiting.
-    assert!((timeouts..=timeouts + 1).contains(&t.mqtt.pings), "{:?}", t.mqtt);
+    assert!(
+        (timeouts..=timeouts + 1).contains(&t.mqtt.pings),
+        "{:?}",
+        t.mqtt
+    );
     assert!((timeouts..=timeouts + 1).contains(&t.mqtt.connack.get(0)));
 }
 
@@ -292,4 +298,113 @@ fn a_flood_of_qos1_deliveries_is_counted_and_acknowledged() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(acks.load(Ordering::Relaxed), N);
+}
+
+#[test]
+fn a_packet_id_is_never_reused_while_its_publish_is_unacknowledged() {
+    // The broker never acknowledges the first PUBLISH and acknowledges every other at once:
+    // the client publishes until the newest id would reach the oldest's (65,535 ids), then
+    // waits; the held one times out and the connection is opened again. No id in flight is
+    // ever sent again on the same connection.
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = TestServer::start(move |mut s| {
+        if accept(&mut s, None).is_none() {
+            return;
+        }
+        let (mut held, mut reused, mut n) = (None, 0u64, 0u64);
+        let mut w = Vec::new();
+        while let Some((first, body)) = read_packet(&mut s) {
+            if first >> 4 != 3 {
+                continue;
+            }
+            n += 1;
+            let id = publish_pid(&body);
+            match held {
+                None => held = Some(id),
+                Some(h) if h == id => reused += 1,
+                Some(_) => {
+                    let [a, b] = id.to_be_bytes();
+                    w.extend_from_slice(&[0x40, 2, a, b]);
+                }
+            }
+            if w.len() >= 4096 {
+                if s.write_all(&w).is_err() {
+                    break;
+                }
+                w.clear();
+            }
+            if n % 64 == 0 && !w.is_empty() {
+                if s.write_all(&w).is_err() {
+                    break;
+                }
+                w.clear();
+            }
+        }
+        let _ = tx.lock().unwrap().send((n, reused));
+    });
+    let mut p = mqtt_plan(server.addr, true, 1, 3.0);
+    p.pipeline = 256;
+    p.timeout = Duration::from_millis(1500);
+    let out = go(p);
+    let s = &out.outcome.summary;
+    let (n, reused) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the broker's count");
+    assert_eq!(
+        reused, 0,
+        "packet ids reused while in flight ({n} PUBLISHes)"
+    );
+    assert!(n >= 65_535, "the client published up to the ring: {n}");
+    assert!(
+        s.totals.errors.get(ErrorClass::Timeout) >= 1,
+        "{:?}",
+        s.totals.errors
+    );
+}
+
+#[test]
+fn the_brokers_server_keep_alive_replaces_the_clients() {
+    // A 5.0 broker says Server Keep Alive 2 s to a client asking for 60 s: the client pings
+    // on the broker's period (ticks at 1..9 s of 9.5 s; a PINGREQ every other tick).
+    let server = TestServer::start(|mut s| {
+        if accept(&mut s, Some(&[0x13, 0, 2])).is_none() {
+            return;
+        }
+        while let Some((first, _)) = read_packet(&mut s) {
+            if first == 0xC0 && s.write_all(&[0xD0, 0]).is_err() {
+                return;
+            }
+        }
+    });
+    let mut p = mqtt_plan(server.addr, false, 0, 9.5);
+    mqtt(&mut p).version = 5;
+    let (out, _) = go_virtual(p);
+    let m = &out.outcome.summary.totals.mqtt;
+    assert_eq!((m.pings, m.pongs), (4, 4));
+}
+
+#[test]
+fn a_qos_above_the_brokers_maximum_is_refused_before_any_publish() {
+    // Maximum QoS 0 in CONNACK; the run publishes at QoS 1: each connection fails at once as
+    // mqtt.refused, and no PUBLISH reaches the broker (it would disconnect the client).
+    let publishes = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&publishes);
+    let server = TestServer::start(move |mut s| {
+        if accept(&mut s, Some(&[0x24, 0])).is_none() {
+            return;
+        }
+        while let Some((first, _)) = read_packet(&mut s) {
+            if first >> 4 == 3 {
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let mut p = mqtt_plan(server.addr, true, 1, 0.5);
+    mqtt(&mut p).version = 5;
+    let out = go(p);
+    let s = &out.outcome.summary;
+    assert!(s.totals.errors.get(ErrorClass::MqttRefused) >= 1);
+    assert_eq!(s.exchanges.sent, 0);
+    assert_eq!(publishes.load(Ordering::Relaxed), 0);
 }

@@ -514,3 +514,22 @@ fn with_ready(ready: u64) -> RunResult {
     });
     r
 }
+
+#[test]
+fn a_run_that_only_holds_is_judged_by_its_connection_errors() {
+    let mut r = result(30, 0, 0, 10);
+    r.config.mode = "hold".into();
+    let a = analyze(&r, None, None);
+    let rows = assess(&r, &a, &[]);
+    assert_eq!(rows[0].status, Grade::NotMeasured, "{}", rows[0].figure);
+    assert_eq!(rows[4].status, Grade::Pass, "{}", rows[4].figure);
+    assert_eq!(rows[4].figure, "no connection error while holding");
+    // The broker dropped two connections: the hold failed.
+    r.summary.errors.add(crate::ErrorClass::ClosedByPeer, 2);
+    let rows = assess(&r, &analyze(&r, None, None), &[]);
+    assert_eq!(rows[4].status, Grade::Fail);
+    assert_eq!(
+        rows[4].figure,
+        "2 connection errors while holding (closed_by_peer 2)"
+    );
+}

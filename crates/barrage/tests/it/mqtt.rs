@@ -22,7 +22,10 @@ struct Broker {
 
 impl Broker {
     fn start() -> Option<Broker> {
-        if !available("mosquitto", on_path("mosquitto") && on_path("mosquitto_sub")) {
+        if !available(
+            "mosquitto",
+            on_path("mosquitto") && on_path("mosquitto_sub"),
+        ) {
             return None;
         }
         let dir = tempfile::tempdir().expect("tempdir");
@@ -97,7 +100,15 @@ impl Broker {
             "uptime",
         ];
         let mut cmd = StdCommand::new("mosquitto_sub");
-        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-v", "-W", "10"]);
+        cmd.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-v",
+            "-W",
+            "10",
+        ]);
         cmd.args(["-C", &TOPICS.len().to_string()]);
         for t in TOPICS {
             cmd.args(["-t", &format!("$SYS/broker/{t}")]);
@@ -192,13 +203,35 @@ fn reconcile(qos: &str, version: &str) {
         v.extend(extra.iter().map(|s| s.to_string()));
         v
     };
-    let a_args = common(&["-c", "4", "--subscribe", "r/#", "-d", "6s", "--keepalive", "2s", "-t", "1"]);
+    let a_args = common(&[
+        "-c",
+        "4",
+        "--subscribe",
+        "r/#",
+        "-d",
+        "6s",
+        "--keepalive",
+        "2s",
+        "-t",
+        "1",
+    ]);
     let subs = subscribers(&a_args, &a_json, 4);
     let pubs = run_result(
-        &common(&["-c", "2", "--publish", "r/{conn}", "-m", "m{seq}", "-n", "1000", "--pipeline", "4"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        &common(&[
+            "-c",
+            "2",
+            "--publish",
+            "r/{conn}",
+            "-m",
+            "m{seq}",
+            "-n",
+            "1000",
+            "--pipeline",
+            "4",
+        ])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
         &[],
     );
     let mut subs = subs;
@@ -216,7 +249,11 @@ fn reconcile(qos: &str, version: &str) {
     );
     let sent = u(&pubs, "summary.exchanges.sent");
     conserved(&pubs);
-    assert_eq!(u(&pubs, "summary.exchanges.completed"), sent, "every PUBLISH acknowledged");
+    assert_eq!(
+        u(&pubs, "summary.exchanges.completed"),
+        sent,
+        "every PUBLISH acknowledged"
+    );
     if qos != "2" {
         // mosquitto 2.0.11 leaves QoS 2 PUBLISHes out of this counter (seen here: 0 after
         // 10 of them); they are in `messages/received` below with every other packet.
@@ -243,7 +280,10 @@ fn reconcile(qos: &str, version: &str) {
         sys["bytes/received"],
         bytes(&subs, "bytes_written") + bytes(&pubs, "bytes_written")
     );
-    assert_eq!(sys["bytes/sent"], bytes(&subs, "bytes_read") + bytes(&pubs, "bytes_read"));
+    assert_eq!(
+        sys["bytes/sent"],
+        bytes(&subs, "bytes_read") + bytes(&pubs, "bytes_read")
+    );
     assert_eq!(
         (accepted(&subs), mq(&subs, "subscribed"), mq(&subs, "pongs")),
         (4, 4, mq(&subs, "pings"))
@@ -265,15 +305,50 @@ fn mqtt_flags_are_checked_before_any_load() {
     let port = refused_port().to_string();
     let url = format!("mqtt://127.0.0.1:{port}");
     let cases: &[(&[&str], &str)] = &[
-        (&["--publish", "a/+/b"], "error: --publish 'a/+/b': '+' is a wildcard"),
-        (&["--publish", "t", "--qos", "3"], "error: --qos 3: MQTT's QoS is 0, 1 or 2"),
+        (
+            &["--publish", "a/+/b"],
+            "error: --publish 'a/+/b': '+' is a wildcard",
+        ),
+        (
+            &["--publish", "t", "--qos", "3"],
+            "error: --qos 3: MQTT's QoS is 0, 1 or 2",
+        ),
         (&["--keepalive", "1500ms"], "error: --keepalive"),
-        (&["--mqtt-version", "4.0"], "error: --mqtt-version 4.0: barrage speaks MQTT 3.1.1 and 5"),
-        (&["-m", "x"], "error: -m/--message says what is published: give --publish TOPIC"),
+        (
+            &["--mqtt-version", "4.0"],
+            "error: --mqtt-version 4.0: barrage speaks MQTT 3.1.1 and 5",
+        ),
+        (
+            &["-m", "x"],
+            "error: -m/--message says what is published: give --publish TOPIC",
+        ),
         (&["--rate", "10"], "error: --rate says what is published"),
-        (&["--first-message", "x"], "error: --first-message does not apply to mqtt://"),
+        (
+            &["--first-message", "x"],
+            "error: --first-message does not apply to mqtt://",
+        ),
         (&["--publish", "t/{seq%0}"], "error: --publish 't/{seq%0}'"),
-        (&["--password", "{secret:BARRAGE_NO_SUCH_SECRET}"], "error: --password: {secret:BARRAGE_NO_SUCH_SECRET} needs"),
+        (
+            &[
+                "--username",
+                "u",
+                "--password",
+                "{secret:BARRAGE_NO_SUCH_SECRET}",
+            ],
+            "error: --password: {secret:BARRAGE_NO_SUCH_SECRET} needs",
+        ),
+        (
+            &["--password", "pw"],
+            "error: --password needs --username on MQTT 3.1.1",
+        ),
+        (
+            &["--username", "u", "--password", "S3cret{seq%0}X"],
+            "error: --password is not a valid template (its value is not shown)",
+        ),
+        (
+            &["--username", "S3cret{rand%}"],
+            "error: --username is not a valid template",
+        ),
     ];
     for (args, want) in cases {
         let out = barrage().arg(&url).args(*args).output().unwrap();
@@ -281,6 +356,7 @@ fn mqtt_flags_are_checked_before_any_load() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.starts_with(want), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("S3cret"), "a credential shown: {err}");
     }
     let out = barrage()
         .args(["http://127.0.0.1:1/", "--publish", "t"])
@@ -295,12 +371,26 @@ fn mqtt_flags_are_checked_before_any_load() {
 fn mqtt_credentials_never_reach_an_output() {
     let Some(b) = Broker::start() else { return };
     let v = run_result(
-        &[&b.url(), "-c", "1", "-d", "1s", "--username", "u-s3cret", "--password", "{secret:MQ_PW}"],
+        &[
+            &b.url(),
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--username",
+            "u-s3cret",
+            "--password",
+            "{secret:MQ_PW}",
+        ],
         &[("MQ_PW", "pw-s3cret")],
     );
     let text = v.to_string();
     assert!(!text.contains("s3cret"), "{text}");
-    assert_eq!(accepted(&v), 1, "mosquitto takes any credentials when anonymous");
+    assert_eq!(
+        accepted(&v),
+        1,
+        "mosquitto takes any credentials when anonymous"
+    );
     assert_eq!(s(&v, "config.mode"), "hold");
 }
 
@@ -330,11 +420,18 @@ fn the_rooms_example_broadcasts_over_mosquitto_and_reconciles() {
     conserved(&v);
     let said = u(step(&v, "say"), "sent");
     assert!(said > 0);
-    assert_eq!(u(step(&v, "say"), "completed"), said, "each say got its PUBACK");
+    assert_eq!(
+        u(step(&v, "say"), "completed"),
+        said,
+        "each say got its PUBACK"
+    );
     assert_eq!(sys["publish/messages/received"], said);
     let bc = field(&v, "summary.broadcast");
     assert_eq!(u(bc, "sent"), said);
-    assert_eq!((u(bc, "duplicates"), u(bc, "late"), u(bc, "lost")), (0, 0, 0));
+    assert_eq!(
+        (u(bc, "duplicates"), u(bc, "late"), u(bc, "lost")),
+        (0, 0, 0)
+    );
     assert_eq!(sys["publish/messages/sent"], u(bc, "delivered"));
     assert_eq!(received(&v, 1), u(bc, "delivered"));
     assert!(u(bc, "delivered") <= u(bc, "expected"));
@@ -368,7 +465,17 @@ fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
     let json = dir.path().join("r.json");
     let mut run = Guard(
         StdCommand::new(bin())
-            .args([&b.url(), "-c", "4", "--publish", "t/{conn}", "--qos", "1", "--rate", "400"])
+            .args([
+                &b.url(),
+                "-c",
+                "4",
+                "--publish",
+                "t/{conn}",
+                "--qos",
+                "1",
+                "--rate",
+                "400",
+            ])
             .args(["-d", "4s", "--timeout", "1s", "-q", "--json"])
             .arg(&json)
             .stdout(Stdio::null())
@@ -381,7 +488,10 @@ fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(b.spawn(), "mosquitto started again");
     let status = wait_at_most(&mut run.0, Duration::from_secs(20)).expect("the run ends");
-    assert!(status.code().is_some_and(|c| c == 0 || c == 3), "{status:?}");
+    assert!(
+        status.code().is_some_and(|c| c == 0 || c == 3),
+        "{status:?}"
+    );
     let v = read_json(&json);
     let e = field(&v, "summary.exchanges");
     let (sent, completed, failed, in_flight) = (
@@ -399,14 +509,24 @@ fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
     // Every failed publish has a named class; the broker's death shows as broken
     // connections and refused reconnects, not as `other` or `protocol`.
     let by = field(&v, "summary.totals.failed_by");
-    let named: u64 = ["reset", "closed_by_peer", "timeout", "refused", "connect_timeout"]
-        .iter()
-        .map(|c| u(by, c))
-        .sum();
+    let named: u64 = [
+        "reset",
+        "closed_by_peer",
+        "timeout",
+        "refused",
+        "connect_timeout",
+    ]
+    .iter()
+    .map(|c| u(by, c))
+    .sum();
     assert_eq!(failed, named, "{by}");
     assert_eq!((u(by, "other"), u(by, "protocol")), (0, 0), "{by}");
     // The connections were opened again and published to the new broker.
-    assert!(u(&v, "summary.totals.connects") >= 8, "{}", field(&v, "summary.totals"));
+    assert!(
+        u(&v, "summary.totals.connects") >= 8,
+        "{}",
+        field(&v, "summary.totals")
+    );
     assert!(accepted(&v) >= 8);
     assert!(completed > 0);
 }
@@ -417,11 +537,56 @@ fn an_mqtt_run_splits_over_processes_and_merges() {
     // merge refuses shards of different settings) and differ per connection.
     let Some(b) = Broker::start() else { return };
     let v = run_result(
-        &[&b.url(), "-c", "6", "--processes", "2", "--publish", "p/{conn}", "--qos", "1", "-n", "600"],
+        &[
+            &b.url(),
+            "-c",
+            "6",
+            "--processes",
+            "2",
+            "--publish",
+            "p/{conn}",
+            "--qos",
+            "1",
+            "-n",
+            "600",
+        ],
         &[],
     );
     conserved(&v);
     assert_eq!(accepted(&v), 6, "{}", field(&v, "summary.totals.mqtt"));
     assert_eq!(u(&v, "summary.exchanges.completed"), mq(&v, "puback"));
     assert!(u(&v, "summary.exchanges.completed") >= 600);
+}
+
+#[test]
+fn an_on_rule_that_matches_anything_takes_deliveries_not_acknowledgements() {
+    // A catch-all rule takes every delivery; the steps' SUBACK, PUBACK and UNSUBACK
+    // still complete their steps (an acknowledgement carries nothing to match).
+    let Some(b) = Broker::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("any.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "target = \"{}\"\n[users]\ncount = 3\narrive = \"100/s\"\nhold = \"1s\"\n\
+             [[steps]]\nname = \"join\"\nsubscribe = \"any/#\"\nqos = 1\n\
+             [[steps]]\nname = \"say\"\ntopic = \"any/{{user}}\"\nsend = \"hi {{user}}\"\nqos = 1\n\
+             [[on]]\nname = \"all\"\nmatch = {{ regex = \".*\" }}\n\
+             [[leave]]\nname = \"bye\"\nunsubscribe = \"any/#\"\n",
+            b.url()
+        ),
+    )
+    .unwrap();
+    let v = run_result(&["run", file.to_str().unwrap()], &[]);
+    for s in ["join", "say", "bye"] {
+        let st = step(&v, s);
+        assert_eq!((u(st, "sent"), u(st, "completed")), (3, 3), "{s}: {st}");
+    }
+    // Each say reached the subscribers that had joined by then: every delivery an on rule
+    // took, none an acknowledgement.
+    assert_eq!(
+        u(&v, "summary.totals.pushed"),
+        received(&v, 0) + received(&v, 1)
+    );
+    assert!(u(&v, "summary.totals.pushed") >= 3);
 }

@@ -33,7 +33,11 @@ impl StepsCheck<'_> {
                 ));
             };
             if t.is_empty() {
-                return Err(cx.err(t.line, format!("{key}.topic"), "is empty; a topic has at least one character"));
+                return Err(cx.err(
+                    t.line,
+                    format!("{key}.topic"),
+                    "is empty; a topic has at least one character",
+                ));
             }
             if let Some(w) = t.chars().find(|c| matches!(c, '+' | '#')) {
                 return Err(cx.err(
@@ -53,21 +57,37 @@ impl StepsCheck<'_> {
         for (k, f) in [("subscribe", &s.subscribe), ("unsubscribe", &s.unsubscribe)] {
             if let Some(f) = f {
                 if f.is_empty() {
-                    return Err(cx.err(f.line, format!("{key}.{k}"), "is empty; give a topic filter"));
+                    return Err(cx.err(
+                        f.line,
+                        format!("{key}.{k}"),
+                        "is empty; give a topic filter",
+                    ));
                 }
                 self.template(f, &format!("{key}.{k}"), part)?;
             }
         }
         if let Some(q) = &s.qos {
             if q.value > 2 {
-                return Err(cx.err(q.line, format!("{key}.qos"), format!("{}; MQTT's QoS is 0, 1 or 2", q.value)));
+                return Err(cx.err(
+                    q.line,
+                    format!("{key}.qos"),
+                    format!("{}; MQTT's QoS is 0, 1 or 2", q.value),
+                ));
             }
             if !(publish || kind == "subscribe") {
-                return Err(cx.err(q.line, format!("{key}.qos"), "goes with a publish (send with topic) or a subscribe step"));
+                return Err(cx.err(
+                    q.line,
+                    format!("{key}.qos"),
+                    "goes with a publish (send with topic) or a subscribe step",
+                ));
             }
         }
         if let (Some(r), false) = (&s.retain, publish) {
-            return Err(cx.err(r.line, format!("{key}.retain"), "goes with a publish (send with topic)"));
+            return Err(cx.err(
+                r.line,
+                format!("{key}.retain"),
+                "goes with a publish (send with topic)",
+            ));
         }
         if matches!(kind, "send" | "fields" | "subscribe" | "unsubscribe") {
             let reply = [

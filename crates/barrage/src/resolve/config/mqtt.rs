@@ -25,15 +25,26 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
             if on {
                 return Err(Usage::says(
                     flag,
-                    format!("applies to mqtt:// and mqtts:// targets, not {}://", scheme.name()),
+                    format!(
+                        "applies to mqtt:// and mqtts:// targets, not {}://",
+                        scheme.name()
+                    ),
                 ));
             }
         }
         return Ok(());
     }
     for (flag, on, why) in [
-        ("--first-message", a.first_message.is_some(), "CONNECT opens each connection"),
-        ("--expect", a.expect.is_some(), "an acknowledgement is what --qos says"),
+        (
+            "--first-message",
+            a.first_message.is_some(),
+            "CONNECT opens each connection",
+        ),
+        (
+            "--expect",
+            a.expect.is_some(),
+            "an acknowledgement is what --qos says",
+        ),
         ("--verify", a.verify, "a PUBLISH has no echo"),
     ] {
         if on {
@@ -107,7 +118,10 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
     for (flag, t) in [("--publish", &m.publish), ("--subscribe", &m.subscribe)] {
         if let Some(t) = t {
             if t.is_empty() {
-                return Err(Usage::says(flag, "is empty; a topic has at least one character"));
+                return Err(Usage::says(
+                    flag,
+                    "is empty; a topic has at least one character",
+                ));
             }
             template(flag, t)?;
         }
@@ -126,10 +140,27 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
         .clone()
         .unwrap_or_else(|| format!("barrage-{:06x}-{{conn}}", run_tag(a)));
     template("--client-id", &client_id)?;
+    // Credentials are templates too ({conn}, {secret:NAME}), but a mistake in one never
+    // shows its value.
     for (flag, t) in [("--username", &m.username), ("--password", &m.password)] {
         if let Some(t) = t {
-            template(flag, t)?;
+            let ok = unescape(t).ok().is_some_and(|raw| {
+                barrage_engine::Template::with_secrets(raw, &|_| Some(Vec::new())).is_ok()
+            });
+            if !ok {
+                return Err(Usage::says(
+                    flag,
+                    "is not a valid template (its value is not shown): escapes as -m reads \
+                     them, placeholders such as {conn}, {seq%N} with N from 1, {secret:NAME}",
+                ));
+            }
         }
+    }
+    if version == barrage_engine::mqtt::V311 && m.password.is_some() && m.username.is_none() {
+        return Err(Usage::says(
+            "--password",
+            "needs --username on MQTT 3.1.1 (a password alone is MQTT 5: --mqtt-version 5)",
+        ));
     }
     Ok(ProtocolSpec::Mqtt(Box::new(MqttSpec {
         version,
