@@ -1,8 +1,8 @@
 //! Arbitrary text through the message pipeline: `unescape` must never panic, `escape` then
 //! `unescape` must give the same bytes back, and a template must render exactly what a plain
 //! left-to-right replacement of `{conn}`, `{seq}` and `{ts_us}` gives (`Template::new`), or
-//! of those and `{seq%N}`, `{rand%N}` (`Template::try_new`, which rejects a malformed
-//! `{seq%...}`/`{rand%...}`).
+//! of those and `{seq%N}`, `{rand%N}`, `{conn%N}`, `{user%N}` (`Template::try_new`, which
+//! rejects a malformed `{seq%...}`/`{rand%...}`/`{conn%...}`/`{user%...}`).
 #![no_main]
 
 use barrage_engine::message::{rand_mod, Fill};
@@ -38,12 +38,15 @@ fn naive(raw: &[u8], f: Fill, ranges: bool) -> Vec<u8> {
     out
 }
 
-/// `{seq%N}` / `{rand%N}` (N a u64 above 0) at the start of `b`: its length and value.
+/// `{seq%N}` / `{rand%N}` / `{conn%N}` / `{user%N}` (N a u64 above 0) at the start of `b`:
+/// its length and value.
 fn modulo(b: &[u8], f: Fill) -> Option<(usize, u64)> {
-    let (open, rand) = if b.starts_with(b"{seq%") {
-        (5, false)
+    let (open, kind) = if b.starts_with(b"{seq%") {
+        (5, 0)
     } else if b.starts_with(b"{rand%") {
-        (6, true)
+        (6, 1)
+    } else if b.starts_with(b"{conn%") || b.starts_with(b"{user%") {
+        (6, 2)
     } else {
         return None;
     };
@@ -52,10 +55,10 @@ fn modulo(b: &[u8], f: Fill) -> Option<(usize, u64)> {
     if n == 0 || !b[open..close].iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let v = if rand {
-        rand_mod(f.conn, f.seq, n)
-    } else {
-        f.seq % n
+    let v = match kind {
+        0 => f.seq % n,
+        1 => rand_mod(f.conn, f.seq, n),
+        _ => f.conn % n,
     };
     Some((close + 1, v))
 }
@@ -79,7 +82,12 @@ fn check_template(raw: &[u8]) {
     check(raw, Template::new(raw.to_vec()), false);
     match Template::try_new(raw.to_vec()) {
         Ok(t) => check(raw, t, true),
-        Err(e) => assert!(e.0.starts_with("{seq%") || e.0.starts_with("{rand%"), "{e}"),
+        Err(e) => assert!(
+            ["{seq%", "{rand%", "{conn%", "{user%"]
+                .iter()
+                .any(|p| e.0.starts_with(p)),
+            "{e}"
+        ),
     }
 }
 
