@@ -263,6 +263,21 @@ pub fn wildcard(topic: &[u8]) -> Option<char> {
         .map(|&b| b as char)
 }
 
+/// What is wrong with a topic filter's wildcards, if anything: `+` must be a whole level,
+/// `#` a whole level and the last (`sport/+/player`, `sport/#`; not `sport+`, `a/#/b`).
+pub fn filter_fault(filter: &[u8]) -> Option<&'static str> {
+    let levels: Vec<&[u8]> = filter.split(|&b| b == b'/').collect();
+    for (i, l) in levels.iter().enumerate() {
+        if l.contains(&b'+') && *l != b"+" {
+            return Some("'+' stands for a whole level (a/+/b)");
+        }
+        if l.contains(&b'#') && (*l != b"#" || i + 1 != levels.len()) {
+            return Some("'#' is a whole level and the last (a/b/#)");
+        }
+    }
+    None
+}
+
 /// A packet identifier for the exchange of load key `key` (`seq << 1 | 1`): 1 to 65,535 in
 /// turn. [`key_of_pid`] goes back, given the oldest key in flight.
 #[inline]

@@ -174,6 +174,12 @@ fn publish_subscribe_and_acks() {
     ack(&mut out, PUBACK, 3);
     assert_eq!(out, [0x62, 2, 1, 2, 0x40, 2, 0, 3]);
     assert_eq!(wildcard(b"a/+/b"), Some('+'));
+    for ok in ["a/+/b", "a/#", "#", "+", "+/+", "a/b", "/a/"] {
+        assert_eq!(filter_fault(ok.as_bytes()), None, "{ok}");
+    }
+    for bad in ["a+", "a/#/b", "a#", "a/b#", "#/a", "+a/b"] {
+        assert!(filter_fault(bad.as_bytes()).is_some(), "{bad}");
+    }
     assert_eq!(wildcard(b"a/b"), None);
 }
 

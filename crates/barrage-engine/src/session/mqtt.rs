@@ -184,6 +184,13 @@ impl Session for Mqtt {
         }
     }
 
+    /// A scenario user's step: its packet is rendered whole (`users::MqttStep`); it is
+    /// sending, as far as the keep-alive goes.
+    fn frame_step(&mut self, _cfg: &Cfg, out: &mut Out, start: usize) -> u32 {
+        self.st.active = true;
+        (out.buf.len() - start) as u32
+    }
+
     fn input(&mut self, _cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
         let mut at = 0;
         loop {

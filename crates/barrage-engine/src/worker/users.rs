@@ -337,8 +337,8 @@ impl<S: Session> Worker<S> {
             crate::users::StepMsg::Load => {
                 c.session.render(&self.cfg, Msg::Load, fill, &mut out).len
             }
-            // An MQTT packet is rendered whole.
-            crate::users::StepMsg::Mqtt(_) => (out.buf.len() - at) as u32,
+            // Framed as the protocol sends a message (an MQTT step's packet is whole already:
+            // its session only notes that the connection sent, for the keep-alive).
             _ => c.session.frame_step(&self.cfg, &mut out, at),
         };
         c.seq += 1;

@@ -615,6 +615,10 @@ fn mqtt_steps_fit_the_target_and_each_other() {
             "t.toml:6: protocol.framing: framing applies to tcp://",
         ),
         (
+            format!("{MQTT}[[steps]]\nsubscribe = \"a/#/b\"\n"),
+            "t.toml:6: steps[0].subscribe: '#' is a whole level and the last",
+        ),
+        (
             format!("{MQTT}[[steps]]\nsubscribe = \"r/{{nope}}\"\n"),
             "t.toml:6: steps[0].subscribe: {nope} is not defined",
         ),

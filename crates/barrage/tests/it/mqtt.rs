@@ -315,6 +315,10 @@ fn mqtt_flags_are_checked_before_any_load() {
         ),
         (&["--keepalive", "1500ms"], "error: --keepalive"),
         (
+            &["--subscribe", "a/b+"],
+            "error: --subscribe 'a/b+': '+' stands for a whole level",
+        ),
+        (
             &["--mqtt-version", "4.0"],
             "error: --mqtt-version 4.0: barrage speaks MQTT 3.1.1 and 5",
         ),

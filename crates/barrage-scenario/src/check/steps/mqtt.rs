@@ -63,6 +63,9 @@ impl StepsCheck<'_> {
                         "is empty; give a topic filter",
                     ));
                 }
+                if let Some(why) = filter_fault(f) {
+                    return Err(cx.err(f.line, format!("{key}.{k}"), why));
+                }
                 self.template(f, &format!("{key}.{k}"), part)?;
             }
         }
@@ -104,4 +107,19 @@ impl StepsCheck<'_> {
         }
         Ok(())
     }
+}
+
+/// A topic filter's wildcards out of place: `+` must be a whole level, `#` a whole level and
+/// the last (the engine's `mqtt::filter_fault`; this crate uses no engine code).
+fn filter_fault(f: &str) -> Option<&'static str> {
+    let levels: Vec<&str> = f.split('/').collect();
+    for (i, l) in levels.iter().enumerate() {
+        if l.contains('+') && *l != "+" {
+            return Some("'+' stands for a whole level (a/+/b)");
+        }
+        if l.contains('#') && (*l != "#" || i + 1 != levels.len()) {
+            return Some("'#' is a whole level and the last (a/b/#)");
+        }
+    }
+    None
 }

@@ -126,6 +126,11 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
             template(flag, t)?;
         }
     }
+    if let Some(f) = &m.subscribe {
+        if let Some(why) = barrage_engine::mqtt::filter_fault(f.as_bytes()) {
+            return Err(Usage::value("--subscribe", format!("'{f}'"), why));
+        }
+    }
     if let Some(t) = &m.publish {
         if let Some(w) = barrage_engine::mqtt::wildcard(t.as_bytes()) {
             return Err(Usage::value(
