@@ -8,6 +8,7 @@
 //! capture defined earlier in the step list" is checked by construction, and every capture's
 //! use is known at the end of the pass.
 
+mod layout;
 mod locate;
 mod settings;
 mod steps;
@@ -249,11 +250,12 @@ impl FileScope<'_> {
     }
 }
 
-pub(crate) fn check(file: File, name: &str, dir: &Path) -> Result<Checked, ScenarioError> {
+pub(crate) fn check(mut file: File, name: &str, dir: &Path) -> Result<Checked, ScenarioError> {
     let cx = FileScope {
         file: name,
         dir: dir.to_path_buf(),
     };
+    layout::resolve(&mut file, &cx)?;
     let proto = target_protocol(&cx, &file.target)?;
     let target = proto.steps;
     if let Some(p) = &file.protocol {

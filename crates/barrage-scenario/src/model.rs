@@ -69,6 +69,10 @@ pub struct Protocol {
     pub import_path: Vec<At<String>>,
     /// gRPC: take the methods' descriptors from the server (server reflection; --reflect).
     pub reflect: Option<At<bool>>,
+    /// Binary replies: the layout of their header, fixed-width fields from byte 0, named so
+    /// that `expect`, `match` and captures can say `layout = "room"` instead of an offset and
+    /// a type: "kind:u8, len:u16be, room:u32be" (`bytes:N` skips N unnamed bytes).
+    pub layout: Option<At<String>>,
 }
 
 /// The users of the run: user g (0-based) arrives at a time that is a pure function of g and
@@ -228,6 +232,8 @@ pub struct Expect {
     /// Binary replies: the integer field's type at `at` (u8, u16be, ..., varint, mqtt_varint).
     #[serde(rename = "type")]
     pub type_: Option<At<String>>,
+    /// Binary replies: a field of `protocol.layout` by name, instead of `at` and `type`.
+    pub layout: Option<At<String>>,
     /// Time allowed for the reply, e.g. "2s".
     pub timeout: Option<At<String>>,
 }
@@ -249,6 +255,8 @@ pub struct Match {
     /// Binary messages: the integer field's type at `at`.
     #[serde(rename = "type")]
     pub type_: Option<At<String>>,
+    /// Binary messages: a field of `protocol.layout` by name, instead of `at` and `type`.
+    pub layout: Option<At<String>>,
 }
 
 /// Where a captured value comes from: exactly one source.
@@ -275,6 +283,8 @@ pub struct Capture {
     /// Binary replies: the integer field's type at `at` (u8, u16be, ..., varint, mqtt_varint).
     #[serde(rename = "type")]
     pub type_: Option<String>,
+    /// Binary replies: a field of `protocol.layout` by name, instead of `at` and `type`.
+    pub layout: Option<String>,
 }
 
 /// A rule for pushed messages: when one matches, reply and/or capture.

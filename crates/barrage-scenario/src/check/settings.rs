@@ -82,6 +82,15 @@ pub(super) fn protocol(
             "binary applies to ws:// and wss:// targets",
         ));
     }
+    if let Some(l) = &p.layout {
+        if !matches!(target, TargetKind::Tcp | TargetKind::Ws | TargetKind::Mqtt) {
+            return Err(cx.err(
+                l.line,
+                "protocol.layout",
+                "a binary reply's layout, for tcp://, ws:// and mqtt:// targets",
+            ));
+        }
+    }
     if p.resp3.is_some() && target != TargetKind::Kv {
         return Err(cx.err(0, "protocol.resp3", "resp3 applies to redis:// targets"));
     }

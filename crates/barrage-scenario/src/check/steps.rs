@@ -567,6 +567,7 @@ impl StepsCheck<'_> {
             prefix: e.prefix.clone(),
             at: e.at.clone(),
             type_: e.type_.clone(),
+            layout: None,
         };
         let any = m.json.is_some() || m.regex.is_some() || m.prefix.is_some() || m.at.is_some();
         if any && self.no_replies(Some(e)) {

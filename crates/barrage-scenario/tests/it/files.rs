@@ -627,3 +627,47 @@ fn mqtt_steps_fit_the_target_and_each_other() {
         refused(toml(text), want);
     }
 }
+
+#[test]
+fn a_reply_layout_names_fields_for_expect_match_and_captures() {
+    let ok = toml(&format!(
+        "{HEAD}[protocol]\nlayout = \"kind:u8, bytes:2, room:u32be\"\n[[steps]]\nsend = \"x\"\nexpect = {{ layout = \"kind\", equals = 2 }}\ncapture.room = {{ layout = \"room\" }}\n[[steps]]\nsend = \"{{room}}\"\n[[on]]\nmatch = {{ layout = \"kind\", equals = 9 }}\n"
+    ))
+    .expect("a good layout");
+    let s = &ok.file.steps[0].value;
+    let e = &s.expect.as_ref().unwrap().value;
+    assert_eq!(
+        (
+            e.at.as_ref().map(|a| a.value),
+            e.type_.as_deref().map(String::as_str)
+        ),
+        (Some(0), Some("u8"))
+    );
+    let c = &s.capture["room"].value;
+    assert_eq!((c.at, c.type_.as_deref()), (Some(3), Some("u32be")));
+    let cases: &[(String, &str)] = &[
+        (
+            format!("{HEAD}[[steps]]\nsend = \"x\"\nexpect = {{ layout = \"kind\" }}\n"),
+            "t.toml:7: steps[0].expect: layout = \"kind\" names a field of protocol.layout",
+        ),
+        (
+            format!("{HEAD}[protocol]\nlayout = \"kind:u8\"\n[[steps]]\nsend = \"x\"\nexpect = {{ layout = \"room\" }}\n"),
+            "t.toml:9: steps[0].expect: protocol.layout has no field room (it has kind)",
+        ),
+        (
+            format!("{HEAD}[protocol]\nlayout = \"kind:u8\"\n[[steps]]\nsend = \"x\"\nexpect = {{ layout = \"kind\", at = 0, type = \"u8\" }}\n"),
+            "t.toml:9: steps[0].expect: give layout = \"NAME\" or at and type, not both",
+        ),
+        (
+            format!("{HEAD}[protocol]\nlayout = \"kind:varint\"\n[[steps]]\nsend = \"x\"\n"),
+            "t.toml:6: protocol.layout: 'kind:varint': a layout's fields are fixed-width integers",
+        ),
+        (
+            format!("{HTTP}[protocol]\nlayout = \"kind:u8\"\n[[steps]]\npath = \"/\"\n"),
+            "t.toml:6: protocol.layout: a binary reply's layout, for tcp://",
+        ),
+    ];
+    for (text, want) in cases {
+        refused(toml(text), want);
+    }
+}
