@@ -139,7 +139,9 @@ fn qos1_acknowledgements_out_of_order_complete_by_packet_id() {
             }
         }
     });
-    let mut p = mqtt_plan(server.addr, true, 1, 0.5);
+    // Bounded by a count, not a time: a busy machine takes longer, never fewer.
+    let mut p = mqtt_plan(server.addr, true, 1, 30.0);
+    p.requests = Some(40);
     p.pipeline = 4;
     let out = go(p);
     let s = &out.outcome.summary;
@@ -179,7 +181,8 @@ fn mqtt5_receive_maximum_bounds_the_publishes_in_flight() {
         }
         let _ = tx.lock().unwrap().send(most);
     });
-    let mut p = mqtt_plan(server.addr, true, 1, 0.5);
+    let mut p = mqtt_plan(server.addr, true, 1, 30.0);
+    p.requests = Some(20);
     mqtt(&mut p).version = 5;
     p.pipeline = 8;
     let out = go(p);
@@ -302,39 +305,56 @@ fn a_flood_of_qos1_deliveries_is_counted_and_acknowledged() {
 
 #[test]
 fn a_packet_id_is_never_reused_while_its_publish_is_unacknowledged() {
-    // The broker never acknowledges the first PUBLISH and acknowledges every other at once:
-    // the client publishes until the newest id would reach the oldest's (65,535 ids), then
-    // waits; the held one times out and the connection is opened again. No id in flight is
-    // ever sent again on the same connection.
+    // The broker holds back the first PUBLISH's acknowledgement and acknowledges every other
+    // at once. The client publishes until the newest id would reach the held one's (65,535
+    // ids in flight from the oldest), and waits; the broker, seeing no PUBLISH come for a
+    // moment (one reusing the held id would come at once), releases it, and the client goes
+    // on. (On a machine too slow to send within the moment, the check is weaker, not false.) No PUBLISH ever carries an id still unacknowledged. Bounded by a count
+    // (70,000 answered), not a time.
+    const RING: u64 = 65_535;
     let (tx, rx) = mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
     let server = TestServer::start(move |mut s| {
+        let _ = s.set_nodelay(true);
         if accept(&mut s, None).is_none() {
             return;
         }
-        let (mut held, mut reused, mut n) = (None, 0u64, 0u64);
+        let (mut held, mut reused, mut n): (Option<u16>, u64, u64) = (None, 0, 0);
         let mut w = Vec::new();
-        while let Some((first, body)) = read_packet(&mut s) {
+        loop {
+            if n == RING && held.is_some() {
+                // The ring is full: a client that keeps it sends nothing now. Wait a moment
+                // for a PUBLISH that would reuse the held id, then release the held one.
+                let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+            }
+            let got = read_packet(&mut s);
+            let _ = s.set_read_timeout(None);
+            let Some((first, body)) = got else {
+                match held.take() {
+                    Some(h) if n == RING => {
+                        let [a, b] = h.to_be_bytes();
+                        if s.write_all(&[0x40, 2, a, b]).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    _ => break,
+                }
+            };
             if first >> 4 != 3 {
                 continue;
             }
             n += 1;
             let id = publish_pid(&body);
             match held {
-                None => held = Some(id),
+                None if n == 1 => held = Some(id),
                 Some(h) if h == id => reused += 1,
-                Some(_) => {
+                _ => {
                     let [a, b] = id.to_be_bytes();
                     w.extend_from_slice(&[0x40, 2, a, b]);
                 }
             }
-            if w.len() >= 4096 {
-                if s.write_all(&w).is_err() {
-                    break;
-                }
-                w.clear();
-            }
-            if n % 64 == 0 && !w.is_empty() {
+            if !w.is_empty() {
                 if s.write_all(&w).is_err() {
                     break;
                 }
@@ -343,9 +363,10 @@ fn a_packet_id_is_never_reused_while_its_publish_is_unacknowledged() {
         }
         let _ = tx.lock().unwrap().send((n, reused));
     });
-    let mut p = mqtt_plan(server.addr, true, 1, 3.0);
+    let mut p = mqtt_plan(server.addr, true, 1, 60.0);
+    p.requests = Some(70_000);
     p.pipeline = 256;
-    p.timeout = Duration::from_millis(1500);
+    p.timeout = Duration::from_secs(30);
     let out = go(p);
     let s = &out.outcome.summary;
     let (n, reused) = rx
@@ -355,12 +376,9 @@ fn a_packet_id_is_never_reused_while_its_publish_is_unacknowledged() {
         reused, 0,
         "packet ids reused while in flight ({n} PUBLISHes)"
     );
-    assert!(n >= 65_535, "the client published up to the ring: {n}");
-    assert!(
-        s.totals.errors.get(ErrorClass::Timeout) >= 1,
-        "{:?}",
-        s.totals.errors
-    );
+    assert!(n > RING, "the client went on past the full ring: {n}");
+    assert!(s.exchanges.completed >= 70_000, "{:?}", s.exchanges);
+    assert_eq!(s.totals.errors.total(), 0, "{:?}", s.totals.errors);
 }
 
 #[test]

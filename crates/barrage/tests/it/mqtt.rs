@@ -127,7 +127,8 @@ impl Broker {
     }
 }
 
-/// Runs barrage in the background; returns once its live line says every connection is up.
+/// Runs barrage in the background (with `--json`); returns once its live line says every
+/// connection is up.
 fn subscribers(args: &[String], json: &std::path::Path, conns: u64) -> Guard {
     let mut child = StdCommand::new(bin())
         .args(args)
@@ -241,7 +242,7 @@ fn reconcile(qos: &str, version: &str) {
     let subs = read_json(&a_json);
     // The broker publishes its counters every second: wait for a snapshot taken after both
     // runs ended (its uptime says when).
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(3000));
     let sys = b.sys();
     assert!(
         sys["uptime"] as f64 >= ended.as_secs_f64().floor(),
@@ -419,7 +420,7 @@ fn the_rooms_example_broadcasts_over_mosquitto_and_reconciles() {
         ],
         &[],
     );
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(3000));
     let sys = b.sys();
     conserved(&v);
     let said = u(step(&v, "say"), "sent");
@@ -467,27 +468,22 @@ fn a_broker_killed_and_restarted_mid_run_leaves_every_publish_accounted_for() {
     let Some(mut b) = Broker::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let mut run = Guard(
-        StdCommand::new(bin())
-            .args([
-                &b.url(),
-                "-c",
-                "4",
-                "--publish",
-                "t/{conn}",
-                "--qos",
-                "1",
-                "--rate",
-                "400",
-            ])
-            .args(["-d", "4s", "--timeout", "1s", "-q", "--json"])
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn barrage"),
-    );
-    std::thread::sleep(Duration::from_millis(1000));
+    let args: Vec<String> = [
+        b.url().as_str(),
+        "-c",
+        "4",
+        "--publish",
+        "t/{conn}",
+        "--qos",
+        "1",
+    ]
+    .iter()
+    .chain(&["--rate", "400", "-d", "4s", "--timeout", "1s"])
+    .map(|a| a.to_string())
+    .collect();
+    // Killed once every connection is up (its live line says so), however slow the start.
+    let mut run = subscribers(&args, &json, 4);
+    std::thread::sleep(Duration::from_millis(300));
     b.kill();
     std::thread::sleep(Duration::from_millis(500));
     assert!(b.spawn(), "mosquitto started again");
