@@ -109,10 +109,30 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
         }
         Some(d) => d.as_secs() as u16,
     };
+    // A template is checked by compiling it; a credential's mistake never shows its value.
     let template = |flag: &'static str, t: &str| -> Result<(), Usage> {
-        let raw = unescape(t).map_err(|e| Usage::new(flag, e))?;
-        barrage_engine::Template::with_secrets(raw, &|_| Some(Vec::new()))
-            .map_err(|e| Usage::value(flag, format!("'{t}'"), e))?;
+        let secret = matches!(flag, "--username" | "--password");
+        let hidden = || {
+            Usage::says(
+                flag,
+                "is not a valid template (its value is not shown): escapes as -m reads \
+                 them, placeholders such as {conn}, {seq%N} with N from 1, {secret:NAME}",
+            )
+        };
+        let raw = unescape(t).map_err(|e| {
+            if secret {
+                hidden()
+            } else {
+                Usage::new(flag, e)
+            }
+        })?;
+        barrage_engine::Template::with_secrets(raw, &|_| Some(Vec::new())).map_err(|e| {
+            if secret {
+                hidden()
+            } else {
+                Usage::value(flag, format!("'{t}'"), e)
+            }
+        })?;
         Ok(())
     };
     for (flag, t) in [("--publish", &m.publish), ("--subscribe", &m.subscribe)] {
@@ -145,20 +165,9 @@ pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
         .clone()
         .unwrap_or_else(|| format!("barrage-{:06x}-{{conn}}", run_tag(a)));
     template("--client-id", &client_id)?;
-    // Credentials are templates too ({conn}, {secret:NAME}), but a mistake in one never
-    // shows its value.
     for (flag, t) in [("--username", &m.username), ("--password", &m.password)] {
         if let Some(t) = t {
-            let ok = unescape(t).ok().is_some_and(|raw| {
-                barrage_engine::Template::with_secrets(raw, &|_| Some(Vec::new())).is_ok()
-            });
-            if !ok {
-                return Err(Usage::says(
-                    flag,
-                    "is not a valid template (its value is not shown): escapes as -m reads \
-                     them, placeholders such as {conn}, {seq%N} with N from 1, {secret:NAME}",
-                ));
-            }
+            template(flag, t)?;
         }
     }
     if version == barrage_engine::mqtt::V311 && m.password.is_some() && m.username.is_none() {
