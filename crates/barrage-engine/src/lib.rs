@@ -24,6 +24,7 @@ pub mod exchange;
 pub mod framing;
 pub mod grpc;
 pub mod h2;
+pub mod hook;
 pub mod http;
 pub mod memcache;
 pub mod message;
@@ -46,14 +47,15 @@ pub mod ws;
 pub use framing::{Delimiter, Framing, LenPrefix};
 pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
-    GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, Share, StatusSet, Target,
-    TlsPlan, WsPlan,
+    GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, ScriptPlan, Share,
+    StatusSet, Target, TlsPlan, WsPlan,
 };
 pub use run::{
     hurry, observe, run, run_observed, run_session, run_virtual, End, EngineError, Observer,
     RunOutput,
 };
 pub use spec::{
-    Clock, HttpVersion, ModeSpec, ProtocolSpec, ScenarioSpec, ShareSet, Spec, SpecError, TlsSpec,
+    Clock, HttpVersion, ModeSpec, ProtocolSpec, ScenarioSpec, ScriptSpec, ShareSet, Spec,
+    SpecError, TlsSpec,
 };
 pub use worker::classify_tls;

@@ -287,6 +287,16 @@ pub struct Plan {
     /// `--rate-stages`: the open-loop rate follows this shape (`mode` is `Rate`), the
     /// connections sending its events round robin.
     pub rate_shape: Option<std::sync::Arc<crate::shape::Shape>>,
+    /// `--script`: a user's script renders requests, frames and judges replies
+    /// ([`crate::hook`]); attached by the binary, which compiles it.
+    pub script: Option<ScriptPlan>,
+}
+
+/// A run's script and the longest reply its `frame` may claim.
+#[derive(Clone, Debug)]
+pub struct ScriptPlan {
+    pub hook: crate::hook::HookRef,
+    pub max_frame: u64,
 }
 
 /// One worker's part of a plan.
@@ -422,6 +432,7 @@ pub(crate) mod tests {
             shares: None,
             users: None,
             rate_shape: None,
+            script: None,
         }
     }
 

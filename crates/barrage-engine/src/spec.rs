@@ -78,6 +78,17 @@ pub struct Spec {
     /// `--max-frame`: the longest reply a length-field framing takes [default 16 MiB].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_frame: Option<u64>,
+    /// `--script`: the script's file and text (every process of the run compiles it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptSpec>,
+}
+
+/// A script as data: its file as named, its text, and its instruction budget per call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptSpec {
+    pub file: String,
+    pub text: String,
+    pub budget: u64,
 }
 
 /// A scenario as data: the file's text (so the spec runs anywhere the files it names are)
@@ -659,6 +670,7 @@ impl Spec {
             shares: None,
             one_clock: false,
             max_frame: None,
+            script: None,
             rate_stages: None,
             conn_stages: None,
             scenario: None,
@@ -936,6 +948,7 @@ impl Spec {
             shares: self.shares.clone(),
             users: None,
             rate_shape: None,
+            script: None,
         };
         let mut plan = plan;
         if let Some(text) = &self.rate_stages {
@@ -1058,6 +1071,7 @@ mod tests {
             }),
             one_clock: false,
             max_frame: None,
+            script: None,
             rate_stages: None,
             conn_stages: None,
             scenario: None,

@@ -79,10 +79,13 @@ pub enum ErrorClass {
     /// MQTT: the broker refused the connection (a CONNACK code other than 0) or the
     /// subscription (a SUBACK code of 0x80 or more); the codes are counted apart.
     MqttRefused,
+    /// A script (`--script`, a scenario's `script =`) failed: a function raised an error,
+    /// returned what it may not, or ran out of its instruction budget.
+    ScriptError,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 38;
+    pub const COUNT: usize = 39;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         Self::Refused,
         Self::ConnectTimeout,
@@ -122,6 +125,7 @@ impl ErrorClass {
         Self::GrpcDataLoss,
         Self::GrpcUnauthenticated,
         Self::MqttRefused,
+        Self::ScriptError,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -164,6 +168,7 @@ impl ErrorClass {
             Self::GrpcDataLoss => "grpc.data_loss",
             Self::GrpcUnauthenticated => "grpc.unauthenticated",
             Self::MqttRefused => "mqtt.refused",
+            Self::ScriptError => "script.error",
         }
     }
 

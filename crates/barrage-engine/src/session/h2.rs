@@ -600,8 +600,8 @@ fn not_h2(data: &[u8], grpc: bool) -> Option<ProtoError> {
     }
     if matches!(data.first(), Some(0x15 | 0x16)) && data.get(1) == Some(&3) {
         return Some(ProtoError {
-            why: "the server answered with TLS: use https://".into(),
             tls_answer: true,
+            ..ProtoError::new("the server answered with TLS: use https://")
         });
     }
     None

@@ -87,7 +87,7 @@ impl Session for Http {
         self.server_ns = r.server_ns.take();
         fed.map_err(|e| ProtoError {
             tls_answer: e == HttpError::TlsOnPlainPort,
-            why: e.to_string(),
+            ..ProtoError::new(e)
         })?;
         if self.server_closes && r.ex.is_empty() {
             // `Connection: close` (or HTTP/1.0): a graceful end, reconnect at once.

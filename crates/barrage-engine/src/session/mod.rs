@@ -145,19 +145,27 @@ impl OkRun {
     }
 }
 
-/// A protocol error in what the server sent: the connection fails with class `Protocol`.
+/// A protocol error in what the server sent: the connection fails with class `Protocol`
+/// (or the class a session names: a script's error is `script.error`).
 #[derive(Debug)]
 pub struct ProtoError {
     pub why: String,
     /// The server answered a plain-text client with TLS: the target needs https:// or wss://.
     pub tls_answer: bool,
+    pub class: ErrorClass,
 }
 
 impl ProtoError {
     pub fn new(why: impl std::fmt::Display) -> Self {
+        Self::of(ErrorClass::Protocol, why)
+    }
+
+    /// The connection fails with `class`.
+    pub fn of(class: ErrorClass, why: impl std::fmt::Display) -> Self {
         Self {
             why: why.to_string(),
             tls_answer: false,
+            class,
         }
     }
 }
@@ -224,6 +232,13 @@ pub trait Session: Sized + Send + 'static {
 
     /// Append one request to `out.buf`.
     fn render(&mut self, cfg: &Self::Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered;
+
+    /// A request could not be rendered (a script's `request` raised an error): the worker
+    /// asks after each batch it rendered, and fails the connection with this error instead
+    /// of writing the batch (what it opened fails with the class).
+    fn failed(&mut self) -> Option<ProtoError> {
+        None
+    }
 
     /// Whether one exchange can be given up on alone (HTTP/2: RST_STREAM with CANCEL), so that
     /// a timeout fails that exchange and the connection carries the others on.

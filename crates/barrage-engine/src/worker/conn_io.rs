@@ -106,7 +106,7 @@ impl<S: Session> Worker<S> {
         let tls = matches!(c.transport, Transport::Tls(_));
         let alpn = c.transport.alpn().or(tls.then_some(&[][..]));
         if let Err(e) = c.session.negotiated(&self.cfg, alpn, &mut self.rec) {
-            return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
+            return self.fail(idx, e.class, Some(&e.why), now);
         }
         let c = &mut self.conns[idx as usize];
         self.scratch.clear();
@@ -120,7 +120,7 @@ impl<S: Session> Worker<S> {
         };
         let awaited = match c.session.open(&self.cfg, &mut out) {
             Ok(a) => a,
-            Err(e) => return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now),
+            Err(e) => return self.fail(idx, e.class, Some(&e.why), now),
         };
         if !awaited {
             return self.become_ready(idx, now);
@@ -167,6 +167,9 @@ impl<S: Session> Worker<S> {
             r.len
         };
         c.ex.push(Exchange::new(key, now, now, len, OPENING));
+        if let Some(e) = c.session.failed() {
+            return self.fail(idx, e.class, Some(&e.why), now);
+        }
         let res = write_to(c, &mut self.rec, &self.scratch);
         if self.on_write {
             // Nothing to await: the opening goes on (its bytes complete no exchange).

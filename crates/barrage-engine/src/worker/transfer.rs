@@ -109,7 +109,7 @@ impl<S: Session> Worker<S> {
                 self.close(idx, now, false, ErrorClass::ClosedByPeer);
             }
             Ok(false) => self.fail(idx, ErrorClass::ClosedByPeer, None, now),
-            Err(e) => self.fail(idx, ErrorClass::Protocol, Some(&e.why), now),
+            Err(e) => self.fail(idx, e.class, Some(&e.why), now),
         }
     }
 
@@ -204,7 +204,7 @@ impl<S: Session> Worker<S> {
                 let detail = "the server answered with TLS: use https:// (or wss://)".into();
                 let _ = self.tx.send(WorkerEvent::Misdirected { detail });
             }
-            return self.fail(idx, ErrorClass::Protocol, Some(&e.why), now);
+            return self.fail(idx, e.class, Some(&e.why), now);
         }
         if !self.ctl.is_empty() && (c.backlogged() || S::OWED_IN_ORDER) && close.is_none() {
             // A peer that does not read what it is sent gets no more control answers than
@@ -351,6 +351,10 @@ impl<S: Session> Worker<S> {
             let at = now + self.plan.timeout.as_nanos() as u64;
             c.timeout_at = at;
             self.timers.push(at, idx, T_TIMEOUT);
+        }
+        if let Some(e) = c.session.failed() {
+            // A request could not be rendered (a script's error): what was opened fails.
+            return self.fail(idx, e.class, Some(&e.why), now);
         }
         let data: &[u8] = match stat {
             Some((b, _)) => b,

@@ -48,6 +48,7 @@ pub fn plan(addr: SocketAddr, connections: u64, mode: Mode, secs: f64) -> Plan {
         shares: None,
         users: None,
         rate_shape: None,
+        script: None,
     }
 }
 

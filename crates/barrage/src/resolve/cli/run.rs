@@ -125,6 +125,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES", value_parser = crate::units::bytes, help_heading = "Messages")]
     pub max_frame: Option<u64>,
 
+    /// A Lua script for what flags cannot say (tcp://): init(conn) a login, request(conn,
+    /// seq) each request's bytes, frame(buf, conn) where a reply ends, response(conn, reply)
+    /// whether it is right (docs/scripts.md)
+    #[arg(long, value_name = "FILE", help_heading = "Messages")]
+    pub script: Option<PathBuf>,
+
+    /// Instructions one call of the script may run; one that runs longer fails as
+    /// script.error and the run goes on [default: 1000000]
+    #[arg(long, value_name = "N", value_parser = units::count, help_heading = "Messages")]
+    pub script_budget: Option<u64>,
+
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
     #[arg(
         long,

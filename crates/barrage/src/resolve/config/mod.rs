@@ -24,6 +24,7 @@ pub use grpc_steps::check_file as check_rpc_steps;
 mod protocol;
 #[cfg(feature = "grpc")]
 mod reflect;
+mod script;
 mod shard;
 mod stages;
 
@@ -94,18 +95,21 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
             cacert: a.cacert.clone(),
         }),
     };
+    let script = script::check(a, url.scheme)?;
     let mut spec = spec(a, &load, aim)?;
+    spec.script = script.as_ref().map(|s| s.spec.clone());
     if let (Scheme::Grpc | Scheme::Grpcs, Some(sc)) = (url.scheme, spec.scenario.as_mut()) {
         grpc_steps::resolve(a, &url, sc)?;
     }
     // The plan is built from the spec, as any process taking part in the run builds its own.
     let mut lookup = |name: &str| secrets.lookup(name);
-    let plan = spec
+    let mut plan = spec
         .plan(&mut lookup, &|_, _| {
             tls.clone()
                 .ok_or_else(|| "no TLS configuration".to_string())
         })
         .map_err(spec_usage)?;
+    script::attach(&mut plan, script, spec.max_frame);
     let config = describe(&spec, &plan, a.secret_body, http_note);
     Ok((plan, spec, config))
 }
@@ -137,7 +141,8 @@ fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Us
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     let mqtt = matches!(scheme, Scheme::Mqtt | Scheme::Mqtts);
-    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) && !mqtt {
+    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) && !mqtt && a.script.is_none()
+    {
         return Err(Usage::says(
             "--max-frame",
             format!(
@@ -380,6 +385,7 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
         rate_stages: a.rate_stages.clone(),
         conn_stages: a.conn_stages.clone(),
         max_frame: a.max_frame,
+        script: None,
         requests: a.requests,
         warmup_ns: ns(a.warmup.unwrap_or_default()),
         mode: load.mode.into(),

@@ -1,0 +1,86 @@
+//! The script hook: what a run asks of a user's script (`--script FILE`), without knowing the
+//! language it is written in.
+//!
+//! The engine calls a [`Hook`] on its worker threads; the implementation (Lua, in the
+//! `barrage-script` crate) keeps one interpreter state per worker thread, so no call takes a
+//! lock shared between workers, and a connection's state in the script is found by the
+//! connection's number. A run without a script carries no hook and pays nothing for it.
+//!
+//! The functions, each optional:
+//! - `init(conn)`: a connection is up; what it returns (if anything) is sent first, and its
+//!   reply awaited (judged by `response`) before the load: a login.
+//! - `request(conn, seq)`: the bytes of load request `seq` on this connection.
+//! - `frame(buf)`: the length of the next whole reply at the start of `buf`, or nothing yet.
+//! - `response(conn, reply)`: whether a reply is right: nothing or `true` (it is), `false` (a
+//!   `mismatch`), or the name of an error class (`reply_error`, ...).
+//!
+//! A script error (a function raised one, returned what it may not, or ran out of its
+//! instruction budget) is a [`HookError`]: `script.error`, with a message naming the file,
+//! line and function.
+
+use barrage_metrics::ErrorClass;
+use std::sync::Arc;
+
+/// The functions a script defines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HookFns {
+    pub init: bool,
+    pub request: bool,
+    pub frame: bool,
+    pub response: bool,
+}
+
+/// A script's error: the message names the file, line and function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookError(pub String);
+
+impl std::fmt::Display for HookError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What `frame` said of the bytes received so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// No whole reply yet: more bytes are needed.
+    More,
+    /// The next reply is this many bytes long (it may not all be here yet).
+    Len(usize),
+}
+
+/// A script, as the engine calls it. Called only on worker threads; an implementation keeps
+/// its interpreter state per thread.
+pub trait Hook: Send + Sync + 'static {
+    /// The script's file name, as the user gave it.
+    fn name(&self) -> &str;
+    fn fns(&self) -> HookFns;
+    /// Connection `conn` is up (`conn`'s state in the script starts empty): append what
+    /// `init` returns to `out`. Returns whether it wrote anything (a reply is then awaited).
+    fn init(&self, conn: u64, out: &mut Vec<u8>) -> Result<bool, HookError>;
+    /// Append the bytes of request `seq` of connection `conn` to `out`.
+    fn request(&self, conn: u64, seq: u64, out: &mut Vec<u8>) -> Result<(), HookError>;
+    /// The length of the next whole reply at the start of `buf`.
+    fn frame(&self, conn: u64, buf: &[u8]) -> Result<Frame, HookError>;
+    /// Judge a whole reply: `None` when it is right, else the class it fails with.
+    fn response(&self, conn: u64, reply: &[u8]) -> Result<Option<ErrorClass>, HookError>;
+    /// Connection `conn` is gone: forget its state in the script.
+    fn close(&self, conn: u64);
+}
+
+/// A run's script, shared by its workers.
+#[derive(Clone)]
+pub struct HookRef(pub Arc<dyn Hook>);
+
+impl std::fmt::Debug for HookRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hook({})", self.0.name())
+    }
+}
+
+impl std::ops::Deref for HookRef {
+    type Target = dyn Hook;
+    fn deref(&self) -> &dyn Hook {
+        &*self.0
+    }
+}
