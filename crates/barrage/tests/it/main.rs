@@ -37,6 +37,8 @@ mod grpc_scenario;
 mod bad_input;
 // Binary messages: --fields, length-field framing, binary captures (issue 29).
 mod binary;
+// The script hook: --script FILE (Lua) against serve echo and hostile servers.
+mod script;
 // Usage errors, help, exit codes, the text and JSON summaries.
 mod cli;
 // `barrage compare` of two runs.

@@ -1,0 +1,410 @@
+//! The script hook (issue 29, part 3): `--script FILE` builds requests, frames and judges
+//! replies in Lua. Against `serve echo` (byte counts reconciled exactly with what the script
+//! wrote), and against hostile servers made here (silent, flooding, lying about lengths):
+//! every fault a named class, every run ends by itself and writes its results.
+
+use crate::common::*;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Fixed-size requests (`u16 8` + conn + seq = 10 bytes), framed by their length prefix, each
+/// reply checked against the oldest request the connection has in flight (its own state).
+const ECHO: &str = r#"
+function init(conn)
+  conn.q, conn.head, conn.tail = {}, 1, 0
+end
+
+function request(conn, seq)
+  conn.tail = conn.tail + 1
+  conn.q[conn.tail] = seq
+  return string.pack(">I2I4I4", 8, conn.id, seq)
+end
+
+function frame(buf)
+  if #buf < 2 then return nil end
+  return 2 + string.unpack(">I2", buf)
+end
+
+function response(conn, reply)
+  local _, id, seq = string.unpack(">I2I4I4", reply)
+  local want = conn.q[conn.head]
+  conn.q[conn.head] = nil
+  conn.head = conn.head + 1
+  if id ~= conn.id or seq ~= want then return false end
+  if seq == 7 then return "reply_error" end
+end
+"#;
+
+fn script_errors(v: &serde_json::Value) -> u64 {
+    field(v, "summary.errors")["script.error"]
+        .as_u64()
+        .expect("errors.script.error")
+}
+
+fn script(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn a_script_speaks_a_length_prefixed_protocol_reconciled_with_the_echo_server() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = script(dir.path(), "echo.lua", ECHO);
+    let v = run_json(
+        &[
+            server.url(),
+            "--script",
+            &file,
+            "-c",
+            "4",
+            "-n",
+            "2000",
+            "--pipeline",
+            "4",
+        ],
+        &dir.path().join("out.json"),
+    );
+    conserved(&v);
+    assert_eq!(u(&v, "summary.exchanges.sent"), 2000);
+    // Each connection's request 7 is judged `reply_error`; every other reply matched its
+    // request (a reply out of order would be a `mismatch`).
+    assert_eq!(
+        u(&v, "summary.errors.reply_error"),
+        4,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.errors.mismatch"), 0);
+    assert_eq!(u(&v, "summary.exchanges.completed"), 2000 - 4);
+    assert_eq!(u(&v, "summary.io.bytes_written"), 2000 * 10);
+    let stats = server.stop();
+    assert_eq!(u(&stats, "bytes_read"), 2000 * 10);
+    assert_eq!(u(&stats, "connections_accepted"), 4);
+}
+
+/// `init` sends a login whose reply is awaited (and judged) before the load: its bytes are
+/// the server's too, and none of its replies is counted as an exchange. A login the script
+/// judges wrong fails every connection with the class it names; the run still ends and
+/// writes its results.
+#[test]
+fn init_logs_in_before_the_load_and_a_refused_login_fails_the_connection() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let login = r#"
+function init(conn) return "LOGIN " .. conn.id .. "\n" end
+function request(conn, seq) return string.format("msg %03d\n", seq % 1000) end
+function response(conn, reply)
+  if reply:sub(1, 5) == "LOGIN" and reply ~= "LOGIN " .. conn.id then return "reply_error" end
+end
+"#;
+    let file = script(dir.path(), "login.lua", login);
+    let v = run_json(
+        &[
+            server.url(),
+            "--script",
+            &file,
+            "--expect",
+            "line",
+            "-c",
+            "3",
+            "-n",
+            "300",
+        ],
+        &dir.path().join("out.json"),
+    );
+    conserved(&v);
+    assert_eq!(u(&v, "summary.exchanges.completed"), 300);
+    let logins: u64 = (0..3).map(|c| format!("LOGIN {c}\n").len() as u64).sum();
+    let msgs = 300 * 8;
+    let stats = server.stop();
+    assert_eq!(u(&stats, "bytes_read"), logins + msgs);
+
+    // A login judged wrong: each connection fails as `reply_error` (the class response()
+    // named), no request is sent, and the run stops as unreachable and says why.
+    let server = EchoServer::start(&[]);
+    let refuse = login.replace("reply ~= \"LOGIN \" .. conn.id", "true");
+    let file = script(dir.path(), "refuse.lua", &refuse);
+    let json = dir.path().join("refused.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "--script",
+            &file,
+            "--expect",
+            "line",
+            "-c",
+            "2",
+            "-d",
+            "5s",
+        ])
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    let v = read_json(&json);
+    assert!(
+        u(&v, "summary.errors.reply_error") >= 3,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.sent"), 0);
+    assert!(
+        s(&v, "message").contains("judged reply_error by response()"),
+        "{}",
+        s(&v, "message")
+    );
+}
+
+/// A call that loops forever is stopped by the budget and fails its connection as
+/// `script.error` (which reconnects and goes on); the first error is written once, whole,
+/// naming the file, line and function.
+#[test]
+fn a_script_that_loops_forever_is_stopped_counted_and_the_run_goes_on() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = script(
+        dir.path(),
+        "loop.lua",
+        "function request(conn, seq)\n  if seq == 50 then while true do end end\n  return 'x' .. seq .. '\\n'\nend\n",
+    );
+    let json = dir.path().join("out.json");
+    let out = barrage()
+        .args([server.url(), "--script", &file, "--script-budget", "20000"])
+        .args(["--expect", "line", "-c", "2", "-n", "400", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let want = format!(
+        "{file}:2: request(): ran out of its instruction budget (20000 instructions; --script-budget)"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert_eq!(err.matches("script error").count(), 1, "{err}");
+    let v = read_json(&json);
+    conserved(&v);
+    // Request 50 of each connection: its connection failed with it (pipeline 1).
+    assert_eq!(script_errors(&v), 2, "{}", field(&v, "summary.errors"));
+    assert_eq!(u(&v, "summary.connections.attempts"), 4);
+    assert_eq!(
+        u(&v, "summary.exchanges.completed") + 2,
+        u(&v, "summary.exchanges.sent")
+    );
+}
+
+/// A loopback server that runs `serve` on each connection it accepts, for `secs` at most.
+fn hostile(secs: u64, serve: fn(std::net::TcpStream)) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < end {
+            match l.accept() {
+                Ok((c, _)) => {
+                    c.set_nonblocking(false).unwrap();
+                    std::thread::spawn(move || serve(c));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    format!("tcp://127.0.0.1:{port}")
+}
+
+/// Reads what the client sends, and answers with `answer` for each read, until the client
+/// goes (or 10 s).
+fn answer_each_read(mut c: std::net::TcpStream, answer: &[u8]) {
+    let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 || c.write_all(answer).is_err() {
+            return;
+        }
+    }
+}
+
+const FRAMED: &str = r#"
+function request(conn, seq) return string.pack(">s4", "ping " .. seq) end
+function frame(buf)
+  if #buf < 4 then return nil end
+  return 4 + string.unpack(">I4", buf)
+end
+"#;
+
+#[test]
+fn hostile_servers_are_classified_and_every_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = script(dir.path(), "framed.lua", FRAMED);
+    let run = |url: &str, extra: &[&str], name: &str| {
+        let json = dir.path().join(name);
+        let out = barrage()
+            .args([
+                url,
+                "--script",
+                &file,
+                "-c",
+                "2",
+                "-d",
+                "1s",
+                "--timeout",
+                "300ms",
+            ])
+            .args(extra)
+            .args(["-q", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.code().is_some(), "{name}: {err}");
+        (read_json(&json), err)
+    };
+
+    // Silent: accepts, reads, never answers: every request times out.
+    let url = hostile(5, |c| answer_each_read(c, b""));
+    let (v, _) = run(&url, &[], "silent.json");
+    assert!(
+        u(&v, "summary.errors.timeout") >= 2,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.completed"), 0);
+
+    // A length that lies: 4 GiB claimed, over --max-frame: `protocol`, nothing allocated.
+    let url = hostile(5, |c| answer_each_read(c, b"\xff\xff\xff\xf0ping"));
+    let (v, _) = run(&url, &["--max-frame", "64KiB"], "liar.json");
+    assert!(
+        u(&v, "summary.errors.protocol") >= 2,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.completed"), 0);
+
+    // A flood of bytes frame() never finds a reply in (it says `nil` while under 4 bytes,
+    // then a length it never reaches): bounded by --max-frame, `protocol`.
+    let nil_forever = script(
+        dir.path(),
+        "never.lua",
+        "function request(c, s) return 'x' end\nfunction frame(buf) return nil end\n",
+    );
+    let url = hostile(5, |mut c| {
+        let junk = [b'z'; 16 << 10];
+        let _ = c.set_write_timeout(Some(Duration::from_secs(5)));
+        while c.write_all(&junk).is_ok() {}
+    });
+    let json = dir.path().join("flood.json");
+    let out = barrage()
+        .args([
+            &url,
+            "--script",
+            &nil_forever,
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--max-frame",
+            "256KiB",
+        ])
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some());
+    let v = read_json(&json);
+    assert!(
+        u(&v, "summary.errors.protocol") >= 2,
+        "{}",
+        field(&v, "summary.errors")
+    );
+
+    // Malformed replies the script's own decoder chokes on: `script.error`, named once.
+    let strict = script(
+        dir.path(),
+        "strict.lua",
+        &format!(
+            "{FRAMED}\nfunction response(conn, reply)\n  assert(reply:sub(5, 9) == 'pong ', 'not a pong')\nend\n"
+        ),
+    );
+    let url = hostile(5, |c| answer_each_read(c, b"\x00\x00\x00\x04nope"));
+    let json = dir.path().join("strict.json");
+    let out = barrage()
+        .args([
+            &url, "--script", &strict, "-c", "2", "-n", "50", "-q", "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("strict.lua:9: response(): not a pong"),
+        "{err}"
+    );
+    let v = read_json(&json);
+    assert_eq!(script_errors(&v), 50, "{}", field(&v, "summary.errors"));
+    conserved(&v);
+}
+
+#[test]
+fn script_mistakes_are_one_line_before_any_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = script(dir.path(), "ok.lua", FRAMED);
+    let syntax = script(
+        dir.path(),
+        "syntax.lua",
+        "function request(conn)\n  return 'x'\n",
+    );
+    let none = script(dir.path(), "none.lua", "local x = 1\n");
+    let url = format!("tcp://127.0.0.1:{}", refused_port());
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--script", "missing.lua"],
+            "error: --script missing.lua: no such file".into(),
+        ),
+        (
+            vec!["--script", &syntax],
+            format!("error: --script {syntax}:3: the file's top level: 'end' expected"),
+        ),
+        (
+            vec!["--script", &none],
+            format!("error: --script {none}: defines none of the functions"),
+        ),
+        (
+            vec!["--script", &ok, "-m", "hi"],
+            "error: -m/--message is not used: --script".into(),
+        ),
+        (
+            vec!["--script", &ok, "--expect", "line"],
+            "error: --expect is not used: --script".into(),
+        ),
+        (
+            vec!["--script-budget", "1000"],
+            "error: --script-budget bounds the calls of a script".into(),
+        ),
+        (
+            vec!["--script", &ok, "--script-budget", "0"],
+            "error: invalid value '0' for '--script-budget <N>': must be at least 1".into(),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = barrage().arg(&url).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&want), "{args:?}:\n{err}\nwant: {want}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    let out = barrage()
+        .args(["http://127.0.0.1:1/", "--script", &ok])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: --script applies to tcp:// targets, not http://"),
+        "{err}"
+    );
+}
