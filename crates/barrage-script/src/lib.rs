@@ -45,6 +45,8 @@ pub struct Script {
     fns: HookFns,
     id: u64,
     told: AtomicBool,
+    /// What one interpreter may allocate ([`MEMORY_LIMIT`]; less in tests).
+    memory: usize,
 }
 
 impl std::fmt::Debug for Script {
@@ -85,6 +87,7 @@ impl Script {
             fns: HookFns::default(),
             id: IDS.fetch_add(1, Ordering::Relaxed),
             told: AtomicBool::new(false),
+            memory: MEMORY_LIMIT,
         };
         let st = s
             .state()
@@ -108,7 +111,7 @@ impl Script {
     /// A new interpreter with the script loaded.
     fn state(&self) -> Result<State, mlua::Error> {
         let lua = Lua::new();
-        lua.set_memory_limit(MEMORY_LIMIT)?;
+        lua.set_memory_limit(self.memory)?;
         let steps = Rc::new(Cell::new(0u64));
         let limit = self.budget.div_ceil(u64::from(STEP));
         let (counted, budget) = (Rc::clone(&steps), self.budget);

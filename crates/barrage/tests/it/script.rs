@@ -9,33 +9,16 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Fixed-size requests (`u16 8` + conn + seq = 10 bytes), framed by their length prefix, each
-/// reply checked against the oldest request the connection has in flight (its own state).
-const ECHO: &str = r#"
-function init(conn)
-  conn.q, conn.head, conn.tail = {}, 1, 0
-end
-
-function request(conn, seq)
-  conn.tail = conn.tail + 1
-  conn.q[conn.tail] = seq
-  return string.pack(">I2I4I4", 8, conn.id, seq)
-end
-
-function frame(buf)
-  if #buf < 2 then return nil end
-  return 2 + string.unpack(">I2", buf)
-end
-
-function response(conn, reply)
-  local _, id, seq = string.unpack(">I2I4I4", reply)
-  local want = conn.q[conn.head]
-  conn.q[conn.head] = nil
-  conn.head = conn.head + 1
-  if id ~= conn.id or seq ~= want then return false end
-  if seq == 7 then return "reply_error" end
-end
-"#;
+/// `examples/length-prefixed.lua`: fixed-size requests (`u16 8` + conn + seq = 10 bytes),
+/// framed by their length prefix, each reply checked against the oldest request the
+/// connection has in flight (its own state).
+fn example() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/length-prefixed.lua"
+    )
+    .to_string()
+}
 
 fn script_errors(v: &serde_json::Value) -> u64 {
     field(v, "summary.errors")["script.error"]
@@ -53,7 +36,7 @@ fn script(dir: &Path, name: &str, text: &str) -> String {
 fn a_script_speaks_a_length_prefixed_protocol_reconciled_with_the_echo_server() {
     let server = EchoServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let file = script(dir.path(), "echo.lua", ECHO);
+    let file = example();
     let v = run_json(
         &[
             server.url(),
