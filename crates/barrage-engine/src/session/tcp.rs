@@ -32,8 +32,9 @@ impl Cfg {
 
 pub struct Tcp {
     dec: Decoder,
-    /// The connection's number (the script's `conn`).
+    /// The connection's number (the script's `conn`), once it opened.
     conn: u64,
+    opened: bool,
     /// A script's replies: with `frame`, the bytes received and not yet framed; else the
     /// reply being collected for `response`.
     buf: Vec<u8>,
@@ -69,6 +70,7 @@ impl Session for Tcp {
         Self {
             dec: Decoder::default(),
             conn: 0,
+            opened: false,
             buf: Vec::new(),
             want: 0,
             login: None,
@@ -82,13 +84,14 @@ impl Session for Tcp {
         self.want = 0;
         self.login = None;
         self.failed = None;
-        if let Some(s) = &cfg.script {
+        if let (Some(s), true) = (&cfg.script, std::mem::take(&mut self.opened)) {
             s.hook.close(self.conn);
         }
     }
 
     fn open(&mut self, cfg: &Cfg, out: &mut Out) -> Result<bool, ProtoError> {
         self.conn = out.conn;
+        self.opened = true;
         let Some(s) = &cfg.script else {
             return Ok(false);
         };

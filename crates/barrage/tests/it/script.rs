@@ -381,6 +381,20 @@ fn script_mistakes_are_one_line_before_any_load() {
         assert!(err.starts_with(&want), "{args:?}:\n{err}\nwant: {want}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/binary-echo.toml"
+    );
+    let out = barrage()
+        .args(["run", scenario, "--target", &url, "--script", &ok])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --script applies to runs of a URL"),
+        "{err}"
+    );
     let out = barrage()
         .args(["http://127.0.0.1:1/", "--script", &ok])
         .output()

@@ -23,6 +23,12 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         }
         return Ok(None);
     };
+    if a.scenario.is_some() {
+        return Err(Usage::says(
+            "--script",
+            "applies to runs of a URL; a scenario file's steps cannot call a script yet",
+        ));
+    }
     if scheme != Scheme::Tcp {
         return Err(Usage::says(
             "--script",
