@@ -66,6 +66,24 @@ pub trait Hook: Send + Sync + 'static {
     fn response(&self, conn: u64, reply: &[u8]) -> Result<Option<ErrorClass>, HookError>;
     /// Connection `conn` is gone: forget its state in the script.
     fn close(&self, conn: u64);
+    /// Whether the script defines a global function `name` (a scenario's `call`, `check`).
+    fn defines(&self, name: &str) -> bool;
+    /// A scenario's `call`: append what function `func` makes of `text` (a step's `send`
+    /// rendered) on connection `conn`.
+    fn call(&self, func: &str, conn: u64, text: &[u8], out: &mut Vec<u8>) -> Result<(), HookError>;
+    /// A scenario's `check`: what function `func` says of `reply`.
+    fn check(&self, func: &str, conn: u64, reply: &[u8]) -> Result<Check, HookError>;
+}
+
+/// What a step's `check` said of a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// It is the step's reply, and right.
+    Right,
+    /// It is not the step's reply (a push): the step waits on.
+    NotThis,
+    /// It is the step's reply, failed with this class.
+    Fail(ErrorClass),
 }
 
 /// A run's script, shared by its workers.

@@ -78,16 +78,17 @@ pub struct Spec {
     /// `--max-frame`: the longest reply a length-field framing takes [default 16 MiB].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_frame: Option<u64>,
-    /// `--script`: the script's file and text (every process of the run compiles it).
+    /// `--script` (or a scenario's `script`): the script's file and budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<ScriptSpec>,
 }
 
-/// A script as data: its file as named, its text, and its instruction budget per call.
+/// A script as the result records it: its file as named and its instruction budget per call
+/// (not its text, which may hold what a result should not; each process of a split run reads
+/// and compiles the file itself, from the same flags).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScriptSpec {
     pub file: String,
-    pub text: String,
     pub budget: u64,
 }
 

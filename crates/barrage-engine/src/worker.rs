@@ -147,6 +147,8 @@ pub struct Worker<S: Session> {
     staying: u64,
     /// Scratch space for an HTTP step's body.
     stepbuf: Vec<u8>,
+    /// A script's `call` failed while a user's messages were made (`worker/users.rs`).
+    script_fail: Option<crate::hook::HookError>,
     /// A user's reply that does not match its step is a push (message protocols, not HTTP).
     skip_unmatched: bool,
     stop: Arc<AtomicBool>,
@@ -233,6 +235,7 @@ impl<S: Session> Worker<S> {
             share,
             users: Vec::new(),
             stepbuf: Vec::new(),
+            script_fail: None,
             skip_unmatched,
             stop,
             tx,

@@ -301,6 +301,22 @@ pub(crate) fn check(mut file: File, name: &str, dir: &Path) -> Result<Checked, S
             Some(t)
         }
     };
+    if let Some(sc) = &file.script {
+        if target != TargetKind::Tcp {
+            return Err(cx.err(
+                sc.line,
+                "script",
+                "is for tcp:// targets (a script speaks raw TCP)",
+            ));
+        }
+        if let Err(e) = std::fs::File::open(cx.path(sc)) {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            };
+            return Err(cx.err(sc.line, "script", format!("{}: {why}", sc.value)));
+        }
+    }
     let framing_none = file
         .protocol
         .as_ref()

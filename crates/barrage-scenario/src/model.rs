@@ -38,6 +38,10 @@ pub struct File {
     /// The run's settings: the flags of `barrage run` that make sense in a file.
     #[serde(default)]
     pub run: Option<At<Run>>,
+    /// A Lua script (tcp:// targets; a path relative to this file), as `barrage run --script`:
+    /// its `init`, `frame` and `request` work as for a URL, and steps name its functions
+    /// (`call`, `check`; docs/scenarios.md, "Scripts").
+    pub script: Option<At<String>>,
 }
 
 /// Protocol options (the `barrage run` flags of the same names).
@@ -182,6 +186,15 @@ pub struct Step {
     pub qos: Option<At<u8>>,
     /// MQTT: publish with the retain flag.
     pub retain: Option<At<bool>>,
+    /// A function of the file's `script` that makes the message sent: it is given the
+    /// connection's state and the step's `send` rendered (placeholders, variables, `{stamp}`;
+    /// empty without `send`), and returns the bytes to send.
+    pub call: Option<At<String>>,
+    /// A function of the file's `script` that judges the step's reply: given the connection's
+    /// state and the reply, it returns nothing or true (the reply), false (not this step's
+    /// reply: taken as a push, and the step waits on), or an error class's name (the step
+    /// fails with it).
+    pub check: Option<At<String>>,
 }
 
 /// What a broadcast step expects.
@@ -298,6 +311,9 @@ pub struct OnRule {
     pub matches: At<Match>,
     /// A message template to send back (e.g. Engine.IO: match prefix "2", reply "3").
     pub reply: Option<At<String>>,
+    /// A function of the file's `script` that makes the reply sent back from `reply`
+    /// rendered (as a step's `call`).
+    pub call: Option<At<String>>,
     /// Values to take from the message (usable in `on` replies and `leave` steps).
     #[serde(default)]
     pub capture: BTreeMap<String, At<Capture>>,

@@ -17,7 +17,7 @@
 //! Lua 5.4 (as `mlua` builds it from source): `string.pack`/`string.unpack` read and write
 //! binary fields; the standard libraries but `debug` are loaded.
 
-use barrage_engine::hook::{Frame, Hook, HookError, HookFns};
+use barrage_engine::hook::{Check, Frame, Hook, HookError, HookFns};
 use barrage_metrics::ErrorClass;
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 use std::cell::{Cell, RefCell};
@@ -36,6 +36,24 @@ pub const MEMORY_LIMIT: usize = 256 << 20;
 pub const DEFAULT_BUDGET: u64 = 1_000_000;
 
 const NAMES: [&str; 4] = ["init", "request", "frame", "response"];
+
+/// Run before the script: `pcall`, `xpcall` and `coroutine.resume` raise the budget's error
+/// again when the call they protected ran out of it.
+const GUARD: &str = r#"
+local over, why = ...
+local function check(...)
+  if over() then error(why, 0) end
+  return ...
+end
+local pcall, xpcall, resume = pcall, xpcall, coroutine.resume
+_G.pcall = function(...) return check(pcall(...)) end
+_G.xpcall = function(...) return check(xpcall(...)) end
+coroutine.resume = function(...) return check(resume(...)) end
+"#;
+
+fn over_budget(budget: u64) -> String {
+    format!("ran out of its instruction budget ({budget} instructions; --script-budget)")
+}
 
 /// A compiled script: its file name, text and budget; the interpreters are per thread.
 pub struct Script {
@@ -115,7 +133,8 @@ impl Script {
         let steps = Rc::new(Cell::new(0u64));
         let limit = self.budget.div_ceil(u64::from(STEP));
         let (counted, budget) = (Rc::clone(&steps), self.budget);
-        lua.set_hook(
+        // A global hook: coroutines the script makes count against the budget too.
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(STEP),
             move |_, debug| {
                 counted.set(counted.get() + 1);
@@ -124,13 +143,20 @@ impl Script {
                         .current_line()
                         .map_or(String::new(), |l| format!("{l}: "));
                     return Err(mlua::Error::RuntimeError(format!(
-                        "@{line}ran out of its instruction budget ({budget} instructions; \
-                         --script-budget)"
+                        "@{line}{}",
+                        over_budget(budget)
                     )));
                 }
                 Ok(VmState::Continue)
             },
         )?;
+        // A call out of budget cannot be caught: the functions that catch errors raise it
+        // again once they return (a `pcall` in a loop would otherwise run on for ever).
+        let spent = Rc::clone(&steps);
+        let over = lua.create_function(move |_, ()| Ok(spent.get() > limit))?;
+        lua.load(GUARD)
+            .set_name("=barrage")
+            .call::<()>((over, over_budget(self.budget)))?;
         lua.load(&*self.text)
             .set_name(format!("@{}", self.file))
             .exec()?;
@@ -230,6 +256,18 @@ impl Script {
     }
 }
 
+/// Function `i` of [`NAMES`] in this thread's interpreter (a top level that defines other
+/// functions in another run of it is an error, not a panic).
+fn defined(st: &State, i: usize) -> mlua::Result<&Function> {
+    st.f[i].as_ref().ok_or_else(|| {
+        mlua::Error::RuntimeError(format!(
+            "is not defined in this worker's run of the file (its top level defined it once \
+             and not again): define {} unconditionally",
+            NAMES[i]
+        ))
+    })
+}
+
 /// The message of the error at the bottom of a chain of callbacks.
 fn innermost(e: &mlua::Error) -> String {
     match e {
@@ -246,6 +284,36 @@ fn bad_return(func: &str, want: &str, got: &Value) -> mlua::Error {
         "returned {}: {func} returns {want}",
         a(got.type_name())
     ))
+}
+
+/// What a function that judges a reply returned.
+enum Verdict {
+    Right,
+    False,
+    Class(ErrorClass),
+}
+
+/// Nothing or `true`: right; `false`; or an error class's name.
+fn verdict(func: &str, v: Value) -> mlua::Result<Verdict> {
+    match v {
+        Value::Nil | Value::Boolean(true) => Ok(Verdict::Right),
+        Value::Boolean(false) => Ok(Verdict::False),
+        Value::String(s) => {
+            let name = s.to_string_lossy();
+            match ErrorClass::from_name(&name) {
+                Some(c) if c != ErrorClass::NotSent => Ok(Verdict::Class(c)),
+                _ => Err(mlua::Error::RuntimeError(format!(
+                    "returned \"{name}\", which is not an error class (e.g. \"mismatch\", \
+                     \"reply_error\", \"protocol\"; see docs/result-schema.md)"
+                ))),
+            }
+        }
+        other => Err(bad_return(
+            func,
+            "nothing or true (a right reply), false, or an error class's name",
+            &other,
+        )),
+    }
 }
 
 /// A Lua type's name with its article.
@@ -288,7 +356,7 @@ impl Hook for Script {
 
     fn request(&self, conn: u64, seq: u64, out: &mut Vec<u8>) -> Result<(), HookError> {
         self.with("request", |st| {
-            let f = st.f[1].as_ref().expect("request is defined");
+            let f = defined(st, 1)?;
             match f.call::<Value>((Self::conn(st, conn)?, seq as i64))? {
                 Value::String(s) => {
                     out.extend_from_slice(&s.as_bytes());
@@ -305,7 +373,7 @@ impl Hook for Script {
 
     fn frame(&self, conn: u64, buf: &[u8]) -> Result<Frame, HookError> {
         self.with("frame", |st| {
-            let f = st.f[2].as_ref().expect("frame is defined");
+            let f = defined(st, 2)?;
             let b = st.lua.create_string(buf)?;
             match f.call::<Value>((b, Self::conn(st, conn)?))? {
                 Value::Nil | Value::Boolean(false) => Ok(Frame::More),
@@ -324,28 +392,51 @@ impl Hook for Script {
 
     fn response(&self, conn: u64, reply: &[u8]) -> Result<Option<ErrorClass>, HookError> {
         self.with("response", |st| {
-            let f = st.f[3].as_ref().expect("response is defined");
+            let f = defined(st, 3)?;
             let r = st.lua.create_string(reply)?;
-            match f.call::<Value>((Self::conn(st, conn)?, r))? {
-                Value::Nil | Value::Boolean(true) => Ok(None),
-                Value::Boolean(false) => Ok(Some(ErrorClass::Mismatch)),
+            let v = f.call::<Value>((Self::conn(st, conn)?, r))?;
+            Ok(match verdict("response", v)? {
+                Verdict::Right => None,
+                Verdict::False => Some(ErrorClass::Mismatch),
+                Verdict::Class(c) => Some(c),
+            })
+        })
+    }
+
+    fn defines(&self, name: &str) -> bool {
+        self.with("the file's top level", |st| {
+            Ok(matches!(
+                st.lua.globals().raw_get::<Value>(name)?,
+                Value::Function(_)
+            ))
+        })
+        .unwrap_or(false)
+    }
+
+    fn call(&self, func: &str, conn: u64, text: &[u8], out: &mut Vec<u8>) -> Result<(), HookError> {
+        self.with(func, |st| {
+            let f: Function = st.lua.globals().raw_get(func)?;
+            let t = st.lua.create_string(text)?;
+            match f.call::<Value>((Self::conn(st, conn)?, t))? {
                 Value::String(s) => {
-                    let name = s.to_string_lossy();
-                    match ErrorClass::from_name(&name) {
-                        Some(c) if c != ErrorClass::NotSent => Ok(Some(c)),
-                        _ => Err(mlua::Error::RuntimeError(format!(
-                            "returned \"{name}\", which is not an error class (e.g. \
-                             \"mismatch\", \"reply_error\", \"protocol\"; see \
-                             docs/result-schema.md)"
-                        ))),
-                    }
+                    out.extend_from_slice(&s.as_bytes());
+                    Ok(())
                 }
-                other => Err(bad_return(
-                    "response",
-                    "nothing or true (a right reply), false (a mismatch) or an error class's name",
-                    &other,
-                )),
+                other => Err(bad_return(func, "the message's bytes as a string", &other)),
             }
+        })
+    }
+
+    fn check(&self, func: &str, conn: u64, reply: &[u8]) -> Result<Check, HookError> {
+        self.with(func, |st| {
+            let f: Function = st.lua.globals().raw_get(func)?;
+            let r = st.lua.create_string(reply)?;
+            let v = f.call::<Value>((Self::conn(st, conn)?, r))?;
+            Ok(match verdict(func, v)? {
+                Verdict::Right => Check::Right,
+                Verdict::False => Check::NotThis,
+                Verdict::Class(c) => Check::Fail(c),
+            })
         })
     }
 

@@ -199,3 +199,29 @@ fn each_thread_has_its_own_interpreter() {
     assert_eq!(out, b"12");
     assert_eq!(other, b"1");
 }
+
+/// Neither a coroutine nor `pcall` gets a call past its budget: a loop inside either, or a
+/// loop around a `pcall` that catches the budget's error, still ends the call.
+#[test]
+fn the_budget_cannot_be_escaped_by_coroutines_or_pcall() {
+    for body in [
+        "coroutine.wrap(function() while true do end end)()",
+        "local co = coroutine.create(function() while true do end end)\n  coroutine.resume(co)",
+        "while true do pcall(function() while true do end end) end",
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+        "while true do pcall(pcall, function() while true do end end) end",
+    ] {
+        let s = load(&format!(
+            "function request(conn, seq)\n  {body}\n  return 'x'\nend"
+        ))
+        .unwrap();
+        let e = s.request(1, 0, &mut Vec::new()).unwrap_err();
+        assert!(
+            e.0.contains("ran out of its instruction budget"),
+            "{body}: {e}"
+        );
+        // The next call has its whole budget again.
+        let ok = load("function request(conn, seq) pcall(error, 'x') return 'y' end").unwrap();
+        assert!(ok.request(1, 0, &mut Vec::new()).is_ok());
+    }
+}

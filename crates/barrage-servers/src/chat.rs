@@ -7,7 +7,10 @@
 //!
 //! Protocol: one JSON object per line over TCP, or one JSON object per WebSocket text message
 //! (the same port: a connection whose first bytes are `GET ` is taken as a WebSocket upgrade;
-//! any path is accepted). The messages are the same either way.
+//! any path is accepted). The messages are the same either way. A connection whose first byte
+//! is `0x80` or `0x88` speaks the binary game protocol of [`crate::frames`] (`serve frames`):
+//! typed objects in length-prefixed frames, with the same rooms, broadcast and knobs (a login
+//! there names the user; joining a room is its own message).
 //!
 //! | client sends | server answers |
 //! |---|---|
@@ -31,6 +34,7 @@
 //! threads' `SO_REUSEPORT` listeners), so a broadcast never crosses threads: no lock, no queue;
 //! with one thread (the default) there is one set of rooms.
 
+use crate::frames::{self, Writer};
 use crate::runtime::{self, LoopParts, FIRST_CONN, LISTENER, WAKER};
 use crate::stats::{Chat, CounterWriter, Kind, ServerError};
 use crate::ws::frame::{self, Parsed};
@@ -150,6 +154,107 @@ enum Wire {
     /// A WebSocket upgrade request, not yet whole.
     Upgrade,
     Ws,
+    /// The binary game protocol ([`crate::frames`]).
+    Frames,
+}
+
+/// What the server says to a member, encoded by [`encode`] as the member's wire carries it.
+enum Say<'a> {
+    Joined {
+        room: usize,
+        size: usize,
+        cap: usize,
+    },
+    Member {
+        room: usize,
+        size: usize,
+    },
+    Msg {
+        room: usize,
+        from: &'a str,
+        text: &'a [u8],
+    },
+    Bye,
+    /// An error answer to `action` (frames); `why` empty: `{"op":"error"}`.
+    Error {
+        action: i16,
+        why: &'a str,
+    },
+    /// Frames only: a login's answer, a ping's.
+    Login {
+        user: &'a [u8],
+    },
+    Pong,
+}
+
+/// Appends `say` to `out` as `wire` carries it: a JSON line, a WebSocket text frame of it, or
+/// a frame of the game protocol.
+fn encode(wire: Wire, say: &Say, out: &mut Vec<u8>) {
+    if wire == Wire::Frames {
+        return encode_frame(say, out);
+    }
+    let line = match *say {
+        Say::Joined { room, size, cap } => {
+            format!("{{\"op\":\"joined\",\"room\":{room},\"size\":{size},\"cap\":{cap}}}\n")
+        }
+        Say::Member { room, size } => {
+            format!("{{\"op\":\"member\",\"room\":{room},\"size\":{size}}}\n")
+        }
+        Say::Msg { room, from, text } => {
+            let mut msg = Vec::with_capacity(text.len() + from.len() + 48);
+            msg.extend_from_slice(b"{\"op\":\"msg\",\"room\":");
+            msg.extend_from_slice(room.to_string().as_bytes());
+            msg.extend_from_slice(b",\"from\":\"");
+            msg.extend_from_slice(from.as_bytes());
+            msg.extend_from_slice(b"\",\"text\":\"");
+            msg.extend_from_slice(text);
+            msg.extend_from_slice(b"\"}\n");
+            return put(wire, out, &msg);
+        }
+        Say::Bye => "{\"op\":\"bye\"}\n".to_string(),
+        Say::Error { why: "", .. } | Say::Login { .. } | Say::Pong => {
+            "{\"op\":\"error\"}\n".to_string()
+        }
+        Say::Error { why, .. } => format!("{{\"op\":\"error\",\"why\":\"{why}\"}}\n"),
+    };
+    put(wire, out, line.as_bytes());
+}
+
+/// [`encode`] for the game protocol.
+fn encode_frame(say: &Say, out: &mut Vec<u8>) {
+    let i = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    match *say {
+        Say::Joined { room, size, cap } => {
+            let mut w = Writer::message(out, frames::JOIN, 3);
+            w.int("r", i(room)).int("n", i(size)).int("cap", i(cap));
+            w.finish();
+        }
+        Say::Member { room, size } => {
+            let mut w = Writer::message(out, frames::MEMBERS, 2);
+            w.int("r", i(room)).int("n", i(size));
+            w.finish();
+        }
+        Say::Msg { room, from, text } => {
+            let mut w = Writer::message(out, frames::PUBLIC_MESSAGE, 4);
+            w.int("r", i(room))
+                .int("n", 0)
+                .str("u", from.as_bytes())
+                .bytes("m", text);
+            w.finish();
+        }
+        Say::Bye => Writer::message(out, frames::LEAVE, 0).finish(),
+        Say::Error { action, why } => {
+            let mut w = Writer::message(out, action, 2);
+            w.short("ec", 1).str("em", why.as_bytes());
+            w.finish();
+        }
+        Say::Login { user } => {
+            let mut w = Writer::message(out, frames::LOGIN, 1);
+            w.str("un", user);
+            w.finish();
+        }
+        Say::Pong => Writer::message(out, frames::PING, 0).finish(),
+    }
 }
 
 /// A WebSocket message (so far) longer than a line may be.
@@ -245,6 +350,8 @@ struct Loop {
     /// Connections with output to write after this turn.
     dirty: Vec<usize>,
     rbuf: Box<[u8]>,
+    /// What is being said to one member, encoded for its wire.
+    sbuf: Vec<u8>,
 }
 
 fn splitmix(x: &mut u64) -> u64 {
@@ -287,6 +394,7 @@ impl Loop {
             next_id: 0,
             dirty: Vec::new(),
             rbuf: vec![0; READ_BUF].into_boxed_slice(),
+            sbuf: Vec::new(),
         }
     }
 
@@ -503,8 +611,12 @@ impl Loop {
             match c.inbuf.first() {
                 None => return,
                 Some(b'G') => c.wire = Wire::Upgrade,
+                Some(0x80 | 0x88) => c.wire = Wire::Frames,
                 Some(_) => c.wire = Wire::Lines,
             }
+        }
+        if c.wire == Wire::Frames {
+            return self.game(slot);
         }
         if c.wire != Wire::Lines {
             return self.frames(slot);
@@ -641,18 +753,119 @@ impl Loop {
                 self.publish(slot, &text);
             }
             Some(b"leave") => self.leave(slot, true),
-            _ => self.say(slot, b"{\"op\":\"error\"}\n"),
+            _ => self.say(slot, &Say::Error { action: 0, why: "" }),
         }
     }
 
-    fn say(&mut self, slot: usize, bytes: &[u8]) {
-        if self.full(slot, bytes.len() + 10) {
+    /// The game protocol's side of [`Self::lines`]: every whole frame, each a message. A
+    /// frame or object that breaks the rules closes the connection (`malformed`).
+    fn game(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
             return;
+        };
+        let input = std::mem::take(&mut c.inbuf);
+        let mut start = 0;
+        loop {
+            let (len, payload) = match frames::frame(&input[start..]) {
+                frames::Parsed::Partial => break,
+                frames::Parsed::Bad(_) => return self.malformed(slot),
+                frames::Parsed::Frame { len, payload } => (len, payload),
+            };
+            start += len;
+            let Ok(obj) = frames::object(payload) else {
+                return self.malformed(slot);
+            };
+            let Ok((action, p)) = frames::message(&obj) else {
+                return self.malformed(slot);
+            };
+            self.act(slot, action, p);
+            if self.conns[slot].is_none() {
+                return;
+            }
         }
         if let Some(c) = self.conns[slot].as_mut() {
-            put(c.wire, &mut c.out, bytes);
-            self.dirty.push(slot);
+            c.inbuf = input;
+            c.inbuf.drain(..start);
         }
+    }
+
+    /// One message of the game protocol.
+    fn act(&mut self, slot: usize, action: i16, p: &frames::Value) {
+        use frames::Value;
+        match action {
+            frames::LOGIN => match p.get("un") {
+                Some(Value::Str(user)) => {
+                    // A second login moves the user out of its room.
+                    self.leave(slot, false);
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.user = String::from_utf8_lossy(user).into();
+                    }
+                    self.parts.counters.chat(Chat::Logins, 1);
+                    self.say(slot, &Say::Login { user });
+                }
+                _ => self.say(
+                    slot,
+                    &Say::Error {
+                        action,
+                        why: "login names the user: {un: string}",
+                    },
+                ),
+            },
+            frames::JOIN => {
+                if self.conns[slot].as_ref().is_some_and(|c| c.user.is_empty()) {
+                    return self.say(
+                        slot,
+                        &Say::Error {
+                            action,
+                            why: "login first",
+                        },
+                    );
+                }
+                self.leave(slot, false);
+                self.join(slot);
+            }
+            frames::PUBLIC_MESSAGE => match p.get("m") {
+                Some(Value::Bytes(m) | Value::Str(m)) => self.publish(slot, m),
+                _ => self.say(
+                    slot,
+                    &Say::Error {
+                        action,
+                        why: "a message is {m: byte array}",
+                    },
+                ),
+            },
+            frames::LEAVE => self.leave(slot, true),
+            frames::PING => self.say(slot, &Say::Pong),
+            _ => self.say(
+                slot,
+                &Say::Error {
+                    action,
+                    why: "unknown action",
+                },
+            ),
+        }
+    }
+
+    /// A frame or object that breaks the game protocol's rules: the connection closes.
+    fn malformed(&mut self, slot: usize) {
+        self.parts.counters.chat(Chat::Malformed, 1);
+        self.drop_conn(slot);
+    }
+
+    fn say(&mut self, slot: usize, say: &Say) {
+        let Some(wire) = self.conns[slot].as_ref().map(|c| c.wire) else {
+            return;
+        };
+        let mut b = std::mem::take(&mut self.sbuf);
+        b.clear();
+        encode(wire, say, &mut b);
+        if !self.full(slot, b.len()) {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.out.extend_from_slice(&b);
+                self.dirty.push(slot);
+            }
+        }
+        self.sbuf = b;
     }
 
     /// Whether `slot`'s output has no room for `len` more bytes (or it is gone or closing
@@ -684,6 +897,15 @@ impl Loop {
     fn login(&mut self, slot: usize, user: &[u8]) {
         // A second login moves the user: it leaves its room first.
         self.leave(slot, false);
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.user = String::from_utf8_lossy(user).into();
+        }
+        self.parts.counters.chat(Chat::Logins, 1);
+        self.join(slot);
+    }
+
+    /// Put the user in the newest room with a free seat (or a new one), tell it and the room.
+    fn join(&mut self, slot: usize) {
         let room = match self.current.filter(|&r| self.rooms[r].open) {
             Some(r) => r,
             None => {
@@ -706,20 +928,15 @@ impl Loop {
         }
         let (size, cap) = (r.members.len(), r.cap);
         if let Some(c) = self.conns[slot].as_mut() {
-            c.user = String::from_utf8_lossy(user).into();
             c.room = Some(room);
         }
-        self.parts.counters.chat(Chat::Logins, 1);
-        let joined =
-            format!("{{\"op\":\"joined\",\"room\":{room},\"size\":{size},\"cap\":{cap}}}\n");
-        self.say(slot, joined.as_bytes());
+        self.say(slot, &Say::Joined { room, size, cap });
         self.members_changed(room, slot);
     }
 
     /// Tell the members of `room` other than `except` its size now.
     fn members_changed(&mut self, room: usize, except: usize) {
         let size = self.rooms[room].members.len();
-        let push = format!("{{\"op\":\"member\",\"room\":{room},\"size\":{size}}}\n");
         let others: Vec<usize> = self.rooms[room]
             .members
             .iter()
@@ -727,7 +944,7 @@ impl Loop {
             .filter(|&m| m != except)
             .collect();
         for m in others {
-            self.say(m, push.as_bytes());
+            self.say(m, &Say::Member { room, size });
             self.parts.counters.chat(Chat::MemberPushes, 1);
         }
     }
@@ -737,23 +954,37 @@ impl Loop {
             return;
         };
         let Some(room) = c.room else {
-            return self.say(slot, b"{\"op\":\"error\",\"why\":\"login first\"}\n");
+            let action = frames::PUBLIC_MESSAGE;
+            return self.say(
+                slot,
+                &Say::Error {
+                    action,
+                    why: "login first",
+                },
+            );
         };
         self.parts.counters.chat(Chat::MessagesIn, 1);
-        let mut msg = Vec::with_capacity(text.len() + c.user.len() + 48);
-        msg.extend_from_slice(b"{\"op\":\"msg\",\"room\":");
-        msg.extend_from_slice(room.to_string().as_bytes());
-        msg.extend_from_slice(b",\"from\":\"");
-        msg.extend_from_slice(c.user.as_bytes());
-        msg.extend_from_slice(b"\",\"text\":\"");
-        msg.extend_from_slice(text);
-        msg.extend_from_slice(b"\"}\n");
-        let from = c.id;
+        let (from, user) = (c.id, c.user.clone());
         let members = self.rooms[room].members.clone();
+        let mut msg = Vec::new();
         for m in members {
             if m == slot && !self.cfg.self_delivery {
                 continue;
             }
+            // Encoded for the member's wire (a room may mix lines, WebSocket and frames).
+            let Some(wire) = self.conns[m].as_ref().map(|c| c.wire) else {
+                continue;
+            };
+            msg.clear();
+            encode(
+                wire,
+                &Say::Msg {
+                    room,
+                    from: &user,
+                    text,
+                },
+                &mut msg,
+            );
             self.deliver(m, from, &msg);
         }
     }
@@ -791,24 +1022,22 @@ impl Loop {
             // counted as deliveries out when their time comes (release_due).
             let due = std::time::Instant::now() + d;
             for _ in 0..copies {
-                let mut framed = Vec::with_capacity(msg.len() + 4);
-                put(c.wire, &mut framed, msg);
-                c.delayed.push_back((due, framed, true));
+                c.delayed.push_back((due, msg.to_vec(), true));
             }
             return;
         }
         if holds {
             // Sent after the next delivery from the same sender to this member (or, not
             // reordered after all, before its `bye`).
-            let mut framed = Vec::with_capacity(copies * (msg.len() + 4));
+            let mut framed = Vec::with_capacity(copies * msg.len());
             for _ in 0..copies {
-                put(c.wire, &mut framed, msg);
+                framed.extend_from_slice(msg);
             }
             c.held = Some((from, framed, copies as u64));
             return;
         }
         for _ in 0..copies {
-            put(c.wire, &mut c.out, msg);
+            c.out.extend_from_slice(msg);
             c.mark(1);
         }
         if c.held.as_ref().is_some_and(|h| h.0 == from) {
@@ -838,10 +1067,10 @@ impl Loop {
                 // The delay knob: `bye` comes after the deliveries still owed, as from a
                 // server whose every write is late.
                 let mut bye = Vec::new();
-                put(c.wire, &mut bye, b"{\"op\":\"bye\"}\n");
+                encode(c.wire, &Say::Bye, &mut bye);
                 c.delayed.push_back((due, bye, false));
             } else {
-                put(c.wire, &mut c.out, b"{\"op\":\"bye\"}\n");
+                encode(c.wire, &Say::Bye, &mut c.out);
                 self.dirty.push(slot);
             }
         }

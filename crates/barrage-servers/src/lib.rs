@@ -16,6 +16,7 @@ pub mod chat;
 mod driver;
 pub mod echo;
 mod faults;
+pub mod frames;
 #[cfg(feature = "h2")]
 pub mod grpc;
 pub mod http;

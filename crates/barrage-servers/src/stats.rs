@@ -110,6 +110,9 @@ pub struct ChatStats {
     /// `max_queue` plus one message); the largest of threads and processes when merged.
     #[serde(default)]
     pub queue_peak_bytes: u64,
+    /// `serve frames`: connections closed for a malformed frame or object.
+    #[serde(default)]
+    pub malformed: u64,
 }
 
 impl ChatStats {
@@ -127,6 +130,7 @@ impl ChatStats {
         self.slow_disconnects += o.slow_disconnects;
         self.slow_dropped += o.slow_dropped;
         self.queue_peak_bytes = self.queue_peak_bytes.max(o.queue_peak_bytes);
+        self.malformed += o.malformed;
     }
 }
 
@@ -369,10 +373,11 @@ pub(crate) enum Chat {
     SlowDropped,
     /// A high-water mark, not a count ([`CounterWriter::chat_peak`]).
     QueuePeakBytes,
+    Malformed,
 }
 
 impl Chat {
-    const COUNT: usize = 12;
+    const COUNT: usize = 13;
 }
 
 /// The http counters, as indices into [`ThreadCounters`]' array.
@@ -478,6 +483,7 @@ impl ThreadCounters {
                     slow_disconnects: c(Chat::SlowDisconnects),
                     slow_dropped: c(Chat::SlowDropped),
                     queue_peak_bytes: c(Chat::QueuePeakBytes),
+                    malformed: c(Chat::Malformed),
                 }
             }),
         }

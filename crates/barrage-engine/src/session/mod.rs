@@ -475,6 +475,17 @@ impl<'a> Replies<'a> {
         self.user.is_some()
     }
 
+    /// A scenario file's user: its steps judge their replies (not the flags' load program
+    /// that `--conn-stages` runs as users).
+    pub fn scenario_user(&self) -> bool {
+        self.user.as_ref().is_some_and(|u| {
+            !matches!(
+                u.prog.steps.first().map(|s| &s.msg),
+                Some(crate::users::StepMsg::Load)
+            )
+        })
+    }
+
     /// A user's message is complete: an `on` rule's push, a reply that does not match the
     /// awaited step (message protocols: a push, and the step waits on), or the reply of the
     /// exchange at the front, matched and captured from.
@@ -645,6 +656,20 @@ impl<'a> Replies<'a> {
                     }
                     bad = Some(ErrorClass::Mismatch);
                 }
+            }
+        }
+        if let (None, Some(f), Some(h)) = (bad, &step.check, u.hook) {
+            use crate::hook::Check;
+            match h.check(f, u.gid, msg) {
+                Ok(Check::Right) => {}
+                // Not this step's reply: a push, as for `expect` (the step waits on).
+                Ok(Check::NotThis) if u.skip_unmatched => {
+                    self.rec.counters.unexpected += unasked;
+                    return None;
+                }
+                Ok(Check::NotThis) => bad = Some(ErrorClass::Mismatch),
+                Ok(Check::Fail(class)) => bad = Some(class),
+                Err(_) => bad = Some(ErrorClass::ScriptError),
             }
         }
         if let Some(crate::users::ServerTimeFrom::Json(p)) = &step.server_time {

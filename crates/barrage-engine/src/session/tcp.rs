@@ -3,14 +3,17 @@
 //! `request` each request's bytes, `frame` where replies end, `response` whether one is right.
 //!
 //! Without a script, or with one that leaves replies alone (no `frame`, no `response`, no
-//! `init`), replies go through the framing decoder as they come, nothing buffered. A script's
-//! `frame` sees the bytes received and not yet framed, kept in the connection's buffer (never
-//! longer than the reply `frame` announced, at most `--max-frame`); a script's `response` sees
-//! each reply's bytes (collected while the framing decodes it).
+//! `init`), replies go through the framing decoder as they come, nothing buffered, and a
+//! connection carries nothing for the script (its state is boxed, made only for a script). A
+//! script's `frame` sees the bytes received and not yet framed, kept in the connection's
+//! buffer (never more than `--max-frame`); a script's `response` sees each reply's bytes
+//! (collected while the framing decodes it, at most `--max-frame` of them). A scenario's
+//! replies are judged by its steps' `check`s, not by `response`.
 
 use super::{Msg, Out, ProtoError, Rendered, Replies, Session};
+use crate::exchange::OPENING;
 use crate::framing::{Decoder, Framing, Sink};
-use crate::hook::{Frame, HookFns};
+use crate::hook::{Frame, HookError, HookFns};
 use crate::message::{Fill, Template};
 use crate::plan::{Plan, ScriptPlan};
 use barrage_metrics::ErrorClass;
@@ -32,11 +35,18 @@ impl Cfg {
 
 pub struct Tcp {
     dec: Decoder,
+    /// What a script keeps per connection (`None` without a script).
+    st: Option<Box<Scripted>>,
+}
+
+/// A connection's state for its script.
+#[derive(Default)]
+struct Scripted {
     /// The connection's number (the script's `conn`), once it opened.
     conn: u64,
     opened: bool,
-    /// A script's replies: with `frame`, the bytes received and not yet framed; else the
-    /// reply being collected for `response`.
+    /// With `frame`, the bytes received and not yet framed; else the reply being collected
+    /// for `response`.
     buf: Vec<u8>,
     /// `frame` said the next reply is this long (0: not asked yet).
     want: usize,
@@ -45,7 +55,11 @@ pub struct Tcp {
     failed: Option<ProtoError>,
 }
 
-fn script_error(e: crate::hook::HookError) -> ProtoError {
+/// What `frame` is shown first: most framings need only a header, so a read of many small
+/// replies does not copy all that is left of it for each one.
+const FRAME_PEEK: usize = 256;
+
+fn script_error(e: HookError) -> ProtoError {
     ProtoError::of(ErrorClass::ScriptError, e)
 }
 
@@ -66,54 +80,67 @@ impl Session for Tcp {
         }
     }
 
-    fn new(_cfg: &Cfg) -> Self {
+    fn new(cfg: &Cfg) -> Self {
         Self {
             dec: Decoder::default(),
-            conn: 0,
-            opened: false,
-            buf: Vec::new(),
-            want: 0,
-            login: None,
-            failed: None,
+            st: cfg.script.as_ref().map(|_| Box::default()),
         }
     }
 
     fn reset(&mut self, cfg: &Cfg) {
         self.dec.reset();
-        self.buf.clear();
-        self.want = 0;
-        self.login = None;
-        self.failed = None;
-        if let (Some(s), true) = (&cfg.script, std::mem::take(&mut self.opened)) {
-            s.hook.close(self.conn);
+        if let (Some(st), Some(s)) = (self.st.as_deref_mut(), &cfg.script) {
+            st.buf.clear();
+            if st.buf.capacity() > 1 << 16 {
+                st.buf.shrink_to(1 << 12);
+            }
+            st.want = 0;
+            st.login = None;
+            st.failed = None;
+            if std::mem::take(&mut st.opened) {
+                s.hook.close(st.conn);
+            }
         }
     }
 
     fn open(&mut self, cfg: &Cfg, out: &mut Out) -> Result<bool, ProtoError> {
-        self.conn = out.conn;
-        self.opened = true;
-        let Some(s) = &cfg.script else {
+        let (Some(st), Some(s)) = (self.st.as_deref_mut(), &cfg.script) else {
             return Ok(false);
         };
+        st.conn = out.conn;
+        st.opened = true;
         let at = out.buf.len();
         if !s.hook.init(out.conn, out.buf).map_err(script_error)? {
             return Ok(false);
         }
-        self.login = Some((out.buf.len() - at) as u32);
+        st.login = Some((out.buf.len() - at) as u32);
         Ok(true)
     }
 
     #[inline]
     fn render(&mut self, cfg: &Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
         let at = out.buf.len();
-        if let (Some(s), true, Msg::Load) = (&cfg.script, cfg.fns.request, msg) {
-            if let Err(e) = s.hook.request(self.conn, fill.seq, out.buf) {
-                out.buf.truncate(at);
-                self.failed.get_or_insert(script_error(e));
+        if let (Some(st), Some(s), true, Msg::Load) =
+            (self.st.as_deref_mut(), &cfg.script, cfg.fns.request, msg)
+        {
+            // After a failure the rest of the batch is not rendered: the connection fails.
+            if st.failed.is_none() {
+                match s.hook.request(st.conn, fill.seq, out.buf) {
+                    Ok(()) if out.buf.len() == at => {
+                        st.failed = Some(script_error(HookError(format!(
+                            "{}: request() returned an empty string: a request has at least \
+                             one byte",
+                            s.hook.name()
+                        ))));
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        out.buf.truncate(at);
+                        st.failed = Some(script_error(e));
+                    }
+                }
             }
-            let len = out.buf.len() - at;
-            out.keep(at..at + len);
-            return Rendered::command(len, 0);
+            return Rendered::command(out.buf.len() - at, 0);
         }
         let t = match (msg, &cfg.first) {
             (Msg::Opening(_), Some(f)) => f,
@@ -127,7 +154,7 @@ impl Session for Tcp {
     }
 
     fn failed(&mut self) -> Option<ProtoError> {
-        self.failed.take()
+        self.st.as_deref_mut()?.failed.take()
     }
 
     fn static_request(cfg: &Cfg, msg: Msg, _seq: u64) -> Option<(&[u8], Rendered)> {
@@ -139,12 +166,12 @@ impl Session for Tcp {
 
     #[inline]
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
-        match &cfg.script {
-            Some(s) if cfg.judges() => {
+        match (self.st.as_deref_mut(), &cfg.script) {
+            (Some(st), Some(s)) if cfg.judges() => {
                 if cfg.fns.frame {
-                    self.scripted_frames(cfg, s, data, r)
+                    st.scripted_frames(cfg, s, data, r)
                 } else {
-                    self.judged_frames(cfg, s, data, r)
+                    st.judged_frames(&mut self.dec, cfg, s, data, r)
                 }
             }
             _ => self
@@ -159,7 +186,13 @@ impl Session for Tcp {
     }
 }
 
-impl Tcp {
+/// Whether `response` judges the reply at the front: not an opening's (`--first-message`),
+/// not a scenario user's (its steps' `check`s do).
+fn responds(cfg: &Cfg, r: &Replies) -> bool {
+    cfg.fns.response && !r.scenario_user() && r.ex.front().is_none_or(|e| e.step != OPENING)
+}
+
+impl Scripted {
     /// Replies framed by the script's `frame`, each judged by `response`.
     fn scripted_frames(
         &mut self,
@@ -178,18 +211,24 @@ impl Tcp {
                 break Ok(());
             }
             if self.want == 0 {
-                match s.hook.frame(self.conn, &buf[pos..]) {
+                let mut said = s
+                    .hook
+                    .frame(self.conn, &buf[pos..pos + avail.min(FRAME_PEEK)]);
+                if avail > FRAME_PEEK && said == Ok(Frame::More) {
+                    said = s.hook.frame(self.conn, &buf[pos..]);
+                }
+                match said {
                     Err(e) => break Err(script_error(e)),
                     Ok(Frame::More) if avail as u64 > s.max_frame => {
                         break Err(ProtoError::new(format!(
-                            "{} bytes and frame() has not found a whole reply in them: over \
-                             --max-frame ({})",
-                            avail, s.max_frame
+                            "{avail} bytes and frame() has not found a whole reply in them: \
+                             over --max-frame ({})",
+                            s.max_frame
                         )))
                     }
                     Ok(Frame::More) => break Ok(()),
                     Ok(Frame::Len(0)) => {
-                        break Err(script_error(crate::hook::HookError(format!(
+                        break Err(script_error(HookError(format!(
                             "{}: frame() returned 0: a reply is at least 1 byte (return nil \
                              while there is no whole reply yet)",
                             s.hook.name()
@@ -222,9 +261,20 @@ impl Tcp {
                 pos = 0;
                 break res;
             }
-            self.judge(cfg, s, reply, r);
+            r.body(reply);
+            let bad = match responds(cfg, r) {
+                true => s
+                    .hook
+                    .response(self.conn, reply)
+                    .unwrap_or(Some(ErrorClass::ScriptError)),
+                false => None,
+            };
+            r.complete(bad);
         };
         buf.drain(..pos);
+        if buf.is_empty() && buf.capacity() > 1 << 16 {
+            buf.shrink_to(1 << 12);
+        }
         self.buf = buf;
         res
     }
@@ -232,23 +282,30 @@ impl Tcp {
     /// Replies framed by `--expect`, each judged by `response` (its bytes collected).
     fn judged_frames(
         &mut self,
+        dec: &mut Decoder,
         cfg: &Cfg,
         s: &ScriptPlan,
         data: &[u8],
         r: &mut Replies,
     ) -> Result<(), ProtoError> {
         let Some(len) = self.login else {
+            let judge = responds(cfg, r);
             let mut sink = Judged {
                 r,
                 buf: &mut self.buf,
                 login: None,
                 done: false,
-                judge: cfg.fns.response.then_some((s, self.conn)),
+                over: false,
+                max: s.max_frame,
+                judge: judge.then_some((s, self.conn)),
             };
-            return self
-                .dec
-                .feed(&cfg.framing, data, &mut sink)
-                .map_err(ProtoError::new);
+            let fed = dec.feed(&cfg.framing, data, &mut sink);
+            let over = sink.over;
+            fed.map_err(ProtoError::new)?;
+            return match over {
+                true => Err(too_long(s)),
+                false => Ok(()),
+            };
         };
         // Byte by byte until the login's reply is framed, so that its end is known.
         let mut sink = Judged {
@@ -256,14 +313,18 @@ impl Tcp {
             buf: &mut self.buf,
             login: Some(len),
             done: false,
+            over: false,
+            max: s.max_frame,
             judge: None,
         };
         let mut used = 0;
-        while used < data.len() && !sink.done {
-            self.dec
-                .feed(&cfg.framing, &data[used..=used], &mut sink)
+        while used < data.len() && !sink.done && !sink.over {
+            dec.feed(&cfg.framing, &data[used..=used], &mut sink)
                 .map_err(ProtoError::new)?;
             used += 1;
+        }
+        if sink.over {
+            return Err(too_long(s));
         }
         if !sink.done {
             return Ok(());
@@ -276,23 +337,6 @@ impl Tcp {
         res?;
         r.handshake_done(used);
         Ok(())
-    }
-
-    /// What `response` says of a reply: `None` when it is right.
-    fn response(&self, cfg: &Cfg, s: &ScriptPlan, reply: &[u8]) -> Option<ErrorClass> {
-        if !cfg.fns.response {
-            return None;
-        }
-        s.hook
-            .response(self.conn, reply)
-            .unwrap_or(Some(ErrorClass::ScriptError))
-    }
-
-    /// A load reply: judged, and its exchange completed.
-    fn judge(&self, cfg: &Cfg, s: &ScriptPlan, reply: &[u8], r: &mut Replies) {
-        r.body(reply);
-        let bad = self.response(cfg, s, reply);
-        r.complete(bad);
     }
 
     /// The login's reply: a wrong one fails the connection with the class `response` names.
@@ -311,15 +355,26 @@ impl Tcp {
     }
 }
 
-/// The framing's sink while a script judges replies: a reply's bytes are collected, and at
-/// its end `response` judges it and its exchange completes (the login's: `done` is set).
+fn too_long(s: &ScriptPlan) -> ProtoError {
+    ProtoError::new(format!(
+        "a reply longer than --max-frame ({}) for the script to see",
+        s.max_frame
+    ))
+}
+
+/// The framing's sink while a script judges replies: a reply's bytes are collected (at most
+/// `max`), and at its end `response` judges it and its exchange completes (the login's:
+/// `done` is set).
 struct Judged<'a, 'r> {
     r: &'a mut Replies<'r>,
     buf: &'a mut Vec<u8>,
     /// The login's length (echo framing), while its reply is awaited.
     login: Option<u32>,
     done: bool,
-    /// The script and the connection, when the script has `response`.
+    /// A reply passed `max` bytes: the connection fails.
+    over: bool,
+    max: u64,
+    /// The script and the connection, when `response` judges these replies.
     judge: Option<(&'a ScriptPlan, u64)>,
 }
 
@@ -332,6 +387,10 @@ impl Sink for Judged<'_, '_> {
     }
 
     fn body(&mut self, bytes: &[u8]) {
+        if (self.buf.len() + bytes.len()) as u64 > self.max {
+            self.over = true;
+            return;
+        }
         self.buf.extend_from_slice(bytes);
         if self.login.is_none() {
             self.r.body(bytes);
@@ -348,11 +407,11 @@ impl Sink for Judged<'_, '_> {
             return;
         }
         let bad = match self.judge {
-            Some((s, conn)) => s
+            Some((s, conn)) if !self.over => s
                 .hook
                 .response(conn, self.buf)
                 .unwrap_or(Some(ErrorClass::ScriptError)),
-            None => None,
+            _ => None,
         };
         self.buf.clear();
         self.r.complete(bad);

@@ -360,6 +360,8 @@ impl Builder<'_> {
                 call = Some(c);
                 self.call(s, c, key)?
             }
+            // A script's `call` makes the message from nothing.
+            (None, None, None) if s.call.is_some() => StepMsg::Bytes(Template::new(Vec::new())),
             (None, None, None) => return Err(err(key, "a step needs send, path or rpc")),
         };
         let expect = s.expect.as_ref().map(|e| &e.value);
@@ -430,6 +432,7 @@ impl Builder<'_> {
             }),
         };
         let looks = matcher.is_some()
+            || s.check.is_some()
             || !captures.is_empty()
             || matches!(server_time, Some(super::ServerTimeFrom::Json(_)));
         self.collect |= looks;
@@ -467,6 +470,8 @@ impl Builder<'_> {
             server_time,
             broadcast,
             decode,
+            call: s.call.as_ref().map(|c| c.value.as_str().into()),
+            check: s.check.as_ref().map(|c| c.value.as_str().into()),
         });
         Ok(index as u16)
     }
@@ -676,6 +681,7 @@ impl Builder<'_> {
             matcher,
             reply,
             captures: captures.into(),
+            call: r.call.as_ref().map(|c| c.value.as_str().into()),
         })
     }
 }

@@ -270,6 +270,8 @@ impl Users {
                     server_time: None,
                     broadcast: None,
                     decode: None,
+                    call: None,
+                    check: None,
                 }]
                 .into(),
                 on: Box::default(),
@@ -424,6 +426,10 @@ pub struct StepDef {
     /// gRPC: the reply's messages as JSON, for `expect` and captures (set when the step
     /// looks into its reply).
     pub decode: Option<crate::grpc::Decode>,
+    /// The script's function that makes the message from the step's rendered `send`.
+    pub call: Option<Box<str>>,
+    /// The script's function that judges the step's reply.
+    pub check: Option<Box<str>>,
 }
 
 /// What a broadcast step expects of each message.
@@ -615,6 +621,8 @@ pub struct OnRule {
     pub matcher: Matcher,
     pub reply: Option<Template>,
     pub captures: Box<[(usize, Capture)]>,
+    /// The script's function that makes the reply from `reply` rendered.
+    pub call: Option<Box<str>>,
 }
 
 /// One operation of a program. A scenario's users run `Send` ... `End` (`worker/users.rs`);
@@ -773,6 +781,8 @@ pub struct UserCtx<'a> {
     /// in µs (stamps carry wall-clock send times).
     pub gid: u64,
     pub wall_base_us: u64,
+    /// The run's script, whose functions steps' `check`s name.
+    pub hook: Option<&'a crate::hook::HookRef>,
 }
 
 #[cfg(test)]

@@ -120,7 +120,11 @@ impl<S: Session> Worker<S> {
         };
         let awaited = match c.session.open(&self.cfg, &mut out) {
             Ok(a) => a,
-            Err(e) => return self.fail(idx, e.class, Some(&e.why), now),
+            Err(e) => {
+                // Connected (counted so above): the failure is the handshake's.
+                self.conns[idx as usize].state = State::Handshake;
+                return self.fail(idx, e.class, Some(&e.why), now);
+            }
         };
         if !awaited {
             return self.become_ready(idx, now);

@@ -94,7 +94,7 @@ impl<S: Session> Worker<S> {
             &mut self.rng,
         );
         r.user = Self::user_ctx(
-            &self.plan.users,
+            &self.plan,
             &mut self.users,
             idx as usize,
             self.skip_unmatched,
@@ -182,7 +182,7 @@ impl<S: Session> Worker<S> {
             &mut self.rng,
         );
         r.user = Self::user_ctx(
-            &self.plan.users,
+            &self.plan,
             &mut self.users,
             idx as usize,
             self.skip_unmatched,

@@ -255,6 +255,16 @@ impl<S: Session> Worker<S> {
                 Op::End | Op::Opening(_) | Op::Window { .. } | Op::Schedule { .. } => break,
             }
         }
+        if let Some(e) = self.script_fail.take() {
+            // A step's message could not be made: what it opened fails with the connection.
+            self.scratch.clear();
+            return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
+        }
+        if let Some(e) = self.conns[i].session.failed() {
+            // A request the session could not render (`--conn-stages` with a script).
+            self.scratch.clear();
+            return self.fail(idx, e.class, Some(&e.why), now);
+        }
         if !self.scratch.is_empty() {
             let c = &mut self.conns[i];
             let res = write_to(c, &mut self.rec, &self.scratch);
@@ -322,6 +332,11 @@ impl<S: Session> Worker<S> {
             &mut self.scratch,
             &mut self.stepbuf,
         );
+        if let Some(f) = &step.call {
+            let gid = c.gid;
+            self.script_call(f, gid, at);
+        }
+        let c = &mut self.conns[i];
         let key = c.load_key();
         let mut out = Out {
             conn: c.gid,
@@ -386,6 +401,11 @@ impl<S: Session> Worker<S> {
                 };
                 let at = self.scratch.len();
                 t.render_vars_into(fill, &self.users[i].vars, &mut self.scratch);
+                if let Some(f) = &program.on[r as usize].call {
+                    let gid = c.gid;
+                    self.script_call(f, gid, at);
+                }
+                let c = &mut self.conns[i];
                 let mut out = Out {
                     conn: c.gid,
                     buf: &mut self.scratch,
@@ -399,6 +419,10 @@ impl<S: Session> Worker<S> {
             let mut pushes = pushes;
             pushes.clear();
             self.users[i].pushes = pushes;
+            if let Some(e) = self.script_fail.take() {
+                self.scratch.clear();
+                return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
+            }
             if !self.scratch.is_empty() {
                 let c = &mut self.conns[i];
                 let res = write_to(c, &mut self.rec, &self.scratch);
@@ -597,13 +621,13 @@ impl<S: Session> Worker<S> {
 
     /// A user's replies are judged with its program and state.
     pub(super) fn user_ctx<'a>(
-        users: &'a Option<Arc<Users>>,
+        plan: &'a crate::plan::Plan,
         states: &'a mut [UserState],
         i: usize,
         skip_unmatched: bool,
         wall_base_us: u64,
     ) -> Option<UserCtx<'a>> {
-        let u = users.as_deref()?;
+        let u = plan.users.as_deref()?;
         let st = &mut states[i];
         Some(UserCtx {
             prog: &u.program,
@@ -611,6 +635,22 @@ impl<S: Session> Worker<S> {
             st,
             skip_unmatched,
             wall_base_us,
+            hook: plan.script.as_ref().map(|s| &s.hook),
         })
+    }
+
+    /// A script's `call`: the message rendered at `scratch[at..]` replaced by what function
+    /// `func` makes of it. A script error is kept for the caller to fail the connection with.
+    fn script_call(&mut self, func: &str, gid: u64, at: usize) {
+        let Some(s) = self.plan.script.as_ref() else {
+            return;
+        };
+        self.stepbuf.clear();
+        self.stepbuf.extend_from_slice(&self.scratch[at..]);
+        self.scratch.truncate(at);
+        if let Err(e) = s.hook.call(func, gid, &self.stepbuf, &mut self.scratch) {
+            self.scratch.truncate(at);
+            self.script_fail.get_or_insert(e);
+        }
     }
 }

@@ -8,11 +8,12 @@
 
 mod mqtt;
 mod refs;
+mod script;
 
 use super::values::{pointer, regex, status, think};
 use super::{framing, header, FileScope, StepCount, TargetKind};
 use crate::at::At;
-use crate::model::{Expect, File, Match, Step};
+use crate::model::{Expect, File, Match, OnRule, Step};
 use crate::{data, units, ScenarioError};
 
 pub(super) struct Walk {
@@ -52,6 +53,8 @@ struct StepsCheck<'a> {
     stamp: Option<(String, String)>,
     /// The `{secret:NAME}`s of the templates, in file order.
     secrets: Vec<super::SecretUse>,
+    /// The file names a script (`script = "FILE.lua"`).
+    script: bool,
 }
 
 type CheckResult = Result<(), ScenarioError>;
@@ -76,6 +79,7 @@ pub(super) fn check_all(
         count: StepCount::default(),
         stamp: None,
         secrets: Vec::new(),
+        script: file.script.is_some(),
     };
     if file.steps.is_empty() {
         return Err(cx.err(
@@ -101,6 +105,7 @@ pub(super) fn check_all(
         let key = format!("on[{i}]");
         w.name(&rule.name, &key)?;
         w.matcher(&rule.matches, &format!("{key}.match"), true)?;
+        w.on_call(rule, &key)?;
         // A rule with neither reply nor capture takes the pushes it matches: they are expected
         // (an Engine.IO open packet), not unexpected replies.
         if let Some(r) = &rule.reply {
@@ -179,6 +184,7 @@ impl StepsCheck<'_> {
         self.name(&s.name, key)?;
         self.keys_fit(s, key, kind)?;
         self.mqtt(s, key, kind, part)?;
+        self.script_keys(s, key, kind)?;
         match kind {
             "send" | "path" if self.target == TargetKind::Grpc => {
                 let v = s.send.as_ref().or(s.path.as_ref());
@@ -205,11 +211,9 @@ impl StepsCheck<'_> {
                 if self.target == TargetKind::Http {
                     return Err(cx.err(s.send.as_ref().map_or(s.line, |v| v.line), format!("{key}.send"), "the target is http://: a step is a request, path = \"/...\" (with method, headers, body)"));
                 }
-                self.template(
-                    s.send.as_ref().expect("kind send"),
-                    &format!("{key}.send"),
-                    part,
-                )?;
+                if let Some(send) = &s.send {
+                    self.template(send, &format!("{key}.send"), part)?;
+                }
             }
             "path" => self.request(s, key, part)?,
             // Checked with MQTT's other keys (`mqtt`, above).
@@ -310,7 +314,11 @@ impl StepsCheck<'_> {
     fn kind(&self, s: &At<Step>, key: &str) -> Result<&'static str, ScenarioError> {
         let cx = self.cx;
         let kinds: Vec<&'static str> = [
-            ("send", s.send.is_some()),
+            // A script's `call` makes a message from `send`, or from nothing.
+            (
+                "send",
+                s.send.is_some() || (s.call.is_some() && s.fields.is_none()),
+            ),
             ("fields", s.fields.is_some()),
             ("path", s.path.is_some()),
             ("rpc", s.rpc.is_some()),

@@ -26,7 +26,10 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         Server::Grpc(s) => ("grpc", "127.0.0.1:50051", s),
         Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
         Server::Chat(s) => ("chat", "127.0.0.1:7100", s),
+        Server::Frames(s) => ("frames", "127.0.0.1:7200", s),
     };
+    // `serve frames` is the chat server (whose port speaks the game protocol too).
+    let chat = matches!(name, "chat" | "frames");
     let chat_flags = [
         ("--room-size", args.room_size.is_some()),
         ("--no-self", args.no_self),
@@ -36,17 +39,17 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         ("--seed", args.seed.is_some()),
         ("--max-queue", args.max_queue.is_some()),
     ];
-    if let Some((flag, _)) = chat_flags
-        .iter()
-        .find(|(_, on)| *on)
-        .filter(|_| name != "chat")
-    {
-        return Err(Usage::says(*flag, format!("applies to serve chat, not serve {name}")).into());
+    if let Some((flag, _)) = chat_flags.iter().find(|(_, on)| *on).filter(|_| !chat) {
+        return Err(Usage::says(
+            *flag,
+            format!("applies to serve chat and serve frames, not serve {name}"),
+        )
+        .into());
     }
-    if name == "chat" {
+    if chat {
         for (flag, on) in [("--tls-cert", args.tls_cert.is_some())] {
             if on {
-                return Err(Usage::says(flag, "does not apply to serve chat").into());
+                return Err(Usage::says(flag, format!("does not apply to serve {name}")).into());
             }
         }
     }
@@ -151,7 +154,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     // The chat server keeps its rooms per thread: one thread (one set of rooms) by default.
     let threads = args
         .threads
-        .map_or(if name == "chat" { 1 } else { cores }, |t| t as usize);
+        .map_or(if chat { 1 } else { cores }, |t| t as usize);
     let stall_for = args.stall_for.unwrap_or_default();
     let stop = crate::sys::stop_on_signals().stop;
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -224,7 +227,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             server_timing: args.server_timing,
         })
         .map_err(in_use)?,
-        Server::Chat(_) => {
+        Server::Chat(_) | Server::Frames(_) => {
             let (room_min, room_max) = room_size(args.room_size.as_deref().unwrap_or("3-8"))?;
             barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
                 listen,
@@ -290,6 +293,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         } else if name == "chat" {
             let a = server.local_addr();
             format!(": tcp://{a} (one JSON object per line) and ws://{a}/ (one per text message)")
+        } else if name == "frames" {
+            let a = server.local_addr();
+            format!(": tcp://{a} (frames of typed objects; JSON lines and WebSocket too)")
         } else {
             format!(": {scheme}://{}/", server.local_addr())
         }
@@ -376,6 +382,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             "; {} logins, {} rooms, {} messages in, {} deliveries out (dropped {}, duplicated {}, reordered {})",
             c.logins, c.rooms, c.messages_in, c.deliveries_out, c.dropped, c.duplicated, c.reordered
         );
+        if c.malformed > 0 {
+            line += &format!("; {} connections closed for malformed frames", c.malformed);
+        }
         if c.slow_disconnects > 0 {
             line += &format!(
                 "; {} slow members disconnected at --max-queue ({} deliveries they were owed dropped)",

@@ -120,6 +120,10 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
     if args.more_urls.is_empty() {
         args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
     }
+    if let (None, Some(sc)) = (&args.script, &f.script) {
+        // The file's script, as `--script` (which overrides it) would give it.
+        args.script = Some(dir.join(&sc.value));
+    }
     if let Some(p) = &f.protocol {
         if args.expect.is_none() {
             args.expect = p.framing.as_ref().map(|v| v.value.clone());

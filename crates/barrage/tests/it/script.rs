@@ -343,6 +343,7 @@ fn script_mistakes_are_one_line_before_any_load() {
         "function request(conn)\n  return 'x'\n",
     );
     let none = script(dir.path(), "none.lua", "local x = 1\n");
+    let resp = script(dir.path(), "resp.lua", "function response(conn, r) end\n");
     let url = format!("tcp://127.0.0.1:{}", refused_port());
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
@@ -370,6 +371,14 @@ fn script_mistakes_are_one_line_before_any_load() {
             "error: --script-budget bounds the calls of a script".into(),
         ),
         (
+            vec!["--script", &ok, "--verify"],
+            "error: --verify compares echoes".into(),
+        ),
+        (
+            vec!["--script", &resp, "--expect", "none"],
+            "error: --expect none awaits no reply".into(),
+        ),
+        (
             vec!["--script", &ok, "--script-budget", "0"],
             "error: invalid value '0' for '--script-budget <N>': must be at least 1".into(),
         ),
@@ -381,20 +390,24 @@ fn script_mistakes_are_one_line_before_any_load() {
         assert!(err.starts_with(&want), "{args:?}:\n{err}\nwant: {want}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/binary-echo.toml"
-    );
-    let out = barrage()
-        .args(["run", scenario, "--target", &url, "--script", &ok])
-        .output()
-        .unwrap();
+    // A scenario's step naming a function the script does not define.
+    let toml = dir.path().join("s.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "target = \"{url}\"\nscript = \"ok.lua\"\n[users]\ncount = 1\narrive = \"1/s\"\n\
+             [[steps]]\nname = \"a\"\ncall = \"nope\"\n"
+        ),
+    )
+    .unwrap();
+    let out = barrage().args(["run"]).arg(&toml).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.starts_with("error: --script applies to runs of a URL"),
-        "{err}"
+    let want = format!(
+        "error: {}:8: steps[0].call: nope is not a function of the script",
+        toml.display()
     );
+    assert!(err.starts_with(&want), "{err}\nwant: {want}");
     let out = barrage()
         .args(["http://127.0.0.1:1/", "--script", &ok])
         .output()
@@ -404,4 +417,174 @@ fn script_mistakes_are_one_line_before_any_load() {
         err.starts_with("error: --script applies to tcp:// targets, not http://"),
         "{err}"
     );
+}
+
+/// `examples/game-rooms.toml`: users log in, join rooms and chat over `serve frames`' binary
+/// protocol, every message made and every reply framed and checked by `examples/game.lua`.
+/// Reconciled exactly with the server: logins, leaves, messages, and every delivery it wrote
+/// (with duplicates injected: each one seen as a duplicate); every byte each way.
+#[test]
+fn the_game_example_speaks_serve_frames_through_its_script_and_reconciles() {
+    let server = EchoServer::serve("frames", &["--dup", "0.05", "--seed", "3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let example = example_without_thresholds("game-rooms.toml", dir.path());
+    let json = dir.path().join("game.json");
+    let out = barrage()
+        .timeout(std::time::Duration::from_secs(60))
+        .arg("run")
+        .arg(&example)
+        .args(["--target", server.url(), "--users", "48", "--hold", "5s"])
+        .args(["-q", "--no-tui", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v = read_json(&json);
+    let stats = server.stop();
+    let chat = &stats["chat"];
+    let n = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap();
+    let b = &v["summary"]["broadcast"];
+    conserved(&v);
+    assert_eq!(
+        u(&v, "summary.errors.total"),
+        0,
+        "{}",
+        field(&v, "summary.errors")
+    );
+    assert_eq!(u(&v, "summary.exchanges.unexpected_replies"), 0);
+    assert_eq!(n(chat, "logins"), 48);
+    assert_eq!(n(chat, "leaves"), 48);
+    assert_eq!(n(chat, "malformed"), 0);
+    for name in ["login", "join", "leave"] {
+        assert_eq!(step(&v, name)["completed"], 48, "{name}");
+    }
+    assert_eq!(n(b, "sent"), n(chat, "messages_in"));
+    assert!(n(b, "sent") > 0);
+    // Users leave together at the end, after the drain: every delivery written was read.
+    assert_eq!(
+        n(b, "delivered") + n(b, "duplicates"),
+        n(chat, "deliveries_out")
+    );
+    assert_eq!(n(b, "duplicates"), n(chat, "duplicated"));
+    assert!(n(chat, "duplicated") > 0, "the knob injected none: {chat}");
+    assert_eq!(
+        n(b, "delivered"),
+        n(b, "expected"),
+        "every member got every message"
+    );
+    assert_eq!(u(&v, "summary.io.bytes_written"), u(&stats, "bytes_read"));
+    assert_eq!(u(&v, "summary.io.bytes_read"), u(&stats, "bytes_written"));
+}
+
+/// `serve frames` answers a ping, closes a connection that then breaks the protocol (a bad
+/// header byte, a frame over 64 KiB, an object cut short), counts it, and answers a message
+/// it does not know with an error.
+#[test]
+fn serve_frames_closes_malformed_connections_and_counts_them() {
+    use std::io::{Read, Write};
+    let server = EchoServer::serve("frames", &[]);
+    let addr = format!("127.0.0.1:{}", server.port);
+    // A ping (answered), then what breaks the rules: the answer, then the connection closes.
+    let ping =
+        b"\x80\x00\x14\x12\x00\x03\x00\x01c\x02\x00\x00\x01a\x03\x00\x1d\x00\x01p\x12\x00\x00";
+    for bad in [
+        &b"\x81\x00\x00"[..],
+        b"\x88\x00\x01\x00\x01",
+        b"\x80\x00\x04\x12\x00\x01\x00",
+    ] {
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(ping).unwrap();
+        let mut pong = [0u8; 23];
+        c.read_exact(&mut pong).unwrap();
+        assert_eq!(&pong[15..17], &29i16.to_be_bytes());
+        c.write_all(bad).unwrap();
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).expect("closed by the server");
+        assert!(rest.is_empty(), "{bad:?}: {rest:?}");
+    }
+    // An unknown action: an error answer (`ec`), and the connection stays.
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let msg =
+        b"\x80\x00\x14\x12\x00\x03\x00\x01c\x02\x00\x00\x01a\x03\x00\x63\x00\x01p\x12\x00\x00";
+    c.write_all(msg).unwrap();
+    let mut head = [0u8; 3];
+    c.read_exact(&mut head).unwrap();
+    let mut body = vec![0u8; u16::from_be_bytes([head[1], head[2]]) as usize];
+    c.read_exact(&mut body).unwrap();
+    assert_eq!(&body[12..14], &99i16.to_be_bytes(), "the action answered");
+    assert_eq!(&body[22..24], b"ec");
+    drop(c);
+    let stats = server.stop();
+    assert_eq!(stats["chat"]["malformed"], 3);
+}
+
+/// An `init` that raises fails each connection as `script.error` (counted once per attempt,
+/// the worker going on connecting), and a run that never gets through says why; a `request`
+/// that returns nothing is an error too, not a request that never ends.
+#[test]
+fn an_init_that_raises_or_an_empty_request_is_a_script_error() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = script(
+        dir.path(),
+        "init.lua",
+        "function init(conn) error('no login for ' .. conn.id) end\nfunction request() return 'x' end\n",
+    );
+    let json = dir.path().join("init.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "--script",
+            &file,
+            "-c",
+            "2",
+            "-d",
+            "3s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("init.lua:1: init(): no login for "), "{err}");
+    let v = read_json(&json);
+    assert!(script_errors(&v) >= 3, "{}", field(&v, "summary.errors"));
+    assert_eq!(u(&v, "summary.connections.succeeded"), script_errors(&v));
+    assert_eq!(u(&v, "summary.exchanges.sent"), 0);
+    assert!(
+        s(&v, "message").contains("no login for"),
+        "{}",
+        s(&v, "message")
+    );
+
+    let file = script(
+        dir.path(),
+        "empty.lua",
+        "function request(conn, seq) return '' end\n",
+    );
+    let json = dir.path().join("empty.json");
+    let out = barrage()
+        .args([
+            server.url(),
+            "--script",
+            &file,
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some());
+    let v = read_json(&json);
+    assert!(script_errors(&v) >= 1, "{}", field(&v, "summary.errors"));
+    assert_eq!(u(&v, "summary.exchanges.completed"), 0);
+    assert_eq!(u(&v, "summary.errors.timeout"), 0);
 }

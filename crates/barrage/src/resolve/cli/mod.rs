@@ -266,6 +266,10 @@ pub enum Server {
     /// port): login puts the user in a room of random
     /// size (--room-size), pub broadcasts to the room, leave [listen: 127.0.0.1:7100]
     Chat(ServerArgs),
+    /// The chat server's rooms over a binary game protocol: length-prefixed frames of typed
+    /// objects (login, join, public message, leave, ping; docs/protocols.md, "serve frames"),
+    /// the chat knobs [listen: 127.0.0.1:7200]
+    Frames(ServerArgs),
 }
 
 #[derive(Args, Debug)]

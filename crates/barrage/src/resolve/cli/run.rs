@@ -127,7 +127,7 @@ pub struct RunArgs {
 
     /// A Lua script for what flags cannot say (tcp://): init(conn) a login, request(conn,
     /// seq) each request's bytes, frame(buf, conn) where a reply ends, response(conn, reply)
-    /// whether it is right (docs/scripts.md)
+    /// whether it is right (docs/protocols.md, "Scripts")
     #[arg(long, value_name = "FILE", help_heading = "Messages")]
     pub script: Option<PathBuf>,
 

@@ -23,12 +23,6 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         }
         return Ok(None);
     };
-    if a.scenario.is_some() {
-        return Err(Usage::says(
-            "--script",
-            "applies to runs of a URL; a scenario file's steps cannot call a script yet",
-        ));
-    }
     if scheme != Scheme::Tcp {
         return Err(Usage::says(
             "--script",
@@ -42,10 +36,14 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
     let budget = a.script_budget.unwrap_or(DEFAULT_BUDGET);
     let hook = compile(&shown, &text, budget).map_err(|e| Usage::says("--script", e))?;
     refuse_replaced(a, hook.fns(), &shown)?;
+    if let Some(sc) = a.scenario.as_ref() {
+        if let Some(c) = sc.checked.as_ref() {
+            steps_name_functions(&c.0.file, &sc.file, &hook, &shown)?;
+        }
+    }
     Ok(Some(Checked {
         spec: ScriptSpec {
             file: shown,
-            text,
             budget,
         },
         hook,
@@ -58,6 +56,52 @@ pub(super) fn attach(plan: &mut Plan, checked: Option<Checked>, max_frame: Optio
         hook: c.hook,
         max_frame: max_frame.unwrap_or(barrage_engine::framing::DEFAULT_MAX_FRAME),
     });
+}
+
+/// Every `call` and `check` of a scenario's steps and `on` rules names a function of the
+/// script: else one line naming the file, line and key.
+fn steps_name_functions(
+    f: &barrage_scenario::model::File,
+    file: &str,
+    hook: &HookRef,
+    script: &str,
+) -> Result<(), Usage> {
+    use barrage_scenario::model::Step;
+    use barrage_scenario::At;
+    /// What is done with each function name found (its value and key).
+    type Seen<'s> = dyn FnMut(&At<String>, String) -> Result<(), Usage> + 's;
+    fn walk(steps: &[At<Step>], key: &str, seen: &mut Seen) -> Result<(), Usage> {
+        for (i, s) in steps.iter().enumerate() {
+            let k = format!("{key}[{i}]");
+            for (name, v) in [("call", &s.call), ("check", &s.check)] {
+                if let Some(v) = v {
+                    seen(v, format!("{k}.{name}"))?;
+                }
+            }
+            walk(&s.steps, &format!("{k}.steps"), seen)?;
+        }
+        Ok(())
+    }
+    let mut seen = |v: &At<String>, key: String| {
+        if hook.defines(&v.value) {
+            return Ok(());
+        }
+        Err(Usage::file(
+            file,
+            format!(
+                "{file}:{}: {key}: {} is not a function of the script {script}",
+                v.line, v.value
+            ),
+        ))
+    };
+    walk(&f.steps, "steps", &mut seen)?;
+    walk(&f.leave, "leave", &mut seen)?;
+    for (i, r) in f.on.iter().enumerate() {
+        if let Some(v) = &r.call {
+            seen(v, format!("on[{i}].call"))?;
+        }
+    }
+    Ok(())
 }
 
 /// A flag whose work a function of the script does is a mistake: one of the two is ignored.
@@ -102,15 +146,26 @@ fn refuse_replaced(a: &RunArgs, fns: HookFns, file: &str) -> Result<(), Usage> {
             ));
         }
     }
-    if a.max_frame.is_some()
-        && !fns.frame
-        && !matches!(a.expect.as_deref(), Some(e) if e.starts_with("field:"))
-    {
+    if a.verify {
         return Err(Usage::says(
-            "--max-frame",
+            "--verify",
             format!(
-                "bounds a length-field framing or a script's frame(), and --script {file} \
-                 defines no frame()"
+                "compares echoes with -m's message; with --script {file}, response() judges \
+                 the replies: give one of the two"
+            ),
+        ));
+    }
+    let nothing_back = a.expect.as_deref().map(str::trim) == Some("none") && !fns.frame;
+    if nothing_back && (fns.init || fns.response) {
+        return Err(Usage::says(
+            "--expect",
+            format!(
+                "none awaits no reply, and --script {file}'s {} one: drop --expect none",
+                if fns.init {
+                    "init() awaits"
+                } else {
+                    "response() judges"
+                }
             ),
         ));
     }

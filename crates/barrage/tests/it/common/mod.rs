@@ -171,7 +171,7 @@ impl EchoServer {
             stdout,
             port,
             url: match kind {
-                "echo" | "chat" => format!("tcp://127.0.0.1:{port}"),
+                "echo" | "chat" | "frames" => format!("tcp://127.0.0.1:{port}"),
                 "h2" => format!("h2c://127.0.0.1:{port}/"),
                 other => format!("{other}://127.0.0.1:{port}/"),
             },
@@ -291,7 +291,7 @@ pub fn example_without_thresholds(name: &str, dir: &Path) -> PathBuf {
         out.push_str(line);
         out.push('\n');
     }
-    for data in ["users.csv", "mqtt-rooms.csv"] {
+    for data in ["users.csv", "mqtt-rooms.csv", "game.lua"] {
         if text.contains(data) {
             std::fs::copy(examples.join(data), dir.join(data)).unwrap();
         }
