@@ -117,12 +117,6 @@ impl Script {
             frame,
             response,
         };
-        if s.fns == HookFns::default() {
-            return Err(format!(
-                "{file}: defines none of the functions a script gives barrage: init(conn), \
-                 request(conn, seq), frame(buf, conn), response(conn, reply)"
-            ));
-        }
         Ok(s)
     }
 

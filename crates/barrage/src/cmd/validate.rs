@@ -21,6 +21,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     crate::resolve::scenario::binary_checks(&shown, &checked)?;
     let dir = a.file.parent().unwrap_or(std::path::Path::new(""));
     crate::resolve::config::check_rpc_steps(&shown, &checked, dir)?;
+    crate::resolve::config::check_scenario_script(&shown, &checked, dir)?;
     say!("ok: {shown}: {}", checked.summary());
     // The whole run's size against this machine, as `run` checks it before any traffic.
     let (facts, how) = facts(&shown, &checked)?;

@@ -408,6 +408,11 @@ fn script_mistakes_are_one_line_before_any_load() {
         toml.display()
     );
     assert!(err.starts_with(&want), "{err}\nwant: {want}");
+    // `barrage validate` compiles the script and finds the same mistake, sending nothing.
+    let out = barrage().args(["validate"]).arg(&toml).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&want), "{err}\nwant: {want}");
     let out = barrage()
         .args(["http://127.0.0.1:1/", "--script", &ok])
         .output()

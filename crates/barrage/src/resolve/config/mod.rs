@@ -21,6 +21,7 @@ mod grpc;
 mod grpc_steps;
 mod mqtt;
 pub use grpc_steps::check_file as check_rpc_steps;
+pub use script::check_file as check_scenario_script;
 mod protocol;
 #[cfg(feature = "grpc")]
 mod reflect;

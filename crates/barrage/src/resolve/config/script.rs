@@ -35,6 +35,15 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         .map_err(|_| Usage::value("--script", &shown, "is not UTF-8 text"))?;
     let budget = a.script_budget.unwrap_or(DEFAULT_BUDGET);
     let hook = compile(&shown, &text, budget).map_err(|e| Usage::says("--script", e))?;
+    if a.scenario.is_none() && hook.fns() == HookFns::default() {
+        return Err(Usage::says(
+            "--script",
+            format!(
+                "{shown}: defines none of the functions a script gives barrage: init(conn), \
+                 request(conn, seq), frame(buf, conn), response(conn, reply)"
+            ),
+        ));
+    }
     refuse_replaced(a, hook.fns(), &shown)?;
     if let Some(sc) = a.scenario.as_ref() {
         if let Some(c) = sc.checked.as_ref() {
@@ -48,6 +57,25 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         },
         hook,
     }))
+}
+
+/// `barrage validate`: a scenario file's script compiled (its top level run once) and every
+/// function its steps name found in it; each mistake one line naming the file and line.
+pub fn check_file(
+    shown: &str,
+    c: &barrage_scenario::Checked,
+    dir: &std::path::Path,
+) -> Result<(), Usage> {
+    let Some(sc) = &c.file.script else {
+        return Ok(());
+    };
+    let path = dir.join(&sc.value);
+    let script = path.display().to_string();
+    let at = |e: String| Usage::file(shown, format!("{shown}:{}: script: {e}", sc.line));
+    let raw = read_capped("script", &path, &script, "a script")?;
+    let text = String::from_utf8(raw).map_err(|_| at(format!("{script} is not UTF-8 text")))?;
+    let hook = compile(&script, &text, DEFAULT_BUDGET).map_err(at)?;
+    steps_name_functions(&c.file, shown, &hook, &script)
 }
 
 /// The plan's script: the compiled one, with the longest reply its `frame` may claim.
