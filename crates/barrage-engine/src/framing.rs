@@ -240,8 +240,9 @@ pub struct Decoder {
     hdr: [u8; 10],
     /// Bytes of the prefix (`Len`) or of the header (`Field`) seen so far.
     hdr_len: u8,
-    /// `Delim`: how much of the delimiter matched; `Field`: frame bytes still to skip.
-    matched: usize,
+    /// `Delim`: how much of the delimiter matched; `Field`: frame bytes still to skip (at most
+    /// its `strip`, a u32). A u32 keeps the decoder, so a raw TCP connection, 8 bytes smaller.
+    matched: u32,
 }
 
 impl Decoder {
@@ -317,7 +318,7 @@ impl Decoder {
                 // Collected bodies keep their delimiter (it may span reads).
                 let mut start = 0;
                 for (i, &b) in data.iter().enumerate() {
-                    let mut k = self.matched;
+                    let mut k = self.matched as usize;
                     while k > 0 && b != bytes[k] {
                         k = fail[k - 1];
                     }
@@ -332,7 +333,7 @@ impl Decoder {
                         sink.frame();
                         k = 0;
                     }
-                    self.matched = k;
+                    self.matched = k as u32;
                 }
                 if collect && start < data.len() {
                     sink.body(&data[start..]);
@@ -401,17 +402,17 @@ impl Decoder {
                         f.max,
                     ));
                 }
-                self.matched = strip.saturating_sub(head as usize);
+                self.matched = strip.saturating_sub(head as usize) as u32;
                 self.remaining = (total - head) as u64;
                 self.hdr_len = 0;
                 self.in_body = true;
             }
             let take = self.remaining.min(data.len() as u64) as usize;
-            let skip = self.matched.min(take);
+            let skip = (self.matched as usize).min(take);
             if collect && take > skip {
                 sink.body(&data[skip..take]);
             }
-            self.matched -= skip;
+            self.matched -= skip as u32;
             self.remaining -= take as u64;
             data = &data[take..];
             if self.remaining == 0 {

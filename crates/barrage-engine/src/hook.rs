@@ -66,6 +66,11 @@ pub trait Hook: Send + Sync + 'static {
     fn response(&self, conn: u64, reply: &[u8]) -> Result<Option<ErrorClass>, HookError>;
     /// Connection `conn` is gone: forget its state in the script.
     fn close(&self, conn: u64);
+    /// The first script error of the run (file, line, function and what), if any: said with
+    /// the run's ending, where a terminal dashboard cannot hide it.
+    fn first_error(&self) -> Option<String> {
+        None
+    }
     /// Whether the script defines a global function `name` (a scenario's `call`, `check`).
     fn defines(&self, name: &str) -> bool;
     /// A scenario's `call`: append what function `func` makes of `text` (a step's `send`

@@ -63,6 +63,8 @@ pub struct Script {
     fns: HookFns,
     id: u64,
     told: AtomicBool,
+    /// The first error, kept for the run's ending.
+    first: std::sync::Mutex<Option<String>>,
     /// What one interpreter may allocate ([`MEMORY_LIMIT`]; less in tests).
     memory: usize,
 }
@@ -105,6 +107,7 @@ impl Script {
             fns: HookFns::default(),
             id: IDS.fetch_add(1, Ordering::Relaxed),
             told: AtomicBool::new(false),
+            first: std::sync::Mutex::new(None),
             memory: MEMORY_LIMIT,
         };
         let st = s
@@ -205,6 +208,9 @@ impl Script {
             eprintln!(
                 "barrage: script error (each counts as script.error; the first is shown): {msg}"
             );
+            if let Ok(mut f) = self.first.lock() {
+                *f = Some(msg.clone());
+            }
         }
         HookError(msg)
     }
@@ -395,6 +401,10 @@ impl Hook for Script {
                 Verdict::Class(c) => Some(c),
             })
         })
+    }
+
+    fn first_error(&self) -> Option<String> {
+        self.first.lock().ok()?.clone()
     }
 
     fn defines(&self, name: &str) -> bool {

@@ -43,7 +43,13 @@ impl Engine {
         stop: Arc<AtomicBool>,
         obs: &mut dyn barrage_engine::Observer,
     ) -> anyhow::Result<Fed> {
+        let script = plan.script.as_ref().map(|s| s.hook.clone());
         let out = barrage_engine::run_observed(plan, stop, obs)?;
+        // A script's first error, said with the ending (a dashboard may have hidden the line
+        // written when it happened).
+        let note = script
+            .and_then(|h| h.first_error())
+            .map(|e| format!("the first script error: {e}"));
         Ok(Fed {
             end: match out.end {
                 End::Completed => SourceEnd::Completed,
@@ -52,7 +58,7 @@ impl Engine {
             },
             outcome: out.outcome,
             recorded: None,
-            note: None,
+            note,
         })
     }
 }

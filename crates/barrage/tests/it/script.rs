@@ -172,6 +172,12 @@ fn a_script_that_loops_forever_is_stopped_counted_and_the_run_goes_on() {
     assert_eq!(err.matches("script error").count(), 1, "{err}");
     let v = read_json(&json);
     conserved(&v);
+    // Said again with the run's ending (a dashboard may have covered the line).
+    assert!(
+        s(&v, "message").contains(&format!("the first script error: {want}")),
+        "{}",
+        s(&v, "message")
+    );
     // Request 50 of each connection: its connection failed with it (pipeline 1).
     assert_eq!(script_errors(&v), 2, "{}", field(&v, "summary.errors"));
     assert_eq!(u(&v, "summary.connections.attempts"), 4);
