@@ -1,0 +1,184 @@
+//! `pipelined_floor`'s io_uring twin (issue 30, the go/no-go): the same load and the same
+//! unavoidable work, with io_uring instead of epoll: each batch a `Send` submitted with the
+//! others of its turn, replies taken by one multishot `Recv` per connection from provided
+//! buffers (no call per read), every submission and wait one `io_uring_enter`
+//! (`IORING_SETUP_SINGLE_ISSUER`, `DEFER_TASKRUN`, `COOP_TASKRUN` when the kernel has them).
+//!
+//! ```text
+//! cargo run --release -p barrage-engine --example pipelined_floor_uring -- 127.0.0.1:6379 50 16 2000000
+//! ```
+//!
+//! Prints one JSON line as `pipelined_floor` does: requests, replies, the kernel entries
+//! (`enters`: what `polls` + `reads` + `writes` are for epoll), and the process's user and
+//! system CPU time per request. Loopback only.
+
+#[cfg(target_os = "linux")]
+#[path = "floor/mod.rs"]
+#[allow(dead_code)] // the epoll twins' connect: this one makes its own
+mod floor;
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("pipelined_floor_uring: io_uring is Linux's");
+    std::process::exit(2);
+}
+
+#[cfg(target_os = "linux")]
+fn main() {
+    floor::main("pipelined_floor_uring", uring::run);
+}
+
+#[cfg(target_os = "linux")]
+mod uring {
+    use super::floor;
+    use io_uring::{cqueue, opcode, squeue, types, IoUring};
+    use std::os::fd::AsRawFd;
+
+    const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
+    /// Provided buffers: this many of this size, one group for every connection.
+    const BUF: usize = 16 * 1024;
+    const GROUP: u16 = 7;
+    const SEND: u64 = 0;
+    const RECV: u64 = 1;
+    const PROVIDE: u64 = 2;
+
+    fn ud(conn: usize, kind: u64) -> u64 {
+        (conn as u64) << 2 | kind
+    }
+
+    pub fn run() -> Result<(), String> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let [addr, conns, pipeline, total] = &args[..] else {
+            return Err("usage: pipelined_floor_uring ADDR CONNS PIPELINE REQUESTS".into());
+        };
+        let addr = floor::loopback(addr)?;
+        let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
+        let pipeline: u64 = pipeline.parse().map_err(|_| "PIPELINE: a number")?;
+        let total: u64 = total.parse().map_err(|_| "REQUESTS: a number")?;
+        let io = |e: std::io::Error| e.to_string();
+        let batch: Vec<u8> = CMD.repeat(pipeline as usize);
+
+        let entries = (4 * conns + 64).next_power_of_two() as u32;
+        let mut ring: IoUring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_coop_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::new(entries))
+            .map_err(|e| format!("io_uring: {e}"))?;
+        let streams: Vec<std::net::TcpStream> = (0..conns)
+            .map(|_| {
+                let s = std::net::TcpStream::connect(addr)?;
+                s.set_nodelay(true)?;
+                Ok(s)
+            })
+            .collect::<std::io::Result<_>>()
+            .map_err(io)?;
+        let nbufs = (2 * conns).clamp(16, 4096);
+        let mut bufs = vec![0u8; nbufs * BUF];
+        let base = bufs.as_mut_ptr();
+
+        let cpu0 = floor::cpu_time();
+        let (mut sent, mut replies, mut enters) = (0u64, 0u64, 0u64);
+        let mut owed = vec![0u64; conns];
+        let mut sq: Vec<squeue::Entry> = Vec::with_capacity(entries as usize);
+        sq.push(
+            opcode::ProvideBuffers::new(base, BUF as i32, nbufs as u16, GROUP, 0)
+                .build()
+                .user_data(PROVIDE),
+        );
+        for (i, s) in streams.iter().enumerate() {
+            let fd = types::Fd(s.as_raw_fd());
+            sq.push(
+                opcode::RecvMulti::new(fd, GROUP)
+                    .build()
+                    .user_data(ud(i, RECV)),
+            );
+            if sent < total {
+                sq.push(
+                    opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
+                        .build()
+                        .user_data(ud(i, SEND)),
+                );
+                sent += pipeline;
+                owed[i] = pipeline;
+            }
+        }
+        let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity(entries as usize);
+        while replies < sent {
+            {
+                let mut q = ring.submission();
+                // SAFETY: every buffer an entry points at (the batch, the provided buffers)
+                // outlives the ring's use of it: both live until this function returns.
+                unsafe { q.push_multiple(&sq) }.map_err(|_| "submission queue full")?;
+            }
+            sq.clear();
+            enters += 1;
+            ring.submit_and_wait(1).map_err(io)?;
+            done.clear();
+            done.extend(
+                ring.completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            for &(data, res, flags) in &done {
+                let (i, kind) = ((data >> 2) as usize, data & 3);
+                let fd = types::Fd(streams.get(i).map_or(-1, |s| s.as_raw_fd()));
+                match kind {
+                    PROVIDE if res < 0 => return Err(format!("provide buffers: {res}")),
+                    SEND if res < 0 => return Err(format!("send: {res}")),
+                    SEND if res as usize != batch.len() => {
+                        return Err(format!("a short send: {res} of {}", batch.len()))
+                    }
+                    RECV if res == -libc::ENOBUFS => {
+                        // Out of buffers: the multishot ended; armed again below.
+                    }
+                    RECV if res < 0 => return Err(format!("recv: {res}")),
+                    RECV if res == 0 => return Err("the server closed a connection".into()),
+                    RECV => {
+                        let bid = cqueue::buffer_select(flags).ok_or("a recv without a buffer")?;
+                        let at = bid as usize * BUF;
+                        let got =
+                            memchr::memchr_iter(b'\n', &bufs[at..at + res as usize]).count() as u64;
+                        replies += got;
+                        owed[i] -= got;
+                        // SAFETY: the buffer is back in the group; the ring writes it only
+                        // after this entry is submitted, and `bufs` outlives the ring.
+                        let ptr = unsafe { base.add(at) };
+                        sq.push(
+                            opcode::ProvideBuffers::new(ptr, BUF as i32, 1, GROUP, bid)
+                                .build()
+                                .user_data(PROVIDE),
+                        );
+                        if owed[i] == 0 && sent < total {
+                            sq.push(
+                                opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
+                                    .build()
+                                    .user_data(ud(i, SEND)),
+                            );
+                            sent += pipeline;
+                            owed[i] = pipeline;
+                        }
+                    }
+                    _ => {}
+                }
+                if kind == RECV && !cqueue::more(flags) {
+                    sq.push(
+                        opcode::RecvMulti::new(fd, GROUP)
+                            .build()
+                            .user_data(ud(i, RECV)),
+                    );
+                }
+            }
+        }
+        let cpu = floor::cpu_time() - cpu0;
+        drop(ring);
+        drop(bufs);
+        println!(
+            "{{\"requests\":{sent},\"replies\":{replies},\"enters\":{enters},\"cpu_s\":{:.3},\
+             \"cpu_us_per_request\":{:.3}}}",
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() * 1e6 / sent.max(1) as f64
+        );
+        Ok(())
+    }
+}
