@@ -1,7 +1,8 @@
 //! `pipelined_floor`'s io_uring twin (issue 30, the go/no-go): the same load and the same
 //! unavoidable work, with io_uring instead of epoll: each batch a `Send` submitted with the
 //! others of its turn, replies taken by one multishot `Recv` per connection from provided
-//! buffers (no call per read), every submission and wait one `io_uring_enter`
+//! buffers (no call per read), the sockets registered with the ring, every submission and
+//! wait one `io_uring_enter`
 //! (`IORING_SETUP_SINGLE_ISSUER`, `DEFER_TASKRUN`, `COOP_TASKRUN` when the kernel has them).
 //!
 //! ```text
@@ -74,6 +75,9 @@ mod uring {
             })
             .collect::<std::io::Result<_>>()
             .map_err(io)?;
+        // Registered files: the ring looks each socket up once, not per operation.
+        let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
+        ring.submitter().register_files(&fds).map_err(io)?;
         let nbufs = (2 * conns).clamp(16, 4096);
         let mut bufs = vec![0u8; nbufs * BUF];
         let base = bufs.as_mut_ptr();
@@ -87,8 +91,8 @@ mod uring {
                 .build()
                 .user_data(PROVIDE),
         );
-        for (i, s) in streams.iter().enumerate() {
-            let fd = types::Fd(s.as_raw_fd());
+        for i in 0..streams.len() {
+            let fd = types::Fixed(i as u32);
             sq.push(
                 opcode::RecvMulti::new(fd, GROUP)
                     .build()
@@ -122,7 +126,7 @@ mod uring {
             );
             for &(data, res, flags) in &done {
                 let (i, kind) = ((data >> 2) as usize, data & 3);
-                let fd = types::Fd(streams.get(i).map_or(-1, |s| s.as_raw_fd()));
+                let fd = types::Fixed(i as u32);
                 match kind {
                     PROVIDE if res < 0 => return Err(format!("provide buffers: {res}")),
                     SEND if res < 0 => return Err(format!("send: {res}")),
