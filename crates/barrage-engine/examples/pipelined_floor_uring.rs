@@ -91,7 +91,7 @@ mod uring {
                 .build()
                 .user_data(PROVIDE),
         );
-        for i in 0..streams.len() {
+        for (i, owed) in owed.iter_mut().enumerate() {
             let fd = types::Fixed(i as u32);
             sq.push(
                 opcode::RecvMulti::new(fd, GROUP)
@@ -105,7 +105,7 @@ mod uring {
                         .user_data(ud(i, SEND)),
                 );
                 sent += pipeline;
-                owed[i] = pipeline;
+                *owed = pipeline;
             }
         }
         let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity(entries as usize);
