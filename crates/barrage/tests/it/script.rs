@@ -20,6 +20,21 @@ fn example() -> String {
     .to_string()
 }
 
+/// `barrage ARGS -q --json DIR/NAME`, bounded by the helper's timeout: its exit code, its
+/// result and its stderr (a run that did not end by itself fails the test).
+fn run_in(dir: &Path, name: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let json = dir.join(name);
+    let out = barrage()
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.code().is_some(), "{args:?} did not end: {err}");
+    (out.status.code(), read_json(&json), err)
+}
+
 fn script_errors(v: &serde_json::Value) -> u64 {
     field(v, "summary.errors")["script.error"]
         .as_u64()
@@ -111,26 +126,19 @@ end
     let server = EchoServer::start(&[]);
     let refuse = login.replace("reply ~= \"LOGIN \" .. conn.id", "true");
     let file = script(dir.path(), "refuse.lua", &refuse);
-    let json = dir.path().join("refused.json");
-    let out = barrage()
-        .args([
-            server.url(),
-            "--script",
-            &file,
-            "--expect",
-            "line",
-            "-c",
-            "2",
-            "-d",
-            "5s",
-        ])
-        .args(["-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    let v = read_json(&json);
+    let args = [
+        server.url(),
+        "--script",
+        &file,
+        "--expect",
+        "line",
+        "-c",
+        "2",
+        "-d",
+        "5s",
+    ];
+    let (code, v, err) = run_in(dir.path(), "refused.json", &args);
+    assert_ne!(code, Some(0), "{err}");
     assert!(
         u(&v, "summary.errors.reply_error") >= 3,
         "{}",
@@ -156,21 +164,15 @@ fn a_script_that_loops_forever_is_stopped_counted_and_the_run_goes_on() {
         "loop.lua",
         "function request(conn, seq)\n  if seq == 50 then while true do end end\n  return 'x' .. seq .. '\\n'\nend\n",
     );
-    let json = dir.path().join("out.json");
-    let out = barrage()
-        .args([server.url(), "--script", &file, "--script-budget", "20000"])
-        .args(["--expect", "line", "-c", "2", "-n", "400", "-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let args = [server.url(), "--script", &file, "--script-budget", "20000"];
+    let more = ["--expect", "line", "-c", "2", "-n", "400"];
+    let (code, v, err) = run_in(dir.path(), "out.json", &[&args[..], &more].concat());
+    assert_eq!(code, Some(0), "{err}");
     let want = format!(
         "{file}:2: request(): ran out of its instruction budget (20000 instructions; --script-budget)"
     );
     assert!(err.contains(&want), "{err}");
     assert_eq!(err.matches("script error").count(), 1, "{err}");
-    let v = read_json(&json);
     conserved(&v);
     // Said again with the run's ending (a dashboard may have covered the line).
     assert!(
@@ -232,27 +234,19 @@ fn hostile_servers_are_classified_and_every_run_ends() {
     let dir = tempfile::tempdir().unwrap();
     let file = script(dir.path(), "framed.lua", FRAMED);
     let run = |url: &str, extra: &[&str], name: &str| {
-        let json = dir.path().join(name);
-        let out = barrage()
-            .args([
-                url,
-                "--script",
-                &file,
-                "-c",
-                "2",
-                "-d",
-                "1s",
-                "--timeout",
-                "300ms",
-            ])
-            .args(extra)
-            .args(["-q", "--json"])
-            .arg(&json)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.code().is_some(), "{name}: {err}");
-        (read_json(&json), err)
+        let args = [
+            url,
+            "--script",
+            &file,
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--timeout",
+            "300ms",
+        ];
+        let (_, v, err) = run_in(dir.path(), name, &[&args[..], extra].concat());
+        (v, err)
     };
 
     // Silent: accepts, reads, never answers: every request times out.
@@ -287,25 +281,18 @@ fn hostile_servers_are_classified_and_every_run_ends() {
         let _ = c.set_write_timeout(Some(Duration::from_secs(5)));
         while c.write_all(&junk).is_ok() {}
     });
-    let json = dir.path().join("flood.json");
-    let out = barrage()
-        .args([
-            &url,
-            "--script",
-            &nil_forever,
-            "-c",
-            "2",
-            "-d",
-            "1s",
-            "--max-frame",
-            "256KiB",
-        ])
-        .args(["-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.code().is_some());
-    let v = read_json(&json);
+    let args = [
+        &url,
+        "--script",
+        &nil_forever,
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--max-frame",
+        "256KiB",
+    ];
+    let (_, v, _) = run_in(dir.path(), "flood.json", &args);
     assert!(
         u(&v, "summary.errors.protocol") >= 2,
         "{}",
@@ -321,20 +308,12 @@ fn hostile_servers_are_classified_and_every_run_ends() {
         ),
     );
     let url = hostile(5, |c| answer_each_read(c, b"\x00\x00\x00\x04nope"));
-    let json = dir.path().join("strict.json");
-    let out = barrage()
-        .args([
-            &url, "--script", &strict, "-c", "2", "-n", "50", "-q", "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let args = [&url, "--script", &strict, "-c", "2", "-n", "50"];
+    let (_, v, err) = run_in(dir.path(), "strict.json", &args);
     assert!(
         err.contains("strict.lua:9: response(): not a pong"),
         "{err}"
     );
-    let v = read_json(&json);
     assert_eq!(script_errors(&v), 50, "{}", field(&v, "summary.errors"));
     conserved(&v);
 }
@@ -544,25 +523,9 @@ fn an_init_that_raises_or_an_empty_request_is_a_script_error() {
         "init.lua",
         "function init(conn) error('no login for ' .. conn.id) end\nfunction request() return 'x' end\n",
     );
-    let json = dir.path().join("init.json");
-    let out = barrage()
-        .args([
-            server.url(),
-            "--script",
-            &file,
-            "-c",
-            "2",
-            "-d",
-            "3s",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let args = [server.url(), "--script", &file, "-c", "2", "-d", "3s"];
+    let (_, v, err) = run_in(dir.path(), "init.json", &args);
     assert!(err.contains("init.lua:1: init(): no login for "), "{err}");
-    let v = read_json(&json);
     assert!(script_errors(&v) >= 3, "{}", field(&v, "summary.errors"));
     assert_eq!(u(&v, "summary.connections.succeeded"), script_errors(&v));
     assert_eq!(u(&v, "summary.exchanges.sent"), 0);
@@ -577,24 +540,8 @@ fn an_init_that_raises_or_an_empty_request_is_a_script_error() {
         "empty.lua",
         "function request(conn, seq) return '' end\n",
     );
-    let json = dir.path().join("empty.json");
-    let out = barrage()
-        .args([
-            server.url(),
-            "--script",
-            &file,
-            "-c",
-            "1",
-            "-d",
-            "1s",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.code().is_some());
-    let v = read_json(&json);
+    let args = [server.url(), "--script", &file, "-c", "1", "-d", "1s"];
+    let (_, v, _) = run_in(dir.path(), "empty.json", &args);
     assert!(script_errors(&v) >= 1, "{}", field(&v, "summary.errors"));
     assert_eq!(u(&v, "summary.exchanges.completed"), 0);
     assert_eq!(u(&v, "summary.errors.timeout"), 0);
