@@ -29,20 +29,6 @@ use mio::{Events, Poll};
 
 const MSG: &[u8] = b"hello from barrage\n";
 
-fn duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .map_or((s, "s"), |i| s.split_at(i));
-    let v: f64 = num.parse().map_err(|_| format!("not a duration: {s}"))?;
-    let ns = match unit {
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(format!("unit of {s}: us, ms or s")),
-    };
-    Ok(Duration::from_nanos((v * ns) as u64))
-}
-
 fn main() {
     floor::main("open_loop_floor", run);
 }
@@ -54,7 +40,11 @@ fn run() -> Result<(), String> {
     };
     let addr = floor::loopback(addr)?;
     let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
-    let (interval, slack, secs) = (duration(interval)?, duration(slack)?, duration(secs)?);
+    let (interval, slack, secs) = (
+        floor::duration(interval)?,
+        floor::duration(slack)?,
+        floor::duration(secs)?,
+    );
     let io = |e: std::io::Error| e.to_string();
 
     let mut poll = Poll::new().map_err(io)?;

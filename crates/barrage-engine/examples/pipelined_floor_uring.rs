@@ -1,8 +1,8 @@
 //! `pipelined_floor`'s io_uring twin (issue 30, the go/no-go): the same load and the same
 //! unavoidable work, with io_uring instead of epoll: each batch a `Send` submitted with the
-//! others of its turn, replies taken by one multishot `Recv` per connection from provided
-//! buffers (no call per read), the sockets registered with the ring, every submission and
-//! wait one `io_uring_enter`
+//! others of its turn, replies taken by one multishot `Recv` per connection from a registered
+//! provided-buffer ring (no call per read; a buffer given back is a store, not a submission),
+//! the sockets registered with the ring, every submission and wait one `io_uring_enter`
 //! (`IORING_SETUP_SINGLE_ISSUER`, `DEFER_TASKRUN`, `COOP_TASKRUN` when the kernel has them).
 //!
 //! ```text
@@ -17,6 +17,9 @@
 #[path = "floor/mod.rs"]
 #[allow(dead_code)] // the epoll twins' connect: this one makes its own
 mod floor;
+#[cfg(target_os = "linux")]
+#[path = "floor/uring.rs"]
+mod floor_uring;
 
 #[cfg(not(target_os = "linux"))]
 fn main() {
@@ -31,17 +34,15 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod uring {
-    use super::floor;
-    use io_uring::{cqueue, opcode, squeue, types, IoUring};
-    use std::os::fd::AsRawFd;
+    use super::{floor, floor_uring};
+    use io_uring::{cqueue, opcode, squeue, types};
 
     const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
-    /// Provided buffers: this many of this size, one group for every connection.
+    /// Provided buffers of this size, one group for every connection.
     const BUF: usize = 16 * 1024;
     const GROUP: u16 = 7;
     const SEND: u64 = 0;
     const RECV: u64 = 1;
-    const PROVIDE: u64 = 2;
 
     fn ud(conn: usize, kind: u64) -> u64 {
         (conn as u64) << 2 | kind
@@ -60,37 +61,15 @@ mod uring {
         let batch: Vec<u8> = CMD.repeat(pipeline as usize);
 
         let entries = (4 * conns + 64).next_power_of_two() as u32;
-        let mut ring: IoUring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_coop_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::new(entries))
-            .map_err(|e| format!("io_uring: {e}"))?;
-        let streams: Vec<std::net::TcpStream> = (0..conns)
-            .map(|_| {
-                let s = std::net::TcpStream::connect(addr)?;
-                s.set_nodelay(true)?;
-                Ok(s)
-            })
-            .collect::<std::io::Result<_>>()
-            .map_err(io)?;
-        // Registered files: the ring looks each socket up once, not per operation.
-        let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
-        ring.submitter().register_files(&fds).map_err(io)?;
-        let nbufs = (2 * conns).clamp(16, 4096);
-        let mut bufs = vec![0u8; nbufs * BUF];
-        let base = bufs.as_mut_ptr();
+        let mut ring = floor_uring::ring(entries)?;
+        let streams = floor_uring::connect(&ring, addr, conns)?;
+        let nbufs = (2 * conns).clamp(16, 4096).next_power_of_two() as u16;
+        let mut bufs = floor_uring::BufRing::new(&ring, nbufs, BUF, GROUP)?;
 
         let cpu0 = floor::cpu_time();
         let (mut sent, mut replies, mut enters) = (0u64, 0u64, 0u64);
         let mut owed = vec![0u64; conns];
         let mut sq: Vec<squeue::Entry> = Vec::with_capacity(entries as usize);
-        sq.push(
-            opcode::ProvideBuffers::new(base, BUF as i32, nbufs as u16, GROUP, 0)
-                .build()
-                .user_data(PROVIDE),
-        );
         for (i, owed) in owed.iter_mut().enumerate() {
             let fd = types::Fixed(i as u32);
             sq.push(
@@ -102,6 +81,7 @@ mod uring {
                 sq.push(
                     opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
                         .build()
+                        .flags(squeue::Flags::SKIP_SUCCESS)
                         .user_data(ud(i, SEND)),
                 );
                 sent += pipeline;
@@ -112,11 +92,12 @@ mod uring {
         while replies < sent {
             {
                 let mut q = ring.submission();
-                // SAFETY: every buffer an entry points at (the batch, the provided buffers)
-                // outlives the ring's use of it: both live until this function returns.
+                // SAFETY: every buffer an entry points at (the batch, the buffer ring) outlives
+                // the ring's use of it: both are dropped after the ring.
                 unsafe { q.push_multiple(&sq) }.map_err(|_| "submission queue full")?;
             }
             sq.clear();
+            bufs.publish();
             enters += 1;
             ring.submit_and_wait(1).map_err(io)?;
             done.clear();
@@ -128,7 +109,6 @@ mod uring {
                 let (i, kind) = ((data >> 2) as usize, data & 3);
                 let fd = types::Fixed(i as u32);
                 match kind {
-                    PROVIDE if res < 0 => return Err(format!("provide buffers: {res}")),
                     SEND if res < 0 => return Err(format!("send: {res}")),
                     SEND if res as usize != batch.len() => {
                         return Err(format!("a short send: {res} of {}", batch.len()))
@@ -140,23 +120,16 @@ mod uring {
                     RECV if res == 0 => return Err("the server closed a connection".into()),
                     RECV => {
                         let bid = cqueue::buffer_select(flags).ok_or("a recv without a buffer")?;
-                        let at = bid as usize * BUF;
                         let got =
-                            memchr::memchr_iter(b'\n', &bufs[at..at + res as usize]).count() as u64;
+                            memchr::memchr_iter(b'\n', bufs.data(bid, res as usize)).count() as u64;
                         replies += got;
                         owed[i] -= got;
-                        // SAFETY: the buffer is back in the group; the ring writes it only
-                        // after this entry is submitted, and `bufs` outlives the ring.
-                        let ptr = unsafe { base.add(at) };
-                        sq.push(
-                            opcode::ProvideBuffers::new(ptr, BUF as i32, 1, GROUP, bid)
-                                .build()
-                                .user_data(PROVIDE),
-                        );
+                        bufs.give_back(bid);
                         if owed[i] == 0 && sent < total {
                             sq.push(
                                 opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
                                     .build()
+                                    .flags(squeue::Flags::SKIP_SUCCESS)
                                     .user_data(ud(i, SEND)),
                             );
                             sent += pipeline;
@@ -176,7 +149,7 @@ mod uring {
         }
         let cpu = floor::cpu_time() - cpu0;
         drop(ring);
-        drop(bufs);
+        drop((bufs, streams));
         println!(
             "{{\"requests\":{sent},\"replies\":{replies},\"enters\":{enters},\"cpu_s\":{:.3},\
              \"cpu_us_per_request\":{:.3}}}",

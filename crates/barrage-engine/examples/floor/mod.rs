@@ -1,5 +1,6 @@
-//! What the floor examples (`open_loop_floor`, `pipelined_floor`) share: the exit on a bad
-//! argument, the loopback check, the connections, and the process's CPU time.
+//! What the floor examples (`open_loop_floor`, `pipelined_floor`, their io_uring twins) share:
+//! the exit on a bad argument, the loopback check, durations, the connections, and the
+//! process's CPU time.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -42,6 +43,22 @@ pub fn connect(addr: SocketAddr, n: usize, poll: &Poll) -> Result<Vec<TcpStream>
         streams.push(s);
     }
     Ok(streams)
+}
+
+/// A duration as `50ms`, `100us`, `10s` (a bare number is seconds).
+#[allow(dead_code)] // the open-loop floors'
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((s, "s"), |i| s.split_at(i));
+    let v: f64 = num.parse().map_err(|_| format!("not a duration: {s}"))?;
+    let ns = match unit {
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("unit of {s}: us, ms or s")),
+    };
+    Ok(Duration::from_nanos((v * ns) as u64))
 }
 
 /// The process's user + system CPU time so far.
