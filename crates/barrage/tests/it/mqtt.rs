@@ -363,6 +363,33 @@ fn mqtt_flags_are_checked_before_any_load() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(!err.contains("S3cret"), "a credential shown: {err}");
     }
+    // What a secret fills into the topic is checked too, and never shown.
+    for (value, want) in [
+        (
+            "S3cret/+",
+            "error: --publish: a {secret:NAME} puts the wildcard '+' into the topic",
+        ),
+        (
+            "S3cret#",
+            "error: --publish: a {secret:NAME} puts the wildcard '#' into the topic",
+        ),
+        (
+            "",
+            "error: --publish: a {secret:NAME} leaves the topic empty",
+        ),
+    ] {
+        let out = barrage()
+            .arg(&url)
+            .args(["--publish", "{secret:BARRAGE_TEST_TOPIC}", "-d", "1s"])
+            .env("BARRAGE_TEST_TOPIC", value)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value:?}: {err}");
+        assert!(err.starts_with(want), "{value:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{value:?}: {err}");
+        assert!(!err.contains("S3cret"), "a secret shown: {err}");
+    }
     let out = barrage()
         .args(["http://127.0.0.1:1/", "--publish", "t"])
         .output()
@@ -370,6 +397,38 @@ fn mqtt_flags_are_checked_before_any_load() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
         .starts_with("error: --publish applies to mqtt:// and mqtts:// targets"));
+}
+
+#[test]
+fn a_secret_that_puts_a_wildcard_into_a_scenario_topic_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.toml");
+    let port = refused_port();
+    std::fs::write(
+        &file,
+        format!(
+            "target = \"mqtt://127.0.0.1:{port}\"\n\n[users]\ncount = 1\narrive = \"10/s\"\n\
+             hold = \"1s\"\n\n[[steps]]\ntopic = \"chat/{{secret:BARRAGE_TEST_TOPIC}}\"\n\
+             send = \"hi\"\n"
+        ),
+    )
+    .unwrap();
+    let out = barrage()
+        .arg("run")
+        .arg(&file)
+        .env("BARRAGE_TEST_TOPIC", "S3cret/#")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "t.toml: steps[0].topic: a {secret:NAME} puts the wildcard '#' into the topic"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("S3cret"), "a secret shown: {err}");
 }
 
 #[test]

@@ -486,6 +486,8 @@ fn spec_usage(e: SpecError) -> Usage {
         SpecError::Escape { what, err } => Usage::new(what, err),
         SpecError::Invalid { what, err } => Usage::new(what, err),
         SpecError::Command(e) => Usage::new("--command", e),
+        // The text names the file and the key.
+        SpecError::Scenario(e) => Usage::file("scenario", e),
         other => Usage::new("spec", other),
     }
 }
