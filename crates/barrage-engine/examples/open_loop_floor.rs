@@ -34,17 +34,13 @@ fn main() {
 }
 
 fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [addr, conns, interval, slack, secs] = &args[..] else {
-        return Err("usage: open_loop_floor ADDR CONNS INTERVAL SLACK DURATION".into());
-    };
-    let addr = floor::loopback(addr)?;
-    let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
-    let (interval, slack, secs) = (
-        floor::duration(interval)?,
-        floor::duration(slack)?,
-        floor::duration(secs)?,
-    );
+    let floor::OpenLoopArgs {
+        addr,
+        conns,
+        interval,
+        slack,
+        secs,
+    } = floor::open_loop_args("open_loop_floor")?;
     let io = |e: std::io::Error| e.to_string();
 
     let mut poll = Poll::new().map_err(io)?;

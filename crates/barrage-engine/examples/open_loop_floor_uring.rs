@@ -35,32 +35,23 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod uring {
-    use super::{floor, floor_uring};
+    use super::floor;
+    use super::floor_uring::{self, ud, RECV, SEND};
     use io_uring::{cqueue, opcode, squeue, types};
     use std::time::{Duration, Instant};
 
     const MSG: &[u8] = b"hello from barrage\n";
     const BUF: usize = 4 * 1024;
     const GROUP: u16 = 7;
-    const SEND: u64 = 0;
-    const RECV: u64 = 1;
-
-    fn ud(conn: usize, kind: u64) -> u64 {
-        (conn as u64) << 2 | kind
-    }
 
     pub fn run() -> Result<(), String> {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let [addr, conns, interval, slack, secs] = &args[..] else {
-            return Err("usage: open_loop_floor_uring ADDR CONNS INTERVAL SLACK DURATION".into());
-        };
-        let addr = floor::loopback(addr)?;
-        let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
-        let (interval, slack, secs) = (
-            floor::duration(interval)?,
-            floor::duration(slack)?,
-            floor::duration(secs)?,
-        );
+        let floor::OpenLoopArgs {
+            addr,
+            conns,
+            interval,
+            slack,
+            secs,
+        } = floor::open_loop_args("open_loop_floor_uring")?;
         let io = |e: std::io::Error| e.to_string();
 
         let entries = (2 * conns + 64).next_power_of_two() as u32;

@@ -29,14 +29,12 @@ fn main() {
 }
 
 fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [addr, conns, pipeline, total] = &args[..] else {
-        return Err("usage: pipelined_floor ADDR CONNS PIPELINE REQUESTS".into());
-    };
-    let addr = floor::loopback(addr)?;
-    let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
-    let pipeline: u64 = pipeline.parse().map_err(|_| "PIPELINE: a number")?;
-    let total: u64 = total.parse().map_err(|_| "REQUESTS: a number")?;
+    let floor::PipelinedArgs {
+        addr,
+        conns,
+        pipeline,
+        total,
+    } = floor::pipelined_args("pipelined_floor")?;
     let io = |e: std::io::Error| e.to_string();
     let batch: Vec<u8> = CMD.repeat(pipeline as usize);
 

@@ -34,29 +34,22 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod uring {
-    use super::{floor, floor_uring};
+    use super::floor;
+    use super::floor_uring::{self, ud, RECV, SEND};
     use io_uring::{cqueue, opcode, squeue, types};
 
     const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
     /// Provided buffers of this size, one group for every connection.
     const BUF: usize = 16 * 1024;
     const GROUP: u16 = 7;
-    const SEND: u64 = 0;
-    const RECV: u64 = 1;
-
-    fn ud(conn: usize, kind: u64) -> u64 {
-        (conn as u64) << 2 | kind
-    }
 
     pub fn run() -> Result<(), String> {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let [addr, conns, pipeline, total] = &args[..] else {
-            return Err("usage: pipelined_floor_uring ADDR CONNS PIPELINE REQUESTS".into());
-        };
-        let addr = floor::loopback(addr)?;
-        let conns: usize = conns.parse().map_err(|_| "CONNS: a number")?;
-        let pipeline: u64 = pipeline.parse().map_err(|_| "PIPELINE: a number")?;
-        let total: u64 = total.parse().map_err(|_| "REQUESTS: a number")?;
+        let floor::PipelinedArgs {
+            addr,
+            conns,
+            pipeline,
+            total,
+        } = floor::pipelined_args("pipelined_floor_uring")?;
         let io = |e: std::io::Error| e.to_string();
         let batch: Vec<u8> = CMD.repeat(pipeline as usize);
 

@@ -16,6 +16,56 @@ pub fn main(name: &str, run: fn() -> Result<(), String>) {
     }
 }
 
+/// The open-loop floors' arguments: ADDR CONNS INTERVAL SLACK DURATION.
+#[allow(dead_code)] // the open-loop floors'
+pub struct OpenLoopArgs {
+    pub addr: SocketAddr,
+    pub conns: usize,
+    pub interval: Duration,
+    pub slack: Duration,
+    pub secs: Duration,
+}
+
+/// Parses the open-loop floors' arguments; `name` is the example's, for the usage line.
+#[allow(dead_code)]
+pub fn open_loop_args(name: &str) -> Result<OpenLoopArgs, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [addr, conns, interval, slack, secs] = &args[..] else {
+        return Err(format!("usage: {name} ADDR CONNS INTERVAL SLACK DURATION"));
+    };
+    Ok(OpenLoopArgs {
+        addr: loopback(addr)?,
+        conns: conns.parse().map_err(|_| "CONNS: a number")?,
+        interval: duration(interval)?,
+        slack: duration(slack)?,
+        secs: duration(secs)?,
+    })
+}
+
+/// The pipelined floors' arguments: ADDR CONNS PIPELINE REQUESTS.
+#[allow(dead_code)] // the pipelined floors'
+pub struct PipelinedArgs {
+    pub addr: SocketAddr,
+    pub conns: usize,
+    pub pipeline: u64,
+    pub total: u64,
+}
+
+/// Parses the pipelined floors' arguments; `name` is the example's, for the usage line.
+#[allow(dead_code)]
+pub fn pipelined_args(name: &str) -> Result<PipelinedArgs, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [addr, conns, pipeline, total] = &args[..] else {
+        return Err(format!("usage: {name} ADDR CONNS PIPELINE REQUESTS"));
+    };
+    Ok(PipelinedArgs {
+        addr: loopback(addr)?,
+        conns: conns.parse().map_err(|_| "CONNS: a number")?,
+        pipeline: pipeline.parse().map_err(|_| "PIPELINE: a number")?,
+        total: total.parse().map_err(|_| "REQUESTS: a number")?,
+    })
+}
+
 /// `addr` parsed, refused unless it is loopback.
 pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
     let a: SocketAddr = addr

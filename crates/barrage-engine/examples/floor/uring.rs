@@ -11,6 +11,15 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::types::BufRingEntry;
 use io_uring::IoUring;
 
+/// What a completion is for, in its user data's low bits (the connection above them).
+pub const SEND: u64 = 0;
+pub const RECV: u64 = 1;
+
+/// The user data of connection `conn`'s operation of `kind`.
+pub fn ud(conn: usize, kind: u64) -> u64 {
+    (conn as u64) << 2 | kind
+}
+
 /// A ring of `entries` submission slots, set up as a backend would.
 pub fn ring(entries: u32) -> Result<IoUring, String> {
     IoUring::builder()
