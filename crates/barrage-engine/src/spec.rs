@@ -10,7 +10,7 @@
 //! spec is readable and round-trips exactly.
 
 use crate::framing::{Delimiter, Framing, LenPrefix};
-use crate::message::{escape, fill_secrets, unescape, Fill, SecretError, Template};
+use crate::message::{escape, fill_secrets, unescape, SecretError, Template};
 use crate::plan::{
     HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, StatusSet, Target, TlsPlan, WsPlan,
 };
@@ -880,35 +880,11 @@ impl Spec {
                     t("--message", &m.message)?
                 };
                 let publish = opt("--publish", &m.publish)?;
-                if let Some(t) = &publish {
-                    // The flag's own text was checked; what `{secret:NAME}` filled in was not.
-                    // The other placeholders are numbers: one rendering shows every topic's
-                    // wildcards. The value is never echoed.
-                    let mut topic = Vec::new();
-                    t.render_into(
-                        Fill {
-                            conn: 0,
-                            seq: 0,
-                            ts_us: 0,
-                        },
-                        &mut topic,
-                    );
-                    if topic.is_empty() {
-                        return Err(invalid(
-                            "--publish",
-                            "a {secret:NAME} leaves the topic empty; a topic has at least one \
-                             character",
-                        ));
-                    }
-                    if let Some(w) = crate::mqtt::wildcard(&topic) {
-                        return Err(invalid(
-                            "--publish",
-                            format!(
-                                "a {{secret:NAME}} puts the wildcard '{w}' into the topic; a \
-                                 PUBLISH names one topic (wildcards are for --subscribe)"
-                            ),
-                        ));
-                    }
+                if let Some(why) = publish
+                    .as_ref()
+                    .and_then(|t| crate::mqtt::secret_topic_fault(t, "--subscribe"))
+                {
+                    return Err(invalid("--publish", why));
                 }
                 let p = Protocol::Mqtt(Box::new(crate::plan::MqttPlan {
                     version: m.version,

@@ -263,6 +263,32 @@ pub fn wildcard(topic: &[u8]) -> Option<char> {
         .map(|&b| b as char)
 }
 
+/// What a `{secret:NAME}` did to publish topic `topic`, if anything wrong: left it empty or put
+/// a wildcard into it (its own text is checked where it is written; the other placeholders are
+/// numbers, and captures and data cells, rendered empty here, are the run's). `wildcards_are`
+/// names where wildcards belong, for the line. The value is never in the text.
+pub fn secret_topic_fault(topic: &crate::Template, wildcards_are: &str) -> Option<String> {
+    let mut lit = Vec::new();
+    let slots = topic.var_slots().max().map_or(0, |m| m + 1);
+    let nothing = crate::message::Fill {
+        conn: 0,
+        seq: 0,
+        ts_us: 0,
+    };
+    topic.render_vars_into(nothing, &crate::capture::Vars::new(slots), &mut lit);
+    if lit.is_empty() {
+        return Some(
+            "a {secret:NAME} leaves the topic empty; a topic has at least one character".into(),
+        );
+    }
+    wildcard(&lit).map(|w| {
+        format!(
+            "a {{secret:NAME}} puts the wildcard '{w}' into the topic; a PUBLISH names one topic \
+             (wildcards are for {wildcards_are})"
+        )
+    })
+}
+
 /// What is wrong with a topic filter's wildcards, if anything: `+` must be a whole level,
 /// `#` a whole level and the last (`sport/+/player`, `sport/#`; not `sport+`, `a/#/b`).
 pub fn filter_fault(filter: &[u8]) -> Option<&'static str> {

@@ -506,24 +506,8 @@ impl Builder<'_> {
                 (None, None) => return Err(err(key, "a publish sends send or fields")),
             };
             let topic = self.template(&t.value, &format!("{key}.topic"))?;
-            // The file's own text was checked; what a `{secret:NAME}` filled in was not (the
-            // value is never echoed). Captures and data cells are the run's.
-            let mut lit = Vec::new();
-            let slots = topic.var_slots().max().map_or(0, |m| m + 1);
-            let nothing = crate::message::Fill {
-                conn: 0,
-                seq: 0,
-                ts_us: 0,
-            };
-            topic.render_vars_into(nothing, &crate::capture::Vars::new(slots), &mut lit);
-            if let Some(w) = crate::mqtt::wildcard(&lit) {
-                return Err(err(
-                    format!("{key}.topic"),
-                    format!(
-                        "a {{secret:NAME}} puts the wildcard '{w}' into the topic; a publish \
-                         names one topic (wildcards are for subscribe)"
-                    ),
-                ));
+            if let Some(why) = crate::mqtt::secret_topic_fault(&topic, "subscribe") {
+                return Err(err(format!("{key}.topic"), why));
             }
             MqttStepKind::Publish {
                 topic,

@@ -404,31 +404,33 @@ fn a_secret_that_puts_a_wildcard_into_a_scenario_topic_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.toml");
     let port = refused_port();
+    // The whole topic is the secret, so an empty one leaves it empty.
     std::fs::write(
         &file,
         format!(
             "target = \"mqtt://127.0.0.1:{port}\"\n\n[users]\ncount = 1\narrive = \"10/s\"\n\
-             hold = \"1s\"\n\n[[steps]]\ntopic = \"chat/{{secret:BARRAGE_TEST_TOPIC}}\"\n\
+             hold = \"1s\"\n\n[[steps]]\ntopic = \"{{secret:BARRAGE_TEST_TOPIC}}\"\n\
              send = \"hi\"\n"
         ),
     )
     .unwrap();
-    let out = barrage()
-        .arg("run")
-        .arg(&file)
-        .env("BARRAGE_TEST_TOPIC", "S3cret/#")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains(
-            "t.toml: steps[0].topic: a {secret:NAME} puts the wildcard '#' into the topic"
-        ),
-        "{err}"
-    );
-    assert!(!err.contains("S3cret"), "a secret shown: {err}");
+    for (value, want) in [
+        ("chat/S3cret/#", "puts the wildcard '#' into the topic"),
+        ("", "leaves the topic empty"),
+    ] {
+        let out = barrage()
+            .arg("run")
+            .arg(&file)
+            .env("BARRAGE_TEST_TOPIC", value)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{value:?}: {err}");
+        let want = format!("t.toml: steps[0].topic: a {{secret:NAME}} {want}");
+        assert!(err.contains(&want), "{value:?}: {err}");
+        assert!(!err.contains("S3cret"), "a secret shown: {err}");
+    }
 }
 
 #[test]
