@@ -36,8 +36,8 @@ fn main() {
 #[cfg(target_os = "linux")]
 mod uring {
     use super::floor;
-    use super::floor_uring::{self, ud, RECV, SEND};
-    use io_uring::{cqueue, opcode, squeue, types};
+    use super::floor_uring::{self, RECV, SEND};
+    use io_uring::{cqueue, squeue, types};
     use std::time::{Duration, Instant};
 
     const MSG: &[u8] = b"hello from barrage\n";
@@ -69,11 +69,7 @@ mod uring {
         let (mut k, mut enters, mut back) = (0u64, 0u64, 0u64);
         let mut sq: Vec<squeue::Entry> = Vec::with_capacity(entries as usize);
         for i in 0..conns {
-            sq.push(
-                opcode::RecvMulti::new(types::Fixed(i as u32), GROUP)
-                    .build()
-                    .user_data(ud(i, RECV)),
-            );
+            sq.push(floor_uring::recv(i, GROUP));
         }
         let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity(2 * entries as usize);
         let mut draining = None;
@@ -93,12 +89,7 @@ mod uring {
                 let until = now + slack;
                 while due(k) <= until && due(k) < end {
                     let i = (k % conns as u64) as usize;
-                    sq.push(
-                        opcode::Send::new(types::Fixed(i as u32), MSG.as_ptr(), MSG.len() as u32)
-                            .build()
-                            .flags(squeue::Flags::SKIP_SUCCESS)
-                            .user_data(ud(i, SEND)),
-                    );
+                    sq.push(floor_uring::send(i, MSG));
                     k += 1;
                 }
             }
@@ -131,27 +122,20 @@ mod uring {
                     .map(|c| (c.user_data(), c.result(), c.flags())),
             );
             for &(data, res, flags) in &done {
-                let (i, kind) = ((data >> 2) as usize, data & 3);
-                match kind {
-                    SEND if res as usize != MSG.len() => return Err(format!("send: {res}")),
-                    RECV if res == -libc::ENOBUFS => {
-                        // Out of buffers: the multishot ended; armed again below.
-                    }
-                    RECV if res < 0 => return Err(format!("recv: {res}")),
-                    RECV if res == 0 => return Err("the server closed a connection".into()),
-                    RECV => {
-                        let bid = cqueue::buffer_select(flags).ok_or("a recv without a buffer")?;
-                        back += bufs.data(bid, res as usize).len() as u64;
-                        bufs.give_back(bid);
-                    }
-                    _ => {}
+                let (i, kind) = floor_uring::of(data);
+                if kind == SEND {
+                    // Sends post a completion only when they fail.
+                    return Err(format!("send: {res}"));
                 }
-                if kind == RECV && !cqueue::more(flags) {
-                    sq.push(
-                        opcode::RecvMulti::new(types::Fixed(i as u32), GROUP)
-                            .build()
-                            .user_data(ud(i, RECV)),
-                    );
+                if kind != RECV {
+                    continue;
+                }
+                if let Some(bid) = floor_uring::received(res, flags)? {
+                    back += bufs.data(bid, res as usize).len() as u64;
+                    bufs.give_back(bid);
+                }
+                if !cqueue::more(flags) {
+                    sq.push(floor_uring::recv(i, GROUP));
                 }
             }
         }

@@ -35,8 +35,8 @@ fn main() {
 #[cfg(target_os = "linux")]
 mod uring {
     use super::floor;
-    use super::floor_uring::{self, ud, RECV, SEND};
-    use io_uring::{cqueue, opcode, squeue, types};
+    use super::floor_uring::{self, RECV, SEND};
+    use io_uring::{cqueue, squeue};
 
     const CMD: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\n1\r\n";
     /// Provided buffers of this size, one group for every connection.
@@ -64,19 +64,9 @@ mod uring {
         let mut owed = vec![0u64; conns];
         let mut sq: Vec<squeue::Entry> = Vec::with_capacity(entries as usize);
         for (i, owed) in owed.iter_mut().enumerate() {
-            let fd = types::Fixed(i as u32);
-            sq.push(
-                opcode::RecvMulti::new(fd, GROUP)
-                    .build()
-                    .user_data(ud(i, RECV)),
-            );
+            sq.push(floor_uring::recv(i, GROUP));
             if sent < total {
-                sq.push(
-                    opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
-                        .build()
-                        .flags(squeue::Flags::SKIP_SUCCESS)
-                        .user_data(ud(i, SEND)),
-                );
+                sq.push(floor_uring::send(i, &batch));
                 sent += pipeline;
                 *owed = pipeline;
             }
@@ -99,44 +89,28 @@ mod uring {
                     .map(|c| (c.user_data(), c.result(), c.flags())),
             );
             for &(data, res, flags) in &done {
-                let (i, kind) = ((data >> 2) as usize, data & 3);
-                let fd = types::Fixed(i as u32);
-                match kind {
-                    SEND if res < 0 => return Err(format!("send: {res}")),
-                    SEND if res as usize != batch.len() => {
-                        return Err(format!("a short send: {res} of {}", batch.len()))
-                    }
-                    RECV if res == -libc::ENOBUFS => {
-                        // Out of buffers: the multishot ended; armed again below.
-                    }
-                    RECV if res < 0 => return Err(format!("recv: {res}")),
-                    RECV if res == 0 => return Err("the server closed a connection".into()),
-                    RECV => {
-                        let bid = cqueue::buffer_select(flags).ok_or("a recv without a buffer")?;
-                        let got =
-                            memchr::memchr_iter(b'\n', bufs.data(bid, res as usize)).count() as u64;
-                        replies += got;
-                        owed[i] -= got;
-                        bufs.give_back(bid);
-                        if owed[i] == 0 && sent < total {
-                            sq.push(
-                                opcode::Send::new(fd, batch.as_ptr(), batch.len() as u32)
-                                    .build()
-                                    .flags(squeue::Flags::SKIP_SUCCESS)
-                                    .user_data(ud(i, SEND)),
-                            );
-                            sent += pipeline;
-                            owed[i] = pipeline;
-                        }
-                    }
-                    _ => {}
+                let (i, kind) = floor_uring::of(data);
+                if kind == SEND {
+                    // Sends post a completion only when they fail.
+                    return Err(format!("send: {res}"));
                 }
-                if kind == RECV && !cqueue::more(flags) {
-                    sq.push(
-                        opcode::RecvMulti::new(fd, GROUP)
-                            .build()
-                            .user_data(ud(i, RECV)),
-                    );
+                if kind != RECV {
+                    continue;
+                }
+                if let Some(bid) = floor_uring::received(res, flags)? {
+                    let got =
+                        memchr::memchr_iter(b'\n', bufs.data(bid, res as usize)).count() as u64;
+                    replies += got;
+                    owed[i] -= got;
+                    bufs.give_back(bid);
+                    if owed[i] == 0 && sent < total {
+                        sq.push(floor_uring::send(i, &batch));
+                        sent += pipeline;
+                        owed[i] = pipeline;
+                    }
+                }
+                if !cqueue::more(flags) {
+                    sq.push(floor_uring::recv(i, GROUP));
                 }
             }
         }

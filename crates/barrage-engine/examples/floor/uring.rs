@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use io_uring::types::BufRingEntry;
-use io_uring::IoUring;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 /// What a completion is for, in its user data's low bits (the connection above them).
 pub const SEND: u64 = 0;
@@ -18,6 +18,46 @@ pub const RECV: u64 = 1;
 /// The user data of connection `conn`'s operation of `kind`.
 pub fn ud(conn: usize, kind: u64) -> u64 {
     (conn as u64) << 2 | kind
+}
+
+/// A completion's connection and kind, from its user data.
+pub fn of(data: u64) -> (usize, u64) {
+    ((data >> 2) as usize, data & 3)
+}
+
+/// A receive's completion: the buffer it filled, or `None` when the buffer ring ran dry
+/// (`-ENOBUFS`: the multishot ended, to be armed again), or what went wrong.
+pub fn received(res: i32, flags: u32) -> Result<Option<u16>, String> {
+    match res {
+        r if r == -libc::ENOBUFS => Ok(None),
+        r if r < 0 => Err(format!("recv: {r}")),
+        0 => Err("the server closed a connection".into()),
+        _ => cqueue::buffer_select(flags)
+            .map(Some)
+            .ok_or_else(|| "a recv without a buffer".into()),
+    }
+}
+
+/// Connection `conn`'s (fixed file `conn`) multishot receive from buffer group `group`.
+pub fn recv(conn: usize, group: u16) -> squeue::Entry {
+    opcode::RecvMulti::new(types::Fixed(conn as u32), group)
+        .build()
+        .user_data(ud(conn, RECV))
+}
+
+/// Connection `conn`'s send of `bytes`, which must outlive the operation: whole
+/// (`MSG_WAITALL`: the ring sends the rest of a short send itself), posting a completion only
+/// when it fails.
+pub fn send(conn: usize, bytes: &[u8]) -> squeue::Entry {
+    opcode::Send::new(
+        types::Fixed(conn as u32),
+        bytes.as_ptr(),
+        bytes.len() as u32,
+    )
+    .flags(libc::MSG_WAITALL)
+    .build()
+    .flags(squeue::Flags::SKIP_SUCCESS)
+    .user_data(ud(conn, SEND))
 }
 
 /// A ring of `entries` submission slots, set up as a backend would.
