@@ -4,7 +4,7 @@
 //! costs an add, no atomics. Merging is field-wise addition, which makes every total exact.
 
 use crate::codes::CodeCounts;
-use crate::error::{ErrorClass, ErrorCounts};
+use crate::error::{ErrorClass, ErrorCounts, ErrorReasons};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +76,9 @@ pub struct Counters {
     /// MQTT: CONNACK codes, subscriptions, acknowledgements, deliveries, keep-alives.
     #[serde(default, skip_serializing_if = "MqttCounts::is_empty")]
     pub mqtt: MqttCounts,
+    /// What the errors said: the first few distinct reasons per class (bounded).
+    #[serde(default, skip_serializing_if = "ErrorReasons::is_empty")]
+    pub reasons: ErrorReasons,
 }
 
 /// What MQTT connections counted. The load's PUBLISHes are the exchanges (`sent`,
@@ -471,6 +474,7 @@ impl Counters {
         self.h2.merge(&o.h2);
         self.grpc.merge(&o.grpc);
         self.mqtt.merge(&o.mqtt);
+        self.reasons.merge(&o.reasons);
     }
 }
 
@@ -496,6 +500,7 @@ mod tests {
             closed_by_peer: 12,
             errors: ErrorCounts::default(),
             failed_by: ErrorCounts::default(),
+            reasons: ErrorReasons::default(),
             scheduled: 14,
             first_ready: 15,
             replies: 13,
@@ -547,6 +552,7 @@ mod tests {
         a.h2.resets.add(7, 1);
         a.h2.goaways.add(0, 2);
         a.status.add(200, 1);
+        a.reasons.note(ErrorClass::Protocol, "bad frame", 7);
         let b = a.clone();
         a.merge(&b);
         assert_eq!(a.sent, 2);
@@ -557,6 +563,7 @@ mod tests {
         assert_eq!(a.replies, 26);
         assert_eq!((a.scheduled, a.first_ready), (28, 30));
         assert_eq!(a.status.get(200), 2);
+        assert_eq!(a.reasons.of(ErrorClass::Protocol).count(), 1, "a reason merged once");
         assert_eq!(a.misses, 32);
         assert_eq!(a.pushed, 34);
         let h = &a.h2;

@@ -270,6 +270,124 @@ impl<'de> Deserialize<'de> for ErrorCounts {
     }
 }
 
+/// How many distinct reasons are kept per class, and how long one may be (bytes).
+pub const REASONS_PER_CLASS: usize = 3;
+pub const REASON_MAX_LEN: usize = 200;
+
+/// What an error said, for the first few distinct reasons of each class: a connection's
+/// `protocol` error names the frame or byte that broke the rule, an I/O error its errno. The
+/// counts are in [`ErrorCounts`]; this keeps what they cannot (bounded: at most
+/// [`REASONS_PER_CLASS`] per class, each cut at [`REASON_MAX_LEN`] bytes). A merge keeps, per
+/// class, the earliest seen (then by text), so any order of merging gives the same list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorReasons(Vec<ErrorReason>);
+
+/// One reason: its class, its text, and when it was first seen (ms since the run's start).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReason {
+    #[serde(with = "class_name")]
+    pub class: ErrorClass,
+    pub reason: String,
+    pub first_ms: u64,
+}
+
+mod class_name {
+    use super::ErrorClass;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(c: &ErrorClass, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(c.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ErrorClass, D::Error> {
+        let name = String::deserialize(d)?;
+        // A class from a newer version reads as `other`, its text kept.
+        Ok(ErrorClass::from_name(&name).unwrap_or(ErrorClass::Other))
+    }
+}
+
+impl ErrorReasons {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `class` has room for another reason (so a caller need not format one).
+    pub fn wants(&self, class: ErrorClass) -> bool {
+        self.0.iter().filter(|r| r.class == class).count() < REASONS_PER_CLASS
+    }
+
+    /// `reason` was seen for `class` at `at_ms`: kept when new and there is room (or it is
+    /// earlier than one kept).
+    pub fn note(&mut self, class: ErrorClass, reason: &str, at_ms: u64) {
+        let mut cut = reason.trim();
+        if cut.len() > REASON_MAX_LEN {
+            let mut end = REASON_MAX_LEN;
+            while !cut.is_char_boundary(end) {
+                end -= 1;
+            }
+            cut = &cut[..end];
+        }
+        if let Some(r) = self
+            .0
+            .iter_mut()
+            .find(|r| r.class == class && r.reason == cut)
+        {
+            r.first_ms = r.first_ms.min(at_ms);
+            return;
+        }
+        self.0.push(ErrorReason {
+            class,
+            reason: cut.to_string(),
+            first_ms: at_ms,
+        });
+        self.settle();
+    }
+
+    pub fn merge(&mut self, o: &ErrorReasons) {
+        if o.0.is_empty() {
+            return;
+        }
+        for r in &o.0 {
+            match self
+                .0
+                .iter_mut()
+                .find(|k| k.class == r.class && k.reason == r.reason)
+            {
+                Some(k) => k.first_ms = k.first_ms.min(r.first_ms),
+                None => self.0.push(r.clone()),
+            }
+        }
+        self.settle();
+    }
+
+    /// Class order, earliest first; at most `REASONS_PER_CLASS` of a class.
+    fn settle(&mut self) {
+        self.0.sort_by(|a, b| {
+            (a.class, a.first_ms, &a.reason).cmp(&(b.class, b.first_ms, &b.reason))
+        });
+        let mut kept = 0;
+        let mut last = None;
+        self.0.retain(|r| {
+            if last != Some(r.class) {
+                last = Some(r.class);
+                kept = 0;
+            }
+            kept += 1;
+            kept <= REASONS_PER_CLASS
+        });
+    }
+
+    /// The reasons of `class`, earliest first.
+    pub fn of(&self, class: ErrorClass) -> impl Iterator<Item = &ErrorReason> + '_ {
+        self.0.iter().filter(move |r| r.class == class)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &ErrorReason> + '_ {
+        self.0.iter()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +454,35 @@ mod tests {
         assert_eq!(v["total"], 5);
         let back: ErrorCounts = serde_json::from_value(v).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn reasons_keep_the_first_few_per_class_in_any_merge_order() {
+        let mut a = ErrorReasons::default();
+        a.note(ErrorClass::Protocol, "bad frame", 30);
+        a.note(ErrorClass::Protocol, "bad frame", 10);
+        a.note(ErrorClass::Reset, "Connection reset by peer (os error 104)", 5);
+        let mut b = ErrorReasons::default();
+        for (i, w) in ["w1", "w2", "w3", "w4"].iter().enumerate() {
+            b.note(ErrorClass::Protocol, w, 20 + i as u64);
+        }
+        assert_eq!(b.of(ErrorClass::Protocol).count(), REASONS_PER_CLASS);
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(ab, ba);
+        let p: Vec<_> = ab.of(ErrorClass::Protocol).map(|r| r.reason.as_str()).collect();
+        assert_eq!(p, ["bad frame", "w1", "w2"]);
+        assert_eq!(ab.of(ErrorClass::Protocol).next().unwrap().first_ms, 10);
+        assert!(!ab.wants(ErrorClass::Protocol));
+        assert!(ab.wants(ErrorClass::Timeout));
+        let long = "é".repeat(REASON_MAX_LEN);
+        ab.note(ErrorClass::Other, &long, 1);
+        assert!(ab.of(ErrorClass::Other).next().unwrap().reason.len() <= REASON_MAX_LEN);
+        let v = serde_json::to_value(&ab).unwrap();
+        assert_eq!(v[0]["class"], "reset");
+        let back: ErrorReasons = serde_json::from_value(v).unwrap();
+        assert_eq!(back, ab);
     }
 }

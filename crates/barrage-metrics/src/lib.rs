@@ -19,6 +19,7 @@ pub mod codes;
 pub mod compare;
 pub mod counters;
 pub mod error;
+pub mod failure;
 pub mod figures;
 pub mod groups;
 pub mod histogram;
@@ -44,7 +45,7 @@ pub use counters::{
     grpc_code_name, h2_code_name, BroadcastCounts, CommandCount, CommandCounts, Counters,
     GrpcCounts, H2Counts, MqttCounts,
 };
-pub use error::{ErrorClass, ErrorCounts};
+pub use error::{ErrorClass, ErrorCounts, ErrorReason, ErrorReasons};
 pub use groups::{Groups, RoomSize, Rooms};
 pub use histogram::{LatencyHistogram, LatencyStats, OptHistogram};
 pub use monitor::{

@@ -59,7 +59,22 @@ pub struct Recorder {
     /// ([`Recorder::record_latency_ns`]); `take` records them first.
     pending_us: u64,
     pending_n: u64,
+    /// Reasons formatted per class in this segment: at most [`REASON_TRIES`] each, so a run
+    /// that fails every request formats a bounded number of texts per second.
+    reason_tries: ReasonTries,
 }
+
+#[derive(Debug)]
+struct ReasonTries([u8; ErrorClass::COUNT]);
+
+impl Default for ReasonTries {
+    fn default() -> Self {
+        Self([0; ErrorClass::COUNT])
+    }
+}
+
+/// How many reasons per class and segment a recorder formats to compare with those it keeps.
+pub const REASON_TRIES: u8 = 8;
 
 /// Broadcast per-message figures of the messages that settled (no recipient added for a few
 /// seconds): the first recipient's latency, the last one's, and the spread between them, a
@@ -191,6 +206,18 @@ impl Recorder {
         self.counters.failed_by.add(class, n);
     }
 
+    /// An error of `class` said `why` at `now_ns`: kept among the class's first few reasons.
+    /// Formats `why` at most [`REASON_TRIES`] times per class and segment.
+    pub fn reason(&mut self, class: ErrorClass, now_ns: u64, why: &dyn std::fmt::Display) {
+        let tries = &mut self.reason_tries.0[class as usize];
+        if *tries >= REASON_TRIES || !self.counters.reasons.wants(class) {
+            return;
+        }
+        *tries += 1;
+        let text = why.to_string();
+        self.counters.reasons.note(class, &text, now_ns / 1_000_000);
+    }
+
     /// `n` due messages were never sent (backlog overflow, or still due at the end).
     #[inline]
     pub fn not_sent(&mut self, n: u64) {
@@ -223,6 +250,7 @@ impl Recorder {
     /// Close the interval `[start_ns, end_ns)` identified by `key` and start the next one.
     pub fn take(&mut self, worker: u32, key: u64, start_ns: u64, end_ns: u64) -> Delta {
         self.flush_latency();
+        self.reason_tries = ReasonTries::default();
         // Per-command counts restart at their length, so the next segment does not grow them
         // again on the hot path (one allocation per segment, here).
         let commands = self.counters.commands.len();

@@ -915,6 +915,10 @@ fn health(r: &RunResult) -> Vec<String> {
         row("Failed", failed_requests(s)),
         row("Errors", error_events(&s.errors)),
     ];
+    for (i, r) in s.totals.reasons.iter().enumerate() {
+        let label = if i == 0 { "Said" } else { "" };
+        lines.push(row(label, format!("{}: {}", r.class, r.reason)));
+    }
     if let Some(ramp) = &s.ramp {
         let ramp_line = match ramp.all_ready_s {
             Some(t) if s.latency_basis == LatencyBasis::IntendedSend => format!(

@@ -381,7 +381,8 @@ impl<S: Session> Worker<S> {
     }
 
     /// The connection failed: count it, fail what was in flight, and plan the reconnect.
-    /// `why` is only formatted when nothing ever got through (for the fail-fast message).
+    /// `why` is kept among the class's first few reasons (formatted a bounded number of
+    /// times per second) and names the fail-fast message when nothing ever got through.
     pub(super) fn fail(
         &mut self,
         idx: u32,
@@ -409,6 +410,9 @@ impl<S: Session> Worker<S> {
                 let detail = why.map_or_else(|| class.to_string(), |w| w.to_string());
                 let _ = self.tx.send(WorkerEvent::Unreachable { detail });
             }
+        }
+        if let Some(w) = why {
+            self.rec.reason(class, now, w);
         }
         self.rec.counters.error(class, 1);
         self.close(idx, now, true, class);

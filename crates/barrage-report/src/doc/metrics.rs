@@ -112,6 +112,21 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
         rows.push(["total".into(), thousands(s.errors.total())]);
         out.push(table(["error events by class", "count"], rows));
     }
+    if !s.totals.reasons.is_empty() {
+        let rows = s
+            .totals
+            .reasons
+            .iter()
+            .map(|r| {
+                [
+                    r.class.as_str().to_string(),
+                    r.reason.clone(),
+                    format!("{:.3} s", r.first_ms as f64 / 1000.0),
+                ]
+            })
+            .collect();
+        out.push(table(["class", "what the error said", "first seen"], rows));
+    }
     let t = &s.totals;
     if !t.status.is_empty() {
         out.push(Block::Heading("HTTP status codes".into()));
