@@ -708,6 +708,7 @@ fn sched_of(program: &Program, plan: &Plan, gid: u64) -> Option<Schedule> {
 }
 
 mod conn_io;
+mod sniff;
 mod transfer;
 mod users;
 mod wire;

@@ -8,6 +8,7 @@
 
 use crate::aggregate::Summary;
 use crate::error::ErrorClass;
+use crate::readiness::{Aspect, Grade, Row};
 
 /// The share of failed requests at or above which a run failed (not merely had errors).
 pub const NEARLY_ALL: f64 = 0.99;
@@ -42,26 +43,39 @@ pub fn plainly_failed(s: &Summary) -> Option<String> {
     Some(line)
 }
 
+/// The readiness aspects whose `FAIL` fails a run without `--threshold` (exit 3): what the
+/// server got wrong. Performance, stability, resource use and memory judge capacity (and a
+/// busy machine moves them), so they inform and do not gate.
+pub const GATING: [Aspect; 3] = [Aspect::Errors, Aspect::Correctness, Aspect::Connections];
+
+/// The gating readiness rows that failed, in one line, or `None`.
+pub fn readiness_failed(rows: &[Row]) -> Option<String> {
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.status == Grade::Fail && GATING.contains(&r.aspect))
+        .map(|r| format!("{}: {}", r.aspect.as_str(), r.figure))
+        .collect();
+    (!failed.is_empty()).then(|| format!("readiness FAIL, {}", failed.join("; ")))
+}
+
 /// What the figures say about a run whose requests failed mostly as `top`.
 fn hint(s: &Summary, top: ErrorClass) -> Option<String> {
     let t = &s.totals;
     match top {
         ErrorClass::UnexpectedStatus => {
             let (code, _) = t.status.iter().max_by_key(|(c, n)| (*n, u16::MAX - c))?;
-            Some(
-                match code {
-                    426 => "the server answered 426 Upgrade Required: it wants a WebSocket \
+            Some(match code {
+                426 => "the server answered 426 Upgrade Required: it wants a WebSocket \
                             (ws://) or another protocol on this port"
-                        .to_string(),
-                    404 => "the server answered 404 Not Found: check the URL's path".into(),
-                    401 | 403 => format!(
-                        "the server answered {code}: it wants credentials (-H 'Authorization: ...')"
-                    ),
-                    405 => "the server answered 405 Method Not Allowed: check --method".into(),
-                    505 => "the server answered 505: it does not speak this HTTP version".into(),
-                    c => format!("most responses were {c} (--expect-status accepts others)"),
-                },
-            )
+                    .to_string(),
+                404 => "the server answered 404 Not Found: check the URL's path".into(),
+                401 | 403 => format!(
+                    "the server answered {code}: it wants credentials (-H 'Authorization: ...')"
+                ),
+                405 => "the server answered 405 Method Not Allowed: check --method".into(),
+                505 => "the server answered 505: it does not speak this HTTP version".into(),
+                c => format!("most responses were {c} (--expect-status accepts others)"),
+            })
         }
         ErrorClass::Timeout if t.bytes_read == 0 => Some(
             "the server accepted the connections and never answered: is it the server this \
@@ -80,6 +94,15 @@ fn hint(s: &Summary, top: ErrorClass) -> Option<String> {
                 .into(),
         ),
         ErrorClass::Mismatch => Some("the replies differed from what --verify expects".into()),
+        ErrorClass::GrpcUnimplemented => Some(
+            "the server does not serve this method: check the URL's package.Service/Method".into(),
+        ),
+        ErrorClass::GrpcUnauthenticated | ErrorClass::GrpcPermissionDenied => {
+            Some("the server wants credentials (-H 'authorization: ...' as metadata)".into())
+        }
+        ErrorClass::GrpcInvalidArgument => {
+            Some("the server refused the request message: check --data".into())
+        }
         ErrorClass::ReplyError => {
             Some("the server answered every request with an error reply".into())
         }
@@ -112,7 +135,10 @@ mod tests {
             None
         );
         let line = plainly_failed(&summary(1, &[(ErrorClass::Timeout, 99)])).unwrap();
-        assert!(line.starts_with("99 of 100 requests failed (99.0 %), 99 as timeout"), "{line}");
+        assert!(
+            line.starts_with("99 of 100 requests failed (99.0 %), 99 as timeout"),
+            "{line}"
+        );
         let mut s = summary(0, &[(ErrorClass::Protocol, 18), (ErrorClass::Reset, 2)]);
         s.totals
             .reasons
@@ -120,6 +146,33 @@ mod tests {
         assert_eq!(
             plainly_failed(&s).unwrap(),
             "no request completed: all 20 failed, 18 as protocol (malformed HTTP status line)"
+        );
+    }
+
+    #[test]
+    fn only_what_the_server_got_wrong_gates_the_exit_code() {
+        let row = |aspect, status| Row {
+            aspect,
+            status,
+            figure: "40.0 %".into(),
+            rule: String::new(),
+        };
+        assert_eq!(
+            readiness_failed(&[
+                row(Aspect::Stability, Grade::Fail),
+                row(Aspect::ResourceUse, Grade::Fail),
+                row(Aspect::Errors, Grade::Warn),
+            ]),
+            None
+        );
+        assert_eq!(
+            readiness_failed(&[
+                row(Aspect::Performance, Grade::Fail),
+                row(Aspect::Errors, Grade::Fail),
+                row(Aspect::Connections, Grade::Fail),
+            ])
+            .unwrap(),
+            "readiness FAIL, errors: 40.0 %; connections: 40.0 %"
         );
     }
 

@@ -203,6 +203,17 @@ impl<S: Session> Worker<S> {
                 self.told_tls = true;
                 let detail = "the server answered with TLS: use https:// (or wss://)".into();
                 let _ = self.tx.send(WorkerEvent::Misdirected { detail });
+            } else if e.class == ErrorClass::Protocol
+                && self.rec.counters.completed == 0
+                && !self.told_tls
+            {
+                // Another protocol's answer (HTTP/2 frames to an HTTP/1.1 client, HTTP to
+                // a redis client): the target's scheme is wrong, as for a TLS answer.
+                if let Some(remedy) = super::sniff::misdirected(&self.plan.protocol, data) {
+                    self.told_tls = true;
+                    let detail = remedy.to_string();
+                    let _ = self.tx.send(WorkerEvent::Misdirected { detail });
+                }
             }
             return self.fail(idx, e.class, Some(&e.why), now);
         }

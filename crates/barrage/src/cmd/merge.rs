@@ -4,6 +4,8 @@
 use crate::resolve::cli::MergeArgs;
 use crate::shard::merge::{inputs, merged};
 use crate::usage::Usage;
+use barrage_metrics::failure::{plainly_failed, readiness_failed};
+use barrage_metrics::Status;
 use barrage_report::Format;
 
 pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
@@ -17,7 +19,18 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     }
     let mut command_line = vec!["barrage".to_string(), "merge".to_string()];
     command_line.extend(a.dirs.iter().map(|d| d.display().to_string()));
-    let r = merged(&a.dirs, command_line, a.clock_tolerance)?;
+    let mut r = merged(&a.dirs, command_line, a.clock_tolerance)?;
+    // The exit policy of a run (run/ending.rs), on the whole: a shard leaves it to the merge.
+    let failed = (!a.lenient_exit && r.status == Status::Completed)
+        .then(|| plainly_failed(&r.summary))
+        .flatten();
+    if let Some(why) = &failed {
+        r.status = Status::Failed;
+        r.message = Some(format!("{}: {why}", r.config.target));
+    }
+    let gate = (!a.lenient_exit && failed.is_none() && r.thresholds.is_empty())
+        .then(|| readiness_failed(&r.readiness))
+        .flatten();
     match out {
         Some((o, format)) => crate::sinks::outfile::write(&r, o, format)?,
         // Without -o: the merged run's summary, as a run prints its own, and what the merge
@@ -29,7 +42,22 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    Ok(if r.thresholds_failed() { 3 } else { 0 })
+    if let Some(why) = failed.as_ref().filter(|_| out.is_some()) {
+        crate::sys::err_line(format_args!("error: {}: {why}", r.config.target));
+    }
+    if let Some(line) = &gate {
+        crate::sys::err_line(format_args!(
+            "error: {}: {line} (exit 3; --lenient-exit exits 0)",
+            r.config.target
+        ));
+    }
+    Ok(if r.status == Status::Failed && failed.is_some() {
+        1
+    } else if r.thresholds_failed() || gate.is_some() {
+        3
+    } else {
+        0
+    })
 }
 
 /// `-o FILE`: JSON, HTML or Markdown by its name.

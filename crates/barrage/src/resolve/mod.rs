@@ -42,6 +42,9 @@ pub struct Resolved {
     pub argv: Vec<String>,
     /// `--insecure`: no certificate check, hence no pre-flight handshake.
     pub insecure: bool,
+    /// `--lenient-exit` (and a shard of `--processes`, a step of `find-max`): a run that ran
+    /// its course exits 0 even when nearly every request failed or a readiness row failed.
+    pub lenient_exit: bool,
 }
 
 pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
@@ -120,6 +123,8 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         outputs,
         argv: crate::resolve::redact::argv(&argv, &a.redact, a.secret_body),
         insecure: a.insecure,
+        // A shard of --processes, or of --shard: the merge judges the whole run.
+        lenient_exit: a.lenient_exit || a.skip_thresholds || a.shard.is_some(),
     })
 }
 
@@ -146,6 +151,7 @@ pub fn from_spec(spec: Spec, quiet: bool, argv: Vec<String>) -> Result<Resolved,
         outputs: Outputs::summary(quiet),
         argv,
         insecure: false,
+        lenient_exit: false,
     })
 }
 

@@ -1,6 +1,7 @@
 //! How a run ended, as the result's status and message and the exit code: decided here, once,
 //! for every source of a run.
 
+use barrage_metrics::failure::plainly_failed;
 use barrage_metrics::{Outcome, Status};
 
 /// How a source's load ended.
@@ -35,6 +36,8 @@ pub struct Seen<'a> {
     pub target: &'a str,
     /// Say a failure to connect or a silent server on stderr.
     pub say: bool,
+    /// `--lenient-exit`: a run that ran its course is not failed for its requests' failures.
+    pub lenient: bool,
 }
 
 impl Ending {
@@ -72,6 +75,9 @@ impl Ending {
                 }
                 failed(msg)
             }
+            SourceEnd::Completed if !seen.lenient && plainly_failed(&outcome.summary).is_some() => {
+                say_failed(&seen, plainly_failed(&outcome.summary).unwrap_or_default())
+            }
             SourceEnd::Completed => Ending {
                 status: Status::Completed,
                 message: seen.note.map(str::to_string),
@@ -83,6 +89,13 @@ impl Ending {
                 code: 0,
             },
             // `q` in the dashboard: a normal end, by the usual exit rules.
+            SourceEnd::Interrupted
+                if seen.user_stop
+                    && !seen.lenient
+                    && plainly_failed(&outcome.summary).is_some() =>
+            {
+                say_failed(&seen, plainly_failed(&outcome.summary).unwrap_or_default())
+            }
             SourceEnd::Interrupted if seen.user_stop => {
                 let at = barrage_metrics::figures::load_end(&outcome.timeseries);
                 Ending {
@@ -104,5 +117,22 @@ impl Ending {
                 failed(msg)
             }
         }
+    }
+}
+
+/// A run whose requests (nearly) all failed: said on stderr with the target, as a failed
+/// ending (exit 1).
+fn say_failed(seen: &Seen<'_>, why: String) -> Ending {
+    let msg = format!("{}: {why}", seen.target);
+    if seen.say {
+        crate::sys::err_line(format_args!("error: {msg}"));
+    }
+    Ending {
+        status: Status::Failed,
+        message: Some(match seen.note {
+            Some(n) => format!("{msg}; {n}"),
+            None => msg,
+        }),
+        code: 1,
     }
 }

@@ -186,6 +186,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
             note: fed.note.as_deref(),
             target: &target,
             say: source_says,
+            lenient: r.lenient_exit,
         },
     );
     let recovery_s = watch.as_ref().map(Watch::recovery_s).filter(|r| *r > 0.0);
@@ -203,8 +204,19 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
     (result.monitor, result.spawn) = watched.map_or((None, None), |(m, s)| (Some(m), s));
     result.server_metrics = server_metrics;
     result.conclude(&r.thresholds, recovery_s);
+    // Without --threshold, the readiness rows of what the server got wrong are the gate.
+    let gate = (code == 0 && r.thresholds.is_empty() && !r.lenient_exit)
+        .then(|| barrage_metrics::failure::readiness_failed(&result.readiness))
+        .flatten();
+    let code = if gate.is_some() { 3 } else { code };
     finish_web(web, &result);
     let code = outputs.finish(&result, code)?;
+    if let Some(line) = gate.filter(|_| source_says) {
+        sys::err_line(format_args!(
+            "error: {target}: {line} (exit 3; --threshold sets your own bar, --lenient-exit \
+             exits 0)"
+        ));
+    }
     Ok(Finished { result, code })
 }
 

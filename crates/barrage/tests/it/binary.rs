@@ -45,6 +45,7 @@ fn a_length_field_over_max_frame_is_a_protocol_error() {
             server.url(),
             "--fields",
             "u8 1, u32be 0x7fffffff",
+            "--lenient-exit",
             "--expect",
             "field:1:u32be",
             "--max-frame",

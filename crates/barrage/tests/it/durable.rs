@@ -596,8 +596,8 @@ fn a_server_that_goes_away_fails_the_errors_row() {
     let status = wait_at_most(&mut child.0, Duration::from_secs(30)).expect("barrage ends");
     assert_eq!(
         status.code(),
-        Some(0),
-        "readiness rows do not set the exit code"
+        Some(3),
+        "without --threshold, a failed errors row is exit 3"
     );
     let r = read_json(&json);
     assert!(u(&r, "summary.exchanges.completed") > 0);

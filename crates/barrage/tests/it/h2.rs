@@ -36,7 +36,16 @@ fn serve_h2_streams_reconcile_with_the_servers_counts() {
     assert_eq!(u(&ok, "summary.totals.h2.frames_written"), 3000 + 4 * 4);
     let url503 = format!("{}status/503", server.url());
     let bad = run_json(
-        &[&url503, "-c", "2", "--streams", "4", "-n", "200"],
+        &[
+            &url503,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "200",
+            "--lenient-exit",
+        ],
         &dir.path().join("bad.json"),
     );
     conserved(&bad);
@@ -356,7 +365,17 @@ fn nginx_h2c_reconciles_with_its_access_log() {
     conserved(&a);
     assert_eq!(u(&a, "summary.exchanges.completed"), 4000);
     let b = run_json(
-        &[&url("/missing"), "-c", "2", "--streams", "5", "-n", "100"],
+        // Every request a 404: a failed run (exit 1) but for --lenient-exit.
+        &[
+            &url("/missing"),
+            "-c",
+            "2",
+            "--streams",
+            "5",
+            "-n",
+            "100",
+            "--lenient-exit",
+        ],
         &dir.path().join("b.json"),
     );
     assert_eq!(u(&b, "summary.errors.unexpected_status"), 100);

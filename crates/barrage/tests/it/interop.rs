@@ -398,8 +398,12 @@ fn nginx_404_is_unexpected_status_and_keeps_the_connection() {
         .arg(&json)
         .output()
         .expect("run barrage");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Every request a 404: the run failed (exit 1), and says why in one line.
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("404 Not Found: check the URL's path"), "{err}");
     let v = read_json(&json);
+    assert_eq!(s(&v, "status"), "failed");
     let bad = u(&v, "summary.errors.unexpected_status");
     assert!(bad > 10, "{}", field(&v, "summary.errors"));
     assert_eq!(u(&v, "summary.errors.total"), bad);

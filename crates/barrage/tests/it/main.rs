@@ -95,6 +95,8 @@ mod tls;
 mod truth;
 // `barrage validate FILE`.
 mod validate;
+// The exit policy: a run that plainly failed never exits 0; the reasons errors gave.
+mod exit_policy;
 // Verdicts about servers whose behaviour the test scripts.
 mod verdicts;
 // barrage.exe (the Windows build) under wine.

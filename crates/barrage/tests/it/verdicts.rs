@@ -67,7 +67,8 @@ fn wrong_framing_warns_and_fails_the_correctness_row() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // Without --threshold, a failed correctness row is exit 3.
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
     let v = read_json(&json);
     let completed = u(&v, "summary.exchanges.completed");
     let unexpected = u(&v, "summary.exchanges.unexpected_replies");

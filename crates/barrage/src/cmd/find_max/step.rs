@@ -63,6 +63,8 @@ pub(super) fn run_step(
         outputs: Outputs::none(),
         argv: argv.to_vec(),
         insecure: a.run.insecure,
+        // The search judges each step by its own rules.
+        lenient_exit: true,
     };
     let mut cpu = CpuMeter::default();
     let mut unreachable = None;

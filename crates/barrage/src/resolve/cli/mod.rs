@@ -86,6 +86,11 @@ pub struct MergeArgs {
     /// the shards' recorded clock error bounds add up to at most this; else only counted
     #[arg(long, default_value = "1ms", value_parser = units::duration, allow_hyphen_values = true, value_name = "D")]
     pub clock_tolerance: std::time::Duration,
+
+    /// Exit 0 for a merged run whose requests nearly all failed (exit 1 otherwise) or whose
+    /// readiness failed on errors, correctness or connections without thresholds (exit 3)
+    #[arg(long)]
+    pub lenient_exit: bool,
 }
 
 #[derive(Args, Debug)]
