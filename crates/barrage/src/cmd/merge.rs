@@ -29,7 +29,7 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         r.message = Some(format!("{}: {why}", r.config.target));
     }
     let gate = (!a.lenient_exit && failed.is_none() && r.thresholds.is_empty())
-        .then(|| readiness_failed(&r.readiness))
+        .then(|| readiness_failed(&r.readiness, &r.summary.connections))
         .flatten();
     match out {
         Some((o, format)) => crate::sinks::outfile::write(&r, o, format)?,

@@ -206,7 +206,12 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
     result.conclude(&r.thresholds, recovery_s);
     // Without --threshold, the readiness rows of what the server got wrong are the gate.
     let gate = (code == 0 && r.thresholds.is_empty() && !r.lenient_exit)
-        .then(|| barrage_metrics::failure::readiness_failed(&result.readiness))
+        .then(|| {
+            barrage_metrics::failure::readiness_failed(
+                &result.readiness,
+                &result.summary.connections,
+            )
+        })
         .flatten();
     let code = if gate.is_some() { 3 } else { code };
     finish_web(web, &result);
