@@ -74,7 +74,7 @@ pub struct SlurmArgs {
     pub shared: Shared,
 
     /// Tasks (shards) per node
-    #[arg(long, value_name = "K", default_value = "1", value_parser = crate::units::count)]
+    #[arg(long, value_name = "K", default_value = "1", value_parser = crate::units::count, allow_hyphen_values = true)]
     pub ntasks_per_node: u64,
 
     /// Where the shards' --out directories, their logs and merged.json go (a directory all
