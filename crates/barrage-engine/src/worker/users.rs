@@ -260,6 +260,12 @@ impl<S: Session> Worker<S> {
             self.scratch.clear();
             return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
         }
+        if let Some(e) = self.step_fail.take() {
+            // Its values made a message that cannot be said (a length below zero, a topic
+            // over 65,535 bytes): the same, as `other` with the reason.
+            self.scratch.clear();
+            return self.fail(idx, barrage_metrics::ErrorClass::Other, Some(&e), now);
+        }
         if let Some(e) = self.conns[i].session.failed() {
             // A request the session could not render (`--conn-stages` with a script).
             self.scratch.clear();
@@ -324,6 +330,10 @@ impl<S: Session> Worker<S> {
                 self.rec
                     .msg_sent(key, expected.min(u64::from(u32::MAX)) as u32);
             }
+        }
+        if let Some(why) = step.msg.fault(fill, &self.users[i].vars) {
+            // Sent as it can be, never written: the connection fails below.
+            self.step_fail.get_or_insert(why);
         }
         let at = self.scratch.len();
         step.msg.render(
