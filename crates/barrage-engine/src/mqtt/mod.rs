@@ -319,7 +319,8 @@ pub fn secret_topic_fault(topic: &crate::Template, wildcards_are: &str) -> Optio
         ts_us: 0,
     };
     topic.render_vars_into(nothing, &crate::capture::Vars::new(slots), &mut lit);
-    if lit.is_empty() {
+    // A topic of `{name}`s alone is the run's values' (empty here, not in the run).
+    if lit.is_empty() && slots == 0 {
         return Some(
             "a {secret:NAME} leaves the topic empty; a topic has at least one character".into(),
         );
