@@ -27,6 +27,19 @@ fn main() -> ExitCode {
     let args = with_run_shortcut(&argv);
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            // `barrage chat.toml`: a scenario file, not a subcommand nor a target.
+            match args.get(1).filter(|a| resolve::scenario::is_file(a)) {
+                Some(file) => {
+                    eprintln!(
+                        "error: {file} is a scenario file: run it with `barrage run {file}` \
+                         (`barrage validate {file}` checks it)"
+                    );
+                    return ExitCode::from(2);
+                }
+                None => return clap_exit(e, subcommand(&args)),
+            }
+        }
         Err(e) => return clap_exit(e, subcommand(&args)),
     };
     let result = match &cli.command {

@@ -443,4 +443,7 @@ fn misleading_messages_are_our_own_line() {
         "target = \"ws://127.0.0.1:9/\"\ntarget = \"ws://127.0.0.1:8/\"\n",
     );
     refused(&["run", &toml], &["dup.toml:2: target:", "given twice"]);
+    // A scenario file named without `run` is not an "unrecognized subcommand".
+    let line = refused(&[&toml], &["is a scenario file", "barrage run"]);
+    assert!(!line.contains("subcommand"), "{line}");
 }

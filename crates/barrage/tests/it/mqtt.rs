@@ -312,9 +312,12 @@ fn mqtt_flags_are_checked_before_any_load() {
         ),
         (
             &["--publish", "t", "--qos", "3"],
-            "error: --qos 3: MQTT's QoS is 0, 1 or 2",
+            "error: invalid value '3' for '--qos <0|1|2>': MQTT's QoS is 0, 1 or 2",
         ),
-        (&["--keepalive", "1500ms"], "error: --keepalive"),
+        (
+            &["--keepalive", "1500ms"],
+            "error: invalid value '1500ms' for '--keepalive <D>': MQTT's keep-alive is whole seconds",
+        ),
         (
             &["--subscribe", "a/b+"],
             "error: --subscribe 'a/b+': '+' stands for a whole level",
