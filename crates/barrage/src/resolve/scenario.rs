@@ -315,8 +315,8 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
     // MQTT topics as the engine will find them (the environment's secrets filled in): here,
     // so that `validate` refuses what `run` refuses, with the same line.
     let env = |name: &str| std::env::var_os(name).map(|v| v.into_encoded_bytes());
-    let mqtt = barrage_scenario::protocol::of_url(&c.file.target)
-        .is_some_and(|(p, _)| p.name == "mqtt");
+    let mqtt =
+        barrage_scenario::protocol::of_url(&c.file.target).is_some_and(|(p, _)| p.name == "mqtt");
     for (key, s) in steps.iter().filter(|_| mqtt) {
         for (t, k, what) in [
             (&s.topic, "topic", "the topic"),

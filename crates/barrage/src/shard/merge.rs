@@ -340,7 +340,10 @@ mod tests {
         // killed while writing its fourth second (a torn last line, no drain, no result).
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let dirs = [shard(d, 0, 2, 5, true, true), shard(d, 1, 2, 3, false, false)];
+        let dirs = [
+            shard(d, 0, 2, 5, true, true),
+            shard(d, 1, 2, 3, false, false),
+        ];
         for (i, path) in dirs.iter().enumerate() {
             let header = std::fs::read(path.join(stream::HEADER)).unwrap();
             std::fs::remove_dir_all(path).unwrap();

@@ -59,9 +59,7 @@ fn scenario_recovery_with_processes_and_monitor_auto_runs_as_the_same_flags_do()
     let file = write(
         dir.path(),
         "run.toml",
-        &format!(
-            "{body}[run]\nrecovery = \"1s\"\nprocesses = 2\nmonitor = [\"auto\"]\n"
-        ),
+        &format!("{body}[run]\nrecovery = \"1s\"\nprocesses = 2\nmonitor = [\"auto\"]\n"),
     );
     let by_file = run_json(&["run", &file, "--no-tui"], &dir.path().join("file.json"));
     let by_flags = run_json(
@@ -349,7 +347,15 @@ fn negative_values_of_the_newer_flags_name_the_flag_and_the_range() {
             &["'--drop <P>'", "from 0 to 1"],
         ),
         (
-            ["serve", "h2", "--listen", "127.0.0.1:0", "--max-streams", "-1"].to_vec(),
+            [
+                "serve",
+                "h2",
+                "--listen",
+                "127.0.0.1:0",
+                "--max-streams",
+                "-1",
+            ]
+            .to_vec(),
             &["'--max-streams <N>'", "at least 1"],
         ),
         (
@@ -368,6 +374,31 @@ fn negative_values_of_the_newer_flags_name_the_flag_and_the_range() {
         ),
     ];
     for (args, says) in cases {
+        let line = refused(&args, says);
+        assert!(!line.contains("unexpected argument"), "{args:?}: {line}");
+    }
+    // The flags of a number or word, checked after parsing, name themselves the same way.
+    let more: Vec<(Vec<&str>, &[&str])> = vec![
+        (
+            vec![&mqtt, "--publish", "t", "--mqtt-version", "-1"],
+            &["--mqtt-version -1", "give 3.1.1 or 5"],
+        ),
+        (
+            vec!["compare", "a.json", "b.json", "--noise-floor", "-1"],
+            &["--noise-floor -1", "from 0 to 1000"],
+        ),
+        (
+            vec!["versus", &tcp, "--against", &http, "--reps", "-1"],
+            &["'--reps <N>'", "1..=20"],
+        ),
+        // Any other flag's value that starts with '-': the flag and how to give it anyway.
+        (
+            vec![&mqtt, "--publish", "-1"],
+            &["--publish -1", "reads as a flag", "--publish=-1"],
+        ),
+        (vec![&http, "-H", "-1", "-n", "1"], &["-H -1", "-H=-1"]),
+    ];
+    for (args, says) in more {
         let line = refused(&args, says);
         assert!(!line.contains("unexpected argument"), "{args:?}: {line}");
     }
@@ -391,7 +422,11 @@ fn a_fields_length_that_goes_below_zero_is_refused_not_written_as_0() {
              [[steps]]\nfields = 'len:u8-3(str \"ab\")'\n"
         ),
     );
-    let says = ["f.toml:7: steps[0].fields:", "below zero", "subtract at most 2"];
+    let says = [
+        "f.toml:7: steps[0].fields:",
+        "below zero",
+        "subtract at most 2",
+    ];
     let v = refused(&["validate", &file], &says);
     assert_eq!(v, refused(&["run", &file], &says));
 }
@@ -402,13 +437,15 @@ fn misleading_messages_are_our_own_line() {
     let http = format!("http://127.0.0.1:{}/", refused_port());
     let line = refused(
         &[&http, "-H", ":path: /x", "-n", "1"],
-        &["-H ':path: /x'", "pseudo-headers", "cannot be set with -H", "URL"],
+        &[
+            "-H ':path: /x'",
+            "pseudo-headers",
+            "cannot be set with -H",
+            "URL",
+        ],
     );
     assert!(!line.contains("name is empty"), "{line}");
-    refused(
-        &[&http, "-H", ":method: PUT", "-n", "1"],
-        &["-X/--method"],
-    );
+    refused(&[&http, "-H", ":method: PUT", "-n", "1"], &["-X/--method"]);
     let protos = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/grpc-go");
     let grpc = format!(
         "grpc://127.0.0.1:{}/helloworld.Greeter/SayHello",

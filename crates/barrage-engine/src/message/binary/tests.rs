@@ -233,7 +233,10 @@ fn a_fields_length_that_goes_below_zero_is_refused() {
         "u8 1, len:varint-2(bytes 00)",
     ] {
         let e = compile(text, None, None).unwrap_err().to_string();
-        assert!(e.contains("below zero") && e.contains("subtract at most"), "{text}: {e}");
+        assert!(
+            e.contains("below zero") && e.contains("subtract at most"),
+            "{text}: {e}"
+        );
     }
     // Exactly zero is a length.
     assert_eq!(render("len:u8-1(u8 9)", fill(0, 0, 0)), [0, 9]);
@@ -245,7 +248,9 @@ fn a_fields_length_that_goes_below_zero_is_refused() {
     assert!(t.underflow());
     let mut vars = crate::capture::Vars::new(1);
     vars.set(0, b"abc");
-    let why = t.len_fault(fill(0, 0, 0), &vars).expect("3 - 4 is below zero");
+    let why = t
+        .len_fault(fill(0, 0, 0), &vars)
+        .expect("3 - 4 is below zero");
     assert!(why.contains("-1") && why.contains("below zero"), "{why}");
     vars.set(0, b"abcd");
     assert_eq!(t.len_fault(fill(0, 0, 0), &vars), None);

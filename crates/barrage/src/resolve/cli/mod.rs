@@ -172,6 +172,7 @@ pub struct FindMaxArgs {
         long,
         default_value = "5%",
         value_name = "PCT",
+        allow_hyphen_values = true,
         help_heading = "Search"
     )]
     pub precision: String,
@@ -209,7 +210,7 @@ pub struct CompareArgs {
     /// Smallest change between runs called significant, on top of the runs' own per-second
     /// noise [default: none]; for a machine known to drift between runs by more than its
     /// seconds show
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
     pub noise_floor: Option<String>,
 }
 
@@ -232,7 +233,7 @@ pub struct VersusArgs {
     pub against: String,
 
     /// Runs of each side, alternating
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), value_name = "N")]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), allow_hyphen_values = true, value_name = "N")]
     pub reps: u32,
 
     /// Write the comparison to FILE (.html or .md) as well as printing it
@@ -428,9 +429,12 @@ fn probability(s: &str) -> Result<f64, String> {
 
 /// `--seed`: any whole number from 0.
 fn seed(s: &str) -> Result<u64, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a seed: give a whole number from 0 to {}", u64::MAX))
+    s.trim().parse().map_err(|_| {
+        format!(
+            "'{s}' is not a seed: give a whole number from 0 to {}",
+            u64::MAX
+        )
+    })
 }
 
 /// `--fail-status`: a gRPC status code from 1 to 16 (0 is OK, not a failure).

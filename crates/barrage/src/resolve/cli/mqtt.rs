@@ -48,7 +48,12 @@ pub struct MqttArgs {
     pub keepalive: Option<Duration>,
 
     /// The protocol version: 3.1.1 or 5 [default: 3.1.1]
-    #[arg(long, value_name = "V", help_heading = "MQTT")]
+    #[arg(
+        long,
+        value_name = "V",
+        allow_hyphen_values = true,
+        help_heading = "MQTT"
+    )]
     pub mqtt_version: Option<String>,
 
     /// Keep the broker's session state (clean session off; 5.0: clean start off)

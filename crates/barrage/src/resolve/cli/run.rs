@@ -459,7 +459,12 @@ pub struct RunArgs {
 
     /// Time zero of the run: a wall-clock instant every shard waits for (RFC 3339 UTC,
     /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS; at most 7 days ahead, counted down on stderr)
-    #[arg(long, value_name = "TIME", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        allow_hyphen_values = true,
+        help_heading = "Output"
+    )]
     pub start_at: Option<String>,
 
     /// Every shard of this run runs on this host (one clock): broadcast deliveries between
@@ -485,6 +490,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "LIST",
+        allow_hyphen_values = true,
         requires = "baseline",
         help_heading = "Output"
     )]
@@ -495,6 +501,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "PCT",
+        allow_hyphen_values = true,
         requires = "baseline",
         help_heading = "Output"
     )]

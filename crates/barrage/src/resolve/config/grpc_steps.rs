@@ -171,8 +171,15 @@ pub fn check_file(
     collect(&checked.file.leave, "leave", &mut calls);
     let protocol = checked.file.protocol.as_ref();
     if let Some((key, step)) = calls.first() {
-        let reflect = protocol.and_then(|p| p.reflect.as_ref()).is_some_and(|r| r.value);
-        types_given(name, key, step, reflect || protocol.is_some_and(|p| p.proto.is_some()))?;
+        let reflect = protocol
+            .and_then(|p| p.reflect.as_ref())
+            .is_some_and(|r| r.value);
+        types_given(
+            name,
+            key,
+            step,
+            reflect || protocol.is_some_and(|p| p.proto.is_some()),
+        )?;
     }
     check_proto(name, checked, dir, &calls)
 }

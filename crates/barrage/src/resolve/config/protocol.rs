@@ -225,11 +225,18 @@ pub(super) fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
 
 /// `-H ':path: /x'`: an HTTP/2 pseudo-header is made from the URL and the flags, never given.
 fn pseudo_header(h: &str, rest: &str) -> Usage {
-    let name = rest.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+    let name = rest
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let instead = match name.as_str() {
         "path" => "the path (and query) is the URL's: put it in the target URL",
         "method" => "give the method with -X/--method",
-        "authority" => "the authority is the URL's host: put it in the target URL (or -H 'Host: NAME')",
+        "authority" => {
+            "the authority is the URL's host: put it in the target URL (or -H 'Host: NAME')"
+        }
         "scheme" => "the scheme is the URL's (http:// or https://)",
         "status" => ":status is a reply's; --expect-status says which count as success",
         _ => "pseudo-headers come from the URL and -X",
@@ -237,7 +244,9 @@ fn pseudo_header(h: &str, rest: &str) -> Usage {
     Usage::value(
         "-H",
         format!("'{h}'"),
-        format!("pseudo-headers (:path, :method, :authority, :scheme) cannot be set with -H; {instead}"),
+        format!(
+            "pseudo-headers (:path, :method, :authority, :scheme) cannot be set with -H; {instead}"
+        ),
     )
 }
 

@@ -208,8 +208,8 @@ impl Compiled {
         } else {
             format!("'{json}'")
         };
-        let v: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| Usage::value("--data", &shown, not_json(&e)))?;
+        let v: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| Usage::value("--data", &shown, not_json(&e)))?;
         let ms = self
             .encode_messages(v, false)
             .map_err(|e| Usage::value("--data", &shown, e))?;
