@@ -64,6 +64,13 @@ pub fn load(a: &RunArgs) -> Result<Option<File>, Usage> {
 
 /// A run of the scenario `loaded` (the run's target), under the command line's flags.
 pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved, Usage> {
+    let args = run_args(a, loaded)?;
+    crate::resolve::resolve(&args, argv)
+}
+
+/// The run's flags for scenario `loaded`: the command line's over the file's settings, the
+/// file in the spec (`barrage validate` resolves its plan from these too).
+pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
     let File {
         name: file,
         text,
@@ -223,7 +230,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
             }
         }
     }
-    crate::resolve::resolve(&args, argv)
+    Ok(args)
 }
 
 /// Flags that say what each connection sends: in a scenario the steps say it.
