@@ -149,6 +149,9 @@ pub struct Worker<S: Session> {
     stepbuf: Vec<u8>,
     /// A script's `call` failed while a user's messages were made (`worker/users.rs`).
     script_fail: Option<crate::hook::HookError>,
+    /// A scenario step's message its values made unsayable (`StepMsg::fault`): the
+    /// connection fails with it once the batch is made.
+    step_fail: Option<String>,
     /// A user's reply that does not match its step is a push (message protocols, not HTTP).
     skip_unmatched: bool,
     stop: Arc<AtomicBool>,
@@ -236,6 +239,7 @@ impl<S: Session> Worker<S> {
             users: Vec::new(),
             stepbuf: Vec::new(),
             script_fail: None,
+            step_fail: None,
             skip_unmatched,
             stop,
             tx,
