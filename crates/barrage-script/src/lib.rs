@@ -97,7 +97,7 @@ for _, k in ipairs({"execute", "remove", "rename", "tmpname", "setlocale"}) do
 end
 dofile, loadfile, require = refuse("dofile", out), refuse("loadfile", out), refuse("require", out)
 io = setmetatable({}, {__index = function(_, k) error("io." .. tostring(k) .. " " .. out, 2) end})
-local load, select = load, select
+local load = load
 _G.load = function(chunk, name, mode, ...)
   if mode ~= nil and mode ~= "t" then
     error("load: binary chunks are not available to scripts (mode \"t\" only)", 2)
