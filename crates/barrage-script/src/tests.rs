@@ -368,3 +368,45 @@ fn a_call_running_when_the_run_ends_is_stopped_whatever_its_budget() {
     assert!(e.0.contains("ran out of its instruction budget"), "{e}");
     barrage_engine::hook::watch(None);
 }
+
+/// What crosses the boundary back to barrage may be any Lua value: each is taken or refused
+/// as one line naming the file, never a panic (the fuzz target `script_boundary` feeds
+/// arbitrary bytes through the same functions).
+#[test]
+fn any_value_a_script_returns_is_taken_or_refused_in_one_line() {
+    let s = load(
+        "local co = coroutine.create(function() end)\n\
+         local values = { function() return 0/0 end, function() return 1/0 end,\n\
+           function() return -0.0 end, function() return math.mininteger end,\n\
+           function() return math.maxinteger end, function() return 2^63 end,\n\
+           function() return {} end, function() return print end,\n\
+           function() return co end, function() error({}) end,\n\
+           function() error('two\\nlines') end, function() error(nil) end,\n\
+           function() error('@7: made up', 0) end, function() return '\\255\\0' end,\n\
+           function() return 1, 2 end }\n\
+         local function pick(b) return values[(b:byte(1) or 1) % #values + 1]() end\n\
+         function request(conn, seq) return pick(string.char(seq)) end\n\
+         function frame(buf) return pick(buf) end\n\
+         function response(conn, reply) return pick(reply) end\n\
+         function init(conn) return pick(string.char(conn.id)) end",
+    )
+    .unwrap();
+    for k in 0..15u8 {
+        let mut out = Vec::new();
+        let results = [
+            s.request(1, u64::from(k), &mut out).err(),
+            s.frame(1, &[k]).err(),
+            s.response(1, &[k]).err(),
+            s.init(u64::from(k), &mut out).err(),
+        ];
+        for e in results.into_iter().flatten() {
+            assert!(e.0.starts_with("t.lua"), "{k}: {e}");
+            assert!(!e.0.contains('\n'), "{k}: {e}");
+        }
+    }
+    // A float that is a whole length is one; NaN, infinities and -1 are not.
+    assert_eq!(s.frame(1, &[2]), Ok(Frame::Len(0)));
+    assert!(s.frame(1, &[0]).is_err() && s.frame(1, &[1]).is_err());
+    assert!(s.frame(1, &[3]).is_err(), "math.mininteger");
+    assert!(s.frame(1, &[5]).is_err(), "2^63 is past what a length may be");
+}
