@@ -237,28 +237,45 @@ fn the_budget_cannot_be_escaped_by_coroutines_or_pcall() {
 #[test]
 fn a_script_cannot_end_or_escape_the_run() {
     for (call, what) in [
-        ("os.exit(0)", "os.exit would end barrage without its results"),
+        (
+            "os.exit(0)",
+            "os.exit would end barrage without its results",
+        ),
         ("os.exit(true, true)", "os.exit would end barrage"),
-        ("os.execute('true')", "os.execute is not available to scripts"),
+        (
+            "os.execute('true')",
+            "os.execute is not available to scripts",
+        ),
         ("os.remove('/tmp/x')", "os.remove is not available"),
-        ("os.rename('/tmp/x', '/tmp/y')", "os.rename is not available"),
+        (
+            "os.rename('/tmp/x', '/tmp/y')",
+            "os.rename is not available",
+        ),
         ("os.tmpname()", "os.tmpname is not available"),
         ("io.open('/etc/passwd')", "io.open is not available"),
         ("io.write('x')", "io.write is not available"),
         ("require('os')", "require is not available"),
         ("dofile('/dev/null')", "dofile is not available"),
         ("loadfile('/dev/null')", "loadfile is not available"),
-        ("load(string.dump(function() end), 'x', 'b')", "load: binary chunks are not available"),
+        (
+            "load(string.dump(function() end), 'x', 'b')",
+            "load: binary chunks are not available",
+        ),
     ] {
         let s = load(&format!(
             "function request(conn, seq)\n  {call}\n  return 'x'\nend"
         ))
         .unwrap();
         let e = s.request(1, 0, &mut Vec::new()).unwrap_err();
-        assert!(e.0.starts_with(&format!("t.lua:2: request(): {what}")), "{call}: {e}");
+        assert!(
+            e.0.starts_with(&format!("t.lua:2: request(): {what}")),
+            "{call}: {e}"
+        );
         // At the top level: the file is refused before any load, in one line.
-        let e = load(&format!("local x = 1\n{call}\nfunction request() return 'x' end"))
-            .unwrap_err();
+        let e = load(&format!(
+            "local x = 1\n{call}\nfunction request() return 'x' end"
+        ))
+        .unwrap_err();
         assert!(
             e.starts_with(&format!("t.lua:2: the file's top level: {what}")),
             "{call}: {e}"
@@ -408,5 +425,8 @@ fn any_value_a_script_returns_is_taken_or_refused_in_one_line() {
     assert_eq!(s.frame(1, &[2]), Ok(Frame::Len(0)));
     assert!(s.frame(1, &[0]).is_err() && s.frame(1, &[1]).is_err());
     assert!(s.frame(1, &[3]).is_err(), "math.mininteger");
-    assert!(s.frame(1, &[5]).is_err(), "2^63 is past what a length may be");
+    assert!(
+        s.frame(1, &[5]).is_err(),
+        "2^63 is past what a length may be"
+    );
 }

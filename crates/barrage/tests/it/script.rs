@@ -602,7 +602,11 @@ fn a_script_cannot_end_or_escape_the_run() {
             assert_eq!(std::fs::read_to_string(&victim).unwrap(), "still here");
         }
         let spec = &v["spec"]["script"];
-        assert_eq!(spec["unsafe_libs"].as_bool().unwrap_or(false), unsafe_libs, "{spec}");
+        assert_eq!(
+            spec["unsafe_libs"].as_bool().unwrap_or(false),
+            unsafe_libs,
+            "{spec}"
+        );
     }
     // (The run with the full libraries removed it: os.remove and os.execute ran.)
     assert!(!victim.exists());
@@ -610,8 +614,14 @@ fn a_script_cannot_end_or_escape_the_run() {
     // Used at the top level: refused before any load, in one line naming the file and line.
     let url = format!("tcp://127.0.0.1:{}", refused_port());
     for (call, what) in [
-        ("os.exit(0)", "os.exit would end barrage without its results"),
-        ("io.open('/etc/hostname')", "io.open is not available to scripts"),
+        (
+            "os.exit(0)",
+            "os.exit would end barrage without its results",
+        ),
+        (
+            "io.open('/etc/hostname')",
+            "io.open is not available to scripts",
+        ),
         ("require('socket')", "require is not available to scripts"),
     ] {
         let f = script(
@@ -636,11 +646,25 @@ fn a_script_cannot_end_or_escape_the_run() {
             victim.display().to_string()
         ),
     );
-    let args = [server.url(), "--script", &f, "--script-unsafe", "--expect", "line"];
-    let (code, v, err) = run_in(dir.path(), "reads.json", &[&args[..], &["-n", "5"]].concat());
+    let args = [
+        server.url(),
+        "--script",
+        &f,
+        "--script-unsafe",
+        "--expect",
+        "line",
+    ];
+    let (code, v, err) = run_in(
+        dir.path(),
+        "reads.json",
+        &[&args[..], &["-n", "5"]].concat(),
+    );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(u(&v, "summary.exchanges.completed"), 5);
-    assert_eq!(u(&v, "summary.io.bytes_written"), 5 * "still here\n".len() as u64);
+    assert_eq!(
+        u(&v, "summary.io.bytes_written"),
+        5 * "still here\n".len() as u64
+    );
 }
 
 /// A loop whose every instruction is slow (a 4 KiB string made each turn): its budget, the
@@ -659,7 +683,13 @@ fn a_looping_script_is_stopped_when_the_run_ends() {
         "forever.lua",
         &format!("function request(conn, seq)\n  {SLOW_LOOP}\nend\n"),
     );
-    let args = [server.url(), "--script", &file, "--script-budget", "100000000"];
+    let args = [
+        server.url(),
+        "--script",
+        &file,
+        "--script-budget",
+        "100000000",
+    ];
     let more = ["--expect", "line", "-c", "2", "-d", "1s"];
     let (code, v, err) = run_in(dir.path(), "out.json", &[&args[..], &more].concat());
     assert!(code.is_some(), "{err}");
@@ -696,7 +726,14 @@ fn a_stop_signal_ends_a_run_whose_script_loops() {
     );
     let mut child = signals_at_default(std::process::Command::new(bin()))
         .args([server.url(), "--script", &file, "--script-unsafe"])
-        .args(["--script-budget", "100000000", "--expect", "line", "-c", "1"])
+        .args([
+            "--script-budget",
+            "100000000",
+            "--expect",
+            "line",
+            "-c",
+            "1",
+        ])
         .args(["-q", "--json"])
         .arg(&json)
         .stdin(std::process::Stdio::null())
@@ -715,7 +752,12 @@ fn a_stop_signal_ends_a_run_whose_script_loops() {
         let _ = child.kill();
     }
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(status.is_some(), "still running after SIGTERM: {err}");
     assert!(
         err.contains(&format!(

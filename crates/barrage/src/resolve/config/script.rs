@@ -46,8 +46,8 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
             format!("{budget} is over the cap of {MAX_BUDGET} instructions per call"),
         ));
     }
-    let hook = compile(&shown, &text, budget, a.script_unsafe)
-        .map_err(|e| Usage::says("--script", e))?;
+    let hook =
+        compile(&shown, &text, budget, a.script_unsafe).map_err(|e| Usage::says("--script", e))?;
     if a.scenario.is_none() && hook.fns() == HookFns::default() {
         return Err(Usage::says(
             "--script",
