@@ -90,6 +90,9 @@ pub struct Spec {
 pub struct ScriptSpec {
     pub file: String,
     pub budget: u64,
+    /// `--script-unsafe`: the script had Lua's full standard libraries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsafe_libs: bool,
 }
 
 /// A scenario as data: the file's text (so the spec runs anywhere the files it names are)

@@ -132,10 +132,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "Messages")]
     pub script: Option<PathBuf>,
 
-    /// Instructions one call of the script may run; one that runs longer fails as
-    /// script.error and the run goes on [default: 1000000]
+    /// Instructions one call of the script may run (at most 100000000); one that runs longer
+    /// fails as script.error and the run goes on, and one still running when the run ends is
+    /// stopped [default: 1000000]
     #[arg(long, value_name = "N", value_parser = units::count, allow_hyphen_values = true, help_heading = "Messages")]
     pub script_budget: Option<u64>,
+
+    /// Give the script Lua's full standard libraries (io, os, require of Lua files): by
+    /// default it gets those that cannot reach outside the run. os.exit is refused either
+    /// way (docs/protocols.md, "Scripts")
+    #[arg(long, help_heading = "Messages")]
+    pub script_unsafe: bool,
 
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
     #[arg(
