@@ -386,14 +386,14 @@ pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
     let pipeline = match c.streams {
-        Some(0) => ", streams as the server allows".to_string(),
-        Some(n) if n > 1 => format!(", {n} streams per connection"),
+        Some(n) if n != 1 => format!(", {}", crate::fmt::streams(n)),
         _ if c.pipeline > 1 => format!(", pipeline {}", c.pipeline),
         _ => String::new(),
     };
     match c.mode.as_str() {
+        // HTTP/2 and gRPC keep their streams in flight as HTTP/1.1 its pipeline.
         "ping-pong" if c.streams.is_some() => {
-            format!("ping-pong, {} streams per connection", c.pipeline)
+            format!("ping-pong, {}", crate::fmt::streams(c.pipeline))
         }
         "ping-pong" => format!("ping-pong, pipeline {}", c.pipeline),
         "think" => format!("think {}{pipeline}", ms(c.think_ms)),
