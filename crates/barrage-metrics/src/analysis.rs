@@ -179,7 +179,7 @@ impl AnalysisReport {
 }
 
 /// The steady state of a run: a users scenario's by its schedule, else by its connections.
-fn run_steady_state(result: &RunResult) -> Window {
+pub(crate) fn run_steady_state(result: &RunResult) -> Window {
     let schedule = result.config.users.as_ref().map(|u| Schedule {
         last_arrival_s: u.last_arrival_s,
         depart_from_s: u.last_arrival_s + u.hold_s,

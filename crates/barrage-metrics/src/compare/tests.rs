@@ -445,7 +445,11 @@ fn identical_runs_are_not_flagged_on_latency_max() {
     let c = compare(&[a.clone(), b.clone()]);
     let max = c.row("latency.max").unwrap();
     assert_eq!(max.cells[1].mark, Some(Mark::Info));
-    assert_eq!(max.cells[1].worse, Some(true), "shown: the value and its change");
+    assert_eq!(
+        max.cells[1].worse,
+        Some(true),
+        "shown: the value and its change"
+    );
     assert!(parse_limits("latency.max=50%").is_err());
     assert!(!metrics().is_empty() && metrics().contains(&"latency.max"));
 }

@@ -191,3 +191,90 @@ fn grpc_streams_are_printed_as_streams_per_connection() {
     let stats = server.stop();
     assert_eq!(u(&stats, "grpc.calls"), 200, "{stats}");
 }
+
+/// A TCP echo server that holds at most `cap` connections: it accepts every connection and
+/// at once closes each one beyond the cap (after the first `2 * cap` connects, every other
+/// one), reconnects included. Returns its port and the most it ever held.
+fn half_holding_server(cap: usize) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let held = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let most_out = most.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { return };
+            if held.load(SeqCst) >= cap {
+                drop(c); // accepted, and at once closed
+                continue;
+            }
+            let now = held.fetch_add(1, SeqCst) + 1;
+            most.fetch_max(now, SeqCst);
+            let held = held.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 || c.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                held.fetch_sub(1, SeqCst);
+            });
+        }
+    });
+    (port, most_out)
+}
+
+/// Issue 42 item 7: `connections.ready` counted connections ever ready, so a server that
+/// accepts every connection and at once closes half of them passed `connections.ready >=
+/// 99%`, and the connections row only warned at 50 % open in the steady state. Now the steady
+/// state counts: the row fails, and so does the threshold (exit 3).
+#[test]
+fn a_server_that_closes_half_the_connections_fails_connections_ready() {
+    let (port, most) = half_holding_server(5);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let url = format!("tcp://127.0.0.1:{port}");
+    let stdout = run_out(
+        &[
+            &url,
+            "-c",
+            "10",
+            "-d",
+            "3s",
+            "--no-tui",
+            "--threshold",
+            "connections.ready >= 99%",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        3,
+    );
+    let v = read_json(&json);
+    conserved(&v);
+    // Every one of the 10 was ready once (the kernel completed each handshake), the server
+    // never held more than 5.
+    assert_eq!(u(&v, "summary.ramp.ready"), 10, "{stdout}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 5);
+    let th = &v["thresholds"][0];
+    assert_eq!(th["passed"], false, "{th}");
+    let ready = th["actual"].as_f64().unwrap();
+    assert!((0.5..=0.6).contains(&ready), "{th}");
+    let row = v["readiness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["aspect"] == "connections")
+        .expect("a connections row")
+        .clone();
+    assert_eq!(row["status"], "fail", "{row}");
+    let fig = row["figure"].as_str().unwrap();
+    assert!(
+        fig.starts_with("10 of 10 planned ever ready")
+            && fig.contains("the server did not hold them"),
+        "{fig}"
+    );
+    assert!(stdout.contains("connections        FAIL"), "{stdout}");
+}
