@@ -501,8 +501,14 @@ pub static FIGURES: &[Figure] = &[
         read: |r, _| {
             let m = r.monitor.as_ref()?;
             Some(
-                crate::figures::machine(&m.host, crate::figures::load_window(&r.timeseries))?
-                    .cpu_avg_pct,
+                crate::figures::machine(
+                    m,
+                    r.environment.cores,
+                    crate::figures::load_window(&r.timeseries),
+                )
+                // A machine reading below the server's and barrage's own CPU is not measured.
+                .filter(crate::figures::Machine::cpu_measured)?
+                .cpu_avg_pct,
             )
         },
     },
