@@ -601,10 +601,17 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
         }
     }
     if let Some(o) = steady_open(result) {
-        fig.push_str(&format!(
-            "; steady state ({} s): typically {} open ({:.1} %), at least {} ({:.1} %) at {:.0} s",
-            o.seconds, o.median_open, o.median_pct, o.low_open, o.low_pct, o.low_at_s
-        ));
+        fig.push_str(&if o.low_open == o.median_open && o.low_pct == o.median_pct {
+            format!(
+                "; steady state ({} s): {} open ({:.1} %) at the end of every second",
+                o.seconds, o.median_open, o.median_pct
+            )
+        } else {
+            format!(
+                "; steady state ({} s): typically {} open ({:.1} %), at least {} ({:.1} %) at {:.0} s",
+                o.seconds, o.median_open, o.median_pct, o.low_open, o.low_pct, o.low_at_s
+            )
+        });
         if o.median_pct < 99.0 {
             // Most of the steady state ran without the connections it planned. Lost to
             // failures (the server closed or reset them): the server did not hold them. Closed

@@ -321,7 +321,7 @@ fn a_server_that_closes_half_the_connections_fails_the_connections_row() {
             .starts_with("1000 of 1000 planned ever ready (100.0 %)")
             && row
                 .figure
-                .contains("steady state (19 s): typically 500 open (50.0 %)")
+                .contains("steady state (19 s): 500 open (50.0 %) at the end of every second")
             && row.figure.contains("the server did not hold them"),
         "{}",
         row.figure

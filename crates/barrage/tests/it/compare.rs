@@ -74,7 +74,11 @@ fn a_delayed_server_is_significantly_slower_and_a_run_equals_itself() {
     assert!(body.len() >= 8, "{text}");
     for row in body {
         // latency.max is one exchange: information only (`i`), never judged (issue 42).
-        let want = if row.starts_with("latency.max") { 'i' } else { '~' };
+        let want = if row.starts_with("latency.max") {
+            'i'
+        } else {
+            '~'
+        };
         assert!(row.ends_with(want), "nothing differs: {row}\n{text}");
     }
 
