@@ -383,6 +383,23 @@ mod tests {
         let split = |s: &SaturationSummary| (s.saturated_s, s.own_work_s, s.server_s, s.starved_s);
         assert_eq!(split(&s), (7, 3, 2, 2));
         assert_eq!(s.unknown_s(), 0);
+        // With the machine's two cores known these readings agree with their parts ...
+        let known = CpuSeries { cores: 2, ..cpu };
+        let s2 = saturation_summary(&ticks, known, 1, from(0.0));
+        assert_eq!(split(&s2), (7, 3, 2, 2));
+        // ... but a machine that read 1 % of its cores (2 % of one) beside barrage at 30 %
+        // and the server at 10 % measured nothing (issue 42): never "starved by other
+        // processes", whatever the other series says; those seconds have no cause.
+        let mut low = host.clone();
+        (low[2].cpu_pct, low[3].cpu_pct) = (1.0, 1.0);
+        let under = CpuSeries {
+            host: &low,
+            cores: 2,
+            ..cpu
+        };
+        let s2 = saturation_summary(&ticks, under, 1, from(0.0));
+        assert_eq!(split(&s2), (7, 3, 2, 0));
+        assert_eq!(s2.unknown_s(), 2);
         // Outside the steady state the same split, reported apart.
         let s = saturation_summary(
             &ticks,
