@@ -529,9 +529,7 @@ impl Template {
     }
 
     /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes; anything else,
-    /// `{seq%N}` included, is literal text. (The HTTP body template computes Content-Length
-    /// from these three tags' digit counts, so this set must stay as it is unless that
-    /// computation learns the others.)
+    /// `{seq%N}` included, is literal text.
     pub fn new(raw: Vec<u8>) -> Self {
         match Self::build(raw, false, None, None) {
             Ok(t) => t,
