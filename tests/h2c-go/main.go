@@ -9,7 +9,8 @@
 //
 // POST (any path but /stats): the body is read to its end and counted, the reply is 200 with
 // the count as text (400 if the body's length differs from its content-length).
-// GET /stats: "requests R bytes B connections C short S" (S: bodies that were not whole).
+// GET /stats: "requests R bytes B connections C short S" (S: bodies that were not whole),
+// over HTTP/1.x too (each /stats call is a connection of its own).
 package main
 
 import (
@@ -45,7 +46,8 @@ func main() {
 		io.WriteString(w, strconv.FormatInt(n, 10))
 	})
 	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
+	protocols.SetUnencryptedHTTP2(true) // prior knowledge: barrage's h2c
+	protocols.SetHTTP1(true)            // the tests' /stats over HTTP/1.0
 	srv := &http.Server{
 		Handler:   mux,
 		Protocols: &protocols,
