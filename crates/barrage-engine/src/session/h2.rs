@@ -1270,21 +1270,48 @@ impl Sink<'_, '_, '_, '_> {
     }
 }
 
-/// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
-/// (the server's SETTINGS allowed `n` streams) with `n` GET requests in flight (gRPC calls,
-/// server-streaming or not, with `grpc`), fed `parts` of what a server sent. Returns the exchanges (completed, failed, still in flight), or the
-/// protocol error; every exchange must be in exactly one of the three.
+/// What [`fuzz_feed`] sets up: `n` requests in flight, gRPC calls (server-streaming or not)
+/// with `grpc`, else GETs, or POSTs of `upload` bytes when not 0 (bodies that wait for the
+/// server's windows and go out as its WINDOW_UPDATEs and SETTINGS open them); with `owe`,
+/// every answer is kept as owed (as when the socket is full), drained after every other
+/// part.
 #[doc(hidden)]
-pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, u64, u64), String> {
+#[derive(Clone, Copy, Debug)]
+pub struct FuzzCase {
+    pub n: usize,
+    pub grpc: Option<bool>,
+    pub upload: usize,
+    pub owe: bool,
+}
+
+/// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
+/// (the server's SETTINGS allowed `n` streams) with the case's requests in flight, fed
+/// `parts` of what a server sent. Returns the exchanges (completed, failed, still in
+/// flight) and the request body bytes written in DATA frames, or the protocol error; every
+/// exchange must be in exactly one of the three, and no more body than the requests' goes
+/// out (checked here: a panic).
+#[doc(hidden)]
+pub fn fuzz_feed(parts: &[&[u8]], case: FuzzCase) -> Result<(u64, u64, u64, u64), String> {
+    let FuzzCase {
+        n,
+        grpc,
+        upload,
+        owe,
+    } = case;
+    let body = vec![b'u'; upload];
     use crate::exchange::{Exchange, Exchanges};
     use crate::pacer::Rng;
     let mut request = H2Request::new(&crate::h2::H2RequestSpec {
-        method: if grpc.is_some() { "POST" } else { "GET" },
+        method: if grpc.is_some() || upload > 0 {
+            "POST"
+        } else {
+            "GET"
+        },
         scheme: "http",
         path: "/",
         authority: "fuzz",
         headers: &[],
-        body: None,
+        body: (upload > 0 && grpc.is_none()).then_some(&body[..]),
         content_type: grpc.map(|_| "application/grpc"),
         te_trailers: grpc.is_some(),
     })
@@ -1311,9 +1338,15 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
         &[(frame::setting::MAX_CONCURRENT_STREAMS, n as u32)],
     );
     let mut buf = Vec::new();
+    let mut data_out = 0u64;
     let mut feed = |s: &mut H2, ex: &mut Exchanges, rec: &mut Recorder, data: &[u8]| {
         let mut r = Replies::new(ex, None, rec, 1_000_000, &[], true, &mut ctl, &mut rng);
         let res = s.input(&cfg, data, &mut r).map_err(|e| e.why);
+        data_out += data_bytes(&ctl);
+        if owe && res.is_ok() {
+            s.owe(&ctl);
+            assert!(s.st.owed_data <= s.st.owed.len());
+        }
         ctl.clear();
         res
     };
@@ -1342,12 +1375,36 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
         ex.push(Exchange::new(key, 0, 0, 0, 0));
         rec.in_flight += 1;
     }
-    for p in parts {
+    let mut drained = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
         feed(&mut s, &mut ex, &mut rec, p)?;
+        if owe && k % 2 == 1 {
+            drained.clear();
+            s.drain_owed(&mut drained);
+        }
     }
+    let data_out = data_out + data_bytes(&buf);
+    // Each body at most twice: once more after REFUSED_STREAM.
+    assert!(
+        data_out <= 2 * (n * upload) as u64,
+        "more body than the requests'"
+    );
     let c = &rec.counters;
     let failed = c.failed_by.total();
-    Ok((c.completed, failed, rec.in_flight))
+    Ok((c.completed, failed, rec.in_flight, data_out))
+}
+
+/// The payload bytes of the DATA frames in `b` (whole frames, as this side writes them).
+fn data_bytes(b: &[u8]) -> u64 {
+    let (mut at, mut n) = (0, 0);
+    while at + frame::HEAD <= b.len() {
+        let len = u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]]) as usize;
+        if b[at + 3] == kind::DATA {
+            n += len as u64;
+        }
+        at += frame::HEAD + len;
+    }
+    n
 }
 
 /// What a header block's fields say beyond their values, and what makes it malformed
@@ -2163,6 +2220,37 @@ mod tests {
                 reset,
                 "{want}"
             );
+        }
+    }
+
+    /// The fuzz target's harness: uploads go out as the server's windows open, whole or cut
+    /// anywhere, the same bytes; kept as owed (a full socket) they are no flood.
+    #[test]
+    fn the_fuzz_harness_sends_upload_bodies_as_windows_open() {
+        let mut input = Vec::new();
+        put_window_update(&mut input, 0, 200_000);
+        put_window_update(&mut input, 1, 20_000);
+        put_settings(
+            &mut input,
+            &[(frame::setting::INITIAL_WINDOW_SIZE, 100_000)],
+        );
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        for owe in [false, true] {
+            let case = FuzzCase {
+                n: 2,
+                grpc: None,
+                upload: 100_000,
+                owe,
+            };
+            let whole = fuzz_feed(&[&input], case).unwrap();
+            // 65,535 of stream 1 at first; the connection's window opens (stream 3's first
+            // 65,535), stream 1's (20,000 more), then SETTINGS lifts both streams' windows
+            // by 34,465: both bodies whole (100,000 each). Stream 1 completed.
+            assert_eq!(whole, (1, 0, 1, 200_000), "{owe}");
+            for cut in 0..=input.len() {
+                let split = fuzz_feed(&[&input[..cut], &input[cut..]], case).unwrap();
+                assert_eq!(split, whole, "cut at {cut}");
+            }
         }
     }
 }
