@@ -603,8 +603,13 @@ fn go_net_http_h2c_receives_every_upload_byte_for_byte() {
         let body = dir.path().join(format!("body-{size}"));
         std::fs::write(&body, vec![b'b'; size as usize]).unwrap();
         let before = go.stats();
-        let v = run_json(
-            &[
+        let json = dir.path().join(format!("up-{size}.json"));
+        // Longer than the usual bound: the result echoes the body (`spec.protocol.body`,
+        // 16 MiB of JSON string), which an unoptimized build on a busy machine takes
+        // seconds to write.
+        let out = barrage()
+            .timeout(std::time::Duration::from_secs(180))
+            .args([
                 &format!("h2c://127.0.0.1:{}/upload", go.port),
                 "-X",
                 "POST",
@@ -618,8 +623,26 @@ fn go_net_http_h2c_receives_every_upload_byte_for_byte() {
                 &n.to_string(),
                 "--timeout",
                 "30s",
-            ],
-            &dir.path().join(format!("up-{size}.json")),
+                "-q",
+                "--json",
+            ])
+            .arg(&json)
+            .output()
+            .expect("run barrage");
+        assert!(
+            json.exists(),
+            "{size}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = read_json(&json);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{size}: {} {}: {}",
+            field(&v, "status"),
+            field(&v, "message"),
+            String::from_utf8_lossy(&out.stderr)
         );
         let after = go.stats();
         let e = field(&v, "summary.exchanges");
