@@ -1246,6 +1246,7 @@ impl Sink<'_, '_, '_, '_> {
         {
             // Not processed: send it again once, on a new stream, as the same exchange.
             self.r.rec.counters.h2.refused_retried += 1;
+            remember(&mut self.st.reset_here, id);
             let nid = self.st.next_id;
             self.st.next_id += 2;
             let st = &mut self.st.streams[i];
