@@ -1170,6 +1170,10 @@ impl Sink<'_, '_, '_, '_> {
     /// request body still waiting for window goes no further: the stream is reset (CANCEL).
     fn finish(&mut self, h: &Head, i: usize) {
         let s = self.st.streams[i];
+        if self.st.pending.iter().any(|p| p.stream == s.id) {
+            self.st.pending.retain(|p| p.stream != s.id);
+            self.st.reset_here(self.r.ctl, s.id, code::CANCEL);
+        }
         if let Some(n) = s.length {
             if s.got != n && !s.head && !matches!(s.status, 204 | 304) {
                 let why = format!("a body of {} bytes where content-length said {n}", s.got);
@@ -1177,13 +1181,8 @@ impl Sink<'_, '_, '_, '_> {
                 self.r.rec.counters.status.add(s.status, 1);
                 self.r.rec.reason(ErrorClass::Protocol, self.r.now, &e.why);
                 self.st.streams.swap_remove(i);
-                self.st.pending.retain(|p| p.stream != s.id);
                 return end_exchange(self.r, s.key, Some(ErrorClass::Protocol));
             }
-        }
-        if self.st.pending.iter().any(|p| p.stream == s.id) {
-            self.st.pending.retain(|p| p.stream != s.id);
-            self.st.reset_here(self.r.ctl, s.id, code::CANCEL);
         }
         self.st.served = true;
         if self.cfg.grpc.is_some() {
@@ -2255,5 +2254,31 @@ mod tests {
                 assert_eq!(split, whole, "cut at {cut}");
             }
         }
+    }
+
+    /// A response that ends its stream while the request body still waits for window: the
+    /// exchange completes, the rest of the body is not sent, and the stream is reset (CANCEL)
+    /// rather than left half-open at the server.
+    #[test]
+    fn an_early_response_resets_the_stream_whose_body_still_waits() {
+        let body = vec![b'x'; 100_000];
+        let cfg = post_cfg(&body);
+        // One request in flight (its exchange held by the connection), 65,535 bytes sent.
+        let (mut s, mut c) = ready(&cfg, 1, 100);
+        assert_eq!(s.st.pending.len(), 1);
+        let mut input = Vec::new();
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        put_window_update(&mut input, 0, 100_000);
+        put_window_update(&mut input, 1, 100_000);
+        let mut ctl = Vec::new();
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            ctl.extend_from_slice(r.ctl);
+        });
+        let mut rst = Vec::new();
+        put_rst(&mut rst, 1, code::CANCEL);
+        assert_eq!(ctl, rst, "the reset alone, no more DATA");
+        assert!(s.st.pending.is_empty());
+        assert_eq!(c.rec.take(0, 0, 0, 1).counters.completed, 1);
     }
 }
