@@ -42,7 +42,7 @@ fn rows(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Only what cannot flake: a 20 ms delay against an echo that answers in microseconds is a
+/// Only what cannot flake: a 5 ms delay against an echo that answers in microseconds is a
 /// change no run-to-run drift explains; a result compared with itself differs in nothing.
 /// (How often identical real runs pass is a statistical property: it is tested on seeded data
 /// in `barrage-metrics`, and measured by hand in docs/compare.md.)
@@ -50,7 +50,7 @@ fn rows(text: &str) -> Vec<&str> {
 fn a_delayed_server_is_significantly_slower_and_a_run_equals_itself() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fast = EchoServer::start(&[]);
-    let slow = EchoServer::start(&["--delay", "20ms"]);
+    let slow = EchoServer::start(&["--delay", "5ms"]);
     let a = saved_run(fast.url(), dir.path(), "a.json", "2");
     let d = saved_run(slow.url(), dir.path(), "d.json", "2");
 
@@ -119,7 +119,7 @@ fn a_delayed_server_is_significantly_slower_and_a_run_equals_itself() {
 fn runs_with_other_settings_are_compared_with_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fast = EchoServer::start(&[]);
-    let slow = EchoServer::start(&["--delay", "20ms"]);
+    let slow = EchoServer::start(&["--delay", "5ms"]);
     let one = saved_run(fast.url(), dir.path(), "one.json", "1");
     let two = saved_run(slow.url(), dir.path(), "two.json", "2");
     let text = stdout(&[&one, &two]);

@@ -222,8 +222,13 @@ fn an_interrupted_find_max_reports_what_it_found_so_far() {
     assert_eq!(st.code(), Some(130));
     let mut text = String::new();
     stdout.read_to_string(&mut text).unwrap();
+    // What the interruption reports is under test, not the machine: a starved one may not
+    // have completed 95 % of 100/s, which the step then says.
     assert!(
-        text.contains("verdict: interrupted: so far 100/s met every SLO"),
+        text.contains("verdict: interrupted: so far 100/s met every SLO")
+            || text.contains(
+                "verdict: interrupted: so far no rate met every SLO; 100/s broke it: completed"
+            ),
         "{text}"
     );
 }

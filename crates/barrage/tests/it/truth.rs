@@ -227,7 +227,10 @@ fn connections_that_never_came_up_fail_the_connections_row_and_threshold() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let r = read_json(&json);
-    assert_eq!(u(&r, "summary.ramp.ready"), 4);
+    // 4, or 5 when the kernel completed a fifth handshake into the accept queue before the
+    // listener closed (a starved machine: the fifth connect came before the drop).
+    let ready = u(&r, "summary.ramp.ready");
+    assert!((4..=5).contains(&ready), "{ready}");
     let row = r["readiness"]
         .as_array()
         .unwrap()
@@ -236,10 +239,10 @@ fn connections_that_never_came_up_fail_the_connections_row_and_threshold() {
         .expect("a connections row");
     assert_eq!(row["status"], "fail", "{row}");
     assert!(
-        row["figure"]
-            .as_str()
-            .unwrap()
-            .contains("4 of 8 planned ever ready (50.0 %)"),
+        row["figure"].as_str().unwrap().contains(&format!(
+            "{ready} of 8 planned ever ready ({:.1} %)",
+            ready as f64 * 12.5
+        )),
         "{row}"
     );
     assert_eq!(r["config"]["source_ips"], serde_json::json!(["127.0.0.1"]));
