@@ -14,18 +14,21 @@
 //!   of this machine instead, the same in every command, inside quoted `--spawn` commands and
 //!   in the copies of `examples/*.toml`, so the test runs beside the others.
 //! - **Bounds.** `-d`/`--duration` is 2s, and a run, `versus` or `demo` given neither `-d` nor
-//!   `-n` gets `-d 2s` (1 s once held only 112 of 200 MQTT subscribers on a busy machine);
-//!   `-c` and `-n` at most 200; `--processes N` at most 2 (`auto` stays); `--reps` 1; `--recovery 2s` with `--spawn` or `--monitor`; `find-max` steps of 2 s without
-//!   warm-up, at most 2; a scenario file `--users 20 --arrive 100 --hold 5s`; a shell start
-//!   time `$(date +%s) + N` is `+ 2`. A threshold `leak == no` is `leak != yes`: a 2 s run
-//!   cannot show there is no leak (inconclusive), only that none was found.
+//!   `-n` gets `-d 2s` (in 1 s, 112 of 200 MQTT subscribers once came up on a busy machine,
+//!   the rest still connecting); `-c` and `-n` at most 100; `--processes N` at most 2
+//!   (`auto` stays); `--reps` 1; `--recovery 2s` with `--spawn` or `--monitor`; `find-max`
+//!   steps of 2 s without warm-up, at most 2; a scenario file `--users 100 --arrive 200
+//!   --hold 5s` (with 20 users a p99 is nearly their slowest delivery: one of 3.25 s, on a
+//!   busy machine, failed chat-rooms.toml's own `broadcast.p99 < 200ms` once); a shell start time `$(date +%s) + N` is `+ 2`. A threshold `leak == no` is `leak !=
+//!   yes`: a 2 s run cannot show there is no leak (inconclusive), only that none was found.
 //! - **Not run** (printed with the reason): a command naming a host other than loopback (only
 //!   loopback is ever loaded), `cargo` (this test is built and run by cargo), `sbatch` and
 //!   `kubectl` (they submit to a cluster: `dist` and `slurm` run the scripts barrage writes),
 //!   and a line run already above. The rest of such a line runs: `barrage dist slurm F >
 //!   job.sbatch && sbatch job.sbatch` writes the script, which must not be empty.
 //! - **Verdict.** Every command exits 0, or with a code a comment on its line names ("exit
-//!   3"); every file it names with `-o`, `--json`, `--report`, `--out`, `--write-proto` or `>`
+//!   3": the README says so where a threshold or SLO decides, as latency limits on a shared
+//!   machine do: `p99 < 20ms` once read 300 ms beside four builds); every file it names with `-o`, `--json`, `--report`, `--out`, `--write-proto` or `>`
 //!   exists afterwards. A block with background jobs or shell variables (`&`, `wait`, `T=`)
 //!   runs as one `bash -e` script; any other line on its own through `bash -c`.
 
@@ -255,8 +258,8 @@ fn bound(mut ws: Vec<String>) -> Vec<String> {
             .is_some_and(|f| f.ends_with(".toml") || f.ends_with(".yaml"));
     let load = sub.contains("://") || sub == "run" || sub == "versus" || sub == "demo";
     let one = |_: &str| "2s".to_string();
-    set_or_add(&mut ws, &["-c", "--connections"], at_most(200), false);
-    set_or_add(&mut ws, &["-n", "--requests"], at_most(200), false);
+    set_or_add(&mut ws, &["-c", "--connections"], at_most(100), false);
+    set_or_add(&mut ws, &["-n", "--requests"], at_most(100), false);
     set_or_add(
         &mut ws,
         &["--processes"],
@@ -265,8 +268,8 @@ fn bound(mut ws: Vec<String>) -> Vec<String> {
     );
     set_or_add(&mut ws, &["--reps"], |_| "1".into(), false);
     if scenario {
-        set_or_add(&mut ws, &["--users"], at_most(20), true);
-        set_or_add(&mut ws, &["--arrive"], |_| "100".into(), true);
+        set_or_add(&mut ws, &["--users"], at_most(100), true);
+        set_or_add(&mut ws, &["--arrive"], |_| "200".into(), true);
         set_or_add(&mut ws, &["--hold"], |_| "5s".into(), true);
     } else if load {
         let add = !has(&ws, &["-n", "--requests"]);
@@ -724,19 +727,19 @@ fn the_parser_reads_the_readmes_shapes() {
     let w = |s: &str| words(s);
     assert_eq!(
         bound(w("barrage tcp://h:1 -c 60000 -d 10m")),
-        w("barrage tcp://h:1 -c 200 -d 2s")
+        w("barrage tcp://h:1 -c 100 -d 2s")
     );
     assert_eq!(
         bound(w("barrage tcp://h:1 -c 20k")),
-        w("barrage tcp://h:1 -c 200 -d 2s")
+        w("barrage tcp://h:1 -c 100 -d 2s")
     );
     assert_eq!(
         bound(w("barrage grpc://h:1/a/b -n 10000")),
-        w("barrage grpc://h:1/a/b -n 200")
+        w("barrage grpc://h:1/a/b -n 100")
     );
     assert_eq!(
         bound(w("barrage run x.toml --hold 12h")),
-        w("barrage run x.toml --hold 5s --users 20 --arrive 100")
+        w("barrage run x.toml --hold 5s --users 100 --arrive 200")
     );
     assert_eq!(
         remote_host(&w("barrage https://example.test/ -c 1")),
