@@ -17,8 +17,17 @@
 //! A script error (a function raised one, returned what it may not, or ran out of its
 //! instruction budget) is a [`HookError`]: `script.error`, with a message naming the file,
 //! line and function.
+//!
+//! A call cannot keep a worker from the run's end: each worker thread sets its [`Watch`] (the
+//! run's stop flag, its clock and the time its part of the run ends), and an implementation
+//! asks [`ending`] as it counts a call's instructions: a call running when the run ends is
+//! cut short (as `script.error`), so `-d`, SIGTERM and the first SIGINT end a run whose
+//! script loops.
 
+use crate::clock::TimeSource;
 use barrage_metrics::ErrorClass;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The functions a script defines.
@@ -106,4 +115,61 @@ impl std::ops::Deref for HookRef {
     fn deref(&self) -> &dyn Hook {
         &*self.0
     }
+}
+
+/// What a worker thread's calls of the script watch for: the end of the run they are part of.
+pub struct Watch {
+    /// The run's stop flag (a signal, or the coordinator stopping the run): heeded while the
+    /// load runs (`load`); a drain, once begun, ends by its time or a second signal.
+    pub stop: Arc<AtomicBool>,
+    /// The worker's clock, and when (on it, in ns) its part of the run ends: the load's end
+    /// (`-d`) while it runs, then the drain's end. `u64::MAX`: no time set.
+    pub time: TimeSource,
+    pub until: u64,
+    pub load: bool,
+}
+
+thread_local! {
+    static WATCH: RefCell<Option<Watch>> = const { RefCell::new(None) };
+}
+
+/// Set (or with `None` clear) this thread's watch: a worker, as it starts and ends.
+pub fn watch(w: Option<Watch>) {
+    WATCH.with(|c| *c.borrow_mut() = w);
+}
+
+/// The worker's part of the run moved on: now it ends at `until` (ns on its clock), and the
+/// stop flag is heeded only while the load runs (`load`).
+pub fn rewatch(until: u64, load: bool) {
+    WATCH.with(|c| {
+        if let Some(w) = c.borrow_mut().as_mut() {
+            w.until = until;
+            w.load = load;
+        }
+    });
+}
+
+/// Why a call of the script running now on this thread must stop (the run is ending), or
+/// `None`: read by the hook's instruction counter (every thousand instructions or so, so it
+/// reads atomics and a clock, and allocates nothing). A thread without a watch (the check
+/// before the run, `barrage validate`) is never told to stop.
+pub fn ending() -> Option<&'static str> {
+    WATCH.with(|c| {
+        let c = c.borrow();
+        let w = c.as_ref()?;
+        if crate::run::hurried() {
+            return Some("the run was stopped at once (a second signal)");
+        }
+        if w.load && w.stop.load(Ordering::Relaxed) {
+            return Some("the run is stopping");
+        }
+        if w.until != u64::MAX && w.time.now() >= w.until {
+            return Some(if w.load {
+                "the run's duration (-d) is over"
+            } else {
+                "the drain's time is over"
+            });
+        }
+        None
+    })
 }

@@ -459,6 +459,9 @@ pub struct Template {
     /// The most bytes it renders to (its literals and 20 digits per number), or `None` when
     /// it has `{name}` variables, whose values have no bound.
     bound: Option<usize>,
+    /// A length field (`len:TYPE-N(...)`) covers `{name}` variables short enough to take it
+    /// below zero: each message is checked ([`Template::len_fault`]) before it is sent.
+    underflow: bool,
 }
 
 impl fmt::Debug for Template {
@@ -526,9 +529,7 @@ impl Template {
     }
 
     /// Locate `{conn}`, `{seq}` and `{ts_us}` in already unescaped bytes; anything else,
-    /// `{seq%N}` included, is literal text. (The HTTP body template computes Content-Length
-    /// from these three tags' digit counts, so this set must stay as it is unless that
-    /// computation learns the others.)
+    /// `{seq%N}` included, is literal text.
     pub fn new(raw: Vec<u8>) -> Self {
         match Self::build(raw, false, None, None) {
             Ok(t) => t,
@@ -537,6 +538,7 @@ impl Template {
                 raw: Box::default(),
                 pieces: None,
                 bound: Some(0),
+                underflow: false,
             },
         }
     }
@@ -626,6 +628,7 @@ impl Template {
             pieces: dynamic.then(|| pieces.into()),
             raw: filled.into(),
             bound,
+            underflow: false,
         })
     }
 
@@ -656,6 +659,7 @@ impl Template {
                 raw: raw.into(),
                 pieces: None,
                 bound: None,
+                underflow: false,
             }
             .with_bound();
         }
@@ -665,11 +669,62 @@ impl Template {
             Piece::Int(k, _) | Piece::Len { kind: k, .. } => Some(sum + k.max_len()),
             _ => Some(sum + 20),
         });
+        let underflow = (0..pieces.len()).any(|i| match pieces[i] {
+            Piece::Len { adjust, span, .. } if adjust < 0 => {
+                let end = (i + 1 + span as usize).min(pieces.len());
+                (least_len(&pieces[i + 1..end]) as i128) + i128::from(adjust) < 0
+            }
+            _ => false,
+        });
         Template {
             raw: Box::default(),
             pieces: Some(pieces.into()),
             bound,
+            underflow,
         }
+    }
+
+    /// The fewest bytes the template renders to: its literals, a digit per number, nothing
+    /// for a `{name}` (an empty value).
+    pub fn least(&self) -> usize {
+        match &self.pieces {
+            None => self.raw.len(),
+            Some(p) => least_len(p) as usize,
+        }
+    }
+
+    /// A length field of this message that `vars` take below zero (`len:u8-4(str "{name}")`
+    /// with a 3-byte name), said in a line; `None` when every length holds (always, unless
+    /// one can: see [`Template::underflow`]). The message is not to be sent: a length below
+    /// zero cannot be written.
+    pub fn len_fault(&self, fill: Fill, vars: &Vars) -> Option<String> {
+        if !self.underflow {
+            return None;
+        }
+        let pieces = self.pieces.as_deref()?;
+        pieces.iter().enumerate().find_map(|(i, p)| match *p {
+            Piece::Len { kind, adjust, span } if adjust < 0 => {
+                let end = (i + 1 + span as usize).min(pieces.len());
+                let n: usize = (i + 1..end)
+                    .map(|k| piece_len(pieces, k, fill, Some(vars)))
+                    .sum();
+                let v = n as i128 + i128::from(adjust);
+                (v < 0).then(|| {
+                    format!(
+                        "len:{}{adjust}(...) covers {n} bytes here (its {{name}} values are \
+                         short): the length would be {v}, below zero",
+                        kind.name()
+                    )
+                })
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether a length field can go below zero for some values of its `{name}`s (then each
+    /// message is checked with [`Template::len_fault`]).
+    pub fn underflow(&self) -> bool {
+        self.underflow
     }
 
     fn with_bound(mut self) -> Template {
@@ -972,6 +1027,20 @@ impl Template {
             }
         }
     }
+}
+
+/// The fewest bytes `pieces` render to (a length field's own bytes, not what it covers:
+/// those are among the pieces).
+fn least_len(pieces: &[Piece]) -> u64 {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Lit(b) => b.len() as u64,
+            Piece::Var(_) => 0,
+            Piece::Int(k, _) | Piece::Len { kind: k, .. } => k.min_len() as u64,
+            _ => 1,
+        })
+        .sum()
 }
 
 #[inline]

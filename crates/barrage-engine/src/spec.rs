@@ -90,6 +90,9 @@ pub struct Spec {
 pub struct ScriptSpec {
     pub file: String,
     pub budget: u64,
+    /// `--script-unsafe`: the script had Lua's full standard libraries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsafe_libs: bool,
 }
 
 /// A scenario as data: the file's text (so the spec runs anywhere the files it names are)
@@ -886,15 +889,31 @@ impl Spec {
                 {
                     return Err(invalid("--publish", why));
                 }
+                let client_id = t("--client-id", &m.client_id)?;
+                let username = opt("--username", &m.username)?;
+                let password = opt("--password", &m.password)?;
+                let subscribe = opt("--subscribe", &m.subscribe)?;
+                // Over 65,535 bytes cannot be said: refused here, before any connection.
+                for (what, name, t) in [
+                    ("--publish", "the topic", publish.as_ref()),
+                    ("--subscribe", "the topic filter", subscribe.as_ref()),
+                    ("--client-id", "the client id", Some(&client_id)),
+                    ("--username", "the user name", username.as_ref()),
+                    ("--password", "the password", password.as_ref()),
+                ] {
+                    if let Some(why) = t.and_then(|t| crate::mqtt::too_long(t, name)) {
+                        return Err(invalid(what, why));
+                    }
+                }
                 let p = Protocol::Mqtt(Box::new(crate::plan::MqttPlan {
                     version: m.version,
-                    client_id: t("--client-id", &m.client_id)?,
-                    username: opt("--username", &m.username)?,
-                    password: opt("--password", &m.password)?,
+                    client_id,
+                    username,
+                    password,
                     keepalive_s: m.keepalive_s,
                     clean: m.clean,
                     publish,
-                    subscribe: opt("--subscribe", &m.subscribe)?,
+                    subscribe,
                     qos: m.qos,
                     sub_qos: m.sub_qos,
                     retain: m.retain,

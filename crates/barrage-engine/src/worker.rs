@@ -149,6 +149,9 @@ pub struct Worker<S: Session> {
     stepbuf: Vec<u8>,
     /// A script's `call` failed while a user's messages were made (`worker/users.rs`).
     script_fail: Option<crate::hook::HookError>,
+    /// A scenario step's message its values made unsayable (`StepMsg::fault`): the
+    /// connection fails with it once the batch is made.
+    step_fail: Option<String>,
     /// A user's reply that does not match its step is a push (message protocols, not HTTP).
     skip_unmatched: bool,
     stop: Arc<AtomicBool>,
@@ -236,6 +239,7 @@ impl<S: Session> Worker<S> {
             users: Vec::new(),
             stepbuf: Vec::new(),
             script_fail: None,
+            step_fail: None,
             skip_unmatched,
             stop,
             tx,
@@ -281,6 +285,13 @@ impl<S: Session> Worker<S> {
     /// Run until the share is done; every outcome is reported through the channel.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
+        // A script's call that runs when the load ends is cut short (`hook::ending`).
+        crate::hook::watch(Some(crate::hook::Watch {
+            stop: Arc::clone(&self.stop),
+            time: self.time.clone(),
+            until: self.plan.load_end_ns().unwrap_or(u64::MAX),
+            load: true,
+        }));
         // Every connection's first look: an open-loop schedule's first wake, a user's
         // arrival (a closed loop's connection waits for its connect, queued already).
         let now = self.now();
@@ -353,6 +364,7 @@ impl<S: Session> Worker<S> {
             }
         }
         self.finish();
+        crate::hook::watch(None);
     }
 
     /// Close finished segments, handing their deltas to the aggregator.
@@ -411,9 +423,9 @@ impl<S: Session> Worker<S> {
         }
         self.seg_start = now;
         self.seg_end = DRAIN_KEY;
-        self.period = Period::Drain {
-            until: now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64,
-        };
+        let until = now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64;
+        self.period = Period::Drain { until };
+        crate::hook::rewatch(until, false);
         // Every message due by now that never went out is accounted for as not sent: the
         // backlogs seen at each connection's last look, and what fell due since (a starved
         // loop may not have looked for a while). Once the request count is reached, messages

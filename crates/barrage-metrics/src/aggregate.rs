@@ -426,6 +426,13 @@ pub struct Aggregator {
     last_open: u64,
     peak_open: u64,
     in_flight_end: u64,
+    /// Each worker's in-flight gauge in its last delta.
+    last_in_flight: Vec<u64>,
+    /// Workers that ended without their drain (a shard killed mid-write, a child that died):
+    /// the key of their last delta and the exchanges they had in flight then. Nothing settles
+    /// those any more: every later second carries them as in flight, so that conservation
+    /// (`sent = completed + failed + in_flight_at_end`) holds over the merge.
+    stranded: Vec<(u64, u64)>,
     ready_last_ns: u64,
     spans: Spans,
     /// With [`Aggregator::keep_segments`]: the merged deltas finalized since the last
@@ -488,6 +495,8 @@ impl Aggregator {
             last_open: 0,
             peak_open: 0,
             in_flight_end: 0,
+            last_in_flight: vec![0; workers],
+            stranded: Vec::new(),
             ready_last_ns: 0,
             spans: Spans::default(),
             segments: None,
@@ -504,6 +513,7 @@ impl Aggregator {
             "deltas out of order"
         );
         self.last_key[w] = Some(d.key);
+        self.last_in_flight[w] = d.in_flight;
         match self.pending.get_mut(&d.key) {
             Some(acc) => acc.merge(&d),
             None => {
@@ -517,6 +527,13 @@ impl Aggregator {
     /// that died or had nothing to do): the seconds that waited for it become final without
     /// it; returns them, in order.
     pub fn end_worker(&mut self, w: usize) -> Vec<Tick> {
+        // Ended before its drain: what it had in flight stays in flight.
+        if let Some(last) = self.last_key[w].filter(|k| *k != DRAIN_KEY) {
+            let n = std::mem::take(&mut self.last_in_flight[w]);
+            if n > 0 {
+                self.stranded.push((last, n));
+            }
+        }
         self.last_key[w] = Some(DRAIN_KEY);
         self.release()
     }
@@ -545,7 +562,14 @@ impl Aggregator {
         self.pending.is_empty() && self.last_key.iter().all(|k| *k == Some(DRAIN_KEY))
     }
 
-    fn finalize(&mut self, d: Delta) -> Tick {
+    fn finalize(&mut self, mut d: Delta) -> Tick {
+        // A worker that ended early has no share in this second: its last in-flight does.
+        d.in_flight += self
+            .stranded
+            .iter()
+            .filter(|(last, _)| d.key > *last)
+            .map(|(_, n)| n)
+            .sum::<u64>();
         let phase = self.timeline.phase(d.key);
         let dt_ns = d.end_ns.saturating_sub(d.start_ns.min(d.end_ns));
         let dt = dt_ns as f64 / 1e9;

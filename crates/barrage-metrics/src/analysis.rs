@@ -16,8 +16,8 @@ pub(crate) mod testutil;
 mod trend;
 
 pub use contention::{
-    classify, contention, other_cpu, Cause, Contention, CpuShares, OtherCpu, CONTENTION_RULE,
-    MACHINE_FULL_PCT, OTHER_MATERIAL_PCT,
+    below_parts, classify, contention, other_cpu, Cause, Contention, CpuShares, OtherCpu,
+    CONTENTION_RULE, MACHINE_FULL_PCT, OTHER_MATERIAL_PCT,
 };
 pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
@@ -179,7 +179,7 @@ impl AnalysisReport {
 }
 
 /// The steady state of a run: a users scenario's by its schedule, else by its connections.
-fn run_steady_state(result: &RunResult) -> Window {
+pub(crate) fn run_steady_state(result: &RunResult) -> Window {
     let schedule = result.config.users.as_ref().map(|u| Schedule {
         last_arrival_s: u.last_arrival_s,
         depart_from_s: u.last_arrival_s + u.hold_s,
@@ -229,6 +229,7 @@ pub fn analyze(
         server: &server,
         other: &other,
         host: monitor.map_or(&[][..], |m| &m.host[..]),
+        cores: result.environment.cores,
     };
     AnalysisReport {
         steady_from_s: steady.from_s,

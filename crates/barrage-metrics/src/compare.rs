@@ -56,8 +56,8 @@ pub const RULES: [(&str, &str); 9] = [
     ),
     (
         "latency.max",
-        "one exchange: significant only when the run with the larger max has its p99 above the \
-         other run's max",
+        "one exchange: information only (i), never marked significant and not a \
+         --max-regression limit; identical runs differ in it by chance (judge p99, p999)",
     ),
     (
         "errors.rate",
@@ -117,15 +117,19 @@ pub enum Mark {
     Noise,
     /// Not enough data in one of the runs to know its noise (or the figure is missing).
     Unknown,
+    /// Shown for information, never judged: one observation (`latency.max`), which identical
+    /// runs differ in by chance.
+    Info,
 }
 
 impl Mark {
-    /// `*` significant, `~` within noise, `?` unknown.
+    /// `*` significant, `~` within noise, `?` unknown, `i` information only.
     pub fn symbol(self) -> &'static str {
         match self {
             Mark::Significant => "*",
             Mark::Noise => "~",
             Mark::Unknown => "?",
+            Mark::Info => "i",
         }
     }
 }
@@ -297,6 +301,7 @@ fn cell(
     };
     let delta = vb - va;
     let mark = match judge(metric, a.0, va, b.0, vb, o) {
+        _ if noise::informational(metric) => Mark::Info,
         _ if delta == 0.0 => Mark::Noise,
         Some(true) => Mark::Significant,
         Some(false) => Mark::Noise,
@@ -420,7 +425,17 @@ pub fn parse_limits(s: &str) -> Result<Vec<(String, f64)>, String> {
         if describe(metric).is_none() {
             return Err(format!(
                 "{item:?}: unknown metric {metric:?} (one of: {})",
-                metrics().join(", ")
+                metrics()
+                    .into_iter()
+                    .filter(|m| !noise::informational(m))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if noise::informational(metric) {
+            return Err(format!(
+                "{item:?}: {metric} is one exchange, which identical runs differ in by \
+                 chance: it is shown for information, not gated; limit p99 or p999 instead"
             ));
         }
         let number = limit.strip_suffix('%').ok_or_else(|| {

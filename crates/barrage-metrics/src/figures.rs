@@ -161,18 +161,55 @@ pub struct Machine {
     pub cpu_max_pct: f64,
     pub mem_used_max_bytes: u64,
     pub mem_total_bytes: u64,
+    /// Samples in the window whose CPU read below what the server and barrage used by
+    /// themselves ([`crate::analysis::below_parts`]): /proc/stat undercounting (some VMs).
+    #[serde(default)]
+    pub below_parts: usize,
 }
 
-pub fn machine(host: &[HostSample], w: Window) -> Option<Machine> {
+impl Machine {
+    /// Whether its CPU figures measure the machine: fewer than one sample in ten read below
+    /// the server's and barrage's own CPU. A machine "at 1.0 %" beside a server at 7.5 % and
+    /// barrage at 13 % measured nothing (issue 42).
+    pub fn cpu_measured(&self) -> bool {
+        self.below_parts * 10 < self.samples.max(1)
+    }
+}
+
+/// The machine over `w`; `cores` (0: unknown) to tell samples below the server's and
+/// barrage's own CPU.
+pub fn machine(m: &MonitorSeries, cores: usize, w: Window) -> Option<Machine> {
+    let host = &m.host;
     let s: Vec<&HostSample> = host.iter().filter(|h| w.contains(h.t)).collect();
     let last = s.last()?;
     let cpu: Vec<(f64, f64)> = host.iter().map(|h| (h.t, h.cpu_pct)).collect();
+    let server = crate::analysis::combined_server(m);
+    let half = if m.interval_s > 0.0 {
+        m.interval_s / 2.0
+    } else {
+        0.5
+    };
+    let near = |series: &[ProcSample], t: f64| {
+        series
+            .iter()
+            .filter(|p| (p.t - t).abs() <= half)
+            .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
+            .map_or(0.0, |p| p.cpu_pct)
+    };
+    let below_parts = s
+        .iter()
+        .filter(|h| {
+            let parts = near(&server, h.t) + near(&m.generator, h.t);
+            crate::analysis::below_parts(h.cpu_pct, cores, parts)
+        })
+        .count();
     Some(Machine {
         samples: s.len(),
         cpu_avg_pct: time_mean(&cpu, w)?,
         cpu_max_pct: s.iter().map(|h| h.cpu_pct).fold(0.0, f64::max),
         mem_used_max_bytes: s.iter().map(|h| h.mem_used_bytes).max().unwrap_or(0),
         mem_total_bytes: last.mem_total_bytes,
+        below_parts,
     })
 }
 
@@ -249,10 +286,11 @@ pub struct RunFigures {
 impl RunFigures {
     /// `None` without monitoring.
     pub fn of(r: &RunResult) -> Option<Self> {
-        Self::from_monitor(&r.timeseries, r.monitor.as_ref()?)
+        Self::from_monitor(&r.timeseries, r.monitor.as_ref()?, r.environment.cores)
     }
 
-    pub fn from_monitor(ticks: &[Tick], m: &MonitorSeries) -> Option<Self> {
+    /// `cores`: the machine's (0: unknown), see [`machine`].
+    pub fn from_monitor(ticks: &[Tick], m: &MonitorSeries, cores: usize) -> Option<Self> {
         let w = load_window(ticks);
         let mem = |s: &[ProcSample]| memory(s, w.from_s, w.to_s, f64::INFINITY);
         let server = crate::analysis::combined_server(m);
@@ -267,7 +305,7 @@ impl RunFigures {
             server_memory: mem(&server),
             generator: process(&m.generator, w),
             generator_memory: mem(&m.generator),
-            machine: machine(&m.host, w),
+            machine: machine(m, cores, w),
             network: network(&m.host, w),
         })
     }
@@ -362,7 +400,7 @@ mod tests {
     #[test]
     fn server_cpu_average_excludes_idle_and_recovery_samples() {
         let r = result(10, 100, 0, 4);
-        let f = RunFigures::from_monitor(&r.timeseries, &monitor()).unwrap();
+        let f = RunFigures::from_monitor(&r.timeseries, &monitor(), 0).unwrap();
         assert_eq!((f.window.from_s, f.window.to_s), (0.0, 10.0));
         let s = f.server.unwrap();
         // Over all 19 samples it would be 800 / 19 = 42.1 %.
@@ -458,7 +496,7 @@ mod tests {
         let m = monitor();
         let a = crate::analysis::analyze(&r, Some(&m), Some(5.0));
         let facts = crate::thresholds::Facts::from_result(&r, Some(&a));
-        let f = RunFigures::from_monitor(&r.timeseries, &m).unwrap();
+        let f = RunFigures::from_monitor(&r.timeseries, &m, 0).unwrap();
         let s = f.server.unwrap();
         assert_eq!(facts.get("server.cpu.avg"), Some(s.cpu_avg_pct));
         assert_eq!(facts.get("server.rss.max"), Some(s.rss_max_bytes as f64));
@@ -470,5 +508,57 @@ mod tests {
         assert!(rows[2]
             .figure
             .starts_with("CPU avg 80 % of one core under load"));
+    }
+
+    /// Issue 42 item 7: "machine 1.0 %" beside a server at 7.5 % and barrage at 13 %: a
+    /// machine figure below the sum of its parts is not measured, as a figure
+    /// (`machine.cpu.avg`) and in every output.
+    #[test]
+    fn a_machine_cpu_below_the_server_and_barrage_is_not_measured() {
+        let series = |machine_pct: f64| MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 1,
+                command: "srv".into(),
+                samples: (0..=10).map(|t| cpu(t, 7.5)).collect(),
+            }],
+            host: (0..=10)
+                .map(|t| HostSample {
+                    t: t as f64,
+                    cpu_pct: machine_pct,
+                    ..Default::default()
+                })
+                .collect(),
+            generator: (0..=10).map(|t| cpu(t, 13.0)).collect(),
+        };
+        fn cpu(t: i32, pct: f64) -> ProcSample {
+            let mut s = proc(t as f64, MIB);
+            s.cpu_pct = pct;
+            s
+        }
+        let w = Window {
+            from_s: 0.0,
+            to_s: 10.0,
+        };
+        // Four cores at 1.0 % = 4 % of one core, below 7.5 + 13.
+        let low = machine(&series(1.0), 4, w).unwrap();
+        assert_eq!((low.below_parts, low.samples), (10, 10));
+        assert!(!low.cpu_measured());
+        // At 8 % of four cores (32 % of one) it counts them: measured.
+        let ok = machine(&series(8.0), 4, w).unwrap();
+        assert_eq!(ok.below_parts, 0);
+        assert!(ok.cpu_measured());
+        // Cores unknown: nothing to tell it by.
+        assert!(machine(&series(1.0), 0, w).unwrap().cpu_measured());
+        // The figure thresholds and compare read is missing, not 1.0 %.
+        let mut r = result(10, 100, 0, 10);
+        r.environment.cores = 4;
+        r.monitor = Some(series(1.0));
+        assert_eq!(crate::vocabulary::value(&r, None, "machine.cpu.avg"), None);
+        r.monitor = Some(series(8.0));
+        assert_eq!(
+            crate::vocabulary::value(&r, None, "machine.cpu.avg"),
+            Some(8.0)
+        );
     }
 }

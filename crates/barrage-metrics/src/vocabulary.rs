@@ -293,12 +293,17 @@ pub static FIGURES: &[Figure] = &[
         "connections.ready",
         Rate,
         Nothing,
-        "planned connections (users) that were ever ready / planned; rate",
+        "planned connections (users) ready, the lesser of those ever ready and those \
+         typically open in the steady state (the median second), / planned; rate",
         |r, _| {
             let s = &r.summary;
             let planned = s.connections.target;
             let ready = s.ramp.as_ref()?.ready.min(planned);
-            (planned > 0).then(|| ready as f64 / planned as f64)
+            let ever = (planned > 0).then(|| ready as f64 / planned as f64)?;
+            // Ready once is not held: a server that closes half of them at once kept them
+            // ready only once each (issue 42).
+            let held = crate::readiness::steady_open(r).map_or(1.0, |o| o.median_pct / 100.0);
+            Some(ever.min(held))
         },
     ),
     figure(
@@ -496,8 +501,14 @@ pub static FIGURES: &[Figure] = &[
         read: |r, _| {
             let m = r.monitor.as_ref()?;
             Some(
-                crate::figures::machine(&m.host, crate::figures::load_window(&r.timeseries))?
-                    .cpu_avg_pct,
+                crate::figures::machine(
+                    m,
+                    r.environment.cores,
+                    crate::figures::load_window(&r.timeseries),
+                )
+                // A machine reading below the server's and barrage's own CPU is not measured.
+                .filter(crate::figures::Machine::cpu_measured)?
+                .cpu_avg_pct,
             )
         },
     },

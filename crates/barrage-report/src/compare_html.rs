@@ -19,7 +19,7 @@ use std::io::{self, Write};
 
 const COMPARE_CSS: &str = "td.n{text-align:right;white-space:nowrap}\
      td.mark-sig{color:#c0262d;font-weight:700}td.mark-noise{color:#777}\
-     td.mark-unknown{color:#a35200}td.worse{color:#c0262d}td.better{color:#18794e}\
+     td.mark-unknown{color:#a35200}td.mark-info{color:#777}td.worse{color:#c0262d}td.better{color:#18794e}\
      ul.rules li{margin:.2em 0}";
 
 /// Render the comparison `c` of `runs` (the first is the reference) as an HTML page;
@@ -144,6 +144,7 @@ fn figures(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
                     Some(Mark::Significant) => "mark-sig",
                     Some(Mark::Noise) => "mark-noise",
                     Some(Mark::Unknown) => "mark-unknown",
+                    Some(Mark::Info) => "mark-info",
                     None => "",
                 }),
                 (Some((_, 2)), Some(s)) if s.mark == Some(Mark::Significant) => {

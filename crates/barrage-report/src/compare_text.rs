@@ -1,6 +1,6 @@
 //! The comparison of runs as a table: one row per figure, the reference run's value, then for
 //! every other run its value, the difference (absolute and relative) and a mark: `*` beyond
-//! both runs' noise, `~` within it, `?` not enough data to tell.
+//! both runs' noise, `~` within it, `?` not enough data to tell, `i` information only.
 //!
 //! [`table`] builds the cells once as strings so that the text, Markdown and HTML forms can
 //! never disagree; [`render_comparison_text`] lays them out in aligned columns. Every figure is
@@ -114,7 +114,8 @@ pub fn warnings(c: &Comparison) -> Vec<String> {
 /// The lines under the table: what the marks mean and how each was decided.
 pub fn legend() -> Vec<String> {
     let mut out = vec![
-        "* beyond both runs' noise (significant), ~ within the noise, ? not enough data to tell"
+        "* beyond both runs' noise (significant), ~ within the noise, ? not enough data to \
+         tell, i information only (one exchange: not judged)"
             .to_string(),
     ];
     out.extend(RULES.iter().map(|(m, rule)| format!("  {m}: {rule}")));

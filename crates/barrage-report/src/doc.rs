@@ -200,7 +200,12 @@ fn mode(r: &RunResult) -> String {
         "rate" => format!("rate {}/s", c.rate.map(real).unwrap_or_else(|| "?".into())),
         other => other.to_string(),
     };
-    format!("{base}, pipeline {}", c.pipeline)
+    match c.streams {
+        // HTTP/2 and gRPC: a closed loop keeps `pipeline` streams in flight.
+        Some(_) if c.mode == "ping-pong" => format!("{base}, {}", crate::fmt::streams(c.pipeline)),
+        Some(n) => format!("{base}, {}", crate::fmt::streams(n)),
+        None => format!("{base}, pipeline {}", c.pipeline),
+    }
 }
 
 fn overview(r: &RunResult) -> Vec<Block> {

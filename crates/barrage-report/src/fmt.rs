@@ -21,6 +21,15 @@ pub use barrage_metrics::thousands;
 
 /// A rate or other non-negative real: whole with separators from 100 up, else 3 digits; a
 /// plain `0` for nothing at all.
+/// HTTP/2 and gRPC streams in flight per connection (`--streams`; 0: as the server allows).
+pub fn streams(n: u32) -> String {
+    match n {
+        0 => "streams as the server allows".into(),
+        1 => "1 stream per connection".into(),
+        n => format!("{} streams per connection", thousands(u64::from(n))),
+    }
+}
+
 pub fn real(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".into();

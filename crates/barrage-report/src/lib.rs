@@ -30,7 +30,7 @@ pub use html::esc as html_escape;
 pub use html::HtmlRenderer;
 pub use json::JsonRenderer;
 pub use markdown::{escape as markdown_escape, MarkdownRenderer};
-pub use text::{headline, TextRenderer};
+pub use text::{headline, headline_rate, TextRenderer};
 
 use barrage_metrics::result::SCHEMA;
 use barrage_metrics::RunResult;

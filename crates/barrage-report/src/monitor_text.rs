@@ -127,10 +127,29 @@ fn network(n: &[NetworkUse]) -> Vec<String> {
 
 fn machine(m: &Machine) -> String {
     format!(
-        "Machine       CPU under load avg {}, max {}; memory used at most {} of {}",
-        pct(m.cpu_avg_pct),
-        pct(m.cpu_max_pct),
+        "Machine       CPU {}; memory used at most {} of {}",
+        machine_cpu(m),
         bytes(m.mem_used_max_bytes as f64),
         bytes(m.mem_total_bytes as f64)
     )
+}
+
+/// The machine's CPU under load, or why it is not measured: a reading below what the server
+/// and barrage used by themselves (/proc/stat undercounting on some VMs) measured nothing.
+pub(crate) fn machine_cpu(m: &Machine) -> String {
+    if m.cpu_measured() {
+        format!(
+            "under load avg {}, max {}",
+            pct(m.cpu_avg_pct),
+            pct(m.cpu_max_pct)
+        )
+    } else {
+        format!(
+            "not measured: it read below the server's and barrage's own CPU in {} of {} \
+             samples (avg {} as read; /proc/stat undercounts on some VMs)",
+            m.below_parts,
+            m.samples,
+            pct(m.cpu_avg_pct)
+        )
+    }
 }

@@ -386,14 +386,14 @@ pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
     let pipeline = match c.streams {
-        Some(0) => ", streams as the server allows".to_string(),
-        Some(n) if n > 1 => format!(", {n} streams per connection"),
+        Some(n) if n != 1 => format!(", {}", crate::fmt::streams(n)),
         _ if c.pipeline > 1 => format!(", pipeline {}", c.pipeline),
         _ => String::new(),
     };
     match c.mode.as_str() {
+        // HTTP/2 and gRPC keep their streams in flight as HTTP/1.1 its pipeline.
         "ping-pong" if c.streams.is_some() => {
-            format!("ping-pong, {} streams per connection", c.pipeline)
+            format!("ping-pong, {}", crate::fmt::streams(c.pipeline))
         }
         "ping-pong" => format!("ping-pong, pipeline {}", c.pipeline),
         "think" => format!("think {}{pipeline}", ms(c.think_ms)),
@@ -427,6 +427,13 @@ fn steady(r: &RunResult) -> Option<(f64, f64, f64)> {
     ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
 }
 
+/// The rate [`headline`] gives: the steady state's when the run ramped (its average then
+/// covers the ramp), else the measured window's average. `barrage versus` picks its median
+/// rep by it, so the figure it picks by is the one its rep lines print.
+pub fn headline_rate(r: &RunResult) -> f64 {
+    steady(r).map_or(r.summary.rps.avg, |(rps, _, _)| rps)
+}
+
 /// A run in one line, as the summary's `Answer` gives it (and `barrage versus` per rep):
 /// `134,364 req/s, p50 347 µs, p99 681 µs, no errors` (the steady state's rate when it ramped).
 pub fn headline(r: &RunResult) -> String {
@@ -443,8 +450,7 @@ pub fn headline(r: &RunResult) -> String {
         }
         return line;
     }
-    let rps = steady(r).map_or(s.rps.avg, |(rps, _, _)| rps);
-    let mut parts = vec![format!("{} req/s", real(rps).trim())];
+    let mut parts = vec![format!("{} req/s", real(headline_rate(r)).trim())];
     let l = &s.latency_us;
     if l.count > 0 {
         parts.push(format!(

@@ -178,6 +178,18 @@ fn located(name: &str, text: &str, format: Format, line: u32, msg: &str) -> Scen
         }
         message = format!("missing; add {field} (see docs/scenarios.md)");
     }
+    // The parsers' own advice ("set DuplicateKeyPolicy in Options") is not the user's.
+    if message.starts_with("duplicate mapping key") || message.starts_with("duplicate key") {
+        let last = key.rsplit('.').next().unwrap_or(&key).to_string();
+        message = format!(
+            "given twice in the same table; keep one {}",
+            if last.is_empty() {
+                "of them".to_string()
+            } else {
+                format!("`{last}`")
+            }
+        );
+    }
     if let Some(t) = message.strip_prefix("invalid ") {
         if matches!(t, "u64" | "u32" | "i64") {
             message = "expected a whole number".to_string();

@@ -112,6 +112,9 @@ pub fn count(s: &str) -> Result<u64, String> {
 /// binary multiples; a trailing `B` optional).
 pub fn bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err("must be at least 1 byte, e.g. 65536, 64KiB, 16MiB".into());
+    }
     let t = t
         .strip_suffix("iB")
         .or_else(|| t.strip_suffix('B'))

@@ -9,17 +9,26 @@
 //! the connection opens and dropped when it closes.
 //!
 //! Every call runs under an instruction budget (`--script-budget`, counted in steps of
-//! [`STEP`] instructions) and the interpreter under a memory limit ([`MEMORY_LIMIT`]): a
-//! script that loops forever or allocates without end fails that call as `script.error`, and
-//! the run goes on. The first error a run's script raises is written to stderr, whole, with
-//! the file, line and function; the others are counted.
+//! [`STEP`] instructions, at most [`MAX_BUDGET`]) and the interpreter under a memory limit
+//! ([`MEMORY_LIMIT`]): a script that loops forever or allocates without end fails that call as
+//! `script.error`, and the run goes on. A call still running when the run ends (`-d`, a
+//! signal: [`barrage_engine::hook::ending`]) is stopped the same way, once it has run
+//! [`GRACE`] instructions, so a loop cannot keep a worker from the run's end. The first error
+//! a run's script raises is written to stderr, whole, with the file, line and function; the
+//! others are counted.
 //!
 //! Lua 5.4 (as `mlua` builds it from source): `string.pack`/`string.unpack` read and write
-//! binary fields; the standard libraries but `debug` are loaded.
+//! binary fields. By default ([`Libs::Safe`]) a script gets what cannot reach outside the run:
+//! the base functions (not `dofile`, `loadfile`, nor `load` of binary chunks), `string`,
+//! `table`, `math`, `utf8`, `coroutine` and `os` but for `execute`, `remove`, `rename`,
+//! `tmpname`, `setlocale` and `exit`; no `io`, `package`/`require` or `debug`. Those left out
+//! raise an error naming themselves. [`Libs::All`] (`--script-unsafe`) loads the standard
+//! libraries but `debug` (no C modules). `os.exit` raises an error either way: it would end
+//! barrage without its results.
 
 use barrage_engine::hook::{Check, Frame, Hook, HookError, HookFns};
 use barrage_metrics::ErrorClass;
-use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,14 +44,34 @@ pub const MEMORY_LIMIT: usize = 256 << 20;
 /// The default budget of one call, in instructions.
 pub const DEFAULT_BUDGET: u64 = 1_000_000;
 
+/// The largest budget a call may have (`--script-budget`): a loop's call then ends by itself
+/// within a second or so even when nothing else stops it.
+pub const MAX_BUDGET: u64 = 100_000_000;
+
+/// The instructions a call may still run once the run is ending before it is stopped: a call
+/// that would have returned soon (within the default budget) does, and is not an error.
+pub const GRACE: u64 = DEFAULT_BUDGET;
+
+/// The standard libraries a script gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Libs {
+    /// Those that cannot reach outside the run (see the crate's docs).
+    #[default]
+    Safe,
+    /// All of them but `debug` (`--script-unsafe`): `io`, `os`, `package`; still no C modules,
+    /// and `os.exit` still raises an error.
+    All,
+}
+
 const NAMES: [&str; 4] = ["init", "request", "frame", "response"];
 
 /// Run before the script: `pcall`, `xpcall` and `coroutine.resume` raise the budget's error
-/// again when the call they protected ran out of it.
+/// (or the run's end) again when the call they protected ran out of it (was stopped).
 const GUARD: &str = r#"
-local over, why = ...
+local over = ...
 local function check(...)
-  if over() then error(why, 0) end
+  local why = over()
+  if why then error(why, 2) end
   return ...
 end
 local pcall, xpcall, resume = pcall, xpcall, coroutine.resume
@@ -51,8 +80,38 @@ _G.xpcall = function(...) return check(xpcall(...)) end
 coroutine.resume = function(...) return check(resume(...)) end
 "#;
 
+/// Run before the script, after [`GUARD`]: what a script may not reach raises an error naming
+/// itself, at the line that called it; `os.exit` with any libraries.
+const FENCE: &str = r#"
+local all = ...
+local function refuse(name, why)
+  return function() error(name .. " " .. why, 2) end
+end
+os.exit = refuse("os.exit", "would end barrage without its results: a script cannot end "
+  .. "the run (raise an error, or have response() return an error class)")
+if all then return end
+local out = "is not available to scripts: it reaches outside the run (--script-unsafe "
+  .. "loads the full standard libraries)"
+for _, k in ipairs({"execute", "remove", "rename", "tmpname", "setlocale"}) do
+  os[k] = refuse("os." .. k, out)
+end
+dofile, loadfile, require = refuse("dofile", out), refuse("loadfile", out), refuse("require", out)
+io = setmetatable({}, {__index = function(_, k) error("io." .. tostring(k) .. " " .. out, 2) end})
+local load = load
+_G.load = function(chunk, name, mode, ...)
+  if mode ~= nil and mode ~= "t" then
+    error("load: binary chunks are not available to scripts (mode \"t\" only)", 2)
+  end
+  return load(chunk, name, "t", ...)
+end
+"#;
+
 fn over_budget(budget: u64) -> String {
     format!("ran out of its instruction budget ({budget} instructions; --script-budget)")
+}
+
+fn stopped(why: &str) -> String {
+    format!("stopped: {why} and this call was still running")
 }
 
 /// A compiled script: its file name, text and budget; the interpreters are per thread.
@@ -60,6 +119,7 @@ pub struct Script {
     file: String,
     text: Arc<str>,
     budget: u64,
+    libs: Libs,
     fns: HookFns,
     id: u64,
     told: AtomicBool,
@@ -83,8 +143,18 @@ struct State {
     lua: Lua,
     conns: Table,
     f: [Option<Function>; 4],
-    /// Budget steps used by the call running now.
-    steps: Rc<Cell<u64>>,
+    calls: Rc<Calls>,
+}
+
+/// What the instruction counter keeps: of the call running now, and of the calls before it.
+#[derive(Default)]
+struct Calls {
+    /// Budget steps the call running now used.
+    steps: Cell<u64>,
+    /// Why the call running now was stopped (the run is ending), if it was.
+    cut: Cell<Option<&'static str>>,
+    /// A call of this interpreter was stopped: the next ones have no grace.
+    was_cut: Cell<bool>,
 }
 
 thread_local! {
@@ -92,18 +162,22 @@ thread_local! {
 }
 
 impl Script {
-    /// Compile `text` (the file `file`) with a budget of `budget` instructions per call: run
-    /// its top level once, and see which functions it defines.
-    pub fn load(file: &str, text: &str, budget: u64) -> Result<Script, String> {
+    /// Compile `text` (the file `file`) with a budget of `budget` instructions per call and
+    /// the libraries `libs`: run its top level once, and see which functions it defines.
+    pub fn load(file: &str, text: &str, budget: u64, libs: Libs) -> Result<Script, String> {
         if budget == 0 {
             return Err(
                 "--script-budget: 0 instructions lets no script run; give at least 1000".into(),
             );
         }
+        if budget > MAX_BUDGET {
+            return Err(over_cap(budget));
+        }
         let mut s = Script {
             file: file.to_string(),
             text: Arc::from(text),
             budget,
+            libs,
             fns: HookFns::default(),
             id: IDS.fetch_add(1, Ordering::Relaxed),
             told: AtomicBool::new(false),
@@ -125,35 +199,62 @@ impl Script {
 
     /// A new interpreter with the script loaded.
     fn state(&self) -> Result<State, mlua::Error> {
-        let lua = Lua::new();
+        let lua = match self.libs {
+            Libs::All => Lua::new(),
+            Libs::Safe => Lua::new_with(
+                StdLib::COROUTINE
+                    | StdLib::TABLE
+                    | StdLib::STRING
+                    | StdLib::UTF8
+                    | StdLib::MATH
+                    | StdLib::OS,
+                LuaOptions::default(),
+            )?,
+        };
         lua.set_memory_limit(self.memory)?;
-        let steps = Rc::new(Cell::new(0u64));
+        let calls = Rc::new(Calls::default());
         let limit = self.budget.div_ceil(u64::from(STEP));
-        let (counted, budget) = (Rc::clone(&steps), self.budget);
+        let grace = GRACE / u64::from(STEP);
+        let (counted, budget) = (Rc::clone(&calls), self.budget);
         // A global hook: coroutines the script makes count against the budget too.
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(STEP),
             move |_, debug| {
-                counted.set(counted.get() + 1);
-                if counted.get() > limit {
-                    let line = debug
-                        .current_line()
-                        .map_or(String::new(), |l| format!("{l}: "));
-                    return Err(mlua::Error::RuntimeError(format!(
-                        "@{line}{}",
-                        over_budget(budget)
-                    )));
-                }
-                Ok(VmState::Continue)
+                let c = &counted;
+                c.steps.set(c.steps.get() + 1);
+                let why = if c.steps.get() > limit {
+                    over_budget(budget)
+                } else if let Some(why) = c.cut.get() {
+                    stopped(why)
+                } else if c.steps.get() < grace && !c.was_cut.get() {
+                    return Ok(VmState::Continue);
+                } else if let Some(why) = barrage_engine::hook::ending() {
+                    c.cut.set(Some(why));
+                    c.was_cut.set(true);
+                    stopped(why)
+                } else {
+                    return Ok(VmState::Continue);
+                };
+                let line = debug
+                    .current_line()
+                    .map_or(String::new(), |l| format!("{l}: "));
+                Err(mlua::Error::RuntimeError(format!("@{line}{why}")))
             },
         )?;
-        // A call out of budget cannot be caught: the functions that catch errors raise it
-        // again once they return (a `pcall` in a loop would otherwise run on for ever).
-        let spent = Rc::clone(&steps);
-        let over = lua.create_function(move |_, ()| Ok(spent.get() > limit))?;
-        lua.load(GUARD)
+        // A call out of budget (or stopped) cannot be caught: the functions that catch errors
+        // raise it again once they return (a `pcall` in a loop would otherwise run on for ever).
+        let spent = Rc::clone(&calls);
+        let over = lua.create_function(move |_, ()| {
+            Ok(if spent.steps.get() > limit {
+                Some(over_budget(budget))
+            } else {
+                spent.cut.get().map(stopped)
+            })
+        })?;
+        lua.load(GUARD).set_name("=barrage").call::<()>(over)?;
+        lua.load(FENCE)
             .set_name("=barrage")
-            .call::<()>((over, over_budget(self.budget)))?;
+            .call::<()>(self.libs == Libs::All)?;
         lua.load(&*self.text)
             .set_name(format!("@{}", self.file))
             .exec()?;
@@ -177,7 +278,7 @@ impl Script {
             lua,
             conns,
             f,
-            steps,
+            calls,
         })
     }
 
@@ -196,7 +297,8 @@ impl Script {
                 );
             }
             let st = slot.as_ref().expect("made above");
-            st.steps.set(0);
+            st.calls.steps.set(0);
+            st.calls.cut.set(None);
             call(st).map_err(|e| self.fail(func, &e))
         })
     }
@@ -254,6 +356,11 @@ impl Script {
             }
         }
     }
+}
+
+/// `--script-budget` over [`MAX_BUDGET`]: what the flag says, in one line.
+pub fn over_cap(budget: u64) -> String {
+    format!("--script-budget: {budget} is over the cap of {MAX_BUDGET} instructions per call")
 }
 
 /// Function `i` of [`NAMES`] in this thread's interpreter (a top level that defines other

@@ -1,7 +1,8 @@
 use super::*;
+use std::sync::atomic::AtomicBool;
 
 fn load(text: &str) -> Result<Script, String> {
-    Script::load("t.lua", text, 100_000)
+    Script::load("t.lua", text, 100_000, Libs::Safe)
 }
 
 #[test]
@@ -29,7 +30,7 @@ fn a_mistake_in_the_file_is_one_line_naming_the_file_and_line() {
         e.starts_with("t.lua:1: the file's top level: ran out of its instruction budget"),
         "{e}"
     );
-    let e = Script::load("t.lua", "function request() return 'x' end", 0).unwrap_err();
+    let e = Script::load("t.lua", "function request() return 'x' end", 0, Libs::Safe).unwrap_err();
     assert!(e.starts_with("--script-budget"), "{e}");
 }
 
@@ -169,7 +170,8 @@ fn a_script_that_allocates_without_end_fails_the_call() {
            local t = {}\n\
            while true do t[#t + 1] = string.rep('x', 1 << 20) .. #t end\n\
          end",
-        u64::MAX / 2,
+        MAX_BUDGET,
+        Libs::Safe,
     )
     .unwrap();
     // The interpreter is made on a thread's first call: with a smaller limit, for the test.
@@ -227,4 +229,204 @@ fn the_budget_cannot_be_escaped_by_coroutines_or_pcall() {
         let ok = load("function request(conn, seq) pcall(error, 'x') return 'y' end").unwrap();
         assert!(ok.request(1, 0, &mut Vec::new()).is_ok());
     }
+}
+
+/// Issue 42, item 4: with the default libraries a script reaches nothing outside the run, and
+/// with any it cannot end barrage: what it may not use raises an error naming itself, at the
+/// script's line (a `script.error` in a function; at the top level the file is refused).
+#[test]
+fn a_script_cannot_end_or_escape_the_run() {
+    for (call, what) in [
+        (
+            "os.exit(0)",
+            "os.exit would end barrage without its results",
+        ),
+        ("os.exit(true, true)", "os.exit would end barrage"),
+        (
+            "os.execute('true')",
+            "os.execute is not available to scripts",
+        ),
+        ("os.remove('/tmp/x')", "os.remove is not available"),
+        (
+            "os.rename('/tmp/x', '/tmp/y')",
+            "os.rename is not available",
+        ),
+        ("os.tmpname()", "os.tmpname is not available"),
+        ("io.open('/etc/passwd')", "io.open is not available"),
+        ("io.write('x')", "io.write is not available"),
+        ("require('os')", "require is not available"),
+        ("dofile('/dev/null')", "dofile is not available"),
+        ("loadfile('/dev/null')", "loadfile is not available"),
+        (
+            "load(string.dump(function() end), 'x', 'b')",
+            "load: binary chunks are not available",
+        ),
+    ] {
+        let s = load(&format!(
+            "function request(conn, seq)\n  {call}\n  return 'x'\nend"
+        ))
+        .unwrap();
+        let e = s.request(1, 0, &mut Vec::new()).unwrap_err();
+        assert!(
+            e.0.starts_with(&format!("t.lua:2: request(): {what}")),
+            "{call}: {e}"
+        );
+        // At the top level: the file is refused before any load, in one line.
+        let e = load(&format!(
+            "local x = 1\n{call}\nfunction request() return 'x' end"
+        ))
+        .unwrap_err();
+        assert!(
+            e.starts_with(&format!("t.lua:2: the file's top level: {what}")),
+            "{call}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // Caught, the refusal is an error like another: the script goes on, barrage with it.
+    let s = load(
+        "function request(conn, seq)\n  local ok, e = pcall(os.exit, 0)\n  return tostring(ok)\nend",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.request(1, 0, &mut out).unwrap();
+    assert_eq!(out, b"false");
+    // What stays: the safe parts of os, string, table, math, utf8, coroutine, load of text.
+    let s = load(
+        "function request(conn, seq)\n\
+           assert(type(os.time()) == 'number' and type(os.clock()) == 'number')\n\
+           assert(type(os.date('%Y')) == 'string' and os.difftime(2, 1) == 1)\n\
+           assert(utf8.char(72) == 'H' and math.max(1, 2) == 2 and table.concat({'a'}) == 'a')\n\
+           assert(coroutine.wrap(function() return 1 end)() == 1)\n\
+           assert(load('return 1 + 1')() == 2 and debug == nil and package == nil)\n\
+           return string.pack('>I2', 7)\n\
+         end",
+    )
+    .unwrap();
+    out.clear();
+    s.request(1, 0, &mut out).unwrap();
+    assert_eq!(out, [0, 7]);
+    // The full set (--script-unsafe): io and os are there, os.exit still is not.
+    let all = |text: &str| Script::load("t.lua", text, 100_000, Libs::All);
+    let s = all(
+        "function request(conn, seq)\n  return io.type(io.stdout) .. type(os.execute) .. type(require)\nend",
+    )
+    .unwrap();
+    out.clear();
+    s.request(1, 0, &mut out).unwrap();
+    assert_eq!(out, b"filefunctionfunction");
+    let e = all("os.exit(0)\n").unwrap_err();
+    assert!(
+        e.starts_with("t.lua:1: the file's top level: os.exit would end barrage"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_budget_is_capped() {
+    let f = "function request() return 'x' end";
+    assert!(Script::load("t.lua", f, MAX_BUDGET, Libs::Safe).is_ok());
+    let e = Script::load("t.lua", f, MAX_BUDGET + 1, Libs::Safe).unwrap_err();
+    assert_eq!(
+        e,
+        "--script-budget: 100000001 is over the cap of 100000000 instructions per call"
+    );
+}
+
+/// This thread watched as a worker's: `stop` the run's flag, `until` the end of its part.
+fn watch(stop: bool, until: u64, load: bool) {
+    use barrage_engine::clock::{mono_ns, TimeSource};
+    barrage_engine::hook::watch(Some(barrage_engine::hook::Watch {
+        stop: Arc::new(AtomicBool::new(stop)),
+        time: TimeSource::Real { base_ns: mono_ns() },
+        until,
+        load,
+    }));
+}
+
+/// A call still running when the run ends (its stop flag, `-d`, the drain's end) is stopped
+/// once it ran its grace, however large its budget, and `pcall` cannot catch that; a call that
+/// ends within its grace is not an error. Deterministic: the run has ended before the call.
+#[test]
+fn a_call_running_when_the_run_ends_is_stopped_whatever_its_budget() {
+    let text = "function request(conn, seq)\n\
+                  if seq == 0 then while true do pcall(function() while true do end end) end end\n\
+                  local x = 0\n\
+                  for i = 1, 100000 do x = x + i end\n\
+                  return tostring(x)\n\
+                end";
+    for (stop, until, load, why) in [
+        (true, u64::MAX, true, "the run is stopping"),
+        (false, 0, true, "the run's duration (-d) is over"),
+        (true, 0, false, "the drain's time is over"),
+    ] {
+        let s = Script::load("t.lua", text, MAX_BUDGET, Libs::Safe).unwrap();
+        watch(stop, until, load);
+        let mut out = Vec::new();
+        // Within its grace (some 400,000 instructions): it returns.
+        s.request(1, 1, &mut out).unwrap();
+        assert_eq!(out, b"5000050000");
+        let e = s.request(1, 0, &mut out).unwrap_err();
+        assert!(
+            e.0.starts_with(&format!(
+                "t.lua:2: request(): stopped: {why} and this call was still running"
+            )),
+            "{e}"
+        );
+        // Once a call was stopped, the next ones have no grace: a worker that calls many
+        // before it sees the end is not held for a grace each time.
+        let e = s.request(1, 1, &mut out).unwrap_err();
+        assert!(e.0.contains("stopped: "), "{e}");
+        barrage_engine::hook::watch(None);
+    }
+    // A drain (the stop flag is not its end) and no time set: the call runs to its budget.
+    let s = Script::load("t.lua", text, 2_000_000, Libs::Safe).unwrap();
+    watch(true, u64::MAX, false);
+    let e = s.request(1, 0, &mut Vec::new()).unwrap_err();
+    assert!(e.0.contains("ran out of its instruction budget"), "{e}");
+    barrage_engine::hook::watch(None);
+}
+
+/// What crosses the boundary back to barrage may be any Lua value: each is taken or refused
+/// as one line naming the file, never a panic (the fuzz target `script_boundary` feeds
+/// arbitrary bytes through the same functions).
+#[test]
+fn any_value_a_script_returns_is_taken_or_refused_in_one_line() {
+    let s = load(
+        "local co = coroutine.create(function() end)\n\
+         local values = { function() return 0/0 end, function() return 1/0 end,\n\
+           function() return -0.0 end, function() return math.mininteger end,\n\
+           function() return math.maxinteger end, function() return 2^63 end,\n\
+           function() return {} end, function() return print end,\n\
+           function() return co end, function() error({}) end,\n\
+           function() error('two\\nlines') end, function() error(nil) end,\n\
+           function() error('@7: made up', 0) end, function() return '\\255\\0' end,\n\
+           function() return 1, 2 end }\n\
+         local function pick(b) return values[(b:byte(1) or 1) % #values + 1]() end\n\
+         function request(conn, seq) return pick(string.char(seq)) end\n\
+         function frame(buf) return pick(buf) end\n\
+         function response(conn, reply) return pick(reply) end\n\
+         function init(conn) return pick(string.char(conn.id)) end",
+    )
+    .unwrap();
+    for k in 0..15u8 {
+        let mut out = Vec::new();
+        let results = [
+            s.request(1, u64::from(k), &mut out).err(),
+            s.frame(1, &[k]).err(),
+            s.response(1, &[k]).err(),
+            s.init(u64::from(k), &mut out).err(),
+        ];
+        for e in results.into_iter().flatten() {
+            assert!(e.0.starts_with("t.lua"), "{k}: {e}");
+            assert!(!e.0.contains('\n'), "{k}: {e}");
+        }
+    }
+    // A float that is a whole length is one; NaN, infinities and -1 are not.
+    assert_eq!(s.frame(1, &[2]), Ok(Frame::Len(0)));
+    assert!(s.frame(1, &[0]).is_err() && s.frame(1, &[1]).is_err());
+    assert!(s.frame(1, &[3]).is_err(), "math.mininteger");
+    assert!(
+        s.frame(1, &[5]).is_err(),
+        "2^63 is past what a length may be"
+    );
 }

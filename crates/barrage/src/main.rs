@@ -27,7 +27,26 @@ fn main() -> ExitCode {
     let args = with_run_shortcut(&argv);
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => return clap_exit(e, subcommand(&args)),
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            // `barrage chat.toml`: a scenario file, not a subcommand nor a target.
+            match args.get(1).filter(|a| resolve::scenario::is_file(a)) {
+                Some(file) => {
+                    eprintln!(
+                        "error: {file} is a scenario file: run it with `barrage run {file}` \
+                         (`barrage validate {file}` checks it)"
+                    );
+                    return ExitCode::from(2);
+                }
+                None => return clap_exit(e, subcommand(&args)),
+            }
+        }
+        Err(e) => {
+            if let Some(line) = hyphen_value(&e, &args) {
+                eprintln!("{line}");
+                return ExitCode::from(2);
+            }
+            return clap_exit(e, subcommand(&args));
+        }
     };
     let result = match &cli.command {
         Command::Run(a) => cmd::run::run(a, argv.clone()),
@@ -100,6 +119,40 @@ fn subcommand(args: &[String]) -> Option<&str> {
         .find_subcommand(first)
         .is_some()
         .then_some(first.as_str())
+}
+
+/// `--publish -1`: clap reads a value starting with `-` as an unknown flag ("unexpected
+/// argument '-1'"), which names neither the flag nor the fix. For a flag that takes a value,
+/// this line says both.
+fn hyphen_value(e: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::CommandFactory as _;
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let at = args.iter().position(|a| a == bad)?;
+    let prev = args.get(at.checked_sub(1)?)?;
+    let cmd = Cli::command();
+    let sub = cmd.find_subcommand(subcommand(args)?)?;
+    let takes = |a: &clap::Arg| a.get_action().takes_values();
+    let found = match (prev.strip_prefix("--"), prev.strip_prefix('-')) {
+        (Some(long), _) if !long.contains('=') => sub
+            .get_arguments()
+            .any(|a| takes(a) && a.get_long() == Some(long)),
+        (None, Some(short)) if short.chars().count() == 1 => sub
+            .get_arguments()
+            .any(|a| takes(a) && a.get_short() == short.chars().next()),
+        _ => false,
+    };
+    (bad.starts_with('-') && found).then(|| {
+        format!(
+            "error: {prev} {bad}: '{bad}' reads as a flag here, not as the value of {prev}; \
+             to give it anyway, write {prev}={bad}"
+        )
+    })
 }
 
 /// Help and version go to stdout with code 0; usage errors are one line ending in a hint, code 2:

@@ -149,6 +149,7 @@ impl H2Request {
         }
         validate_path(method, spec.path)?;
         validate_value(Field::Target, "Host", spec.authority)?;
+        crate::http::check_placeholders(spec.path, spec.headers, spec.body)?;
         let mut authority = spec.authority.to_string();
         let mut fields: Vec<(String, String)> = Vec::new();
         let (mut ua, mut accept, mut ctype, mut host) = (false, false, false, false);
@@ -208,7 +209,7 @@ impl H2Request {
         let body = match body {
             None => Body::None,
             Some(b) => {
-                let t = Template::new(b.to_vec());
+                let t = crate::http::ranged(b);
                 if t.is_static() {
                     if spec.content_type.is_none() {
                         list.push(("content-length".into(), b.len().to_string()));
@@ -233,7 +234,7 @@ impl H2Request {
         let mut cost = 0;
         let mut fixed: Vec<Vec<(&str, &str)>> = Vec::new();
         for (n, v) in list {
-            let t = Template::new(v.as_bytes().to_vec());
+            let t = crate::http::ranged(v.as_bytes());
             if t.is_static() {
                 run.push((n, v));
                 continue;
@@ -491,6 +492,32 @@ mod tests {
             content_type: None,
             te_trailers: false,
         }
+    }
+
+    /// Issue 42 item 7: `{seq%N}` and `{rand%N}` in the path were sent literally; over
+    /// HTTP/2 too they are rendered per request, in the path, a header and the body.
+    #[test]
+    fn key_range_placeholders_in_the_path_are_rendered() {
+        let headers = vec![("x-r".to_string(), "{rand%10}".to_string())];
+        let req = H2Request::new(&spec(&headers, "/bytes/{seq%3}", Some(b"{seq%7}"))).unwrap();
+        let mut server = Decoder::new(4096);
+        let mut enc = Encoder::new();
+        for seq in 0..10u64 {
+            let fill = Fill {
+                conn: 2,
+                seq,
+                ts_us: 0,
+            };
+            let mut b = Vec::new();
+            req.render_block(&mut enc, fill, &mut b);
+            let fields = decode(&mut server, &b);
+            let get = |n: &str| fields.iter().find(|(k, _)| k == n).unwrap().1.clone();
+            assert_eq!(get(":path"), format!("/bytes/{}", seq % 3));
+            assert_eq!(get("x-r"), crate::message::rand_mod(2, seq, 10).to_string());
+            assert_eq!(get("content-length"), "1");
+        }
+        let e = H2Request::new(&spec(&[], "/x/{rand%}", None)).unwrap_err();
+        assert!(e.to_string().contains("the path"), "{e}");
     }
 
     /// Every encoding of a request decodes to the same fields, in order (pseudo-headers

@@ -17,7 +17,9 @@ mod request;
 mod response;
 
 pub(crate) use head::{has_token, header_values, list_items, Head, HeadReader, Progress};
-pub(crate) use request::{validate_header, validate_path, validate_value, USER_AGENT};
+pub(crate) use request::{
+    check_placeholders, ranged, validate_header, validate_path, validate_value, USER_AGENT,
+};
 pub use request::{RequestSpec, RequestTemplate};
 pub(crate) use response::server_timing_of;
 pub use response::{ResponseDecoder, ResponseSink};
@@ -97,6 +99,10 @@ pub enum RequestError {
     InvalidSubprotocol(String),
     #[error("the header {0} is HTTP/1.1's own and HTTP/2 forbids it; remove it")]
     ConnectionSpecific(String),
+    /// A malformed `{seq%N}`, `{rand%N}`, `{conn%N}` or `{user%N}` in the path, a header or
+    /// the body.
+    #[error("{1} has a malformed placeholder: {2}")]
+    Placeholder(Field, String, crate::message::TemplateError),
 }
 
 /// The part of the user's request a [`RequestError`] is about, so that the CLI names the right
@@ -120,7 +126,7 @@ impl RequestError {
     pub fn field(&self) -> Field {
         match self {
             Self::EmptyMethod | Self::InvalidMethod(_) => Field::Method,
-            Self::Injection(f, _) => *f,
+            Self::Injection(f, _) | Self::Placeholder(f, _, _) => *f,
             Self::InvalidHeaderName(_)
             | Self::InvalidHeaderValue(_)
             | Self::ContentLengthGiven

@@ -2,7 +2,10 @@
 //!
 //! Everything up to the body (or, when the body has no placeholders, the whole request) is one
 //! [`Template`]. A body with placeholders stays a template of its own, and its Content-Length
-//! is computed from the placeholders' digit counts, so rendering is a single append.
+//! is computed from the placeholders' digit counts, so rendering is a single append. The path,
+//! the headers and the body take the same placeholders: `{conn}`, `{seq}`, `{ts_us}` and the
+//! key ranges `{seq%N}`, `{rand%N}`, `{conn%N}` and `{user%N}` (they were once sent literally
+//! in a path: every request then failed).
 
 use std::io::Write as _;
 
@@ -39,45 +42,52 @@ pub struct RequestTemplate {
 #[derive(Clone, Debug)]
 struct BodyTemplate {
     template: Template,
-    /// Rendered length without the placeholders.
-    fixed: usize,
-    /// Occurrences of `{conn}`, `{seq}` and `{ts_us}`.
-    counts: [usize; 3],
 }
-
-const TAGS: [&[u8]; 3] = [b"{conn}", b"{seq}", b"{ts_us}"];
 
 impl BodyTemplate {
     fn new(raw: &[u8]) -> Self {
-        // The same left-to-right scan as `Template::new`, so the counts agree with it.
-        let (mut counts, mut fixed, mut i) = ([0; 3], 0, 0);
-        while i < raw.len() {
-            match TAGS.iter().position(|t| raw[i..].starts_with(t)) {
-                Some(k) => {
-                    counts[k] += 1;
-                    i += TAGS[k].len();
-                }
-                None => {
-                    fixed += 1;
-                    i += 1;
-                }
-            }
-        }
         Self {
-            template: Template::new(raw.to_vec()),
-            fixed,
-            counts,
+            template: ranged(raw),
         }
     }
 
+    /// The rendered length for `fill` (its Content-Length), computed without rendering.
     fn len(&self, fill: Fill) -> usize {
-        let [c, s, t] = self.counts;
-        self.fixed + c * digits(fill.conn) + s * digits(fill.seq) + t * digits(fill.ts_us)
+        self.template.rendered_len(fill)
     }
 }
 
-fn digits(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+/// A template of the path, a header or the body: `{conn}`, `{seq}`, `{ts_us}` and the key
+/// ranges `{seq%N}`, `{rand%N}`, `{conn%N}`, `{user%N}` ([`Template::try_new`]), checked
+/// beforehand by [`check_placeholders`] (a malformed range stays literal text here).
+pub(crate) fn ranged(raw: &[u8]) -> Template {
+    Template::try_new(raw.to_vec()).unwrap_or_else(|_| Template::new(raw.to_vec()))
+}
+
+/// Every placeholder of the path, the headers and the body is well formed: a malformed
+/// `{seq%N}` is the user's mistake, named by where it is, not a request sent literally.
+pub(crate) fn check_placeholders(
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Result<(), RequestError> {
+    let check = |field: Field, what: &str, raw: &[u8]| {
+        Template::try_new(raw.to_vec())
+            .map(|_| ())
+            .map_err(|e| RequestError::Placeholder(field, what.to_string(), e))
+    };
+    check(Field::Target, "the path", path.as_bytes())?;
+    for (name, value) in headers {
+        check(
+            Field::Header,
+            &format!("the header {name}"),
+            value.as_bytes(),
+        )?;
+    }
+    if let Some(b) = body {
+        check(Field::Body, "the body", b)?;
+    }
+    Ok(())
 }
 
 impl RequestTemplate {
@@ -97,6 +107,7 @@ impl RequestTemplate {
         }
         validate_path(method, spec.path)?;
         validate_value(Field::Target, "Host", spec.host_header)?;
+        check_placeholders(spec.path, spec.headers, spec.body)?;
         let mut host = spec.host_header;
         let (mut host_given, mut ua_given, mut accept_given) = (false, false, false);
         let mut connection: Option<bool> = None;
@@ -169,7 +180,7 @@ impl RequestTemplate {
             }
         }
         Ok(Self {
-            head: Template::new(out),
+            head: ranged(&out),
             body: dynamic_body,
             is_head: method == "HEAD",
             closes: connection.unwrap_or(!spec.keep_alive),

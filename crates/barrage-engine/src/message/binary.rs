@@ -100,6 +100,14 @@ impl IntKind {
         }
     }
 
+    /// The fewest bytes a value takes.
+    pub fn min_len(self) -> usize {
+        match self {
+            IntKind::Fixed { bytes, .. } => bytes as usize,
+            IntKind::Varint | IntKind::Mqtt => 1,
+        }
+    }
+
     /// The bytes `v` takes.
     #[inline]
     pub fn len(self, v: u64) -> usize {
@@ -479,6 +487,16 @@ impl Parser<'_> {
                 },
             )
         });
+        // Below zero a length cannot be written: refused when it is known here (no `{name}`
+        // inside), checked per message otherwise (`Template::len_fault`).
+        let least = super::least_len(&self.pieces[at + 1..]);
+        if most.is_some() && i128::from(least) + i128::from(adjust) < 0 {
+            return Err(self.err(format!(
+                "len:{}{adjust}(...) covers as few as {least} bytes: the length would go below \
+                 zero; subtract at most {least}",
+                kind.name()
+            )));
+        }
         if let Some(most) = most {
             let most = (i128::from(most) + i128::from(adjust)).max(0) as u128;
             let limit: u128 = match kind {

@@ -101,6 +101,8 @@ pub struct Decoder {
     /// reply ends where the load's input begins.
     pub pause: bool,
     finished: bool,
+    /// A CONNACK came: one per connection, a second one is a protocol error.
+    connacked: bool,
     /// CONNACK's property bytes being read: the property's id (0: expecting an id), and
     /// its value so far.
     prop: PropReader,
@@ -142,6 +144,7 @@ impl Decoder {
             props: ConnackProps::default(),
             pause: false,
             finished: false,
+            connacked: false,
             prop: PropReader::default(),
         }
     }
@@ -465,6 +468,10 @@ impl Decoder {
                             self.left,
                             packet_name(self.kind)
                         ));
+                    }
+                    if self.kind == CONNACK && std::mem::replace(&mut self.connacked, true) {
+                        // MQTT 3.1.1 3.2, 5.0 3.2: the CONNECT's one answer.
+                        return err("a second CONNACK on a connection already accepted");
                     }
                     self.finish(sink);
                     self.want = Want::Type;

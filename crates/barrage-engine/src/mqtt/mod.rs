@@ -255,6 +255,49 @@ pub fn ack(out: &mut Vec<u8>, kind: u8, pid: u16) {
     out.extend_from_slice(&[first, 2, a, b]);
 }
 
+/// The most bytes an MQTT string holds (a topic, a filter, the client id, a user name, a
+/// password): its length is a u16. (3.1.1 says a server must take client ids of 1 to 23
+/// characters and may take longer ones: 23 is advice, not a limit barrage enforces.)
+pub const MAX_STRING: usize = 65_535;
+
+/// What is wrong with template `t` as an MQTT string (`what`: "the topic", "the client id"),
+/// when it is known before any message: it renders to more than [`MAX_STRING`] bytes (with
+/// the most its numbers take; a `{name}` counted empty: such a template is checked per
+/// message, [`string_fault`]). The value is never in the text.
+pub fn too_long(t: &crate::Template, what: &str) -> Option<String> {
+    let (n, is) = match t.bound() {
+        Some(n) if t.is_static() => (n, "is"),
+        Some(n) => (n, "can be up to"),
+        None => (t.least(), "is at least"),
+    };
+    (n > MAX_STRING).then(|| {
+        format!(
+            "{what} {is} {n} bytes long; MQTT's strings hold 65,535 bytes at most (a 2-byte \
+             length): shorten it"
+        )
+    })
+}
+
+/// [`too_long`] for one message of a scenario user: a template whose `{name}`s have no
+/// bound, rendered with `vars`; `None` for a bounded one (checked at plan time).
+pub fn string_fault(
+    t: &crate::Template,
+    what: &str,
+    fill: crate::message::Fill,
+    vars: &crate::capture::Vars,
+) -> Option<String> {
+    if t.bound().is_some() {
+        return None;
+    }
+    let n = t.rendered_len_vars(fill, vars);
+    (n > MAX_STRING).then(|| {
+        format!(
+            "{what} came to {n} bytes (its {{name}} values made it so); MQTT's strings hold \
+             65,535 bytes at most"
+        )
+    })
+}
+
 /// A topic filter's wildcards (`+`, `#`) cannot be published to: the first one, if any.
 pub fn wildcard(topic: &[u8]) -> Option<char> {
     topic
@@ -276,7 +319,8 @@ pub fn secret_topic_fault(topic: &crate::Template, wildcards_are: &str) -> Optio
         ts_us: 0,
     };
     topic.render_vars_into(nothing, &crate::capture::Vars::new(slots), &mut lit);
-    if lit.is_empty() {
+    // A topic of `{name}`s alone is the run's values' (empty here, not in the run).
+    if lit.is_empty() && slots == 0 {
         return Some(
             "a {secret:NAME} leaves the topic empty; a topic has at least one character".into(),
         );

@@ -50,6 +50,13 @@ struct Stream {
     grpc_status: Option<u32>,
     /// gRPC: a server-streaming call (any number of messages, each timed), else unary.
     streaming: bool,
+    /// gRPC: the reply's head said `content-type: application/grpc...`.
+    grpc_type: bool,
+    /// The response's content-length, and the body bytes received (DATA less padding).
+    length: Option<u64>,
+    got: u64,
+    /// A HEAD request: its response has no body, whatever its content-length says.
+    head: bool,
 }
 
 impl Stream {
@@ -67,6 +74,10 @@ impl Stream {
             n_msgs: 0,
             grpc_status: None,
             streaming,
+            grpc_type: false,
+            length: None,
+            got: 0,
+            head: false,
         }
     }
 }
@@ -138,6 +149,25 @@ struct St {
     owed: Vec<u8>,
     /// Frames written since the recorder last took the count (`h2.frames_written`).
     frames_out: u64,
+    /// Bytes of request frames (DATA a WINDOW_UPDATE released, a refused request sent
+    /// again) among the control bytes of this input, and among `owed`: the server's windows
+    /// bound them, not the cap on answers owed ([`MAX_OWED`]).
+    ctl_data: usize,
+    owed_data: usize,
+    /// Streams this side reset (timed out, malformed replies): what the server still sends
+    /// on them is dropped (RFC 9113 5.1); the most recent [`RESET_KEPT`]. Frames on other
+    /// closed streams are a connection error (STREAM_CLOSED).
+    reset_here: Vec<u32>,
+    /// An exchange completed on this connection (a GOAWAY before any did turns it away).
+    served: bool,
+}
+
+/// Stream `id` among the streams reset (the most recent [`RESET_KEPT`]).
+fn remember(reset: &mut Vec<u32>, id: u32) {
+    if reset.len() >= RESET_KEPT {
+        reset.remove(0);
+    }
+    reset.push(id);
 }
 
 /// The last stream id a client may open (odd, at most 2^31 - 1).
@@ -145,6 +175,9 @@ const LAST_ID: u32 = (1 << 31) - 1;
 
 /// Control frames owed to a server that does not read them, at most: past this it floods.
 const MAX_OWED: usize = 1 << 20;
+
+/// Streams reset by this side remembered per connection, at most.
+const RESET_KEPT: usize = 1024;
 
 pub struct H2 {
     rd: FrameReader,
@@ -175,7 +208,19 @@ impl St {
             unframed: false,
             owed: Vec::new(),
             frames_out: 0,
+            ctl_data: 0,
+            owed_data: 0,
+            reset_here: Vec::new(),
+            served: false,
         }
+    }
+
+    /// Stream `id` reset by this side: RST_STREAM with `code`, and what still comes on it
+    /// is dropped.
+    fn reset_here(&mut self, ctl: &mut Vec<u8>, id: u32, code: u32) {
+        frame::put_rst(ctl, id, code);
+        self.frames_out += 1;
+        remember(&mut self.reset_here, id);
     }
 
     fn stream(&mut self, id: u32) -> Option<&mut Stream> {
@@ -254,7 +299,8 @@ impl St {
         }
     }
 
-    /// Send what waits for window, as far as the windows allow.
+    /// Send what waits for window, as far as the windows allow (the connection's and each
+    /// stream's, in frames of at most the server's SETTINGS_MAX_FRAME_SIZE).
     fn send_pending(&mut self, cfg: &Cfg, out: &mut Vec<u8>) {
         let mut i = 0;
         while i < self.pending.len() {
@@ -315,6 +361,14 @@ impl St {
         if self.pending.is_empty() {
             self.held.clear();
         }
+    }
+
+    /// [`St::send_pending`] into the control bytes of an input: what it wrote counts as
+    /// request bytes there, not as answers owed.
+    fn send_pending_ctl(&mut self, cfg: &Cfg, ctl: &mut Vec<u8>) {
+        let at = ctl.len();
+        self.send_pending(cfg, ctl);
+        self.ctl_data += ctl.len() - at;
     }
 }
 
@@ -403,9 +457,9 @@ impl Session for H2 {
         let at = out.buf.len();
         let send = i64::from(self.st.peer.window);
         let streaming = cfg.grpc.is_some_and(|g| g.streaming);
-        self.st
-            .streams
-            .push(Stream::new(id, out.key, fill, send, false, streaming));
+        let mut stream = Stream::new(id, out.key, fill, send, false, streaming);
+        stream.head = cfg.request.is_head();
+        self.st.streams.push(stream);
         self.st.request(cfg, id, fill, out.buf);
         Rendered {
             len: (out.buf.len() - at) as u32,
@@ -441,8 +495,9 @@ impl Session for H2 {
         };
         // A step's request is not rendered again: a refused one fails.
         let send = i64::from(st.peer.window);
-        st.streams
-            .push(Stream::new(id, out.key, fill, send, true, out.streaming));
+        let mut stream = Stream::new(id, out.key, fill, send, true, out.streaming);
+        stream.head = st.step.starts_with(b"HEAD ");
+        st.streams.push(stream);
         if has_body {
             let h = st.held.len();
             st.held.extend_from_slice(&st.step[body_at..]);
@@ -466,11 +521,11 @@ impl Session for H2 {
     /// per stream, the connection's is as data arrives.
     fn cancel(&mut self, _cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) -> bool {
         let st = &mut self.st;
+        st.ctl_data = 0;
         if let Some(i) = st.streams.iter().position(|s| s.key == key) {
             let s = st.streams.swap_remove(i);
             st.pending.retain(|p| p.stream != s.id);
-            frame::put_rst(ctl, s.id, code::CANCEL);
-            st.frames_out += 1;
+            st.reset_here(ctl, s.id, code::CANCEL);
         }
         // After a GOAWAY, or with every stream id used, the last stream ending ends the
         // connection (as `input` says when a reply ends it).
@@ -508,10 +563,14 @@ impl Session for H2 {
                  lines?): not sent",
             ));
         }
-        if self.st.owed.len() > MAX_OWED {
+        self.st.ctl_data = 0;
+        if self.st.owed.len() - self.st.owed_data > MAX_OWED {
+            // Request bytes waiting with them (DATA the server's windows let out) do not
+            // count: the server asked for those.
             return Err(ProtoError::new(
-                "the server sends frames that need an answer (PING, SETTINGS) faster than it \
-                 reads the answers: over 1 MiB of them waits",
+                "the server does not read what this client owes it: over 1 MiB of answers to \
+                 its frames (SETTINGS and PING acknowledgements, WINDOW_UPDATEs, RST_STREAMs) \
+                 waits to be written; it sends frames that need an answer faster than it reads",
             ));
         }
         if !self.st.settled && self.rd.idle() && self.st.next_id == 1 {
@@ -527,13 +586,22 @@ impl Session for H2 {
         let used = self.rd.feed(data, &mut sink)?;
         let st = &mut self.st;
         if std::mem::take(&mut st.paused) {
+            if st.peer.max_streams == 0 {
+                return Err(no_streams());
+            }
             r.handshake_done(used);
+            // Not yet useful work: a server that turns every connection away after its
+            // SETTINGS (GOAWAY, a close) gets the backoff, not a storm of connects.
+            r.useful = false;
             return Ok(());
         }
         if let Some((_, c)) = st.goaway {
             if st.streams.is_empty() {
-                r.close = Some(if c == code::NO_ERROR {
+                r.close = Some(if c == code::NO_ERROR && st.served {
                     Close::Graceful
+                } else if c == code::NO_ERROR {
+                    // Not one exchange served: reconnect as after a failure, backing off.
+                    Close::TurnedAway
                 } else {
                     Close::Fail(
                         ErrorClass::Goaway,
@@ -544,6 +612,11 @@ impl Session for H2 {
         } else if st.next_id > LAST_ID && st.streams.is_empty() {
             // Every stream id of the connection used (a billion requests): a new connection.
             r.close = Some(Close::Graceful);
+        } else if st.peer.max_streams == 0 && st.streams.is_empty() {
+            // SETTINGS_MAX_CONCURRENT_STREAMS 0 and nothing left in flight: the connection
+            // can carry nothing; it fails (and is opened again after the backoff).
+            let e = no_streams();
+            r.close = Some(Close::Fail(e.class, e.why));
         }
         Ok(())
     }
@@ -561,18 +634,31 @@ impl Session for H2 {
     const OWED_IN_ORDER: bool = true;
 
     fn owe(&mut self, ctl: &[u8]) {
-        // Unlike a WebSocket pong, none of these may be dropped: keep them all.
+        // Unlike a WebSocket pong, none of these may be dropped: keep them all. The request
+        // bytes among them (DATA released by WINDOW_UPDATE) are noted apart.
         self.st.owed.extend_from_slice(ctl);
+        self.st.owed_data += std::mem::take(&mut self.st.ctl_data).min(ctl.len());
     }
 
     fn take_owed(&mut self) -> Option<Box<[u8]>> {
+        self.st.owed_data = 0;
         (!self.st.owed.is_empty()).then(|| std::mem::take(&mut self.st.owed).into_boxed_slice())
     }
 
     fn drain_owed(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.st.owed);
         self.st.owed.clear();
+        self.st.owed_data = 0;
     }
+}
+
+/// The server's SETTINGS_MAX_CONCURRENT_STREAMS is 0: no request can go out on the
+/// connection.
+fn no_streams() -> ProtoError {
+    ProtoError::new(
+        "the server allows 0 streams (SETTINGS_MAX_CONCURRENT_STREAMS 0): no request can be \
+         sent on its connections",
+    )
 }
 
 /// An ALPN protocol's name for a message (none: the server chose nothing).
@@ -711,7 +797,12 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
         let st = &mut *self.st;
         match h.kind {
             kind::DATA => {
-                if self.cfg.grpc.is_some() {
+                let Some(s) = st.stream(h.stream) else {
+                    return Ok(()); // closed: data_end judges the stream id
+                };
+                s.got += bytes.len() as u64;
+                // A gRPC reply's messages, when it is one (an HTTP error's body is not).
+                if self.cfg.grpc.is_some() && s.status == 200 && s.grpc_type {
                     self.grpc_data(h, bytes)?;
                 }
                 // A user's step looks into the reply of the exchange at the front: its
@@ -803,7 +894,7 @@ impl FrameSink for Sink<'_, '_, '_, '_> {
                     }
                 }
                 if !self.st.pending.is_empty() {
-                    self.st.send_pending(self.cfg, self.r.ctl);
+                    self.st.send_pending_ctl(self.cfg, self.r.ctl);
                 }
             }
             kind::RST_STREAM => self.reset(h.stream, word(0)),
@@ -855,7 +946,9 @@ impl Sink<'_, '_, '_, '_> {
             s::ENABLE_PUSH if v > 1 => return Err(bad(h, "SETTINGS_ENABLE_PUSH above 1")),
             s::MAX_CONCURRENT_STREAMS => {
                 st.peer.max_streams = v;
-                self.r.rec.counters.h2.granted(v);
+                if v > 0 {
+                    self.r.rec.counters.h2.granted(v); // 0 fails the connection instead
+                }
             }
             s::INITIAL_WINDOW_SIZE => {
                 if v > i32::MAX as u32 {
@@ -868,7 +961,7 @@ impl Sink<'_, '_, '_, '_> {
                 }
                 st.peer.window = v;
                 if !st.pending.is_empty() {
-                    st.send_pending(self.cfg, self.r.ctl);
+                    st.send_pending_ctl(self.cfg, self.r.ctl);
                 }
             }
             s::MAX_FRAME_SIZE => {
@@ -907,19 +1000,49 @@ impl Sink<'_, '_, '_, '_> {
         let ends = h.has(flag::END_STREAM);
         self.consumed(if ends { None } else { i }, h.len);
         let Some(i) = i else {
-            return if h.stream >= self.st.next_id {
-                Err(bad(h, "a stream this client did not open"))
-            } else {
-                Ok(()) // a stream this side gave up on (reset, timed out): its data is late
-            };
+            return self.closed(h);
         };
-        if self.st.streams[i].status == 0 {
+        let s = &self.st.streams[i];
+        if s.status == 0 {
             return Err(bad(h, "DATA before the response's HEADERS"));
         }
+        if let Some(n) = s.length.filter(|&n| s.got > n && !s.head) {
+            let why = format!("a body longer than its content-length ({n})");
+            self.malformed(h, i, &why);
+            return Ok(());
+        }
         if ends {
-            self.finish(i);
+            self.finish(h, i);
         }
         Ok(())
+    }
+
+    /// A DATA or HEADERS frame on a stream not in flight: dropped when this side reset it
+    /// (or the server did), a connection error otherwise (RFC 9113 5.1: after END_STREAM
+    /// the stream is closed, STREAM_CLOSED; a stream never opened, PROTOCOL_ERROR).
+    fn closed(&mut self, h: &Head) -> Result<(), ProtoError> {
+        if h.stream >= self.st.next_id {
+            Err(bad(h, "a stream this client did not open"))
+        } else if self.st.reset_here.contains(&h.stream) {
+            Ok(()) // a stream given up on (reset, timed out): what comes on it is late
+        } else {
+            Err(bad(
+                h,
+                "a stream already closed by END_STREAM (STREAM_CLOSED)",
+            ))
+        }
+    }
+
+    /// Stream `i`'s response is malformed (RFC 9113 8.1.1): a stream error. Its exchange
+    /// fails as `protocol` with `why`, the stream is reset (PROTOCOL_ERROR) and what the
+    /// server still sends on it is dropped; the connection carries on.
+    fn malformed(&mut self, h: &Head, i: usize, why: &str) {
+        let s = self.st.streams.swap_remove(i);
+        self.st.pending.retain(|p| p.stream != s.id);
+        self.st.reset_here(self.r.ctl, s.id, code::PROTOCOL_ERROR);
+        let e = bad(h, why);
+        self.r.rec.reason(ErrorClass::Protocol, self.r.now, &e.why);
+        end_exchange(self.r, s.key, Some(ErrorClass::Protocol));
     }
 
     fn headers_end(&mut self, h: &Head) -> Result<(), ProtoError> {
@@ -934,6 +1057,7 @@ impl Sink<'_, '_, '_, '_> {
         let mut server: Option<u64> = None;
         let mut plain = 0u64;
         let mut grpc_status: Option<Option<u32>> = None;
+        let mut f = Fields::default();
         let user = self.r.is_user();
         let r = &mut *self.r;
         let res = self
@@ -941,6 +1065,7 @@ impl Sink<'_, '_, '_, '_> {
             .hp
             .decode(&block, ours::MAX_HEADER_LIST as usize, |n, v| {
                 plain += (n.len() + v.len() + 4) as u64; // as "name: value\r\n"
+                f.check(n, v);
                 if n == b":status" {
                     match parse_status(v) {
                         Some(s) => status = Some(s),
@@ -963,13 +1088,18 @@ impl Sink<'_, '_, '_, '_> {
         c.header_bytes += wire;
         c.header_bytes_plain += plain;
         let Some(i) = i else {
-            return if id >= self.st.next_id {
-                Err(bad(h, "a stream this client did not open"))
-            } else {
-                Ok(())
-            };
+            return self.closed(h);
         };
         let ends = self.st.block_ends;
+        let trailers = self.st.streams[i].status != 0;
+        if trailers && f.pseudo {
+            f.bad
+                .get_or_insert_with(|| "a pseudo-header in trailers".into());
+        }
+        if let Some(why) = f.bad.take() {
+            self.malformed(h, i, &why);
+            return Ok(());
+        }
         let s = &mut self.st.streams[i];
         if self.cfg.grpc.is_some() {
             match grpc_status {
@@ -994,6 +1124,8 @@ impl Sink<'_, '_, '_, '_> {
             }
             s.status = st;
             s.server_ns = server;
+            s.length = f.length;
+            s.grpc_type = f.grpc_type;
             let key = s.key;
             if let Some(e) = self.r.ex.get(key) {
                 let t = self.r.now.saturating_sub(e.start);
@@ -1005,7 +1137,7 @@ impl Sink<'_, '_, '_, '_> {
             s.server_ns = server; // Server-Timing as a trailer
         }
         if ends {
-            self.finish(i);
+            self.finish(h, i);
         }
         Ok(())
     }
@@ -1033,8 +1165,26 @@ impl Sink<'_, '_, '_, '_> {
         Ok(())
     }
 
-    /// Stream `i` ended: its exchange is complete, its status judged.
-    fn finish(&mut self, i: usize) {
+    /// Stream `i` ended (END_STREAM on `h`): its exchange is complete, its status judged;
+    /// a body other than its content-length is malformed (`protocol`, as HTTP/1.1 says). A
+    /// request body still waiting for window goes no further: the stream is reset (CANCEL).
+    fn finish(&mut self, h: &Head, i: usize) {
+        let s = self.st.streams[i];
+        if self.st.pending.iter().any(|p| p.stream == s.id) {
+            self.st.pending.retain(|p| p.stream != s.id);
+            self.st.reset_here(self.r.ctl, s.id, code::CANCEL);
+        }
+        if let Some(n) = s.length {
+            if s.got != n && !s.head && !matches!(s.status, 204 | 304) {
+                let why = format!("a body of {} bytes where content-length said {n}", s.got);
+                let e = bad(h, why);
+                self.r.rec.counters.status.add(s.status, 1);
+                self.r.rec.reason(ErrorClass::Protocol, self.r.now, &e.why);
+                self.st.streams.swap_remove(i);
+                return end_exchange(self.r, s.key, Some(ErrorClass::Protocol));
+            }
+        }
+        self.st.served = true;
         if self.cfg.grpc.is_some() {
             return self.finish_call(i);
         }
@@ -1053,6 +1203,16 @@ impl Sink<'_, '_, '_, '_> {
         c.status.add(s.status, 1);
         let bad = if s.status != 200 {
             Some(ErrorClass::UnexpectedStatus)
+        } else if !s.grpc_type {
+            // Not a gRPC reply (its content-type is not application/grpc...): the spec's
+            // client fails such a call, whatever its trailers say.
+            c.grpc.no_status += u64::from(s.grpc_status.is_none());
+            self.r.rec.reason(
+                ErrorClass::Protocol,
+                self.r.now,
+                &"a reply to a gRPC call without content-type application/grpc",
+            );
+            Some(ErrorClass::Protocol)
         } else if let Some(code) = s.grpc_status {
             c.grpc.status.add(code_u16(code), 1);
             match ErrorClass::grpc(code) {
@@ -1085,6 +1245,7 @@ impl Sink<'_, '_, '_, '_> {
         {
             // Not processed: send it again once, on a new stream, as the same exchange.
             self.r.rec.counters.h2.refused_retried += 1;
+            remember(&mut self.st.reset_here, id);
             let nid = self.st.next_id;
             self.st.next_id += 2;
             let st = &mut self.st.streams[i];
@@ -1097,30 +1258,60 @@ impl Sink<'_, '_, '_, '_> {
             st.n_msgs = 0;
             st.grpc_status = None;
             self.st.pending.retain(|p| p.stream != id);
+            let at = self.r.ctl.len();
             self.st.request(self.cfg, nid, s.fill, self.r.ctl);
+            self.st.ctl_data += self.r.ctl.len() - at;
             return;
         }
         self.st.streams.swap_remove(i);
         self.st.pending.retain(|p| p.stream != id);
+        remember(&mut self.st.reset_here, id); // what it still sent before the reset is late
         end_exchange(self.r, s.key, Some(ErrorClass::StreamReset));
     }
 }
 
-/// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
-/// (the server's SETTINGS allowed `n` streams) with `n` GET requests in flight (gRPC calls,
-/// server-streaming or not, with `grpc`), fed `parts` of what a server sent. Returns the exchanges (completed, failed, still in flight), or the
-/// protocol error; every exchange must be in exactly one of the three.
+/// What [`fuzz_feed`] sets up: `n` requests in flight, gRPC calls (server-streaming or not)
+/// with `grpc`, else GETs, or POSTs of `upload` bytes when not 0 (bodies that wait for the
+/// server's windows and go out as its WINDOW_UPDATEs and SETTINGS open them); with `owe`,
+/// every answer is kept as owed (as when the socket is full), drained after every other
+/// part.
 #[doc(hidden)]
-pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, u64, u64), String> {
+#[derive(Clone, Copy, Debug)]
+pub struct FuzzCase {
+    pub n: usize,
+    pub grpc: Option<bool>,
+    pub upload: usize,
+    pub owe: bool,
+}
+
+/// For the fuzz target (`fuzz/fuzz_targets/h2_frames.rs`): a session past its handshake
+/// (the server's SETTINGS allowed `n` streams) with the case's requests in flight, fed
+/// `parts` of what a server sent. Returns the exchanges (completed, failed, still in
+/// flight) and the request body bytes written in DATA frames, or the protocol error; every
+/// exchange must be in exactly one of the three, and no more body than the requests' goes
+/// out (checked here: a panic).
+#[doc(hidden)]
+pub fn fuzz_feed(parts: &[&[u8]], case: FuzzCase) -> Result<(u64, u64, u64, u64), String> {
+    let FuzzCase {
+        n,
+        grpc,
+        upload,
+        owe,
+    } = case;
+    let body = vec![b'u'; upload];
     use crate::exchange::{Exchange, Exchanges};
     use crate::pacer::Rng;
     let mut request = H2Request::new(&crate::h2::H2RequestSpec {
-        method: if grpc.is_some() { "POST" } else { "GET" },
+        method: if grpc.is_some() || upload > 0 {
+            "POST"
+        } else {
+            "GET"
+        },
         scheme: "http",
         path: "/",
         authority: "fuzz",
         headers: &[],
-        body: None,
+        body: (upload > 0 && grpc.is_none()).then_some(&body[..]),
         content_type: grpc.map(|_| "application/grpc"),
         te_trailers: grpc.is_some(),
     })
@@ -1147,9 +1338,15 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
         &[(frame::setting::MAX_CONCURRENT_STREAMS, n as u32)],
     );
     let mut buf = Vec::new();
+    let mut data_out = 0u64;
     let mut feed = |s: &mut H2, ex: &mut Exchanges, rec: &mut Recorder, data: &[u8]| {
         let mut r = Replies::new(ex, None, rec, 1_000_000, &[], true, &mut ctl, &mut rng);
         let res = s.input(&cfg, data, &mut r).map_err(|e| e.why);
+        data_out += data_bytes(&ctl);
+        if owe && res.is_ok() {
+            s.owe(&ctl);
+            assert!(s.st.owed_data <= s.st.owed.len());
+        }
         ctl.clear();
         res
     };
@@ -1178,12 +1375,96 @@ pub fn fuzz_feed(parts: &[&[u8]], n: usize, grpc: Option<bool>) -> Result<(u64, 
         ex.push(Exchange::new(key, 0, 0, 0, 0));
         rec.in_flight += 1;
     }
-    for p in parts {
+    let mut drained = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
         feed(&mut s, &mut ex, &mut rec, p)?;
+        if owe && k % 2 == 1 {
+            drained.clear();
+            s.drain_owed(&mut drained);
+        }
     }
+    let data_out = data_out + data_bytes(&buf);
+    // Each body at most twice: once more after REFUSED_STREAM. A gRPC call's is its one
+    // message (2 bytes and the 5-byte prefix).
+    let each = if grpc.is_some() { 7 } else { upload };
+    assert!(
+        data_out <= 2 * (n * each) as u64,
+        "more body than the requests'"
+    );
     let c = &rec.counters;
     let failed = c.failed_by.total();
-    Ok((c.completed, failed, rec.in_flight))
+    Ok((c.completed, failed, rec.in_flight, data_out))
+}
+
+/// The payload bytes of the DATA frames in `b` (whole frames, as this side writes them).
+fn data_bytes(b: &[u8]) -> u64 {
+    let (mut at, mut n) = (0, 0);
+    while at + frame::HEAD <= b.len() {
+        let len = u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]]) as usize;
+        if b[at + 3] == kind::DATA {
+            n += len as u64;
+        }
+        at += frame::HEAD + len;
+    }
+    n
+}
+
+/// What a header block's fields say beyond their values, and what makes it malformed
+/// (RFC 9113 8.1.1, 8.2): upper-case names, connection-specific fields, pseudo-headers other
+/// than `:status` or after a regular field, a `:status` twice, content-lengths that differ.
+#[derive(Default)]
+struct Fields {
+    pseudo: bool,
+    regular: bool,
+    status: bool,
+    length: Option<u64>,
+    grpc_type: bool,
+    bad: Option<String>,
+}
+
+impl Fields {
+    fn check(&mut self, n: &[u8], v: &[u8]) {
+        if self.bad.is_some() {
+            return;
+        }
+        let name = || String::from_utf8_lossy(n).into_owned();
+        if n.iter().any(u8::is_ascii_uppercase) {
+            self.bad = Some(format!("an upper-case header name ({})", name()));
+        } else if n.first() == Some(&b':') {
+            self.pseudo = true;
+            if n != b":status" {
+                self.bad = Some(format!(
+                    "a pseudo-header a response has none of ({})",
+                    name()
+                ));
+            } else if self.regular {
+                self.bad = Some(":status after a regular field".into());
+            } else if std::mem::replace(&mut self.status, true) {
+                self.bad = Some(":status twice".into());
+            }
+        } else {
+            self.regular = true;
+            match n {
+                b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
+                | b"upgrade" => {
+                    self.bad = Some(format!("a connection-specific header field ({})", name()));
+                }
+                b"te" if v != b"trailers" => self.bad = Some("te other than trailers".into()),
+                b"content-length" => {
+                    let n = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|t| t.parse::<u64>().ok());
+                    match (n, self.length) {
+                        (Some(n), None) => self.length = Some(n),
+                        (Some(n), Some(m)) if n == m => {}
+                        _ => self.bad = Some("a content-length that is not one number".into()),
+                    }
+                }
+                b"content-type" => self.grpc_type = v.starts_with(b"application/grpc"),
+                _ => {}
+            }
+        }
+    }
 }
 
 fn parse_status(v: &[u8]) -> Option<u16> {
@@ -1273,7 +1554,7 @@ mod tests {
             assert_eq!(r.ctl[..], [0, 0, 0, kind::SETTINGS, flag::ACK, 0, 0, 0, 0]);
             r.ctl.clear();
         });
-        assert!(useful);
+        assert!(!useful, "a handshake alone does not end the backoff");
         assert_eq!(s.room(cfg), u64::from(max_streams.min(cfg.streams)));
         for k in 0..n {
             let mut buf = Vec::new();
@@ -1411,7 +1692,9 @@ mod tests {
         assert_eq!(d.counters.grpc.messages_received, 1);
         // UNAVAILABLE in a trailers-only reply, and RESOURCE_EXHAUSTED after a message.
         let mut input = Vec::new();
-        let mut only = vec![0x88, 0x00];
+        let mut only = vec![0x88];
+        only.extend(lit_field(b"content-type", b"application/grpc"));
+        only.push(0x00);
         put_str(&mut only, b"grpc-status");
         put_str(&mut only, b"14");
         headers(&mut input, 1, flag::END_STREAM, &only);
@@ -1696,5 +1979,306 @@ mod tests {
         });
         assert_eq!(data(&more), 100_000 - 65_535);
         assert!(s.st.pending.is_empty());
+    }
+
+    fn post_cfg(body: &[u8]) -> Cfg {
+        Cfg {
+            request: H2Request::new(&H2RequestSpec {
+                method: "POST",
+                scheme: "http",
+                path: "/",
+                authority: "h",
+                headers: &[],
+                body: Some(body),
+                content_type: None,
+                te_trailers: false,
+            })
+            .unwrap(),
+            expect: StatusSet::default(),
+            streams: 4,
+            grpc: None,
+        }
+    }
+
+    /// Issue 42: DATA that a WINDOW_UPDATE lets out waits with the control answers while the
+    /// socket is full, but it is what the server asked for: it does not count against the
+    /// cap on answers owed (1 MiB), which once failed 2 MiB uploads as `protocol` blaming the
+    /// server. Answers alone past the cap still fail the connection, saying what waits.
+    #[test]
+    fn body_bytes_released_by_window_update_do_not_count_as_owed_answers() {
+        let body = vec![b'u'; 2 << 20];
+        let cfg = post_cfg(&body);
+        let (mut s, mut c) = ready(&cfg, 0, 100);
+        let (mut rng, mut buf) = (Rng::new(1), Vec::new());
+        let mut out = Out {
+            conn: 0,
+            buf: &mut buf,
+            key: 1,
+            rng: &mut rng,
+            keep: None,
+            streaming: false,
+        };
+        let fill = Fill {
+            conn: 0,
+            seq: 0,
+            ts_us: 0,
+        };
+        s.render(&cfg, Msg::Load, fill, &mut out);
+        let mut input = Vec::new();
+        put_window_update(&mut input, 0, 4 << 20);
+        put_window_update(&mut input, 1, 4 << 20);
+        put_ping(&mut input, false, b"pingpong");
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            assert!(r.ctl.len() > (2 << 20) - 65_535, "the rest of the body");
+            // The socket is full: all of it waits (as the worker does).
+            s.owe(r.ctl);
+            r.ctl.clear();
+        });
+        assert!(s.st.owed.len() > MAX_OWED);
+        let mut ping = Vec::new();
+        put_ping(&mut ping, false, b"pingpong");
+        c.input(|r| s.input(&cfg, &ping, r).expect("DATA owed is not a flood"));
+        // Drained: nothing owed. Then answers alone past the cap.
+        let mut all = Vec::new();
+        s.drain_owed(&mut all);
+        assert!(all.len() > MAX_OWED);
+        s.owe(&vec![0; MAX_OWED + 1]);
+        let mut got = None;
+        c.input(|r| got = s.input(&cfg, &ping, r).err());
+        let why = got.expect("a flood of answers").why;
+        assert!(
+            why.contains("does not read what this client owes it"),
+            "{why}"
+        );
+    }
+
+    /// RFC 9113 5.1: DATA or HEADERS on a stream that ended by END_STREAM is a connection
+    /// error (STREAM_CLOSED); on a stream this side reset (it timed out) it is late, dropped.
+    #[test]
+    fn frames_on_closed_streams_are_refused_unless_this_side_reset_them() {
+        let cfg = cfg(10);
+        let (mut s, mut c) = ready(&cfg, 2, 100);
+        let mut done = Vec::new();
+        headers(&mut done, 1, flag::END_STREAM, &[0x88]);
+        c.input(|r| s.input(&cfg, &done, r).unwrap());
+        // Stream 3 given up on (timed out): RST_STREAM CANCEL.
+        let mut ctl = Vec::new();
+        assert!(!s.cancel(&cfg, 3, &mut ctl));
+        assert_eq!(ctl[3], kind::RST_STREAM);
+        let mut late = Vec::new();
+        headers(&mut late, 3, 0, &[0x88]);
+        put_head(&mut late, 2, kind::DATA, flag::END_STREAM, 3);
+        late.extend_from_slice(b"ok");
+        c.input(|r| s.input(&cfg, &late, r).expect("late frames are dropped"));
+        for kind_ in [kind::DATA, kind::HEADERS] {
+            let mut again = Vec::new();
+            if kind_ == kind::DATA {
+                put_head(&mut again, 2, kind::DATA, 0, 1);
+                again.extend_from_slice(b"no");
+            } else {
+                headers(&mut again, 1, flag::END_STREAM, &[0x88]);
+            }
+            let mut got = None;
+            c.input(|r| got = s.input(&cfg, &again, r).err());
+            let why = got.expect("STREAM_CLOSED").why;
+            assert!(
+                why.contains("already closed by END_STREAM (STREAM_CLOSED)"),
+                "{why}"
+            );
+        }
+        let d = c.rec.take(0, 0, 0, 1);
+        assert_eq!(d.counters.completed, 1);
+    }
+
+    /// Malformed responses (RFC 9113 8.1.1, 8.2) fail their own exchange as `protocol`: the
+    /// stream is reset with PROTOCOL_ERROR, the connection carries on. A body shorter or
+    /// longer than its content-length too (HTTP/1.1 says `protocol` for it as well).
+    #[test]
+    fn malformed_responses_fail_their_stream_as_protocol() {
+        let cfg = cfg(10);
+        let cl = |n: &str| {
+            let mut b = vec![0x88];
+            b.extend(lit_field(b"content-length", n.as_bytes()));
+            b
+        };
+        let cases: Vec<(Vec<u8>, &str, bool)> = vec![
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(
+                        &mut b,
+                        1,
+                        flag::END_STREAM,
+                        &[&[0x88][..], &lit_field(b"Server", b"x")].concat(),
+                    );
+                    b
+                },
+                "an upper-case header name (Server)",
+                true,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(
+                        &mut b,
+                        1,
+                        flag::END_STREAM,
+                        &[&[0x88][..], &lit_field(b"connection", b"close")].concat(),
+                    );
+                    b
+                },
+                "a connection-specific header field (connection)",
+                true,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(
+                        &mut b,
+                        1,
+                        flag::END_STREAM,
+                        &[&[0x88][..], &lit_field(b":path", b"/")].concat(),
+                    );
+                    b
+                },
+                "a pseudo-header a response has none of (:path)",
+                true,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(
+                        &mut b,
+                        1,
+                        flag::END_STREAM,
+                        &[&lit_field(b"x", b"y")[..], &[0x88]].concat(),
+                    );
+                    b
+                },
+                ":status after a regular field",
+                true,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(&mut b, 1, 0, &[0x88]);
+                    headers(&mut b, 1, flag::END_STREAM, &[0x88]);
+                    b
+                },
+                "a pseudo-header in trailers",
+                true,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(&mut b, 1, 0, &cl("10"));
+                    put_head(&mut b, 3, kind::DATA, flag::END_STREAM, 1);
+                    b.extend_from_slice(b"abc");
+                    b
+                },
+                "a body of 3 bytes where content-length said 10",
+                false,
+            ),
+            (
+                {
+                    let mut b = Vec::new();
+                    headers(&mut b, 1, 0, &cl("2"));
+                    put_head(&mut b, 3, kind::DATA, flag::END_STREAM, 1);
+                    b.extend_from_slice(b"abc");
+                    b
+                },
+                "a body longer than its content-length (2)",
+                true,
+            ),
+        ];
+        for (input, want, reset) in cases {
+            let (mut s, mut c) = ready(&cfg, 2, 100);
+            let mut ctl = Vec::new();
+            c.input(|r| {
+                s.input(&cfg, &input, r).unwrap();
+                ctl.extend_from_slice(r.ctl);
+            });
+            // The connection goes on: stream 3 completes.
+            let mut ok = Vec::new();
+            headers(&mut ok, 3, flag::END_STREAM, &cl("0"));
+            c.input(|r| s.input(&cfg, &ok, r).unwrap());
+            let d = c.rec.take(0, 0, 0, 1);
+            assert_eq!(d.counters.failed_by.get(ErrorClass::Protocol), 1, "{want}");
+            assert_eq!(d.counters.completed, 1, "{want}");
+            let reason = d
+                .counters
+                .reasons
+                .of(ErrorClass::Protocol)
+                .next()
+                .map(|r| r.reason.clone());
+            assert!(
+                reason.as_deref().is_some_and(|r| r.ends_with(want)),
+                "{want}: {reason:?}"
+            );
+            let rst = ctl.windows(4).any(|w| w == [kind::RST_STREAM, 0, 0, 0]);
+            assert_eq!(
+                rst && ctl.ends_with(&code::PROTOCOL_ERROR.to_be_bytes()),
+                reset,
+                "{want}"
+            );
+        }
+    }
+
+    /// The fuzz target's harness: uploads go out as the server's windows open, whole or cut
+    /// anywhere, the same bytes; kept as owed (a full socket) they are no flood.
+    #[test]
+    fn the_fuzz_harness_sends_upload_bodies_as_windows_open() {
+        let mut input = Vec::new();
+        put_window_update(&mut input, 0, 200_000);
+        put_window_update(&mut input, 1, 20_000);
+        put_settings(
+            &mut input,
+            &[(frame::setting::INITIAL_WINDOW_SIZE, 100_000)],
+        );
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        for owe in [false, true] {
+            let case = FuzzCase {
+                n: 2,
+                grpc: None,
+                upload: 100_000,
+                owe,
+            };
+            let whole = fuzz_feed(&[&input], case).unwrap();
+            // 65,535 of stream 1 at first; the connection's window opens (stream 3's first
+            // 65,535), stream 1's (20,000 more), then SETTINGS lifts both streams' windows
+            // by 34,465: both bodies whole (100,000 each). Stream 1 completed.
+            assert_eq!(whole, (1, 0, 1, 200_000), "{owe}");
+            for cut in 0..=input.len() {
+                let split = fuzz_feed(&[&input[..cut], &input[cut..]], case).unwrap();
+                assert_eq!(split, whole, "cut at {cut}");
+            }
+        }
+    }
+
+    /// A response that ends its stream while the request body still waits for window: the
+    /// exchange completes, the rest of the body is not sent, and the stream is reset (CANCEL)
+    /// rather than left half-open at the server.
+    #[test]
+    fn an_early_response_resets_the_stream_whose_body_still_waits() {
+        let body = vec![b'x'; 100_000];
+        let cfg = post_cfg(&body);
+        // One request in flight (its exchange held by the connection), 65,535 bytes sent.
+        let (mut s, mut c) = ready(&cfg, 1, 100);
+        assert_eq!(s.st.pending.len(), 1);
+        let mut input = Vec::new();
+        headers(&mut input, 1, flag::END_STREAM, &[0x88]);
+        put_window_update(&mut input, 0, 100_000);
+        put_window_update(&mut input, 1, 100_000);
+        let mut ctl = Vec::new();
+        c.input(|r| {
+            s.input(&cfg, &input, r).unwrap();
+            ctl.extend_from_slice(r.ctl);
+        });
+        let mut rst = Vec::new();
+        put_rst(&mut rst, 1, code::CANCEL);
+        assert_eq!(ctl, rst, "the reset alone, no more DATA");
+        assert!(s.st.pending.is_empty());
+        assert_eq!(c.rec.take(0, 0, 0, 1).counters.completed, 1);
     }
 }

@@ -177,6 +177,10 @@ pub enum Close {
     Graceful,
     /// A failure of this class (a WebSocket close frame).
     Fail(ErrorClass, String),
+    /// A graceful end before the connection served anything (an HTTP/2 GOAWAY right after
+    /// the handshake): reconnect after the backoff, as after a failure, so a server that
+    /// turns every connection away gets no storm of connects.
+    TurnedAway,
 }
 
 /// One protocol.

@@ -481,14 +481,23 @@ impl Builder<'_> {
         use super::{MqttStep, MqttStepKind};
         let version = self.cx.mqtt.unwrap_or(crate::mqtt::V311);
         let qos = s.qos.as_ref().map_or(0, |q| q.value);
+        // Over 65,535 bytes cannot be said: refused here when known (a `{name}`'s value is
+        // checked per message).
+        let string = |text: &str, k: String, what: &str| -> Result<Template, CompileError> {
+            let t = self.template(text, &k)?;
+            match crate::mqtt::too_long(&t, what) {
+                Some(why) => Err(err(k, why)),
+                None => Ok(t),
+            }
+        };
         let kind = if let Some(f) = &s.subscribe {
             MqttStepKind::Subscribe {
-                filter: self.template(&f.value, &format!("{key}.subscribe"))?,
+                filter: string(&f.value, format!("{key}.subscribe"), "the topic filter")?,
                 qos,
             }
         } else if let Some(f) = &s.unsubscribe {
             MqttStepKind::Unsubscribe {
-                filter: self.template(&f.value, &format!("{key}.unsubscribe"))?,
+                filter: string(&f.value, format!("{key}.unsubscribe"), "the topic filter")?,
             }
         } else {
             let t = s
@@ -505,7 +514,7 @@ impl Builder<'_> {
                 .map_err(|e| err(format!("{key}.fields"), e))?,
                 (None, None) => return Err(err(key, "a publish sends send or fields")),
             };
-            let topic = self.template(&t.value, &format!("{key}.topic"))?;
+            let topic = string(&t.value, format!("{key}.topic"), "the topic")?;
             if let Some(why) = crate::mqtt::secret_topic_fault(&topic, "subscribe") {
                 return Err(err(format!("{key}.topic"), why));
             }

@@ -565,6 +565,25 @@ impl MqttStep {
 }
 
 impl StepMsg {
+    /// What keeps this message from being sent for `fill` and `vars`, if anything: a length
+    /// field its `{name}` values take below zero, an MQTT topic they make longer than 65,535
+    /// bytes. Templates that cannot fail so (checked when compiled) cost a branch.
+    pub fn fault(&self, fill: Fill, vars: &Vars) -> Option<String> {
+        match self {
+            StepMsg::Bytes(t) => t.len_fault(fill, vars),
+            StepMsg::Mqtt(m) => match &m.kind {
+                MqttStepKind::Publish { topic, payload, .. } => {
+                    crate::mqtt::string_fault(topic, "the topic", fill, vars)
+                        .or_else(|| payload.len_fault(fill, vars))
+                }
+                MqttStepKind::Subscribe { filter, .. } | MqttStepKind::Unsubscribe { filter } => {
+                    crate::mqtt::string_fault(filter, "the topic filter", fill, vars)
+                }
+            },
+            _ => None,
+        }
+    }
+
     /// Append the step's message (before the protocol frames it) to `out`; `tmp` is scratch
     /// space for an HTTP body (its length goes first).
     pub fn render(&self, fill: Fill, vars: &Vars, out: &mut Vec<u8>, tmp: &mut Vec<u8>) {

@@ -255,10 +255,11 @@ impl<S: Session> Worker<S> {
         }
         match close {
             Some(Close::Fail(class, why)) => return self.fail(idx, class, Some(&why), now),
-            Some(Close::Graceful) => {
+            Some(c @ (Close::Graceful | Close::TurnedAway)) => {
                 self.rec.counters.closed_by_peer += 1;
                 self.rec.conn_closed();
-                return self.close(idx, now, false, ErrorClass::ClosedByPeer);
+                let backoff = c == Close::TurnedAway;
+                return self.close(idx, now, backoff, ErrorClass::ClosedByPeer);
             }
             None => {}
         }

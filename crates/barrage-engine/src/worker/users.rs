@@ -101,6 +101,9 @@ impl<S: Session> Worker<S> {
         self.scratch.clear();
         let mut wake = u64::MAX;
         loop {
+            if self.step_fail.is_some() {
+                break; // the connection fails with it below: nothing more is made
+            }
             let c = &self.conns[i];
             if c.state != State::Ready || c.stream.is_none() {
                 return;
@@ -260,6 +263,12 @@ impl<S: Session> Worker<S> {
             self.scratch.clear();
             return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
         }
+        if let Some(e) = self.step_fail.take() {
+            // Its values made a message that cannot be said (a length below zero, a topic
+            // over 65,535 bytes): the same, as `other` with the reason.
+            self.scratch.clear();
+            return self.fail(idx, barrage_metrics::ErrorClass::Other, Some(&e), now);
+        }
         if let Some(e) = self.conns[i].session.failed() {
             // A request the session could not render (`--conn-stages` with a script).
             self.scratch.clear();
@@ -325,6 +334,13 @@ impl<S: Session> Worker<S> {
                     .msg_sent(key, expected.min(u64::from(u32::MAX)) as u32);
             }
         }
+        // A message its values make unsayable is opened as awaited (so that it fails with
+        // the connection, below, even when the step awaits nothing) and never written.
+        let fault = step.msg.fault(fill, &self.users[i].vars);
+        let awaits = step.awaits || fault.is_some();
+        if let Some(why) = fault {
+            self.step_fail.get_or_insert(why);
+        }
         let at = self.scratch.len();
         step.msg.render(
             fill,
@@ -363,7 +379,7 @@ impl<S: Session> Worker<S> {
             // Every user send is scheduled: `every` ticks when due, the others when reached.
             self.rec.counters.scheduled += 1;
         }
-        if step.awaits {
+        if awaits {
             c.ex.push(Exchange::new(key, intended, now, len, s));
             self.rec.in_flight += 1;
             if c.timeout_at == u64::MAX {

@@ -84,6 +84,11 @@ fn lit(name: &str, value: &str) -> Vec<u8> {
     b
 }
 
+/// A gRPC reply's head: `:status 200` and `content-type: application/grpc`.
+fn grpc_head() -> Vec<u8> {
+    [&[0x88][..], &lit("content-type", "application/grpc")].concat()
+}
+
 /// A gRPC message: its prefix saying `len` bytes, and `body`.
 fn msg(len: u32, body: &[u8]) -> Vec<u8> {
     let mut m = vec![0];
@@ -361,7 +366,7 @@ fn grpc_replies_that_break_the_rules_fail_their_call_or_their_connection() {
         // 200, a whole message, and the stream ends on the DATA: no trailers, no status.
         (
             |id| {
-                let mut r = frame(1, 0x4, id, &[0x88]);
+                let mut r = frame(1, 0x4, id, &grpc_head());
                 r.extend(frame(0, 0x1, id, &msg(2, &[8, 1])));
                 r
             },
@@ -370,7 +375,7 @@ fn grpc_replies_that_break_the_rules_fail_their_call_or_their_connection() {
         // A message whose prefix says 100 bytes, 3 sent, then OK.
         (
             |id| {
-                let mut r = frame(1, 0x4, id, &[0x88]);
+                let mut r = frame(1, 0x4, id, &grpc_head());
                 r.extend(frame(0, 0, id, &msg(100, &[1, 2, 3])));
                 r.extend(frame(1, 0x5, id, &lit("grpc-status", "0")));
                 r
@@ -407,7 +412,7 @@ fn grpc_replies_that_break_the_rules_fail_their_call_or_their_connection() {
     }
     let per_conn: [Reply; 2] = [
         |id| {
-            let mut r = frame(1, 0x4, id, &[0x88]);
+            let mut r = frame(1, 0x4, id, &grpc_head());
             r.extend(frame(0, 0, id, &[1, 0, 0, 0, 0])); // compressed
             r
         },
@@ -447,7 +452,7 @@ fn an_endless_server_stream_times_out_with_its_messages_counted() {
             return;
         }
         let Some(id) = next_request(s) else { return };
-        if s.write_all(&frame(1, 0x4, id, &[0x88])).is_err() {
+        if s.write_all(&frame(1, 0x4, id, &grpc_head())).is_err() {
             return;
         }
         let m = frame(0, 0, id, &msg(2, &[8, 1]));
@@ -552,4 +557,274 @@ fn after_goaway_the_last_timed_out_stream_closes_the_connection() {
         "the connection was opened again: {:?}",
         sm.connections
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 42, item 5: what was accepted and should not have been.
+
+/// A server that answers every request with `reply(stream)`.
+fn answering(reply: fn(u32) -> Vec<u8>) -> TestServer {
+    server(move |s| {
+        if accept(s, &[]).is_none() {
+            return;
+        }
+        while let Some(id) = next_request(s) {
+            if s.write_all(&reply(id)).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// GOAWAY (NO_ERROR, last stream 0) on every connection, right after the SETTINGS or after
+/// the first request: no connection serves anything, so each is opened again after the
+/// backoff a reset gets (10 ms doubling, jittered), not at once. Without it one connection
+/// reconnected 9,035 times in 3 s; in a 0.5 s run the backoff allows at most 8 connects
+/// (5 + 10 + 20 + 40 + 80 + 160 ms at the least before the 7th retry).
+#[test]
+fn a_goaway_on_every_connection_backs_off_as_a_reset_does() {
+    for after_request in [false, true] {
+        let s = server(move |s| {
+            if accept(s, &[]).is_none() || (after_request && next_request(s).is_none()) {
+                return;
+            }
+            let mut p = 0u32.to_be_bytes().to_vec();
+            p.extend_from_slice(&0u32.to_be_bytes());
+            let _ = s.write_all(&frame(7, 0, 0, &p));
+            let _ = s.read(&mut [0; 1024]);
+        });
+        let o = go(h2_plan(s.addr, 1, None));
+        let sm = summary(&o);
+        let c = &sm.connections;
+        assert!(c.attempts >= 2, "{after_request}: {c:?}");
+        assert!(
+            c.attempts <= 8,
+            "{after_request}: a storm of connects: {c:?}"
+        );
+        assert_eq!(sm.exchanges.completed, 0);
+        assert_eq!(
+            sm.exchanges.failed,
+            sm.totals.failed_by.get(ErrorClass::Goaway),
+            "{after_request}"
+        );
+        if after_request {
+            assert!(sm.exchanges.failed >= 1);
+        }
+    }
+}
+
+/// SETTINGS_MAX_CONCURRENT_STREAMS 0: no request can go out. The connection fails, saying
+/// so, and as no connection ever gets through the run ends unreachable with that reason,
+/// instead of a run that sent nothing and "completed" (it said "the server allows 1").
+#[test]
+fn max_concurrent_streams_0_fails_the_run_saying_the_server_allows_0() {
+    let s = server(|s| {
+        if accept(s, &[(0x3, 0)]).is_none() {
+            return;
+        }
+        let _ = s.read(&mut [0; 1024]);
+        let _ = s.read(&mut [0; 1024]);
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    assert_eq!(sm.exchanges.sent, 0);
+    assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
+    match &o.end {
+        barrage_engine::End::Unreachable(why) => {
+            assert!(why.contains("the server allows 0 streams"), "{why}")
+        }
+        other => panic!("the run ended {other:?}"),
+    }
+    assert_eq!(sm.totals.h2.streams_granted, 0, "not 'the server allows 1'");
+}
+
+/// A body shorter than its content-length (and one longer) is malformed: `protocol` for
+/// that exchange, as HTTP/1.1 says; the connection carries on.
+#[test]
+fn a_body_shorter_than_its_content_length_is_protocol() {
+    let replies: [fn(u32) -> Vec<u8>; 2] = [
+        |id| {
+            let mut r = frame(
+                1,
+                0x4,
+                id,
+                &[&[0x88][..], &lit("content-length", "10")].concat(),
+            );
+            r.extend(frame(0, 0x1, id, b"abc"));
+            r
+        },
+        |id| {
+            let mut r = frame(
+                1,
+                0x4,
+                id,
+                &[&[0x88][..], &lit("content-length", "2")].concat(),
+            );
+            r.extend(frame(0, 0x1, id, b"abc"));
+            r
+        },
+    ];
+    for reply in replies {
+        let s = answering(reply);
+        let o = go(h2_plan(s.addr, 1, None));
+        let sm = summary(&o);
+        assert!(sm.exchanges.failed > 0);
+        assert_eq!(
+            sm.totals.failed_by.get(ErrorClass::Protocol),
+            sm.exchanges.failed
+        );
+        assert_eq!(sm.exchanges.completed, 0);
+        assert_eq!(
+            sm.connections.attempts, 1,
+            "a stream error, not the connection's"
+        );
+        let why = &sm
+            .totals
+            .reasons
+            .of(ErrorClass::Protocol)
+            .next()
+            .unwrap()
+            .reason;
+        assert!(why.contains("content-length"), "{why}");
+    }
+}
+
+/// A trailer block of 200 KB (HEADERS and CONTINUATION frames of 16 KiB) is over this
+/// client's limit: `protocol` at once, not a timeout of every call.
+#[test]
+fn an_oversize_trailer_block_is_protocol_not_a_timeout() {
+    let s = answering(|id| {
+        let mut r = frame(1, 0x4, id, &[0x88]);
+        r.extend(frame(0, 0, id, b"body"));
+        let mut block = Vec::new();
+        for i in 0..2_000 {
+            block.extend(lit(&format!("x-trailer-{i:05}"), &"v".repeat(80)));
+        }
+        let parts: Vec<&[u8]> = block.chunks(16_384).collect();
+        for (k, p) in parts.iter().enumerate() {
+            let kind = if k == 0 { 1 } else { 9 };
+            let mut flags = if k == 0 { 0x1 } else { 0 };
+            if k + 1 == parts.len() {
+                flags |= 0x4;
+            }
+            r.extend(frame(kind, flags, id, p));
+        }
+        r
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
+    assert_eq!(sm.errors.get(ErrorClass::Timeout), 0, "{:?}", sm.errors);
+    assert_eq!(sm.exchanges.completed, 0);
+    let why = &sm
+        .totals
+        .reasons
+        .of(ErrorClass::Protocol)
+        .next()
+        .unwrap()
+        .reason;
+    assert!(why.contains("header block larger"), "{why}");
+}
+
+/// DATA after the stream's END_STREAM: a connection error (STREAM_CLOSED, RFC 9113 5.1),
+/// `protocol`, the frame named; the response before it completed.
+#[test]
+fn frames_on_a_closed_stream_are_protocol() {
+    let s = answering(|id| {
+        let mut r = frame(1, 0x5, id, &[0x88]);
+        r.extend(frame(0, 0x1, id, b"late"));
+        r
+    });
+    let o = go(h2_plan(s.addr, 1, None));
+    let sm = summary(&o);
+    assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
+    assert_eq!(sm.errors.total(), sm.errors.get(ErrorClass::Protocol));
+    let why = &sm
+        .totals
+        .reasons
+        .of(ErrorClass::Protocol)
+        .next()
+        .unwrap()
+        .reason;
+    assert!(why.contains("STREAM_CLOSED"), "{why}");
+}
+
+/// `connection` and upper-case header names in a response make it malformed (RFC 9113
+/// 8.2.1, 8.2.2): its exchange fails as `protocol`, the stream is reset, the connection
+/// carries on.
+#[test]
+fn connection_and_upper_case_header_names_are_protocol() {
+    let replies: [fn(u32) -> Vec<u8>; 2] = [
+        |id| {
+            frame(
+                1,
+                0x5,
+                id,
+                &[&[0x88][..], &lit("connection", "keep-alive")].concat(),
+            )
+        },
+        |id| frame(1, 0x5, id, &[&[0x88][..], &lit("X-Upper", "1")].concat()),
+    ];
+    for reply in replies {
+        let s = answering(reply);
+        let o = go(h2_plan(s.addr, 1, None));
+        let sm = summary(&o);
+        assert!(sm.exchanges.failed > 0);
+        assert_eq!(
+            sm.totals.failed_by.get(ErrorClass::Protocol),
+            sm.exchanges.failed
+        );
+        assert_eq!(sm.exchanges.completed, 0);
+        assert_eq!(
+            sm.connections.attempts, 1,
+            "a stream error, not the connection's"
+        );
+    }
+}
+
+/// A gRPC reply without `content-type: application/grpc` is not a gRPC reply: `protocol`,
+/// even with an OK status and a whole message.
+#[test]
+fn a_grpc_reply_without_content_type_is_protocol() {
+    let s = answering(|id| {
+        let mut r = frame(1, 0x4, id, &[0x88]);
+        r.extend(frame(0, 0, id, &msg(2, &[8, 1])));
+        r.extend(frame(1, 0x5, id, &lit("grpc-status", "0")));
+        r
+    });
+    let o = go(grpc_plan(s.addr, 1, false));
+    let sm = summary(&o);
+    assert!(sm.exchanges.failed > 0);
+    assert_eq!(
+        sm.totals.failed_by.get(ErrorClass::Protocol),
+        sm.exchanges.failed
+    );
+    assert_eq!(sm.exchanges.completed, 0);
+    assert_eq!(sm.connections.attempts, 1);
+}
+
+/// A gRPC call answered with HTTP 404 and a text body (what an HTTP server without the
+/// service says) is `unexpected_status`, as docs/protocols.md says, not `protocol`: the body
+/// is not read as gRPC messages.
+#[test]
+fn a_grpc_http_404_is_unexpected_status() {
+    let s = answering(|id| {
+        let mut r = frame(
+            1,
+            0x4,
+            id,
+            &[&[0x8d][..], &lit("content-type", "text/plain")].concat(),
+        );
+        r.extend(frame(0, 0x1, id, b"404 page not found\n"));
+        r
+    });
+    let o = go(grpc_plan(s.addr, 1, false));
+    let sm = summary(&o);
+    assert!(sm.exchanges.failed > 0);
+    assert_eq!(
+        sm.totals.failed_by.get(ErrorClass::UnexpectedStatus),
+        sm.exchanges.failed
+    );
+    assert_eq!(sm.totals.status.get(404), sm.exchanges.failed);
+    assert_eq!(sm.connections.attempts, 1);
 }

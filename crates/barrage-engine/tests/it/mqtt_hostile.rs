@@ -426,3 +426,49 @@ fn a_qos_above_the_brokers_maximum_is_refused_before_any_publish() {
     assert_eq!(s.exchanges.sent, 0);
     assert_eq!(publishes.load(Ordering::Relaxed), 0);
 }
+
+/// A broker that answers the first PUBLISH with a second CONNACK (issue 42): one CONNACK per
+/// connection is the rule, so the connection fails as `protocol`, the PUBLISH with it, and
+/// no exchange completes.
+#[test]
+fn a_second_connack_fails_the_connection_as_protocol() {
+    let server = TestServer::start(|mut s| {
+        if accept(&mut s, None).is_none() {
+            return;
+        }
+        while let Some((first, body)) = read_packet(&mut s) {
+            if first >> 4 != 3 {
+                continue;
+            }
+            let [a, b] = publish_pid(&body).to_be_bytes();
+            // CONNACK again, then the PUBACK it would have been owed.
+            if s.write_all(&[0x20, 2, 0, 0, 0x40, 2, a, b]).is_err() {
+                return;
+            }
+        }
+    });
+    let mut p = mqtt_plan(server.addr, true, 1, 0.5);
+    p.requests = Some(5);
+    let out = go(p);
+    let s = &out.outcome.summary;
+    assert!(
+        s.totals.errors.get(ErrorClass::Protocol) >= 1,
+        "{:?}",
+        s.totals.errors
+    );
+    assert_eq!(
+        s.totals.errors.total(),
+        s.totals.errors.get(ErrorClass::Protocol)
+    );
+    assert_eq!(s.exchanges.completed, 0, "{:?}", s.exchanges);
+    // The second CONNACK of each connection is refused, not counted.
+    assert_eq!(s.totals.mqtt.connack.get(0), s.connections.attempts);
+    let why = &s
+        .totals
+        .reasons
+        .of(ErrorClass::Protocol)
+        .next()
+        .unwrap()
+        .reason;
+    assert!(why.contains("a second CONNACK"), "{why}");
+}

@@ -10,6 +10,11 @@
 //! where the server held more of them than other processes, it *ran out of CPU together with
 //! the server*; with other processes above a fifth of a core in that second, it was *starved by
 //! other processes*.
+//!
+//! A machine reading below what the server and barrage alone used ([`below_parts`]) is not
+//! measured: on some VMs /proc/stat undercounts ("machine 1.0 %" beside a server at 7.5 % and
+//! barrage at 13 %, issue 42). Such a sample tells nothing of other processes: it is left out
+//! of their CPU, and a saturated second it covers has no cause but barrage's own limit.
 
 use crate::analysis::Window;
 use crate::monitor::{MonitorSeries, ProcSample};
@@ -19,7 +24,9 @@ use serde::{Deserialize, Serialize};
 pub const OTHER_MATERIAL_PCT: f64 = 20.0;
 
 pub const CONTENTION_RULE: &str = "other processes' CPU = machine - server - barrage, per \
-    sample, % of one core; material when its average under load exceeds 20 % of a core";
+    sample, % of one core; material when its average under load exceeds 20 % of a core; a \
+    machine sample below the server's and barrage's own CPU (beyond 5 % of a core + 10 %) is \
+    not measured and left out";
 
 /// Other processes' CPU in one sample.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,6 +34,20 @@ pub struct OtherCpu {
     pub t: f64,
     /// % of one core.
     pub pct: f64,
+}
+
+/// How far below the server's and barrage's own CPU a machine reading may fall before it is
+/// not measured: this much of one core, plus [`BELOW_PARTS_SHARE`] of their sum (their
+/// samples cover slightly different moments than the machine's).
+pub const BELOW_PARTS_TOLERANCE_PCT: f64 = 5.0;
+pub const BELOW_PARTS_SHARE: f64 = 0.1;
+
+/// Whether a machine reading (`machine`: busy share of all `cores`, %) is below what the
+/// server and barrage used by themselves (`parts`: % of one core) beyond the tolerance: then
+/// it did not count them, and it measures nothing. `cores` 0: unknown, never below.
+pub fn below_parts(machine: f64, cores: usize, parts: f64) -> bool {
+    cores > 0
+        && machine * cores as f64 + BELOW_PARTS_TOLERANCE_PCT + BELOW_PARTS_SHARE * parts < parts
 }
 
 /// The sample of `series` nearest to `t`, within `half`.
@@ -38,7 +59,8 @@ fn near(series: &[ProcSample], t: f64, half: f64) -> Option<&ProcSample> {
 }
 
 /// Other processes' CPU at every machine sample that has a barrage sample (and, when servers
-/// are monitored, a server sample) within half an interval.
+/// are monitored, a server sample) within half an interval, and that is not below those
+/// parts ([`below_parts`]).
 pub fn other_cpu(m: &MonitorSeries, server: &[ProcSample], cores: usize) -> Vec<OtherCpu> {
     let half = if m.interval_s > 0.0 {
         m.interval_s / 2.0
@@ -55,6 +77,11 @@ pub fn other_cpu(m: &MonitorSeries, server: &[ProcSample], cores: usize) -> Vec<
             } else {
                 near(server, h.t, half)?.cpu_pct
             };
+            // A machine reading below its parts measured nothing: no other processes'
+            // figure from it (issue 42).
+            if below_parts(h.cpu_pct, cores as usize, s + g) {
+                return None;
+            }
             Some(OtherCpu {
                 t: h.t,
                 pct: (h.cpu_pct * cores - s - g).max(0.0),
@@ -122,6 +149,9 @@ pub struct CpuShares {
     pub server: Option<f64>,
     pub other: Option<f64>,
     pub machine: Option<f64>,
+    /// The machine read below the server's and barrage's own CPU ([`below_parts`]): `machine`
+    /// and `other` are then `None`, and nothing but barrage's own limit can be told.
+    pub machine_below_parts: bool,
 }
 
 /// The cause of one saturated second from the CPU use in it and barrage's CPU limit (% of one
@@ -135,6 +165,11 @@ pub fn classify(s: CpuShares, limit: f64) -> Cause {
     };
     if g >= limit {
         return Cause::OwnWork;
+    }
+    if s.machine_below_parts {
+        // The machine was not measured: neither the server's share of a full machine nor
+        // other processes can be told (never "starved by other processes" from it).
+        return Cause::NotMeasured;
     }
     let other = s.other.unwrap_or(0.0);
     let server = s.server.unwrap_or(0.0);
@@ -212,6 +247,7 @@ mod tests {
                     server,
                     other,
                     machine,
+                    ..Default::default()
                 },
                 90.0, // one worker thread: limit 90 % of a core
             )
@@ -240,5 +276,53 @@ mod tests {
         assert_eq!(c(Some(80.0), Some(15.0), Some(5.0), full), Cause::OwnWork);
         // barrage at its limit is its own work, whatever the rest did.
         assert_eq!(c(Some(90.0), Some(110.0), Some(0.0), full), Cause::OwnWork);
+    }
+
+    /// Issue 42 item 7: on some VMs /proc/stat undercounts ("machine 1.0 %" beside a server
+    /// at 7.5 % and barrage at 13 %). A machine reading below the sum of its parts is not
+    /// measured: no other processes' CPU from it, and no "starved by other processes".
+    #[test]
+    fn a_machine_below_the_sum_of_its_parts_is_not_measured() {
+        // Four cores; the machine reads 1.0 % of them (4 % of one core), the server 7.5 %,
+        // barrage 13 %; then 0.5 s later a machine that agrees (8 % of all = 32 % of a core).
+        let m = MonitorSeries {
+            interval_s: 1.0,
+            processes: vec![ProcessSeries {
+                pid: 1,
+                command: "srv".into(),
+                samples: (0..6).map(|i| p(i as f64, 7.5)).collect(),
+            }],
+            host: (0..6)
+                .map(|i| HostSample {
+                    t: i as f64,
+                    cpu_pct: if i < 4 { 1.0 } else { 8.0 },
+                    ..Default::default()
+                })
+                .collect(),
+            generator: (0..6).map(|i| p(i as f64, 13.0)).collect(),
+        };
+        assert!(below_parts(1.0, 4, 20.5));
+        assert!(!below_parts(5.0, 4, 20.5), "within the tolerance");
+        assert!(!below_parts(1.0, 0, 20.5), "cores unknown");
+        let o = other_cpu(&m, &m.processes[0].samples, 4);
+        let times: Vec<f64> = o.iter().map(|x| x.t).collect();
+        assert_eq!(times, [4.0, 5.0], "the undercounting samples are left out");
+        assert!((o[0].pct - (32.0 - 20.5)).abs() < 1e-9);
+        // A saturated second below barrage's limit on such a reading: not measured, never
+        // "starved by other processes", whatever the other figure says.
+        let starved = CpuShares {
+            generator: Some(13.0),
+            server: Some(7.5),
+            other: Some(150.0),
+            machine: None,
+            machine_below_parts: true,
+        };
+        assert_eq!(classify(starved, 90.0), Cause::NotMeasured);
+        // barrage at its own limit is still its own work.
+        let own = CpuShares {
+            generator: Some(95.0),
+            ..starved
+        };
+        assert_eq!(classify(own, 90.0), Cause::OwnWork);
     }
 }

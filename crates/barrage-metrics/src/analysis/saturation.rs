@@ -139,15 +139,24 @@ pub struct CpuSeries<'a> {
     pub server: &'a [ProcSample],
     pub other: &'a [OtherCpu],
     pub host: &'a [HostSample],
+    /// The machine's cores (0: unknown), to tell a machine reading below the server's and
+    /// barrage's own CPU ([`super::contention::below_parts`]).
+    pub cores: usize,
 }
 
 impl CpuSeries<'_> {
     fn shares(&self, tk: &Tick) -> CpuShares {
+        let generator = cpu_near(tk, self.generator);
+        let server = cpu_near(tk, self.server);
+        let machine = mean_near(tk, self.host, |h| (h.t, h.cpu_pct));
+        let parts = generator.unwrap_or(0.0) + server.unwrap_or(0.0);
+        let below = machine.is_some_and(|m| super::contention::below_parts(m, self.cores, parts));
         CpuShares {
-            generator: cpu_near(tk, self.generator),
-            server: cpu_near(tk, self.server),
-            other: mean_near(tk, self.other, |o| (o.t, o.pct)),
-            machine: mean_near(tk, self.host, |h| (h.t, h.cpu_pct)),
+            generator,
+            server,
+            other: mean_near(tk, self.other, |o| (o.t, o.pct)).filter(|_| !below),
+            machine: machine.filter(|_| !below),
+            machine_below_parts: below,
         }
     }
 }
@@ -368,11 +377,29 @@ mod tests {
             server: &server,
             other: &other,
             host: &host,
+            cores: 0,
         };
         let s = saturation_summary(&ticks, cpu, 1, from(0.0));
         let split = |s: &SaturationSummary| (s.saturated_s, s.own_work_s, s.server_s, s.starved_s);
         assert_eq!(split(&s), (7, 3, 2, 2));
         assert_eq!(s.unknown_s(), 0);
+        // With the machine's two cores known these readings agree with their parts ...
+        let known = CpuSeries { cores: 2, ..cpu };
+        let s2 = saturation_summary(&ticks, known, 1, from(0.0));
+        assert_eq!(split(&s2), (7, 3, 2, 2));
+        // ... but a machine that read 1 % of its cores (2 % of one) beside barrage at 30 %
+        // and the server at 10 % measured nothing (issue 42): never "starved by other
+        // processes", whatever the other series says; those seconds have no cause.
+        let mut low = host.clone();
+        (low[2].cpu_pct, low[3].cpu_pct) = (1.0, 1.0);
+        let under = CpuSeries {
+            host: &low,
+            cores: 2,
+            ..cpu
+        };
+        let s2 = saturation_summary(&ticks, under, 1, from(0.0));
+        assert_eq!(split(&s2), (7, 3, 2, 0));
+        assert_eq!(s2.unknown_s(), 2);
         // Outside the steady state the same split, reported apart.
         let s = saturation_summary(
             &ticks,

@@ -137,6 +137,15 @@ fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
 }
 
 /// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
+/// A figure shown for information only, never judged nor gated: one observation
+/// (`latency.max`), which identical runs differ in by chance (issue 42: `compare` flagged it
+/// between identical runs).
+pub(super) fn informational(metric: &str) -> bool {
+    crate::vocabulary::find(metric)
+        .and_then(|f| f.compared.as_ref())
+        .is_some_and(|c| matches!(c.noise, crate::vocabulary::Noise::Max))
+}
+
 pub(super) fn judge(
     metric: &str,
     a: &Noise,
@@ -159,14 +168,8 @@ pub(super) fn judge(
     match noise {
         N::Rates => stats::between_runs(&a.rates, &b.rates, f),
         N::Peak => stats::single_observations(va, &a.rates, vb, &b.rates),
-        N::Max => {
-            let (la, lb) = (&a.r.summary.latency_us, &b.r.summary.latency_us);
-            if la.count == 0 || lb.count == 0 {
-                return None;
-            }
-            let (hi, lo) = if lb.max >= la.max { (lb, la) } else { (la, lb) };
-            Some(hi.p99 > lo.max)
-        }
+        // One exchange: information only ([`informational`]), never judged.
+        N::Max => None,
         N::Proportion => {
             let count = |r: &RunResult| {
                 let e = r.summary.failed_requests.total();

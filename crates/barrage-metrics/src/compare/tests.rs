@@ -94,7 +94,12 @@ fn identical_runs_differ_in_nothing() {
     let c = compare(&[a.clone(), a.clone()]);
     assert_eq!(c.runs, 2);
     for (metric, mark) in marks(&c) {
-        assert_eq!(mark, Mark::Noise, "{metric}");
+        let want = if metric == "latency.max" {
+            Mark::Info
+        } else {
+            Mark::Noise
+        };
+        assert_eq!(mark, want, "{metric}");
     }
     let p50 = c.row("p50").unwrap();
     assert_eq!(p50.cells[1].delta, Some(0.0));
@@ -244,6 +249,7 @@ fn limits_parse_and_errors_name_the_item() {
         ),
         ("p99=-5%", "not a non-negative percentage"),
         ("p99=1%,p99=2%", "\"p99=2%\": p99 is limited twice"),
+        ("latency.max=10%", "shown for information, not gated"),
         ("", "no limits given"),
     ] {
         let e = parse_limits(input).unwrap_err();
@@ -409,4 +415,41 @@ fn cpu_per_request_and_machine_cpu_sit_side_by_side() {
     let c = compare(&[plain.clone(), plain]);
     assert!(c.row("server.cpu_per_req").is_none() && c.row("machine.cpu.avg").is_none());
     assert!(c.row("generator.cpu.avg").is_none());
+}
+
+/// Issue 42 item 7: `compare` flagged `latency.max` between identical runs: one slow
+/// exchange in one run put its p99 above the other's max. A max is one observation: it is
+/// shown for information (`i`), never marked significant, and `--max-regression` refuses it.
+#[test]
+fn identical_runs_are_not_flagged_on_latency_max() {
+    // The same load twice: the second run had one 40 ms hiccup in its 20,000 exchanges,
+    // a few more around 1 ms.
+    let a = run(&counts(3, 10, 2000.0, 0.0), latencies(3, 200.0), 0);
+    let mut k = 0u64;
+    let mut lat = latencies(3, 200.0);
+    let b = run(
+        &counts(3, 10, 2000.0, 0.0),
+        move || {
+            k += 1;
+            match k {
+                7_000 => 40_000,
+                k if k % 97 == 0 => 1_000,
+                _ => lat(),
+            }
+        },
+        0,
+    );
+    let (la, lb) = (&a.summary.latency_us, &b.summary.latency_us);
+    // The rule that flagged it: the run with the larger max has its p99 above the other's max.
+    assert!(lb.max > la.max && lb.p99 > la.max, "{la:?} {lb:?}");
+    let c = compare(&[a.clone(), b.clone()]);
+    let max = c.row("latency.max").unwrap();
+    assert_eq!(max.cells[1].mark, Some(Mark::Info));
+    assert_eq!(
+        max.cells[1].worse,
+        Some(true),
+        "shown: the value and its change"
+    );
+    assert!(parse_limits("latency.max=50%").is_err());
+    assert!(!metrics().is_empty() && metrics().contains(&"latency.max"));
 }

@@ -287,7 +287,64 @@ fn connections_that_never_came_up_fail_the_connections_row() {
     r.timeseries[10].open = 900;
     let row = conn_row(&r);
     assert_eq!(row.status, Grade::Warn, "{}", row.figure);
-    assert!(row.figure.contains("at least 900 open"), "{}", row.figure);
+    assert!(
+        row.figure
+            .contains("typically 1000 open (100.0 %), at least 900 (90.0 %)"),
+        "{}",
+        row.figure
+    );
+}
+
+/// Issue 42 item 7: `connections.ready` counted connections ever ready, so a server that
+/// accepted every connection and at once closed half of them passed `connections.ready >=
+/// 99%`, and the connections row only warned at 50 % open in the steady state. The steady
+/// state counts now: typically half open, lost with errors, fails the row and the threshold.
+#[test]
+fn a_server_that_closes_half_the_connections_fails_the_connections_row() {
+    let conn_row = |r: &RunResult| row_of(r, Aspect::Connections);
+    let half = |errors: u64| {
+        let mut r = with_ready(1000);
+        r.summary.ramp.as_mut().unwrap().all_ready_s = Some(0.5);
+        for t in r.timeseries.iter_mut().filter(|t| t.t > 1.0) {
+            t.open = 500;
+        }
+        r.summary
+            .errors
+            .add(crate::error::ErrorClass::ClosedByPeer, errors);
+        r
+    };
+    let r = half(3200);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Fail, "{}", row.figure);
+    assert!(
+        row.figure
+            .starts_with("1000 of 1000 planned ever ready (100.0 %)")
+            && row
+                .figure
+                .contains("steady state (19 s): 500 open (50.0 %) at the end of every second")
+            && row.figure.contains("the server did not hold them"),
+        "{}",
+        row.figure
+    );
+    let facts = Facts::from_result(&r, None);
+    assert_eq!(facts.get("connections.ready"), Some(0.5));
+    let t = parse("connections.ready >= 99%").unwrap();
+    assert!(evaluate_all(&[t], &facts)
+        .iter()
+        .all(|o| o.passed == Some(false)));
+    // Closed without a single error (the server's `Connection: close`): at most a warning.
+    let r = half(0);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Warn, "{}", row.figure);
+    assert!(row.figure.contains("Connection: close?"), "{}", row.figure);
+    // Every connection held: the threshold passes at 100 %.
+    let mut r = with_ready(1000);
+    r.summary.ramp.as_mut().unwrap().all_ready_s = Some(0.5);
+    assert_eq!(conn_row(&r).status, Grade::Pass, "{}", conn_row(&r).figure);
+    assert_eq!(
+        Facts::from_result(&r, None).get("connections.ready"),
+        Some(1.0)
+    );
 }
 
 #[test]

@@ -78,8 +78,8 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
                 "memory total",
             ],
             vec![[
-                pct(h.cpu_avg_pct),
-                pct(h.cpu_max_pct),
+                measured(h, pct(h.cpu_avg_pct)),
+                measured(h, pct(h.cpu_max_pct)),
                 bytes(h.mem_used_max_bytes as f64),
                 bytes(h.mem_total_bytes as f64),
             ]],
@@ -306,4 +306,17 @@ pub(crate) fn readiness(r: &RunResult) -> Vec<Block> {
         })
         .collect();
     vec![table(["aspect", "grade", "figure", "rule"], rows)]
+}
+
+/// A machine CPU figure, or "not measured" when the machine read below the server's and
+/// barrage's own CPU (/proc/stat undercounting on some VMs).
+fn measured(h: &barrage_metrics::figures::Machine, figure: String) -> String {
+    if h.cpu_measured() {
+        figure
+    } else {
+        format!(
+            "not measured ({figure} as read, below the server's and barrage's own CPU in {} of {} samples)",
+            h.below_parts, h.samples
+        )
+    }
 }

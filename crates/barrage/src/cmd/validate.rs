@@ -22,6 +22,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
     let dir = a.file.parent().unwrap_or(std::path::Path::new(""));
     crate::resolve::config::check_rpc_steps(&shown, &checked, dir)?;
     crate::resolve::config::check_scenario_script(&shown, &checked, dir)?;
+    as_run_plans_it(a, &shown)?;
     say!("ok: {shown}: {}", checked.summary());
     // The whole run's size against this machine, as `run` checks it before any traffic.
     let (facts, how) = facts(&shown, &checked)?;
@@ -39,6 +40,30 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<i32> {
         .into()),
         None => Ok(0),
     }
+}
+
+/// The file's run as `barrage run` plans it (the engine compiles its users), so that
+/// nothing `run` would refuse passes here: the same checks, the same lines. Short of what
+/// needs the server (with `protocol.reflect` and no .proto, the steps' types are its) or
+/// the machine's state (monitors, outputs: `run`'s, at its start).
+fn as_run_plans_it(a: &ValidateArgs, shown: &str) -> Result<(), Usage> {
+    use clap::Parser as _;
+    let parsed = crate::resolve::cli::Cli::try_parse_from(["barrage", "run", shown])
+        .map_err(|e| Usage::file(shown, e.to_string()))?;
+    let crate::resolve::cli::Command::Run(mut run) = parsed.command else {
+        return Ok(());
+    };
+    run.users = a.users;
+    run.hold = a.hold;
+    run.arrive = a.arrive;
+    let Some(loaded) = crate::resolve::scenario::load(&run)? else {
+        return Ok(());
+    };
+    let args = crate::resolve::scenario::run_args(&run, loaded)?;
+    if args.reflect && args.proto.is_none() {
+        return Ok(());
+    }
+    crate::resolve::config::plan(&args).map(|_| ())
 }
 
 /// The file's run as the pre-flight sees it: users, processes, targets and sources.

@@ -7,8 +7,10 @@
 //! Key decisions: each run is an ordinary run of the flags with the target replaced, resolved
 //! and checked before anything is sent (a mistake names its side); the sides alternate (A B,
 //! B A, A B, ...) so that a machine drifting over the runs weighs on both alike; the comparison
-//! shows each side's median rep by throughput, with `compare`'s noise rules, and every rep's
-//! B / A ratio is printed so the spread is in view. The runs' results go to a temporary
+//! shows each side's median rep by throughput (the rate its rep line prints: the steady
+//! state's when the run ramped), with `compare`'s noise rules, and every rep's B / A ratio is
+//! printed so the spread is in view. Each rep announces itself before it runs (the runs are
+//! quiet, minutes in all) and its line names the failed requests' classes. The runs' results go to a temporary
 //! directory, removed at the end; `-o FILE.html|.md` keeps the comparison.
 
 use crate::resolve::cli::{RunArgs, VersusArgs};
@@ -67,7 +69,12 @@ pub fn versus(a: &VersusArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let (ma, mb) = (median(&side_a.runs), median(&side_b.runs));
     let name = |s: &Side, rep: usize| {
         let of = if s.runs.len() > 1 {
-            format!(", the median of {} reps (rep {})", s.runs.len(), rep + 1)
+            format!(
+                ", the median of {} reps by rate (rep {}: {} req/s)",
+                s.runs.len(),
+                rep + 1,
+                rate(&s.runs[rep])
+            )
         } else {
             String::new()
         };
@@ -77,6 +84,10 @@ pub fn versus(a: &VersusArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let runs = [side_a.runs[ma].clone(), side_b.runs[mb].clone()];
     let names = [name(side_a, ma), name(side_b, mb)];
     crate::cmd::compare::show(&runs, &names, &Default::default(), out)?;
+    say!(
+        "(each side's median rep is picked by the rate its rep lines show: the steady state's \
+         when the run ramped; rps.avg above is over all its measured seconds)"
+    );
     say!();
     for line in ratios(side_a, side_b) {
         say!("{line}");
@@ -115,23 +126,34 @@ fn run_sides<'a>(
         },
     ];
     let mut code = 0;
+    let runs = 2 * a.reps as usize;
     for rep in 0..a.reps as usize {
         let order = if rep % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
+        for (k, i) in order.into_iter().enumerate() {
             let side = &mut sides[i];
             let json = dir.join(format!("{}{}.json", side.letter, rep + 1));
+            // Progress: the reps run quietly (no live view), minutes in all.
+            say!(
+                "running {} rep {}/{} (run {} of {runs}): {}",
+                side.letter,
+                rep + 1,
+                a.reps,
+                2 * rep + k + 1,
+                side.url
+            );
             let mut resolved =
                 crate::resolve::resolve(&side_args(&a.run, side.url, Some(&json)), argv.to_vec())?;
             resolved.outputs.summary = false;
             let c = crate::run::run(resolved, crate::run::Engine)?;
             let r = barrage_report::load(&json).map_err(|e| Usage::file(json.display(), e))?;
             say!(
-                "{} rep {}/{}: {}  {}",
+                "{} rep {}/{}: {}  {}{}",
                 side.letter,
                 rep + 1,
                 a.reps,
                 side.url,
-                barrage_report::headline(&r)
+                barrage_report::headline(&r),
+                error_classes(&r)
             );
             if c == 130 {
                 return Ok((sides, 130));
@@ -151,11 +173,36 @@ fn run_sides<'a>(
     Ok((sides, code))
 }
 
-/// The index of the rep with the median throughput (the lower middle of an even count).
+/// The index of the rep with the median throughput (the lower middle of an even count), by
+/// the rate its rep line prints ([`barrage_report::headline_rate`]).
 fn median(runs: &[RunResult]) -> usize {
     let mut idx: Vec<usize> = (0..runs.len()).collect();
-    idx.sort_by(|&i, &j| runs[i].summary.rps.avg.total_cmp(&runs[j].summary.rps.avg));
+    idx.sort_by(|&i, &j| {
+        barrage_report::headline_rate(&runs[i]).total_cmp(&barrage_report::headline_rate(&runs[j]))
+    });
     idx[(idx.len() - 1) / 2]
+}
+
+/// The rate a rep is picked by, as its line prints it.
+fn rate(r: &RunResult) -> String {
+    barrage_report::fmt::real(barrage_report::headline_rate(r))
+        .trim()
+        .to_string()
+}
+
+/// ` (timeout 30, refused 2)`: the failed requests by class, when any failed.
+fn error_classes(r: &RunResult) -> String {
+    let classes: Vec<String> = r
+        .summary
+        .failed_requests
+        .nonzero()
+        .map(|(c, n)| format!("{c} {}", barrage_metrics::thousands(n)))
+        .collect();
+    if classes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", classes.join(", "))
+    }
 }
 
 /// B / A of throughput and of the CPU per request of barrage and the server, rep by rep (rep

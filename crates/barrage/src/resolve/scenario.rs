@@ -64,6 +64,13 @@ pub fn load(a: &RunArgs) -> Result<Option<File>, Usage> {
 
 /// A run of the scenario `loaded` (the run's target), under the command line's flags.
 pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved, Usage> {
+    let args = run_args(a, loaded)?;
+    crate::resolve::resolve(&args, argv)
+}
+
+/// The run's flags for scenario `loaded`: the command line's over the file's settings, the
+/// file in the spec (`barrage validate` resolves its plan from these too).
+pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
     let File {
         name: file,
         text,
@@ -173,8 +180,14 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
         if args.connect_timeout.is_none() {
             args.connect_timeout = dur(&r.connect_timeout, "connect_timeout", true)?;
         }
-        if args.recovery.is_none() {
-            args.recovery = dur(&r.recovery, "recovery", false)?;
+        // A child of --processes (told to skip thresholds) leaves the run's outputs and its
+        // watch of the server (the monitor, the spawn, the recovery window after the load) to
+        // the parent: N children must not each write the file's `json`, or each spawn its
+        // server, or wait out a recovery window with no monitor to watch it.
+        let parent_does_it = args.skip_thresholds;
+        let recovery = dur(&r.recovery, "recovery", false)?;
+        if args.recovery.is_none() && !parent_does_it {
+            args.recovery = recovery;
         }
         if args.threads.is_none() {
             args.threads = r.threads.as_ref().map(|t| t.value);
@@ -182,10 +195,6 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
         let mut thresholds: Vec<String> = r.thresholds.iter().map(|t| t.value.clone()).collect();
         thresholds.append(&mut args.threshold);
         args.threshold = thresholds;
-        // A child of --processes (told to skip thresholds) leaves the run's outputs and its
-        // watch of the server to the parent: N children must not each write the file's
-        // `json`, or each spawn its server.
-        let parent_does_it = args.skip_thresholds;
         if args.json.is_none() && !parent_does_it {
             args.json = r.json.as_ref().map(|v| v.value.clone());
         }
@@ -221,7 +230,7 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>, loaded: File) -> Result<Resolved,
             }
         }
     }
-    crate::resolve::resolve(&args, argv)
+    Ok(args)
 }
 
 /// Flags that say what each connection sends: in a scenario the steps say it.
@@ -297,15 +306,46 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
             return Err(at(f.line, "protocol.framing", e));
         }
     }
-    let mut fields = Vec::new();
-    fields_steps(&c.file.steps, "steps", &mut fields);
-    fields_steps(&c.file.leave, "leave", &mut fields);
-    for (key, f) in fields {
-        // Any `{name}` is taken here (the scenario's checker resolves them).
-        let any = |_: &str| Some(0);
-        let none = |_: &str| Some(Vec::new());
-        if let Err(e) = barrage_engine::message::binary::compile(f, Some(&any), Some(&none)) {
-            return Err(at(f.line, &format!("{key}.fields"), e.to_string()));
+    let mut steps = Vec::new();
+    all_steps(&c.file.steps, "steps", &mut steps);
+    all_steps(&c.file.leave, "leave", &mut steps);
+    // Any `{name}` is taken here (the scenario's checker resolves them).
+    let any = |_: &str| Some(0);
+    let none = |_: &str| Some(Vec::new());
+    for (key, s) in &steps {
+        if let Some(f) = &s.fields {
+            if let Err(e) = barrage_engine::message::binary::compile(f, Some(&any), Some(&none)) {
+                return Err(at(f.line, &format!("{key}.fields"), e.to_string()));
+            }
+        }
+    }
+    // MQTT topics as the engine will find them (the environment's secrets filled in): here,
+    // so that `validate` refuses what `run` refuses, with the same line.
+    let env = |name: &str| std::env::var_os(name).map(|v| v.into_encoded_bytes());
+    let mqtt =
+        barrage_scenario::protocol::of_url(&c.file.target).is_some_and(|(p, _)| p.name == "mqtt");
+    for (key, s) in steps.iter().filter(|_| mqtt) {
+        for (t, k, what) in [
+            (&s.topic, "topic", "the topic"),
+            (&s.subscribe, "subscribe", "the topic filter"),
+            (&s.unsubscribe, "unsubscribe", "the topic filter"),
+        ] {
+            let Some(t) = t else { continue };
+            // A bad escape or placeholder is the engine's to name.
+            let Ok(raw) = barrage_engine::message::unescape(t) else {
+                continue;
+            };
+            let Ok(tpl) = barrage_engine::Template::with_vars_and_secrets(raw, any, &env) else {
+                continue;
+            };
+            let fault = barrage_engine::mqtt::too_long(&tpl, what).or_else(|| {
+                (k == "topic")
+                    .then(|| barrage_engine::mqtt::secret_topic_fault(&tpl, "subscribe"))
+                    .flatten()
+            });
+            if let Some(why) = fault {
+                return Err(at(t.line, &format!("{key}.{k}"), why));
+            }
         }
     }
     if let Some(run) = &c.file.run {
@@ -320,18 +360,16 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
     Ok(())
 }
 
-/// The `fields` of `steps` (and of their blocks), with their keys.
-fn fields_steps<'a>(
+/// Every step of `steps` (and of their blocks), with its key (`steps[2]`, `steps[3].steps[0]`).
+fn all_steps<'a>(
     steps: &'a [barrage_scenario::At<barrage_scenario::model::Step>],
     key: &str,
-    out: &mut Vec<(String, &'a barrage_scenario::At<String>)>,
+    out: &mut Vec<(String, &'a barrage_scenario::model::Step)>,
 ) {
     for (i, s) in steps.iter().enumerate() {
         let k = format!("{key}[{i}]");
-        if let Some(f) = &s.fields {
-            out.push((k.clone(), f));
-        }
-        fields_steps(&s.steps, &format!("{k}.steps"), out);
+        out.push((k.clone(), &s.value));
+        all_steps(&s.steps, &format!("{k}.steps"), out);
     }
 }
 

@@ -333,4 +333,66 @@ mod tests {
             "{m}"
         );
     }
+
+    #[test]
+    fn merging_a_shard_killed_mid_write_keeps_its_in_flight_exchanges() {
+        // Each second sends 3 and settles 2: one more in flight each second. Shard 1 was
+        // killed while writing its fourth second (a torn last line, no drain, no result).
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let dirs = [
+            shard(d, 0, 2, 5, true, true),
+            shard(d, 1, 2, 3, false, false),
+        ];
+        for (i, path) in dirs.iter().enumerate() {
+            let header = std::fs::read(path.join(stream::HEADER)).unwrap();
+            std::fs::remove_dir_all(path).unwrap();
+            let header: stream::Header = serde_json::from_slice(&header).unwrap();
+            let mut w = stream::Writer::create(path, &header).unwrap();
+            let seconds = if i == 0 { 5 } else { 3 };
+            for k in 0..seconds {
+                let mut x = barrage_metrics::Delta {
+                    key: k * SECOND_NS,
+                    start_ns: k * SECOND_NS,
+                    end_ns: (k + 1) * SECOND_NS,
+                    in_flight: k + 1,
+                    ..Default::default()
+                };
+                x.counters.sent = 3;
+                x.counters.completed = 2;
+                x.latency.record_us(100);
+                x.latency.record_us(100);
+                w.second(&x).unwrap();
+            }
+            if i == 0 {
+                // The drain settles one of shard 0's five.
+                let mut x = barrage_metrics::Delta {
+                    key: DRAIN_KEY,
+                    start_ns: 5 * SECOND_NS,
+                    end_ns: 5 * SECOND_NS + 5,
+                    in_flight: 4,
+                    ..Default::default()
+                };
+                x.counters.completed = 1;
+                x.latency.record_us(100);
+                w.second(&x).unwrap();
+                std::fs::write(path.join(stream::RESULT), r#"{"status": "completed"}"#).unwrap();
+            }
+        }
+        // The torn line a killed writer leaves: half a second, no newline.
+        let seconds = dirs[1].join(stream::SECONDS);
+        let whole = std::fs::read_to_string(&seconds).unwrap();
+        let last = whole.lines().last().unwrap().to_string();
+        let mut torn = whole;
+        torn.push_str(&last[..last.len() / 2]);
+        std::fs::write(&seconds, torn).unwrap();
+        let r = merged(&dirs, vec![], std::time::Duration::ZERO).unwrap();
+        assert_eq!(r.status, Status::Incomplete);
+        let x = r.summary.exchanges;
+        assert_eq!(x.sent, 5 * 3 + 3 * 3);
+        assert_eq!(x.completed, 5 * 2 + 1 + 3 * 2);
+        // Shard 0's 4 still in flight at its drain, and shard 1's 3 when it was killed.
+        assert_eq!(x.in_flight_at_end, 4 + 3, "{x:?}");
+        assert!(x.balanced(), "{x:?}");
+    }
 }

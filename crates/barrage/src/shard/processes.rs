@@ -206,7 +206,21 @@ impl crate::run::Source for Children {
         let ended = follow.run(&mut children, obs);
         // The children share this host's clock (--one-clock): their deliveries are timed
         // already.
-        let merged = crate::shard::merge::merge_dirs(&dirs, Duration::ZERO)?;
+        let merged = match crate::shard::merge::merge_dirs(&dirs, Duration::ZERO) {
+            Ok(m) => m,
+            // A child that failed before recording anything is the cause, not the merge.
+            Err(e) => match ended.iter().position(|c| !matches!(c, Some(0) | Some(3))) {
+                Some(i) => anyhow::bail!(
+                    "--processes: shard {i} of {n} {} before it recorded a second (its \
+                     message is above)",
+                    match ended[i] {
+                        Some(code) => format!("exited with {code}"),
+                        None => "was killed".to_string(),
+                    }
+                ),
+                None => return Err(e.into()),
+            },
+        };
         drop(root);
         let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
         let failed: Vec<String> = ended

@@ -35,6 +35,8 @@ mod grpc;
 mod grpc_scenario;
 // The bad-input sweep: every mistake gets one line and a non-zero exit code.
 mod bad_input;
+// Issue 42 item 8: each input mistake found there, a test named after it.
+mod inputs;
 // Binary messages: --fields, length-field framing, binary captures (issue 29).
 mod binary;
 // The script hook: --script FILE (Lua) against serve echo and hostile servers.

@@ -312,9 +312,12 @@ fn mqtt_flags_are_checked_before_any_load() {
         ),
         (
             &["--publish", "t", "--qos", "3"],
-            "error: --qos 3: MQTT's QoS is 0, 1 or 2",
+            "error: invalid value '3' for '--qos <0|1|2>': MQTT's QoS is 0, 1 or 2",
         ),
-        (&["--keepalive", "1500ms"], "error: --keepalive"),
+        (
+            &["--keepalive", "1500ms"],
+            "error: invalid value '1500ms' for '--keepalive <D>': MQTT's keep-alive is whole seconds",
+        ),
         (
             &["--subscribe", "a/b+"],
             "error: --subscribe 'a/b+': '+' stands for a whole level",
@@ -427,7 +430,8 @@ fn a_secret_that_puts_a_wildcard_into_a_scenario_topic_is_one_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{value:?}: {err}");
-        let want = format!("t.toml: steps[0].topic: a {{secret:NAME}} {want}");
+        // `validate` and `run` share the check: the line names the file's line too.
+        let want = format!("t.toml:9: steps[0].topic: a {{secret:NAME}} {want}");
         assert!(err.contains(&want), "{value:?}: {err}");
         assert!(!err.contains("S3cret"), "a secret shown: {err}");
     }

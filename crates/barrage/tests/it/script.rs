@@ -367,6 +367,15 @@ fn script_mistakes_are_one_line_before_any_load() {
             vec!["--script", &ok, "--script-budget", "0"],
             "error: invalid value '0' for '--script-budget <N>': must be at least 1".into(),
         ),
+        (
+            vec!["--script", &ok, "--script-budget", "100000001"],
+            "error: --script-budget 100000001 is over the cap of 100000000 instructions per call"
+                .into(),
+        ),
+        (
+            vec!["--script-unsafe"],
+            "error: --script-unsafe gives a script the full libraries: give --script FILE".into(),
+        ),
     ];
     for (args, want) in cases {
         let out = barrage().arg(&url).args(&args).output().unwrap();
@@ -545,4 +554,218 @@ fn an_init_that_raises_or_an_empty_request_is_a_script_error() {
     assert!(script_errors(&v) >= 1, "{}", field(&v, "summary.errors"));
     assert_eq!(u(&v, "summary.exchanges.completed"), 0);
     assert_eq!(u(&v, "summary.errors.timeout"), 0);
+}
+
+/// Issue 42, item 4: a script can neither end barrage (`os.exit`) nor reach outside the run
+/// (`io`, `os.execute`, `require` ...) unless `--script-unsafe` gives it the full libraries,
+/// and even then `os.exit` is refused. In a function, each is a `script.error` named with the
+/// file and line, the run going on to write its result; at the top level, the file is refused
+/// before any load in one line.
+#[test]
+fn a_script_cannot_end_or_escape_the_run() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "still here").unwrap();
+    let text = format!(
+        "function request(conn, seq)\n\
+           if seq == 3 then os.exit(0) end\n\
+           if seq == 4 then os.remove({victim:?}) end\n\
+           if seq == 5 then io.open({victim:?}, 'w') end\n\
+           if seq == 6 then os.execute('rm -f ' .. {victim:?}) end\n\
+           return 'msg ' .. seq .. '\\n'\n\
+         end\n",
+        victim = victim.display().to_string()
+    );
+    let file = script(dir.path(), "escape.lua", &text);
+    for (name, unsafe_libs) in [("safe.json", false), ("unsafe.json", true)] {
+        let mut args = vec![server.url(), "--script", &file, "--expect", "line"];
+        args.extend(["-c", "1", "-n", "20"]);
+        if unsafe_libs {
+            // The full libraries: os.exit is still refused (the rest runs, in the test's
+            // directory).
+            args.push("--script-unsafe");
+        }
+        let (code, v, err) = run_in(dir.path(), name, &args);
+        assert!(code.is_some(), "{err}");
+        assert!(
+            err.contains(&format!(
+                "{file}:2: request(): os.exit would end barrage without its results"
+            )),
+            "{err}"
+        );
+        conserved(&v);
+        if !unsafe_libs {
+            // Requests 3, 4, 5 and 6 each failed their connection; the others went through.
+            assert_eq!(script_errors(&v), 4, "{}", field(&v, "summary.errors"));
+            assert_eq!(u(&v, "summary.exchanges.completed"), 20);
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "still here");
+        }
+        let spec = &v["spec"]["script"];
+        assert_eq!(
+            spec["unsafe_libs"].as_bool().unwrap_or(false),
+            unsafe_libs,
+            "{spec}"
+        );
+    }
+    // (The run with the full libraries removed it: os.remove and os.execute ran.)
+    assert!(!victim.exists());
+    std::fs::write(&victim, "still here").unwrap();
+    // Used at the top level: refused before any load, in one line naming the file and line.
+    let url = format!("tcp://127.0.0.1:{}", refused_port());
+    for (call, what) in [
+        (
+            "os.exit(0)",
+            "os.exit would end barrage without its results",
+        ),
+        (
+            "io.open('/etc/hostname')",
+            "io.open is not available to scripts",
+        ),
+        ("require('socket')", "require is not available to scripts"),
+    ] {
+        let f = script(
+            dir.path(),
+            "top.lua",
+            &format!("local x = 1\n{call}\nfunction request() return 'x' end\n"),
+        );
+        let out = barrage().args([&url, "--script", &f]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{call}: {err}");
+        let want = format!("error: --script {f}:2: the file's top level: {what}");
+        assert!(err.starts_with(&want), "{err}\nwant: {want}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    // `--script-unsafe` gives io: a top level that reads a file loads.
+    let f = script(
+        dir.path(),
+        "reads.lua",
+        &format!(
+            "local f = assert(io.open({:?}))\nlocal body = f:read('a')\nf:close()\n\
+             function request(conn, seq) return body .. '\\n' end\n",
+            victim.display().to_string()
+        ),
+    );
+    let args = [
+        server.url(),
+        "--script",
+        &f,
+        "--script-unsafe",
+        "--expect",
+        "line",
+    ];
+    let (code, v, err) = run_in(
+        dir.path(),
+        "reads.json",
+        &[&args[..], &["-n", "5"]].concat(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(u(&v, "summary.exchanges.completed"), 5);
+    assert_eq!(
+        u(&v, "summary.io.bytes_written"),
+        5 * "still here\n".len() as u64
+    );
+}
+
+/// A loop whose every instruction is slow (a 4 KiB string made each turn): its budget, the
+/// cap, would take it seconds, so what ends the call below is the run's end, not its budget.
+const SLOW_LOOP: &str = "while true do local s = string.rep('x', 4096) end";
+
+/// Issue 42, item 4: a call that loops with a budget as large as allowed does not hold its
+/// worker past the run's end (`-d`): it is stopped as `script.error` (said with the file,
+/// line and why), and the run ends and writes its result.
+#[test]
+fn a_looping_script_is_stopped_when_the_run_ends() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = script(
+        dir.path(),
+        "forever.lua",
+        &format!("function request(conn, seq)\n  {SLOW_LOOP}\nend\n"),
+    );
+    let args = [
+        server.url(),
+        "--script",
+        &file,
+        "--script-budget",
+        "100000000",
+    ];
+    let more = ["--expect", "line", "-c", "2", "-d", "1s"];
+    let (code, v, err) = run_in(dir.path(), "out.json", &[&args[..], &more].concat());
+    assert!(code.is_some(), "{err}");
+    let want = format!(
+        "{file}:2: request(): stopped: the run's duration (-d) is over and this call was still \
+         running"
+    );
+    assert!(err.contains(&want), "{err}");
+    // Each connection's one call: stopped, and counted.
+    assert_eq!(script_errors(&v), 2, "{}", field(&v, "summary.errors"));
+    assert_eq!(u(&v, "summary.exchanges.completed"), 0);
+    conserved(&v);
+}
+
+/// The same loop and no `-d`: SIGTERM (as the first SIGINT: the run's stop flag) stops the
+/// call, and the run ends as interrupted with its result written. The script says when it
+/// has started looping (a file it writes, with `--script-unsafe`'s io), so the signal comes
+/// while the call runs.
+#[cfg(unix)]
+#[test]
+fn a_stop_signal_ends_a_run_whose_script_loops() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("looping");
+    let json = dir.path().join("r.json");
+    let file = script(
+        dir.path(),
+        "forever.lua",
+        &format!(
+            "function request(conn, seq)\n  \
+               local f = io.open({:?}, 'w'); f:write('x'); f:close()\n  {SLOW_LOOP}\nend\n",
+            mark.display().to_string()
+        ),
+    );
+    let mut child = signals_at_default(std::process::Command::new(bin()))
+        .args([server.url(), "--script", &file, "--script-unsafe"])
+        .args([
+            "--script-budget",
+            "100000000",
+            "--expect",
+            "line",
+            "-c",
+            "1",
+        ])
+        .args(["-q", "--json"])
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !mark.exists() {
+        assert!(start.elapsed() < CMD_TIMEOUT, "the script never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    send_signal(child.id(), "TERM");
+    let status = wait_at_most(&mut child, CMD_TIMEOUT);
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.is_some(), "still running after SIGTERM: {err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:3: request(): stopped: the run is stopping and this call was still running"
+        )),
+        "{err}"
+    );
+    let v = read_json(&json);
+    assert_eq!(script_errors(&v), 1, "{}", field(&v, "summary.errors"));
+    conserved(&v);
 }

@@ -89,3 +89,93 @@ fn versus_mistakes_are_one_line_before_any_load() {
     // Nothing reached side A's server.
     assert_eq!(u(&tcp.stop(), "connections_accepted"), 0);
 }
+
+/// Issue 42 item 7: `versus` picked its median rep by one rate and printed another, named no
+/// error class, and showed nothing over its minutes. Each rep now announces itself before it
+/// runs, its line names the classes of its failed requests, and the median is named with the
+/// rate its rep line printed.
+#[test]
+fn versus_shows_progress_error_classes_and_the_rate_it_picked_by() {
+    let http = EchoServer::serve("http", &[]);
+    let a = format!("{}status/200", http.url());
+    // Every other request answered 201: exactly half fail --expect-status 200.
+    let b = format!("{}status/20{{seq%2}}", http.url());
+    let out = barrage()
+        .args(["versus", &a, "--against", &b])
+        .args([
+            "-c",
+            "1",
+            "-n",
+            "100",
+            "--expect-status",
+            "200",
+            "--reps",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{:?}\n{stderr}\n{stdout}",
+        out.status
+    );
+    // Progress: each run announced before its line, in the alternating order.
+    let order: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| match l.strip_prefix("running ") {
+            Some(r) => Some(format!("{}...", &r[..9])),
+            None => (l.starts_with("A rep ") || l.starts_with("B rep ")).then(|| l[..9].into()),
+        })
+        .collect();
+    let want: Vec<String> = [
+        "A rep 1/3",
+        "B rep 1/3",
+        "B rep 2/3",
+        "A rep 2/3",
+        "A rep 3/3",
+        "B rep 3/3",
+    ]
+    .iter()
+    .flat_map(|r| [format!("{r}..."), r.to_string()])
+    .collect();
+    assert_eq!(order, want, "{stdout}");
+    assert!(
+        stdout.contains("running A rep 1/3 (run 1 of 6): "),
+        "{stdout}"
+    );
+    // B's lines name the class of its failures, exactly 50 of 100 each rep; A's have none.
+    let lines = |side: char| -> Vec<&str> {
+        stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("{side} rep ")))
+            .collect()
+    };
+    for l in lines('B') {
+        assert!(l.ends_with("errors 50.0 % (unexpected_status 50)"), "{l}");
+    }
+    for l in lines('A') {
+        assert!(l.ends_with("no errors"), "{l}");
+    }
+    // The median is named with the rate its rep line printed.
+    for (side, url) in [('A', &a), ('B', &b)] {
+        let named = stdout
+            .split(&format!("{url}, the median of 3 reps by rate (rep "))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{side}: {stdout}"));
+        let (rep, rest) = named.split_once(": ").unwrap();
+        let rate = rest.split(" req/s)").next().unwrap();
+        let line = lines(side)
+            .into_iter()
+            .find(|l| l.starts_with(&format!("{side} rep {rep}/3: ")))
+            .unwrap();
+        assert!(
+            line.contains(&format!("  {rate} req/s")),
+            "{line} vs {rate}"
+        );
+    }
+    let stats = http.stop();
+    assert_eq!(u(&stats, "http.requests"), 600, "{stats}");
+    assert_eq!(u(&stats, "http.responses_2xx"), 600, "{stats}");
+}

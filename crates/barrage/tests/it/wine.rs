@@ -246,13 +246,11 @@ fn conserved(r: &Value) {
 
 /// The README's test command for Windows, `cargo xtask test --target x86_64-pc-windows-gnu`,
 /// with wine as cargo's runner for the target: the unit tests of the engine and the servers,
-/// and the monitor's with its Windows integration tests (xtask's `WINDOWS`). Not in CI: its
-/// Windows compile of three crates' unit tests cost CI over two minutes of its twenty, which
-/// HTTP/2, gRPC, MQTT and the script hook have used up; barrage.exe's own runs below cover the
-/// Windows code end to end. By hand:
-/// `cargo test -p barrage --test it wine::the_windows_tests -- --ignored`.
+/// and the monitor's with its Windows integration tests (xtask's `WINDOWS`). Ignored in the
+/// suite (its Windows compile takes minutes) and run by `.ci/test` as a phase of its own; by
+/// hand: `cargo test -p barrage --test it wine::the_windows_tests -- --ignored`.
 #[test]
-#[ignore = "by hand (its Windows compile is over two minutes of CI's twenty): -- --ignored"]
+#[ignore = "run by .ci/test as its own phase (minutes of Windows compile): -- --ignored"]
 fn the_windows_tests_pass_under_wine() {
     let Some(w) = wine() else { return };
     let out = env(cargo(), &w.prefix)

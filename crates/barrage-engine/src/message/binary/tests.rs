@@ -45,7 +45,7 @@ fn lengths_nest_and_adjust() {
         [5, 1, 3, b'a', b'b', b'c']
     );
     assert_eq!(render("len:u16be+2(u8 1)", fill(0, 0, 0)), [0, 3, 1]);
-    assert_eq!(render("len:u8-5(u8 1)", fill(0, 0, 0)), [0, 1]);
+    assert_eq!(render("len:u8-1(u8 1)", fill(0, 0, 0)), [0, 1]);
     assert_eq!(
         render("len:u32le(bytes 0102)", fill(0, 0, 0)),
         [2, 0, 0, 0, 1, 2]
@@ -220,4 +220,41 @@ fn mistakes_say_where_and_why() {
         assert_eq!(e.at, at, "{text}: {e}");
         assert!(e.why.contains(says), "{text}: {e}");
     }
+}
+
+/// Issue 42 item 8: a length adjusted below zero was written as 0. Known at compile time
+/// (nothing but numbers and text inside), it is refused; with a `{name}` inside, the message
+/// whose values make it negative is found before it is sent.
+#[test]
+fn a_fields_length_that_goes_below_zero_is_refused() {
+    for text in [
+        "len:u8-5(u8 1)",
+        "len:u16be-3(str \"{seq}\")",
+        "u8 1, len:varint-2(bytes 00)",
+    ] {
+        let e = compile(text, None, None).unwrap_err().to_string();
+        assert!(
+            e.contains("below zero") && e.contains("subtract at most"),
+            "{text}: {e}"
+        );
+    }
+    // Exactly zero is a length.
+    assert_eq!(render("len:u8-1(u8 9)", fill(0, 0, 0)), [0, 9]);
+    let t = compile("len:u8-2(u8 9)", None, None);
+    assert!(t.is_err());
+    // A variable: its value decides, message by message.
+    let resolve = |n: &str| (n == "name").then_some(0);
+    let t = compile("len:u8-4(str \"{name}\")", Some(&resolve), None).unwrap();
+    assert!(t.underflow());
+    let mut vars = crate::capture::Vars::new(1);
+    vars.set(0, b"abc");
+    let why = t
+        .len_fault(fill(0, 0, 0), &vars)
+        .expect("3 - 4 is below zero");
+    assert!(why.contains("-1") && why.contains("below zero"), "{why}");
+    vars.set(0, b"abcd");
+    assert_eq!(t.len_fault(fill(0, 0, 0), &vars), None);
+    // A length that cannot go below zero costs no check.
+    let t = compile("len:u8-1(u8 1, str \"{name}\")", Some(&resolve), None).unwrap();
+    assert!(!t.underflow());
 }

@@ -49,7 +49,7 @@ pub struct Shared {
 
     /// Start the shards together at this wall-clock time (RFC 3339 UTC,
     /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS)
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub start_at: Option<String>,
 
     /// The barrage each shard runs [slurm default: this executable; k8s default: barrage,
@@ -74,7 +74,7 @@ pub struct SlurmArgs {
     pub shared: Shared,
 
     /// Tasks (shards) per node
-    #[arg(long, value_name = "K", default_value = "1", value_parser = crate::units::count)]
+    #[arg(long, value_name = "K", default_value = "1", value_parser = crate::units::count, allow_hyphen_values = true)]
     pub ntasks_per_node: u64,
 
     /// Where the shards' --out directories, their logs and merged.json go (a directory all

@@ -177,6 +177,7 @@ pub struct FindMaxArgs {
         long,
         default_value = "5%",
         value_name = "PCT",
+        allow_hyphen_values = true,
         help_heading = "Search"
     )]
     pub precision: String,
@@ -214,7 +215,7 @@ pub struct CompareArgs {
     /// Smallest change between runs called significant, on top of the runs' own per-second
     /// noise [default: none]; for a machine known to drift between runs by more than its
     /// seconds show
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
     pub noise_floor: Option<String>,
 }
 
@@ -237,7 +238,7 @@ pub struct VersusArgs {
     pub against: String,
 
     /// Runs of each side, alternating
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), value_name = "N")]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20), allow_hyphen_values = true, value_name = "N")]
     pub reps: u32,
 
     /// Write the comparison to FILE (.html or .md) as well as printing it
@@ -284,7 +285,7 @@ pub struct ServerArgs {
     pub listen: Option<String>,
 
     /// Event-loop threads (SO_REUSEPORT) [default: cores]
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub threads: Option<u64>,
 
     /// Serve from N processes on the same port (SO_REUSEPORT): each may open its own
@@ -331,20 +332,20 @@ pub struct ServerArgs {
     pub no_self: bool,
 
     /// chat fault: drop each delivery with probability P (e.g. 1% or 0.01), counted
-    #[arg(long = "drop", value_name = "P", value_parser = probability)]
+    #[arg(long = "drop", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub drop_p: Option<f64>,
 
     /// chat fault: send each delivery twice with probability P, counted
-    #[arg(long = "dup", value_name = "P", value_parser = probability)]
+    #[arg(long = "dup", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub dup_p: Option<f64>,
 
     /// chat fault: hold a delivery back behind the sender's next one to the same member with
     /// probability P (counted when released out of order)
-    #[arg(long = "reorder", value_name = "P", value_parser = probability)]
+    #[arg(long = "reorder", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub reorder_p: Option<f64>,
 
     /// chat: seed of the room sizes and the faults
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
 
     /// http: say in a `Server-Timing: app;dur=MS` header how long each request was held
@@ -353,27 +354,27 @@ pub struct ServerArgs {
     pub server_timing: bool,
 
     /// h2: SETTINGS_MAX_CONCURRENT_STREAMS, the streams a connection may have open
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub max_streams: Option<u64>,
 
     /// h2: GOAWAY after N requests on a connection (it finishes them, then closes)
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub goaway_after: Option<u64>,
 
     /// h2: the flow-control windows granted, stream and connection, in bytes
-    #[arg(long, value_parser = units::count, value_name = "BYTES")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
     pub window: Option<u64>,
 
     /// grpc fault: every Nth call on a thread ends with --fail-status instead of its reply
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub fail_every: Option<u64>,
 
     /// grpc: the status of --fail-every's calls, a code from 1 to 16 [default: 14, UNAVAILABLE]
-    #[arg(long, value_name = "CODE", requires = "fail_every")]
+    #[arg(long, value_name = "CODE", value_parser = grpc_status, allow_hyphen_values = true, requires = "fail_every")]
     pub fail_status: Option<u32>,
 
     /// grpc: the messages a Stream call answers [default: 10]
-    #[arg(long, value_parser = units::count, value_name = "N")]
+    #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub stream_messages: Option<u64>,
 
     /// grpc: the pause before each streamed message after the first
@@ -429,4 +430,24 @@ fn probability(s: &str) -> Result<f64, String> {
         return Err(format!("'{s}': a probability is from 0 to 1 (0% to 100%)"));
     }
     Ok(v)
+}
+
+/// `--seed`: any whole number from 0.
+fn seed(s: &str) -> Result<u64, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "'{s}' is not a seed: give a whole number from 0 to {}",
+            u64::MAX
+        )
+    })
+}
+
+/// `--fail-status`: a gRPC status code from 1 to 16 (0 is OK, not a failure).
+fn grpc_status(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(c) if (1..=16).contains(&c) => Ok(c),
+        _ => Err(format!(
+            "'{s}' is not a failing gRPC status: give a code from 1 to 16"
+        )),
+    }
 }

@@ -123,7 +123,7 @@ pub struct RunArgs {
 
     /// The longest reply a length-field framing (--expect field:..., mqtt) takes; a longer
     /// one fails its connection as `protocol` [default: 16MiB]
-    #[arg(long, value_name = "BYTES", value_parser = crate::units::bytes, help_heading = "Messages")]
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::bytes, allow_hyphen_values = true, help_heading = "Messages")]
     pub max_frame: Option<u64>,
 
     /// A Lua script for what flags cannot say (tcp://): init(conn) a login, request(conn,
@@ -132,10 +132,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "Messages")]
     pub script: Option<PathBuf>,
 
-    /// Instructions one call of the script may run; one that runs longer fails as
-    /// script.error and the run goes on [default: 1000000]
-    #[arg(long, value_name = "N", value_parser = units::count, help_heading = "Messages")]
+    /// Instructions one call of the script may run (at most 100000000); one that runs longer
+    /// fails as script.error and the run goes on, and one still running when the run ends is
+    /// stopped [default: 1000000]
+    #[arg(long, value_name = "N", value_parser = units::count, allow_hyphen_values = true, help_heading = "Messages")]
     pub script_budget: Option<u64>,
+
+    /// Give the script Lua's full standard libraries (io, os, require of Lua files): by
+    /// default it gets those that cannot reach outside the run. os.exit is refused either
+    /// way (docs/protocols.md, "Scripts")
+    #[arg(long, help_heading = "Messages")]
+    pub script_unsafe: bool,
 
     /// Sent once after connecting (e.g. a login); its reply is awaited, not counted
     #[arg(
@@ -218,7 +225,7 @@ pub struct RunArgs {
     pub http1_1: bool,
 
     /// HTTP/2: concurrent streams per connection (h2load's -m), capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS
-    #[arg(long, value_parser = units::count, value_name = "N", help_heading = "HTTP and WebSocket")]
+    #[arg(long, value_parser = units::count, value_name = "N", allow_hyphen_values = true, help_heading = "HTTP and WebSocket")]
     pub streams: Option<u64>,
 
     /// WebSocket subprotocol to request (Sec-WebSocket-Protocol)
@@ -466,7 +473,12 @@ pub struct RunArgs {
 
     /// Time zero of the run: a wall-clock instant every shard waits for (RFC 3339 UTC,
     /// 2026-11-23T08:00:00Z, or @UNIX_SECONDS; at most 7 days ahead, counted down on stderr)
-    #[arg(long, value_name = "TIME", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        allow_hyphen_values = true,
+        help_heading = "Output"
+    )]
     pub start_at: Option<String>,
 
     /// Every shard of this run runs on this host (one clock): broadcast deliveries between
@@ -492,6 +504,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "LIST",
+        allow_hyphen_values = true,
         requires = "baseline",
         help_heading = "Output"
     )]
@@ -502,6 +515,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "PCT",
+        allow_hyphen_values = true,
         requires = "baseline",
         help_heading = "Output"
     )]

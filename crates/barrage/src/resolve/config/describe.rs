@@ -92,7 +92,8 @@ pub fn describe(
                 version: HttpVersion::H2 | HttpVersion::Auto,
                 streams,
                 ..
-            } => Some(*streams),
+            }
+            | ProtocolSpec::Grpc { streams, .. } => Some(*streams),
             _ => None,
         },
         think_ms: match spec.mode {

@@ -36,14 +36,7 @@ pub(super) fn resolve(a: &RunArgs, url: &url::Url, sc: &mut ScenarioSpec) -> Res
     let at = |line: u32, key: &str, why: &dyn std::fmt::Display| {
         Usage::file(&file, format!("{file}:{line}: {key}: {why}"))
     };
-    if a.proto.is_none() && !a.reflect {
-        return Err(at(
-            first.rpc.as_ref().map_or(first.line, |r| r.line),
-            &format!("{first_key}.rpc"),
-            &"a call's message needs its type: give protocol.proto = \"FILE.proto\" (or \
-              protocol.reflect = true, or --proto / --reflect)",
-        ));
-    }
+    types_given(&file, first_key, first, a.proto.is_some() || a.reflect)?;
     resolve_with(a, url, sc, &calls, &at).map_err(|e| match from_file {
         // The descriptors' own failure (the file, an import, the server's reflection).
         Some((line, key)) if e.flag() == "--proto" || e.flag() == "--reflect" => at(line, key, &e),
@@ -149,9 +142,25 @@ fn encode(
     Ok((call, m))
 }
 
+/// The one check `run` and `validate` share: `rpc` steps (the first is `key`, `step`) need
+/// their messages' types from somewhere (`given`: a .proto or reflection, the file's or the
+/// command line's).
+fn types_given(file: &str, key: &str, step: &At<Step>, given: bool) -> Result<(), Usage> {
+    if given {
+        return Ok(());
+    }
+    let line = step.rpc.as_ref().map_or(step.line, |r| r.line);
+    Err(Usage::file(
+        file,
+        format!(
+            "{file}:{line}: {key}.rpc: a call's message needs its type: give protocol.proto = \
+             \"FILE.proto\" (or protocol.reflect = true, or --proto / --reflect)"
+        ),
+    ))
+}
+
 /// `barrage validate`: a scenario's `rpc` steps against its `protocol.proto`, as `run`
 /// resolves them (no server is asked: with `reflect = true` the steps are not checked here).
-#[cfg(feature = "grpc")]
 pub fn check_file(
     name: &str,
     checked: &barrage_scenario::Checked,
@@ -160,6 +169,29 @@ pub fn check_file(
     let mut calls = Vec::new();
     collect(&checked.file.steps, "steps", &mut calls);
     collect(&checked.file.leave, "leave", &mut calls);
+    let protocol = checked.file.protocol.as_ref();
+    if let Some((key, step)) = calls.first() {
+        let reflect = protocol
+            .and_then(|p| p.reflect.as_ref())
+            .is_some_and(|r| r.value);
+        types_given(
+            name,
+            key,
+            step,
+            reflect || protocol.is_some_and(|p| p.proto.is_some()),
+        )?;
+    }
+    check_proto(name, checked, dir, &calls)
+}
+
+/// The steps against the file's `protocol.proto`, compiled here.
+#[cfg(feature = "grpc")]
+fn check_proto(
+    name: &str,
+    checked: &barrage_scenario::Checked,
+    dir: &std::path::Path,
+    calls: &[(String, &At<Step>)],
+) -> Result<(), Usage> {
     let proto = checked
         .file
         .protocol
@@ -176,18 +208,19 @@ pub fn check_file(
     let file = dir.join(&proto.value);
     let pool = super::grpc::pb::compile(&imports, &file)
         .map_err(|e| at(proto.line, "protocol.proto", &e))?;
-    for (key, step) in &calls {
+    for (key, step) in calls {
         encode(key, step, &pool, &proto.value, &at)?;
     }
     Ok(())
 }
 
-/// `barrage validate` without the `grpc` feature: nothing to compile the steps' types with.
+/// Without the `grpc` feature: nothing to compile the steps' types with.
 #[cfg(not(feature = "grpc"))]
-pub fn check_file(
+fn check_proto(
     _: &str,
     _: &barrage_scenario::Checked,
     _: &std::path::Path,
+    _: &[(String, &At<Step>)],
 ) -> Result<(), Usage> {
     Ok(())
 }

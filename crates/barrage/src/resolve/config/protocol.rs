@@ -204,6 +204,9 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
 pub(super) fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
     raw.iter()
         .map(|h| {
+            if let Some(pseudo) = h.trim_start().strip_prefix(':') {
+                return Err(pseudo_header(h, pseudo));
+            }
             let (n, v) = h.split_once(':').ok_or_else(|| {
                 Usage::value("-H", format!("'{h}'"), "write a header as 'Name: value'")
             })?;
@@ -218,6 +221,33 @@ pub(super) fn headers(raw: &[String]) -> Result<Vec<(String, String)>, Usage> {
             Ok((n.to_string(), v.trim().to_string()))
         })
         .collect()
+}
+
+/// `-H ':path: /x'`: an HTTP/2 pseudo-header is made from the URL and the flags, never given.
+fn pseudo_header(h: &str, rest: &str) -> Usage {
+    let name = rest
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let instead = match name.as_str() {
+        "path" => "the path (and query) is the URL's: put it in the target URL",
+        "method" => "give the method with -X/--method",
+        "authority" => {
+            "the authority is the URL's host: put it in the target URL (or -H 'Host: NAME')"
+        }
+        "scheme" => "the scheme is the URL's (http:// or https://)",
+        "status" => ":status is a reply's; --expect-status says which count as success",
+        _ => "pseudo-headers come from the URL and -X",
+    };
+    Usage::value(
+        "-H",
+        format!("'{h}'"),
+        format!(
+            "pseudo-headers (:path, :method, :authority, :scheme) cannot be set with -H; {instead}"
+        ),
+    )
 }
 
 /// What is spoken on the connection, from the scheme and the HTTP/WebSocket flags: the

@@ -1,4 +1,4 @@
-//! `--script FILE` and `--script-budget`: the script read, compiled and checked here, once,
+//! `--script FILE`, `--script-budget` and `--script-unsafe`: the script read, compiled and checked here, once,
 //! before any load (a mistake is one line naming the file and line); and the flags its
 //! functions take the place of. Every process of a run compiles it again from the spec's text.
 
@@ -21,6 +21,12 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
                 "bounds the calls of a script: give --script FILE",
             ));
         }
+        if a.script_unsafe {
+            return Err(Usage::says(
+                "--script-unsafe",
+                "gives a script the full libraries: give --script FILE",
+            ));
+        }
         return Ok(None);
     };
     if scheme != Scheme::Tcp {
@@ -34,7 +40,14 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
     let text = String::from_utf8(raw)
         .map_err(|_| Usage::value("--script", &shown, "is not UTF-8 text"))?;
     let budget = a.script_budget.unwrap_or(DEFAULT_BUDGET);
-    let hook = compile(&shown, &text, budget).map_err(|e| Usage::says("--script", e))?;
+    if budget > MAX_BUDGET {
+        return Err(Usage::says(
+            "--script-budget",
+            format!("{budget} is over the cap of {MAX_BUDGET} instructions per call"),
+        ));
+    }
+    let hook =
+        compile(&shown, &text, budget, a.script_unsafe).map_err(|e| Usage::says("--script", e))?;
     if a.scenario.is_none() && hook.fns() == HookFns::default() {
         return Err(Usage::says(
             "--script",
@@ -54,6 +67,7 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         spec: ScriptSpec {
             file: shown,
             budget,
+            unsafe_libs: a.script_unsafe,
         },
         hook,
     }))
@@ -74,7 +88,8 @@ pub fn check_file(
     let at = |e: String| Usage::file(shown, format!("{shown}:{}: script: {e}", sc.line));
     let raw = read_capped("script", &path, &script, "a script")?;
     let text = String::from_utf8(raw).map_err(|_| at(format!("{script} is not UTF-8 text")))?;
-    let hook = compile(&script, &text, DEFAULT_BUDGET).map_err(at)?;
+    // The libraries a run gets by default (a run may give --script-unsafe).
+    let hook = compile(&script, &text, DEFAULT_BUDGET, false).map_err(at)?;
     steps_name_functions(&c.file, shown, &hook, &script)
 }
 
@@ -201,18 +216,23 @@ fn refuse_replaced(a: &RunArgs, fns: HookFns, file: &str) -> Result<(), Usage> {
 }
 
 #[cfg(feature = "script")]
-const DEFAULT_BUDGET: u64 = barrage_script::DEFAULT_BUDGET;
+use barrage_script::{DEFAULT_BUDGET, MAX_BUDGET};
 #[cfg(not(feature = "script"))]
 const DEFAULT_BUDGET: u64 = 1_000_000;
+#[cfg(not(feature = "script"))]
+const MAX_BUDGET: u64 = 100_000_000;
 
+/// `all`: `--script-unsafe`, Lua's full standard libraries.
 #[cfg(feature = "script")]
-fn compile(file: &str, text: &str, budget: u64) -> Result<HookRef, String> {
-    let s = barrage_script::Script::load(file, text, budget)?;
+fn compile(file: &str, text: &str, budget: u64, all: bool) -> Result<HookRef, String> {
+    use barrage_script::Libs;
+    let libs = if all { Libs::All } else { Libs::Safe };
+    let s = barrage_script::Script::load(file, text, budget, libs)?;
     Ok(HookRef(std::sync::Arc::new(s)))
 }
 
 #[cfg(not(feature = "script"))]
-fn compile(_file: &str, _text: &str, _budget: u64) -> Result<HookRef, String> {
+fn compile(_file: &str, _text: &str, _budget: u64, _all: bool) -> Result<HookRef, String> {
     Err(
         "needs a barrage built with the `script` feature (the default); this one was built \
          without it"

@@ -28,6 +28,23 @@ pub fn compiled(
         .map_err(|(v, why)| Usage::value("target", v, why))
 }
 
+/// Why `--data` is not JSON, in barrage's words: serde_json's depth limit is named as ours.
+pub fn not_json(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.starts_with("recursion limit exceeded") {
+        return format!(
+            "nested more than {JSON_DEPTH} levels deep (line {}, column {}); barrage reads JSON \
+             nested {JSON_DEPTH} levels at most: flatten the message",
+            e.line(),
+            e.column()
+        );
+    }
+    format!("not JSON: {text}")
+}
+
+/// How deep `--data`'s JSON may nest: serde_json's recursion limit.
+pub const JSON_DEPTH: usize = 128;
+
 /// The descriptors of `proto` and its imports (found in `--import-path` and its own
 /// directory).
 pub fn compile(
@@ -35,6 +52,17 @@ pub fn compile(
     proto: &std::path::Path,
 ) -> Result<prost_reflect::DescriptorPool, Usage> {
     let shown = proto.display().to_string();
+    if proto.is_dir() {
+        return Err(Usage::value(
+            "--proto",
+            &shown,
+            format!(
+                "is a directory: give the .proto file that defines the method (--proto \
+                 {}/NAME.proto), and --import-path {shown} for the files it imports",
+                shown.trim_end_matches('/')
+            ),
+        ));
+    }
     if !proto.is_file() {
         return Err(Usage::value("--proto", &shown, "no such file"));
     }
@@ -180,8 +208,8 @@ impl Compiled {
         } else {
             format!("'{json}'")
         };
-        let v: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| Usage::value("--data", &shown, format!("not JSON: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| Usage::value("--data", &shown, not_json(&e)))?;
         let ms = self
             .encode_messages(v, false)
             .map_err(|e| Usage::value("--data", &shown, e))?;

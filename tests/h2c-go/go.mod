@@ -1,0 +1,3 @@
+module barrage-h2c-upload
+
+go 1.26.8
