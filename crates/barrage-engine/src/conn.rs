@@ -36,6 +36,9 @@ pub struct Conn<S> {
     /// In the worker's read queue (its read budget ran out before the socket was drained):
     /// 0 no, 1 yes, 2 yes and the peer's FIN was already reported (read on to the EOF).
     pub read_queued: u8,
+    /// A byte has arrived since the last connect: a timeout without one is a server that
+    /// never answered this connection (one that stopped accepting looks like this).
+    pub heard: bool,
     pub stream: Option<TcpStream>,
     /// Plain, or a TLS session over `stream` (`https://`, `wss://`).
     pub transport: Transport,
@@ -77,6 +80,7 @@ impl<S: Session> Conn<S> {
             pc: 0,
             ready_queued: false,
             read_queued: 0,
+            heard: false,
             stream: None,
             transport: Transport::Plain,
             since: 0,

@@ -576,6 +576,8 @@ impl<S: Session> Worker<S> {
     }
 
     fn check_timeout(&mut self, idx: u32, now: u64) {
+        const SILENT: &str = "no byte since the connect: the server never answered this \
+            connection (one that stopped accepting, e.g. out of open files, looks like this)";
         let c = &self.conns[idx as usize];
         let ct = self.plan.connect_timeout.as_nanos() as u64;
         let (deadline, class) = match c.state {
@@ -595,7 +597,11 @@ impl<S: Session> Worker<S> {
             _ => return,
         };
         if deadline <= now {
-            self.fail(idx, class, None, now);
+            // No byte since the connect: say so, it tells a server that stopped accepting
+            // (out of open files, its backlog full: the kernel completed the connect) from
+            // one that answers slowly (issue 43).
+            let silent = class == ErrorClass::Timeout && !c.heard;
+            self.fail(idx, class, silent.then_some(&SILENT as _), now);
         } else {
             self.arm_timeout(idx, deadline);
         }

@@ -555,11 +555,15 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
     let ready = ramp.ready.min(planned);
     if ready < planned {
         // The plan was cut short before every connection was due: not the server's doing.
+        // A run stopped after barrage had tried every planned connection was not cut short:
+        // what held the rest back is said below (issue 43: 60,000 connections against a
+        // server out of open files were blamed on "the run ended early").
         let cut = match result.status {
             crate::result::Status::Completed if result.config.requests.is_some() => {
                 Some("the request count (-n) ended the run")
             }
             crate::result::Status::Completed => None,
+            _ if s.connections.attempts >= planned => None,
             _ => Some("the run ended early"),
         };
         if let Some(why) = cut {
@@ -599,6 +603,9 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
         if let Some((class, n)) = top {
             fig.push_str(&format!(", most as {class} ({n})"));
         }
+        if let Some(side) = which_side(s) {
+            fig.push_str(&format!(": {side}"));
+        }
     }
     if let Some(o) = steady_open(result) {
         fig.push_str(&if o.low_open == o.median_open && o.low_pct == o.median_pct {
@@ -628,6 +635,36 @@ fn connections(result: &RunResult, a: &AnalysisReport) -> Row {
         }
     }
     row(aspect, g, fig, CONNECTIONS_RULE)
+}
+
+/// Which side ran out when connections never came up, from how their connects ended: barrage
+/// (its own open files or local ports), or the server (connects refused, timed out or still
+/// pending at the end: it stopped accepting, as a server out of open files does, its listen
+/// backlog full). `None` when the connects say neither.
+fn which_side(s: &crate::aggregate::Summary) -> Option<String> {
+    use crate::error::ErrorClass as E;
+    let (c, e) = (&s.connections, &s.errors);
+    let fds = e.get(E::LocalFdExhausted);
+    let ports = e.get(E::LocalPortExhausted);
+    let pending = c.attempts.saturating_sub(c.succeeded + c.failed);
+    let server = e.get(E::Refused) + e.get(E::ConnectTimeout) + pending;
+    if fds + ports > server {
+        let what = if fds >= ports {
+            "open files (ulimit -n; --processes spreads them)"
+        } else {
+            "local ports (--source-ip adds addresses)"
+        };
+        return Some(format!("barrage ran out of its own {what}"));
+    }
+    (server > 0).then(|| {
+        format!(
+            "the server did not accept them ({} refused, {} timed out, {pending} still \
+             pending at the end): the server ran out or fell behind (one out of open files, \
+             or with its listen backlog full, stops accepting), not barrage's own limits",
+            e.get(E::Refused),
+            e.get(E::ConnectTimeout)
+        )
+    })
 }
 
 /// The planned connections open through the steady state ([`steady_open`]): each full

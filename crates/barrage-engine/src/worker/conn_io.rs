@@ -24,6 +24,7 @@ impl<S: Session> Worker<S> {
         match stream {
             Ok(s) => {
                 c.stream = Some(s);
+                c.heard = false;
                 c.state = State::Connecting;
                 c.since = now;
                 self.connecting += 1;

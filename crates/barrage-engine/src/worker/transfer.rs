@@ -37,6 +37,7 @@ impl<S: Session> Worker<S> {
                     break;
                 }
                 Ok(n) => {
+                    c.heard = true;
                     self.rec.counters.reads += 1;
                     self.rec.counters.bytes_read += n as u64;
                     match c.transport {

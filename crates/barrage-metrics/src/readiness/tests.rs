@@ -531,6 +531,46 @@ fn connections_not_yet_due_or_cut_short_are_not_failed() {
     assert_eq!(conn_row(&r).status, Grade::Fail);
 }
 
+/// Issue 43: 60,000 connections against an echo server whose process may open 20,000 files,
+/// stopped after barrage had tried them all, read "the run ended early before every
+/// connection was due" (barrage blamed itself). The row now says which side ran out: the
+/// server when its connects timed out, were refused or were still pending; barrage when its
+/// own open files or local ports ran out.
+#[test]
+fn connections_that_never_came_up_say_which_side_ran_out() {
+    use crate::error::ErrorClass as E;
+    let conn_row = |r: &RunResult| row_of(r, Aspect::Connections);
+    let mut r = with_ready(517);
+    r.status = crate::result::Status::Interrupted;
+    let c = &mut r.summary.connections;
+    (c.target, c.attempts, c.succeeded, c.failed) = (1000, 1000, 517, 400);
+    r.summary.errors.add(E::ConnectTimeout, 400);
+    let row = conn_row(&r);
+    assert_eq!(row.status, Grade::Fail, "{}", row.figure);
+    assert!(!row.figure.contains("ended early"), "{}", row.figure);
+    assert!(
+        row.figure.contains(
+            "the server did not accept them (0 refused, 400 timed out, 83 still pending at the end)"
+        ) && row.figure.contains("not barrage's own limits"),
+        "{}",
+        row.figure
+    );
+    // The same with barrage out of its own open files.
+    r.summary.errors = Default::default();
+    r.summary.errors.add(E::LocalFdExhausted, 483);
+    r.summary.connections.failed = 483;
+    let row = conn_row(&r);
+    assert!(
+        row.figure.contains("barrage ran out of its own open files"),
+        "{}",
+        row.figure
+    );
+    // Stopped before barrage had tried them all: the end cut the plan, as before.
+    r.summary.connections.attempts = 600;
+    assert_eq!(conn_row(&r).status, Grade::NotMeasured);
+    assert!(conn_row(&r).figure.contains("the run ended early"));
+}
+
 /// Review of issue 24: a `--conn-stages` ramp that goes to zero on purpose is not an outage.
 #[test]
 fn a_conn_stages_ramp_down_to_zero_is_not_the_server_going_away() {

@@ -238,3 +238,57 @@ fn shards_leave_the_exit_policy_to_the_merge() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(s(&read_json(&lenient), "status"), "completed");
 }
+
+/// Issue 43: a server that stopped accepting (out of open files, as the reference echo
+/// server at its 20,000-file limit) leaves connects the kernel completed for it: every
+/// exchange on them times out, and barrage says no byte came back since the connect, so
+/// the reader knows which side ran out. A server that answered once and then stalled times
+/// out without that reason.
+#[test]
+fn timeouts_on_connections_never_answered_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // Listening, never accepting: the kernel completes the connects into its backlog.
+    let deaf = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("tcp://127.0.0.1:{}", deaf.local_addr().unwrap().port());
+    let json = dir.path().join("deaf.json");
+    let out = run(&[&url, "-c", "3", "-d", "2s", "--timeout", "300ms"], &json);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let v = read_json(&json);
+    assert!(u(&v, "summary.errors.timeout") > 0, "{}", text(&out));
+    // Absent when no error gave a reason.
+    let said = |v: &serde_json::Value| {
+        v["summary"]["totals"]["reasons"]
+            .as_array()
+            .is_some_and(|rs| {
+                rs.iter().any(|r| {
+                    r["class"] == "timeout"
+                        && r["reason"]
+                            .as_str()
+                            .unwrap()
+                            .contains("no byte since the connect")
+                })
+            })
+    };
+    assert!(said(&v), "{}", text(&out));
+    assert!(text(&out).contains("Said"), "{}", text(&out));
+    drop(deaf);
+
+    // Answers each connection's first message, then nothing.
+    let stall = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("tcp://127.0.0.1:{}", stall.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in stall.incoming() {
+            let Ok(mut s) = s else { return };
+            let mut buf = [0u8; 19];
+            if s.read_exact(&mut buf).is_ok() && s.write_all(&buf).is_ok() {
+                held.push(s);
+            }
+        }
+    });
+    let json = dir.path().join("stall.json");
+    let out = run(&[&url, "-c", "3", "-d", "2s", "--timeout", "300ms"], &json);
+    let v = read_json(&json);
+    assert!(u(&v, "summary.errors.timeout") > 0, "{}", text(&out));
+    assert!(!said(&v), "{}", text(&out));
+}

@@ -71,6 +71,8 @@ mod preflight;
 mod prometheus;
 // `barrage report` from the command line.
 mod report_cmd;
+// README.md's examples, every fenced command run as written (bounded).
+mod readme;
 // `barrage run FILE.toml`: users, steps, captures, rooms.
 mod scenario;
 // `barrage versus`: two targets under the same load, compared.
