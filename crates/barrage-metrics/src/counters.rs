@@ -563,7 +563,11 @@ mod tests {
         assert_eq!(a.replies, 26);
         assert_eq!((a.scheduled, a.first_ready), (28, 30));
         assert_eq!(a.status.get(200), 2);
-        assert_eq!(a.reasons.of(ErrorClass::Protocol).count(), 1, "a reason merged once");
+        assert_eq!(
+            a.reasons.of(ErrorClass::Protocol).count(),
+            1,
+            "a reason merged once"
+        );
         assert_eq!(a.misses, 32);
         assert_eq!(a.pushed, 34);
         let h = &a.h2;

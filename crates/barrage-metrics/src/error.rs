@@ -461,7 +461,11 @@ mod tests {
         let mut a = ErrorReasons::default();
         a.note(ErrorClass::Protocol, "bad frame", 30);
         a.note(ErrorClass::Protocol, "bad frame", 10);
-        a.note(ErrorClass::Reset, "Connection reset by peer (os error 104)", 5);
+        a.note(
+            ErrorClass::Reset,
+            "Connection reset by peer (os error 104)",
+            5,
+        );
         let mut b = ErrorReasons::default();
         for (i, w) in ["w1", "w2", "w3", "w4"].iter().enumerate() {
             b.note(ErrorClass::Protocol, w, 20 + i as u64);
@@ -472,7 +476,10 @@ mod tests {
         let mut ba = b.clone();
         ba.merge(&a);
         assert_eq!(ab, ba);
-        let p: Vec<_> = ab.of(ErrorClass::Protocol).map(|r| r.reason.as_str()).collect();
+        let p: Vec<_> = ab
+            .of(ErrorClass::Protocol)
+            .map(|r| r.reason.as_str())
+            .collect();
         assert_eq!(p, ["bad frame", "w1", "w2"]);
         assert_eq!(ab.of(ErrorClass::Protocol).next().unwrap().first_ms, 10);
         assert!(!ab.wants(ErrorClass::Protocol));

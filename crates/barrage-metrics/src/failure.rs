@@ -48,20 +48,18 @@ fn hint(s: &Summary, top: ErrorClass) -> Option<String> {
     match top {
         ErrorClass::UnexpectedStatus => {
             let (code, _) = t.status.iter().max_by_key(|(c, n)| (*n, u16::MAX - c))?;
-            Some(
-                match code {
-                    426 => "the server answered 426 Upgrade Required: it wants a WebSocket \
+            Some(match code {
+                426 => "the server answered 426 Upgrade Required: it wants a WebSocket \
                             (ws://) or another protocol on this port"
-                        .to_string(),
-                    404 => "the server answered 404 Not Found: check the URL's path".into(),
-                    401 | 403 => format!(
-                        "the server answered {code}: it wants credentials (-H 'Authorization: ...')"
-                    ),
-                    405 => "the server answered 405 Method Not Allowed: check --method".into(),
-                    505 => "the server answered 505: it does not speak this HTTP version".into(),
-                    c => format!("most responses were {c} (--expect-status accepts others)"),
-                },
-            )
+                    .to_string(),
+                404 => "the server answered 404 Not Found: check the URL's path".into(),
+                401 | 403 => format!(
+                    "the server answered {code}: it wants credentials (-H 'Authorization: ...')"
+                ),
+                405 => "the server answered 405 Method Not Allowed: check --method".into(),
+                505 => "the server answered 505: it does not speak this HTTP version".into(),
+                c => format!("most responses were {c} (--expect-status accepts others)"),
+            })
         }
         ErrorClass::Timeout if t.bytes_read == 0 => Some(
             "the server accepted the connections and never answered: is it the server this \
@@ -112,7 +110,10 @@ mod tests {
             None
         );
         let line = plainly_failed(&summary(1, &[(ErrorClass::Timeout, 99)])).unwrap();
-        assert!(line.starts_with("99 of 100 requests failed (99.0 %), 99 as timeout"), "{line}");
+        assert!(
+            line.starts_with("99 of 100 requests failed (99.0 %), 99 as timeout"),
+            "{line}"
+        );
         let mut s = summary(0, &[(ErrorClass::Protocol, 18), (ErrorClass::Reset, 2)]);
         s.totals
             .reasons

@@ -111,8 +111,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Guarded<T> {
     }
 
     async fn refuse(&mut self) {
-        if self.inner.write_all(&REFUSAL).await.is_err() || self.inner.shutdown().await.is_err()
-        {
+        if self.inner.write_all(&REFUSAL).await.is_err() || self.inner.shutdown().await.is_err() {
             return;
         }
         let io = &mut self.inner;
@@ -267,7 +266,11 @@ mod tests {
         let mut g = guarded(&input);
         let n = g.walk(input.len(), usize::MAX);
         assert_eq!(n, 109 + TURN_BLOCKS as usize * 19);
-        assert_eq!(g.walk(input.len() - n, usize::MAX), 0, "the budget is spent");
+        assert_eq!(
+            g.walk(input.len() - n, usize::MAX),
+            0,
+            "the budget is spent"
+        );
         g.at += n;
         g.turn = Rc::default();
         assert_eq!(g.walk(input.len() - n, usize::MAX), 3 * 19);
@@ -290,4 +293,3 @@ mod tests {
         assert_eq!(g.turn.blocks.get(), 4);
     }
 }
-

@@ -45,6 +45,13 @@ impl Frame {
         })
     }
 
+    /// A GOAWAY's last stream.
+    pub fn last_stream(&self) -> u32 {
+        assert_eq!(self.kind, GOAWAY);
+        let p = &self.payload;
+        u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff
+    }
+
     /// A GOAWAY's or RST_STREAM's error code.
     pub fn error_code(&self) -> u32 {
         let at = match self.kind {
@@ -113,9 +120,16 @@ pub struct Raw {
 }
 
 impl Raw {
+    /// A connection that has sent nothing yet.
+    pub fn raw(addr: SocketAddr) -> Raw {
+        Raw {
+            s: super::connect(addr),
+            buf: Vec::new(),
+        }
+    }
+
     pub fn connect(addr: SocketAddr) -> Raw {
-        let s = super::connect(addr);
-        let mut raw = Raw { s, buf: Vec::new() };
+        let mut raw = Raw::raw(addr);
         raw.send_raw(PREFACE);
         raw.send(SETTINGS, 0, 0, &[]);
         raw
@@ -136,6 +150,12 @@ impl Raw {
 
     /// The next frame, or `None` at the end of the stream (or a reset of it).
     pub fn read(&mut self) -> Option<Frame> {
+        self.read_or_reset().ok().flatten()
+    }
+
+    /// The next frame, `None` at a clean end of the stream, the error of a reset (or of a
+    /// frame cut short by the end).
+    pub fn read_or_reset(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
             if self.buf.len() >= 9 {
                 let len = u32::from_be_bytes([0, self.buf[0], self.buf[1], self.buf[2]]) as usize;
@@ -152,13 +172,14 @@ impl Raw {
                         payload: self.buf[9..9 + len].to_vec(),
                     };
                     self.buf.drain(..9 + len);
-                    return Some(f);
+                    return Ok(Some(f));
                 }
             }
             let mut chunk = [0u8; 16384];
-            match self.s.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            match self.s.read(&mut chunk)? {
+                0 if self.buf.is_empty() => return Ok(None),
+                0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                n => self.buf.extend_from_slice(&chunk[..n]),
             }
         }
     }
