@@ -61,7 +61,7 @@ fn attack(addr: SocketAddr, refs: usize, stop: &AtomicBool, sent: &AtomicU64) ->
         let Ok(s) = std::net::TcpStream::connect(addr) else {
             continue;
         };
-        let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+        let _ = s.set_write_timeout(Some(crate::common::IO_TIMEOUT));
         conns += 1;
         let mut reader = s.try_clone().unwrap();
         let drain = std::thread::spawn(move || {
