@@ -310,7 +310,7 @@ fn reference_servers_answer_an_invalid_preface_with_goaway_then_close() {
             b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
             b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
         ] {
-            let mut raw = Raw::raw(server.local_addr());
+            let mut raw = Raw::silent(server.local_addr());
             raw.send_raw(junk);
             // More after it, as a client that did not wait would send (unread, these made the
             // close a reset).

@@ -22,8 +22,7 @@ pub const END_HEADERS: u8 = 0x4;
 pub const PROTOCOL_ERROR: u32 = 0x1;
 pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
-/// SETTINGS identifiers.
-pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+/// SETTINGS_MAX_HEADER_LIST_SIZE's identifier.
 pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 
 /// One frame as read.
@@ -121,7 +120,7 @@ pub struct Raw {
 
 impl Raw {
     /// A connection that has sent nothing yet.
-    pub fn raw(addr: SocketAddr) -> Raw {
+    pub fn silent(addr: SocketAddr) -> Raw {
         Raw {
             s: super::connect(addr),
             buf: Vec::new(),
@@ -129,7 +128,7 @@ impl Raw {
     }
 
     pub fn connect(addr: SocketAddr) -> Raw {
-        let mut raw = Raw::raw(addr);
+        let mut raw = Raw::silent(addr);
         raw.send_raw(PREFACE);
         raw.send(SETTINGS, 0, 0, &[]);
         raw
