@@ -23,6 +23,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+mod guard;
+pub use guard::{TURN_BLOCKS, TURN_BYTES};
+
+/// SETTINGS_MAX_HEADER_LIST_SIZE: the decoded size (names, values, 32 bytes each) of the
+/// largest request head served.
+pub const MAX_HEADER_LIST: u32 = 16 * 1024;
+
 /// How to run the HTTP/2 server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct H2Config {
@@ -89,12 +96,15 @@ fn run(parts: AsyncParts, cfg: Arc<H2Config>, tls: Option<Arc<rustls::ServerConf
                     let Ok((sock, _)) = r else { continue };
                     let _ = sock.set_nodelay(true);
                     counters.accepted();
+                    let turn = Rc::new(guard::Turn::default());
                     let conn = Conn {
                         cfg: Arc::clone(&cfg),
                         c: Rc::clone(&counters),
                         calls: Rc::clone(&calls),
+                        turn: Rc::clone(&turn),
                     };
-                    tokio::task::spawn_local(conn.run(sock, acceptor.clone()));
+                    let task = Box::pin(conn.run(sock, acceptor.clone()));
+                    tokio::task::spawn_local(guard::Turns { turn, task });
                 }
                 _ = tokio::time::sleep(ASYNC_STOP_POLL) => {}
             }
@@ -110,6 +120,8 @@ struct Conn {
     c: Rc<CounterWriter>,
     /// The thread's gRPC calls (for `--fail-every`).
     calls: Rc<crate::grpc::Calls>,
+    /// What the connection was handed in this poll of its task ([`guard`]).
+    turn: Rc<guard::Turn>,
 }
 
 impl Drop for Conn {
@@ -137,7 +149,15 @@ impl Conn {
     }
 
     async fn serve<T: AsyncRead + AsyncWrite + Unpin>(&self, io: T) {
+        let Some(io) = guard::Guarded::preface(io, Rc::clone(&self.turn)).await else {
+            return;
+        };
         let mut b = h2::server::Builder::new();
+        // What a header block may decode to: advertised, a larger block's stream refused (431
+        // and a reset), one over four times this ends the connection (GOAWAY
+        // ENHANCE_YOUR_CALM, the h2 crate's abuse limit). The crate's default, 16 MiB, let a
+        // block of one-byte references to a 4 KiB table entry cost 4,000 times its size.
+        b.max_header_list_size(MAX_HEADER_LIST);
         if let Some(n) = self.cfg.max_streams {
             b.max_concurrent_streams(n);
         }

@@ -18,6 +18,8 @@ mod faults;
 mod http;
 // `shutdown` and drop join every thread and close every socket.
 mod shutdown;
+// Issue 42 item 6: serve h2 and serve grpc against hostile clients (HPACK, preface).
+mod reference_servers;
 // The http server over TLS.
 mod tls;
 // The WebSocket server: handshake, frames, close.

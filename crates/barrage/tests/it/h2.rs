@@ -679,3 +679,74 @@ fn go_net_http_h2c_receives_every_upload_byte_for_byte() {
         assert_eq!(after[3], 0, "{size}: bodies cut short");
     }
 }
+
+/// Issue 42, item 6: h2spec (`tests/h2spec/bin/h2spec`, pinned by tests/h2spec/go.mod and built
+/// by `.ci/install`; skipped, failing under CI, when it was not built) against `barrage serve
+/// h2`, every case including the strict ones (`-S`): clear text and TLS with a stream limit
+/// advertised, all 146 pass; with the default knobs the one case that needs an advertised
+/// stream limit (5.1.2, exceeding SETTINGS_MAX_CONCURRENT_STREAMS) is skipped by h2spec and
+/// the other 145 pass. Before, 3.5/2 (an invalid preface: the server reset the connection
+/// instead of GOAWAY and close) failed.
+#[test]
+fn reference_servers_pass_h2spec() {
+    let h2spec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/h2spec/bin/h2spec");
+    if !available("h2spec (tests/h2spec/bin)", h2spec.is_file()) {
+        return;
+    }
+    let p = pki::pki(&["127.0.0.1"], pki::Validity::Now);
+    let (cert, key) = (p.cert.to_str().unwrap(), p.key.to_str().unwrap());
+    let limit = ["--max-streams", "100"];
+    let tls = ["--max-streams", "100", "--tls-cert", cert, "--tls-key", key];
+    let runs: [(&[&str], &[&str], &str); 3] = [
+        (&[], &[], "146 tests, 145 passed, 1 skipped, 0 failed"),
+        (&limit, &[], "146 tests, 146 passed, 0 skipped, 0 failed"),
+        (
+            &tls,
+            &["-t", "-k"],
+            "146 tests, 146 passed, 0 skipped, 0 failed",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("h2spec.xml");
+    for (knobs, flags, expected) in runs {
+        let server = EchoServer::serve("h2", knobs);
+        let port = server.port.to_string();
+        let out = StdCommand::new(&h2spec)
+            .args(["-h", "127.0.0.1", "-p", &port, "-o", "10", "-S", "-j"])
+            .arg(&junit)
+            .args(flags)
+            .stdin(Stdio::null())
+            .output()
+            .expect("h2spec runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let last = text.lines().rev().find(|l| !l.trim().is_empty());
+        assert_eq!(
+            last,
+            Some(expected),
+            "serve h2 {knobs:?}, h2spec {flags:?}:\n{text}"
+        );
+        assert!(out.status.success(), "{text}");
+        // Which cases were skipped, by their section (the JUnit report's package).
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        let skipped: Vec<&str> = xml
+            .match_indices("<skipped")
+            .map(|(at, _)| {
+                let case = &xml[..at][xml[..at].rfind("<testcase").unwrap()..];
+                case.split("package=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        let want: &[&str] = if knobs.is_empty() {
+            &["http2/5.1.2"]
+        } else {
+            &[]
+        };
+        assert_eq!(skipped, want, "serve h2 {knobs:?}");
+        server.stop();
+    }
+}

@@ -2,6 +2,7 @@
 //! so that a server bug fails a test instead of hanging the suite.
 
 mod alone;
+pub mod h2_raw;
 pub mod http_client;
 pub mod ws_client;
 
