@@ -94,8 +94,10 @@ fn test(root: &Path, args: Vec<String>) -> i32 {
     code
 }
 
-/// `skipped: none` or `skipped: 13 tests, for want of: nginx (2), python3 websockets (3); install
-/// them all with: sudo .ci/install`, from the lines `crate<TAB>what<TAB>test`.
+/// `skipped: none`, or a line per missing program naming the tests it skipped (`skipped for
+/// want of nginx: barrage interop::a, ...`) and then `skipped: 13 tests for want of nginx (2),
+/// python3 websockets (3); install them all with ...`, from the lines `crate<TAB>what<TAB>test`
+/// of `target/tmp/skipped.tsv`.
 fn skip_line(text: &str) -> String {
     let mut by_what: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for line in text.lines() {
@@ -116,12 +118,18 @@ fn skip_line(text: &str) -> String {
         .iter()
         .map(|(what, tests)| format!("{what} ({})", tests.len()))
         .collect();
-    format!(
-        "skipped: {total} test{} for want of {}; install them all with `sudo .ci/install` \
-         (Debian), then run this again",
+    let mut out = String::new();
+    for (what, tests) in &by_what {
+        let names: Vec<String> = tests.iter().map(|(k, t)| format!("{k} {t}")).collect();
+        out += &format!("skipped for want of {what}: {}\n", names.join(", "));
+    }
+    out += &format!(
+        "skipped: {total} test{} for want of {}; install them all with `.ci/install` as root \
+         (`sudo .ci/install`; Debian), then run this again",
         if total == 1 { "" } else { "s" },
         wants.join(", ")
-    )
+    );
+    out
 }
 
 #[cfg(test)]
@@ -148,8 +156,10 @@ mod tests {
                    barrage\tnginx\tinterop::a\nbarrage-engine\tredis-server\tcodecs_live::r\n";
         assert_eq!(
             skip_line(tsv),
-            "skipped: 3 tests for want of nginx (2), redis-server (1); install them all with \
-             `sudo .ci/install` (Debian), then run this again"
+            "skipped for want of nginx: barrage interop::a, barrage interop::b\n\
+             skipped for want of redis-server: barrage-engine codecs_live::r\n\
+             skipped: 3 tests for want of nginx (2), redis-server (1); install them all with \
+             `.ci/install` as root (`sudo .ci/install`; Debian), then run this again"
         );
         assert_eq!(skip_line(""), "skipped: none (every test ran)");
         // A torn line is not counted.
