@@ -383,6 +383,11 @@ impl ErrorReasons {
         self.0.iter().filter(move |r| r.class == class)
     }
 
+    /// The first reason `class` gave, if any.
+    pub fn first(&self, class: ErrorClass) -> Option<&str> {
+        self.of(class).next().map(|r| r.reason.as_str())
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &ErrorReason> + '_ {
         self.0.iter()
     }

@@ -34,8 +34,8 @@ pub fn plainly_failed(s: &Summary) -> Option<String> {
         .max_by_key(|(c, n)| (*n, std::cmp::Reverse(*c)))
         .expect("failed > 0");
     let mut line = format!("{head}, {n} as {top}");
-    if let Some(r) = s.totals.reasons.of(top).next() {
-        line += &format!(" ({})", r.reason);
+    if let Some(r) = s.totals.reasons.first(top) {
+        line += &format!(" ({r})");
     }
     if let Some(h) = hint(s, top) {
         line += &format!(": {h}");

@@ -678,13 +678,7 @@ fn a_body_shorter_than_its_content_length_is_protocol() {
             sm.connections.attempts, 1,
             "a stream error, not the connection's"
         );
-        let why = &sm
-            .totals
-            .reasons
-            .of(ErrorClass::Protocol)
-            .next()
-            .unwrap()
-            .reason;
+        let why = sm.totals.reasons.first(ErrorClass::Protocol).unwrap();
         assert!(why.contains("content-length"), "{why}");
     }
 }
@@ -716,13 +710,7 @@ fn an_oversize_trailer_block_is_protocol_not_a_timeout() {
     assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
     assert_eq!(sm.errors.get(ErrorClass::Timeout), 0, "{:?}", sm.errors);
     assert_eq!(sm.exchanges.completed, 0);
-    let why = &sm
-        .totals
-        .reasons
-        .of(ErrorClass::Protocol)
-        .next()
-        .unwrap()
-        .reason;
+    let why = sm.totals.reasons.first(ErrorClass::Protocol).unwrap();
     assert!(why.contains("header block larger"), "{why}");
 }
 
@@ -739,13 +727,7 @@ fn frames_on_a_closed_stream_are_protocol() {
     let sm = summary(&o);
     assert!(sm.errors.get(ErrorClass::Protocol) >= 1, "{:?}", sm.errors);
     assert_eq!(sm.errors.total(), sm.errors.get(ErrorClass::Protocol));
-    let why = &sm
-        .totals
-        .reasons
-        .of(ErrorClass::Protocol)
-        .next()
-        .unwrap()
-        .reason;
+    let why = sm.totals.reasons.first(ErrorClass::Protocol).unwrap();
     assert!(why.contains("STREAM_CLOSED"), "{why}");
 }
 

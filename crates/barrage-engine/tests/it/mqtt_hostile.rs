@@ -463,12 +463,6 @@ fn a_second_connack_fails_the_connection_as_protocol() {
     assert_eq!(s.exchanges.completed, 0, "{:?}", s.exchanges);
     // The second CONNACK of each connection is refused, not counted.
     assert_eq!(s.totals.mqtt.connack.get(0), s.connections.attempts);
-    let why = &s
-        .totals
-        .reasons
-        .of(ErrorClass::Protocol)
-        .next()
-        .unwrap()
-        .reason;
+    let why = s.totals.reasons.first(ErrorClass::Protocol).unwrap();
     assert!(why.contains("a second CONNACK"), "{why}");
 }
