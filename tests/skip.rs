@@ -52,6 +52,19 @@ pub fn browser(script: &str) -> Option<std::path::PathBuf> {
     available(&missing(&parts), parts.iter().all(|p| p.1)).then(|| dir.join(script))
 }
 
+/// `true` when the slow, optional tests that `cargo xtask test FLAG` turns on (by setting
+/// `ENV`) were asked for, or under `CI` (which runs everything); otherwise the test is skipped,
+/// and listed by `cargo xtask test` as left out unless asked, not as a missing program.
+#[allow(dead_code)] // only the binary's wine tests call it
+pub fn asked(flag: &str, env: &str, what: &str) -> bool {
+    if std::env::var_os("CI").is_some() || std::env::var_os(env).is_some_and(|v| !v.is_empty()) {
+        return true;
+    }
+    println!("skipped: {what} runs only when asked (`cargo xtask test {flag}`; CI runs it)");
+    record(flag);
+    false
+}
+
 fn record(what: &str) {
     use std::io::Write as _;
     let test = std::thread::current()

@@ -1,5 +1,6 @@
-//! `cargo xtask test [ARGS]`: the README's test command. Runs `cargo test --workspace ARGS`
-//! and ends with one line naming every test that was skipped because this machine lacks a
+//! `cargo xtask test [--wine] [ARGS]`: the README's test command. Runs `cargo test --workspace
+//! ARGS` (with `--wine`, also barrage.exe's tests under wine: minutes of a Windows build, left
+//! out unless asked or under CI) and ends with one line naming every test that was skipped because this machine lacks a
 //! program it drives (from `target/tmp/skipped.tsv`, which the tests append to), and the one
 //! command that installs them all (`.ci/install`). Its exit code is cargo test's.
 //!
@@ -65,7 +66,9 @@ fn for_windows(args: &[String]) -> bool {
             .any(|a| a.starts_with("--target=") && a.contains("windows"))
 }
 
-fn test(root: &Path, args: Vec<String>) -> i32 {
+fn test(root: &Path, mut args: Vec<String>) -> i32 {
+    let wine = args.iter().any(|a| a == "--wine");
+    args.retain(|a| a != "--wine");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
@@ -84,7 +87,11 @@ fn test(root: &Path, args: Vec<String>) -> i32 {
         }
         code
     } else {
-        run(Command::new(cargo)
+        let mut cmd = Command::new(cargo);
+        if wine {
+            cmd.env("BARRAGE_WINE", "1");
+        }
+        run(cmd
             .current_dir(root)
             .args(["test", "--workspace"])
             .args(&args))
@@ -98,6 +105,8 @@ fn test(root: &Path, args: Vec<String>) -> i32 {
 /// want of nginx: barrage interop::a, ...`) and then `skipped: 13 tests for want of nginx (2),
 /// python3 websockets (3); install them all with ...`, from the lines `crate<TAB>what<TAB>test`
 /// of `target/tmp/skipped.tsv`.
+/// A skip whose `what` is a flag (`--wine`) was not asked for: those tests are listed apart,
+/// with the command that runs them, not among the missing programs.
 fn skip_line(text: &str) -> String {
     let mut by_what: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for line in text.lines() {
@@ -110,23 +119,49 @@ fn skip_line(text: &str) -> String {
         tests.sort_unstable();
         tests.dedup();
     }
-    let total: usize = by_what.values().map(Vec::len).sum();
-    if total == 0 {
+    let (asked, wanted): (Vec<_>, Vec<_>) = by_what.iter().partition(|(w, _)| w.starts_with("--"));
+    let count = |v: &[(&&str, &Vec<(&str, &str)>)]| v.iter().map(|(_, t)| t.len()).sum::<usize>();
+    let (not_asked, total) = (count(&asked), count(&wanted));
+    if not_asked + total == 0 {
         return "skipped: none (every test ran)".into();
     }
-    let wants: Vec<String> = by_what
+    let names = |tests: &[(&str, &str)]| {
+        let names: Vec<String> = tests.iter().map(|(k, t)| format!("{k} {t}")).collect();
+        names.join(", ")
+    };
+    let mut out = String::new();
+    for (flag, tests) in &asked {
+        out += &format!(
+            "left out unless asked (`cargo xtask test {flag}`; CI runs them): {}\n",
+            names(tests)
+        );
+    }
+    for (what, tests) in &wanted {
+        out += &format!("skipped for want of {what}: {}\n", names(tests));
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if total == 0 {
+        let flags: Vec<&str> = asked.iter().map(|(f, _)| **f).collect();
+        out += &format!(
+            "skipped: {not_asked} test{} left out unless asked ({}); none for want of a program",
+            plural(not_asked),
+            flags.join(", ")
+        );
+        return out;
+    }
+    let wants: Vec<String> = wanted
         .iter()
         .map(|(what, tests)| format!("{what} ({})", tests.len()))
         .collect();
-    let mut out = String::new();
-    for (what, tests) in &by_what {
-        let names: Vec<String> = tests.iter().map(|(k, t)| format!("{k} {t}")).collect();
-        out += &format!("skipped for want of {what}: {}\n", names.join(", "));
-    }
+    let asked_too = if not_asked == 0 {
+        String::new()
+    } else {
+        format!(" and {not_asked} left out unless asked")
+    };
     out += &format!(
-        "skipped: {total} test{} for want of {}; install them all with `.ci/install` as root \
-         (`sudo .ci/install`; Debian), then run this again",
-        if total == 1 { "" } else { "s" },
+        "skipped: {total} test{} for want of {}{asked_too}; install them all with `.ci/install` \
+         as root (`sudo .ci/install`; Debian), then run this again",
+        plural(total),
         wants.join(", ")
     );
     out
@@ -162,6 +197,20 @@ mod tests {
              `.ci/install` as root (`sudo .ci/install`; Debian), then run this again"
         );
         assert_eq!(skip_line(""), "skipped: none (every test ran)");
+        // Tests left out unless asked are listed apart, with the flag that runs them.
+        let wine = "barrage\t--wine\twine::a\nbarrage\t--wine\twine::b\n";
+        assert_eq!(
+            skip_line(wine),
+            "left out unless asked (`cargo xtask test --wine`; CI runs them): barrage wine::a, \
+             barrage wine::b\n\
+             skipped: 2 tests left out unless asked (--wine); none for want of a program"
+        );
+        assert!(
+            skip_line(&format!("{wine}barrage\tnginx\tinterop::a\n")).ends_with(
+                "skipped: 1 test for want of nginx (1) and 2 left out unless asked; install them \
+             all with `.ci/install` as root (`sudo .ci/install`; Debian), then run this again"
+            )
+        );
         // A torn line is not counted.
         assert_eq!(
             skip_line("barrage\tnginx"),

@@ -15,7 +15,8 @@
 //! Each wine process is a child of the test, stopped by its PID: wine's SIGINT handler turns
 //! the signal into a Ctrl-C console event for the Windows process, which is how these tests
 //! press Ctrl-C. The wine server started for the prefix exits by itself 20 s after its last
-//! process. Without wine, mingw-w64 or the Rust target the tests are skipped (failing under CI).
+//! process. They run when asked (`cargo xtask test --wine`, which sets `BARRAGE_WINE=1`) or
+//! under CI; without wine, mingw-w64 or the Rust target they are then skipped (failing under CI).
 
 use crate::common::*;
 use crate::interop::Nginx;
@@ -38,6 +39,10 @@ struct Wine {
 fn wine() -> Option<&'static Wine> {
     static WINE: OnceLock<Option<Wine>> = OnceLock::new();
     WINE.get_or_init(|| {
+        // Minutes of a Windows build: a newcomer's `cargo xtask test` leaves it out.
+        if !crate::common::asked("--wine", "BARRAGE_WINE", "the Windows build under wine") {
+            return None;
+        }
         let target_installed = StdCommand::new("rustup")
             .args(["target", "list", "--installed"])
             .output()
@@ -248,7 +253,7 @@ fn conserved(r: &Value) {
 /// with wine as cargo's runner for the target: the unit tests of the engine and the servers,
 /// and the monitor's with its Windows integration tests (xtask's `WINDOWS`). Ignored in the
 /// suite (its Windows compile takes minutes) and run by `.ci/test` as a phase of its own; by
-/// hand: `cargo test -p barrage --test it wine::the_windows_tests -- --ignored`.
+/// hand: `BARRAGE_WINE=1 cargo test -p barrage --test it wine::the_windows_tests -- --ignored`.
 #[test]
 #[ignore = "run by .ci/test as its own phase (minutes of Windows compile): -- --ignored"]
 fn the_windows_tests_pass_under_wine() {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 #[path = "../../../../../tests/skip.rs"]
 mod skip;
-pub use skip::{available, browser, missing};
+pub use skip::{asked, available, browser, missing};
 
 /// Longest any single CLI invocation may take before the test calls it hung.
 pub const CMD_TIMEOUT: Duration = Duration::from_secs(20);
