@@ -41,7 +41,7 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
         .zip(&fig.processes)
         .filter_map(|(p, (f, mem))| {
             process_row(
-                format!("server pid {}: {}", p.pid, p.command),
+                format!("server {}: {}", p.who(), p.command),
                 f.as_ref(),
                 mem,
             )
