@@ -556,6 +556,98 @@ mod tests {
         .is_empty());
     }
 
+    /// Issue 43: a 10 s run whose server's sockets sit in CLOSE_WAIT only in the sample taken
+    /// as the load ended (t = 9.998 and 10.0: the sampler's slots fall on the load's end and
+    /// race the connections' closing) shows none; CLOSE_WAIT earlier in the load still counts,
+    /// and so does the last sample of a window that did not end there.
+    #[test]
+    fn close_wait_as_the_load_ends_is_not_a_finding() {
+        let w = Window {
+            from_s: 0.0,
+            to_s: 10.0,
+        };
+        let run = |end_t: f64, close_wait: &[(f64, u64)]| {
+            let samples: Vec<ProcSample> = (0..=11)
+                .map(|i| if i == 10 { end_t } else { i as f64 })
+                .map(|t| {
+                    let mut s = proc(t, MIB);
+                    s.tcp.established = if t > 0.0 && t <= 10.0 { 50 } else { 0 };
+                    s.tcp.close_wait = close_wait.iter().find(|c| c.0 == t).map_or(0, |c| c.1);
+                    s
+                })
+                .collect();
+            process(&samples, w).unwrap()
+        };
+        for end_t in [10.0, 9.998] {
+            let clean = run(end_t, &[(end_t, 37), (11.0, 12)]);
+            assert_eq!(clean.tcp_close_wait_max, 0, "end sample at {end_t}");
+            assert_eq!((clean.samples, clean.tcp_established_max), (10, 50));
+        }
+        let early = run(10.0, &[(4.0, 3), (10.0, 37)]);
+        assert_eq!(early.tcp_close_wait_max, 3);
+        // A window whose last sample is half an interval or more before its end.
+        let mid = Window {
+            from_s: 0.0,
+            to_s: 9.6,
+        };
+        let samples: Vec<ProcSample> = (0..=10)
+            .map(|t| {
+                let mut s = proc(t as f64, MIB);
+                s.tcp.close_wait = if t == 9 { 5 } else { 0 };
+                s
+            })
+            .collect();
+        assert_eq!(process(&samples, mid).unwrap().tcp_close_wait_max, 5);
+        assert!(at_load_end(10.0, Some(9.0), w) && at_load_end(9.7, Some(9.0), w));
+        assert!(!at_load_end(9.4, Some(9.0), w) && !at_load_end(10.2, Some(9.0), w));
+    }
+
+    /// Issue 43: a summary showed eight interfaces, six of them all zeros, which read like
+    /// faults. Shown: those that carried traffic, and the loopback when the target is on it
+    /// (even idle); the others are counted.
+    #[test]
+    fn idle_interfaces_are_left_out_and_counted() {
+        use crate::monitor::NetIfSample;
+        let host: Vec<HostSample> = (1..=5)
+            .map(|t| HostSample {
+                t: t as f64,
+                net: ["lo", "eth0", "docker0", "ifb0", "ifb1", "wg0"]
+                    .iter()
+                    .map(|name| NetIfSample {
+                        name: name.to_string(),
+                        // eth0 sends in one second only; wg0 receives throughout.
+                        tx_bytes_per_s: if *name == "eth0" && t == 3 { 80.0 } else { 0.0 },
+                        rx_bytes_per_s: if *name == "wg0" { 5.0 } else { 0.0 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        let w = Window {
+            from_s: 0.0,
+            to_s: 5.0,
+        };
+        let all = network(&host, w);
+        assert_eq!(all.len(), 6, "the figures keep every interface");
+        let names = |target: &str| {
+            let (shown, idle) = shown_network(&all, target);
+            let n: Vec<&str> = shown.iter().map(|i| i.interface.as_str()).collect();
+            (n, idle)
+        };
+        assert_eq!(names("tcp://10.0.0.7:7000"), (vec!["eth0", "wg0"], 4));
+        assert_eq!(
+            names("http://127.0.0.1:8080/"),
+            (vec!["lo", "eth0", "wg0"], 3)
+        );
+        assert_eq!(names("ws://[::1]:9000/").1, 3);
+        assert_eq!(names("redis://user@localhost:6379").1, 3);
+        assert!(!target_on_loopback("http://example.test/"));
+        assert!(!target_on_loopback("tcp://[2001:db8::1]:7000"));
+        assert!(target_on_loopback("127.0.0.2:7000"));
+        assert!(is_loopback_interface("Loopback Pseudo-Interface 1"));
+    }
+
     #[test]
     fn one_definition_for_thresholds_readiness_and_figures() {
         let r = result(10, 100, 0, 4);
