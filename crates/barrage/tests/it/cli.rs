@@ -339,7 +339,9 @@ fn serve_help_names_every_server_kind() {
         .lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
-        .take_while(|l| l.starts_with("  "))
+        .take_while(|l| !l.is_empty())
+        // A command's line, not its description's continuation.
+        .filter(|l| !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|k| *k != "help")
         .collect();
