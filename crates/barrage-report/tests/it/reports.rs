@@ -330,7 +330,6 @@ fn a_clean_monitored_run_shows_no_idle_interface_end_close_wait_or_lone_master()
     assert!(m.contains("| server PID 4242 and 2 child processes: ./echo-server --port 7000 |"));
     assert!(!m.contains("ifb0") && !m.contains("docker0"), "{m}");
     // CLOSE_WAIT earlier in the load is still shown.
-    let mut r = r;
     r.monitor.as_mut().unwrap().processes[0].samples[5]
         .tcp
         .close_wait = 3;
