@@ -47,7 +47,18 @@ pub struct ProcessFigures {
     pub fds_max: u64,
     pub threads_max: u64,
     pub tcp_established_max: u64,
+    /// The most sockets in CLOSE_WAIT under load, the sample taken as the load ended left out
+    /// ([`at_load_end`]): there the connections are closing, as they should.
     pub tcp_close_wait_max: u64,
+}
+
+/// Whether the sample at `t`, the last in `w` (the one before it at `prev`), was taken as the
+/// load ended: nearer the window's end than half the time since the sample before (the
+/// sampler's slots fall on the run's whole seconds, as the load's end does, so that sample
+/// races the closing of the connections and reads some in CLOSE_WAIT).
+pub fn at_load_end(t: f64, prev: Option<f64>, w: Window) -> bool {
+    let half_gap = prev.map_or(0.5, |p| (t - p) / 2.0);
+    w.contains(t) && w.to_s - t < half_gap
 }
 
 /// The mean of a series' values `(t, v)` within `w`, each weighted by the seconds it covers:
@@ -88,6 +99,19 @@ pub fn process(samples: &[ProcSample], w: Window) -> Option<ProcessFigures> {
     let cpu: Vec<(f64, f64)> = samples.iter().map(|x| (x.t, x.cpu_pct)).collect();
     let cpu_avg_pct = time_mean(&cpu, w)?;
     let max = |f: fn(&ProcSample) -> u64| s.iter().map(|x| f(x)).max().unwrap_or(0);
+    // The last sample in the window, if it was taken as the load ended.
+    let last = samples.iter().rposition(|x| w.contains(x.t));
+    let end = last.filter(|&i| {
+        let prev = i.checked_sub(1).map(|p| samples[p].t);
+        at_load_end(samples[i].t, prev, w)
+    });
+    let close_wait = samples
+        .iter()
+        .enumerate()
+        .filter(|(i, x)| w.contains(x.t) && Some(*i) != end)
+        .map(|(_, x)| x.tcp.close_wait)
+        .max()
+        .unwrap_or(0);
     Some(ProcessFigures {
         samples: s.len(),
         cpu_avg_pct,
@@ -97,7 +121,7 @@ pub fn process(samples: &[ProcSample], w: Window) -> Option<ProcessFigures> {
         fds_max: max(|x| x.fds),
         threads_max: max(|x| x.threads),
         tcp_established_max: max(|x| x.tcp.established),
-        tcp_close_wait_max: max(|x| x.tcp.close_wait),
+        tcp_close_wait_max: close_wait,
     })
 }
 
@@ -229,6 +253,48 @@ pub struct NetworkUse {
     pub samples: usize,
     pub rx_bytes_per_s: Spread,
     pub tx_bytes_per_s: Spread,
+}
+
+impl NetworkUse {
+    /// Whether it received or sent anything in its window.
+    pub fn carried_traffic(&self) -> bool {
+        self.rx_bytes_per_s.max > 0.0 || self.tx_bytes_per_s.max > 0.0
+    }
+}
+
+/// Whether an interface is the machine's loopback (Linux `lo`, BSD and macOS `lo0`, Windows'
+/// `Loopback Pseudo-Interface 1`).
+pub fn is_loopback_interface(name: &str) -> bool {
+    name == "lo" || name == "lo0" || name.starts_with("Loopback")
+}
+
+/// Whether a target (`tcp://127.0.0.1:7000`, `http://[::1]:8080/`, `localhost:6379`) is on
+/// this machine's loopback.
+pub fn target_on_loopback(target: &str) -> bool {
+    let rest = target.split_once("://").map_or(target, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The interfaces a summary shows, in order: those that carried traffic in their window, and
+/// the loopback when the target is on it; and how many idle ones were left out (a machine
+/// lists many: bridges, tunnels, unused NICs, whose rows of zeros read like faults).
+pub fn shown_network<'a>(n: &'a [NetworkUse], target: &str) -> (Vec<&'a NetworkUse>, usize) {
+    let local = target_on_loopback(target);
+    let shown: Vec<&NetworkUse> = n
+        .iter()
+        .filter(|i| i.carried_traffic() || local && is_loopback_interface(&i.interface))
+        .collect();
+    let left_out = n.len() - shown.len();
+    (shown, left_out)
 }
 
 /// Each interface's traffic in `w`, in the order the machine lists them; an interface with no
@@ -488,6 +554,98 @@ mod tests {
             }
         )
         .is_empty());
+    }
+
+    /// Issue 43: a 10 s run whose server's sockets sit in CLOSE_WAIT only in the sample taken
+    /// as the load ended (t = 9.998 and 10.0: the sampler's slots fall on the load's end and
+    /// race the connections' closing) shows none; CLOSE_WAIT earlier in the load still counts,
+    /// and so does the last sample of a window that did not end there.
+    #[test]
+    fn close_wait_as_the_load_ends_is_not_a_finding() {
+        let w = Window {
+            from_s: 0.0,
+            to_s: 10.0,
+        };
+        let run = |end_t: f64, close_wait: &[(f64, u64)]| {
+            let samples: Vec<ProcSample> = (0..=11)
+                .map(|i| if i == 10 { end_t } else { i as f64 })
+                .map(|t| {
+                    let mut s = proc(t, MIB);
+                    s.tcp.established = if t > 0.0 && t <= 10.0 { 50 } else { 0 };
+                    s.tcp.close_wait = close_wait.iter().find(|c| c.0 == t).map_or(0, |c| c.1);
+                    s
+                })
+                .collect();
+            process(&samples, w).unwrap()
+        };
+        for end_t in [10.0, 9.998] {
+            let clean = run(end_t, &[(end_t, 37), (11.0, 12)]);
+            assert_eq!(clean.tcp_close_wait_max, 0, "end sample at {end_t}");
+            assert_eq!((clean.samples, clean.tcp_established_max), (10, 50));
+        }
+        let early = run(10.0, &[(4.0, 3), (10.0, 37)]);
+        assert_eq!(early.tcp_close_wait_max, 3);
+        // A window whose last sample is half an interval or more before its end.
+        let mid = Window {
+            from_s: 0.0,
+            to_s: 9.6,
+        };
+        let samples: Vec<ProcSample> = (0..=10)
+            .map(|t| {
+                let mut s = proc(t as f64, MIB);
+                s.tcp.close_wait = if t == 9 { 5 } else { 0 };
+                s
+            })
+            .collect();
+        assert_eq!(process(&samples, mid).unwrap().tcp_close_wait_max, 5);
+        assert!(at_load_end(10.0, Some(9.0), w) && at_load_end(9.7, Some(9.0), w));
+        assert!(!at_load_end(9.4, Some(9.0), w) && !at_load_end(10.2, Some(9.0), w));
+    }
+
+    /// Issue 43: a summary showed eight interfaces, six of them all zeros, which read like
+    /// faults. Shown: those that carried traffic, and the loopback when the target is on it
+    /// (even idle); the others are counted.
+    #[test]
+    fn idle_interfaces_are_left_out_and_counted() {
+        use crate::monitor::NetIfSample;
+        let host: Vec<HostSample> = (1..=5)
+            .map(|t| HostSample {
+                t: t as f64,
+                net: ["lo", "eth0", "docker0", "ifb0", "ifb1", "wg0"]
+                    .iter()
+                    .map(|name| NetIfSample {
+                        name: name.to_string(),
+                        // eth0 sends in one second only; wg0 receives throughout.
+                        tx_bytes_per_s: if *name == "eth0" && t == 3 { 80.0 } else { 0.0 },
+                        rx_bytes_per_s: if *name == "wg0" { 5.0 } else { 0.0 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        let w = Window {
+            from_s: 0.0,
+            to_s: 5.0,
+        };
+        let all = network(&host, w);
+        assert_eq!(all.len(), 6, "the figures keep every interface");
+        let names = |target: &str| {
+            let (shown, idle) = shown_network(&all, target);
+            let n: Vec<&str> = shown.iter().map(|i| i.interface.as_str()).collect();
+            (n, idle)
+        };
+        assert_eq!(names("tcp://10.0.0.7:7000"), (vec!["eth0", "wg0"], 4));
+        assert_eq!(
+            names("http://127.0.0.1:8080/"),
+            (vec!["lo", "eth0", "wg0"], 3)
+        );
+        assert_eq!(names("ws://[::1]:9000/").1, 3);
+        assert_eq!(names("redis://user@localhost:6379").1, 3);
+        assert!(!target_on_loopback("http://example.test/"));
+        assert!(!target_on_loopback("tcp://[2001:db8::1]:7000"));
+        assert!(target_on_loopback("127.0.0.2:7000"));
+        assert!(is_loopback_interface("Loopback Pseudo-Interface 1"));
     }
 
     #[test]

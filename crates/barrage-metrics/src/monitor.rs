@@ -43,11 +43,19 @@ pub struct ProcSample {
     #[serde(default)]
     pub private_bytes: u64,
     pub threads: u64,
+    /// The descendants summed into this sample (a pre-forked server's workers; 0: the
+    /// process alone). 0 in results written before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub children: u64,
     pub fds: u64,
     /// Context switches during the interval.
     pub ctx_voluntary: u64,
     pub ctx_involuntary: u64,
     pub tcp: TcpStates,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Everything sampled for one monitored process.
@@ -150,6 +158,23 @@ impl SpawnRecord {
             _ => "unknown status".into(),
         };
         format!("exited {by} with {status} in {:.0} ms", self.stop_took_ms)
+    }
+}
+
+impl ProcessSeries {
+    /// The most descendants summed into one of its samples (0: it ran alone).
+    pub fn children_max(&self) -> u64 {
+        self.samples.iter().map(|s| s.children).max().unwrap_or(0)
+    }
+
+    /// What its figures are of, truthfully: `PID 123` alone, `PID 123 and 2 child
+    /// processes` when its descendants (a pre-forked server's workers) are summed in.
+    pub fn who(&self) -> String {
+        match self.children_max() {
+            0 => format!("PID {}", self.pid),
+            1 => format!("PID {} and 1 child process", self.pid),
+            n => format!("PID {} and {n} child processes", self.pid),
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! and a spawned server's exit. Sections for data that was not collected are left out.
 
 use crate::fmt::{byte_rate, bytes, thousands};
-use barrage_metrics::figures::{Machine, Memory, NetworkUse, ProcessFigures, RunFigures, Spread};
+use barrage_metrics::figures::{
+    shown_network, Machine, Memory, NetworkUse, ProcessFigures, RunFigures, Spread,
+};
 use barrage_metrics::RunResult;
 
 fn pct(x: f64) -> String {
@@ -60,7 +62,7 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
             cmd.truncate(57);
             cmd += "...";
         }
-        lines.push(format!("Server        pid {} `{cmd}`", p.pid));
+        lines.push(format!("Server        {} `{cmd}`", p.who()));
         if p.samples.is_empty() {
             lines.push("  no samples (the process was gone)".into());
         }
@@ -74,7 +76,7 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         ));
     }
     lines.extend(fig.machine.as_ref().map(machine));
-    lines.extend(network(&fig.network));
+    lines.extend(network(&fig.network, &r.config.target));
     if let Some(c) = r.analysis.as_ref().and_then(|a| a.contention.as_ref()) {
         lines.push(format!(
             "Others        CPU under load avg {}, max {} of one core (machine - server - barrage){}",
@@ -94,10 +96,24 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
     lines
 }
 
-/// The machine's interfaces under load, two lines each: what it received and what it sent.
-fn network(n: &[NetworkUse]) -> Vec<String> {
-    if n.is_empty() {
+/// The machine's interfaces under load, two lines each: what it received and what it sent;
+/// only those that carried traffic (and the loopback when the target is on it), with how many
+/// idle ones were left out ([`shown_network`]).
+fn network(all: &[NetworkUse], target: &str) -> Vec<String> {
+    if all.is_empty() {
         return Vec::new();
+    }
+    let (n, idle) = shown_network(all, target);
+    let idle_note = match idle {
+        0 => String::new(),
+        1 => "; 1 idle interface left out".into(),
+        k => format!("; {k} idle interfaces left out"),
+    };
+    if n.is_empty() {
+        return vec![format!(
+            "Network       no interface carried traffic under load ({} left out)",
+            all.len()
+        )];
     }
     let width = n.iter().map(|i| i.interface.len()).max().unwrap_or(0);
     let spread = |s: &Spread| {
@@ -108,8 +124,9 @@ fn network(n: &[NetworkUse]) -> Vec<String> {
             bytes(s.max)
         )
     };
-    let mut lines =
-        vec!["Network       under load, per interface (all of the machine's traffic)".into()];
+    let mut lines = vec![format!(
+        "Network       under load, per interface (all of the machine's traffic){idle_note}"
+    )];
     for i in n {
         let name = &i.interface;
         lines.push(format!(

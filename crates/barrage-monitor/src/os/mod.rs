@@ -73,6 +73,8 @@ pub(crate) struct ProcReading {
     /// Private committed memory (Windows' "private bytes"); 0 where it is not read (Linux).
     pub private_bytes: u64,
     pub threads: u64,
+    /// Descendants summed in (with children; 0: the process alone).
+    pub children: u64,
     /// Open file descriptors (Linux) or handles (Windows).
     pub fds: u64,
     /// False if some process's descriptors were not ours to read (then fds and TCP states

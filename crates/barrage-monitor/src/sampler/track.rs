@@ -134,6 +134,7 @@ impl Tracked {
             rss_peak_bytes: self.peak,
             private_bytes: r.private_bytes,
             threads: r.threads,
+            children: r.children,
             fds: r.fds,
             ctx_voluntary,
             ctx_involuntary,

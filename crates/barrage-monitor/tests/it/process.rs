@@ -223,6 +223,14 @@ fn children_are_summed_in_when_asked() {
     assert!(t.rss_bytes as f64 - a.rss_bytes as f64 > 29.0 * MIB);
     assert!(t.threads > a.threads && t.fds > a.fds);
     assert!(tree.processes[0].command.contains("subprocess"));
+    // How many were summed, and what the summary calls it (issue 43: not "the server").
+    assert_eq!((a.children, t.children), (0, 1));
+    let pid = py.pid();
+    assert_eq!(alone.processes[0].who(), format!("PID {pid}"));
+    assert_eq!(
+        tree.processes[0].who(),
+        format!("PID {pid} and 1 child process")
+    );
     // SAFETY: kill has no memory-safety preconditions. The parent's own death would orphan it.
     unsafe { libc::kill(child, libc::SIGKILL) };
 }

@@ -4,7 +4,7 @@
 use super::{grade, table, Block};
 use crate::fmt::{byte_rate, bytes, thousands};
 use barrage_metrics::analysis::{LeakStatus, Trend};
-use barrage_metrics::figures::{Memory, ProcessFigures, RunFigures};
+use barrage_metrics::figures::{shown_network, Memory, ProcessFigures, RunFigures};
 use barrage_metrics::{RunResult, Verdict};
 
 fn pct(x: f64) -> String {
@@ -41,7 +41,7 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
         .zip(&fig.processes)
         .filter_map(|(p, (f, mem))| {
             process_row(
-                format!("server pid {}: {}", p.pid, p.command),
+                format!("server {}: {}", p.who(), p.command),
                 f.as_ref(),
                 mem,
             )
@@ -85,13 +85,20 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
             ]],
         ));
     }
+    let (shown, idle) = shown_network(&fig.network, &r.config.target);
     if !fig.network.is_empty() {
         out.push(Block::Heading("Network".into()));
-        out.push(Block::Para(
+        let left_out = match idle {
+            0 => String::new(),
+            1 => " 1 idle interface (no traffic under load) is left out.".into(),
+            n => format!(" {n} idle interfaces (no traffic under load) are left out."),
+        };
+        out.push(Block::Para(format!(
             "Per interface under load, bytes per second received (in) and sent (out) by the \
-             whole machine."
-                .into(),
-        ));
+             whole machine.{left_out}"
+        )));
+    }
+    if !shown.is_empty() {
         out.push(table(
             [
                 "interface",
@@ -102,7 +109,7 @@ pub(crate) fn resources(r: &RunResult) -> Vec<Block> {
                 "out mean",
                 "out max",
             ],
-            fig.network
+            shown
                 .iter()
                 .map(|n| {
                     let (i, o) = (&n.rx_bytes_per_s, &n.tx_bytes_per_s);

@@ -291,6 +291,55 @@ fn sample_pages_are_written_for_the_browser_check() {
     }
 }
 
+/// Issue 43, what a person sees in a clean monitored run: interfaces without traffic left out
+/// and counted (not rows of zeros), CLOSE_WAIT in the sample taken as the load ended (the
+/// connections closing) not shown, and a master process whose workers are summed in named
+/// with them, in the text and the Markdown.
+#[test]
+fn a_clean_monitored_run_shows_no_idle_interface_end_close_wait_or_lone_master() {
+    let mut r = common::monitored_with_verdicts();
+    let m = r.monitor.as_mut().unwrap();
+    for h in &mut m.host {
+        for name in ["ifb0", "docker0"] {
+            h.net.push(barrage_metrics::NetIfSample {
+                name: name.into(),
+                ..Default::default()
+            });
+        }
+    }
+    for s in &mut m.processes[0].samples {
+        s.children = 2;
+        s.tcp.established = if s.t > 0.0 && s.t <= 10.0 { 64 } else { 0 };
+        // The sample at the load's end (t = 10) and the drain's read connections closing.
+        s.tcp.close_wait = if s.t >= 10.0 { 40 } else { 0 };
+    }
+    let text = barrage_report::render_to_string(&r, barrage_report::Format::Text);
+    for line in [
+        "Server        PID 4242 and 2 child processes `./echo-server --port 7000`",
+        "  under load  at most 4 threads, 70 open files, 64 TCP established",
+        "Network       under load, per interface (all of the machine's traffic); 2 idle \
+         interfaces left out",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    for word in ["ifb0", "docker0", "CLOSE_WAIT", "pid 4242"] {
+        assert!(!text.contains(word), "{word} in:\n{text}");
+    }
+    let m = md(&r);
+    assert!(m.contains("2 idle interfaces (no traffic under load) are left out."));
+    assert!(m.contains("| server PID 4242 and 2 child processes: ./echo-server --port 7000 |"));
+    assert!(!m.contains("ifb0") && !m.contains("docker0"), "{m}");
+    // CLOSE_WAIT earlier in the load is still shown.
+    r.monitor.as_mut().unwrap().processes[0].samples[5]
+        .tcp
+        .close_wait = 3;
+    let text = barrage_report::render_to_string(&r, barrage_report::Format::Text);
+    assert!(
+        text.contains(", 64 TCP established, 3 CLOSE_WAIT"),
+        "{text}"
+    );
+}
+
 /// The machine's network per interface (sampled, and before never shown): min, mean and max
 /// bytes/s in and out under load, idle samples left out, in the text, HTML and Markdown.
 #[test]

@@ -1,4 +1,4 @@
-//! `barrage serve echo|http|ws`: a reference server in the foreground until a signal (or
+//! `barrage serve KIND` (every kind of `cli::Server`): a reference server in the foreground until a signal (or
 //! `--exit-after`), then its counts on stdout and, with `--stats`, as JSON.
 
 use crate::resolve::cli::{ServeArgs, Server};
@@ -124,7 +124,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if args.server_timing && !matches!(name, "http" | "h2" | "grpc") {
         return Err(Usage::says(
             "--server-timing",
-            format!("applies to serve http, not serve {name}"),
+            format!("applies to serve http and serve h2, not serve {name}"),
         )
         .into());
     }

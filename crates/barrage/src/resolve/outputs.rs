@@ -74,7 +74,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         .map(|b| Baseline::load(b.clone(), a.max_regression.as_deref(), opts))
         .transpose()?;
     Ok(Outputs {
-        summary: true,
+        summary: !a.process_of_parent,
         json,
         files: crate::sinks::recorders::Paths {
             out: a.out.clone(),

@@ -161,6 +161,8 @@ impl crate::run::Source for Children {
                     &format!("@{start}"),
                     "--one-clock",
                     "--skip-thresholds",
+                    // No summary, no `wrote` line naming the temporary directory.
+                    "--process-of-parent",
                 ])
                 .args(["-q", "--no-tui", "--out"])
                 .arg(dir)

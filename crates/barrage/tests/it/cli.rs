@@ -328,6 +328,44 @@ fn version_prints_the_crate_version() {
         .stdout(format!("barrage {}\n", env!("CARGO_PKG_VERSION")));
 }
 
+/// Issue 43: `serve --help` said "(echo, http, ws or chat)" beside seven servers. The kinds
+/// are the ones `serve --help` lists as its commands (clap's list of the servers' table);
+/// the one-line description, there and in `barrage --help`, names each of them.
+#[test]
+fn serve_help_names_every_server_kind() {
+    let out = barrage().args(["serve", "--help"]).assert().success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let kinds: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        // A command's line, not its description's continuation.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|k| *k != "help")
+        .collect();
+    assert_eq!(kinds.len(), 7, "the servers `serve --help` lists:\n{help}");
+    let about = help.lines().next().unwrap_or_default();
+    let top = barrage().arg("--help").assert().success();
+    let top = String::from_utf8_lossy(&top.get_output().stdout).into_owned();
+    let serve_line = top
+        .lines()
+        .find(|l| l.trim_start().starts_with("serve "))
+        .unwrap_or_default();
+    for k in &kinds {
+        let named = |line: &str| {
+            line.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == *k)
+        };
+        assert!(named(about), "serve --help's first line lacks {k}: {about}");
+        assert!(
+            named(serve_line),
+            "barrage --help's serve line lacks {k}: {serve_line}"
+        );
+    }
+}
+
 #[test]
 fn help_explains_exit_codes_and_run_help_the_modes() {
     let top = barrage().arg("--help").assert().success();

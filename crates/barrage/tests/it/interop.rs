@@ -135,6 +135,12 @@ pub(crate) struct Nginx {
 
 impl Nginx {
     pub(crate) fn start() -> Option<Nginx> {
+        Self::start_with(0)
+    }
+
+    /// With `workers` > 0: a master process and that many workers (nginx's usual shape),
+    /// which [`Nginx::stop_master`] must stop (a killed master leaves its workers behind).
+    fn start_with(workers: u32) -> Option<Nginx> {
         let bin = nginx_bin();
         if !available("nginx", bin.is_some()) {
             return None;
@@ -158,9 +164,15 @@ impl Nginx {
         // A free port can be taken between probing and binding: try a few.
         for _ in 0..3 {
             let port = refused_port();
-            let conf = NGINX_CONF
+            let mut conf = NGINX_CONF
                 .replace("DIR", d.to_str().unwrap())
                 .replace("PORT", &port.to_string());
+            if workers > 0 {
+                conf = conf.replace(
+                    "worker_processes 1;",
+                    &format!("worker_processes {workers};"),
+                );
+            }
             std::fs::write(d.join("nginx.conf"), conf).unwrap();
             let mut child = StdCommand::new(&bin)
                 .arg("-p")
@@ -169,7 +181,14 @@ impl Nginx {
                 .arg(d.join("nginx.conf"))
                 .arg("-e")
                 .arg(d.join("error.log"))
-                .args(["-g", "daemon off; master_process off;"])
+                .args([
+                    "-g",
+                    if workers > 0 {
+                        "daemon off;"
+                    } else {
+                        "daemon off; master_process off;"
+                    },
+                ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -227,6 +246,24 @@ impl Nginx {
 
     fn stop(self) {
         drop(self.child);
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Stops a master and its workers: SIGTERM to the master (our child, by its PID), which
+    /// stops its workers before it exits; the guard kills it after 10 s.
+    fn stop_master(mut self) {
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -366,6 +403,50 @@ fn nginx_post_with_a_body_reconciles() {
     assert_eq!(accepts, 4, "nginx read every body and kept the connection");
     assert_eq!(requests, u(&v, "summary.exchanges.sent"));
     ngx.stop();
+}
+
+/// Issue 43: `--monitor` of nginx's master summed its workers in and called the master's PID
+/// "the server". The summary names the tree: `PID N and 2 child processes`.
+#[test]
+fn nginx_master_is_named_with_the_workers_summed_in() {
+    let Some(ngx) = Nginx::start_with(2) else {
+        return;
+    };
+    let master = ngx.pid();
+    let json = ngx.json("r.json");
+    let out = barrage()
+        .args([&ngx.url("/"), "-c", "4", "-d", "2s", "--no-tui", "-q"])
+        .args([
+            "--monitor",
+            &master.to_string(),
+            "--monitor-interval",
+            "250ms",
+        ])
+        .args(["--recovery", "0s", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(40))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Read before the master stops (its directory goes with it); no assertion before it stops
+    // (a panic would SIGKILL the master and leave its workers behind).
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or(Value::Null);
+    ngx.stop_master();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let samples = &v["monitor"]["processes"][0]["samples"];
+    let children: Vec<u64> = samples
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["children"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(children.iter().all(|&c| c == 2), "{children:?}");
+    let label = format!("Server        PID {master} and 2 child processes `nginx: master process");
+    assert!(
+        text.lines().any(|l| l.starts_with(&label)),
+        "{label:?} in:\n{text}"
+    );
 }
 
 #[test]

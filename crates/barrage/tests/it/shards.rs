@@ -373,6 +373,51 @@ fn processes_split_a_run_locally_and_merge_it() {
     );
 }
 
+/// Issue 43: each child of `--processes` said `wrote /tmp/barrage-shards-.../shardI/`, a
+/// directory removed as the run ends. Now the children say nothing of it: a run without
+/// `--out` names no directory, one with `--out DIR` names DIR, once; one summary either way.
+#[test]
+fn processes_name_only_the_directory_that_survives_the_run() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("run");
+    for with_out in [false, true] {
+        let mut cmd = barrage();
+        cmd.timeout(Duration::from_secs(60)).args([
+            server.url(),
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--processes",
+            "2",
+            "-q",
+        ]);
+        if with_out {
+            cmd.arg("--out").arg(&out_dir);
+        }
+        let o = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "{stderr}");
+        assert!(
+            !stderr.contains("barrage-shards"),
+            "the temporary directory is named:\n{stderr}"
+        );
+        let wrote: Vec<&str> = stderr.lines().filter(|l| l.contains("wrote")).collect();
+        if with_out {
+            assert_eq!(wrote.len(), 1, "{stderr}");
+            assert!(wrote[0].starts_with(&format!("wrote {}/ (", out_dir.display())));
+            assert!(out_dir.join("result.json").is_file());
+        } else {
+            assert!(wrote.is_empty(), "{stderr}");
+        }
+        assert_eq!(stdout.matches("\nExchanges ").count(), 1, "{stdout}");
+    }
+}
+
 /// `--processes` with every live output: the parent merges the children's seconds as they
 /// come and feeds `--out`, `--csv`, `--hdr-log`, `--prometheus`, `--web` and
 /// `--server-metrics` with the merged run, as one process would. While it runs, `/metrics` and

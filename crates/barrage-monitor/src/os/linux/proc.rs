@@ -255,6 +255,7 @@ pub(crate) fn read_process(
     if include_children {
         for child in descendants(pid, buf) {
             if let Ok(stat) = read_stat(child, buf) {
+                r.children += 1;
                 add_member(
                     child,
                     &stat,

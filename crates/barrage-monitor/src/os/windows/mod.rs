@@ -139,6 +139,7 @@ impl Process {
             for child in procs::descendants(&list, self.pid, self.created) {
                 add(&mut r, &from_list(child));
                 add_threads(&mut r, child);
+                r.children += 1;
                 r.sockets.insert(child.pid.into());
                 seen.insert((child.pid, child.created), (child.user_ns, child.sys_ns));
             }

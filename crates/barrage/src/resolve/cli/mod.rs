@@ -45,7 +45,9 @@ pub enum Command {
     /// Run a load test against a target (tcp://, http://, https://, h2c://, grpc://, ws://,
     /// wss://, redis://, memcache://, mqtt://, mqtts://).
     Run(Box<RunArgs>),
-    /// Start a reference server (echo, http, ws or chat) to test against.
+    /// Start a reference server to test against (every kind of `Server`, named by
+    /// `serve_about`).
+    #[command(about = serve_about())]
     Serve(Box<ServeArgs>),
     /// Start an echo server on loopback and run a short ping-pong and interval test against it.
     Demo(DemoArgs),
@@ -252,6 +254,29 @@ pub struct ServeArgs {
     pub server: Server,
 }
 
+/// The reference servers' names, in the order of their table, [`Server`] (each variant a
+/// `barrage serve KIND`): what every help text that lists the servers names.
+pub fn server_kinds() -> Vec<String> {
+    use clap::Subcommand as _;
+    Server::augment_subcommands(clap::Command::new("serve"))
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// `barrage serve`'s one line: every server of [`server_kinds`].
+fn serve_about() -> String {
+    let kinds = server_kinds();
+    let list = match kinds.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    format!("Start a reference server ({list}) to test against.")
+}
+
+/// The reference servers, one variant each: the one table of them (the help lists them from
+/// it, [`server_kinds`]).
 #[derive(Subcommand, Debug)]
 pub enum Server {
     /// TCP echo server: every byte received is sent back [listen: 127.0.0.1:7000]
@@ -290,7 +315,7 @@ pub struct ServerArgs {
 
     /// Serve from N processes on the same port (SO_REUSEPORT): each may open its own
     /// open-file limit's worth of connections. Counts are added up on exit; chat rooms are
-    /// per process
+    /// per process. Not for h2 and grpc
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub processes: Option<u64>,
 
@@ -317,51 +342,51 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub service_time: Option<Duration>,
 
-    /// chat: room capacities, drawn uniformly from MIN-MAX [default: 3-8]
+    /// chat, frames: room capacities, drawn uniformly from MIN-MAX [default: 3-8]
     #[arg(long, value_name = "MIN-MAX")]
     pub room_size: Option<String>,
 
-    /// chat: bytes a member may have queued that its socket has not taken; a member that
+    /// chat, frames: bytes a member may have queued that its socket has not taken; a member that
     /// falls further behind (a client that does not read) is disconnected, counted
     /// (slow_disconnects, slow_dropped) [default: 1M]
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
     pub max_queue: Option<u64>,
 
-    /// chat: a publisher does not get its own message
+    /// chat, frames: a publisher does not get its own message
     #[arg(long)]
     pub no_self: bool,
 
-    /// chat fault: drop each delivery with probability P (e.g. 1% or 0.01), counted
+    /// chat, frames fault: drop each delivery with probability P (e.g. 1% or 0.01), counted
     #[arg(long = "drop", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub drop_p: Option<f64>,
 
-    /// chat fault: send each delivery twice with probability P, counted
+    /// chat, frames fault: send each delivery twice with probability P, counted
     #[arg(long = "dup", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub dup_p: Option<f64>,
 
-    /// chat fault: hold a delivery back behind the sender's next one to the same member with
+    /// chat, frames fault: hold a delivery back behind the sender's next one to the same member with
     /// probability P (counted when released out of order)
     #[arg(long = "reorder", value_name = "P", value_parser = probability, allow_hyphen_values = true)]
     pub reorder_p: Option<f64>,
 
-    /// chat: seed of the room sizes and the faults
+    /// chat, frames: seed of the room sizes and the faults
     #[arg(long, value_name = "N", value_parser = seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
 
-    /// http: say in a `Server-Timing: app;dur=MS` header how long each request was held
+    /// http, h2: say in a `Server-Timing: app;dur=MS` header how long each request was held
     /// (read to response), so barrage can show server time next to client time
     #[arg(long)]
     pub server_timing: bool,
 
-    /// h2: SETTINGS_MAX_CONCURRENT_STREAMS, the streams a connection may have open
+    /// h2, grpc: SETTINGS_MAX_CONCURRENT_STREAMS, the streams a connection may have open
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub max_streams: Option<u64>,
 
-    /// h2: GOAWAY after N requests on a connection (it finishes them, then closes)
+    /// h2, grpc: GOAWAY after N requests on a connection (it finishes them, then closes)
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "N")]
     pub goaway_after: Option<u64>,
 
-    /// h2: the flow-control windows granted, stream and connection, in bytes
+    /// h2, grpc: the flow-control windows granted, stream and connection, in bytes
     #[arg(long, value_parser = units::count, allow_hyphen_values = true, value_name = "BYTES")]
     pub window: Option<u64>,
 
@@ -385,7 +410,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "FILE")]
     pub write_proto: Option<PathBuf>,
 
-    /// Fault: freeze all replies once, T after start ...
+    /// Fault (not h2, grpc): freeze all replies once, T after start ...
     #[arg(long, value_parser = units::duration, allow_hyphen_values = true, value_name = "T", requires = "stall_for")]
     pub stall_at: Option<Duration>,
 
@@ -397,8 +422,8 @@ pub struct ServerArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub exit_after: Option<Duration>,
 
-    /// Serve TLS (https://, wss://, raw TCP in TLS for echo) with this PEM certificate chain
-    /// (with --tls-key)
+    /// Serve TLS (https:// for http and h2, grpcs://, wss://, raw TCP in TLS for echo; not
+    /// chat, frames) with this PEM certificate chain (with --tls-key)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
 

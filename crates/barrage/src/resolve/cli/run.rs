@@ -383,6 +383,12 @@ pub struct RunArgs {
     #[arg(short = 'q', long, help_heading = "Output")]
     pub quiet: bool,
 
+    /// (Internal) this run is one process of a `--processes` run, writing into the parent's
+    /// temporary directory: no summary and no `wrote DIR` line (the directory is gone when
+    /// the parent ends; the parent says what it wrote)
+    #[arg(long, hide = true)]
+    pub process_of_parent: bool,
+
     /// The summary also gives the rule behind each readiness row (the reports always do)
     #[arg(long, help_heading = "Output")]
     pub explain: bool,

@@ -133,7 +133,7 @@ impl EchoServer {
         Self::serve("echo", extra)
     }
 
-    /// `barrage serve KIND` (echo, http, ws or chat) the same way; `url()` uses the kind's scheme.
+    /// `barrage serve KIND` (any kind of `barrage serve --help`) the same way; `url()` uses the kind's scheme.
     pub fn serve(kind: &str, extra: &[&str]) -> EchoServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let stats = dir.path().join("server-stats.json");
