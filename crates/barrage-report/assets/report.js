@@ -28,7 +28,7 @@
         stroke: colors[i % colors.length],
         width: 2,
         spanGaps: !!c.span_gaps,
-        points: { show: n < 4 },
+        points: { show: !!c.points || n < 4 },
       });
     });
     var xAxis = { label: c.x_label };
