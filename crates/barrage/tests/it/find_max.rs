@@ -68,6 +68,10 @@ fn find_max_brackets_the_breaking_point_and_names_the_broken_slo() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // Issue 43: each file written is named on stderr, as a run's are.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
+    assert_eq!(said, [wrote(&json), wrote(&md)], "{stderr}");
     let r = read_json(&json);
     assert_eq!(r["schema"], "barrage.find-max/1");
     if r["result"]["end"] == "generator_limit" {
@@ -106,10 +110,6 @@ fn find_max_brackets_the_breaking_point_and_names_the_broken_slo() {
         verdict.starts_with("verdict: max ") && verdict.contains("broke it: p99 < 50ms broken"),
         "{verdict}"
     );
-    // Issue 43: each file written is named on stderr, as a run's are.
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
-    assert_eq!(said, [wrote(&json), wrote(&md)], "{stderr}");
     let report = std::fs::read_to_string(&md).unwrap();
     assert!(report.contains("| step | offered | achieved |"), "{report}");
     assert_eq!(report.matches("\n| ").count(), steps.len() + 1, "{report}");
