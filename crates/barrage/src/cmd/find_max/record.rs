@@ -79,7 +79,7 @@ pub fn record(
 }
 
 /// Writes an output file whole, naming it on failure, and says on stderr that it did, as every
-/// command does (`wrote knee.html (84.1 KiB)`).
+/// command does (`wrote knee.html (61.6 KiB)`).
 pub fn write(path: &str, text: &str) -> anyhow::Result<()> {
     let p = std::path::Path::new(path);
     barrage_report::write_whole(p, |w| w.write_all(text.as_bytes()))
