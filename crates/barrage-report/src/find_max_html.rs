@@ -122,7 +122,7 @@ fn verdict(r: &Record, out: &mut String) {
     if let Some(why) = &c.why {
         pairs.push(("why", why.clone()));
     }
-    pairs.push(("search ended", ended(&c.end, r).into()));
+    pairs.push(("search ended", ended(&c.end, r)));
     kv(out, &pairs);
     out.push_str("</section>\n");
 }
