@@ -1,6 +1,6 @@
-// Shared by the report, the comparison page and the live page: y axes as wide as their
-// labels, durations in the unit that fits, and every chart drawn kept in window.barragePlots
-// (the layout test in headless Chromium reads them).
+// Shared by the report, the comparison page, the find-max page and the live page: y axes as
+// wide as their labels, durations in the unit that fits, and every chart drawn kept in
+// window.barragePlots (the layout test in headless Chromium reads them).
 (function () {
   "use strict";
   window.barragePlots = window.barragePlots || [];
