@@ -1,21 +1,23 @@
-// Shared by the report, the comparison page and the live page: y axes as wide as their
-// labels, durations in the unit that fits, and every chart drawn kept in window.barragePlots
-// (the layout test in headless Chromium reads them).
+// Shared by the report, the comparison page, the find-max page and the live page: y axes as
+// wide as their labels, durations in the unit that fits, and every chart drawn kept in
+// window.barragePlots (the layout test in headless Chromium reads them).
 (function () {
   "use strict";
   window.barragePlots = window.barragePlots || [];
   // A y axis as wide as its widest tick label: uPlot's fixed 50 px clipped "19,950" to
   // ",9,950" and put the axis title over "20,000". Recomputed as the ticks change.
+  // Later cycles only widen it: the ticks can change between cycles (find-max's errors axis,
+  // 0 to 1.2 %, kept its first size and was 3 px short of "0.75"), and a size that only grows
+  // settles.
   window.barrageFitAxis = function (u, values, i, cycle) {
     var axis = u.axes[i];
-    if (cycle > 1) return axis._size;
     // The widest in pixels, not in characters: "0.0 µs" and "200 ms" have as many.
     u.ctx.font = axis.font[0];
     var widest = (values || []).reduce(function (w, v) {
       return v == null ? w : Math.max(w, u.ctx.measureText(String(v)).width);
     }, 0);
-    var size = axis.ticks.size + axis.gap + widest / (window.devicePixelRatio || 1);
-    return Math.ceil(size + 4);
+    var size = Math.ceil(axis.ticks.size + axis.gap + widest / (window.devicePixelRatio || 1) + 4);
+    return cycle > 1 ? Math.max(axis._size || 0, size) : size;
   };
   function sig3(x) {
     return x < 9.995 ? x.toFixed(2) : x < 99.95 ? x.toFixed(1) : x.toFixed(0);

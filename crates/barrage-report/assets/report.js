@@ -1,6 +1,7 @@
-// Draws every chart listed in the embedded JSON with uPlot (the report and the comparison
-// page). A chart with `span_gaps` joins each series across positions where it has no value
-// (several runs on one axis). Data only, no network access.
+// Draws every chart listed in the embedded JSON with uPlot (the report, the comparison page
+// and the find-max page). A chart with `span_gaps` joins each series across positions where
+// it has no value (several runs on one axis); one with `points` marks every point (find-max:
+// each is a step). Data only, no network access.
 (function () {
   "use strict";
   var blob = document.getElementById("barrage-data");
@@ -28,7 +29,7 @@
         stroke: colors[i % colors.length],
         width: 2,
         spanGaps: !!c.span_gaps,
-        points: { show: n < 4 },
+        points: { show: !!c.points || n < 4 },
       });
     });
     var xAxis = { label: c.x_label };

@@ -226,6 +226,7 @@ fn overlay(
         series,
         x_percentile: None,
         span_gaps: true,
+        points: false,
     }
 }
 

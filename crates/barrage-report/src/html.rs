@@ -19,7 +19,7 @@ pub(crate) const UPLOT_JS: &str = include_str!("../assets/uplot/uPlot.iife.min.j
 pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uplot/uPlot.min.css");
 pub(crate) const REPORT_CSS: &str = include_str!("../assets/report.css");
 pub(crate) const REPORT_JS: &str = include_str!("../assets/report.js");
-/// What the report, the comparison page and the live page share: axes sized to their labels,
+/// What the report, the comparison page, the find-max page and the live page share: axes sized to their labels,
 /// durations in the unit that fits, the list of charts drawn.
 pub(crate) const AXES_JS: &str = include_str!("../assets/axes.js");
 

@@ -13,6 +13,7 @@ mod compare_html;
 pub mod compare_text;
 mod doc;
 pub mod find_max;
+mod find_max_html;
 pub mod fmt;
 mod html;
 mod json;

@@ -35,10 +35,13 @@ pub(crate) struct Chart {
     /// whose points interleave).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub span_gaps: bool,
+    /// Mark every point, not only when a series has few (find-max: each point is a step).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub points: bool,
 }
 
 impl Chart {
-    fn new(id: &str, title: &str, x_label: &str, y_label: &str, x: Vec<f64>) -> Self {
+    pub(crate) fn new(id: &str, title: &str, x_label: &str, y_label: &str, x: Vec<f64>) -> Self {
         Self {
             id: format!("chart-{id}"),
             title: title.into(),
@@ -50,10 +53,11 @@ impl Chart {
             series: Vec::new(),
             x_percentile: None,
             span_gaps: false,
+            points: false,
         }
     }
 
-    fn series(mut self, label: &str, values: Vec<Option<f64>>) -> Self {
+    pub(crate) fn series(mut self, label: &str, values: Vec<Option<f64>>) -> Self {
         self.series.push(Series {
             label: label.into(),
             values,
@@ -73,7 +77,7 @@ impl Chart {
         self.series("planned", v)
     }
 
-    fn has_data(&self) -> bool {
+    pub(crate) fn has_data(&self) -> bool {
         !self.x.is_empty()
             && self
                 .series

@@ -101,3 +101,14 @@ fn the_comparison_page_opens_clean_and_its_overlaid_charts_draw() {
     render_comparison_html(&c, &runs, &names, &mut page).unwrap();
     assert_clean("compare", &String::from_utf8(page).unwrap(), 3);
 }
+
+/// Issue 43: the find-max page, drawn like the others (its charts against the offered rate).
+#[test]
+fn the_find_max_page_opens_clean_and_its_charts_draw() {
+    if checker().is_none() {
+        return;
+    }
+    let r = crate::find_max::record("http://127.0.0.1:8080/");
+    let page = barrage_report::find_max::report(&r, Format::Html);
+    assert_clean("find-max", &page, 3);
+}

@@ -2,6 +2,7 @@
 //! the inlined chart library) and the safety of what it embeds.
 
 use crate::common;
+use crate::common::page::{chart_data, structure};
 use barrage_metrics::compare::compare;
 use barrage_metrics::RunResult;
 use barrage_report::render_comparison_html;
@@ -21,55 +22,6 @@ fn two_runs() -> Vec<RunResult> {
 
 fn names() -> Vec<String> {
     vec!["a.json".into(), "b.json".into()]
-}
-
-/// The values of `attr="..."` on every tag that starts with `tag`, in order.
-fn attrs(page: &str, tag: &str, attr: &str) -> Vec<String> {
-    let needle = format!("{attr}=\"");
-    page.split(tag)
-        .skip(1)
-        .filter_map(|rest| {
-            let head = &rest[..rest.find('>')?];
-            let start = head.find(&needle)? + needle.len();
-            Some(head[start..].split('"').next()?.to_string())
-        })
-        .collect()
-}
-
-fn between(page: &str, open: &str, close: &str) -> Vec<String> {
-    page.split(open)
-        .skip(1)
-        .filter_map(|rest| Some(rest.split(close).next()?.to_string()))
-        .collect()
-}
-
-fn structure(page: &str) -> String {
-    let mut out = String::new();
-    let main = between(page, "<main>", "</main>").remove(0);
-    for sec in main.split("<section ").skip(1) {
-        let id = attrs(&format!("<section {sec}"), "<section", "id")[0].clone();
-        out += &format!("section #{id}\n");
-        for h in between(sec, "<h2>", "</h2>") {
-            out += &format!("  h2 {h}\n");
-        }
-        for h in between(sec, "<h3>", "</h3>") {
-            out += &format!("  h3 {h}\n");
-        }
-        out += &format!("  tables {}\n", sec.matches("<table").count());
-        for c in attrs(sec, "<div class=\"chart-box\"", "id") {
-            out += &format!("  chart #{c}\n");
-        }
-    }
-    out
-}
-
-fn chart_data(page: &str) -> serde_json::Value {
-    let blob = between(
-        page,
-        "<script type=\"application/json\" id=\"barrage-data\">",
-        "</script>",
-    );
-    serde_json::from_str(&blob[0]).expect("the data blob is JSON")
 }
 
 #[test]

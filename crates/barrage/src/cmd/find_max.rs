@@ -141,6 +141,11 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
             "compare saved step results with barrage compare",
         ),
         (
+            r.csv.is_some() || r.hdr_log.is_some() || r.out.is_some(),
+            "--csv/--hdr-log/--out",
+            "find-max writes --json and --report; for one rate's seconds, barrage run --rate R",
+        ),
+        (
             !r.monitor.is_empty() || r.spawn.is_some() || r.recovery.is_some(),
             "--monitor/--spawn/--recovery",
             "not supported by find-max yet; SLOs use client figures",

@@ -32,7 +32,10 @@ pub fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
         .then(|| readiness_failed(&r.readiness, &r.summary.connections))
         .flatten();
     match out {
-        Some((o, format)) => crate::sinks::outfile::write(&r, o, format)?,
+        Some((o, format)) => {
+            crate::sinks::outfile::write(&r, o, format)?;
+            crate::sinks::outfile::announce(std::path::Path::new(o));
+        }
         // Without -o: the merged run's summary, as a run prints its own, and what the merge
         // says (the summary shows it only when the run did not complete).
         None => {

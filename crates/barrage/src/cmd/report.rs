@@ -60,6 +60,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
             let r =
                 barrage_report::load(&a.result).map_err(|e| Usage::file(a.result.display(), e))?;
             crate::sinks::outfile::write(&r, &a.output, format)?;
+            crate::sinks::outfile::announce(std::path::Path::new(&a.output));
             return Ok(0);
         }
         Out::Csv => {
@@ -89,6 +90,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
     } else {
         barrage_report::write_whole(std::path::Path::new(&a.output), |w| w.write_all(&bytes))
             .with_context(|| format!("-o {}: cannot write", a.output))?;
+        crate::sinks::outfile::announce(std::path::Path::new(&a.output));
     }
     Ok(0)
 }

@@ -120,6 +120,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     if let Some(p) = &args.write_proto {
         std::fs::write(p, barrage_servers_proto())
             .map_err(|e| Usage::value("--write-proto", p.display(), e))?;
+        crate::sinks::outfile::announce(p);
     }
     if args.server_timing && !matches!(name, "http" | "h2" | "grpc") {
         return Err(Usage::says(
@@ -351,6 +352,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("--stats {}", p.display()))?;
+        crate::sinks::outfile::announce(p);
     }
     let mut line = format!(
         "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",

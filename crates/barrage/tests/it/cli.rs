@@ -972,6 +972,26 @@ fn serve_writes_stats_when_stdout_reader_is_gone() {
     assert_eq!(s(&read_json(&stats), "server"), "echo");
 }
 
+/// Issue 43: `serve --write-proto` and `--stats` wrote their files silently; they now say so
+/// on stderr as a run does.
+#[test]
+fn serve_announces_the_files_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proto, stats) = (dir.path().join("echo.proto"), dir.path().join("stats.json"));
+    let out = barrage()
+        .args(["serve", "grpc", "--listen", "127.0.0.1:0"])
+        .args(["--exit-after", "300ms", "--write-proto"])
+        .arg(&proto)
+        .arg("--stats")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
+    assert_eq!(said, [wrote(&proto), wrote(&stats)], "{stderr}");
+}
+
 #[test]
 fn run_writes_json_when_stdout_reader_is_gone() {
     let server = EchoServer::start(&[]);

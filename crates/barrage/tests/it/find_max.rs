@@ -1,7 +1,7 @@
 //! `barrage find-max` end to end: against `serve http --service-time` (one thread serving one
 //! request at a time: a known capacity), the bad inputs, and an interrupted search.
 
-use crate::common::{self, bin, read_json, send_signal, wait_at_most, Guard};
+use crate::common::{self, bin, read_json, send_signal, wait_at_most, wrote, Guard};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -68,6 +68,10 @@ fn find_max_brackets_the_breaking_point_and_names_the_broken_slo() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // Issue 43: each file written is named on stderr, as a run's are.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
+    assert_eq!(said, [wrote(&json), wrote(&md)], "{stderr}");
     let r = read_json(&json);
     assert_eq!(r["schema"], "barrage.find-max/1");
     if r["result"]["end"] == "generator_limit" {
@@ -140,6 +144,15 @@ fn find_max_refuses_bad_input_with_one_line_naming_the_flag() {
         (
             &["--slo", "p99 < 20ms", "--threshold", "p99 < 1s"],
             "--threshold",
+        ),
+        // Issue 43: these were taken and no file was written, silently.
+        (
+            &["--slo", "p99 < 20ms", "--csv", "s.csv"],
+            "--csv/--hdr-log/--out",
+        ),
+        (
+            &["--slo", "p99 < 20ms", "--out", "dir"],
+            "--csv/--hdr-log/--out",
         ),
     ];
     for (args, flag) in cases {
@@ -260,10 +273,16 @@ fn find_max_writes_json_on_stdout_and_an_html_report_and_stops_at_max_steps() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let page = std::fs::read_to_string(&html).unwrap();
+    // Issue 43: the report's page (its stylesheet and charts), and its one line on stderr
+    // (nothing for the JSON on stdout).
     assert!(
-        page.contains("<table>") && page.matches("<svg").count() == 3,
+        page.contains("<table class=\"steps\">")
+            && page.matches("<div class=\"chart-box\"").count() == 3
+            && page.contains("window.barrageFitAxis"),
         "{page}"
     );
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
+    assert_eq!(said, [wrote(&html)], "{stderr}");
     assert_eq!(
         r["steps"][0]["spec"]["mode"]["per_s"], 100.0,
         "{}",

@@ -299,6 +299,29 @@ fn merge_without_o_prints_the_merged_summary() {
     assert_eq!(said, "barrage merge: 2 shards merged; clocks: one host\n");
 }
 
+/// Issue 43: `merge -o FILE` wrote its file silently; it now says so as `--report` does (and
+/// nothing for `-o -`, Markdown on stdout).
+#[test]
+fn merge_o_announces_the_file_it_wrote() {
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_shards(server.url(), d);
+    let shards = [d.join("shard0"), d.join("shard1")];
+    let shards = [shards[0].as_path(), shards[1].as_path()];
+    for name in ["m.json", "m.html", "m.md"] {
+        let file = d.join(name);
+        let out = merge(&shards, Some(&file));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        assert_eq!(stderr, format!("{}\n", wrote(&file)), "{name}");
+    }
+    let out = merge(&shards, Some(Path::new("-")));
+    assert!(out.status.success());
+    assert!(!out.stdout.is_empty());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 #[test]
 fn merge_and_report_o_name_every_suffix_they_write() {
     // Regression: both said "must end in .md or .html", though merge writes .json too and

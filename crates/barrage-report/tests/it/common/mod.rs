@@ -15,6 +15,8 @@ use barrage_metrics::{
 mod skip;
 pub use skip::browser;
 
+pub mod page;
+
 /// xorshift64*: tiny, seeded, integer-only.
 pub struct Rng(u64);
 

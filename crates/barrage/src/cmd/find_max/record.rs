@@ -78,7 +78,12 @@ pub fn record(
     }
 }
 
-/// Writes an output file, naming it on failure.
+/// Writes an output file whole, naming it on failure, and says on stderr that it did, as every
+/// command does (`wrote knee.html (61.6 KiB)`).
 pub fn write(path: &str, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {path}"))
+    let p = std::path::Path::new(path);
+    barrage_report::write_whole(p, |w| w.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write {path}"))?;
+    crate::sinks::outfile::announce(p);
+    Ok(())
 }

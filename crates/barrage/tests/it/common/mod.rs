@@ -78,6 +78,18 @@ pub fn read_json(path: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{} is not valid JSON ({e}):\n{text}", path.display()))
 }
 
+/// The line every command says on stderr for a file it wrote: `wrote PATH (SIZE)`.
+pub fn wrote(path: &Path) -> String {
+    let size = std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()))
+        .len();
+    format!(
+        "wrote {} ({})",
+        path.display(),
+        barrage_report::fmt::bytes(size as f64)
+    )
+}
+
 /// `kill -SIG PID` through the `kill` program (the tests have no libc).
 pub fn send_signal(pid: u32, sig: &str) {
     let st = StdCommand::new("kill")
