@@ -434,8 +434,8 @@ fn stability(result: &RunResult, a: &AnalysisReport) -> Row {
     if drifts || p99 == Some(Verdict::Growing) {
         g = g.at_most_warn();
     }
-    let fig = format!(
-        "CV {:.1} %, max deviation {:.1} % over {} s; {drift}",
+    let cv = format!(
+        "CV {:.1} %, max deviation {:.1} % over {} s",
         st.cv_pct, st.max_dev_pct, st.n,
     );
     // Uneven, but the generator's machine was busy when the rate dipped: the figure says so,
@@ -443,14 +443,14 @@ fn stability(result: &RunResult, a: &AnalysisReport) -> Row {
     if g != Grade::Pass {
         if let Some(b) = busy::busy_dips(result, a) {
             let fig = format!(
-                "inconclusive: unstable ({fig}), but the generator's machine was busy in {} of \
-                 the {} seconds that dipped ({}): re-run on a quieter machine",
+                "inconclusive: unstable ({cv}), but the generator's machine was busy in {} of \
+                 the {} seconds that dipped ({}): re-run on a quieter machine; {drift}",
                 b.busy, b.dips, b.why
             );
             return row(aspect, Grade::Warn, fig, STABILITY_RULE);
         }
     }
-    row(aspect, g, fig, STABILITY_RULE)
+    row(aspect, g, format!("{cv}; {drift}"), STABILITY_RULE)
 }
 
 fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {

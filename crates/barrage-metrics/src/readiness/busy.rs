@@ -25,6 +25,31 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
+/// The mean of the samples within half a tick of the tick's end (a sample's CPU covers the
+/// interval that ends at its time), or the first one after it when there is none there (the
+/// sampler fell behind), as the saturation rule reads them; `None` without one.
+fn near<T>(tick: &Tick, samples: &[T], point: impl Fn(&T) -> (f64, f64)) -> Option<f64> {
+    let half = tick.dt.max(1e-9) / 2.0;
+    let w = Window {
+        from_s: tick.t - half,
+        to_s: tick.t + half,
+    };
+    mean(
+        samples
+            .iter()
+            .map(&point)
+            .filter(|p| w.contains(p.0))
+            .map(|p| p.1),
+    )
+    .or_else(|| {
+        samples
+            .iter()
+            .map(&point)
+            .find(|p| p.0 > tick.t)
+            .map(|p| p.1)
+    })
+}
+
 /// `Some` when in at least half of the steady seconds that dipped more than [`DIP`] below the
 /// mean the generator was saturated (any cause), other processes took a material share of
 /// the CPU, or the machine's cores were full; `None` otherwise (the dips are the server's, as
@@ -43,13 +68,9 @@ pub(super) fn busy_dips(result: &RunResult, a: &AnalysisReport) -> Option<BusyDi
     let (mut busy, mut saturated) = (0, 0);
     let (mut others, mut machine) = (Vec::new(), Vec::new());
     for t in &dips {
-        let w = Window {
-            from_s: t.t - t.dt,
-            to_s: t.t,
-        };
         let sat = a.saturation.times.iter().any(|s| (s - t.t).abs() < 1e-6);
-        let o = mean(other.iter().filter(|o| w.contains(o.t)).map(|o| o.pct));
-        let m = mean(host.iter().filter(|h| w.contains(h.t)).map(|h| h.cpu_pct));
+        let o = near(t, other, |o| (o.t, o.pct));
+        let m = near(t, host, |h| (h.t, h.cpu_pct));
         if sat
             || o.is_some_and(|o| o > OTHER_MATERIAL_PCT)
             || m.is_some_and(|m| m >= MACHINE_FULL_PCT)
