@@ -358,6 +358,29 @@ impl Regression {
     }
 }
 
+/// `--baseline FILE` with `--max-regression`: every limit checked against the earlier run, as
+/// the result records it (`baseline` in the JSON), so every report names the regression that
+/// failed the run (exit 3) where its verdict is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCheck {
+    /// The baseline file as given.
+    pub file: String,
+    /// One per limit, in the order given.
+    pub regressions: Vec<Regression>,
+}
+
+impl BaselineCheck {
+    /// The limits that fail the gate: regressed, or could not be checked.
+    pub fn failed(&self) -> impl Iterator<Item = &Regression> {
+        self.regressions.iter().filter(|r| r.fails())
+    }
+
+    /// Whether the run regressed against the baseline (exit 3).
+    pub fn regressed(&self) -> bool {
+        self.failed().next().is_some()
+    }
+}
+
 /// Check `candidate` against `reference` for every `(metric, pct)` limit (see
 /// [`parse_limits`]).
 pub fn regressions(

@@ -16,7 +16,10 @@
 //! - **stability**: fewer than [`MIN_STEADY_SECONDS`] full seconds in the steady state → Not
 //!   measured ("not enough steady seconds"); else CV of the steady per-second rate < 5 % →
 //!   Pass, < 10 % → Warn, else Fail; a Pass becomes Warn when throughput grows or shrinks or
-//!   p99 grows (trend rule; an "unclear" trend claims nothing either way).
+//!   p99 grows (trend rule; an "unclear" trend claims nothing either way). Fail or Warn is
+//!   Warn, "inconclusive", when in at least half the steady seconds that dipped more than 5 %
+//!   below the mean the generator was saturated or its machine busy (`busy.rs`): a server is
+//!   not failed for the noise of the machine that loads it.
 //! - **resource use**: server CPU on average < 80 % of its usable cores → Pass, < 95 % → Warn,
 //!   else Fail (usable cores: its most threads, at most the machine's cores); a Pass becomes
 //!   Warn when its open fds grow beyond the connections barrage holds open (fds that follow
@@ -109,7 +112,9 @@ pub const PERFORMANCE_RULE: &str = "no completed exchange: Fail; with latency/th
 pub const STABILITY_RULE: &str = "fewer than 8 full steady seconds: not measured (not enough \
     steady seconds to judge); else CV of the steady per-second rate < 5 %: Pass, < 10 %: Warn, \
     else Fail; Pass becomes Warn if throughput drifts (grows or shrinks by the trend rule) or \
-    p99 grows";
+    p99 grows; Fail or Warn is Warn, inconclusive, when in at least half the steady seconds \
+    that dipped more than 5 % below the mean the generator was saturated or its machine busy \
+    (other processes above 20 % of a core, or its cores at least 90 % busy)";
 
 /// Full seconds of the steady state the stability row needs before it grades anything.
 pub const MIN_STEADY_SECONDS: usize = 8;
@@ -148,7 +153,7 @@ pub fn assess(
 ) -> Vec<Row> {
     vec![
         performance(result, analysis, outcomes),
-        stability(analysis),
+        stability(result, analysis),
         resource_use(result, analysis),
         memory(analysis),
         errors(result, analysis),
@@ -215,6 +220,17 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdChec
         .iter()
         .filter(|o| crate::vocabulary::is_performance(&o.metric))
         .collect();
+    // The summary's headline rate, labelled with its window when it is the steady state's.
+    let rate = crate::figures::headline_rate(result, Some(a));
+    let rps = format!(
+        "{} req/s{}",
+        crate::thousands(rate.rps.round() as u64),
+        if rate.steady.is_some() {
+            " in the steady state"
+        } else {
+            ""
+        }
+    );
     let (mut grade, mut figure) = if perf.is_empty() {
         match measured_latency(result, a) {
             Some(lat) => {
@@ -225,8 +241,7 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdChec
                     Grade::Warn
                 };
                 let mut fig = format!(
-                    "{} req/s, {}p50 {}, p99 {} (p99/p50 = {ratio:.1})",
-                    crate::thousands(s.rps.avg.round() as u64),
+                    "{rps}, {}p50 {}, p99 {} (p99/p50 = {ratio:.1})",
                     lat.what,
                     duration(lat.p50),
                     duration(lat.p99)
@@ -247,9 +262,8 @@ fn performance(result: &RunResult, a: &AnalysisReport, outcomes: &[ThresholdChec
             None => (
                 Grade::NotMeasured,
                 format!(
-                    "{:.0} req/s; no latency measured (no exchange awaited a reply and no \
-                     broadcast delivery was timed)",
-                    s.rps.avg
+                    "{rps}; no latency measured (no exchange awaited a reply and no \
+                     broadcast delivery was timed)"
                 ),
             ),
         }
@@ -384,7 +398,7 @@ fn verdict(v: Option<Verdict>) -> &'static str {
     }
 }
 
-fn stability(a: &AnalysisReport) -> Row {
+fn stability(result: &RunResult, a: &AnalysisReport) -> Row {
     let aspect = Aspect::Stability;
     let Some(st) = &a.stability else {
         let fig = format!(
@@ -420,11 +434,23 @@ fn stability(a: &AnalysisReport) -> Row {
     if drifts || p99 == Some(Verdict::Growing) {
         g = g.at_most_warn();
     }
-    let fig = format!(
-        "CV {:.1} %, max deviation {:.1} % over {} s; {drift}",
+    let cv = format!(
+        "CV {:.1} %, max deviation {:.1} % over {} s",
         st.cv_pct, st.max_dev_pct, st.n,
     );
-    row(aspect, g, fig, STABILITY_RULE)
+    // Uneven, but the generator's machine was busy when the rate dipped: the figure says so,
+    // and the server is not failed for it (inconclusive, a warning).
+    if g != Grade::Pass {
+        if let Some(b) = busy::busy_dips(result, a) {
+            let fig = format!(
+                "inconclusive: unstable ({cv}), but the generator's machine was busy in {} of \
+                 the {} seconds that dipped ({}): re-run on a quieter machine; {drift}",
+                b.busy, b.dips, b.why
+            );
+            return row(aspect, Grade::Warn, fig, STABILITY_RULE);
+        }
+    }
+    row(aspect, g, format!("{cv}; {drift}"), STABILITY_RULE)
 }
 
 fn resource_use(result: &RunResult, a: &AnalysisReport) -> Row {
@@ -814,5 +840,6 @@ fn outage(result: &RunResult, a: &AnalysisReport) -> Option<(f64, f64)> {
     from.map(|f| (secs, f))
 }
 
+mod busy;
 #[cfg(test)]
 mod tests;

@@ -278,6 +278,10 @@ pub struct RunResult {
     /// The readiness assessment: one row per aspect, each with its rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readiness: Vec<crate::readiness::Row>,
+    /// `--baseline FILE --max-regression LIMITS`: each limit checked against the earlier run
+    /// (a failed one makes the exit code 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<crate::compare::BaselineCheck>,
     /// The run as data (`barrage_engine::Spec`: what was asked, defaults resolved; header
     /// values hidden, secrets as `{secret:NAME}`), from which the run's plan was built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -330,6 +334,7 @@ impl RunResult {
             analysis: None,
             thresholds: Vec::new(),
             readiness: Vec::new(),
+            baseline: None,
             spec: None,
         }
     }

@@ -78,6 +78,7 @@ pub(crate) fn build(r: &RunResult) -> Vec<Section> {
             analysis::analysis(r),
         ),
         section("thresholds", "Thresholds", analysis::thresholds(r)),
+        section("baseline", "Baseline", baseline(r)),
         section("readiness", "Readiness", analysis::readiness(r)),
     ];
     sections
@@ -126,6 +127,28 @@ fn server_metrics(r: &RunResult) -> Vec<Block> {
     ];
     out.extend(charts::server_metrics(r));
     out
+}
+
+/// `--baseline` with `--max-regression`: each limit and how it ended (a failed one made the
+/// exit code 3).
+fn baseline(r: &RunResult) -> Vec<Block> {
+    let Some(b) = r.baseline.as_ref().filter(|b| !b.regressions.is_empty()) else {
+        return Vec::new();
+    };
+    vec![
+        Block::Para(format!(
+            "Compared with {}: {}.",
+            b.file,
+            crate::verdicts::baseline_verdict(b)
+        )),
+        table(
+            ["limit", "outcome"],
+            b.regressions
+                .iter()
+                .map(|g| [g.metric.clone(), crate::verdicts::regression_line(g)])
+                .collect(),
+        ),
+    ]
 }
 
 fn section(id: &'static str, title: &'static str, blocks: Vec<Block>) -> Section {
@@ -223,6 +246,9 @@ fn overview(r: &RunResult) -> Vec<Block> {
     ];
     if let Some(v) = verdict(r) {
         pairs.push(("Verdict", v));
+    }
+    if let Some(b) = r.baseline.as_ref().filter(|b| !b.regressions.is_empty()) {
+        pairs.push(("Baseline", crate::verdicts::baseline_verdict(b)));
     }
     if !r.thresholds.is_empty() {
         let passed = r

@@ -32,6 +32,7 @@ pub use html::HtmlRenderer;
 pub use json::JsonRenderer;
 pub use markdown::{escape as markdown_escape, MarkdownRenderer};
 pub use text::{headline, headline_rate, TextRenderer};
+pub use verdicts::{baseline_verdict, regression_line};
 
 use barrage_metrics::result::SCHEMA;
 use barrage_metrics::RunResult;

@@ -418,20 +418,18 @@ fn mode(c: &RunConfig) -> String {
     }
 }
 
-/// The steady state's rate when the run ramped (the average then covers the ramp, when the
-/// load followed the connections that were up), with its window.
+/// The steady state's rate and window when the run ramped (the measured average then covers
+/// the ramp): [`barrage_metrics::figures::headline_rate`].
 fn steady(r: &RunResult) -> Option<(f64, f64, f64)> {
-    let a = r.analysis.as_ref()?;
-    let st = a.stability.as_ref()?;
-    let ramped = a.steady_from_s >= 1.0 || a.steady_to_s < a.load_end_s;
-    ramped.then_some((st.mean_rps, a.steady_from_s, a.steady_to_s))
+    let h = barrage_metrics::figures::headline_rate(r, None);
+    h.steady.map(|(from, to)| (h.rps, from, to))
 }
 
 /// The rate [`headline`] gives: the steady state's when the run ramped (its average then
 /// covers the ramp), else the measured window's average. `barrage versus` picks its median
 /// rep by it, so the figure it picks by is the one its rep lines print.
 pub fn headline_rate(r: &RunResult) -> f64 {
-    steady(r).map_or(r.summary.rps.avg, |(rps, _, _)| rps)
+    barrage_metrics::figures::headline_rate(r, None).rps
 }
 
 /// A run in one line, as the summary's `Answer` gives it (and `barrage versus` per rep):
@@ -450,9 +448,27 @@ pub fn headline(r: &RunResult) -> String {
         }
         return line;
     }
-    let mut parts = vec![format!("{} req/s", real(headline_rate(r)).trim())];
+    let within = if steady(r).is_some() {
+        " in the steady state"
+    } else {
+        ""
+    };
+    let mut parts = vec![format!("{} req/s{within}", real(headline_rate(r)).trim())];
     let l = &s.latency_us;
-    if l.count > 0 {
+    // A broadcast scenario measures its deliveries (from a send to each other member): that
+    // latency leads; the steps' reply latency is in the Steps table.
+    let deliveries = s
+        .broadcast
+        .as_ref()
+        .and_then(|b| b.peer_us.as_ref())
+        .filter(|d| d.count > 0 && r.config.users.is_some());
+    if let Some(d) = deliveries {
+        parts.push(format!(
+            "delivery p50 {}, p99 {}",
+            duration_us(d.p50 as f64),
+            duration_us(d.p99 as f64)
+        ));
+    } else if l.count > 0 {
         parts.push(format!(
             "p50 {}, p99 {}",
             duration_us(l.p50 as f64),
@@ -491,39 +507,68 @@ fn answer(r: &RunResult) -> Vec<String> {
             ),
         });
     }
+    let base = r.baseline.as_ref().filter(|b| !b.regressions.is_empty());
+    if let Some(b) = base {
+        verdict.push(crate::verdicts::baseline_verdict(b));
+    }
     if let Some(v) = crate::doc::verdict(r) {
         verdict.push(format!("readiness {v}"));
     }
     if !verdict.is_empty() {
         lines.push(row("Verdict", verdict.join("; ")));
     }
+    // The limits checked against the baseline, beside the verdict they decide.
+    if let Some(b) = base {
+        lines.push(row(
+            "Baseline",
+            format!("{} (the comparison: at the end)", b.file),
+        ));
+        for g in &b.regressions {
+            lines.push(row("", crate::verdicts::regression_line(g)));
+        }
+    }
     lines
 }
 
+/// Throughput, each figure with the window it covers: the headline's first (the steady
+/// state's when the run ramped), the measured window's average beside it only when it is
+/// another figure, and the best second.
 fn throughput(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
-    let mut head = format!(
-        "{} req/s on average: {} in {}",
-        real(s.rps.avg).trim(),
-        plural(s.requests, "request", "requests"),
-        duration_us(s.duration_s * 1e6)
-    );
     // The best whole second, when there were seconds enough for it to say more than the
     // average (a run shorter than two seconds has none that covers it).
-    if s.duration_s >= 2.0 && s.rps.peak >= s.rps.avg {
-        head += &format!("; best second {}", real(s.rps.peak).trim());
-    }
-    let mut lines = vec![row("Throughput", head)];
-    if let Some((rps, from, to)) = steady(r) {
-        lines.push(row(
-            "  steady",
-            format!(
-                "{} req/s in the steady state ({from:.0} s to {to:.0} s)",
-                real(rps).trim()
+    let best = if s.duration_s >= 2.0 && s.rps.peak >= s.rps.avg {
+        format!("; best second {}", real(s.rps.peak).trim())
+    } else {
+        String::new()
+    };
+    let window = duration_us(s.duration_s * 1e6);
+    let requests = plural(s.requests, "request", "requests");
+    match steady(r) {
+        Some((rps, from, to)) => vec![
+            row(
+                "Throughput",
+                format!(
+                    "{} req/s in the steady state ({from:.0} s to {to:.0} s){best}",
+                    real(rps).trim()
+                ),
             ),
-        ));
+            row(
+                "",
+                format!(
+                    "{} req/s over the whole measured {window}, ramp included: {requests}",
+                    real(s.rps.avg).trim()
+                ),
+            ),
+        ],
+        None => vec![row(
+            "Throughput",
+            format!(
+                "{} req/s: {requests} in the measured {window}{best}",
+                real(s.rps.avg).trim()
+            ),
+        )],
     }
-    lines
 }
 
 fn latency(r: &RunResult) -> Vec<String> {
@@ -1051,7 +1096,7 @@ fn warmup(r: &RunResult) -> Vec<String> {
         return Vec::new();
     };
     let mut detail = format!(
-        "{} ({} req/s), p99 {}",
+        "{} ({} req/s in the warm-up), p99 {}",
         plural(w.requests, "request", "requests"),
         real(w.rps),
         duration_us(w.latency_us.p99 as f64)

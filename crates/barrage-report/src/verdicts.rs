@@ -183,3 +183,72 @@ pub fn verdicts(r: &RunResult, explain: bool) -> Vec<String> {
     }
     lines
 }
+
+/// The baseline check in the verdict's words: `baseline FAIL (1 of 2 limits: p50 +412.3 %
+/// beyond noise, limit 10 %)` or `baseline pass (2 of 2 limits)`. A failed check makes the
+/// exit code 3, so the first failed limit is named where the verdict is read.
+pub fn baseline_verdict(b: &barrage_metrics::compare::BaselineCheck) -> String {
+    let n = b.regressions.len();
+    let failed: Vec<&barrage_metrics::compare::Regression> = b.failed().collect();
+    let Some(first) = failed.first() else {
+        return format!("baseline pass ({n} of {n} limits)");
+    };
+    let what = if !first.measured() {
+        format!("{} cannot be checked", first.metric)
+    } else if !first.judged {
+        format!("{} cannot be judged: too few seconds", first.metric)
+    } else {
+        let change = first
+            .change_pct
+            .map_or("from 0".to_string(), |p| format!("{p:+.1} %"));
+        format!(
+            "{} {change} beyond noise, limit {} %",
+            first.metric, first.limit_pct
+        )
+    };
+    let more = match failed.len() {
+        1 => String::new(),
+        k => format!(", and {} more", k - 1),
+    };
+    format!(
+        "baseline FAIL ({} of {n} limits regressed: {what}{more})",
+        failed.len()
+    )
+}
+
+/// One `--max-regression` limit as the summary lists it under the verdict.
+pub fn regression_line(r: &barrage_metrics::compare::Regression) -> String {
+    let limit = format!("limit {}%", r.limit_pct);
+    if !r.measured() {
+        let missing = if r.reference.is_none() {
+            "the baseline"
+        } else {
+            "this run"
+        };
+        return format!(
+            "regression {}: cannot check, {missing} has no such figure ({limit}) -> FAILED",
+            r.metric
+        );
+    }
+    let change = r
+        .change_pct
+        .map_or("from 0".to_string(), |p| format!("{p:+.1} %"));
+    if !r.judged {
+        return format!(
+            "regression {}: {change}, cannot check: not enough data to judge it (too few \
+             seconds, or too few exchanges a second for this percentile; run longer) ({limit}) \
+             -> FAILED",
+            r.metric
+        );
+    }
+    let noise = if r.significant {
+        "beyond noise"
+    } else {
+        "within noise"
+    };
+    let verdict = if r.regressed { "REGRESSED" } else { "ok" };
+    format!(
+        "regression {}: {change} ({noise}, {limit}) -> {verdict}",
+        r.metric
+    )
+}

@@ -630,3 +630,75 @@ fn a_run_that_only_holds_is_judged_by_its_connection_errors() {
         "2 connection errors while holding (closed_by_peer 2)"
     );
 }
+
+/// Issue 43: 11 of 23 runs on a loaded machine read "FAIL (stability)". When the generator's
+/// machine was busy (or barrage saturated) in the seconds that dipped, the row says so and
+/// is a warning, inconclusive, not a FAIL of the server; a quiet machine's dips still fail.
+#[test]
+fn an_uneven_rate_on_a_busy_generator_machine_is_inconclusive_not_a_fail() {
+    use crate::monitor::HostSample;
+    let rates = [1000, 1400, 700, 1300, 800];
+    let dip = |i: usize| matches!(i % 5, 2 | 4);
+    let mut r = result(11, 1000, 0, 10);
+    for (i, t) in r.timeseries.iter_mut().enumerate() {
+        t.requests = rates[i % 5];
+        t.rps = rates[i % 5] as f64;
+    }
+    // Four cores; barrage at 30 % of a core; the machine full in the seconds that dipped
+    // (other processes 3.7 cores), 10 % busy in the others.
+    let machine = |busy: bool| MonitorSeries {
+        interval_s: 1.0,
+        host: (0..11)
+            .map(|i| HostSample {
+                t: i as f64 + 1.0,
+                cpu_pct: if busy && dip(i) { 100.0 } else { 10.0 },
+                ..Default::default()
+            })
+            .collect(),
+        generator: (0..11)
+            .map(|i| proc(i as f64 + 1.0, 0.0))
+            .map(|mut s| {
+                s.cpu_pct = 30.0;
+                s
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let stability_row = |r: &RunResult| {
+        let a = analyze(r, r.monitor.as_ref(), None);
+        assess(r, &a, &[])[1].clone()
+    };
+    r.monitor = Some(machine(false));
+    let quiet = stability_row(&r);
+    assert_eq!(quiet.status, Grade::Fail, "{}", quiet.figure);
+    assert!(quiet.figure.starts_with("CV "), "{}", quiet.figure);
+
+    r.monitor = Some(machine(true));
+    let busy = stability_row(&r);
+    assert_eq!(busy.status, Grade::Warn, "{}", busy.figure);
+    assert!(
+        busy.figure.starts_with("inconclusive: unstable (CV ")
+            && busy.figure.contains(
+                "but the generator's machine was busy in 4 of the 4 seconds that dipped (other \
+                 processes used 3.7 of 4 cores): re-run on a quieter machine"
+            ),
+        "{}",
+        busy.figure
+    );
+    assert!(busy.rule.contains("inconclusive"));
+
+    // Without monitoring, barrage's own event loop running late in the dips tells the same.
+    r.monitor = None;
+    for (i, t) in r.timeseries.iter_mut().enumerate() {
+        t.lag_us_max = if dip(i) { 25_000 } else { 0 };
+    }
+    let late = stability_row(&r);
+    assert_eq!(late.status, Grade::Warn, "{}", late.figure);
+    assert!(
+        late.figure.contains(
+            "busy in 4 of the 4 seconds that dipped (barrage itself was saturated in 4 of them"
+        ),
+        "{}",
+        late.figure
+    );
+}

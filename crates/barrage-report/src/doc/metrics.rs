@@ -24,22 +24,41 @@ fn latency_row(name: &str, l: &LatencyStats) -> [String; 8] {
 
 pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
     let s = &r.summary;
+    let h = barrage_metrics::figures::headline_rate(r, None);
+    let mut rows = Vec::new();
+    if let Some((from, to)) = h.steady {
+        rows.push([
+            "steady state (the headline)".to_string(),
+            real(h.rps),
+            format!("{from:.0} s to {to:.0} s"),
+        ]);
+    }
+    rows.push([
+        if h.steady.is_some() {
+            "average, ramp included".to_string()
+        } else {
+            "average (the headline)".to_string()
+        },
+        real(s.rps.avg),
+        format!(
+            "the measured {}: {} requests",
+            duration_us(s.duration_s * 1e6),
+            thousands(s.requests)
+        ),
+    ]);
+    rows.push([
+        "best second".into(),
+        real(s.rps.peak),
+        "the best full second".into(),
+    ]);
+    rows.push([
+        "last second".into(),
+        real(s.rps.current),
+        "the last full second".into(),
+    ]);
     let mut out = vec![
         Block::Heading("Throughput".into()),
-        table(
-            ["", "current", "average", "peak", "total"],
-            vec![[
-                "req/s".into(),
-                real(s.rps.current),
-                real(s.rps.avg),
-                real(s.rps.peak),
-                format!(
-                    "{} requests in {}",
-                    thousands(s.requests),
-                    duration_us(s.duration_s * 1e6)
-                ),
-            ]],
-        ),
+        table(["", "req/s", "window"], rows),
         Block::Heading("Latency".into()),
     ];
     let l = &s.latency_us;

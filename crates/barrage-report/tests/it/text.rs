@@ -150,7 +150,7 @@ fn a_run_shorter_than_two_seconds_shows_no_best_second() {
     r.summary.rps.avg = 76_633.0;
     r.summary.rps.peak = 75_805.0;
     let t = text(&r);
-    assert!(t.contains("Throughput    76,633 req/s on average"), "{t}");
+    assert!(t.contains("Throughput    76,633 req/s: "), "{t}");
     assert!(!t.contains("best second"), "{t}");
     let t = text(&common::ping_pong_completed());
     assert!(t.contains("; best second 20,207"), "{t}");
@@ -169,4 +169,141 @@ fn a_run_that_never_connected_is_its_reason_and_its_connections() {
         assert!(!t.contains(table), "{table} in:\n{t}");
     }
     assert!(t.lines().count() <= 12, "{t}");
+}
+
+/// The `req/s` lines of a summary.
+fn rate_lines(t: &str) -> Vec<String> {
+    t.lines()
+        .filter(|l| l.contains("req/s"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue 43: "two or three different req/s figures per run": the Answer gave the steady
+/// state's rate, Throughput the measured average and the steady rate again (also when the run
+/// had not ramped), the readiness row the average. Now a run that did not ramp shows one
+/// figure everywhere; one that ramped leads with the steady state's, and the measured average
+/// beside it says it includes the ramp.
+#[test]
+fn every_throughput_figure_is_the_headline_or_names_its_window() {
+    let mut r = common::ping_pong_completed();
+    r.conclude(&[], None);
+    let t = text(&r);
+    assert_eq!(
+        rate_lines(&t),
+        [
+            "Answer        20,037 req/s, p50 3.13 ms, p99 5.16 ms, no errors",
+            "Throughput    20,037 req/s: 100,249 requests in the measured 5.00 s; best second \
+             20,207",
+            "  performance        pass  20,037 req/s, p50 3.13 ms, p99 5.16 ms (p99/p50 = 1.6)",
+        ],
+        "{t}"
+    );
+
+    // Users that arrived over the first 2 s: the steady state begins after them.
+    let mut r = common::scenario_with_steps();
+    r.conclude(&[], None);
+    let t = text(&r);
+    let lines = rate_lines(&t);
+    let steady = "20,139 req/s in the steady state";
+    assert!(
+        lines[0].starts_with(&format!("Answer        {steady}, p50 ")),
+        "{t}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("Throughput    {steady} (2 s to 5 s); best second 20,207"),
+        "{t}"
+    );
+    assert_eq!(
+        lines[2],
+        "              20,037 req/s over the whole measured 5.00 s, ramp included: 100,249 \
+         requests",
+        "{t}"
+    );
+    assert!(
+        lines[3].contains(&format!("performance        pass  {steady}, ")),
+        "{t}"
+    );
+    assert_eq!(lines.len(), 4, "{t}");
+}
+
+/// Issue 43: a broadcast scenario's headline gave the reply latency of its steps (mostly the
+/// `leave` step: its messages are fire-and-forget); it gives the delivery latency now,
+/// labelled, and the steps' reply latency stays in the Steps table.
+#[test]
+fn a_broadcast_scenario_leads_with_its_delivery_latency() {
+    let mut r = common::scenario_with_steps();
+    let deliveries = barrage_metrics::LatencyStats {
+        count: 2_322,
+        p50: 225,
+        p99: 22_975,
+        max: 36_200,
+        ..Default::default()
+    };
+    r.summary.broadcast = Some(barrage_metrics::BroadcastSummary {
+        peer_us: Some(deliveries),
+        ..Default::default()
+    });
+    let t = text(&r);
+    let answer = t.lines().find(|l| l.starts_with("Answer")).unwrap();
+    assert_eq!(
+        answer, "Answer        20,037 req/s, delivery p50 225 µs, p99 23.0 ms, no errors",
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("  login") && l.contains("3.13 ms")),
+        "the steps keep their reply latency: {t}"
+    );
+}
+
+/// Issue 43: `--baseline` exited 3 while the Verdict line said "pass" and the regressions
+/// were ~67 lines further down. The verdict names the regression now, the limits follow it.
+#[test]
+fn a_baseline_regression_is_in_the_verdict_with_its_limits_beside_it() {
+    use barrage_metrics::compare::{BaselineCheck, Regression};
+    let mut r = common::monitored_with_verdicts();
+    let limit = |metric: &str, change: f64, regressed: bool| Regression {
+        metric: metric.into(),
+        reference: Some(100.0),
+        candidate: Some(100.0 + change),
+        change_pct: Some(change),
+        limit_pct: 10.0,
+        regressed,
+        significant: regressed,
+        judged: true,
+    };
+    r.baseline = Some(BaselineCheck {
+        file: "before.json".into(),
+        regressions: vec![limit("rps.avg", 1.2, false), limit("p50", 412.3, true)],
+    });
+    let t = text(&r);
+    let lines: Vec<&str> = t.lines().collect();
+    let v = lines.iter().position(|l| l.starts_with("Verdict")).unwrap();
+    assert!(
+        lines[v].contains(
+            "; baseline FAIL (1 of 2 limits regressed: p50 +412.3 % beyond noise, limit 10 %); \
+             readiness "
+        ),
+        "{t}"
+    );
+    assert_eq!(
+        &lines[v + 1..v + 4],
+        [
+            "Baseline      before.json (the comparison: at the end)",
+            "              regression rps.avg: +1.2 % (within noise, limit 10%) -> ok",
+            "              regression p50: +412.3 % (beyond noise, limit 10%) -> REGRESSED",
+        ],
+        "{t}"
+    );
+    // The reports say the same.
+    let md = render_to_string(&r, Format::Markdown);
+    assert!(
+        md.contains("baseline FAIL (1 of 2 limits regressed: p50 +412.3 %"),
+        "{md}"
+    );
+    assert!(md.contains("regression p50: +412.3 %"), "{md}");
+    let json = render_to_string(&r, Format::Json);
+    assert!(json.contains("\"baseline\""), "{json}");
 }

@@ -87,6 +87,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         web,
         report,
         baseline,
+        baseline_lines: Vec::new(),
         quiet: a.quiet,
         explain: a.explain,
         no_tui: a.no_tui,

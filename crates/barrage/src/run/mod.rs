@@ -214,6 +214,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         })
         .flatten();
     let code = if gate.is_some() { 3 } else { code };
+    outputs.judge_baseline(&mut result)?;
     finish_web(web, &result);
     let code = outputs.finish(&result, code)?;
     if let Some(line) = gate.filter(|_| source_says) {

@@ -3,7 +3,7 @@
 //! (a bad file fails before any load), and compared at the end.
 
 use crate::usage::Usage;
-use barrage_metrics::compare::{self, Options, Regression};
+use barrage_metrics::compare::{self, BaselineCheck, Options};
 use barrage_metrics::RunResult;
 use std::path::PathBuf;
 
@@ -33,13 +33,14 @@ impl Baseline {
     }
 
     /// Compares a finished run with the baseline and, with `limits` (`--max-regression`),
-    /// check each limit. Returns the lines to print and whether the run regressed: a limit is
+    /// checks each limit. Returns the comparison's lines to print (at the end of the summary)
+    /// and the check the result records (its verdict and limits lead the summary): a limit is
     /// broken when the figure is worse by more than its margin and the difference is beyond both
     /// runs' noise; a limit on a figure one of the runs lacks (e.g. server.cpu.avg without
     /// monitoring), or without enough data to judge (fewer than five seconds, a p999 of seconds
     /// too small to have one), cannot be checked and counts as broken, as a threshold that cannot
     /// be measured fails.
-    pub fn check(&self, result: &RunResult) -> anyhow::Result<(Vec<String>, bool)> {
+    pub fn check(&self, result: &RunResult) -> anyhow::Result<(Vec<String>, BaselineCheck)> {
         let opts = &self.opts;
         let runs = [self.run.clone(), result.clone()];
         let cmp = compare::compare_with(&runs, opts);
@@ -53,13 +54,17 @@ impl Baseline {
             .lines()
             .map(str::to_string)
             .collect();
-        let mut regressed = false;
+        let mut check = BaselineCheck {
+            file: self.path.display().to_string(),
+            regressions: Vec::new(),
+        };
         if let Some(limits) = &self.limits {
+            check.regressions = compare::regressions(&runs[0], &runs[1], limits, opts);
             lines.push(String::new());
-            for r in compare::regressions(&runs[0], &runs[1], limits, opts) {
-                regressed |= r.fails();
-                lines.push(regression_line(&r));
-            }
+            lines.push(format!(
+                "{}: each limit is listed under the Verdict, at the top",
+                barrage_report::baseline_verdict(&check)
+            ));
             let floor = if opts.noise_floor > 0.0 {
                 format!(
                     ", and at least {} % with --noise-floor",
@@ -73,7 +78,7 @@ impl Baseline {
                  without enough seconds to judge fails; docs/compare.md)"
             ));
         }
-        Ok((lines, regressed))
+        Ok((lines, check))
     }
 }
 
@@ -115,42 +120,6 @@ pub fn describe(name: &str, r: &RunResult) -> String {
     )
 }
 
-fn regression_line(r: &Regression) -> String {
-    let limit = format!("limit {}%", r.limit_pct);
-    if !r.measured() {
-        let missing = if r.reference.is_none() {
-            "the baseline"
-        } else {
-            "this run"
-        };
-        return format!(
-            "regression {}: cannot check, {missing} has no such figure ({limit}) -> FAILED",
-            r.metric
-        );
-    }
-    let change = r
-        .change_pct
-        .map_or("from 0".to_string(), |p| format!("{p:+.1} %"));
-    if !r.judged {
-        return format!(
-            "regression {}: {change}, cannot check: not enough data to judge it (too few \
-             seconds, or too few exchanges a second for this percentile; run longer) ({limit}) \
-             -> FAILED",
-            r.metric
-        );
-    }
-    let noise = if r.significant {
-        "beyond noise"
-    } else {
-        "within noise"
-    };
-    let verdict = if r.regressed { "REGRESSED" } else { "ok" };
-    format!(
-        "regression {}: {change} ({noise}, {limit}) -> {verdict}",
-        r.metric
-    )
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -163,7 +132,15 @@ pub(crate) mod tests {
         limits: Option<&str>,
         opts: &Options,
     ) -> anyhow::Result<(Vec<String>, bool)> {
-        Baseline::load(path.to_path_buf(), limits, *opts)?.check(r)
+        let (lines, check) = Baseline::load(path.to_path_buf(), limits, *opts)?.check(r)?;
+        // The limits' lines (the summary prints them under the verdict), then the comparison.
+        let mut all: Vec<String> = check
+            .regressions
+            .iter()
+            .map(barrage_report::regression_line)
+            .collect();
+        all.extend(lines);
+        Ok((all, check.regressed()))
     }
 
     pub(crate) fn empty_run() -> RunResult {

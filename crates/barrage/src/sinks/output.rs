@@ -120,6 +120,8 @@ pub struct Outputs {
     pub web: Option<std::net::SocketAddr>,
     pub(crate) report: Option<(String, Format)>,
     pub(crate) baseline: Option<crate::sinks::baseline::Baseline>,
+    /// The comparison with the baseline, printed after the summary ([`Outputs::judge_baseline`]).
+    pub(crate) baseline_lines: Vec<String>,
     pub(crate) quiet: bool,
     /// `--explain`: the summary gives each readiness row's rule.
     pub(crate) explain: bool,
@@ -146,6 +148,7 @@ impl Outputs {
             web: None,
             report: None,
             baseline: None,
+            baseline_lines: Vec::new(),
             quiet,
             explain: false,
             no_tui: false,
@@ -208,24 +211,29 @@ impl Outputs {
         Ok(1)
     }
 
+    /// `--baseline`: compares the finished run with the baseline and records the check in
+    /// the result (every output then says it, the summary's verdict first); its comparison
+    /// table is printed after the summary.
+    pub fn judge_baseline(&mut self, result: &mut RunResult) -> anyhow::Result<()> {
+        if let Some(b) = &self.baseline {
+            let (lines, check) = b.check(result)?;
+            self.baseline_lines = lines;
+            result.baseline = Some(check);
+        }
+        Ok(())
+    }
+
     /// Write everything at the end of a run and return the final exit code: `code` (the
-    /// run's end), or 3 when it was 0 and a threshold failed or the baseline check regressed.
+    /// run's end), or 3 when it was 0 and a threshold failed or the baseline check (recorded
+    /// by [`Outputs::judge_baseline`]) regressed.
     pub fn finish(mut self, result: &RunResult, code: i32) -> anyhow::Result<i32> {
-        let mut code = if code == 0 && result.thresholds_failed() {
+        let regressed = result.baseline.as_ref().is_some_and(|b| b.regressed());
+        let mut code = if code == 0 && (result.thresholds_failed() || regressed) {
             3
         } else {
             code
         };
-        let baseline_lines = match &self.baseline {
-            Some(b) => {
-                let (lines, regressed) = b.check(result)?;
-                if regressed && code == 0 {
-                    code = 3;
-                }
-                lines
-            }
-            None => Vec::new(),
-        };
+        let baseline_lines = std::mem::take(&mut self.baseline_lines);
         let to_stderr = self.json_to_stdout();
         let json_path = match &self.json {
             Some(JsonOut::File(p)) => Some(p.clone()),

@@ -1264,13 +1264,51 @@ fn baseline_regression_exits_3() {
     let out = run(fast.url(), &["--json", base.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let b = base.to_str().unwrap();
+    let json = dir.path().join("run.json");
     let out = run(
         slow.url(),
-        &["--baseline", b, "--max-regression", "p50=10%"],
+        &[
+            "--baseline",
+            b,
+            "--max-regression",
+            "p50=10%",
+            "--json",
+            json.to_str().unwrap(),
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("REGRESSED"), "{stdout}");
+    // Issue 43: the Verdict line names what made the exit code 3 (it said "readiness pass"),
+    // and the limits follow it at once, not ~67 lines further down.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let v = lines
+        .iter()
+        .position(|l| l.starts_with("Verdict"))
+        .expect("a Verdict line");
+    assert!(
+        lines[v].contains("baseline FAIL (1 of 1 limits regressed: p50 +")
+            && lines[v].contains("beyond noise, limit 10 %)"),
+        "{stdout}"
+    );
+    assert!(
+        lines[v + 1].starts_with("Baseline") && lines[v + 1].contains("base.json"),
+        "{stdout}"
+    );
+    assert!(
+        lines[v + 2].trim_start().starts_with("regression p50: +")
+            && lines[v + 2].ends_with("-> REGRESSED"),
+        "{stdout}"
+    );
+    // The JSON records the same check.
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let g = &j["baseline"]["regressions"][0];
+    assert_eq!(
+        (g["metric"].as_str(), g["regressed"].as_bool()),
+        (Some("p50"), Some(true)),
+        "{}",
+        j["baseline"]
+    );
     assert_usage(
         &[
             dead(),
