@@ -352,7 +352,9 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("--stats {}", p.display()))?;
-        crate::sinks::outfile::announce(p);
+        if !args.process_of_parent {
+            crate::sinks::outfile::announce(p);
+        }
     }
     let mut line = format!(
         "served: {} connections, {} bytes read in {} reads, {} bytes written in {} writes",
@@ -488,6 +490,7 @@ impl Children {
                 ("--stats", true),
                 ("--seed", true),
                 ("--reuse-port", false),
+                ("--process-of-parent", false),
             ],
         );
         let dir =
@@ -498,7 +501,13 @@ impl Children {
             let mut c = crate::sys::child_of_self(&exe);
             c.args(&keep)
                 // Each child joins the first process's port.
-                .args(["--reuse-port", "--listen", &addr.to_string(), "--stats"])
+                .args([
+                    "--reuse-port",
+                    "--process-of-parent",
+                    "--listen",
+                    &addr.to_string(),
+                ])
+                .arg("--stats")
                 .arg(&stats)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())

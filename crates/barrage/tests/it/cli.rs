@@ -990,6 +990,18 @@ fn serve_announces_the_files_it_writes() {
     assert!(out.status.success(), "{stderr}");
     let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("wrote ")).collect();
     assert_eq!(said, [wrote(&proto), wrote(&stats)], "{stderr}");
+    // Over processes: the first process names the file it wrote, once; the others' files
+    // (in its temporary directory, removed once added up) are not named.
+    let out = barrage()
+        .args(["serve", "echo", "--listen", "127.0.0.1:0", "--processes", "2"])
+        .args(["--exit-after", "300ms", "--stats"])
+        .arg(&stats)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("wrote ")).collect();
+    assert_eq!(said, [wrote(&stats)], "{stderr}");
 }
 
 #[test]

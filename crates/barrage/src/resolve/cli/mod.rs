@@ -328,6 +328,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
 
+    /// (Internal) this server is one process of a `serve --processes` server, its stats file
+    /// in the first process's temporary directory: no `wrote FILE` line (the first process
+    /// adds the file up and removes it)
+    #[arg(long, hide = true)]
+    pub process_of_parent: bool,
+
     /// Serve the counts as OpenMetrics on http://ADDR/metrics while running (PORT or
     /// HOST:PORT), for barrage run --server-metrics or a Prometheus
     #[arg(long, value_name = "ADDR", allow_negative_numbers = true)]
