@@ -1,7 +1,12 @@
 //! What one run knows about its own noise, and the judgement of a difference against the
 //! noise of two runs ([`judge`]), by the rules in [`RULES`](super::RULES).
 
-use super::*;
+use super::{stats, Options};
+use crate::analysis::{combined_server, Window};
+use crate::histogram::LatencyHistogram;
+use crate::monitor::ProcSample;
+use crate::result::RunResult;
+use crate::timeline::Phase;
 
 /// What one run knows about its own noise.
 pub(super) struct Noise<'a> {

@@ -2,7 +2,12 @@
 
 use super::configmap::*;
 use super::yaml::*;
-use super::*;
+use super::{
+    is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
+};
+use crate::resolve::cli::K8sArgs;
+use crate::sys::rfc3339;
+use crate::usage::Usage;
 // Kubernetes.
 
 /// Where the pods see the scenario file (from the ConfigMap) and write their directories.
