@@ -141,7 +141,8 @@ fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
+/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b`
+/// ([`RULES`](super::RULES)).
 /// A figure shown for information only, never judged nor gated: one observation
 /// (`latency.max`), which identical runs differ in by chance (issue 42: `compare` flagged it
 /// between identical runs).

@@ -1,7 +1,7 @@
 //! `barrage dist k8s`: a ConfigMap and an Indexed Job whose pods are the shards.
 
-use super::configmap::*;
-use super::yaml::*;
+use super::configmap::{configmap_files, is_dns_label, is_dns_subdomain, is_quantity, CmFile};
+use super::yaml::{emit, Yaml};
 use super::{
     is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
 };
