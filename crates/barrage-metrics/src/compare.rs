@@ -18,11 +18,7 @@ mod stats;
 
 use noise::{judge, Noise};
 
-use crate::analysis::{combined_server, Window};
-use crate::histogram::LatencyHistogram;
-use crate::monitor::ProcSample;
 use crate::result::RunResult;
-use crate::timeline::Phase;
 use serde::{Deserialize, Serialize};
 
 /// The compared figures, in display order (names as in `--threshold`): the figures of

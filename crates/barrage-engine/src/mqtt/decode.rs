@@ -6,7 +6,10 @@
 //! that runs past its packet, a remaining length over four bytes or over the limit: an
 //! [`MqttError`], and the connection fails as `protocol`.
 
-use super::*;
+use super::{
+    packet_name, AUTH, CONNACK, DISCONNECT_TYPE, MAX_REMAINING, PINGRESP, PUBACK, PUBCOMP, PUBLISH,
+    PUBREC, PUBREL, SUBACK, UNSUBACK, V311, V5,
+};
 
 /// A malformed or unexpected packet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,8 +5,18 @@
 //! without placeholders sent alone is written straight from the template, with no copy.
 
 use super::wire::write_to;
-use super::*;
-use crate::exchange::OPENING;
+use super::{sched_of, Period, Worker, WorkerEvent};
+use crate::classify::classify;
+use crate::conn::State;
+use crate::exchange::{Exchange, OPENING};
+use crate::message::Fill;
+use crate::pacer::backoff_ns;
+use crate::session::{Msg, Out, Session};
+use crate::transport::Transport;
+use crate::users::Op;
+use barrage_metrics::ErrorClass;
+use mio::{Interest, Token};
+use std::io;
 
 impl<S: Session> Worker<S> {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {

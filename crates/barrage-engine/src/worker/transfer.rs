@@ -5,10 +5,16 @@
 //! moment (a pipeline refill, an open-loop backlog) is rendered into one buffer and written
 //! with one `write`; a static message sent alone is written straight from its template.
 
-use super::wire::write_to;
-use super::*;
-use crate::exchange::OPENING;
-use crate::session::{Close, Replies};
+use super::wire::{classify_tls, write_to};
+use super::{sched_of, Worker, WorkerEvent, READS_PER_TURN, T_TIMEOUT};
+use crate::classify::classify;
+use crate::conn::State;
+use crate::exchange::{Exchange, OPENING};
+use crate::message::Fill;
+use crate::session::{Close, Msg, Out, Replies, Session};
+use crate::transport::Transport;
+use barrage_metrics::ErrorClass;
+use std::io::{self, Read, Write};
 
 impl<S: Session> Worker<S> {
     /// Read until the socket is drained or the turn's read budget is spent (then the rest is

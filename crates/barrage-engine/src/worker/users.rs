@@ -8,8 +8,15 @@
 //! departure time it runs its `leave` steps, waits for what is in flight, and closes for good.
 
 use super::wire::write_to;
-use super::*;
+use super::{Period, Worker, T_TIMEOUT};
+use crate::classify::classify;
+use crate::conn::State;
+use crate::exchange::Exchange;
+use crate::message::Fill;
+use crate::session::{Msg, Out, Session};
 use crate::users::{Life, Op, UserCtx, UserState, Users};
+use barrage_metrics::ErrorClass;
+use std::sync::Arc;
 
 impl<S: Session> Worker<S> {
     /// Arrivals: every user waits for its arrival time (instead of connecting at once).

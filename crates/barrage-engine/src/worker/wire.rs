@@ -2,7 +2,9 @@
 //! queue (TLS takes them through its [`Transport`](crate::transport::Transport)), and the
 //! classes of TLS failures.
 
-use super::*;
+use crate::conn::Conn;
+use barrage_metrics::{ErrorClass, Recorder};
+use std::io::{self, Write};
 
 /// Write `data`, or queue it behind bytes already waiting; a short write queues the rest (on
 /// Windows only once a write said `WouldBlock`: `os::net::SHORT_WRITE_FILLS`).

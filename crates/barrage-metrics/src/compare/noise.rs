@@ -1,7 +1,12 @@
 //! What one run knows about its own noise, and the judgement of a difference against the
 //! noise of two runs ([`judge`]), by the rules in [`RULES`](super::RULES).
 
-use super::*;
+use super::{stats, Options};
+use crate::analysis::{combined_server, Window};
+use crate::histogram::LatencyHistogram;
+use crate::monitor::ProcSample;
+use crate::result::RunResult;
+use crate::timeline::Phase;
 
 /// What one run knows about its own noise.
 pub(super) struct Noise<'a> {
@@ -136,7 +141,8 @@ fn per_second_quantile(full: &[&crate::Tick], q: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b` ([`RULES`]).
+/// Whether `vb − va` of `metric` is beyond the noise of runs `a` and `b`
+/// ([`RULES`](super::RULES)).
 /// A figure shown for information only, never judged nor gated: one observation
 /// (`latency.max`), which identical runs differ in by chance (issue 42: `compare` flagged it
 /// between identical runs).

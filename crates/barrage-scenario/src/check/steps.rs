@@ -13,7 +13,7 @@ mod script;
 use super::values::{pointer, regex, status, think};
 use super::{framing, header, FileScope, StepCount, TargetKind};
 use crate::at::At;
-use crate::model::{Expect, File, Match, OnRule, Step};
+use crate::model::{Expect, File, Match, Step};
 use crate::{data, units, ScenarioError};
 
 pub(super) struct Walk {

@@ -18,8 +18,6 @@ use mio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::SocketAddr;
 
-use super::BACKLOG;
-
 /// Binds `n` non-blocking listeners to `listen` (port 0: one free port for all of them).
 pub(super) fn bind_listeners(
     listen: SocketAddr,
@@ -49,7 +47,11 @@ fn bind(socket: &Socket, addr: SocketAddr, join: bool) -> Result<(), ServerError
 
 #[cfg(unix)]
 mod imp {
-    use super::*;
+    use super::{bind, socket};
+    use crate::runtime::BACKLOG;
+    use crate::stats::ServerError;
+    use mio::net::TcpListener;
+    use std::net::SocketAddr;
 
     pub fn bind_listeners(
         listen: SocketAddr,
@@ -92,7 +94,11 @@ mod imp {
 
 #[cfg(not(unix))]
 mod imp {
-    use super::*;
+    use super::{bind, socket};
+    use crate::runtime::BACKLOG;
+    use crate::stats::ServerError;
+    use mio::net::TcpListener;
+    use std::net::SocketAddr;
 
     pub fn bind_listeners(
         listen: SocketAddr,

@@ -17,17 +17,12 @@
 //! moved to the background while the dashboard is up never stops on the terminal either: its
 //! writes go through and a read fails (which ends the display, never the run).
 
-use barrage_metrics::{Aggregator, ErrorCounts, Phase, Tick};
+use barrage_metrics::{Aggregator, Tick};
 use barrage_report::fmt;
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use ratatui::backend::CrosstermBackend;
-use ratatui::layout::{Constraint, Layout};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Sparkline};
-use ratatui::{Frame, Terminal};
-use std::collections::VecDeque;
+use ratatui::Terminal;
 use std::io::{IsTerminal, Stdout};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};

@@ -1,6 +1,7 @@
 //! The shape of the house (issue 25), checked so it cannot drift back: the binary's folders
 //! import only downward, no file of the binary is over 600 lines, ARCHITECTURE.md stays a map of
-//! at most 160 lines, and every crate's integration tests are one binary (`tests/it/`).
+//! at most 160 lines, every crate's integration tests are one binary (`tests/it/`), and no
+//! module outside test code imports its parent with `use super::*;` (issue 44).
 
 use std::path::{Path, PathBuf};
 
@@ -141,6 +142,68 @@ fn each_crates_integration_tests_are_one_binary() {
         }
     }
     assert!(loose.is_empty(), "move into tests/it/: {loose:?}");
+}
+
+/// The 1-based numbers of the lines of `text` that glob-import the parent (`use super::*;`,
+/// with any visibility) before its first `#[cfg(test)]` line: test code is what follows that
+/// line (a file's test module is at its end).
+fn parent_globs(text: &str) -> Vec<usize> {
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim();
+            l == "use super::*;" || (l.starts_with("pub") && l.ends_with(" use super::*;"))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// No `use super::*;` in any crate's `src` outside test code: a module names what it takes from
+/// its parent (`use super::{A, B}`) and takes the rest from where it lives (`use std::...`,
+/// `use crate::x::Y`), so that each file says where its names come from. The rule is plain text:
+/// test code is a file named `tests.rs`, or the lines of a file after its first `#[cfg(test)]`
+/// line ([`parent_globs`]).
+#[test]
+fn no_module_outside_tests_imports_its_parent_with_a_glob() {
+    let crates = root().join("crates");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&crates).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    let mut globs = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for line in parent_globs(&text) {
+            globs.push(format!(
+                "{}:{line}",
+                f.strip_prefix(&crates).unwrap().display()
+            ));
+        }
+    }
+    globs.sort();
+    assert!(
+        globs.is_empty(),
+        "name what these import (use super::{{A, B}}, or the name's own home) instead of \
+         `use super::*;`:\n{}",
+        globs.join("\n")
+    );
+    assert!(
+        files.len() > 200,
+        "found only {} files under {}",
+        files.len(),
+        crates.display()
+    );
+}
+
+#[test]
+fn parent_globs_stop_at_the_first_cfg_test() {
+    let t = "use super::*;\nmod imp {\n    pub(crate) use super::*;\n}\n// use super::*;\n\
+             #[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
+    assert_eq!(parent_globs(t), vec![1, 3]);
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! MQTT's step keys: `topic` (a send or fields step publishes to it), `subscribe`,
 //! `unsubscribe`, `qos`, `retain`; checked against the target and against each other.
 
-use super::*;
+use super::{CheckResult, Part, StepsCheck};
+use crate::at::At;
+use crate::model::Step;
+use crate::protocol::TargetKind;
 
 impl StepsCheck<'_> {
     pub(super) fn mqtt(&mut self, s: &At<Step>, key: &str, kind: &str, part: Part) -> CheckResult {

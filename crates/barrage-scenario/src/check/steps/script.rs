@@ -3,7 +3,10 @@
 //! `call`. The names are checked here as names; that the script defines them is the binary's
 //! check, which compiles the script.
 
-use super::*;
+use super::{CheckResult, StepsCheck};
+use crate::at::At;
+use crate::model::{OnRule, Step};
+use crate::protocol::TargetKind;
 
 /// Whether `name` can be a Lua global function's name.
 fn lua_name(name: &str) -> bool {

@@ -1,6 +1,8 @@
 //! The run's recorded config, described from its spec and plan.
 
-use super::*;
+use crate::resolve::redact;
+use barrage_engine::{escape, unescape, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec};
+use barrage_metrics::RunConfig;
 
 /// What the result records of the settings (`RunConfig`), from the spec and its plan: the
 /// user's words with placeholders kept, `--secret-body` messages shown by size only, the

@@ -4,7 +4,9 @@
 //! `{secret:NAME}`) stays a hole the engine fills per call, everything else is bytes.
 
 use super::protocol::read_capped;
-use super::*;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url;
+use crate::usage::Usage;
 use barrage_engine::spec::PbPartSpec;
 
 /// What a gRPC target calls.

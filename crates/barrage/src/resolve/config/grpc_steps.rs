@@ -3,7 +3,9 @@
 //! as holes the engine fills per call), and how its reply is read as JSON for the step's
 //! captures and `expect`.
 
-use super::*;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url;
+use crate::usage::Usage;
 use barrage_engine::ScenarioSpec;
 use barrage_scenario::model::Step;
 use barrage_scenario::At;

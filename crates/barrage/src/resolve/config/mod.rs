@@ -10,8 +10,7 @@ use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::ns;
 use barrage_engine::{
-    escape, unescape, Framing, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec, SpecError,
-    StatusSet, TlsSpec,
+    unescape, Framing, HttpVersion, Mode, Plan, ProtocolSpec, Spec, SpecError, TlsSpec,
 };
 use barrage_metrics::RunConfig;
 use std::time::Duration;

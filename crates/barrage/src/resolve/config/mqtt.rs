@@ -1,8 +1,12 @@
 //! MQTT's flags checked and turned into its spec: `--publish` (the load), `--subscribe`,
 //! `--qos`, the CONNECT fields and the keep-alive. Every mistake is one line naming its flag.
 
-use super::*;
+use super::protocol::Words;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url::Scheme;
+use crate::usage::Usage;
 use barrage_engine::spec::MqttSpec;
+use barrage_engine::{escape, unescape, ProtocolSpec};
 
 /// MQTT's flags on another target, and other protocols' flags on an MQTT target, are
 /// mistakes; so is load without anything to publish.

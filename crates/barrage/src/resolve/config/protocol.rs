@@ -1,6 +1,11 @@
 //! The protocol's flags checked: `--command`, headers, requests, statuses, what a reply is.
 
-use super::*;
+use super::{DEFAULT_TIMEOUT, MAX_MESSAGE};
+use crate::resolve::cli::RunArgs;
+use crate::resolve::redact::{self, Secrets};
+use crate::resolve::url::{self, Scheme};
+use crate::usage::Usage;
+use barrage_engine::{escape, Framing, HttpVersion, ProtocolSpec, StatusSet};
 
 /// The `--command` mix (or the protocol's default command), checked by compiling it.
 pub(super) fn commands(

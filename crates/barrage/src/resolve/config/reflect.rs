@@ -7,7 +7,10 @@
 //! (frame writers, HPACK, the request compiler); the reflection messages, three fields deep,
 //! are read by hand.
 
-use super::*;
+use super::DEFAULT_TIMEOUT;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url;
+use crate::usage::Usage;
 use barrage_engine::h2::frame::{self, flag, kind};
 use barrage_engine::h2::hpack::Decoder;
 use barrage_engine::h2::{Encoder, H2Request, H2RequestSpec};
@@ -15,6 +18,7 @@ use prost_reflect::prost::Message as _;
 use prost_reflect::DescriptorPool;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
 use std::time::Instant;
 
 const SERVICES: [&str; 2] = [

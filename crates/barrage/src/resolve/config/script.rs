@@ -2,8 +2,12 @@
 //! before any load (a mistake is one line naming the file and line); and the flags its
 //! functions take the place of. Every process of a run compiles it again from the spec's text.
 
-use super::*;
+use super::protocol::read_capped;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url::Scheme;
+use crate::usage::Usage;
 use barrage_engine::hook::{HookFns, HookRef};
+use barrage_engine::Plan;
 use barrage_engine::{ScriptPlan, ScriptSpec};
 
 /// A checked script: as data for the spec, and compiled for this process's plan.

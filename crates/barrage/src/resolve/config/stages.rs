@@ -1,6 +1,7 @@
 //! `--rate-stages` and `--conn-stages`: their peaks and lengths.
 
-use super::*;
+use crate::usage::Usage;
+use std::time::Duration;
 
 /// How long the replies in flight are awaited once the load stops.
 pub(super) const DRAIN: Duration = Duration::from_secs(2);

@@ -1,7 +1,9 @@
 //! The scenario file (and the files it names) as a Kubernetes ConfigMap, and the names and
 //! quantities Kubernetes accepts.
 
-use super::*;
+use super::ScenarioFile;
+use crate::usage::Usage;
+use std::path::Path;
 
 /// A ConfigMap holds at most 1 MiB in all; keep room for its metadata.
 pub(super) const CONFIGMAP_MAX: usize = 1_000_000;

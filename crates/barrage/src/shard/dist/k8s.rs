@@ -1,8 +1,13 @@
 //! `barrage dist k8s`: a ConfigMap and an Indexed Job whose pods are the shards.
 
-use super::configmap::*;
-use super::yaml::*;
-use super::*;
+use super::configmap::{configmap_files, is_dns_label, is_dns_subdomain, is_quantity, CmFile};
+use super::yaml::{emit, Yaml};
+use super::{
+    is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
+};
+use crate::resolve::cli::K8sArgs;
+use crate::sys::rfc3339;
+use crate::usage::Usage;
 // Kubernetes.
 
 /// Where the pods see the scenario file (from the ConfigMap) and write their directories.

@@ -19,7 +19,7 @@
 //!   in each shard from its environment (sbatch exports the submitter's; a pod gets it from
 //!   `--env-from-secret`). No environment value is ever written out.
 
-use crate::resolve::cli::{DistArgs, Engine, K8sArgs, RunArgs, Shared, SlurmArgs};
+use crate::resolve::cli::{DistArgs, Engine, RunArgs, Shared};
 use crate::sys::rfc3339;
 use crate::usage::Usage;
 use clap::Parser as _;

@@ -1,6 +1,11 @@
 //! `barrage dist slurm`: an sbatch script whose tasks are the shards.
 
-use super::*;
+use super::{
+    is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
+};
+use crate::resolve::cli::SlurmArgs;
+use crate::sys::rfc3339;
+use crate::usage::Usage;
 // ---------------------------------------------------------------------------------------
 // Slurm.
 

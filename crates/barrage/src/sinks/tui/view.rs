@@ -1,8 +1,16 @@
 //! What the dashboard draws: the view state fed by snapshots, and the panels, tables and
 //! rolling charts of one frame.
 
-use super::*;
-use ratatui::layout::Rect;
+use super::{DashInfo, Snapshot, HISTORY};
+use barrage_metrics::{ErrorCounts, Phase};
+use barrage_report::fmt;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Sparkline};
+use ratatui::Frame;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Everything drawn, updated from snapshots on the UI thread.
 pub(super) struct View {

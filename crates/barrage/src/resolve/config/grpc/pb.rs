@@ -2,7 +2,10 @@
 //! from server reflection, the method looked up, JSON encoded into the spec's protobuf parts
 //! with holes, and a reply decoded back to JSON for a scenario step.
 
-use super::*;
+use crate::resolve::cli::RunArgs;
+use crate::resolve::url;
+use crate::usage::Usage;
+use barrage_engine::spec::PbPartSpec;
 use prost_reflect::prost::Message as _;
 use prost_reflect::{
     DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, MethodDescriptor, ReflectMessage,

@@ -2,8 +2,10 @@
 //! 200x50 (no number may be cut; panels are dropped instead).
 
 use super::*;
-use barrage_metrics::ErrorClass;
+use crate::sinks::tui::ServerSample;
+use barrage_metrics::{ErrorClass, Tick};
 use ratatui::backend::TestBackend;
+use ratatui::Terminal;
 
 fn info() -> DashInfo {
     DashInfo {
