@@ -993,7 +993,14 @@ fn serve_announces_the_files_it_writes() {
     // Over processes: the first process names the file it wrote, once; the others' files
     // (in its temporary directory, removed once added up) are not named.
     let out = barrage()
-        .args(["serve", "echo", "--listen", "127.0.0.1:0", "--processes", "2"])
+        .args([
+            "serve",
+            "echo",
+            "--listen",
+            "127.0.0.1:0",
+            "--processes",
+            "2",
+        ])
         .args(["--exit-after", "300ms", "--stats"])
         .arg(&stats)
         .output()
