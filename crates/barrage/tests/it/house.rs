@@ -151,8 +151,9 @@ fn no_file_is_over_600_code_lines() {
 /// import graph: files that reach each other through imports, a parent module and its child
 /// files included. The graph's edges are the imports [`Crate::edges`] reads outside test code,
 /// but for named `pub use` lines: those only pass a name on (an import of the name is followed
-/// to the file that defines it), so a facade that re-exports is not in a circle by that alone. A circle not inside a listed one fails the test
-/// (a new circle, or a listed one grown); a listed circle that is gone must be removed.
+/// to the file that defines it), so a facade that re-exports is not in a circle by that alone.
+/// A circle not inside a listed one fails the test (a new circle, or a listed one grown); a
+/// listed circle that is gone must be removed (one that shrank may stay, or be narrowed).
 const CIRCLES: &[&str] = &[
     "barrage: cmd/compare.rs cmd/demo.rs cmd/find_max.rs cmd/find_max/step.rs cmd/merge.rs cmd/report.rs cmd/run.rs cmd/validate.rs cmd/versus.rs main.rs resolve/mod.rs resolve/outputs.rs resolve/scenario.rs run/engine.rs run/mod.rs run/observer.rs run/signals.rs shard/dist/configmap.rs shard/dist/k8s.rs shard/dist/mod.rs shard/dist/slurm.rs shard/merge.rs shard/processes.rs sinks/output.rs",
     "barrage: resolve/config/grpc.rs resolve/config/grpc/pb.rs resolve/config/grpc_steps.rs resolve/config/mod.rs resolve/config/mqtt.rs resolve/config/protocol.rs resolve/config/reflect.rs resolve/config/script.rs",
@@ -203,14 +204,24 @@ fn no_new_import_circles() {
         let ((ck, cf), (lk, lf)) = (circle_files(c), circle_files(l));
         ck == lk && cf.is_subset(&lf)
     };
+    let meets = |c: &str, l: &str| {
+        let ((ck, cf), (lk, lf)) = (circle_files(c), circle_files(l));
+        ck == lk && cf.intersection(&lf).count() > 1
+    };
     let mut wrong = Vec::new();
     for c in &now {
-        if !CIRCLES.iter().any(|l| inside(c, l)) {
-            wrong.push(format!("a new import circle (or a listed one grew): {c}"));
+        if CIRCLES.iter().any(|l| inside(c, l)) {
+            continue;
+        }
+        match CIRCLES.iter().find(|l| meets(c, l)) {
+            Some(l) => wrong.push(format!(
+                "a listed import circle grew:\n  was {l}\n  now {c}"
+            )),
+            None => wrong.push(format!("a new import circle: {c}")),
         }
     }
     for l in CIRCLES {
-        if !now.iter().any(|c| inside(c, l)) {
+        if !now.iter().any(|c| meets(c, l)) {
             wrong.push(format!("gone, remove it from CIRCLES: {l}"));
         }
     }
