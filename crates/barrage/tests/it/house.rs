@@ -6,7 +6,7 @@
 mod imports;
 
 use imports::{circles, code_lines, Crate};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The binary's layers, highest first: a file may import its own layer and those below it.
@@ -243,21 +243,18 @@ fn print_the_circles() {
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for c in circles(krate.files.len(), &pairs) {
             println!("{name}: {} files", c.len());
-            let mut lines: Vec<String> = edges
+            let mut by_pair: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+            for e in edges
                 .iter()
                 .filter(|e| c.contains(&e.from) && c.contains(&e.to))
-                .map(|e| {
-                    format!(
-                        "  {} -> {} ({})",
-                        krate.name(e.from),
-                        krate.name(e.to),
-                        e.via
-                    )
-                })
-                .collect();
-            lines.sort();
-            lines.dedup();
-            println!("{}", lines.join("\n"));
+            {
+                let pair = (krate.name(e.from), krate.name(e.to));
+                by_pair.entry(pair).or_default().insert(e.via.clone());
+            }
+            for ((a, b), via) in by_pair {
+                let via: Vec<String> = via.into_iter().collect();
+                println!("  {a} -> {b} ({})", via.join(", "));
+            }
         }
     }
 }
