@@ -53,7 +53,7 @@ mod dist;
 mod durable;
 // `barrage find-max` end to end.
 mod find_max;
-// The house's shape: imports only downward, file sizes, ARCHITECTURE.md's length.
+// The house's shape: imports only downward, no import circles, file sizes, ARCHITECTURE.md's length.
 mod house;
 // nginx, Python `websockets` and Socket.IO servers.
 mod interop;
