@@ -214,7 +214,7 @@ impl Template {
     }
 
     /// A scenario template: what [`Template::try_new`] takes, plus `{name}` and
-    /// `{row.NAME}`, each resolved once by `resolve` to a slot of the user's [`Vars`]. A
+    /// `{row.NAME}`, each resolved once by `resolve` to a slot of the user's [`Vars`](crate::capture::Vars). A
     /// well-formed `{name}` that `resolve` does not know is an error; a `{` that does not
     /// start one (a JSON body's) is literal. Render with [`Template::render_vars_into`].
     pub fn with_vars(
@@ -357,7 +357,7 @@ impl Template {
         self.pieces.is_none()
     }
 
-    /// A template of binary fields ([`binary::compile`]): one literal when nothing in it
+    /// A template of binary fields ([`binary::compile`](super::binary::compile)): one literal when nothing in it
     /// changes per message.
     pub(super) fn of_pieces(pieces: Vec<Piece>) -> Template {
         let dynamic = pieces.iter().any(|p| {

@@ -14,7 +14,7 @@
 //!
 //! This file holds the [`Session`] trait and what it renders through ([`Out`], [`Rendered`],
 //! [`Msg`]) or fails with ([`ProtoError`], [`Close`]); the reply machinery a session decodes
-//! into ([`Replies`], [`Verify`], [`OkRun`]) is in `replies.rs`, and a scenario user's replies
+//! into ([`Replies`], [`Verify`], `OkRun`) is in `replies.rs`, and a scenario user's replies
 //! are judged in `judge.rs`.
 
 use crate::message::Fill;
