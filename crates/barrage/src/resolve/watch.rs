@@ -144,9 +144,8 @@ fn unasked(a: &RunArgs, target: SocketAddr) -> Option<WatchPlan> {
     if !barrage_monitor::SUPPORTED || a.shard.is_some() || a.process_of_parent {
         return None;
     }
-    let listener = target
-        .ip()
-        .is_loopback()
+    // (Under wine the socket owners read 0 and their table takes seconds: not looked for.)
+    let listener = (target.ip().is_loopback() && !barrage_monitor::under_wine())
         .then(|| barrage_monitor::listener_pid(target.port()).ok().flatten())
         .flatten()
         .filter(|&pid| pid != std::process::id());
