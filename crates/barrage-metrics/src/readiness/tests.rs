@@ -751,8 +751,14 @@ fn a_plain_runs_unasked_machine_samples_tell_a_busy_machine_without_judging_the_
     let (a, quiet) = judged(&r);
     assert_eq!(quiet.status, Grade::Fail, "{}", quiet.figure);
     assert!(quiet.figure.starts_with("CV "), "{}", quiet.figure);
-    let c = a.contention.as_ref().expect("other processes' CPU from the unasked samples");
-    assert!(!c.material && (c.other_avg_pct - 10.0).abs() < 1e-6, "{c:?}");
+    let c = a
+        .contention
+        .as_ref()
+        .expect("other processes' CPU from the unasked samples");
+    assert!(
+        !c.material && (c.other_avg_pct - 10.0).abs() < 1e-6,
+        "{c:?}"
+    );
     // The listener is not monitored as a server: no server figure, leak, trend or network.
     assert!(a.server.is_none() && a.leak.is_none() && a.rss_trend.is_none());
     assert!(a.network.is_empty() && a.bytes_per_connection.is_none());

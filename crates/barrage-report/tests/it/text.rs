@@ -350,7 +350,11 @@ fn a_plain_run_shows_its_unasked_samples_only_as_one_busy_machine_line() {
     plain.conclude(&[], None);
     let sections = ["Server ", "Machine ", "Network ", "Others ", "Generator "];
     let quiet = text(&with_unasked_samples(plain.clone(), 10.0));
-    assert_eq!(quiet, text(&plain), "a quiet machine: the summary is unchanged");
+    assert_eq!(
+        quiet,
+        text(&plain),
+        "a quiet machine: the summary is unchanged"
+    );
     for s in sections {
         assert!(!quiet.lines().any(|l| l.starts_with(s)), "{s}:\n{quiet}");
     }
@@ -360,8 +364,10 @@ fn a_plain_run_shows_its_unasked_samples_only_as_one_busy_machine_line() {
     let machine: Vec<&str> = busy.lines().filter(|l| l.starts_with("Machine")).collect();
     assert_eq!(
         machine,
-        ["Machine       busy: other processes used 1.8 of 2 cores on average under load (at \
-          most 1.8); the figures may be the machine's as much as the server's"],
+        [
+            "Machine       busy: other processes used 1.8 of 2 cores on average under load (at \
+          most 1.8); the figures may be the machine's as much as the server's"
+        ],
         "{busy}"
     );
     for s in &sections[2..] {
@@ -373,6 +379,9 @@ fn a_plain_run_shows_its_unasked_samples_only_as_one_busy_machine_line() {
     assert_eq!(md.matches("Other processes used").count(), 1, "{md}");
     assert!(!md.contains("barrage (generator)") && !md.contains("| other processes' CPU"));
     assert!(!md.contains("Generator CPU") && !md.contains("Machine CPU"));
-    let quiet_md = render_to_string(&with_unasked_samples(busy_run.clone(), 10.0), Format::Markdown);
+    let quiet_md = render_to_string(
+        &with_unasked_samples(busy_run.clone(), 10.0),
+        Format::Markdown,
+    );
     assert!(!quiet_md.contains("Other processes used"), "{quiet_md}");
 }
