@@ -385,3 +385,20 @@ fn a_plain_run_shows_its_unasked_samples_only_as_one_busy_machine_line() {
     );
     assert!(!quiet_md.contains("Other processes used"), "{quiet_md}");
 }
+
+/// `barrage compare` of two plain runs reads no figure from their unasked samples: the same
+/// rows, the same values and noise, as without them (issue 43).
+#[test]
+fn comparing_plain_runs_ignores_their_unasked_samples() {
+    use barrage_metrics::compare::compare;
+    let mut a = common::ping_pong_completed();
+    a.conclude(&[], None);
+    let mut b = common::open_loop_with_errors();
+    b.conclude(&[], None);
+    let plain = compare(&[a.clone(), b.clone()]);
+    let sampled = compare(&[with_unasked_samples(a, 95.0), with_unasked_samples(b, 10.0)]);
+    assert_eq!(
+        serde_json::to_value(&sampled).unwrap(),
+        serde_json::to_value(&plain).unwrap()
+    );
+}
