@@ -331,6 +331,11 @@ impl Watch {
         }
         let mut series = self.monitor.stop();
         series.unasked = self.unasked;
+        if self.unasked {
+            // Nothing reads the interfaces of an unasked series: not kept (the bulk of a
+            // host sample, a second's worth per interface).
+            series.host.iter_mut().for_each(|h| h.net = Vec::new());
+        }
         series.to_run_clock(self.lead_s);
         for p in &mut series.processes {
             p.command = self.secrets.scrub(&p.command);

@@ -324,8 +324,9 @@ fn a_plain_run_samples_barrage_and_its_machine_unasked() {
     assert_eq!(m["processes"][0]["pid"], server.pid(), "the listener");
     assert!(!m["generator"].as_array().unwrap().is_empty(), "{m}");
     assert!(!m["host"].as_array().unwrap().is_empty(), "{m}");
-    // No TCP states are gathered unasked (no socket scan).
+    // No TCP states are gathered unasked (no socket scan), no interfaces kept.
     assert_eq!(m["generator"][0]["tcp"]["established"], 0);
+    assert_eq!(m["host"][0]["net"], serde_json::json!([]));
     assert_eq!(v["analysis"]["saturation"]["cpu_measured"], true);
     assert!(v["analysis"]["contention"].is_object(), "{}", v["analysis"]);
     assert!(v["analysis"]["server"].is_null() && v["analysis"]["leak"].is_null());
