@@ -204,8 +204,16 @@ pub fn analyze(
     let steady = run_steady_state(result);
     let load_end_s = crate::figures::load_end(ticks);
     let generator = monitor.map_or(&[][..], |m| &m.generator[..]);
-    let procs = monitor.map_or(0, |m| m.processes.len());
-    let server = monitor.map(combined_server).unwrap_or_default();
+    // An unasked series' listener is there only to be told from other processes: no finding
+    // of the server's comes from it.
+    let shown = MonitorSeries::shown(monitor);
+    let procs = shown.map_or(0, |m| m.processes.len());
+    let listener = monitor.map(combined_server).unwrap_or_default();
+    let server = if shown.is_some() {
+        listener.clone()
+    } else {
+        Vec::new()
+    };
     let usage = server_usage(&server, crate::figures::load_window(ticks), procs);
     let rec = recovery_s.filter(|r| *r > 0.0).and_then(|_| {
         recovery(
@@ -218,7 +226,7 @@ pub fn analyze(
     });
     let under_load: Vec<ProcSample> = steady.select(&server).cloned().collect();
     let other = monitor.map_or_else(Vec::new, |m| {
-        other_cpu(m, &server, result.environment.cores)
+        other_cpu(m, &listener, result.environment.cores)
     });
     let ramp = Window {
         from_s: 0.0,
@@ -226,7 +234,7 @@ pub fn analyze(
     };
     let cpu = CpuSeries {
         generator,
-        server: &server,
+        server: &listener,
         other: &other,
         host: monitor.map_or(&[][..], |m| &m.host[..]),
         cores: result.environment.cores,
@@ -253,7 +261,7 @@ pub fn analyze(
         bytes_per_connection: per_connection_cost(&connection_rss_pairs(ticks, &server, ramp)),
         server: usage,
         recovery: rec,
-        network: monitor.map_or_else(Vec::new, |m| {
+        network: shown.map_or_else(Vec::new, |m| {
             crate::figures::network(&m.host, crate::figures::load_window(ticks))
         }),
     }

@@ -395,9 +395,10 @@ pub struct RunFigures {
 }
 
 impl RunFigures {
-    /// `None` without monitoring.
+    /// `None` without monitoring (or with only the samples every run takes unasked).
     pub fn of(r: &RunResult) -> Option<Self> {
-        Self::from_monitor(&r.timeseries, r.monitor.as_ref()?, r.environment.cores)
+        let m = MonitorSeries::shown(r.monitor.as_ref())?;
+        Self::from_monitor(&r.timeseries, m, r.environment.cores)
     }
 
     /// `cores`: the machine's (0: unknown), see [`machine`].
@@ -453,6 +454,7 @@ mod tests {
             })
             .collect();
         MonitorSeries {
+            unasked: false,
             interval_s: 1.0,
             processes: vec![ProcessSeries {
                 pid: 3,
@@ -719,6 +721,7 @@ mod tests {
     #[test]
     fn a_machine_cpu_below_the_server_and_barrage_is_not_measured() {
         let series = |machine_pct: f64| MonitorSeries {
+            unasked: false,
             interval_s: 1.0,
             processes: vec![ProcessSeries {
                 pid: 1,

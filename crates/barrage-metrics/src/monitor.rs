@@ -100,6 +100,18 @@ pub struct MonitorSeries {
     pub host: Vec<HostSample>,
     /// barrage's own process.
     pub generator: Vec<ProcSample>,
+    /// Sampled without being asked (no `--monitor`, `--spawn` or `--processes`): every run
+    /// samples barrage and its machine so the stability and saturation rules can tell a busy
+    /// generator machine. The reports show none of it but one line when other processes took a
+    /// material share; `processes` then holds at most a loopback target's listener, found
+    /// quietly, only so that its CPU is not counted as other processes'. Absent (false) in
+    /// results of watched runs and in results written before it existed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unasked: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What happened to a server barrage started with `--spawn`.
@@ -179,6 +191,11 @@ impl ProcessSeries {
 }
 
 impl MonitorSeries {
+    /// The samples the reports show: `None` for an [`unasked`](Self::unasked) series.
+    pub fn shown(m: Option<&MonitorSeries>) -> Option<&MonitorSeries> {
+        m.filter(|m| !m.unasked)
+    }
+
     /// Puts the samples on the run's clock: the sampler's clock runs about `lead_s` (its idle
     /// baseline interval) ahead, and its first sample, taken as the load began, is t = 0
     /// (scheduling may have delayed it a little from the nominal interval; at most 1.5 x).

@@ -15,7 +15,7 @@
 use crate::analysis::{combined_server, AnalysisReport, LeakStatus, Window};
 use crate::compare::{Better, Unit};
 use crate::error::ErrorClass;
-use crate::monitor::ProcSample;
+use crate::monitor::{MonitorSeries, ProcSample};
 use crate::result::RunResult;
 use crate::thresholds::{Kind, Needs};
 
@@ -442,7 +442,7 @@ pub static FIGURES: &[Figure] = &[
             noise: Noise::ServerPerRequest,
         }),
         read: |r, a| {
-            let m = r.monitor.as_ref().filter(|m| !m.processes.is_empty())?;
+            let m = MonitorSeries::shown(r.monitor.as_ref()).filter(|m| !m.processes.is_empty())?;
             cpu_per_request(
                 &combined_server(m),
                 measured_window(r, a?),
@@ -462,7 +462,7 @@ pub static FIGURES: &[Figure] = &[
             noise: Noise::GeneratorPerRequest,
         }),
         read: |r, a| {
-            let m = r.monitor.as_ref()?;
+            let m = MonitorSeries::shown(r.monitor.as_ref())?;
             cpu_per_request(&m.generator, measured_window(r, a?), r.summary.rps.avg)
         },
     },
@@ -479,7 +479,7 @@ pub static FIGURES: &[Figure] = &[
             noise: Noise::GeneratorCpu,
         }),
         read: |r, _| {
-            let m = r.monitor.as_ref()?;
+            let m = MonitorSeries::shown(r.monitor.as_ref())?;
             Some(
                 crate::figures::process(&m.generator, crate::figures::load_window(&r.timeseries))?
                     .cpu_avg_pct,
@@ -499,7 +499,7 @@ pub static FIGURES: &[Figure] = &[
             noise: Noise::MachineCpu,
         }),
         read: |r, _| {
-            let m = r.monitor.as_ref()?;
+            let m = MonitorSeries::shown(r.monitor.as_ref())?;
             Some(
                 crate::figures::machine(
                     m,

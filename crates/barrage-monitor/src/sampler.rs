@@ -52,6 +52,10 @@ pub struct MonitorConfig {
     pub include_self: bool,
     /// With `include_self`: barrage's children too (the shard processes of `--processes`).
     pub self_children: bool,
+    /// TCP states per process (tying sockets to processes: one `readlink` per open fd and a
+    /// walk of the socket table, paced by their cost). Without them a sample reads a few small
+    /// files per process and the host's counters: what every unasked run takes.
+    pub sockets: bool,
 }
 
 /// The most recent sample of everything, for a live view.
@@ -122,7 +126,7 @@ impl Monitor {
             .iter()
             .map(|&p| (p, config.include_children, true));
         for (pid, children, sockets) in wanted.chain(own) {
-            let t = Tracked::start(pid, children, sockets, &mut buf)?;
+            let t = Tracked::start(pid, children, sockets && config.sockets, &mut buf)?;
             if !t.fds_readable {
                 warnings.push(os::fds_warning(pid));
             }
@@ -139,6 +143,7 @@ impl Monitor {
             base: config.base,
             interval: config.interval,
             with_self: config.include_self,
+            sockets: config.sockets,
             tracked,
             host,
             host_samples: Vec::new(),
@@ -254,6 +259,8 @@ struct Sampler {
     interval: Duration,
     /// The last of `tracked` is barrage itself.
     with_self: bool,
+    /// TCP states are counted (`MonitorConfig::sockets`).
+    sockets: bool,
     tracked: Vec<Tracked>,
     /// The previous host reading (`None`: its CPU counters unreadable, no host samples).
     host: Option<HostReading>,
@@ -301,7 +308,7 @@ impl Sampler {
             .map(|p| p.read(&mut self.buf))
             .collect();
         let start = Instant::now();
-        if self.tcp_pacer.due(start) {
+        if self.sockets && self.tcp_pacer.due(start) {
             self.tcp = self.tcp_states(&readings);
             self.tcp_pacer.scanned(start, Instant::now());
         }
@@ -384,6 +391,7 @@ impl Sampler {
             processes: self.tracked.into_iter().map(Tracked::into_series).collect(),
             host: self.host_samples,
             generator,
+            unasked: false,
         }
     }
 }
@@ -500,6 +508,7 @@ mod tests {
             base: Instant::now(),
             include_self: false,
             self_children: false,
+            sockets: true,
         }
     }
 }

@@ -51,6 +51,9 @@ fn process_lines(f: Option<&ProcessFigures>, m: &Memory, cores: usize) -> Vec<St
 }
 
 pub fn monitoring(r: &RunResult) -> Vec<String> {
+    if r.monitor.as_ref().is_some_and(|m| m.unasked) {
+        return busy_machine(r).into_iter().collect();
+    }
     let (Some(m), Some(fig)) = (&r.monitor, RunFigures::of(r)) else {
         return Vec::new();
     };
@@ -94,6 +97,34 @@ pub fn monitoring(r: &RunResult) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// What a run that asked for no monitoring shows of the samples every run takes: one line,
+/// only when other processes took a material share of the CPU while the load ran (the rule
+/// of the Others section, `analysis::contention`).
+pub(crate) fn busy_machine(r: &RunResult) -> Option<String> {
+    let c = r.analysis.as_ref()?.contention.as_ref()?;
+    if !c.material {
+        return None;
+    }
+    let cores = r.environment.cores;
+    let used = if cores > 0 {
+        format!(
+            "{:.1} of {cores} cores on average under load (at most {:.1})",
+            c.other_avg_pct / 100.0,
+            c.other_max_pct / 100.0
+        )
+    } else {
+        format!(
+            "{} of one core on average under load (at most {})",
+            pct(c.other_avg_pct),
+            pct(c.other_max_pct)
+        )
+    };
+    Some(format!(
+        "Machine       busy: other processes used {used}; the figures may be the machine's as \
+         much as the server's"
+    ))
 }
 
 /// The machine's interfaces under load, two lines each: what it received and what it sent;

@@ -123,7 +123,9 @@ pub fn verdicts(r: &RunResult, explain: bool) -> Vec<String> {
                 c.unexpected_replies, c.unexpected_pct, c.completed
             ));
         }
-        if let Some(c) = a.contention.as_ref().filter(|c| c.material) {
+        // A run that asked for no monitoring has the Machine busy line instead.
+        let asked = r.monitor.as_ref().is_some_and(|m| !m.unasked);
+        if let Some(c) = a.contention.as_ref().filter(|c| c.material && asked) {
             lines.push(format!(
                 "WARNING       other processes used {:.0} % of a core on average (max {:.0} %) while the load ran: the machine was shared",
                 c.other_avg_pct, c.other_max_pct

@@ -200,6 +200,7 @@ mod tests {
     /// 100 % (two `nice` busy loops fill the rest: 130 % of a core).
     fn shared(secs: usize) -> MonitorSeries {
         MonitorSeries {
+            unasked: false,
             interval_s: 1.0,
             processes: vec![ProcessSeries {
                 pid: 1,
@@ -286,6 +287,7 @@ mod tests {
         // Four cores; the machine reads 1.0 % of them (4 % of one core), the server 7.5 %,
         // barrage 13 %; then 0.5 s later a machine that agrees (8 % of all = 32 % of a core).
         let m = MonitorSeries {
+            unasked: false,
             interval_s: 1.0,
             processes: vec![ProcessSeries {
                 pid: 1,

@@ -65,7 +65,10 @@ impl<'a> Noise<'a> {
         let (mut cpu, mut rss, mut machine) = (Vec::new(), Vec::new(), Vec::new());
         let mut generator_cpu = Vec::new();
         let (mut server_per_req, mut generator_per_req) = Default::default();
-        if let (Some(m), Some(a)) = (&r.monitor, &r.analysis) {
+        if let (Some(m), Some(a)) = (
+            crate::monitor::MonitorSeries::shown(r.monitor.as_ref()),
+            &r.analysis,
+        ) {
             let load = Window {
                 from_s: 0.0,
                 to_s: a.load_end_s,

@@ -370,6 +370,7 @@ fn monitored(counts: &[u64], server_pct: f64) -> RunResult {
     };
     let secs = 1..=counts.len();
     r.monitor = Some(MonitorSeries {
+        unasked: false,
         interval_s: 1.0,
         processes: vec![ProcessSeries {
             pid: 1,

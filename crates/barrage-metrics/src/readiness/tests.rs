@@ -702,3 +702,79 @@ fn an_uneven_rate_on_a_busy_generator_machine_is_inconclusive_not_a_fail() {
         late.figure
     );
 }
+
+/// Issue 43: a run that asked for no monitoring samples barrage and its machine anyway
+/// (`MonitorSeries::unasked`), with a loopback target's listener found quietly. The stability
+/// row reads those samples; the listener's CPU is not other processes' (a quiet machine's dips
+/// still fail), and nothing of the server is judged from it.
+#[test]
+fn a_plain_runs_unasked_machine_samples_tell_a_busy_machine_without_judging_the_listener() {
+    use crate::monitor::{HostSample, ProcessSeries};
+    let rates = [1000, 1400, 700, 1300, 800];
+    let dip = |i: usize| matches!(i % 5, 2 | 4);
+    let mut r = result(11, 1000, 0, 10);
+    for (i, t) in r.timeseries.iter_mut().enumerate() {
+        t.requests = rates[i % 5];
+        t.rps = rates[i % 5] as f64;
+    }
+    let at = |i: usize, cpu: f64| {
+        let mut s = proc(i as f64 + 1.0, 0.0);
+        s.cpu_pct = cpu;
+        s
+    };
+    // Four cores; the listener (the local server) at one core, barrage at 30 % of a core; the
+    // machine 35 % busy (140 % of a core: others 10 %), or full in the dips when `busy`
+    // (others 2.7 cores).
+    let unasked = |busy: bool| MonitorSeries {
+        interval_s: 1.0,
+        processes: vec![ProcessSeries {
+            pid: 4242,
+            command: "barrage serve echo".into(),
+            samples: (0..11).map(|i| at(i, 100.0)).collect(),
+        }],
+        host: (0..11)
+            .map(|i| HostSample {
+                t: i as f64 + 1.0,
+                cpu_pct: if busy && dip(i) { 100.0 } else { 35.0 },
+                ..Default::default()
+            })
+            .collect(),
+        generator: (0..11).map(|i| at(i, 30.0)).collect(),
+        unasked: true,
+    };
+    let judged = |r: &RunResult| {
+        let a = analyze(r, r.monitor.as_ref(), None);
+        let row = assess(r, &a, &[])[1].clone();
+        (a, row)
+    };
+    r.monitor = Some(unasked(false));
+    let (a, quiet) = judged(&r);
+    assert_eq!(quiet.status, Grade::Fail, "{}", quiet.figure);
+    assert!(quiet.figure.starts_with("CV "), "{}", quiet.figure);
+    let c = a
+        .contention
+        .as_ref()
+        .expect("other processes' CPU from the unasked samples");
+    assert!(
+        !c.material && (c.other_avg_pct - 10.0).abs() < 1e-6,
+        "{c:?}"
+    );
+    // The listener is not monitored as a server: no server figure, leak, trend or network.
+    assert!(a.server.is_none() && a.leak.is_none() && a.rss_trend.is_none());
+    assert!(a.network.is_empty() && a.bytes_per_connection.is_none());
+    assert!(MonitorSeries::shown(r.monitor.as_ref()).is_none());
+
+    r.monitor = Some(unasked(true));
+    let (a, busy) = judged(&r);
+    assert!(a.contention.as_ref().is_some_and(|c| c.material));
+    assert_eq!(busy.status, Grade::Warn, "{}", busy.figure);
+    assert!(
+        busy.figure.starts_with("inconclusive: unstable (CV ")
+            && busy.figure.contains(
+                "but the generator's machine was busy in 4 of the 4 seconds that dipped (other \
+                 processes used 2.7 of 4 cores): re-run on a quieter machine"
+            ),
+        "{}",
+        busy.figure
+    );
+}

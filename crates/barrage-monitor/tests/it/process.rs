@@ -205,6 +205,7 @@ fn children_are_summed_in_when_asked() {
             base: Instant::now(),
             include_self: false,
             self_children: false,
+            sockets: true,
         })
         .unwrap()
     };

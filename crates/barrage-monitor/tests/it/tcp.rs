@@ -50,6 +50,7 @@ fn states_of_a_server_holding_20_connections() {
         base: Instant::now(),
         include_self: true,
         self_children: false,
+        sockets: true,
     })
     .unwrap();
     let tcp = server_states(&m, |t| t.established == 20);

@@ -143,6 +143,7 @@ fn start(pids: Vec<u32>, include_children: bool) -> Monitor {
         base: base(),
         include_self: false,
         self_children: false,
+        sockets: true,
     })
     .unwrap()
 }

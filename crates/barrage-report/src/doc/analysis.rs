@@ -259,7 +259,9 @@ pub(crate) fn analysis(r: &RunResult) -> Vec<Block> {
             sat.rule.clone(),
         ]);
     }
-    if let Some(c) = &a.contention {
+    // Unasked samples (a run without monitoring) show in the overview's warning only.
+    let asked = r.monitor.as_ref().is_some_and(|m| !m.unasked);
+    if let Some(c) = a.contention.as_ref().filter(|_| asked) {
         rows.push([
             "other processes' CPU".into(),
             format!(

@@ -249,7 +249,7 @@ pub(crate) fn over_time(r: &RunResult) -> Vec<Block> {
             .series("errors", col(&|t| t.errors.total() as f64 / t.dt.max(1e-9))),
         &mut out,
     );
-    if let Some(m) = &r.monitor {
+    if let Some(m) = barrage_metrics::MonitorSeries::shown(r.monitor.as_ref()) {
         let server = combined_server(m);
         let proc_chart = |id: &str,
                           title: &str,

@@ -307,3 +307,98 @@ fn a_baseline_regression_is_in_the_verdict_with_its_limits_beside_it() {
     let json = render_to_string(&r, Format::Json);
     assert!(json.contains("\"baseline\""), "{json}");
 }
+
+/// `run` with the samples every run takes unasked (issue 43): barrage at 15 % of a core on 2
+/// cores, the machine `machine_pct` busy, each second of the load.
+fn with_unasked_samples(
+    mut run: barrage_metrics::RunResult,
+    machine_pct: f64,
+) -> barrage_metrics::RunResult {
+    use barrage_metrics::{HostSample, MonitorSeries, ProcSample};
+    let secs = run.timeseries.iter().map(|t| t.t).collect::<Vec<_>>();
+    run.monitor = Some(MonitorSeries {
+        interval_s: 1.0,
+        processes: Vec::new(),
+        host: secs
+            .iter()
+            .map(|&t| HostSample {
+                t,
+                cpu_pct: machine_pct,
+                ..HostSample::default()
+            })
+            .collect(),
+        generator: secs
+            .iter()
+            .map(|&t| ProcSample {
+                t,
+                cpu_pct: 15.0,
+                ..ProcSample::default()
+            })
+            .collect(),
+        unasked: true,
+    });
+    run.conclude(&[], None);
+    run
+}
+
+/// Issue 43: a run that asked for no monitoring shows nothing of the samples it takes anyway
+/// (no Machine, Network, Others or Generator section, in text or in the reports) but one line
+/// when other processes took a material share while the load ran.
+#[test]
+fn a_plain_run_shows_its_unasked_samples_only_as_one_busy_machine_line() {
+    let mut plain = common::ping_pong_completed();
+    plain.conclude(&[], None);
+    let sections = ["Server ", "Machine ", "Network ", "Others ", "Generator "];
+    let quiet = text(&with_unasked_samples(plain.clone(), 10.0));
+    assert_eq!(
+        quiet,
+        text(&plain),
+        "a quiet machine: the summary is unchanged"
+    );
+    for s in sections {
+        assert!(!quiet.lines().any(|l| l.starts_with(s)), "{s}:\n{quiet}");
+    }
+    // 95 % of 2 cores = 190 % of a core, barrage 15 %: others 1.75 cores.
+    let busy_run = with_unasked_samples(plain, 95.0);
+    let busy = text(&busy_run);
+    let machine: Vec<&str> = busy.lines().filter(|l| l.starts_with("Machine")).collect();
+    assert_eq!(
+        machine,
+        [
+            "Machine       busy: other processes used 1.8 of 2 cores on average under load (at \
+          most 1.8); the figures may be the machine's as much as the server's"
+        ],
+        "{busy}"
+    );
+    for s in &sections[2..] {
+        assert!(!busy.lines().any(|l| l.starts_with(s)), "{s}:\n{busy}");
+    }
+    assert!(!busy.contains("WARNING       other processes"), "{busy}");
+    // The Markdown report: the overview's warning, no resources table, chart or row of it.
+    let md = render_to_string(&busy_run, Format::Markdown);
+    assert_eq!(md.matches("Other processes used").count(), 1, "{md}");
+    assert!(!md.contains("barrage (generator)") && !md.contains("| other processes' CPU"));
+    assert!(!md.contains("Generator CPU") && !md.contains("Machine CPU"));
+    let quiet_md = render_to_string(
+        &with_unasked_samples(busy_run.clone(), 10.0),
+        Format::Markdown,
+    );
+    assert!(!quiet_md.contains("Other processes used"), "{quiet_md}");
+}
+
+/// `barrage compare` of two plain runs reads no figure from their unasked samples: the same
+/// rows, the same values and noise, as without them (issue 43).
+#[test]
+fn comparing_plain_runs_ignores_their_unasked_samples() {
+    use barrage_metrics::compare::compare;
+    let mut a = common::ping_pong_completed();
+    a.conclude(&[], None);
+    let mut b = common::open_loop_with_errors();
+    b.conclude(&[], None);
+    let plain = compare(&[a.clone(), b.clone()]);
+    let sampled = compare(&[with_unasked_samples(a, 95.0), with_unasked_samples(b, 10.0)]);
+    assert_eq!(
+        serde_json::to_value(&sampled).unwrap(),
+        serde_json::to_value(&plain).unwrap()
+    );
+}

@@ -59,7 +59,12 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         .map(|e| thresholds::parse(e).map_err(|e| Usage::new("--threshold", e)))
         .collect::<Result<Vec<_>, _>>()?;
     let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
-    measurable(&thresholds, watch.is_some(), a.recovery, &names)?;
+    measurable(
+        &thresholds,
+        watch.as_ref().is_some_and(WatchPlan::asked),
+        a.recovery,
+        &names,
+    )?;
     // A shard opens only its own connections; a --processes parent none (its children
     // are checked together here, as the machine holds them).
     let mine: u64 = plan.my_shares().iter().map(|s| s.connections).sum();

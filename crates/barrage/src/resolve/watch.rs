@@ -5,6 +5,12 @@
 //! no listener is a usage error, a server that fails to start stops the run before any load),
 //! starts the sampler on the run's clock, keeps it running through the recovery window, and
 //! stops a spawned server afterwards.
+//!
+//! Every other run is watched too, unasked ([`unasked`]): barrage's own CPU and the machine's,
+//! once a second on the monitor's thread (no TCP states, no idle baseline to wait for), so
+//! the stability and saturation rules can tell a busy generator machine. Nothing of it is
+//! shown live or streamed; the summary shows one line when other processes took a material
+//! share (`MonitorSeries::unasked`).
 
 use crate::resolve::cli::RunArgs;
 use crate::usage::Usage;
@@ -30,6 +36,8 @@ pub struct WatchPlan {
     target: SocketAddr,
     /// barrage's own samples include its children (the shards of `--processes`).
     self_children: bool,
+    /// Not asked for ([`unasked`]).
+    unasked: bool,
 }
 
 impl WatchPlan {
@@ -44,7 +52,13 @@ impl WatchPlan {
             recovery: Duration::ZERO,
             target: SocketAddr::from(([127, 0, 0, 1], 0)),
             self_children: true,
+            unasked: false,
         }
+    }
+
+    /// Whether the run asked for it (`--monitor`, `--spawn`; `--processes` watches anyway).
+    pub fn asked(&self) -> bool {
+        !self.unasked
     }
 
     /// barrage's own samples include its children.
@@ -63,7 +77,7 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
                 "watches the server after the load: add --monitor PID|auto or --spawn CMD",
             ));
         }
-        return Ok(None);
+        return Ok(unasked(a, target));
     }
     if !barrage_monitor::SUPPORTED {
         return Err(Usage::says(
@@ -116,7 +130,35 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         recovery: a.recovery.unwrap_or(Duration::from_secs(10)),
         target,
         self_children: false,
+        unasked: false,
     }))
+}
+
+/// The watch of a run that asked for none: barrage and its machine, once a second, for the
+/// stability and saturation rules. A loopback target's listener is sampled too when it can
+/// be found (a process of this user), only so that its CPU is not counted as other
+/// processes'. `None` where the monitor cannot read the machine (not Linux or Windows), and
+/// in a shard (the parent of `--processes` watches its children; separate shards are
+/// merged without their monitors).
+fn unasked(a: &RunArgs, target: SocketAddr) -> Option<WatchPlan> {
+    if !barrage_monitor::SUPPORTED || a.shard.is_some() || a.process_of_parent {
+        return None;
+    }
+    // (Under wine the socket owners read 0 and their table takes seconds: not looked for.)
+    let listener = (target.ip().is_loopback() && !barrage_monitor::under_wine())
+        .then(|| barrage_monitor::listener_pid(target.port()).ok().flatten())
+        .flatten()
+        .filter(|&pid| pid != std::process::id());
+    Some(WatchPlan {
+        pids: listener.into_iter().collect(),
+        spawn: None,
+        secrets: Default::default(),
+        interval: a.monitor_interval,
+        recovery: Duration::ZERO,
+        target,
+        self_children: false,
+        unasked: true,
+    })
 }
 
 pub struct Watch {
@@ -133,12 +175,14 @@ pub struct Watch {
     recovery: Duration,
     /// When the sampler's clock started.
     base: Instant,
+    unasked: bool,
 }
 
 impl WatchPlan {
     /// Start the server (with `--spawn`) and the sampler, whose clock starts now: just before
-    /// the load (its first sample, at t = 0, is the idle baseline).
-    pub fn start(mut self) -> anyhow::Result<Watch> {
+    /// the load (its first sample, at t = 0, is the idle baseline). `None`: an unasked watch
+    /// that could not start (the run goes on without it).
+    pub fn start(mut self) -> anyhow::Result<Option<Watch>> {
         let mut spawned = None;
         if let Some((cmd, filled)) = self.spawn.take() {
             let t = Instant::now();
@@ -159,22 +203,42 @@ impl WatchPlan {
             base,
             include_self: true,
             self_children: self.self_children,
-        })?;
-        std::thread::sleep(self.interval);
-        Ok(Watch {
+            sockets: !self.unasked,
+        });
+        let monitor = match monitor {
+            Ok(m) => m,
+            // Unasked: a run goes on without it (a listener gone since it was found).
+            Err(_) if self.unasked => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        // Unasked: no idle baseline (nothing compares against it), no second's wait.
+        let lead = if self.unasked {
+            Duration::ZERO
+        } else {
+            std::thread::sleep(self.interval);
+            self.interval
+        };
+        Ok(Some(Watch {
             monitor,
             pids,
             spawned,
             secrets: self.secrets,
             recovery: self.recovery,
-            lead_s: self.interval.as_secs_f64(),
+            lead_s: lead.as_secs_f64(),
             interval: self.interval,
             base,
-        })
+            unasked: self.unasked,
+        }))
     }
 }
 
 impl Watch {
+    /// The watch the run asked for (`None` for an unasked one: nothing of it is live or in
+    /// the stream).
+    pub fn asked(w: Option<&Watch>) -> Option<&Watch> {
+        w.filter(|w| !w.unasked)
+    }
+
     /// The latest sample of the (first) monitored server, for the live dashboard: a copy
     /// taken once per second, off the engine's threads.
     pub fn latest_server(&self) -> Option<crate::sinks::tui::ServerSample> {
@@ -266,6 +330,12 @@ impl Watch {
             }
         }
         let mut series = self.monitor.stop();
+        series.unasked = self.unasked;
+        if self.unasked {
+            // Nothing reads the interfaces of an unasked series: not kept (the bulk of a
+            // host sample, a second's worth per interface).
+            series.host.iter_mut().for_each(|h| h.net = Vec::new());
+        }
         series.to_run_clock(self.lead_s);
         for p in &mut series.processes {
             p.command = self.secrets.scrub(&p.command);

@@ -107,7 +107,11 @@ pub fn run(r: Resolved, source: impl Source) -> anyhow::Result<i32> {
 pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow::Result<Finished> {
     let started_at = sys::rfc3339_now();
     // A spawned server is up (or the run has failed) before the clock starts.
-    let mut watch = source.watch(r.watch).map(WatchPlan::start).transpose()?;
+    let mut watch = source
+        .watch(r.watch)
+        .map(WatchPlan::start)
+        .transpose()?
+        .flatten();
     let spec = r.spec.to_json();
     if source.preflight() {
         if let Err(why) = preflight(&r.plan, r.insecure, &signals.stop) {
@@ -147,7 +151,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         spec.clone(),
         &r.plan,
         &r.thresholds,
-        watch.as_ref(),
+        Watch::asked(watch.as_ref()),
     ))?;
     // A common start (--start-at, a shard's, the children's): the watch's and the scraper's
     // clocks start at it.
@@ -161,7 +165,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         .map(|m| m.start(starts.unwrap_or_else(Instant::now)));
     let mut observer = Observer::new(
         &live,
-        watch.as_ref(),
+        Watch::asked(watch.as_ref()),
         outputs.recorders(),
         prom.as_ref(),
         web.as_ref(),

@@ -114,7 +114,7 @@ impl crate::run::Source for Children {
     /// One watch for the whole run: the server (`--monitor`, `--spawn`, started before any
     /// child connects) and barrage with all its children, for the generator's CPU.
     fn watch(&self, plan: Option<WatchPlan>) -> Option<WatchPlan> {
-        Some(match plan {
+        Some(match plan.filter(WatchPlan::asked) {
             Some(p) => p.with_children_of_self(),
             None => WatchPlan::generator_only(self.monitor_interval),
         })

@@ -296,3 +296,50 @@ fn saturation_causes_and_other_cpu_are_consistent() {
         "{out}"
     );
 }
+
+/// Issue 43: a run that asks for no monitoring samples barrage's and its machine's CPU anyway
+/// (`monitor.unasked`), the loopback listener found quietly so that its CPU is not counted
+/// as other processes'; the stability and saturation rules read them. Its summary shows no
+/// monitoring section: at most the one Machine busy line (this machine may be busy, so its
+/// presence is not asserted).
+#[test]
+fn a_plain_run_samples_barrage_and_its_machine_unasked() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let out = barrage()
+        .args([server.url(), "-c", "2", "-d", "2s", "--no-tui", "--json"])
+        .arg(&path)
+        .timeout(Duration::from_secs(40))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let v = read_json(&path);
+    let m = &v["monitor"];
+    assert_eq!(m["unasked"], true, "{m}");
+    assert_eq!(m["processes"][0]["pid"], server.pid(), "the listener");
+    assert!(!m["generator"].as_array().unwrap().is_empty(), "{m}");
+    assert!(!m["host"].as_array().unwrap().is_empty(), "{m}");
+    // No TCP states are gathered unasked (no socket scan), no interfaces kept.
+    assert_eq!(m["generator"][0]["tcp"]["established"], 0);
+    assert_eq!(m["host"][0]["net"], serde_json::json!([]));
+    assert_eq!(v["analysis"]["saturation"]["cpu_measured"], true);
+    assert!(v["analysis"]["contention"].is_object(), "{}", v["analysis"]);
+    assert!(v["analysis"]["server"].is_null() && v["analysis"]["leak"].is_null());
+    for section in ["Server ", "Network ", "Others ", "Generator "] {
+        assert!(!text.lines().any(|l| l.starts_with(section)), "{text}");
+    }
+    let machine: Vec<&str> = text.lines().filter(|l| l.starts_with("Machine")).collect();
+    assert!(
+        machine.len() <= 1
+            && machine
+                .iter()
+                .all(|l| l.starts_with("Machine       busy: other processes used ")),
+        "{text}"
+    );
+    assert!(text.contains("the server was not monitored"), "{text}");
+}

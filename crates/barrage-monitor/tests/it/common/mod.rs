@@ -59,6 +59,7 @@ pub fn monitor(pids: Vec<u32>, interval: Duration, base: Instant) -> Monitor {
         base,
         include_self: false,
         self_children: false,
+        sockets: true,
     })
     .expect("monitor starts")
 }

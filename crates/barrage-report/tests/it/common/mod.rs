@@ -641,6 +641,7 @@ pub fn monitored_with_verdicts() -> RunResult {
         })
         .collect();
     r.monitor = Some(MonitorSeries {
+        unasked: false,
         interval_s: 1.0,
         processes: vec![ProcessSeries {
             pid: 4242,
