@@ -592,7 +592,12 @@ fn a_server_that_goes_away_fails_the_errors_row() {
     ]);
     // Killed after the first second's line: the seconds left are long enough for whole
     // seconds without a connection even on a busy machine.
+    let addr: std::net::SocketAddr = server.url().trim_start_matches("tcp://").parse().unwrap();
     send_signal(server.pid(), "KILL");
+    // Its port held, bound but not listening (connects are refused), until the run ends:
+    // another test's server binding port 0 could be given it, and the reconnects reached that
+    // one (1.18 M exchanges after the kill, once, in the suite beside two busy loops).
+    let _held = hold_port(addr);
     let status = wait_at_most(&mut child.0, Duration::from_secs(30)).expect("barrage ends");
     assert_eq!(
         status.code(),
@@ -688,4 +693,19 @@ thresholds = ["errors.rate < 0.1%"]
         .find(|row| row["aspect"] == "errors")
         .unwrap();
     assert_eq!(row["status"], "fail", "{row}");
+}
+
+/// `addr` bound by a socket that does not listen, once the process that had it is gone (tried
+/// for up to 5 s).
+fn hold_port(addr: std::net::SocketAddr) -> socket2::Socket {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.set_reuse_address(true).unwrap();
+        match s.bind(&addr.into()) {
+            Ok(()) => return s,
+            Err(e) if Instant::now() > deadline => panic!("hold {addr}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
 }

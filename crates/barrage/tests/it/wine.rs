@@ -37,12 +37,13 @@ struct Wine {
 /// barrage.exe and a wine prefix, once per test binary; `None` (skipped) when this machine
 /// cannot build or run it.
 fn wine() -> Option<&'static Wine> {
+    // Minutes of a Windows build: a newcomer's `cargo xtask test` leaves it out (asked per
+    // test, so each test left out is listed).
+    if !crate::common::asked("--wine", "BARRAGE_WINE", "the Windows build under wine") {
+        return None;
+    }
     static WINE: OnceLock<Option<Wine>> = OnceLock::new();
     WINE.get_or_init(|| {
-        // Minutes of a Windows build: a newcomer's `cargo xtask test` leaves it out.
-        if !crate::common::asked("--wine", "BARRAGE_WINE", "the Windows build under wine") {
-            return None;
-        }
         let target_installed = StdCommand::new("rustup")
             .args(["target", "list", "--installed"])
             .output()
