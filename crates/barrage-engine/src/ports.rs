@@ -272,7 +272,12 @@ mod tests {
 
     #[test]
     fn a_taken_port_is_skipped() {
-        let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        // Below the ephemeral range (32768-60999 by default): after a suite of connections the
+        // 50 ports past an ephemeral one were all in TIME_WAIT once, and none could be bound.
+        let held = (20_000..30_000)
+            .step_by(97)
+            .find_map(|p| std::net::TcpListener::bind(("0.0.0.0", p)).ok())
+            .expect("a free port below the ephemeral range");
         let port = held.local_addr().unwrap().port();
         let mut c = PortCursor::new(port, port.saturating_add(50), 0, 1).unwrap();
         let sock =
