@@ -5,7 +5,7 @@
 //! [`ShareSet`] of a split run, with time zero at a common instant ([`Clock::At`]). Each share
 //! runs on one worker thread with its own mio event loop, its connections as state machines
 //! generic over the protocol's [`session::Session`], and its own recorder. What a connection
-//! sends and when is its [`script`] (compiled from the flags) or a scenario user's program
+//! sends and when is its [`modes`] (compiled from the flags) or a scenario user's program
 //! ([`users`]); pacing is pure functions of time ([`pacer`], [`shape`]). Protocol knowledge
 //! lives in sans-IO sessions and codecs ([`session`], [`framing`], [`http`], [`ws`],
 //! [`redis`], [`memcache`]) that see byte slices, never sockets.
@@ -28,6 +28,7 @@ pub mod hook;
 pub mod http;
 pub mod memcache;
 pub mod message;
+pub mod modes;
 pub mod mqtt;
 pub mod os;
 pub mod pacer;
@@ -35,7 +36,6 @@ pub mod plan;
 pub mod ports;
 pub mod redis;
 pub mod run;
-pub mod script;
 pub mod session;
 pub mod shape;
 pub mod spec;

@@ -178,7 +178,7 @@ impl<S: Session> Worker<S> {
             .collect();
         let program = match &plan.users {
             Some(u) => Arc::clone(&u.program),
-            None => Arc::new(crate::script::compile(&plan)),
+            None => Arc::new(crate::modes::compile(&plan)),
         };
         let timeline = plan.timeline();
         let dialer = crate::ports::Dialer::new(
