@@ -461,8 +461,14 @@ fn a_second_connack_fails_the_connection_as_protocol() {
         s.totals.errors.get(ErrorClass::Protocol)
     );
     assert_eq!(s.exchanges.completed, 0, "{:?}", s.exchanges);
-    // The second CONNACK of each connection is refused, not counted.
-    assert_eq!(s.totals.mqtt.connack.get(0), s.connections.attempts);
+    // The second CONNACK of each connection is refused, not counted: one per attempt, but
+    // the attempt the load's end cut short may not have had its first yet.
+    let acks = s.totals.mqtt.connack.get(0);
+    let attempts = s.connections.attempts;
+    assert!(
+        acks == attempts || acks + 1 == attempts,
+        "{acks} CONNACKs counted for {attempts} connection attempts"
+    );
     let why = s.totals.reasons.first(ErrorClass::Protocol).unwrap();
     assert!(why.contains("a second CONNACK"), "{why}");
 }
