@@ -48,6 +48,8 @@ TIMED = [
     r"^config\.start(_at)?(_ns|_unix)?$",
     r"^spec\.clock(\..*)?$",
     r"^stream(\..*)?$",
+    # When a reason's first error came, in ms from the start.
+    r"(^|\.)reasons\.\*\.first_ms$",
 ]
 TIMED_RE = [re.compile(p) for p in TIMED]
 

@@ -5,6 +5,8 @@
 //! reply boundaries to a [`Sink`]. So a connection needs no receive buffer of its own and the
 //! worker reads every socket into one shared buffer.
 
+pub mod spec;
+
 use crate::message::binary::IntKind;
 
 /// How the end of a reply is recognised (`--expect`).

@@ -9,6 +9,8 @@
 //! allocation and no protobuf library at run time. The binary builds the template from the
 //! user's JSON and `.proto` (protox, prost-reflect); the engine never parses either.
 
+pub mod spec;
+
 use crate::capture::Vars;
 use crate::message::{Fill, Template};
 

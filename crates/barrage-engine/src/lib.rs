@@ -55,7 +55,7 @@ pub use run::{
     RunOutput,
 };
 pub use spec::{
-    Clock, HttpVersion, ModeSpec, ProtocolSpec, ScenarioSpec, ScriptSpec, ShareSet, Spec,
-    SpecError, TlsSpec,
+    Clock, GrpcSpec, HttpSpec, HttpVersion, McSpec, ModeSpec, MqttSpec, ProtocolSpec, RedisSpec,
+    ScenarioSpec, ScriptSpec, ShareSet, Spec, SpecError, TcpSpec, TlsSpec, WsSpec,
 };
 pub use worker::classify_tls;

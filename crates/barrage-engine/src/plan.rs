@@ -10,6 +10,7 @@ use crate::framing::Framing;
 use crate::message::Template;
 use crate::pacer::Schedule;
 use barrage_scenario::protocol::{self, ProtocolInfo};
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -279,9 +280,9 @@ pub struct Plan {
     /// How long to wait for replies in flight once the load stops.
     pub drain: Duration,
     /// When time zero of the run is (a split run names a wall-clock instant).
-    pub clock: crate::spec::Clock,
+    pub clock: Clock,
     /// The shares this process runs (`None`: all `threads` of them).
-    pub shares: Option<crate::spec::ShareSet>,
+    pub shares: Option<ShareSet>,
     /// A scenario: each connection is a user running its steps (`connections` = users).
     pub users: Option<std::sync::Arc<crate::users::Users>>,
     /// `--rate-stages`: the open-loop rate follows this shape (`mode` is `Rate`), the
@@ -401,6 +402,26 @@ impl Plan {
     }
 }
 
+/// Time zero of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Clock {
+    /// When this process starts the run (monotonic within the process).
+    #[default]
+    Now,
+    /// A wall-clock instant (ns since the Unix epoch) that every process of a split run
+    /// waits for, so their timelines, segments and schedules line up.
+    At { unix_ns: u64 },
+}
+
+/// The shares of a run that one process takes: `count` shares in all (connections by
+/// stride, see [`Plan::share`]), of which this process runs `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareSet {
+    pub count: usize,
+    pub run: Vec<usize>,
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -472,7 +493,7 @@ pub(crate) mod tests {
                         let mut reqs = 0;
                         for i in 0..n {
                             let mut p = whole.clone();
-                            p.shares = Some(crate::spec::ShareSet {
+                            p.shares = Some(ShareSet {
                                 count: n * t,
                                 run: (i * t..(i + 1) * t).collect(),
                             });

@@ -9,11 +9,22 @@
 //! builds its plan. Bytes (messages, bodies) are written with the escapes `-m` reads, so a
 //! spec is readable and round-trips exactly.
 
-use crate::framing::{Delimiter, Framing, LenPrefix};
-use crate::message::{escape, fill_secrets, unescape, SecretError, Template};
-use crate::plan::{
-    HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, StatusSet, Target, TlsPlan, WsPlan,
-};
+pub mod cx;
+
+pub use crate::framing::spec::{parse_expect, TcpSpec};
+pub use crate::grpc::spec::{GrpcSpec, PbPartSpec};
+pub use crate::http::spec::{HttpSpec, HttpVersion};
+pub use crate::memcache::spec::McSpec;
+pub use crate::mqtt::spec::MqttSpec;
+pub use crate::plan::{Clock, ShareSet};
+pub use crate::redis::spec::RedisSpec;
+pub use crate::ws::spec::WsSpec;
+pub use cx::SpecError;
+
+use crate::framing::Framing;
+use crate::message::escape;
+use crate::plan::{Mode, Plan, Protocol, Target, TlsPlan};
+use cx::{invalid, PlanCx, Spoken};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -205,226 +216,20 @@ pub const DEFAULT_TIMER_SLACK_NS: u64 = 1_000_000;
 /// `-n` without `-d` also stops after this long: every run is bounded in time.
 pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 
-/// What is spoken on each connection, in the user's words.
+/// What is spoken on each connection, in the user's words: each protocol's spec lives beside
+/// its codec and plans itself (`XSpec::plan`, through [`cx::PlanCx`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProtocolSpec {
-    Tcp {
-        /// Escaped as `-m` reads it (`\r\n`, `\xHH`); with `fields`, a field list as
-        /// `--fields` reads it.
-        message: String,
-        /// `message` is typed binary fields (`crate::message::binary`).
-        #[serde(default, skip_serializing_if = "is_false")]
-        fields: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        first_message: Option<String>,
-        /// As `--expect` reads it.
-        expect: String,
-        #[serde(default)]
-        verify: bool,
-    },
-    Http {
-        method: String,
-        path: String,
-        host_header: String,
-        headers: Vec<(String, String)>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        body: Option<String>,
-        /// Success statuses as inclusive ranges.
-        expect_status: Vec<(u16, u16)>,
-        /// HTTP/1.1, or HTTP/2 (h2c with prior knowledge; over TLS by ALPN).
-        #[serde(default, skip_serializing_if = "HttpVersion::is_h1")]
-        version: HttpVersion,
-        /// HTTP/2: streams in flight per connection at most (`--streams`; 0: the server's
-        /// limit alone, an open loop's default).
-        #[serde(default = "one", skip_serializing_if = "is_one")]
-        streams: u32,
-    },
+    Tcp(TcpSpec),
+    Http(HttpSpec),
     /// gRPC calls (h2c, or TLS with ALPN h2).
-    Grpc {
-        /// `/package.Service/Method`.
-        path: String,
-        host_header: String,
-        /// Metadata (`-H`), sent with every call.
-        headers: Vec<(String, String)>,
-        /// The request message, encoded once from the user's JSON (or `--data-bin`): its
-        /// protobuf bytes with the placeholders' holes.
-        message: Vec<PbPartSpec>,
-        /// A client-streaming (or bidirectional) call's further messages, sent after
-        /// `message` in order before the call is half-closed.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        more_messages: Vec<Vec<PbPartSpec>>,
-        /// Server streaming (any number of replies), or unary (one).
-        #[serde(default)]
-        streaming: bool,
-        /// `grpc-timeout` (from `--timeout`), e.g. `5000000u`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout: Option<String>,
-        /// Calls in flight per connection at most; 0: the server's limit alone.
-        #[serde(default = "one", skip_serializing_if = "is_one")]
-        streams: u32,
-    },
-    Ws {
-        path: String,
-        host_header: String,
-        headers: Vec<(String, String)>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        subprotocol: Option<String>,
-        binary: bool,
-        max_message: u64,
-        message: String,
-        expect: String,
-        #[serde(default)]
-        verify: bool,
-    },
-    Redis {
-        commands: Vec<String>,
-        #[serde(default)]
-        resp3: bool,
-    },
-    Memcache {
-        commands: Vec<String>,
-    },
+    Grpc(GrpcSpec),
+    Ws(WsSpec),
+    Redis(RedisSpec),
+    Memcache(McSpec),
     /// MQTT: each connection CONNECTs, subscribes when told, and publishes the load.
     Mqtt(Box<MqttSpec>),
-}
-
-/// An MQTT run in the spec's words: templates escaped as `-m` reads them, `{secret:NAME}`
-/// left in (the user name and password are always redacted from outputs).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MqttSpec {
-    /// 4 (3.1.1) or 5 (5.0).
-    pub version: u8,
-    pub client_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
-    pub keepalive_s: u16,
-    pub clean: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub publish: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subscribe: Option<String>,
-    pub qos: u8,
-    pub sub_qos: u8,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub retain: bool,
-    /// The payload (`-m`), or typed binary fields with `fields`.
-    pub message: String,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub fields: bool,
-}
-
-/// A part of a gRPC request message (`crate::grpc::Part`) in the spec's words: bytes escaped
-/// as `-m` writes them, a text field's value with its placeholders (and `{secret:NAME}`)
-/// unfilled.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PbPartSpec {
-    /// Encoded fields.
-    Bytes { bytes: String },
-    /// A string or bytes field (number `field`) rendered per message.
-    Text { field: u32, value: String },
-    /// A message field (number `field`) with holes inside.
-    Message { field: u32, parts: Vec<PbPartSpec> },
-}
-
-impl PbPartSpec {
-    /// The parts of a message without holes.
-    pub fn bytes(b: &[u8]) -> Vec<PbPartSpec> {
-        vec![PbPartSpec::Bytes { bytes: escape(b) }]
-    }
-
-    /// The template the engine renders from `parts`, with `{secret:NAME}` filled by `secret`
-    /// (in a text field's value literally: never read as placeholders).
-    pub fn template(
-        parts: &[PbPartSpec],
-        secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
-    ) -> Result<crate::grpc::PbTemplate, SpecError> {
-        let secret = std::cell::RefCell::new(secret);
-        let lookup = |name: &str| (secret.borrow_mut())(name);
-        let src = PbPartSpec::source(parts, "-d", &mut |n| lookup(n))?;
-        crate::grpc::PbTemplate::compile(&src, &mut |raw| {
-            Template::with_secrets(raw, &lookup).map_err(|e| invalid("-d", e))
-        })
-    }
-
-    /// The parts as bytes, escapes undone (`what` names where they came from in an error):
-    /// encoded fields with `{secret:NAME}` filled by `secret`; a text field's value keeps its
-    /// `{secret:NAME}`s for its template to fill literally.
-    pub fn source(
-        parts: &[PbPartSpec],
-        what: &'static str,
-        secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
-    ) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
-        pb_source(
-            parts,
-            &mut |text: &str| {
-                let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
-                Ok(fill_secrets(&raw, secret)?)
-            },
-            &mut |text: &str| unescaped(what, text),
-        )
-    }
-}
-
-fn unescaped(what: &'static str, text: &str) -> Result<Vec<u8>, SpecError> {
-    unescape(text).map_err(|err| SpecError::Escape { what, err })
-}
-
-/// `lit` makes encoded fields' bytes, `text` a text field's raw value.
-fn pb_source(
-    parts: &[PbPartSpec],
-    lit: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
-    text: &mut dyn FnMut(&str) -> Result<Vec<u8>, SpecError>,
-) -> Result<Vec<crate::grpc::PartSrc>, SpecError> {
-    use crate::grpc::PartSrc;
-    parts
-        .iter()
-        .map(|p| {
-            Ok(match p {
-                PbPartSpec::Bytes { bytes: b } => PartSrc::Lit(lit(b)?),
-                PbPartSpec::Text { field, value } => PartSrc::Text {
-                    field: *field,
-                    raw: text(value)?,
-                },
-                PbPartSpec::Message { field, parts } => PartSrc::Msg {
-                    field: *field,
-                    parts: pb_source(parts, lit, text)?,
-                },
-            })
-        })
-        .collect()
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
-/// Which HTTP a run speaks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HttpVersion {
-    #[default]
-    H1,
-    H2,
-    /// `https://`: h2 or HTTP/1.1, as each connection's ALPN says.
-    Auto,
-}
-
-impl HttpVersion {
-    pub fn is_h1(&self) -> bool {
-        *self == HttpVersion::H1
-    }
 }
 
 impl ProtocolSpec {
@@ -432,17 +237,41 @@ impl ProtocolSpec {
     pub fn info(&self) -> &'static barrage_scenario::protocol::ProtocolInfo {
         use barrage_scenario::protocol as p;
         match self {
-            ProtocolSpec::Tcp { .. } => &p::TCP,
-            ProtocolSpec::Http {
-                version: HttpVersion::H2,
-                ..
-            } => &p::H2,
-            ProtocolSpec::Http { .. } => &p::HTTP,
-            ProtocolSpec::Grpc { .. } => &p::GRPC,
-            ProtocolSpec::Ws { .. } => &p::WS,
-            ProtocolSpec::Redis { .. } => &p::REDIS,
-            ProtocolSpec::Memcache { .. } => &p::MEMCACHE,
+            ProtocolSpec::Tcp(_) => &p::TCP,
+            ProtocolSpec::Http(h) => h.info(),
+            ProtocolSpec::Grpc(_) => &p::GRPC,
+            ProtocolSpec::Ws(_) => &p::WS,
+            ProtocolSpec::Redis(_) => &p::REDIS,
+            ProtocolSpec::Memcache(_) => &p::MEMCACHE,
             ProtocolSpec::Mqtt(_) => &p::MQTT,
+        }
+    }
+
+    /// What the protocol's spec makes for the plan.
+    fn plan(&self, cx: &PlanCx) -> Result<Spoken, SpecError> {
+        match self {
+            ProtocolSpec::Tcp(s) => s.plan(cx),
+            ProtocolSpec::Http(s) => s.plan(cx),
+            ProtocolSpec::Grpc(s) => s.plan(cx),
+            ProtocolSpec::Ws(s) => s.plan(cx),
+            ProtocolSpec::Redis(s) => s.plan(),
+            ProtocolSpec::Memcache(s) => s.plan(),
+            ProtocolSpec::Mqtt(s) => s.plan(cx),
+        }
+    }
+
+    /// Header values hidden (they may hold secrets that are not placeholders); an MQTT user
+    /// name and password always.
+    fn redact(&mut self) {
+        let headers = match self {
+            ProtocolSpec::Http(s) => &mut s.headers,
+            ProtocolSpec::Ws(s) => &mut s.headers,
+            ProtocolSpec::Grpc(s) => &mut s.headers,
+            ProtocolSpec::Mqtt(m) => return m.redact(),
+            ProtocolSpec::Tcp(_) | ProtocolSpec::Redis(_) | ProtocolSpec::Memcache(_) => return,
+        };
+        for (_, v) in headers.iter_mut() {
+            *v = "<redacted>".into();
         }
     }
 }
@@ -463,51 +292,6 @@ pub enum ModeSpec {
     Think { ns: u64 },
     Interval { ns: u64 },
     Rate { per_s: f64 },
-}
-
-/// Time zero of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Clock {
-    /// When this process starts the run (monotonic within the process).
-    #[default]
-    Now,
-    /// A wall-clock instant (ns since the Unix epoch) that every process of a split run
-    /// waits for, so their timelines, segments and schedules line up.
-    At { unix_ns: u64 },
-}
-
-/// The shares of a run that one process takes: `count` shares in all (connections by
-/// stride, see [`Plan::share`]), of which this process runs `run`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShareSet {
-    pub count: usize,
-    pub run: Vec<usize>,
-}
-
-/// Why a spec does not make a plan.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    #[error("{0}")]
-    Secret(#[from] SecretError),
-    #[error("{what}: {err}")]
-    Escape {
-        what: &'static str,
-        err: crate::message::EscapeError,
-    },
-    #[error("{what}: {err}")]
-    Invalid { what: &'static str, err: String },
-    #[error("{0}")]
-    Request(#[from] crate::http::RequestError),
-    #[error("--command: {0}")]
-    Command(#[from] crate::command::CommandError),
-    #[error("shares: {0}")]
-    Shares(String),
-    #[error("TLS: {0}")]
-    Tls(String),
-    /// A scenario file that cannot run; the text names the file.
-    #[error("{0}")]
-    Scenario(String),
 }
 
 /// `plan` run by the users of scenario `sc`.
@@ -564,51 +348,6 @@ fn with_scenario(
         plan.duration = Some(d.min(Duration::from_nanos(max)));
     }
     Ok(plan)
-}
-
-fn invalid(what: &'static str, err: impl std::fmt::Display) -> SpecError {
-    SpecError::Invalid {
-        what,
-        err: err.to_string(),
-    }
-}
-
-/// `--expect`'s grammar: `echo`, `bytes:N`, `line`, `delim:TEXT`, `len:KIND`, `none`. The
-/// error says how to fix the value.
-pub fn parse_expect(spec: &str) -> Result<Framing, String> {
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    Ok(match (kind, arg) {
-        ("echo", "") => Framing::Echo,
-        ("line", "") => Framing::Line,
-        ("none", "") => Framing::None,
-        ("bytes", n) => {
-            let n: u64 = n.parse().map_err(|_| {
-                "write bytes:N with N the reply size in bytes, e.g. bytes:64".to_string()
-            })?;
-            if n == 0 {
-                return Err("N must be at least 1 (use --expect none for no reply)".into());
-            }
-            Framing::Bytes(n)
-        }
-        ("delim", t) => {
-            let b = unescape(t).map_err(|e| e.to_string())?;
-            Framing::Delim(Delimiter::new(&b).ok_or("the delimiter is empty, e.g. delim:\\r\\n")?)
-        }
-        ("mqtt", "") => Framing::Field(crate::framing::LenField::MQTT),
-        ("field", f) => Framing::Field(crate::framing::LenField::parse(f)?),
-        ("len", k) => Framing::Len(match k {
-            "u16be" => LenPrefix::U16Be,
-            "u16le" => LenPrefix::U16Le,
-            "u32be" => LenPrefix::U32Be,
-            "u32le" => LenPrefix::U32Le,
-            _ => return Err("the prefix is one of u16be, u16le, u32be, u32le".into()),
-        }),
-        _ => {
-            return Err("unknown framing; use echo, bytes:N, line, delim:TEXT, \
-                 len:u16be|u16le|u32be|u32le, field:OFFSET:TYPE[:ADJUST[:STRIP]], mqtt or none"
-                .into())
-        }
-    })
 }
 
 impl From<Mode> for ModeSpec {
@@ -689,239 +428,8 @@ impl Spec {
         secret: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
         tls: &dyn Fn(&Spec, &TlsSpec) -> Result<TlsPlan, String>,
     ) -> Result<Plan, SpecError> {
-        // One lookup shared by what fills secrets into bytes and the templates that fill them
-        // literally.
-        let secret = std::cell::RefCell::new(secret);
-        let lookup = |name: &str| (secret.borrow_mut())(name);
-        let mut bytes = |what: &'static str, text: &str| -> Result<Vec<u8>, SpecError> {
-            let raw = unescape(text).map_err(|err| SpecError::Escape { what, err })?;
-            Ok(fill_secrets(&raw, &mut |n| lookup(n))?)
-        };
-        let default_message = Template::new(Vec::new());
-        // HTTP: the Host header and headers every request carries (a scenario's requests too).
-        let mut http_cx: (String, Vec<(String, String)>) = Default::default();
-        let (protocol, message, first_message, framing, verify) = match &self.protocol {
-            ProtocolSpec::Tcp {
-                message,
-                fields,
-                first_message,
-                expect,
-                verify,
-            } => {
-                let m = if *fields {
-                    crate::message::binary::compile(message, None, Some(&lookup))
-                        .map_err(|e| invalid("--fields", e))?
-                } else {
-                    Template::new(bytes("--message", message)?)
-                };
-                let f = match first_message {
-                    Some(t) => Some(Template::new(bytes("--first-message", t)?)),
-                    None => None,
-                };
-                let framing = parse_expect(expect).map_err(|e| invalid("--expect", e))?;
-                (Protocol::Tcp, m, f, framing, *verify)
-            }
-            ProtocolSpec::Http {
-                method,
-                path,
-                host_header,
-                headers,
-                body,
-                expect_status,
-                version,
-                streams,
-            } => {
-                // A scenario's requests fill the secrets themselves, literally.
-                http_cx = (host_header.clone(), headers.clone());
-                let headers = fill_headers(headers, &mut bytes)?;
-                let body = match body {
-                    Some(b) => Some(bytes("--body", b)?),
-                    None => None,
-                };
-                let h2 = || -> Result<crate::plan::H2Plan, SpecError> {
-                    let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
-                        method,
-                        scheme: if self.tls.is_some() { "https" } else { "http" },
-                        path,
-                        authority: host_header,
-                        headers: &headers,
-                        body: body.as_deref(),
-                        content_type: None,
-                        te_trailers: false,
-                    })?;
-                    Ok(crate::plan::H2Plan {
-                        request,
-                        expect_status: StatusSet(expect_status.clone()),
-                        streams: *streams,
-                        grpc: None,
-                    })
-                };
-                if *version == HttpVersion::H2 {
-                    (
-                        Protocol::H2(h2()?),
-                        default_message,
-                        None,
-                        Framing::Echo,
-                        false,
-                    )
-                } else {
-                    let request = crate::http::RequestTemplate::new(&crate::http::RequestSpec {
-                        method,
-                        path,
-                        host_header,
-                        headers: &headers,
-                        body: body.as_deref(),
-                        keep_alive: true,
-                    })?;
-                    let h1 = HttpPlan {
-                        request,
-                        expect_status: StatusSet(expect_status.clone()),
-                    };
-                    let p = if *version == HttpVersion::Auto {
-                        Protocol::HttpAuto(Box::new(crate::plan::AutoPlan { h1, h2: h2()? }))
-                    } else {
-                        Protocol::Http(h1)
-                    };
-                    (p, default_message, None, Framing::Echo, false)
-                }
-            }
-            ProtocolSpec::Grpc {
-                path,
-                host_header,
-                headers,
-                message,
-                more_messages,
-                streaming,
-                timeout,
-                streams,
-            } => {
-                // A scenario's calls carry the same metadata (and their own deadlines); they
-                // fill its secrets themselves, literally.
-                http_cx = (host_header.clone(), headers.clone());
-                let mut headers = fill_headers(headers, &mut bytes)?;
-                if let Some(t) = timeout {
-                    headers.push(("grpc-timeout".into(), t.clone()));
-                }
-                let mut body = Vec::with_capacity(1 + more_messages.len());
-                for m in std::iter::once(message).chain(more_messages) {
-                    let src = pb_source(m, &mut |t| bytes("-d", t), &mut |t| unescaped("-d", t))?;
-                    body.push(crate::grpc::PbTemplate::compile(&src, &mut |raw| {
-                        Template::with_secrets(raw, &lookup).map_err(|e| invalid("-d", e))
-                    })?);
-                }
-                let request = crate::h2::H2Request::new(&crate::h2::H2RequestSpec {
-                    method: "POST",
-                    scheme: if self.tls.is_some() { "https" } else { "http" },
-                    path,
-                    authority: host_header,
-                    headers: &headers,
-                    body: None,
-                    content_type: Some("application/grpc"),
-                    te_trailers: true,
-                })?
-                .with_grpc_messages(body);
-                let p = Protocol::H2(crate::plan::H2Plan {
-                    request,
-                    expect_status: StatusSet(vec![(200, 200)]),
-                    streams: *streams,
-                    grpc: Some(crate::plan::GrpcMode {
-                        streaming: *streaming,
-                    }),
-                });
-                (p, default_message, None, Framing::Echo, false)
-            }
-            ProtocolSpec::Ws {
-                path,
-                host_header,
-                headers,
-                subprotocol,
-                binary,
-                max_message,
-                message,
-                expect,
-                verify,
-            } => {
-                let headers = fill_headers(headers, &mut bytes)?;
-                let m = Template::new(bytes("--message", message)?);
-                let framing = parse_expect(expect).map_err(|e| invalid("--expect", e))?;
-                let p = Protocol::Ws(WsPlan {
-                    host_header: host_header.clone(),
-                    path: path.clone(),
-                    headers,
-                    subprotocol: subprotocol.clone(),
-                    binary: *binary,
-                    max_message: *max_message,
-                });
-                (p, m, None, framing, *verify)
-            }
-            ProtocolSpec::Redis { commands, resp3 } => {
-                let commands = crate::command::Commands::redis(commands)?;
-                let p = Protocol::Redis(RedisPlan {
-                    commands,
-                    resp3: *resp3,
-                });
-                (p, default_message, None, Framing::Echo, false)
-            }
-            ProtocolSpec::Memcache { commands } => {
-                let commands = crate::command::Commands::memcache(commands)?;
-                let p = Protocol::Memcache(McPlan { commands });
-                (p, default_message, None, Framing::Echo, false)
-            }
-            ProtocolSpec::Mqtt(m) => {
-                let t = |what: &'static str, text: &str| -> Result<Template, SpecError> {
-                    Template::with_secrets(unescaped(what, text)?, &lookup)
-                        .map_err(|e| invalid(what, e))
-                };
-                let opt = |what: &'static str, text: &Option<String>| match text {
-                    Some(x) => t(what, x).map(Some),
-                    None => Ok(None),
-                };
-                let payload = if m.fields {
-                    crate::message::binary::compile(&m.message, None, Some(&lookup))
-                        .map_err(|e| invalid("--fields", e))?
-                } else {
-                    t("--message", &m.message)?
-                };
-                let publish = opt("--publish", &m.publish)?;
-                if let Some(why) = publish
-                    .as_ref()
-                    .and_then(|t| crate::mqtt::secret_topic_fault(t, "--subscribe"))
-                {
-                    return Err(invalid("--publish", why));
-                }
-                let client_id = t("--client-id", &m.client_id)?;
-                let username = opt("--username", &m.username)?;
-                let password = opt("--password", &m.password)?;
-                let subscribe = opt("--subscribe", &m.subscribe)?;
-                // Over 65,535 bytes cannot be said: refused here, before any connection.
-                for (what, name, t) in [
-                    ("--publish", "the topic", publish.as_ref()),
-                    ("--subscribe", "the topic filter", subscribe.as_ref()),
-                    ("--client-id", "the client id", Some(&client_id)),
-                    ("--username", "the user name", username.as_ref()),
-                    ("--password", "the password", password.as_ref()),
-                ] {
-                    if let Some(why) = t.and_then(|t| crate::mqtt::too_long(t, name)) {
-                        return Err(invalid(what, why));
-                    }
-                }
-                let p = Protocol::Mqtt(Box::new(crate::plan::MqttPlan {
-                    version: m.version,
-                    client_id,
-                    username,
-                    password,
-                    keepalive_s: m.keepalive_s,
-                    clean: m.clean,
-                    publish,
-                    subscribe,
-                    qos: m.qos,
-                    sub_qos: m.sub_qos,
-                    retain: m.retain,
-                    max_packet: self.max_frame.unwrap_or(crate::framing::DEFAULT_MAX_FRAME),
-                }));
-                (p, payload, None, Framing::None, false)
-            }
-        };
+        let cx = PlanCx::new(secret, self.tls.is_some(), self.max_frame);
+        let spoken = self.protocol.plan(&cx)?;
         let tls = match &self.tls {
             Some(t) => Some(tls(self, t).map_err(SpecError::Tls)?),
             None => None,
@@ -934,7 +442,49 @@ impl Spec {
                 )));
             }
         }
-        let plan = Plan {
+        let mut plan = self.plan_of(spoken.protocol, tls);
+        plan.message = spoken.message;
+        plan.first_message = spoken.first_message;
+        plan.verify = spoken.verify;
+        plan.framing = match spoken.framing {
+            Framing::Field(f) => Framing::Field(crate::framing::LenField {
+                max: cx.max_frame(),
+                ..f
+            }),
+            f => f,
+        };
+        let stages = |flag: &'static str, text: &str| {
+            crate::shape::Shape::parse(
+                text,
+                barrage_scenario::units::duration,
+                barrage_scenario::units::rate_or_zero,
+            )
+            .map_err(|e| invalid(flag, e))
+        };
+        if let Some(text) = &self.rate_stages {
+            plan.rate_shape = Some(std::sync::Arc::new(stages("--rate-stages", text)?));
+        }
+        if let Some(text) = &self.conn_stages {
+            let shape = stages("--conn-stages", text)?;
+            let stages = crate::users::ConnStages {
+                points: shape.points().to_vec(),
+            };
+            let users = crate::users::Users::for_load(&plan, stages);
+            return Ok(plan.with_users(users));
+        }
+        let (host, headers) = spoken.http.unwrap_or_default();
+        match &self.scenario {
+            None => Ok(plan),
+            Some(sc) => with_scenario(plan, sc, self.one_clock, &host, &headers, &mut |n| {
+                cx.lookup(n)
+            }),
+        }
+    }
+
+    /// The plan's load and limits as the spec says, speaking `protocol` (its message and
+    /// framing are the protocol's to set).
+    fn plan_of(&self, protocol: Protocol, tls: Option<TlsPlan>) -> Plan {
+        Plan {
             target: Target {
                 url: self.target.clone(),
                 addr: self.addr,
@@ -954,16 +504,10 @@ impl Spec {
             },
             requests: self.requests,
             warmup: Duration::from_nanos(self.warmup_ns),
-            message,
-            first_message,
-            framing: match framing {
-                Framing::Field(f) => Framing::Field(crate::framing::LenField {
-                    max: self.max_frame.unwrap_or(crate::framing::DEFAULT_MAX_FRAME),
-                    ..f
-                }),
-                f => f,
-            },
-            verify,
+            message: crate::message::Template::new(Vec::new()),
+            first_message: None,
+            framing: Framing::Echo,
+            verify: false,
             mode: self.mode.into(),
             pipeline: self.pipeline,
             max_backlog: self.max_backlog,
@@ -976,35 +520,6 @@ impl Spec {
             users: None,
             rate_shape: None,
             script: None,
-        };
-        let mut plan = plan;
-        if let Some(text) = &self.rate_stages {
-            let shape = crate::shape::Shape::parse(
-                text,
-                barrage_scenario::units::duration,
-                barrage_scenario::units::rate_or_zero,
-            )
-            .map_err(|e| invalid("--rate-stages", e))?;
-            plan.rate_shape = Some(std::sync::Arc::new(shape));
-        }
-        if let Some(text) = &self.conn_stages {
-            let shape = crate::shape::Shape::parse(
-                text,
-                barrage_scenario::units::duration,
-                barrage_scenario::units::rate_or_zero,
-            )
-            .map_err(|e| invalid("--conn-stages", e))?;
-            let stages = crate::users::ConnStages {
-                points: shape.points().to_vec(),
-            };
-            let users = crate::users::Users::for_load(&plan, stages);
-            return Ok(plan.with_users(users));
-        }
-        match &self.scenario {
-            None => Ok(plan),
-            Some(sc) => with_scenario(plan, sc, self.one_clock, &http_cx.0, &http_cx.1, &mut |n| {
-                lookup(n)
-            }),
         }
     }
 
@@ -1012,23 +527,7 @@ impl Spec {
     /// are not placeholders), everything else is the user's words with placeholders unfilled.
     pub fn redacted(&self) -> Spec {
         let mut s = self.clone();
-        let hide = |h: &mut Vec<(String, String)>| {
-            for (_, v) in h.iter_mut() {
-                *v = "<redacted>".into();
-            }
-        };
-        match &mut s.protocol {
-            ProtocolSpec::Http { headers, .. }
-            | ProtocolSpec::Ws { headers, .. }
-            | ProtocolSpec::Grpc { headers, .. } => hide(headers),
-            // An MQTT user name and password are always secret.
-            ProtocolSpec::Mqtt(m) => {
-                for v in [&mut m.username, &mut m.password].into_iter().flatten() {
-                    *v = "<redacted>".into();
-                }
-            }
-            _ => {}
-        }
+        s.protocol.redact();
         s
     }
 
@@ -1044,27 +543,10 @@ impl Spec {
     }
 }
 
-/// Unescapes and fills the secrets of one field of the spec.
-type FillBytes<'a> = dyn FnMut(&'static str, &str) -> Result<Vec<u8>, SpecError> + 'a;
-
-fn fill_headers(
-    headers: &[(String, String)],
-    bytes: &mut FillBytes<'_>,
-) -> Result<Vec<(String, String)>, SpecError> {
-    headers
-        .iter()
-        .map(|(n, v)| {
-            // A header value is taken literally (no escapes); only secrets are filled.
-            let filled = bytes("-H/--header", &v.replace('\\', "\\\\"))?;
-            let v = String::from_utf8(filled).map_err(|e| invalid("-H/--header", e))?;
-            Ok((n.clone(), v))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::SecretError;
 
     fn spec(protocol: ProtocolSpec) -> Spec {
         Spec {
@@ -1112,14 +594,14 @@ mod tests {
     #[test]
     fn a_spec_round_trips_through_json() {
         for p in [
-            ProtocolSpec::Tcp {
+            ProtocolSpec::Tcp(TcpSpec {
                 fields: false,
                 message: "PING {seq}\\r\\n\\x00{secret:TOKEN}".into(),
                 first_message: Some("AUTH x\\r\\n".into()),
                 expect: "delim:\\r\\n".into(),
                 verify: false,
-            },
-            ProtocolSpec::Http {
+            }),
+            ProtocolSpec::Http(HttpSpec {
                 method: "POST".into(),
                 path: "/a?b=c".into(),
                 host_header: "h".into(),
@@ -1128,8 +610,8 @@ mod tests {
                 expect_status: vec![(200, 299)],
                 version: HttpVersion::H1,
                 streams: 1,
-            },
-            ProtocolSpec::Http {
+            }),
+            ProtocolSpec::Http(HttpSpec {
                 method: "GET".into(),
                 path: "/".into(),
                 host_header: "h".into(),
@@ -1138,12 +620,12 @@ mod tests {
                 expect_status: vec![(200, 299)],
                 version: HttpVersion::H2,
                 streams: 10,
-            },
-            ProtocolSpec::Redis {
+            }),
+            ProtocolSpec::Redis(RedisSpec {
                 commands: vec!["3*GET k:{rand%10}".into(), "SET k v".into()],
                 resp3: true,
-            },
-            ProtocolSpec::Grpc {
+            }),
+            ProtocolSpec::Grpc(GrpcSpec {
                 path: "/helloworld.Greeter/SayHello".into(),
                 host_header: "h:50051".into(),
                 headers: vec![("x-token".into(), "{secret:T}".into())],
@@ -1163,7 +645,7 @@ mod tests {
                 streaming: true,
                 timeout: Some("5000000u".into()),
                 streams: 0,
-            },
+            }),
         ] {
             let s = spec(p);
             let json = serde_json::to_string(&s).unwrap();
@@ -1174,13 +656,13 @@ mod tests {
 
     #[test]
     fn the_plan_fills_secrets_from_its_own_environment() {
-        let s = spec(ProtocolSpec::Tcp {
+        let s = spec(ProtocolSpec::Tcp(TcpSpec {
             fields: false,
             message: "key={secret:TOKEN}\\n".into(),
             first_message: None,
             expect: "line".into(),
             verify: false,
-        });
+        }));
         let mut env = |n: &str| (n == "TOKEN").then(|| b"s3cr3t".to_vec());
         let plan = s.plan(&mut env, &no_tls).unwrap();
         assert_eq!(plan.message.raw(), b"key=s3cr3t\n");
@@ -1199,24 +681,24 @@ mod tests {
     #[test]
     fn bad_specs_name_what_is_wrong() {
         let mut env = |_: &str| None;
-        let mut s = spec(ProtocolSpec::Tcp {
+        let mut s = spec(ProtocolSpec::Tcp(TcpSpec {
             fields: false,
             message: "x".into(),
             first_message: None,
             expect: "bytes:0".into(),
             verify: false,
-        });
+        }));
         let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
         assert!(e.starts_with("--expect: N must be at least 1"), "{e}");
-        s.protocol = ProtocolSpec::Memcache {
+        s.protocol = ProtocolSpec::Memcache(McSpec {
             commands: vec!["frob k".into()],
-        };
+        });
         let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
         assert!(e.starts_with("--command: "), "{e}");
-        s.protocol = ProtocolSpec::Redis {
+        s.protocol = ProtocolSpec::Redis(RedisSpec {
             commands: vec!["PING".into()],
             resp3: false,
-        };
+        });
         s.shares = Some(ShareSet {
             count: 2,
             run: vec![2],
@@ -1234,7 +716,7 @@ mod tests {
 
     #[test]
     fn recorded_specs_hide_header_values() {
-        let s = spec(ProtocolSpec::Http {
+        let s = spec(ProtocolSpec::Http(HttpSpec {
             method: "GET".into(),
             path: "/".into(),
             host_header: "h".into(),
@@ -1243,7 +725,7 @@ mod tests {
             expect_status: vec![(200, 399)],
             version: HttpVersion::H1,
             streams: 1,
-        });
+        }));
         let json = serde_json::to_string(&s.redacted()).unwrap();
         assert!(
             !json.contains("literal") && json.contains("Authorization"),

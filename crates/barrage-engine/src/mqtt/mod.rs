@@ -8,6 +8,7 @@
 //! the connection's write buffer in one pass, allocating nothing.
 
 pub mod decode;
+pub mod spec;
 
 pub use decode::{Decoder, MqttError, Sink};
 

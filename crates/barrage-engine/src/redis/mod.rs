@@ -9,6 +9,7 @@
 
 mod command;
 mod resp;
+pub mod spec;
 
 pub use crate::command::{CommandError, Commands, Last, MAX_TOTAL_WEIGHT};
 pub use resp::{RespDecoder, RespError, RespReply, RespSink, MAX_AGGREGATE, MAX_BULK, STACK};

@@ -11,6 +11,7 @@
 mod decode;
 mod encode;
 mod handshake;
+pub mod spec;
 
 pub use decode::{FrameDecoder, FrameSink};
 pub use encode::{apply_mask, close_frame, encode_frame, frame_in_place};

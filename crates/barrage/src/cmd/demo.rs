@@ -4,7 +4,7 @@
 
 use crate::resolve::cli::DemoArgs;
 use barrage_engine::spec::ns;
-use barrage_engine::{ModeSpec, ProtocolSpec, Spec};
+use barrage_engine::{ModeSpec, ProtocolSpec, Spec, TcpSpec};
 use barrage_servers::echo::{self, EchoConfig};
 
 /// What to try after the demo: the same tests against the user's own server.
@@ -44,13 +44,13 @@ pub fn demo(a: &DemoArgs) -> anyhow::Result<i32> {
     let mut code = 0;
     for (title, connections, mode) in tests {
         say!("== {title}");
-        let protocol = ProtocolSpec::Tcp {
+        let protocol = ProtocolSpec::Tcp(TcpSpec {
             fields: false,
             message: "hello from barrage\\n".into(),
             first_message: None,
             expect: "echo".into(),
             verify: false,
-        };
+        });
         let mut spec = Spec::new(url.clone(), addr, addr.ip().to_string(), protocol);
         spec.connections = connections;
         spec.mode = mode;

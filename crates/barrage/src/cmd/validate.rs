@@ -60,7 +60,7 @@ fn as_run_plans_it(a: &ValidateArgs, shown: &str) -> Result<(), Usage> {
         return Ok(());
     };
     let args = crate::resolve::scenario::run_args(&run, loaded)?;
-    if args.reflect && args.proto.is_none() {
+    if args.grpc.reflect && args.grpc.proto.is_none() {
         return Ok(());
     }
     crate::resolve::config::plan(&args).map(|_| ())

@@ -136,25 +136,25 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
             args.expect = p.framing.as_ref().map(|v| v.value.clone());
         }
         let mut headers: Vec<String> = p.headers.iter().map(|h| h.value.clone()).collect();
-        headers.append(&mut args.headers);
-        args.headers = headers;
-        if args.subprotocol.is_none() {
-            args.subprotocol = p.subprotocol.as_ref().map(|v| v.value.clone());
+        headers.append(&mut args.http.headers);
+        args.http.headers = headers;
+        if args.ws.subprotocol.is_none() {
+            args.ws.subprotocol = p.subprotocol.as_ref().map(|v| v.value.clone());
         }
-        args.binary |= p.binary.unwrap_or(false);
-        args.resp3 |= p.resp3.unwrap_or(false);
+        args.ws.binary |= p.binary.unwrap_or(false);
+        args.kv.resp3 |= p.resp3.unwrap_or(false);
         args.insecure |= p.insecure.unwrap_or(false);
         if args.cacert.is_none() {
             args.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
         }
         // gRPC: where the steps' methods are described (the command line's, if it gave one).
-        if args.proto.is_none() && !args.reflect {
-            args.proto = p.proto.as_ref().map(|f| dir.join(&f.value));
-            args.reflect = p.reflect.as_ref().is_some_and(|r| r.value);
+        if args.grpc.proto.is_none() && !args.grpc.reflect {
+            args.grpc.proto = p.proto.as_ref().map(|f| dir.join(&f.value));
+            args.grpc.reflect = p.reflect.as_ref().is_some_and(|r| r.value);
         }
         let mut import: Vec<_> = p.import_path.iter().map(|d| dir.join(&d.value)).collect();
-        import.append(&mut args.import_path);
-        args.import_path = import;
+        import.append(&mut args.grpc.import_path);
+        args.grpc.import_path = import;
     }
     if let Some(r) = run {
         let dur = |v: &Option<barrage_scenario::At<String>>, key: &str, positive: bool| {
@@ -239,12 +239,12 @@ fn refuse_load_flags(a: &RunArgs) -> Result<(), Usage> {
         ("-m/--message", a.message.is_some()),
         ("--message-file", a.message_file.is_some()),
         ("--first-message", a.first_message.is_some()),
-        ("--command", !a.command.is_empty()),
-        ("-X/--method", a.method.is_some()),
-        ("--body", a.body.is_some()),
-        ("--data", a.data.is_some()),
-        ("--data-bin", a.data_bin.is_some()),
-        ("--expect-status", a.expect_status.is_some()),
+        ("--command", !a.kv.command.is_empty()),
+        ("-X/--method", a.http.method.is_some()),
+        ("--body", a.http.body.is_some()),
+        ("--data", a.grpc.data.is_some()),
+        ("--data-bin", a.grpc.data_bin.is_some()),
+        ("--expect-status", a.http.expect_status.is_some()),
         ("--verify", a.verify),
         ("--rate", a.rate.is_some()),
         ("--interval", a.interval.is_some()),

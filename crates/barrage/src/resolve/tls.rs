@@ -9,7 +9,7 @@
 //! and the handshake signature by the certificate's key; a certificate that is not pinned goes
 //! through the full chain verification unchanged.
 
-use crate::resolve::url::{Scheme, Url};
+use crate::resolve::url::Url;
 use crate::usage::Usage;
 use barrage_engine::TlsPlan;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -76,9 +76,9 @@ pub fn plan(
             .with_custom_certificate_verifier(Arc::new(PinningVerifier { webpki, pinned }))
             .with_no_client_auth()
     };
-    if matches!(url.scheme, Scheme::Grpcs) {
+    if url.scheme.is(&barrage_scenario::protocol::GRPC) {
         config.alpn_protocols = vec![b"h2".to_vec()];
-    } else if matches!(url.scheme, Scheme::Https) {
+    } else if url.scheme.is(&barrage_scenario::protocol::HTTP) {
         use barrage_engine::HttpVersion as V;
         config.alpn_protocols = match version {
             V::H1 => vec![b"http/1.1".to_vec()],

@@ -2,7 +2,7 @@
 //! `redis://HOST[:PORT]` (6379), `memcache://HOST[:PORT]` (11211), `mqtt(s)://HOST[:PORT]`
 //! (1883, 8883). Schemes, aliases, default
 //! ports and whether a path is allowed come from the protocol table
-//! (`barrage_scenario::protocol`); [`Scheme`] is what the binary dispatches on.
+//! (`barrage_scenario::protocol`); a [`Scheme`] is a row of it and a TLS bit.
 //!
 //! Parsed by hand (the grammar is small) so that every mistake gets its own one-line advice,
 //! and resolved at once so that a bad host name fails before any load.
@@ -11,76 +11,43 @@ use crate::usage::Usage;
 use barrage_scenario::protocol::{self, ProtocolInfo};
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// What a URL's scheme says: the protocol's row of the table and whether it runs over TLS
+/// (`https` is the HTTP row with TLS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    Tcp,
-    Http,
-    Https,
-    /// HTTP/2 with prior knowledge.
-    H2c,
-    /// gRPC over h2c, and over TLS (ALPN h2).
-    Grpc,
-    Grpcs,
-    Ws,
-    Wss,
-    Redis,
-    Memcache,
-    Mqtt,
-    Mqtts,
+pub struct Scheme {
+    pub info: &'static ProtocolInfo,
+    pub tls: bool,
 }
 
 impl Scheme {
-    const ALL: [Scheme; 12] = [
-        Scheme::Tcp,
-        Scheme::Http,
-        Scheme::Https,
-        Scheme::H2c,
-        Scheme::Grpc,
-        Scheme::Grpcs,
-        Scheme::Ws,
-        Scheme::Wss,
-        Scheme::Redis,
-        Scheme::Memcache,
-        Scheme::Mqtt,
-        Scheme::Mqtts,
-    ];
-
     /// The protocol's row of the table.
     pub fn info(self) -> &'static ProtocolInfo {
-        match self {
-            Scheme::Tcp => &protocol::TCP,
-            Scheme::Http | Scheme::Https => &protocol::HTTP,
-            Scheme::H2c => &protocol::H2,
-            Scheme::Grpc | Scheme::Grpcs => &protocol::GRPC,
-            Scheme::Ws | Scheme::Wss => &protocol::WS,
-            Scheme::Redis => &protocol::REDIS,
-            Scheme::Memcache => &protocol::MEMCACHE,
-            Scheme::Mqtt | Scheme::Mqtts => &protocol::MQTT,
-        }
+        self.info
     }
 
     pub fn tls(self) -> bool {
-        matches!(
-            self,
-            Scheme::Https | Scheme::Wss | Scheme::Grpcs | Scheme::Mqtts
-        )
+        self.tls
     }
 
+    /// The scheme as the table writes it (`https` for HTTP over TLS).
     pub fn name(self) -> &'static str {
-        self.info().scheme(self.tls())
+        self.info.scheme(self.tls)
+    }
+
+    /// Whether this is protocol `row` (plain or over TLS).
+    pub fn is(self, row: &ProtocolInfo) -> bool {
+        self.info.name == row.name
     }
 
     /// Targets that name a host and port only (no path).
     pub fn pathless(self) -> bool {
-        !self.info().path
+        !self.info.path
     }
 
     /// The scheme a URL is written with (any case, aliases too).
     fn of(word: &str) -> Option<Scheme> {
         let (info, tls) = protocol::by_scheme(word)?;
-        Scheme::ALL
-            .into_iter()
-            .find(|s| s.info() == info && s.tls() == tls)
+        Some(Scheme { info, tls })
     }
 }
 
@@ -236,7 +203,7 @@ mod tests {
     #[test]
     fn parses_every_scheme() {
         let u = parse("tcp://127.0.0.1:7000").unwrap();
-        assert_eq!((u.scheme, u.port), (Scheme::Tcp, 7000));
+        assert_eq!((u.scheme.name(), u.port), ("tcp", 7000));
         let u = parse("http://127.0.0.1/x?y=1").unwrap();
         assert_eq!((u.port, u.path.as_str()), (80, "/x?y=1"));
         assert_eq!(u.host_header(), "127.0.0.1");

@@ -100,7 +100,6 @@ fn the_binarys_folders_import_only_downward() {
 /// file not listed may not go over 600, and an entry goes once its file is back under (the list
 /// only shrinks). One entry per line, `crate/src/path.rs`.
 const LONG: &[(&str, usize)] = &[
-    ("barrage-engine/src/spec.rs", 885),
     ("barrage-engine/src/users/compile.rs", 658),
     ("barrage-engine/src/users/mod.rs", 609),
     ("barrage-metrics/src/aggregate.rs", 643),
@@ -155,7 +154,6 @@ fn no_file_is_over_600_code_lines() {
 /// listed circle that is gone must be removed (one that shrank may stay, or be narrowed).
 const CIRCLES: &[&str] = &[
     "barrage: cmd/compare.rs cmd/demo.rs cmd/find_max.rs cmd/find_max/step.rs cmd/merge.rs cmd/report.rs cmd/run.rs cmd/validate.rs cmd/versus.rs main.rs resolve/mod.rs resolve/outputs.rs resolve/scenario.rs run/engine.rs run/mod.rs run/observer.rs run/signals.rs shard/dist/configmap.rs shard/dist/k8s.rs shard/dist/mod.rs shard/dist/slurm.rs shard/merge.rs shard/processes.rs sinks/output.rs",
-    "barrage: resolve/config/grpc.rs resolve/config/grpc/pb.rs resolve/config/grpc_steps.rs resolve/config/mod.rs resolve/config/mqtt.rs resolve/config/protocol.rs resolve/config/reflect.rs resolve/config/script.rs",
     "barrage: sinks/tui.rs sinks/tui/view.rs",
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-engine: command.rs memcache/command.rs",

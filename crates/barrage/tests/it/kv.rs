@@ -340,7 +340,7 @@ fn kv_flags_are_checked_before_any_load() {
         ),
         (
             vec!["redis://127.0.0.1:9", "-m", "PING"],
-            "-m/--message applies to tcp:// and ws:// targets; a redis:// request is --command",
+            "-m/--message applies to tcp://, ws(s):// and mqtt(s):// targets, not redis://; a redis:// request is --command",
         ),
         (
             vec!["memcache://127.0.0.1:9", "--command", "frobnicate k"],

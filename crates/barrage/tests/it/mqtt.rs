@@ -399,7 +399,7 @@ fn mqtt_flags_are_checked_before_any_load() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
-        .starts_with("error: --publish applies to mqtt:// and mqtts:// targets"));
+        .starts_with("error: --publish applies to mqtt(s):// targets, not http://"));
 }
 
 #[test]

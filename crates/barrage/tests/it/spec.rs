@@ -2,7 +2,7 @@
 //! secrets and header values hidden, and a recorded spec builds the same plan again.
 
 use crate::common::*;
-use barrage_engine::{ModeSpec, ProtocolSpec, Spec};
+use barrage_engine::{ModeSpec, ProtocolSpec, Spec, TcpSpec};
 
 #[test]
 fn the_result_records_the_spec_and_it_builds_the_same_plan() {
@@ -34,9 +34,9 @@ fn the_result_records_the_spec_and_it_builds_the_same_plan() {
     assert_eq!(spec.mode, ModeSpec::PingPong);
     assert_eq!(spec.pipeline, 2);
     match &spec.protocol {
-        ProtocolSpec::Tcp {
+        ProtocolSpec::Tcp(TcpSpec {
             message, expect, ..
-        } => assert_eq!(
+        }) => assert_eq!(
             (message.as_str(), expect.as_str()),
             ("ping {seq}\\n", "line")
         ),

@@ -7,8 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod dist;
+mod grpc;
+mod http;
+mod kv;
 mod mqtt;
 mod run;
+mod ws;
 
 pub use dist::{DistArgs, Engine, K8sArgs, Shared, SlurmArgs};
 pub use run::RunArgs;

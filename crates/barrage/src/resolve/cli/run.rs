@@ -153,16 +153,8 @@ pub struct RunArgs {
     )]
     pub first_message: Option<String>,
 
-    /// redis:// and memcache://: a command to send, e.g. 'SET key:{seq} {conn}' or
-    /// 'get key:{rand%1000}'; repeatable for a mix, a leading N* weights it ('3*GET k');
-    /// placeholders {conn} {seq} {seq%N} {rand%N} {ts_us} [redis default: PING;
-    /// memcache default: 'get key:{rand%1000}']
-    #[arg(long, value_name = "COMMAND", help_heading = "Redis and memcached")]
-    pub command: Vec<String>,
-
-    /// redis://: speak RESP3 (each connection opens with HELLO 3; needs redis 6 or later)
-    #[arg(long, help_heading = "Redis and memcached")]
-    pub resp3: bool,
+    #[command(flatten)]
+    pub kv: super::kv::KvArgs,
 
     #[command(flatten)]
     pub mqtt: super::mqtt::MqttArgs,
@@ -172,41 +164,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SPEC", help_heading = "Messages")]
     pub expect: Option<String>,
 
-    /// HTTP method [default: GET]
-    #[arg(
-        short = 'X',
-        long,
-        value_name = "METHOD",
-        help_heading = "HTTP and WebSocket"
-    )]
-    pub method: Option<String>,
-
-    /// Request header 'Name: value' (repeatable); for ws:// sent with the handshake
-    #[arg(
-        short = 'H',
-        long = "header",
-        value_name = "NAME: VALUE",
-        help_heading = "HTTP and WebSocket"
-    )]
-    pub headers: Vec<String>,
-
-    /// Request body: TEXT, or @FILE to read it from a file
-    #[arg(
-        long,
-        value_name = "TEXT|@FILE",
-        allow_hyphen_values = true,
-        help_heading = "HTTP and WebSocket"
-    )]
-    pub body: Option<String>,
-
-    /// Status codes that count as success, e.g. 200,204 or 2xx,3xx or 200-299 [default: 2xx,3xx]
-    #[arg(
-        long,
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        help_heading = "HTTP and WebSocket"
-    )]
-    pub expect_status: Option<String>,
+    #[command(flatten)]
+    pub http: super::http::HttpArgs,
 
     /// Skip TLS certificate and host-name verification (https://, wss://)
     #[arg(long, help_heading = "HTTP and WebSocket")]
@@ -216,63 +175,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = "HTTP and WebSocket")]
     pub cacert: Option<PathBuf>,
 
-    /// Speak HTTP/2: h2c with prior knowledge on http://, ALPN h2 only on https:// (h2c:// targets speak it anyway)
-    #[arg(long, help_heading = "HTTP and WebSocket")]
-    pub http2: bool,
+    #[command(flatten)]
+    pub ws: super::ws::WsArgs,
 
-    /// Speak HTTP/1.1 on https:// (offer only http/1.1 by ALPN)
-    #[arg(long = "http1.1", help_heading = "HTTP and WebSocket")]
-    pub http1_1: bool,
-
-    /// HTTP/2: concurrent streams per connection (h2load's -m), capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS
-    #[arg(long, value_parser = units::count, value_name = "N", allow_hyphen_values = true, help_heading = "HTTP and WebSocket")]
-    pub streams: Option<u64>,
-
-    /// WebSocket subprotocol to request (Sec-WebSocket-Protocol)
-    #[arg(long, value_name = "NAME", help_heading = "HTTP and WebSocket")]
-    pub subprotocol: Option<String>,
-
-    /// WebSocket: send binary frames instead of text
-    #[arg(long, help_heading = "HTTP and WebSocket")]
-    pub binary: bool,
-
-    /// The .proto file that defines the target's method (compiled here: no protoc needed)
-    #[arg(
-        long,
-        value_name = "FILE",
-        help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
-    )]
-    pub proto: Option<PathBuf>,
-
-    /// A directory the .proto's imports are found in (repeatable; its own directory is searched too)
-    #[arg(
-        long = "import-path",
-        value_name = "DIR",
-        help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
-    )]
-    pub import_path: Vec<PathBuf>,
-
-    /// The request message as JSON, or @FILE; {placeholders} in its strings are filled per call [default: {}]
-    #[arg(
-        long,
-        value_name = "JSON|@FILE",
-        allow_hyphen_values = true,
-        help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
-    )]
-    pub data: Option<String>,
-
-    /// Ask the server for the method's descriptors (gRPC server reflection) instead of --proto
-    #[arg(long, help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)")]
-    pub reflect: bool,
-
-    /// The request message as protobuf bytes, from a file (instead of --data)
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "data",
-        help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
-    )]
-    pub data_bin: Option<PathBuf>,
+    #[command(flatten)]
+    pub grpc: super::grpc::GrpcArgs,
 
     /// Compare echoed bytes with what was sent (--expect echo); a difference is a `mismatch`
     #[arg(long, help_heading = "Messages")]

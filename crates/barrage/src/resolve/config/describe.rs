@@ -1,7 +1,10 @@
 //! The run's recorded config, described from its spec and plan.
 
 use crate::resolve::redact;
-use barrage_engine::{escape, unescape, HttpVersion, Mode, ModeSpec, Plan, ProtocolSpec, Spec};
+use barrage_engine::{
+    escape, unescape, GrpcSpec, HttpSpec, HttpVersion, McSpec, Mode, ModeSpec, Plan, ProtocolSpec,
+    RedisSpec, Spec, TcpSpec, WsSpec,
+};
 use barrage_metrics::RunConfig;
 
 /// What the result records of the settings (`RunConfig`), from the spec and its plan: the
@@ -24,34 +27,38 @@ pub fn describe(
     let tls = spec.tls.is_some();
     let protocol = spec.protocol.info().scheme(tls);
     let (message, first, expect, subprotocol, commands) = match &spec.protocol {
-        ProtocolSpec::Tcp {
+        ProtocolSpec::Tcp(TcpSpec {
             message,
             first_message,
             ..
-        } => (
+        }) => (
             Some(message),
             first_message.as_ref(),
             plan.framing.describe(),
             None,
             Vec::new(),
         ),
-        ProtocolSpec::Ws {
+        ProtocolSpec::Ws(WsSpec {
             message,
             subprotocol,
             ..
-        } => (
+        }) => (
             Some(message),
             None,
             plan.framing.describe(),
             subprotocol.clone(),
             Vec::new(),
         ),
-        ProtocolSpec::Http { .. } => (None, None, "http response".to_string(), None, Vec::new()),
-        ProtocolSpec::Grpc { .. } => (None, None, "grpc reply".to_string(), None, Vec::new()),
-        ProtocolSpec::Redis { commands, .. } => {
+        ProtocolSpec::Http(HttpSpec { .. }) => {
+            (None, None, "http response".to_string(), None, Vec::new())
+        }
+        ProtocolSpec::Grpc(GrpcSpec { .. }) => {
+            (None, None, "grpc reply".to_string(), None, Vec::new())
+        }
+        ProtocolSpec::Redis(RedisSpec { commands, .. }) => {
             (None, None, "RESP reply".to_string(), None, commands.clone())
         }
-        ProtocolSpec::Memcache { commands } => (
+        ProtocolSpec::Memcache(McSpec { commands }) => (
             None,
             None,
             "memcached reply".to_string(),
@@ -90,12 +97,12 @@ pub fn describe(
         },
         pipeline: spec.pipeline,
         streams: match &spec.protocol {
-            ProtocolSpec::Http {
+            ProtocolSpec::Http(HttpSpec {
                 version: HttpVersion::H2 | HttpVersion::Auto,
                 streams,
                 ..
-            }
-            | ProtocolSpec::Grpc { streams, .. } => Some(*streams),
+            })
+            | ProtocolSpec::Grpc(GrpcSpec { streams, .. }) => Some(*streams),
             _ => None,
         },
         think_ms: match spec.mode {

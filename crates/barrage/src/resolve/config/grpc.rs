@@ -3,11 +3,104 @@
 //! encoded once, here, into the spec's protobuf parts: a string that holds placeholders (or a
 //! `{secret:NAME}`) stays a hole the engine fills per call, everything else is bytes.
 
-use super::protocol::read_capped;
+use super::vertical::DEFAULT_TIMEOUT;
+use super::vertical::{flag, read_capped, request_usage, Flag, Vertical, Words, HEADER, STREAMS};
 use crate::resolve::cli::RunArgs;
-use crate::resolve::url;
+use crate::resolve::redact::Secrets;
+use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::PbPartSpec;
+use barrage_engine::{GrpcSpec, ProtocolSpec};
+use barrage_scenario::protocol;
+
+pub(super) static VERTICAL: Vertical = Vertical {
+    rows: &[&protocol::GRPC],
+    flags: &FLAGS,
+    own_words: Some("a gRPC call's message is --data (or --data-bin)"),
+    check,
+    spec,
+};
+
+const FLAGS: [Flag; 7] = [
+    flag("--proto", |a| a.grpc.proto.is_some()),
+    flag("--import-path", |a| !a.grpc.import_path.is_empty()),
+    flag("--data", |a| a.grpc.data.is_some()),
+    flag("--data-bin", |a| a.grpc.data_bin.is_some()),
+    flag("--reflect", |a| a.grpc.reflect),
+    HEADER,
+    STREAMS,
+];
+
+/// A gRPC call is a POST over HTTP/2: HTTP's request flags are refused in those words.
+fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
+    for (flag, set) in [
+        ("-X/--method", a.http.method.is_some()),
+        ("--body", a.http.body.is_some()),
+        ("--expect-status", a.http.expect_status.is_some()),
+        ("--http2", a.http.http2),
+        ("--http1.1", a.http.http1_1),
+    ] {
+        if set {
+            return Err(Usage::says(
+                flag,
+                format!(
+                    "does not apply to {}:// targets: a gRPC call is a POST over HTTP/2 \
+                     whose message is --data (or --data-bin)",
+                    scheme.name()
+                ),
+            ));
+        }
+    }
+    if a.grpc.reflect && a.grpc.proto.is_some() {
+        return Err(Usage::says(
+            "--reflect",
+            "and --proto both say where the method is described: give one",
+        ));
+    }
+    if !a.grpc.import_path.is_empty() && a.grpc.proto.is_none() {
+        return Err(Usage::says(
+            "--import-path",
+            "says where --proto's imports are: give --proto FILE",
+        ));
+    }
+    super::http::streams_fit(a)
+}
+
+fn spec(
+    a: &RunArgs,
+    url: &url::Url,
+    words: &Words,
+    headers_filled: &[(String, String)],
+    _: &mut Secrets,
+) -> Result<(ProtocolSpec, Option<String>), Usage> {
+    let call = call(a, url)?;
+    let host = url.host_header();
+    // Metadata is checked as HTTP/2 fields, with the secrets filled in.
+    barrage_engine::h2::H2Request::new(&barrage_engine::h2::H2RequestSpec {
+        method: "POST",
+        scheme: "http",
+        path: &url.path,
+        authority: &host,
+        headers: headers_filled,
+        body: None,
+        content_type: Some("application/grpc"),
+        te_trailers: true,
+    })
+    .map_err(request_usage)?;
+    // The server is told the deadline the run holds each call to.
+    let timeout = barrage_engine::grpc::timeout_value(a.timeout.unwrap_or(DEFAULT_TIMEOUT));
+    let spec = GrpcSpec {
+        path: url.path.clone(),
+        host_header: host,
+        headers: words.headers.clone(),
+        message: call.message,
+        more_messages: call.more,
+        streaming: call.streaming,
+        timeout: Some(timeout),
+        streams: super::http::streams(a),
+    };
+    Ok((ProtocolSpec::Grpc(spec), Some(call.note)))
+}
 
 /// What a gRPC target calls.
 pub(super) struct Call {
@@ -35,7 +128,7 @@ fn method_of(path: &str) -> Result<(&str, &str), Usage> {
     })
 }
 
-pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
+fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
     if a.scenario.is_some() {
         // A scenario file's target: its steps name their methods.
         if !matches!(url.path.as_str(), "" | "/") {
@@ -56,12 +149,12 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
     let (svc, method) = method_of(&url.path)?;
     let name = format!("{svc}/{method}");
     let described = |a: &RunArgs| -> Option<Result<_, Usage>> {
-        if a.reflect {
+        if a.grpc.reflect {
             return Some(reflected(a, url, svc, method));
         }
-        a.proto.as_ref().map(|p| compiled(a, p, svc, method))
+        a.grpc.proto.as_ref().map(|p| compiled(a, p, svc, method))
     };
-    if let Some(file) = &a.data_bin {
+    if let Some(file) = &a.grpc.data_bin {
         let shown = file.display();
         let bytes = read_capped("--data-bin", file, &shown, "a message")?;
         let (streaming, kind) = match described(a) {
@@ -79,7 +172,7 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         });
     }
     let Some(m) = described(a) else {
-        if a.data.is_some() {
+        if a.grpc.data.is_some() {
             return Err(Usage::says(
                 "--data",
                 "needs --proto FILE or --reflect, which say the message's type (or give the \
@@ -94,7 +187,7 @@ pub(super) fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
             note: format!("{name}, empty message"),
         });
     };
-    let json = match a.data.as_deref() {
+    let json = match a.grpc.data.as_deref() {
         None => "{}".to_string(),
         Some(d) => match d.strip_prefix('@') {
             Some(file) => {

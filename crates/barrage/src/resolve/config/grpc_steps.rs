@@ -26,10 +26,10 @@ pub(super) fn resolve(a: &RunArgs, url: &url::Url, sc: &mut ScenarioSpec) -> Res
         .protocol
         .as_ref()
         .and_then(|p| match (&p.proto, &p.reflect) {
-            (Some(f), _) if a.proto.as_deref() == Some(&sc.dir.join(&f.value)) => {
+            (Some(f), _) if a.grpc.proto.as_deref() == Some(&sc.dir.join(&f.value)) => {
                 Some((f.line, "protocol.proto"))
             }
-            (None, Some(r)) if r.value && a.reflect && a.proto.is_none() => {
+            (None, Some(r)) if r.value && a.grpc.reflect && a.grpc.proto.is_none() => {
                 Some((r.line, "protocol.reflect"))
             }
             _ => None,
@@ -38,7 +38,12 @@ pub(super) fn resolve(a: &RunArgs, url: &url::Url, sc: &mut ScenarioSpec) -> Res
     let at = |line: u32, key: &str, why: &dyn std::fmt::Display| {
         Usage::file(&file, format!("{file}:{line}: {key}: {why}"))
     };
-    types_given(&file, first_key, first, a.proto.is_some() || a.reflect)?;
+    types_given(
+        &file,
+        first_key,
+        first,
+        a.grpc.proto.is_some() || a.grpc.reflect,
+    )?;
     resolve_with(a, url, sc, &calls, &at).map_err(|e| match from_file {
         // The descriptors' own failure (the file, an import, the server's reflection).
         Some((line, key)) if e.flag() == "--proto" || e.flag() == "--reflect" => at(line, key, &e),
@@ -70,9 +75,9 @@ fn resolve_with(
     at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
 ) -> Result<(), Usage> {
     use std::collections::BTreeMap;
-    let compiled = match &a.proto {
+    let compiled = match &a.grpc.proto {
         Some(p) => Some((
-            super::grpc::pb::compile(&a.import_path, p)?,
+            super::grpc::pb::compile(&a.grpc.import_path, p)?,
             p.display().to_string(),
         )),
         None => None,

@@ -10,14 +10,18 @@ use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::ns;
 use barrage_engine::{
-    unescape, Framing, HttpVersion, Mode, Plan, ProtocolSpec, Spec, SpecError, TlsSpec,
+    unescape, Framing, GrpcSpec, HttpSpec, HttpVersion, McSpec, Mode, Plan, ProtocolSpec,
+    RedisSpec, Spec, SpecError, TcpSpec, TlsSpec, WsSpec,
 };
 use barrage_metrics::RunConfig;
+use barrage_scenario::protocol::GRPC as PROTO_GRPC;
 use std::time::Duration;
 
 mod describe;
 mod grpc;
 mod grpc_steps;
+mod http;
+mod kv;
 mod mqtt;
 pub use grpc_steps::check_file as check_rpc_steps;
 pub use script::check_file as check_scenario_script;
@@ -27,14 +31,17 @@ mod reflect;
 mod script;
 mod shard;
 mod stages;
+mod tcp;
+mod vertical;
+mod ws;
 
 pub use describe::describe;
-pub use protocol::expect;
-use protocol::*;
+use protocol::{check_flags_fit, protocol};
 use shard::{shard, start_at};
 use stages::*;
+use vertical::*;
+pub use vertical::{expect, DEFAULT_TIMEOUT};
 
-const MAX_MESSAGE: u64 = 16 << 20;
 /// `-n`: far beyond any run, low enough for exact arithmetic on request counts.
 const MAX_REQUESTS: u64 = 1_000_000_000_000_000;
 pub use barrage_engine::spec::REQUESTS_TIME_BOUND;
@@ -54,17 +61,16 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
     check_flags_fit(a, url.scheme)?;
-    mqtt::check_flags_fit(a, url.scheme)?;
     scenario_flags_need_a_file(a)?;
     let mut words = words(a, secrets, url.scheme)?;
     let load = load(a)?;
     // After the load's checks, as before the split: the first mistake is the one reported.
-    words.headers = headers(&a.headers)?;
+    words.headers = headers(&a.http.headers)?;
     let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
     let http_note = http_note.map(|n| secrets.scrub(&n));
     let version = match &protocol {
-        ProtocolSpec::Http { version, .. } => *version,
-        ProtocolSpec::Grpc { .. } => HttpVersion::H2,
+        ProtocolSpec::Http(HttpSpec { version, .. }) => *version,
+        ProtocolSpec::Grpc(GrpcSpec { .. }) => HttpVersion::H2,
         _ => HttpVersion::H1,
     };
     let tls = if url.scheme.tls() {
@@ -98,7 +104,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let script = script::check(a, url.scheme)?;
     let mut spec = spec(a, &load, aim)?;
     spec.script = script.as_ref().map(|s| s.spec.clone());
-    if let (Scheme::Grpc | Scheme::Grpcs, Some(sc)) = (url.scheme, spec.scenario.as_mut()) {
+    if let (true, Some(sc)) = (url.scheme.is(&PROTO_GRPC), spec.scenario.as_mut()) {
         grpc_steps::resolve(a, &url, sc)?;
     }
     // The plan is built from the spec, as any process taking part in the run builds its own.
@@ -140,7 +146,7 @@ fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
 fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Usage> {
     let expect_spec = a.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
-    let mqtt = matches!(scheme, Scheme::Mqtt | Scheme::Mqtts);
+    let mqtt = scheme.is(&barrage_scenario::protocol::MQTT);
     if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) && !mqtt && a.script.is_none()
     {
         return Err(Usage::says(
@@ -391,6 +397,7 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
         mode: load.mode.into(),
         // HTTP/2 keeps its streams in flight as HTTP/1.1 its pipeline (closed loop).
         pipeline: a
+            .http
             .streams
             .filter(|_| !load.mode.is_open_loop())
             .unwrap_or(a.pipeline) as u32,
@@ -428,33 +435,33 @@ pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) ->
         }
     };
     match &mut s.protocol {
-        ProtocolSpec::Tcp {
+        ProtocolSpec::Tcp(TcpSpec {
             message,
             first_message,
             ..
-        } => {
+        }) => {
             hide(message, plan.message.raw().len());
             if let (Some(f), Some(t)) = (first_message.as_mut(), plan.first_message.as_ref()) {
                 hide(f, t.raw().len());
             }
         }
-        ProtocolSpec::Ws { message, path, .. } => {
+        ProtocolSpec::Ws(WsSpec { message, path, .. }) => {
             hide(message, plan.message.raw().len());
             *path = redact::url(path, redact);
         }
-        ProtocolSpec::Http { body, path, .. } => {
+        ProtocolSpec::Http(HttpSpec { body, path, .. }) => {
             if let Some(b) = body.as_mut() {
                 let len = unescape(b).map_or(0, |v| v.len());
                 hide(b, len);
             }
             *path = redact::url(path, redact);
         }
-        ProtocolSpec::Grpc { message, .. } => {
+        ProtocolSpec::Grpc(GrpcSpec { message, .. }) => {
             if secret_body {
                 hide_parts(message, &hide);
             }
         }
-        ProtocolSpec::Redis { .. } | ProtocolSpec::Memcache { .. } => {}
+        ProtocolSpec::Redis(RedisSpec { .. }) | ProtocolSpec::Memcache(McSpec { .. }) => {}
         ProtocolSpec::Mqtt(m) => hide(&mut m.message, plan.message.raw().len()),
     }
     s
@@ -473,9 +480,6 @@ fn hide_parts(parts: &mut [barrage_engine::spec::PbPartSpec], hide: &dyn Fn(&mut
         }
     }
 }
-
-/// `--timeout` when none is given.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A spec the checks above let through cannot fail to make a plan; should it, the error
 /// still names what to fix.

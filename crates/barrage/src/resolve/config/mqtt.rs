@@ -1,43 +1,43 @@
 //! MQTT's flags checked and turned into its spec: `--publish` (the load), `--subscribe`,
 //! `--qos`, the CONNECT fields and the keep-alive. Every mistake is one line naming its flag.
 
-use super::protocol::Words;
+use super::vertical::{flag, Flag, Vertical, Words, FIELDS, MAX_FRAME, MESSAGE, MESSAGE_FILE};
 use crate::resolve::cli::RunArgs;
-use crate::resolve::url::Scheme;
+use crate::resolve::redact::Secrets;
+use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::MqttSpec;
 use barrage_engine::{escape, unescape, ProtocolSpec};
+use barrage_scenario::protocol;
 
-/// MQTT's flags on another target, and other protocols' flags on an MQTT target, are
-/// mistakes; so is load without anything to publish.
-pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
+pub(super) static VERTICAL: Vertical = Vertical {
+    rows: &[&protocol::MQTT],
+    flags: &FLAGS,
+    own_words: None,
+    check,
+    spec,
+};
+
+const FLAGS: [Flag; 14] = [
+    flag("--publish", |a| a.mqtt.publish.is_some()),
+    flag("--subscribe", |a| a.mqtt.subscribe.is_some()),
+    flag("--qos", |a| a.mqtt.qos.is_some()),
+    flag("--retain", |a| a.mqtt.retain),
+    flag("--client-id", |a| a.mqtt.client_id.is_some()),
+    flag("--username", |a| a.mqtt.username.is_some()),
+    flag("--password", |a| a.mqtt.password.is_some()),
+    flag("--keepalive", |a| a.mqtt.keepalive.is_some()),
+    flag("--mqtt-version", |a| a.mqtt.mqtt_version.is_some()),
+    flag("--persistent", |a| a.mqtt.persistent),
+    MESSAGE,
+    MESSAGE_FILE,
+    FIELDS,
+    MAX_FRAME,
+];
+
+/// What MQTT refuses in its own words, and load without anything to publish.
+fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     let m = &a.mqtt;
-    let mqtt = matches!(scheme, Scheme::Mqtt | Scheme::Mqtts);
-    if !mqtt {
-        for (flag, on) in [
-            ("--publish", m.publish.is_some()),
-            ("--subscribe", m.subscribe.is_some()),
-            ("--qos", m.qos.is_some()),
-            ("--retain", m.retain),
-            ("--client-id", m.client_id.is_some()),
-            ("--username", m.username.is_some()),
-            ("--password", m.password.is_some()),
-            ("--keepalive", m.keepalive.is_some()),
-            ("--mqtt-version", m.mqtt_version.is_some()),
-            ("--persistent", m.persistent),
-        ] {
-            if on {
-                return Err(Usage::says(
-                    flag,
-                    format!(
-                        "applies to mqtt:// and mqtts:// targets, not {}://",
-                        scheme.name()
-                    ),
-                ));
-            }
-        }
-        return Ok(());
-    }
     for (flag, on, why) in [
         (
             "--first-message",
@@ -84,8 +84,26 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
     Ok(())
 }
 
-/// The spec of an MQTT run; `payload` is the message's words (escaped, or `--fields`' text).
-pub(super) fn spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
+/// The spec of an MQTT run; the message is the words' (escaped, or `--fields`' text).
+fn spec(
+    a: &RunArgs,
+    _: &url::Url,
+    words: &Words,
+    _: &[(String, String)],
+    secrets: &mut Secrets,
+) -> Result<(ProtocolSpec, Option<String>), Usage> {
+    for (flag, v) in [
+        ("--username", &a.mqtt.username),
+        ("--password", &a.mqtt.password),
+    ] {
+        if let Some(v) = v {
+            secrets.fill(v.as_bytes(), flag)?;
+        }
+    }
+    Ok((mqtt_spec(a, words)?, None))
+}
+
+fn mqtt_spec(a: &RunArgs, words: &Words) -> Result<ProtocolSpec, Usage> {
     let m = &a.mqtt;
     let version = match m.mqtt_version.as_deref().map(str::trim) {
         None | Some("3.1.1") | Some("311") | Some("4") => barrage_engine::mqtt::V311,

@@ -7,7 +7,7 @@
 //! (frame writers, HPACK, the request compiler); the reflection messages, three fields deep,
 //! are read by hand.
 
-use super::DEFAULT_TIMEOUT;
+use super::vertical::DEFAULT_TIMEOUT;
 use crate::resolve::cli::RunArgs;
 use crate::resolve::url;
 use crate::usage::Usage;

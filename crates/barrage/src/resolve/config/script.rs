@@ -2,7 +2,7 @@
 //! before any load (a mistake is one line naming the file and line); and the flags its
 //! functions take the place of. Every process of a run compiles it again from the spec's text.
 
-use super::protocol::read_capped;
+use super::vertical::read_capped;
 use crate::resolve::cli::RunArgs;
 use crate::resolve::url::Scheme;
 use crate::usage::Usage;
@@ -33,7 +33,7 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         }
         return Ok(None);
     };
-    if scheme != Scheme::Tcp {
+    if !scheme.is(&barrage_scenario::protocol::TCP) {
         return Err(Usage::says(
             "--script",
             format!("applies to tcp:// targets, not {}://", scheme.name()),

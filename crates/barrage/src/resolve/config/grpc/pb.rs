@@ -26,7 +26,7 @@ pub fn compiled(
     svc: &str,
     method: &str,
 ) -> Result<Compiled, Usage> {
-    let pool = compile(&a.import_path, proto)?;
+    let pool = compile(&a.grpc.import_path, proto)?;
     method_in(&pool, svc, method, &proto.display().to_string())
         .map_err(|(v, why)| Usage::value("target", v, why))
 }
