@@ -20,6 +20,7 @@ mod json;
 pub mod live;
 mod markdown;
 mod monitor_text;
+mod protocols;
 pub mod series;
 pub mod stream;
 mod text;

@@ -217,171 +217,6 @@ fn slack(c: &RunConfig) -> String {
     }
 }
 
-/// HTTP/2: the connections by protocol, the streams asked for and allowed, header
-/// compression, frames, resets and GOAWAYs by code (none for other protocols).
-fn h2_lines(r: &RunResult) -> Vec<String> {
-    let h = &r.summary.totals.h2;
-    if h.is_empty() {
-        return Vec::new();
-    }
-    let mut lines = Vec::new();
-    let mut conns = format!("{} connections", thousands(h.connections));
-    if h.http1_connections > 0 {
-        conns += &format!(
-            " ({} more chose HTTP/1.1 by ALPN)",
-            thousands(h.http1_connections)
-        );
-    }
-    let asked = match r.config.streams.unwrap_or(1) {
-        0 => "streams per connection as the server allows".to_string(),
-        n => format!("streams {} per connection", thousands(u64::from(n))),
-    };
-    let granted = match h.streams_granted {
-        0 => "no limit from the server".to_string(),
-        n => format!("the server allows {}", thousands(n)),
-    };
-    lines.push(format!("{conns}; {asked}, {granted}"));
-    if h.header_bytes > 0 {
-        lines.push(format!(
-            "response headers {} as sent (HPACK), {} as HTTP/1.1 would write them ({:.1}x); frames {} read, {} written",
-            bytes(h.header_bytes as f64),
-            bytes(h.header_bytes_plain as f64),
-            h.header_bytes_plain as f64 / h.header_bytes as f64,
-            thousands(h.frames_read),
-            thousands(h.frames_written)
-        ));
-    }
-    let codes = |c: &barrage_metrics::CodeCounts| -> Vec<String> {
-        c.iter()
-            .map(|(k, n)| {
-                let name = barrage_metrics::h2_code_name(u32::from(k));
-                format!("{name} {}", thousands(n))
-            })
-            .collect()
-    };
-    if !h.resets.is_empty() {
-        let mut l = format!("streams reset: {}", codes(&h.resets).join(", "));
-        if h.refused_retried > 0 {
-            l += &format!(" ({} refused sent again)", thousands(h.refused_retried));
-        }
-        lines.push(l);
-    }
-    if !h.goaways.is_empty() {
-        lines.push(format!("GOAWAY: {}", codes(&h.goaways).join(", ")));
-    }
-    if h.stream_waits > 0 {
-        lines.push(format!(
-            "waited for a stream: {} messages fell due with every allowed stream in flight",
-            thousands(h.stream_waits)
-        ));
-    }
-    lines
-}
-
-/// gRPC: calls by status, messages received.
-fn grpc_lines(r: &RunResult) -> Vec<String> {
-    let g = &r.summary.totals.grpc;
-    if g.is_empty() {
-        return Vec::new();
-    }
-    let mut codes: Vec<String> = g
-        .status
-        .iter()
-        .map(|(c, n)| {
-            format!(
-                "{} {}",
-                barrage_metrics::grpc_code_name(u32::from(c)),
-                thousands(n)
-            )
-        })
-        .collect();
-    if g.no_status > 0 {
-        codes.push(format!("no grpc-status {}", thousands(g.no_status)));
-    }
-    vec![
-        format!("calls by status: {}", codes.join(", ")),
-        format!("{} reply messages received", thousands(g.messages_received)),
-    ]
-}
-
-/// MQTT: CONNACK codes, subscriptions, acknowledgements, deliveries, keep-alives (none for
-/// other protocols). The HTML and Markdown reports show the same lines.
-pub(crate) fn mqtt_lines(r: &RunResult) -> Vec<String> {
-    let m = &r.summary.totals.mqtt;
-    if m.is_empty() {
-        return Vec::new();
-    }
-    let codes = |c: &barrage_metrics::codes::CodeCounts| -> String {
-        c.iter()
-            .filter(|(code, _)| *code != 0 || !std::ptr::eq(c, &m.connack))
-            .map(|(code, n)| format!("0x{code:02x} {}", thousands(n)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let accepted = m.connack.get(0);
-    let mut connack = format!("CONNACK accepted {}", thousands(accepted));
-    let refused = m.connack.total() - accepted;
-    if refused > 0 {
-        connack += &format!(", refused {} ({})", thousands(refused), codes(&m.connack));
-    }
-    let mut lines = vec![connack];
-    if m.subscribed + m.sub_refused > 0 {
-        lines.push(format!(
-            "subscriptions granted {}, refused {}",
-            thousands(m.subscribed),
-            thousands(m.sub_refused)
-        ));
-    }
-    if m.puback + m.pubrec + m.pubcomp > 0 {
-        let mut acks = Vec::new();
-        for (name, n) in [
-            ("PUBACK", m.puback),
-            ("PUBREC", m.pubrec),
-            ("PUBCOMP", m.pubcomp),
-        ] {
-            if n > 0 {
-                acks.push(format!("{name} {}", thousands(n)));
-            }
-        }
-        let mut line = format!("acknowledged: {}", acks.join(", "));
-        if !m.refused.is_empty() {
-            line += &format!("; refusing reason codes {}", codes(&m.refused));
-        }
-        lines.push(line);
-    }
-    let got = m.received_total();
-    if got > 0 {
-        lines.push(format!(
-            "delivered by the broker: {} messages (QoS 0 {}, 1 {}, 2 {}), {} of payload",
-            thousands(got),
-            thousands(m.received[0]),
-            thousands(m.received[1]),
-            thousands(m.received[2]),
-            bytes(m.received_bytes as f64)
-        ));
-    }
-    if m.receive_max_waits > 0 {
-        lines.push(format!(
-            "waited for the broker's Receive Maximum: {} messages fell due with it all in flight",
-            thousands(m.receive_max_waits)
-        ));
-    }
-    if m.pings + m.pongs > 0 {
-        lines.push(format!(
-            "keep-alive: {} PINGREQ sent, {} PINGRESP received",
-            thousands(m.pings),
-            thousands(m.pongs)
-        ));
-    }
-    if !m.disconnects.is_empty() {
-        lines.push(format!(
-            "DISCONNECT from the broker: {}",
-            codes(&m.disconnects)
-        ));
-    }
-    lines
-}
-
 /// The load mode with the one parameter that defines it.
 fn mode(c: &RunConfig) -> String {
     let ms = |v: Option<f64>| v.map(|v| setting_us(v * 1e3)).unwrap_or_else(|| "?".into());
@@ -1021,21 +856,13 @@ fn health(r: &RunResult) -> Vec<String> {
         }
         lines.insert(2, row(if i == 0 { "Commands" } else { "" }, line));
     }
-    let h2 = h2_lines(r);
-    let n_h2 = h2.len();
-    for (i, line) in h2.into_iter().enumerate() {
-        lines.insert(2 + i, row(if i == 0 { "HTTP/2" } else { "" }, line));
-    }
-    let grpc = grpc_lines(r);
-    let n_grpc = grpc.len();
-    for (i, line) in grpc.into_iter().enumerate() {
-        lines.insert(2 + n_h2 + i, row(if i == 0 { "gRPC" } else { "" }, line));
-    }
-    for (i, line) in mqtt_lines(r).into_iter().enumerate() {
-        lines.insert(
-            2 + n_h2 + n_grpc + i,
-            row(if i == 0 { "MQTT" } else { "" }, line),
-        );
+    // Each protocol's own counters (HTTP/2, gRPC, MQTT, ...): `crate::protocols`.
+    let mut at = 2;
+    for part in crate::protocols::parts(r) {
+        for (i, line) in part.lines.into_iter().enumerate() {
+            lines.insert(at, row(if i == 0 { part.title } else { "" }, line));
+            at += 1;
+        }
     }
     if !t.ws_close.is_empty() {
         let codes: Vec<String> = t

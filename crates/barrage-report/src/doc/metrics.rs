@@ -3,6 +3,7 @@
 
 use super::{table, Block};
 use crate::fmt::{bytes, duration_us, real, step_failures, step_figures, thousands};
+use crate::protocols::Item;
 use barrage_metrics::{LatencyBasis, LatencyStats, RunResult};
 
 fn us(v: u64) -> String {
@@ -334,111 +335,17 @@ pub(super) fn metrics(r: &RunResult) -> Vec<Block> {
             ],
         ));
     }
-    let h = &t.h2;
-    if !h.is_empty() {
-        out.push(Block::Heading("HTTP/2".into()));
-        let granted = match h.streams_granted {
-            0 => "no limit".to_string(),
-            n => thousands(n),
-        };
-        let ratio = if h.header_bytes > 0 {
-            format!(
-                "{:.1}x",
-                h.header_bytes_plain as f64 / h.header_bytes as f64
-            )
-        } else {
-            "-".into()
-        };
-        out.push(table(
-            [
-                "HTTP/2 connections",
-                "chose HTTP/1.1",
-                "streams per connection",
-                "server allows",
-                "response headers (HPACK)",
-                "as HTTP/1.1",
-                "compression",
-                "frames read",
-                "frames written",
-            ],
-            vec![[
-                thousands(h.connections),
-                thousands(h.http1_connections),
-                match r.config.streams.unwrap_or(1) {
-                    0 => "as the server allows".to_string(),
-                    n => n.to_string(),
-                },
-                granted,
-                thousands(h.header_bytes),
-                thousands(h.header_bytes_plain),
-                ratio,
-                thousands(h.frames_read),
-                thousands(h.frames_written),
-            ]],
-        ));
-        let mut codes: Vec<u16> = h
-            .resets
-            .iter()
-            .chain(h.goaways.iter())
-            .map(|(c, _)| c)
-            .collect();
-        codes.sort_unstable();
-        codes.dedup();
-        if !codes.is_empty() {
-            let rows = codes
-                .into_iter()
-                .map(|c| {
-                    [
-                        barrage_metrics::h2_code_name(u32::from(c)).to_string(),
-                        thousands(h.resets.get(c)),
-                        thousands(h.goaways.get(c)),
-                    ]
-                })
-                .collect();
-            out.push(table(["error code", "streams reset", "GOAWAY"], rows));
+    // Each protocol's own counters (HTTP/2, gRPC, MQTT, ...): `crate::protocols`.
+    for part in crate::protocols::parts(r) {
+        out.push(Block::Heading(part.title.into()));
+        if part.doc.is_empty() {
+            out.extend(part.lines.into_iter().map(|l| Block::Para(format!("{l}."))));
         }
-        if h.stream_waits > 0 {
-            out.push(Block::Para(format!(
-                "Waited for a stream: {} messages fell due with every stream the server allows \
-                 in flight (their latency counts the wait).",
-                thousands(h.stream_waits)
-            )));
-        }
-        if h.refused_retried > 0 {
-            out.push(Block::Para(format!(
-                "{} refused streams were sent again once.",
-                thousands(h.refused_retried)
-            )));
-        }
-    }
-    let g = &t.grpc;
-    if !g.is_empty() {
-        out.push(Block::Heading("gRPC".into()));
-        let mut rows: Vec<[String; 3]> = g
-            .status
-            .iter()
-            .map(|(c, n)| {
-                [
-                    c.to_string(),
-                    barrage_metrics::grpc_code_name(u32::from(c)).to_string(),
-                    thousands(n),
-                ]
-            })
-            .collect();
-        if g.no_status > 0 {
-            rows.push(["-".into(), "no grpc-status".into(), thousands(g.no_status)]);
-        }
-        out.push(table(["grpc-status", "name", "calls"], rows));
-        out.push(Block::Para(format!(
-            "{} reply messages received.",
-            thousands(g.messages_received)
-        )));
-    }
-    let mqtt = crate::text::mqtt_lines(r);
-    if !mqtt.is_empty() {
-        out.push(Block::Heading("MQTT".into()));
-        for line in mqtt {
-            out.push(Block::Para(format!("{line}.")));
+        for item in part.doc {
+            out.push(match item {
+                Item::Para(p) => Block::Para(p),
+                Item::Table { head, rows } => Block::Table { head, rows },
+            });
         }
     }
     if !t.ws_close.is_empty() {
