@@ -41,7 +41,7 @@ fn main() -> ExitCode {
             }
         }
         Err(e) => {
-            if let Some(line) = hyphen_value(&e, &args) {
+            if let Some(line) = hyphen_value(&e, &args).or_else(|| other_server(&e, &args)) {
                 eprintln!("{line}");
                 return ExitCode::from(2);
             }
@@ -153,6 +153,40 @@ fn hyphen_value(e: &clap::Error, args: &[String]) -> Option<String> {
              to give it anyway, write {prev}={bad}"
         )
     })
+}
+
+/// `barrage serve echo --max-queue 1M`: a flag another reference server takes is named with
+/// the servers that take it (clap alone says only that it is unexpected).
+fn other_server(e: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::CommandFactory as _;
+    if e.kind() != ErrorKind::UnknownArgument || subcommand(args)? != "serve" {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = bad.split('=').next()?.strip_prefix("--")?;
+    let cmd = Cli::command();
+    let serve = cmd.find_subcommand("serve")?;
+    let kind = args
+        .iter()
+        .skip_while(|a| a.as_str() != "serve")
+        .nth(1)
+        .filter(|k| serve.find_subcommand(k.as_str()).is_some())?;
+    let takers: Vec<String> = serve
+        .get_subcommands()
+        .filter(|s| s.get_arguments().any(|a| a.get_long() == Some(flag)))
+        .map(|s| format!("serve {}", s.get_name()))
+        .collect();
+    let (last, rest) = takers.split_last()?;
+    let list = match rest {
+        [] => last.clone(),
+        _ => format!("{} and {last}", rest.join(", ")),
+    };
+    Some(format!(
+        "error: --{flag} applies to {list}, not serve {kind} (barrage serve {kind} --help lists its flags)"
+    ))
 }
 
 /// Help and version go to stdout with code 0; usage errors are one line ending in a hint, code 2:

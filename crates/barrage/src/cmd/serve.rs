@@ -19,71 +19,19 @@ fn barrage_servers_proto() -> &'static str {
 }
 
 pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
-    let (name, default_listen, args) = match &a.server {
-        Server::Echo(s) => ("echo", "127.0.0.1:7000", s),
-        Server::Http(s) => ("http", "127.0.0.1:8080", s),
-        Server::H2(s) => ("h2", "127.0.0.1:8443", s),
-        Server::Grpc(s) => ("grpc", "127.0.0.1:50051", s),
-        Server::Ws(s) => ("ws", "127.0.0.1:9000", s),
-        Server::Chat(s) => ("chat", "127.0.0.1:7100", s),
-        Server::Frames(s) => ("frames", "127.0.0.1:7200", s),
-    };
+    let (name, default_listen, args) = a.server.settings();
+    let args = &args;
     // `serve frames` is the chat server (whose port speaks the game protocol too).
     let chat = matches!(name, "chat" | "frames");
-    let chat_flags = [
-        ("--room-size", args.room_size.is_some()),
-        ("--no-self", args.no_self),
-        ("--drop", args.drop_p.is_some()),
-        ("--dup", args.dup_p.is_some()),
-        ("--reorder", args.reorder_p.is_some()),
-        ("--seed", args.seed.is_some()),
-        ("--max-queue", args.max_queue.is_some()),
-    ];
-    if let Some((flag, _)) = chat_flags.iter().find(|(_, on)| *on).filter(|_| !chat) {
-        return Err(Usage::says(
-            *flag,
-            format!("applies to serve chat and serve frames, not serve {name}"),
-        )
-        .into());
-    }
-    if chat {
-        for (flag, on) in [("--tls-cert", args.tls_cert.is_some())] {
-            if on {
-                return Err(Usage::says(flag, format!("does not apply to serve {name}")).into());
-            }
-        }
-    }
-    let h2_flags = [
-        ("--max-streams", args.max_streams.is_some()),
-        ("--goaway-after", args.goaway_after.is_some()),
-        ("--window", args.window.is_some()),
-    ];
     let h2 = matches!(name, "h2" | "grpc");
-    if let Some((flag, _)) = h2_flags.iter().find(|(_, on)| *on).filter(|_| !h2) {
-        return Err(Usage::says(
-            *flag,
-            format!("applies to serve h2 and serve grpc, not serve {name}"),
-        )
-        .into());
-    }
-    let grpc_flags = [
-        ("--fail-every", args.fail_every.is_some()),
-        ("--fail-status", args.fail_status.is_some()),
-        ("--stream-messages", args.stream_messages.is_some()),
-        ("--stream-interval", args.stream_interval.is_some()),
-        ("--write-proto", args.write_proto.is_some()),
-    ];
-    if let Some((flag, _)) = grpc_flags
-        .iter()
-        .find(|(_, on)| *on)
-        .filter(|_| name != "grpc")
-    {
-        return Err(Usage::says(*flag, format!("applies to serve grpc, not serve {name}")).into());
-    }
-    if args.fail_every == Some(0) {
+    if args.grpc.fail_every == Some(0) {
         return Err(Usage::new("--fail-every", "at least 1 (every call)").into());
     }
-    if args.fail_status.is_some_and(|c| !(1..=16).contains(&c)) {
+    if args
+        .grpc
+        .fail_status
+        .is_some_and(|c| !(1..=16).contains(&c))
+    {
         return Err(Usage::new(
             "--fail-status",
             "a gRPC status code from 1 (CANCELLED) to 16 (UNAUTHENTICATED)",
@@ -91,74 +39,52 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         .into());
     }
     if args
+        .grpc
         .stream_messages
         .is_some_and(|n| n > u64::from(u32::MAX))
     {
         return Err(Usage::new("--stream-messages", "at most 4294967295").into());
     }
     if h2 {
-        for (flag, on) in [
-            ("--stall-at", args.stall_at.is_some()),
-            ("--service-time", args.service_time.is_some()),
-            ("--processes", args.processes.is_some_and(|n| n > 1)),
-            ("--server-timing", name == "grpc" && args.server_timing),
-        ] {
-            if on {
-                return Err(Usage::says(flag, format!("does not apply to serve {name}")).into());
-            }
-        }
         if args
+            .h2
             .window
             .is_some_and(|w| !(1..=i32::MAX as u64).contains(&w))
         {
             return Err(Usage::new("--window", "from 1 to 2147483647 bytes").into());
         }
-        if args.max_streams.is_some_and(|n| n > u64::from(u32::MAX)) {
+        if args.h2.max_streams.is_some_and(|n| n > u64::from(u32::MAX)) {
             return Err(Usage::new("--max-streams", "at most 4294967295").into());
         }
     }
-    if let Some(p) = &args.write_proto {
+    if let Some(p) = &args.grpc.write_proto {
         std::fs::write(p, barrage_servers_proto())
             .map_err(|e| Usage::value("--write-proto", p.display(), e))?;
         crate::sinks::outfile::announce(p);
     }
-    if args.server_timing && !matches!(name, "http" | "h2" | "grpc") {
-        return Err(Usage::says(
-            "--server-timing",
-            format!("applies to serve http and serve h2, not serve {name}"),
-        )
-        .into());
-    }
-    if args.service_time.is_some() && name != "http" {
-        return Err(Usage::says(
-            "--service-time",
-            format!(
-                "applies to serve http, not serve {name}; use --delay for a slow {name} server"
-            ),
-        )
-        .into());
-    }
-    let listen = listen_addr(args.listen.as_deref().unwrap_or(default_listen))?;
-    if args.processes.is_some_and(|n| n > 1) && args.metrics.is_some() {
+    let listen = listen_addr(args.common.listen.as_deref().unwrap_or(default_listen))?;
+    if args.processes.processes.is_some_and(|n| n > 1) && args.common.metrics.is_some() {
         return Err(Usage::says("--metrics", "does not go with --processes yet").into());
     }
     let metrics_addr = args
+        .common
         .metrics
         .as_deref()
         .map(|v| crate::sinks::httpd::parse_addr("--metrics", v, true))
         .transpose()?;
-    if let Some(p) = &args.stats {
+    if let Some(p) = &args.common.stats {
         // Fail now, not after hours of serving.
         std::fs::write(p, b"{}\n").map_err(|e| Usage::value("--stats", p.display(), e))?;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The chat server keeps its rooms per thread: one thread (one set of rooms) by default.
     let threads = args
+        .common
         .threads
         .map_or(if chat { 1 } else { cores }, |t| t as usize);
-    let stall_for = args.stall_for.unwrap_or_default();
+    let stall_for = args.stall.stall_for.unwrap_or_default();
     let stop = crate::sys::stop_on_signals().stop;
-    let tls = match (&args.tls_cert, &args.tls_key) {
+    let tls = match (&args.tls.tls_cert, &args.tls.tls_key) {
         (Some(cert), Some(key)) => Some(barrage_servers::TlsFiles {
             cert: cert.clone(),
             key: key.clone(),
@@ -182,10 +108,10 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             listen,
             threads,
             tls: tls.clone(),
-            delay: args.delay,
-            stall_at: args.stall_at,
+            delay: args.common.delay,
+            stall_at: args.stall.stall_at,
             stall_for,
-            reuse_port: args.reuse_port,
+            reuse_port: args.common.reuse_port,
         })
         .map_err(in_use)?,
         #[cfg(not(feature = "h2-server"))]
@@ -202,16 +128,19 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
                 listen,
                 threads,
                 tls: tls.clone(),
-                delay: args.delay,
+                delay: args.common.delay,
                 server_timing: args.server_timing,
-                max_streams: args.max_streams.map(|n| n as u32),
-                goaway_after: args.goaway_after,
-                window: args.window.map(|w| w as u32),
-                reuse_port: args.reuse_port,
+                max_streams: args.h2.max_streams.map(|n| n as u32),
+                goaway_after: args.h2.goaway_after,
+                window: args.h2.window.map(|w| w as u32),
+                reuse_port: args.common.reuse_port,
                 grpc: (name == "grpc").then(|| barrage_servers::grpc::GrpcKnobs {
-                    fail_every: args.fail_every.map(|n| (n, args.fail_status.unwrap_or(14))),
-                    stream_messages: args.stream_messages.map_or(10, |n| n as u32),
-                    stream_interval: args.stream_interval,
+                    fail_every: args
+                        .grpc
+                        .fail_every
+                        .map(|n| (n, args.grpc.fail_status.unwrap_or(14))),
+                    stream_messages: args.grpc.stream_messages.map_or(10, |n| n as u32),
+                    stream_interval: args.grpc.stream_interval,
                 }),
             })
             .map_err(in_use)?
@@ -220,35 +149,36 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             listen,
             threads,
             tls: tls.clone(),
-            delay: args.delay,
+            delay: args.common.delay,
             service_time: args.service_time,
-            stall_at: args.stall_at,
+            stall_at: args.stall.stall_at,
             stall_for,
-            reuse_port: args.reuse_port,
+            reuse_port: args.common.reuse_port,
             server_timing: args.server_timing,
         })
         .map_err(in_use)?,
         Server::Chat(_) | Server::Frames(_) => {
-            let (room_min, room_max) = room_size(args.room_size.as_deref().unwrap_or("3-8"))?;
+            let (room_min, room_max) = room_size(args.rooms.room_size.as_deref().unwrap_or("3-8"))?;
             barrage_servers::chat::start(barrage_servers::chat::ChatConfig {
                 listen,
                 threads,
                 room_min,
                 room_max,
-                self_delivery: !args.no_self,
-                drop: args.drop_p.unwrap_or(0.0),
-                dup: args.dup_p.unwrap_or(0.0),
-                reorder: args.reorder_p.unwrap_or(0.0),
-                seed: args.seed.unwrap_or(1),
-                delay: args.delay,
-                stall_at: args.stall_at,
+                self_delivery: !args.rooms.no_self,
+                drop: args.rooms.drop_p.unwrap_or(0.0),
+                dup: args.rooms.dup_p.unwrap_or(0.0),
+                reorder: args.rooms.reorder_p.unwrap_or(0.0),
+                seed: args.rooms.seed.unwrap_or(1),
+                delay: args.common.delay,
+                stall_at: args.stall.stall_at,
                 stall_for,
                 max_queue: args
+                    .rooms
                     .max_queue
                     .map_or(barrage_servers::chat::MAX_QUEUE, |b| {
                         usize::try_from(b).unwrap_or(usize::MAX)
                     }),
-                reuse_port: args.reuse_port,
+                reuse_port: args.common.reuse_port,
             })
             .map_err(in_use)?
         }
@@ -256,18 +186,18 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
             listen,
             threads,
             tls,
-            delay: args.delay,
-            stall_at: args.stall_at,
+            delay: args.common.delay,
+            stall_at: args.stall.stall_at,
             stall_for,
-            reuse_port: args.reuse_port,
+            reuse_port: args.common.reuse_port,
         })
         .map_err(in_use)?,
     };
-    let mut children = match args.processes.filter(|&n| n > 1) {
+    let mut children = match args.processes.processes.filter(|&n| n > 1) {
         Some(n) => Some(Children::start(n as usize, server.local_addr(), args)?),
         None => None,
     };
-    let scheme = match (name, args.tls_cert.is_some()) {
+    let scheme = match (name, args.tls.tls_cert.is_some()) {
         ("http" | "h2", true) => "https",
         ("h2", false) => "h2c",
         ("grpc", true) => "grpcs",
@@ -286,7 +216,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         std::process::id(),
         if name == "echo" {
             // No client scheme speaks raw TCP in TLS; say so rather than print a tcp:// URL.
-            if args.tls_cert.is_some() {
+            if args.tls.tls_cert.is_some() {
                 ", over TLS".to_string()
             } else {
                 String::new()
@@ -321,7 +251,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }
         None => None,
     };
-    let deadline = args.exit_after.map(|d| Instant::now() + d);
+    let deadline = args.common.exit_after.map(|d| Instant::now() + d);
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -340,7 +270,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
     }
     // The stats file first: it is the record tests and scripts rely on, and stdout may be a
     // pipe whose reader is gone.
-    if let Some(p) = &args.stats {
+    if let Some(p) = &args.common.stats {
         let mut v = serde_json::to_value(s)?;
         v["server"] = name.into();
         v["listen"] = addr.to_string().into();
@@ -352,7 +282,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         }
         std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("--stats {}", p.display()))?;
-        if !args.process_of_parent {
+        if !args.common.process_of_parent {
             crate::sinks::outfile::announce(p);
         }
     }
@@ -512,9 +442,15 @@ impl Children {
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::inherit());
-            if args.seed.is_some() || args.drop_p.is_some() || args.dup_p.is_some() {
+            if args.rooms.seed.is_some()
+                || args.rooms.drop_p.is_some()
+                || args.rooms.dup_p.is_some()
+            {
                 // Each process draws its own faults.
-                c.args(["--seed", &(args.seed.unwrap_or(1) + i as u64).to_string()]);
+                c.args([
+                    "--seed",
+                    &(args.rooms.seed.unwrap_or(1) + i as u64).to_string(),
+                ]);
             }
             let mut child = c
                 .spawn()

@@ -328,6 +328,66 @@ fn version_prints_the_crate_version() {
         .stdout(format!("barrage {}\n", env!("CARGO_PKG_VERSION")));
 }
 
+/// Each reference server takes only its own flags (issue 44, item 3): `serve echo --help` lists
+/// no HTTP/2, gRPC or chat flag, and such a flag is refused in one line naming the servers that
+/// take it.
+#[test]
+fn each_server_lists_and_takes_only_its_own_flags() {
+    let out = barrage()
+        .args(["serve", "echo", "--help"])
+        .assert()
+        .success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for own in [
+        "--listen",
+        "--threads",
+        "--processes",
+        "--stall-at",
+        "--tls-cert",
+    ] {
+        assert!(help.contains(own), "{own} missing from:\n{help}");
+    }
+    for other in [
+        "--max-streams",
+        "--goaway-after",
+        "--window",
+        "--fail-every",
+        "--write-proto",
+        "--room-size",
+        "--max-queue",
+        "--no-self",
+        "--drop",
+        "--service-time",
+        "--server-timing",
+    ] {
+        assert!(
+            !help.contains(other),
+            "{other} in serve echo's help:\n{help}"
+        );
+    }
+    for (args, line) in [
+        (
+            &["serve", "echo", "--max-queue", "1M"][..],
+            "error: --max-queue applies to serve chat and serve frames, not serve echo \
+             (barrage serve echo --help lists its flags)",
+        ),
+        (
+            &["serve", "grpc", "--server-timing"][..],
+            "error: --server-timing applies to serve http and serve h2, not serve grpc \
+             (barrage serve grpc --help lists its flags)",
+        ),
+        (
+            &["serve", "h2", "--processes", "2"][..],
+            "error: --processes applies to serve echo, serve http, serve ws, serve chat and \
+             serve frames, not serve h2 (barrage serve h2 --help lists its flags)",
+        ),
+    ] {
+        let out = barrage().args(args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(err.trim_end(), line, "{args:?}");
+    }
+}
+
 /// Issue 43: `serve --help` said "(echo, http, ws or chat)" beside seven servers. The kinds
 /// are the ones `serve --help` lists as its commands (clap's list of the servers' table);
 /// the one-line description, there and in `barrage --help`, names each of them.

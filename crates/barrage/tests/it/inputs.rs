@@ -343,7 +343,7 @@ fn negative_values_of_the_newer_flags_name_the_flag_and_the_range() {
             &["'--seed <N>'", "whole number from 0"],
         ),
         (
-            [&serve[..], &["--drop", "-1"]].concat(),
+            ["serve", "chat", "--listen", "127.0.0.1:0", "--drop", "-1"].to_vec(),
             &["'--drop <P>'", "from 0 to 1"],
         ),
         (
