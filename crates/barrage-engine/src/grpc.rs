@@ -230,10 +230,10 @@ impl std::fmt::Debug for Decode {
 }
 
 /// The whole messages in a call's DATA (each prefixed) as a scenario step keeps it, and
-/// whether more followed that the step did not keep (its first [`crate::users::MAX_REPLY`]
+/// whether more followed that the step did not keep (its first [`crate::capture::MAX_REPLY`]
 /// bytes are kept); or what is wrong with their framing.
 pub fn messages(mut data: &[u8]) -> Result<(Vec<&[u8]>, bool), String> {
-    let kept_all = data.len() < crate::users::MAX_REPLY;
+    let kept_all = data.len() < crate::capture::MAX_REPLY;
     let mut out = Vec::new();
     while !data.is_empty() {
         if data.len() < PREFIX || data.len() < PREFIX + body_len(data) {
@@ -495,8 +495,8 @@ mod tests {
         assert_eq!(messages(&[]).unwrap(), (vec![], false));
         // A reply cut where a step stops keeping it: its whole messages, and "more".
         let mut big = vec![0, 0, 0, 0, 1, 7];
-        put_prefix(&mut big, crate::users::MAX_REPLY);
-        big.resize(crate::users::MAX_REPLY, 0);
+        put_prefix(&mut big, crate::capture::MAX_REPLY);
+        big.resize(crate::capture::MAX_REPLY, 0);
         assert_eq!(messages(&big).unwrap(), (vec![&[7u8][..]], true));
     }
 

@@ -20,6 +20,9 @@ pub use json::Pointer;
 pub use matcher::Matcher;
 pub use vars::Vars;
 
+/// Replies collected for matching are cut at this size (the rest is not kept).
+pub const MAX_REPLY: usize = 1 << 20;
+
 /// A matcher or capture that cannot be compiled; one line, naming the text at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CaptureError {

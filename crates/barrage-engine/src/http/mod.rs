@@ -16,6 +16,7 @@ mod head;
 mod request;
 mod response;
 pub mod spec;
+pub mod status;
 
 pub(crate) use head::{has_token, header_values, list_items, Head, HeadReader, Progress};
 pub(crate) use request::{
