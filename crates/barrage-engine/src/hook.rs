@@ -157,7 +157,7 @@ pub fn ending() -> Option<&'static str> {
     WATCH.with(|c| {
         let c = c.borrow();
         let w = c.as_ref()?;
-        if crate::run::hurried() {
+        if crate::stop::hurried() {
             return Some("the run was stopped at once (a second signal)");
         }
         if w.load && w.stop.load(Ordering::Relaxed) {

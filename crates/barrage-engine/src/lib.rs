@@ -39,6 +39,7 @@ pub mod run;
 pub mod session;
 pub mod shape;
 pub mod spec;
+mod stop;
 mod transport;
 pub mod users;
 mod worker;

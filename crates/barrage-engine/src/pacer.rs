@@ -8,6 +8,36 @@
 //! range [sent, due)), and latency is timed from `intended(k)`, never from when the loop got
 //! round to it (no coordinated omission).
 
+use std::time::Duration;
+
+/// How the load is paced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Closed loop: the next request when the reply arrives (`pipeline` in flight).
+    PingPong,
+    /// Closed loop with a pause after each reply.
+    Think(Duration),
+    /// Open loop: every connection sends one message every period.
+    Interval(Duration),
+    /// Open loop: this many messages per second in total.
+    Rate(f64),
+}
+
+impl Mode {
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self, Mode::Interval(_) | Mode::Rate(_))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::PingPong => "ping-pong",
+            Mode::Think(_) => "think",
+            Mode::Interval(_) => "interval",
+            Mode::Rate(_) => "rate",
+        }
+    }
+}
+
 /// One connection's send schedule, in nanoseconds since the run's start.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {

@@ -9,38 +9,12 @@
 use crate::framing::Framing;
 pub use crate::http::status::StatusSet;
 use crate::message::Template;
+pub use crate::pacer::Mode;
 use crate::pacer::Schedule;
 use barrage_scenario::protocol::{self, ProtocolInfo};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Mode {
-    /// Closed loop: the next request when the reply arrives (`pipeline` in flight).
-    PingPong,
-    /// Closed loop with a pause after each reply.
-    Think(Duration),
-    /// Open loop: every connection sends one message every period.
-    Interval(Duration),
-    /// Open loop: this many messages per second in total.
-    Rate(f64),
-}
-
-impl Mode {
-    pub fn is_open_loop(&self) -> bool {
-        matches!(self, Mode::Interval(_) | Mode::Rate(_))
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Mode::PingPong => "ping-pong",
-            Mode::Think(_) => "think",
-            Mode::Interval(_) => "interval",
-            Mode::Rate(_) => "rate",
-        }
-    }
-}
 
 /// What is spoken on a connection once it is open.
 #[derive(Clone, Debug)]
@@ -370,6 +344,30 @@ pub enum Clock {
 pub struct ShareSet {
     pub count: usize,
     pub run: Vec<usize>,
+}
+
+impl Plan {
+    /// This plan, run by `users`: one connection per user, the load lasting until the last
+    /// departure (and its `leave` steps).
+    pub fn with_users(mut self, users: crate::users::Users) -> Plan {
+        self.connections = users.count;
+        let end = users.end_ns();
+        let warm = self.warmup.as_nanos().min(u64::MAX as u128) as u64;
+        self.duration = Some(std::time::Duration::from_nanos(
+            end.saturating_sub(warm).max(1),
+        ));
+        self.requests = None;
+        self.connect_rate = None;
+        if users.stages.is_none() {
+            // A scenario's steps say what is sent; a ramp keeps the run's mode.
+            self.mode = Mode::PingPong;
+        }
+        self.pipeline = 1;
+        self.first_message = None;
+        self.verify = false;
+        self.users = Some(std::sync::Arc::new(users));
+        self
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use crate::clock::{mono_ns, TimeSource};
 use crate::plan::{Plan, Protocol, Share};
 use crate::session::{self, Session};
 use crate::spec::Clock;
+use crate::stop::hurried;
+pub use crate::stop::hurry;
 use crate::worker::{Worker, WorkerEvent};
 use barrage_metrics::{Aggregator, Delta, Outcome, Tick};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -242,20 +244,6 @@ fn coordinate(
     }
     let outcome = agg.finish(connections, plan.latency_basis());
     Ok(RunOutput { outcome, end })
-}
-
-/// Set once a stopped run should not wait for what is in flight: the drain ends at once.
-static HURRY: AtomicBool = AtomicBool::new(false);
-
-/// Cut the drain short (a second signal): workers stop waiting for replies in flight, which
-/// end as in flight at the end; nothing measured is dropped. For the process's runs from now
-/// on, so call it only once the run was told to stop.
-pub fn hurry() {
-    HURRY.store(true, Ordering::Relaxed);
-}
-
-pub(crate) fn hurried() -> bool {
-    HURRY.load(Ordering::Relaxed)
 }
 
 fn unix_ns() -> u64 {

@@ -469,7 +469,12 @@ impl Spec {
             let stages = crate::users::ConnStages {
                 points: shape.points().to_vec(),
             };
-            let users = crate::users::Users::for_load(&plan, stages);
+            let users = crate::users::Users::for_load(
+                plan.mode,
+                plan.timeout,
+                plan.framing != Framing::None,
+                stages,
+            );
             return Ok(plan.with_users(users));
         }
         let (host, headers) = spoken.http.unwrap_or_default();

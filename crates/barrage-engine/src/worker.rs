@@ -408,7 +408,7 @@ impl<S: Session> Worker<S> {
                 false
             }
             Period::Drain { until } => {
-                self.rec.in_flight == 0 || now >= until || crate::run::hurried()
+                self.rec.in_flight == 0 || now >= until || crate::stop::hurried()
             }
         }
     }

@@ -23,30 +23,7 @@ pub use program::{
 };
 
 pub use crate::capture::MAX_REPLY;
-
-impl crate::plan::Plan {
-    /// This plan, run by `users`: one connection per user, the load lasting until the last
-    /// departure (and its `leave` steps).
-    pub fn with_users(mut self, users: Users) -> crate::plan::Plan {
-        self.connections = users.count;
-        let end = users.end_ns();
-        let warm = self.warmup.as_nanos().min(u64::MAX as u128) as u64;
-        self.duration = Some(std::time::Duration::from_nanos(
-            end.saturating_sub(warm).max(1),
-        ));
-        self.requests = None;
-        self.connect_rate = None;
-        if users.stages.is_none() {
-            // A scenario's steps say what is sent; a ramp keeps the run's mode.
-            self.mode = crate::plan::Mode::PingPong;
-        }
-        self.pipeline = 1;
-        self.first_message = None;
-        self.verify = false;
-        self.users = Some(std::sync::Arc::new(users));
-        self
-    }
-}
+use crate::pacer::Mode;
 
 /// The users of a run.
 #[derive(Debug)]
@@ -192,12 +169,17 @@ impl Users {
             .map_or(0, |p| (p.0 * 1e9).round() as u64)
     }
 
-    /// Connections ramped by `stages`, each running the plan's mode as a one-step program.
-    pub fn for_load(plan: &crate::plan::Plan, stages: ConnStages) -> Users {
-        use crate::plan::Mode;
+    /// Connections ramped by `stages`, each running the plan's mode as a one-step program
+    /// (`awaits`: a message has a reply to wait for).
+    pub fn for_load(
+        mode: Mode,
+        timeout: std::time::Duration,
+        awaits: bool,
+        stages: ConnStages,
+    ) -> Users {
         let connections = stages.peak().max(1);
-        let timeout_ns = plan.timeout.as_nanos().min(u64::MAX as u128) as u64;
-        let (ops, open_loop) = match plan.mode {
+        let timeout_ns = timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let (ops, open_loop) = match mode {
             Mode::PingPong => (
                 vec![
                     Op::Send(0),
@@ -228,7 +210,7 @@ impl Users {
                 )
             }
             Mode::Interval(_) | Mode::Rate(_) => {
-                let period_ns = match plan.mode {
+                let period_ns = match mode {
                     Mode::Interval(d) => d.as_nanos().min(u64::MAX as u128) as u64,
                     Mode::Rate(r) => (connections as f64 * 1e9 / r).round() as u64,
                     _ => unreachable!(),
@@ -267,7 +249,7 @@ impl Users {
                     header_captures: Box::default(),
                     status: None,
                     timeout_ns,
-                    awaits: plan.framing != crate::framing::Framing::None,
+                    awaits,
                     open_loop,
                     server_time: None,
                     broadcast: None,

@@ -103,7 +103,12 @@ fn a_connection_ramp_opens_each_connection_on_time() {
     let stages = ConnStages {
         points: vec![(0.0, 0.0), (0.5, 4.0), (1.0, 4.0)],
     };
-    let u = Users::for_load(&p, stages);
+    let u = Users::for_load(
+        p.mode,
+        p.timeout,
+        p.framing != barrage_engine::Framing::None,
+        stages,
+    );
     p = p.with_users(u);
     let (o, _) = go_virtual(p);
     let (x, _) = counts(&o);

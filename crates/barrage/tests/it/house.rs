@@ -155,7 +155,6 @@ const CIRCLES: &[&str] = &[
     "barrage: sinks/tui.rs sinks/tui/view.rs",
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-engine: command.rs memcache/command.rs",
-    "barrage-engine: conn.rs hook.rs modes.rs plan.rs run.rs session/mod.rs session/replies.rs users/mod.rs worker.rs worker/wire.rs",
     "barrage-engine: session/h2/mod.rs session/h2/read.rs",
     "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
     "barrage-monitor: os/mod.rs os/windows/mod.rs",
