@@ -36,7 +36,7 @@ pub enum CommandError {
     Placeholder(String, TemplateError),
     /// A command memcached's grammar refuses ([`crate::memcache`]).
     #[error(transparent)]
-    Memcache(#[from] crate::memcache::McCommandError),
+    Memcache(#[from] McCommandError),
 }
 
 #[derive(Clone, Debug)]
@@ -505,6 +505,26 @@ fn smooth_round_robin(weights: &[u64]) -> Box<[u16]> {
         table.push(best as u16);
     }
     table.into()
+}
+
+/// A command memcached's grammar refuses; Display fits on one line after "--command: ".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McCommandError {
+    #[error("'{spec}': memcached '{name}' expects {expects}")]
+    Args {
+        spec: String,
+        name: String,
+        expects: &'static str,
+    },
+    #[error(
+        "'{spec}': '{name}' is not a memcached text command barrage sends; use get, gets, set, \
+         add, replace, append, prepend, delete, incr, decr or touch"
+    )]
+    Unknown { spec: String, name: String },
+    #[error("'{0}': a memcached key has at most 250 bytes and no spaces or control characters")]
+    Key(String),
+    #[error("'{0}': the {1} must be a whole number or a placeholder such as {{seq%100}}")]
+    Number(String, &'static str),
 }
 
 #[cfg(test)]

@@ -3,31 +3,11 @@
 //! value). The weighted mix, the parts and their rendering are shared with redis
 //! ([`crate::command`]).
 
-use crate::command::{CommandError, Commands, Part, Sized};
+use crate::command::{CommandError, Commands, McCommandError, Part, Sized};
 use crate::message::Template;
 
 /// memcached's key length limit.
 const MAX_KEY: usize = 250;
-
-/// A command memcached's grammar refuses; Display fits on one line after "--command: ".
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum McCommandError {
-    #[error("'{spec}': memcached '{name}' expects {expects}")]
-    Args {
-        spec: String,
-        name: String,
-        expects: &'static str,
-    },
-    #[error(
-        "'{spec}': '{name}' is not a memcached text command barrage sends; use get, gets, set, \
-         add, replace, append, prepend, delete, incr, decr or touch"
-    )]
-    Unknown { spec: String, name: String },
-    #[error("'{0}': a memcached key has at most 250 bytes and no spaces or control characters")]
-    Key(String),
-    #[error("'{0}': the {1} must be a whole number or a placeholder such as {{seq%100}}")]
-    Number(String, &'static str),
-}
 
 impl Commands {
     /// memcached text-protocol commands (names lower case, as memcached wants them).

@@ -12,7 +12,7 @@ mod command;
 mod decode;
 pub mod spec;
 
-pub use command::McCommandError;
+pub use crate::command::McCommandError;
 pub use decode::{McDecoder, McError, McReply, McSink, MAX_LINE, MAX_VALUE};
 
 #[cfg(test)]

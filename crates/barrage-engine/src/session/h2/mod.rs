@@ -19,6 +19,7 @@
 //! `fields` (a header block's checks), `grpc` (a call's messages and status) and `fuzz` (the
 //! fuzz target's entry).
 
+mod cfg;
 mod fields;
 mod fuzz;
 mod grpc;
@@ -26,39 +27,22 @@ mod read;
 mod stream;
 mod write;
 
+pub use cfg::Cfg;
 pub use fuzz::{fuzz_feed, FuzzCase};
 
 use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
 use crate::h2::frame::{self, code, FrameReader};
 use crate::h2::hpack::Decoder;
-use crate::h2::{ours, H2Request};
+use crate::h2::ours;
 use crate::message::Fill;
-use crate::plan::{GrpcMode, Plan, Protocol, StatusSet};
+use crate::plan::{Plan, Protocol};
 use barrage_metrics::{ErrorClass, Recorder};
 use read::Sink;
 use stream::{Pending, St, Stream, LAST_ID, MAX_OWED};
 
-pub struct Cfg {
-    request: H2Request,
-    expect: StatusSet,
-    streams: u32,
-    grpc: Option<GrpcMode>,
-}
-
 pub struct H2 {
     rd: FrameReader,
     st: St,
-}
-
-impl Cfg {
-    pub(crate) fn of(h: &crate::plan::H2Plan) -> Self {
-        Cfg {
-            request: h.request.clone(),
-            expect: h.expect_status.clone(),
-            streams: h.streams,
-            grpc: h.grpc,
-        }
-    }
 }
 
 impl Session for H2 {

@@ -3,9 +3,9 @@
 //! and judged, DATA counted against the receive windows (refilled as it is consumed), and a
 //! stream's end turned into its exchange's end.
 
+use super::cfg::Cfg;
 use super::fields::{parse_status, Fields};
 use super::stream::{remember, St, LAST_ID};
-use super::Cfg;
 use crate::grpc::MsgReader;
 use crate::h2::frame::{self, code, flag, kind, FrameSink, Head};
 use crate::h2::ours;

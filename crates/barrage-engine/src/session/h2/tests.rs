@@ -5,8 +5,9 @@ use super::*;
 use crate::h2::frame::{flag, kind, put_head};
 use crate::h2::frame::{put_goaway, put_ping, put_rst, put_settings, put_window_update};
 use crate::h2::hpack::put_str;
-use crate::h2::H2RequestSpec;
+use crate::h2::{H2Request, H2RequestSpec};
 use crate::pacer::Rng;
+use crate::plan::{GrpcMode, StatusSet};
 use crate::session::tests::Conn;
 
 fn cfg(streams: u32) -> Cfg {

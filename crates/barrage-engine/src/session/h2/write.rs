@@ -2,8 +2,8 @@
 //! HPACK encoder, and DATA as far as the stream's and the connection's send windows allow;
 //! what does not fit waits as [`Pending`] and goes out as WINDOW_UPDATEs open the windows.
 
+use super::cfg::Cfg;
 use super::stream::{Pending, St};
-use super::Cfg;
 use crate::h2::frame::{self, flag, kind, put_head, set_head};
 use crate::h2::Body;
 use crate::message::Fill;
