@@ -21,6 +21,8 @@
 
 mod track;
 
+use track::ScanPacer;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -221,35 +223,6 @@ impl Drop for Monitor {
         if self.thread.is_some() {
             self.finish();
         }
-    }
-}
-
-/// Pacing of the costly parts of a sample, by their own cost: tying sockets to a process (one
-/// `readlink` per open fd, ~3-6 µs each: ~1 s for 200,000 fds) and walking the machine's TCP
-/// sockets for their states (sock_diag, ~2 µs per socket). Done every sample at 100,000
-/// connections on each side, they took longer than the interval: the monitor fell behind (a
-/// sample every 2-13 s) and took most of a core, counted as barrage's. Each is due again after
-/// [`SCAN_BUDGET`] times its last cost (each at most ~5 % of a core), so at a few thousand
-/// sockets every sample has both; between them a sample carries the last TCP states, and a
-/// socket opened since a process's last scan is counted from its next. Measured with 15,000 idle
-/// connections watched on both sides: barrage's CPU 24.6 % of a core before, 12.7 % after.
-const SCAN_BUDGET: u32 = 20;
-
-/// When a paced scan is due again: [`SCAN_BUDGET`] times the cost of the last one after it.
-#[derive(Clone, Copy, Debug, Default)]
-struct ScanPacer {
-    next: Option<Instant>,
-}
-
-impl ScanPacer {
-    fn due(&self, now: Instant) -> bool {
-        self.next.is_none_or(|n| now >= n)
-    }
-
-    /// A scan that ran from `start` to `end`.
-    fn scanned(&mut self, start: Instant, end: Instant) {
-        let cost = end.saturating_duration_since(start);
-        self.next = Some(end + cost * (SCAN_BUDGET - 1));
     }
 }
 

@@ -19,9 +19,6 @@ use std::thread::{self, JoinHandle};
 mod bind;
 use bind::bind_listeners;
 
-/// Listen backlog: large, so that a connection storm from the load generator is queued rather
-/// than refused while a thread is busy.
-pub(crate) const BACKLOG: i32 = 4096;
 /// Token of a thread's listening socket.
 pub(crate) const LISTENER: Token = Token(0);
 /// Token of a thread's waker (shutdown).

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use barrage_metrics::{ProcSample, ProcessSeries, TcpStates};
 
-use super::ScanPacer;
 use crate::os::{ProcReading, Process, Scratch};
 use crate::MonitorError;
 
@@ -245,3 +244,32 @@ mod tests {
         assert_eq!(t.into_series().command, "server");
     }
 }
+
+/// When a paced scan is due again: [`SCAN_BUDGET`] times the cost of the last one after it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ScanPacer {
+    next: Option<Instant>,
+}
+
+impl ScanPacer {
+    pub(super) fn due(&self, now: Instant) -> bool {
+        self.next.is_none_or(|n| now >= n)
+    }
+
+    /// A scan that ran from `start` to `end`.
+    pub(super) fn scanned(&mut self, start: Instant, end: Instant) {
+        let cost = end.saturating_duration_since(start);
+        self.next = Some(end + cost * (SCAN_BUDGET - 1));
+    }
+}
+
+/// Pacing of the costly parts of a sample, by their own cost: tying sockets to a process (one
+/// `readlink` per open fd, ~3-6 µs each: ~1 s for 200,000 fds) and walking the machine's TCP
+/// sockets for their states (sock_diag, ~2 µs per socket). Done every sample at 100,000
+/// connections on each side, they took longer than the interval: the monitor fell behind (a
+/// sample every 2-13 s) and took most of a core, counted as barrage's. Each is due again after
+/// [`SCAN_BUDGET`] times its last cost (each at most ~5 % of a core), so at a few thousand
+/// sockets every sample has both; between them a sample carries the last TCP states, and a
+/// socket opened since a process's last scan is counted from its next. Measured with 15,000 idle
+/// connections watched on both sides: barrage's CPU 24.6 % of a core before, 12.7 % after.
+pub(super) const SCAN_BUDGET: u32 = 20;

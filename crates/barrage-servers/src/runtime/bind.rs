@@ -18,6 +18,10 @@ use mio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::SocketAddr;
 
+/// Listen backlog: large, so that a connection storm from the load generator is queued rather
+/// than refused while a thread is busy.
+pub(crate) const BACKLOG: i32 = 4096;
+
 /// Binds `n` non-blocking listeners to `listen` (port 0: one free port for all of them).
 pub(super) fn bind_listeners(
     listen: SocketAddr,
@@ -47,8 +51,7 @@ fn bind(socket: &Socket, addr: SocketAddr, join: bool) -> Result<(), ServerError
 
 #[cfg(unix)]
 mod imp {
-    use super::{bind, socket};
-    use crate::runtime::BACKLOG;
+    use super::{bind, socket, BACKLOG};
     use crate::stats::ServerError;
     use mio::net::TcpListener;
     use std::net::SocketAddr;
@@ -94,8 +97,7 @@ mod imp {
 
 #[cfg(not(unix))]
 mod imp {
-    use super::{bind, socket};
-    use crate::runtime::BACKLOG;
+    use super::{bind, socket, BACKLOG};
     use crate::stats::ServerError;
     use mio::net::TcpListener;
     use std::net::SocketAddr;

@@ -6,12 +6,13 @@ pub(crate) mod host;
 pub(crate) mod proc;
 pub(crate) mod tcp;
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::os::ProcReading;
 
 pub(crate) use host::{host_levels, read_host};
+#[cfg(test)]
+use proc::{clock_ticks, ticks_to_ns};
 pub(crate) use tcp::{listener_pid, TcpCounter};
 
 pub(crate) const SUPPORTED: bool = true;
@@ -71,27 +72,6 @@ pub(crate) fn fds_warning(pid: u32) -> String {
         "pid {pid}: its /proc/{pid}/fd is not ours to read, so its fds and TCP states read 0 \
          (run as the same user or as root)"
     )
-}
-
-/// Units of utime/stime in `/proc/<pid>/stat` (USER_HZ, 100 nearly everywhere).
-fn clock_ticks() -> u64 {
-    static TICKS: OnceLock<u64> = OnceLock::new();
-    *TICKS.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if v > 0 {
-            v as u64
-        } else {
-            100
-        }
-    })
-}
-
-/// Clock ticks as nanoseconds: exact (a tick is 10 ms at USER_HZ 100), so rates come out the
-/// same as computed from the ticks themselves.
-pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
-    let ns = ticks as u128 * 1_000_000_000 / clock_ticks() as u128;
-    ns.min(u64::MAX as u128) as u64
 }
 
 /// Cores online (the whole machine, not this process's affinity: `cpu_machine_pct` is a share

@@ -15,8 +15,36 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::sync::OnceLock;
 
-use super::tcp::socket_inode;
 use crate::os::ProcReading;
+
+/// The inode in a `/proc/<pid>/fd` link such as `socket:[12345]`.
+pub(crate) fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// Units of utime/stime in `/proc/<pid>/stat` (USER_HZ, 100 nearly everywhere).
+pub(crate) fn clock_ticks() -> u64 {
+    static TICKS: OnceLock<u64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if v > 0 {
+            v as u64
+        } else {
+            100
+        }
+    })
+}
+
+/// Clock ticks as nanoseconds: exact (a tick is 10 ms at USER_HZ 100), so rates come out the
+/// same as computed from the ticks themselves.
+pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
+    let ns = ticks as u128 * 1_000_000_000 / clock_ticks() as u128;
+    ns.min(u64::MAX as u128) as u64
+}
 
 /// The fields of `/proc/<pid>/stat` the monitor uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -268,8 +296,8 @@ pub(crate) fn read_process(
             }
         }
     }
-    r.user_ns = super::ticks_to_ns(ticks.user);
-    r.sys_ns = super::ticks_to_ns(ticks.sys);
+    r.user_ns = ticks_to_ns(ticks.user);
+    r.sys_ns = ticks_to_ns(ticks.sys);
     Some(r)
 }
 

@@ -15,19 +15,12 @@ use std::io;
 
 use barrage_metrics::TcpStates;
 
+pub(crate) use super::proc::socket_inode;
 use super::proc::{numeric_entries, read_into, read_stat};
 use crate::os::add_owned;
 use crate::os::state::LISTEN;
 use crate::MonitorError;
 use diag::Diag;
-
-/// The inode in a `/proc/<pid>/fd` link such as `socket:[12345]`.
-pub(crate) fn socket_inode(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?
-        .strip_suffix(']')?
-        .parse()
-        .ok()
-}
 
 /// One row of /proc/net/tcp or tcp6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
