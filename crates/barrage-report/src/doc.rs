@@ -11,48 +11,17 @@ use barrage_metrics::readiness::Grade;
 use barrage_metrics::{RunResult, Status};
 
 pub(crate) mod analysis;
+mod block;
 pub(crate) mod charts;
 mod metrics;
+
+pub(crate) use block::{grade, kv, table, Block};
 
 /// One part of the report, with a stable `id` (the HTML anchor, the snapshot key).
 pub(crate) struct Section {
     pub id: &'static str,
     pub title: &'static str,
     pub blocks: Vec<Block>,
-}
-
-pub(crate) enum Block {
-    /// A sub-heading inside a section.
-    Heading(String),
-    Para(String),
-    /// A warning the reader must not miss.
-    Warning(String),
-    /// Preformatted text (the command line).
-    Code(String),
-    /// Label/value pairs.
-    Kv(Vec<(String, String)>),
-    Table {
-        head: Vec<String>,
-        rows: Vec<Vec<String>>,
-    },
-    /// Drawn by the HTML report only; Markdown carries the same figures in tables.
-    Chart(charts::Chart),
-}
-
-fn kv(pairs: &[(&str, String)]) -> Block {
-    Block::Kv(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
-}
-
-pub(crate) fn table<const N: usize>(head: [&str; N], rows: Vec<[String; N]>) -> Block {
-    Block::Table {
-        head: head.iter().map(|s| s.to_string()).collect(),
-        rows: rows.into_iter().map(Vec::from).collect(),
-    }
 }
 
 /// Every section of the report, in reading order, empty ones left out.
@@ -176,15 +145,6 @@ fn status(r: &RunResult) -> String {
     match &r.message {
         Some(m) => format!("{word}: {m}"),
         None => word.to_string(),
-    }
-}
-
-pub(crate) fn grade(g: Grade) -> &'static str {
-    match g {
-        Grade::Pass => "pass",
-        Grade::Warn => "warn",
-        Grade::Fail => "FAIL",
-        Grade::NotMeasured => "not measured",
     }
 }
 

@@ -6,7 +6,6 @@
 //! a program reads of it is rendered here, as a run's result is by the other formats.
 
 use crate::fmt::{duration_us, real};
-use crate::Format;
 use barrage_metrics::thresholds::ThresholdCheck;
 use barrage_metrics::Summary;
 use serde::Serialize;
@@ -263,37 +262,6 @@ pub fn text(r: &Record) -> String {
 
 pub fn json(r: &Record) -> serde_json::Result<String> {
     Ok(serde_json::to_string_pretty(r)? + "\n")
-}
-
-pub fn report(r: &Record, f: Format) -> String {
-    match f {
-        Format::Html => crate::find_max_html::page(r),
-        _ => markdown(r),
-    }
-}
-
-fn markdown(r: &Record) -> String {
-    use crate::markdown_escape as escape;
-    let mut out = format!("# find-max: {}\n\n", escape(&r.target));
-    out.push_str(&format!("**Verdict:** {}\n\n", escape(&r.result.verdict)));
-    out.push_str(&format!(
-        "SLOs: {}. Steps of {} s after {} s of warm-up, {} connections.\n\n",
-        r.slos
-            .iter()
-            .map(|s| format!("`{s}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        r.step_duration_s,
-        r.step_warmup_s,
-        r.connections
-    ));
-    out.push_str(&format!("| {} |\n", HEAD.join(" | ")));
-    out.push_str(&format!("|{}\n", "---|".repeat(HEAD.len())));
-    for row in rows(r) {
-        let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -264,3 +264,35 @@ fn charts(r: &Record) -> [Chart; 3] {
     }
     charts
 }
+
+/// The find-max record as a page: HTML, or Markdown for any other format.
+pub fn report(r: &Record, f: crate::Format) -> String {
+    match f {
+        crate::Format::Html => page(r),
+        _ => markdown(r),
+    }
+}
+
+fn markdown(r: &Record) -> String {
+    use crate::markdown_escape as escape;
+    let mut out = format!("# find-max: {}\n\n", escape(&r.target));
+    out.push_str(&format!("**Verdict:** {}\n\n", escape(&r.result.verdict)));
+    out.push_str(&format!(
+        "SLOs: {}. Steps of {} s after {} s of warm-up, {} connections.\n\n",
+        r.slos
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        r.step_duration_s,
+        r.step_warmup_s,
+        r.connections
+    ));
+    out.push_str(&format!("| {} |\n", HEAD.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(HEAD.len())));
+    for row in rows(r) {
+        let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}

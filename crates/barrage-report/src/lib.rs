@@ -26,6 +26,9 @@ pub mod stream;
 mod text;
 mod verdicts;
 
+/// `barrage find-max --report`: the record as a page (HTML or Markdown).
+pub use find_max_html::report as find_max_report;
+
 pub use compare_html::render_comparison_html;
 pub use compare_text::render_comparison_text;
 pub use html::esc as html_escape;

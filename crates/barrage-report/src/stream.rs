@@ -23,7 +23,7 @@ use barrage_metrics::{
     Aggregator, Delta, HostSample, LatencyBasis, MonitorSeries, ProcSample, ProcessSeries,
     RunResult, Timeline,
 };
-pub use seconds::{decode_second, Order, SecondError, MAX_COUNT};
+pub use seconds::{clock, decode_second, Order, SecondError, MAX_COUNT};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -623,16 +623,6 @@ fn monitor_series(dir: &Path, m: &MonitorHeader) -> Result<MonitorSeries, Report
     }
     series.to_run_clock(m.lead_s);
     Ok(series)
-}
-
-/// `11h02m05s`, `2m05s`, `5.2s`.
-pub fn clock(ns: u64) -> String {
-    let s = ns / 1_000_000_000;
-    match (s / 3600, s / 60 % 60, s % 60) {
-        (0, 0, _) => format!("{:.1}s", ns as f64 / 1e9),
-        (0, m, s) => format!("{m}m{s:02}s"),
-        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
-    }
 }
 
 #[cfg(test)]

@@ -4,41 +4,11 @@
 //! A chart is only built when it has at least one point with a value, so every chart on the
 //! page draws something. Gaps (a second without completed exchanges) are `None`, drawn as gaps.
 
+pub(crate) use super::block::{Chart, Series};
 use super::Block;
 use crate::fmt::duration_us;
 use barrage_metrics::analysis::combined_server;
 use barrage_metrics::{Phase, ProcSample, RunResult};
-use serde::Serialize;
-
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Series {
-    pub label: String,
-    pub values: Vec<Option<f64>>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Chart {
-    /// The element id on the page (`chart-...`).
-    pub id: String,
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    /// Logarithmic axes (the spectrum).
-    pub x_log: bool,
-    pub y_log: bool,
-    pub x: Vec<f64>,
-    pub series: Vec<Series>,
-    /// Tick labels of a log x axis: the percentile each position stands for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub x_percentile: Option<bool>,
-    /// Join each series across x positions where it has no value (several runs on one axis,
-    /// whose points interleave).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub span_gaps: bool,
-    /// Mark every point, not only when a series has few (find-max: each point is a step).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub points: bool,
-}
 
 impl Chart {
     pub(crate) fn new(id: &str, title: &str, x_label: &str, y_label: &str, x: Vec<f64>) -> Self {

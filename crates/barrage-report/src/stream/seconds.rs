@@ -190,7 +190,17 @@ pub fn at(key: u64) -> String {
     if key == DRAIN_KEY {
         "the drain".to_string()
     } else {
-        format!("the second at {}", super::clock(key))
+        format!("the second at {}", clock(key))
+    }
+}
+
+/// `11h02m05s`, `2m05s`, `5.2s`.
+pub fn clock(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, _) => format!("{:.1}s", ns as f64 / 1e9),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
     }
 }
 

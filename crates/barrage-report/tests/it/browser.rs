@@ -109,6 +109,6 @@ fn the_find_max_page_opens_clean_and_its_charts_draw() {
         return;
     }
     let r = crate::find_max::record("http://127.0.0.1:8080/");
-    let page = barrage_report::find_max::report(&r, Format::Html);
+    let page = barrage_report::find_max_report(&r, Format::Html);
     assert_clean("find-max", &page, 3);
 }

@@ -5,8 +5,9 @@
 use crate::common;
 use crate::common::page::{attrs, chart_data, structure};
 use barrage_report::find_max::{
-    json, report, step_line, text, verdict, Bounds, Conclusion, End, Record, Step, Verdict, SCHEMA,
+    json, step_line, text, verdict, Bounds, Conclusion, End, Record, Step, Verdict, SCHEMA,
 };
+use barrage_report::find_max_report as report;
 use barrage_report::Format;
 
 fn step(n: usize, offered: f64, achieved: f64, p99_us: u64, verdict: Verdict) -> Step {

@@ -89,7 +89,7 @@ pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         None => say!("{}", render::text(&record)),
     }
     if let Some((path, format)) = &setup.report {
-        write(path, &render::report(&record, *format))?;
+        write(path, &barrage_report::find_max_report(&record, *format))?;
     }
     Ok(match record.result.end {
         End::Interrupted => 130,

@@ -155,9 +155,7 @@ const CIRCLES: &[&str] = &[
     "barrage: sinks/tui.rs sinks/tui/view.rs",
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
-    "barrage-report: lib.rs stream.rs stream/seconds.rs",
-    "barrage-report: doc.rs doc/analysis.rs doc/charts.rs doc/metrics.rs",
-    "barrage-report: find_max.rs find_max_html.rs",
+    "barrage-report: lib.rs stream.rs",
     "barrage-scenario: check.rs check/layout.rs check/locate.rs check/settings.rs check/steps.rs lib.rs",
 ];
 
