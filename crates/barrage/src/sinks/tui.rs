@@ -18,7 +18,6 @@
 //! writes go through and a read fails (which ends the display, never the run).
 
 use barrage_metrics::{Aggregator, Tick};
-use barrage_report::fmt;
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use ratatui::backend::CrosstermBackend;
@@ -30,13 +29,13 @@ use std::sync::{Arc, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+mod model;
 mod view;
+pub use model::{DashInfo, ServerSample, Snapshot};
 use view::View;
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(250);
-/// Seconds of history in the rolling charts.
-const HISTORY: usize = 60;
 
 /// Whether the dashboard replaces the status line: stdin and stdout are terminals, this
 /// process is in their foreground process group, and nothing asked for plain output.
@@ -47,57 +46,6 @@ pub fn wanted(no_tui: bool, quiet: bool, json_to_stdout: bool) -> bool {
         && std::io::stdout().is_terminal()
         && std::io::stdin().is_terminal()
         && crate::sys::owns_terminal()
-}
-
-/// What the dashboard knows before the first tick.
-#[derive(Clone, Debug)]
-pub struct DashInfo {
-    pub target: String,
-    /// e.g. `tcp ping-pong` or `http rate 20000/s`.
-    pub mode: String,
-    /// Length of the load including warm-up; `None` when bounded by a request count.
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    pub connections: u64,
-}
-
-impl DashInfo {
-    pub fn from_plan(p: &barrage_engine::Plan) -> DashInfo {
-        use barrage_engine::Mode;
-        let mode = match p.mode {
-            Mode::Rate(r) => format!("rate {}/s", fmt::real(r)),
-            Mode::Interval(d) => format!("interval {}", fmt::setting_us(d.as_micros() as f64)),
-            Mode::Think(d) => format!("think {}", fmt::setting_us(d.as_micros() as f64)),
-            Mode::PingPong => "ping-pong".to_string(),
-        };
-        DashInfo {
-            target: p.target.url.clone(),
-            mode: format!("{} {mode}", p.protocol.name()),
-            duration: p.duration.map(|d| d + p.warmup),
-            warmup: p.warmup,
-            connections: p.connections,
-        }
-    }
-}
-
-/// Server figures from the monitor, when there is one.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ServerSample {
-    /// Percent of one core.
-    pub cpu_pct: Option<f64>,
-    pub rss_bytes: Option<u64>,
-}
-
-/// One tick and the running figures that go with it: all the UI thread ever sees of a run.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    pub tick: Tick,
-    /// Since the warm-up ended.
-    pub avg_rps: f64,
-    pub completed: u64,
-    pub errors: u64,
-    pub p99_overall: Option<u64>,
-    pub server: Option<ServerSample>,
 }
 
 /// The stop keys pressed so far; shared by the UI thread (writer) and the run (reader).

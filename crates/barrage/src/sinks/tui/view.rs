@@ -1,7 +1,7 @@
 //! What the dashboard draws: the view state fed by snapshots, and the panels, tables and
 //! rolling charts of one frame.
 
-use super::{DashInfo, Snapshot, HISTORY};
+use super::model::{DashInfo, Snapshot, HISTORY};
 use barrage_metrics::{ErrorCounts, Phase};
 use barrage_report::fmt;
 use ratatui::layout::{Constraint, Layout, Rect};
