@@ -10,22 +10,22 @@
 
 mod layout;
 mod locate;
+mod scope;
 mod settings;
 mod steps;
 mod values;
 
 pub(crate) use locate::key_at;
-use settings::{framing, header, protocol, run};
+use scope::{secs, FileScope};
+pub use scope::{SecretUse, StepCount};
+use settings::{protocol, run};
 
 use crate::at::At;
 use crate::model::{Arrive, File};
 use crate::shape::Shape;
 use crate::{data, units, ScenarioError};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Header lines a step, or `protocol.headers`, may have (HTTP/2 frames a step's request from
-/// at most 256 lines).
-const MAX_HEADERS: usize = 100;
 use std::time::Duration;
 
 /// The most users one scenario may declare (the engine holds a few hundred bytes per user).
@@ -44,23 +44,6 @@ pub enum Depart {
     AtEnd,
     /// This many per second after the hold.
     Rate(f64),
-}
-
-/// How many steps of each kind a scenario has.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StepCount {
-    /// Steps a user runs after connecting, blocks and the steps inside them included.
-    pub steps: usize,
-    /// `on` rules.
-    pub on: usize,
-    /// Departure steps.
-    pub leave: usize,
-    /// Steps that send (a message or a request), departure steps included: the rows of the
-    /// run's Steps table, which the run's header counts too; and how many are departure steps.
-    pub sends: usize,
-    pub leave_sends: usize,
-    /// `pause` and `think` steps.
-    pub pauses: usize,
 }
 
 /// A scenario that passed every check, with its values resolved.
@@ -84,16 +67,6 @@ pub struct Checked {
     /// steps' templates, `users.data` cells, `run.spawn`), in file order: `barrage validate`
     /// and `run` refuse the file while one of them is unset.
     pub secrets: Vec<SecretUse>,
-}
-
-/// One `{secret:NAME}` of a scenario: where it is, for the line that says it is unset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretUse {
-    /// The environment variable.
-    pub name: String,
-    pub line: u32,
-    /// The key, e.g. `steps[0].send`; for a `users.data` cell, the key and the cell.
-    pub key: String,
 }
 
 /// The `{secret:NAME}`s of a value that the run fills.
@@ -196,57 +169,6 @@ impl Checked {
             Shape::Rate(r) => format!("arrive {r}/s"),
             Shape::Stages(s) => format!("arrive in {} stages", s.len()),
         }
-    }
-}
-
-fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 1.0 {
-        format!("{}s", (s * 100.0).round() / 100.0)
-    } else {
-        format!("{}ms", (s * 1e5).round() / 100.0)
-    }
-}
-
-/// Errors of one file: each names the file.
-pub(crate) struct FileScope<'a> {
-    pub file: &'a str,
-    pub dir: PathBuf,
-}
-
-impl FileScope<'_> {
-    pub fn err(
-        &self,
-        line: u32,
-        key: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        ScenarioError {
-            file: self.file.to_string(),
-            line,
-            key: key.into(),
-            message: message.into(),
-        }
-    }
-
-    /// A duration value, with the CLI's grammar; `positive` refuses zero.
-    pub fn duration(
-        &self,
-        v: &At<String>,
-        key: &str,
-        positive: bool,
-    ) -> Result<Duration, ScenarioError> {
-        let f = if positive {
-            units::positive_duration
-        } else {
-            units::duration
-        };
-        f(v).map_err(|e| self.err(v.line, key, e))
-    }
-
-    /// A file named by the scenario, relative to its folder.
-    pub fn path(&self, p: &str) -> PathBuf {
-        self.dir.join(p)
     }
 }
 

@@ -11,6 +11,7 @@
 mod at;
 mod check;
 pub mod data;
+mod file;
 pub mod model;
 pub mod protocol;
 pub mod shape;
@@ -19,53 +20,10 @@ pub mod vars;
 
 pub use at::At;
 pub use check::{Checked, Depart, SecretUse, StepCount, TargetKind};
+pub use file::{Format, ScenarioError};
 pub use shape::Shape;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// A scenario that cannot be used: one line naming the file, the line (when known), the key
-/// and what to fix.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct ScenarioError {
-    pub file: String,
-    /// 1-based; 0 when the mistake has no single line (a missing key).
-    pub line: u32,
-    /// The key path, e.g. `users.arrive` or `steps[2].capture.token`.
-    pub key: String,
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if self.line > 0 {
-            write!(f, ":{}", self.line)?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": {}", self.key)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-/// The two syntaxes of the one schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Toml,
-    Yaml,
-}
-
-impl Format {
-    /// From the file name: `.toml`, `.yaml`/`.yml`.
-    pub fn of(path: &Path) -> Option<Format> {
-        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "toml" => Some(Format::Toml),
-            "yaml" | "yml" => Some(Format::Yaml),
-            _ => None,
-        }
-    }
-}
 
 /// Scenario files larger than this are refused before parsing.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;

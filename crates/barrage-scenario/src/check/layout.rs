@@ -3,7 +3,7 @@
 //! the checks into the offset and type they stand for (`at`, `type`), so everything after
 //! this pass, the engine included, sees only offsets.
 
-use super::FileScope;
+use super::scope::FileScope;
 use crate::at::At;
 use crate::model::{Capture, File, Step};
 use crate::ScenarioError;

@@ -2,9 +2,10 @@
 //! WebSocket options, each only for the targets it applies to) and `[run]` (the flags that
 //! make sense in a file; thresholds that name steps must name real ones).
 
-use super::{secs, FileScope, TargetKind};
+use super::scope::{secs, FileScope, MAX_HEADERS};
 use crate::at::At;
 use crate::model::{Protocol, Run};
+use crate::protocol::TargetKind;
 use crate::shape::Shape;
 use crate::ScenarioError;
 
@@ -49,11 +50,11 @@ pub(super) fn protocol(
             ));
         }
     }
-    if let Some(h) = p.headers.get(super::MAX_HEADERS) {
+    if let Some(h) = p.headers.get(MAX_HEADERS) {
         return Err(cx.err(
             h.line,
             "protocol.headers",
-            format!("more than {} headers", super::MAX_HEADERS),
+            format!("more than {} headers", MAX_HEADERS),
         ));
     }
     for (i, h) in p.headers.iter().enumerate() {

@@ -103,7 +103,6 @@ const LONG: &[(&str, usize)] = &[
     ("barrage-metrics/src/aggregate.rs", 643),
     ("barrage-metrics/src/readiness.rs", 678),
     ("barrage-report/src/text.rs", 886),
-    ("barrage-scenario/src/check/steps.rs", 652),
     ("barrage-servers/src/chat.rs", 987),
 ];
 
@@ -155,7 +154,6 @@ const CIRCLES: &[&str] = &[
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
     "barrage-report: lib.rs stream.rs",
-    "barrage-scenario: check.rs check/layout.rs check/locate.rs check/settings.rs check/steps.rs lib.rs",
 ];
 
 /// Each crate's import circles, as `crate: file file ..` lines.

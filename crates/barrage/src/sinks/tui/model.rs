@@ -58,4 +58,3 @@ pub struct Snapshot {
     pub p99_overall: Option<u64>,
     pub server: Option<ServerSample>,
 }
-
