@@ -21,6 +21,7 @@ mod usage;
 use clap::Parser;
 use resolve::cli::{Cli, Command};
 use std::process::ExitCode;
+use usage::error_line;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -93,22 +94,6 @@ fn with_run_shortcut(argv: &[String]) -> Vec<String> {
         v.insert(1, "run".into());
     }
     v
-}
-
-/// An error and its causes in one line, each cause once: a message that already quotes its
-/// source (thiserror's `{source}`) would otherwise print the OS error twice.
-pub(crate) fn error_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain().map(|c| c.to_string()) {
-        if line.contains(&cause) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&cause);
-    }
-    line
 }
 
 /// The subcommand `args` name (after the run shortcut), if any.

@@ -82,6 +82,22 @@ impl fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// An error and its causes in one line, each cause once: a message that already quotes its
+/// source (thiserror's `{source}`) would otherwise print the OS error twice.
+pub(crate) fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

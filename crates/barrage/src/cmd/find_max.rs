@@ -14,31 +14,19 @@
 
 mod record;
 pub mod search;
+mod setup;
 mod step;
 
 use crate::resolve::cli::FindMaxArgs;
 use crate::resolve::config;
 use crate::sys;
 use crate::usage::Usage;
-use barrage_metrics::thresholds::{self, Needs, Threshold};
+use barrage_metrics::thresholds::{self, Needs};
 use barrage_report::find_max::{self as render, Step};
 use record::write;
 use search::{Bounds, End, Next, Search, Verdict};
-use std::time::Duration;
+use setup::{step_args, Setup};
 use step::{run_step, StepEnd};
-
-/// Share of its worker threads' CPU at which barrage is its own limit over a step.
-pub(crate) const CPU_LIMIT: f64 = barrage_metrics::analysis::CPU_SATURATED;
-
-/// Everything checked before the first step.
-pub(crate) struct Setup {
-    pub(crate) slos: Vec<Threshold>,
-    bounds: Bounds,
-    json: Option<String>,
-    report: Option<(String, barrage_report::Format)>,
-    /// Longest one step can take: warm-up + step + drain + connect timeout.
-    step_bound: Duration,
-}
 
 pub fn find_max(a: &FindMaxArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let setup = resolve(a)?;
@@ -231,17 +219,6 @@ fn percent(flag: &str, s: &str) -> Result<f64, Usage> {
             "give a share between 0 and 100 %, e.g. 5%",
         )),
     }
-}
-
-/// The run flags of one step: the user's, with the step's rate, length and warm-up.
-pub(crate) fn step_args(a: &FindMaxArgs, rate: f64) -> crate::resolve::cli::RunArgs {
-    let mut r = a.run.clone();
-    r.rate = Some(rate);
-    r.duration = Some(a.step_duration);
-    r.warmup = Some(a.step_warmup);
-    r.json = None;
-    r.report = None;
-    r
 }
 
 fn say_start(a: &FindMaxArgs, s: &Setup) {

@@ -247,7 +247,7 @@ impl Outputs {
             None
         });
         if let Err(e) = write_json(self.json, result, embedded) {
-            failed.push(crate::error_line(&e));
+            failed.push(crate::usage::error_line(&e));
         }
         std::mem::take(&mut self.rec).finish(result, &self.files, &mut failed);
         if self.summary {
@@ -261,7 +261,9 @@ impl Outputs {
         }
         if let Some((path, format)) = &self.report {
             if let Err(e) = crate::sinks::outfile::write(result, path, *format) {
-                failed.push(crate::error_line(&e.context(format!("--report {path}"))));
+                failed.push(crate::usage::error_line(
+                    &e.context(format!("--report {path}")),
+                ));
             }
         }
         // Every file written, last, where the eye ends (what failed is said below instead).

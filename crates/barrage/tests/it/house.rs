@@ -150,7 +150,7 @@ fn no_file_is_over_600_code_lines() {
 /// A circle not inside a listed one fails the test (a new circle, or a listed one grown); a
 /// listed circle that is gone must be removed (one that shrank may stay, or be narrowed).
 const CIRCLES: &[&str] = &[
-    "barrage: cmd/compare.rs cmd/demo.rs cmd/find_max.rs cmd/find_max/step.rs cmd/merge.rs cmd/report.rs cmd/run.rs cmd/validate.rs cmd/versus.rs main.rs resolve/mod.rs resolve/outputs.rs resolve/scenario.rs run/engine.rs run/mod.rs run/observer.rs run/signals.rs shard/dist/configmap.rs shard/dist/k8s.rs shard/dist/mod.rs shard/dist/slurm.rs shard/merge.rs shard/processes.rs sinks/output.rs",
+    "barrage: resolve/mod.rs resolve/scenario.rs",
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
     "barrage-report: lib.rs stream.rs",

@@ -102,8 +102,15 @@ fn processes_auto_splits_the_run_as_the_open_file_limit_needs() {
     assert_eq!(s(&r, "message"), "2 processes merged");
     assert_eq!(u(&r, "summary.exchanges.completed"), 6000);
     let st = server.stop();
-    assert_eq!(st["connections_accepted"].as_u64(), Some(1500));
     assert_eq!(st["bytes_read"].as_u64(), Some(6000 * 19));
+    // `-n` may end the run before the last of the 1,500 connections is up (a busy machine):
+    // the server accepted every connection the shards saw open, and none beyond the plan.
+    let accepted = st["connections_accepted"].as_u64().unwrap();
+    let opened = u(&r, "summary.connections.succeeded");
+    assert!(
+        opened <= accepted && accepted <= 1500,
+        "accepted {accepted}, opened {opened}"
+    );
 }
 
 #[test]

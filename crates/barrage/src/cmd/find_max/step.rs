@@ -9,7 +9,7 @@
 
 use super::record;
 use super::search::{self, Measured};
-use super::{step_args, Setup, CPU_LIMIT};
+use super::setup::{step_args, Setup, CPU_LIMIT};
 use crate::resolve::cli::FindMaxArgs;
 use crate::resolve::{config, Resolved};
 use crate::run::Signals;

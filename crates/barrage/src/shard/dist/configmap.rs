@@ -1,7 +1,7 @@
 //! The scenario file (and the files it names) as a Kubernetes ConfigMap, and the names and
 //! quantities Kubernetes accepts.
 
-use super::ScenarioFile;
+use super::prepare::ScenarioFile;
 use crate::usage::Usage;
 use std::path::Path;
 

@@ -1,10 +1,10 @@
 //! `barrage dist k8s`: a ConfigMap and an Indexed Job whose pods are the shards.
 
 use super::configmap::{configmap_files, is_dns_label, is_dns_subdomain, is_quantity, CmFile};
-use super::yaml::{emit, Yaml};
-use super::{
+use super::prepare::{
     is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
 };
+use super::yaml::{emit, Yaml};
 use crate::resolve::cli::K8sArgs;
 use crate::sys::rfc3339;
 use crate::usage::Usage;

@@ -1,6 +1,6 @@
 //! `barrage dist slurm`: an sbatch script whose tasks are the shards.
 
-use super::{
+use super::prepare::{
     is_loopback, now_secs, prepare, secrets_note, start_at, start_in, stem, Kind, Prepared, Spec,
 };
 use crate::resolve::cli::SlurmArgs;

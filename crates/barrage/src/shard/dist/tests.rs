@@ -2,9 +2,10 @@
 
 use super::configmap::*;
 use super::k8s::*;
+use super::prepare::*;
 use super::slurm::*;
 use super::yaml::*;
-use super::*;
+use crate::sys::rfc3339;
 
 #[test]
 fn sh_words_are_quoted_when_they_must_be() {
