@@ -9,8 +9,6 @@ use crate::plan::Protocol;
 /// answer than the one `protocol` speaks.
 pub(super) fn misdirected(protocol: &Protocol, data: &[u8]) -> Option<&'static str> {
     let ours = match protocol {
-        // Raw TCP's replies are whatever the user's server says.
-        Protocol::Tcp => return None,
         Protocol::Http(_) | Protocol::HttpAuto(_) => Speaks::Http1,
         // A WebSocket handshake is answered in HTTP/1.1 (its refusals too).
         Protocol::Ws(_) => Speaks::Http1,
@@ -18,6 +16,9 @@ pub(super) fn misdirected(protocol: &Protocol, data: &[u8]) -> Option<&'static s
         Protocol::Redis(_) => Speaks::Resp,
         Protocol::Memcache(_) => Speaks::Memcache,
         Protocol::Mqtt(_) => Speaks::Mqtt,
+        // Raw TCP's replies are whatever the user's server says; a protocol not listed here
+        // is not told apart from the others.
+        _ => return None,
     };
     remedy(ours, data)
 }

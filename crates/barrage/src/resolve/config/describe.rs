@@ -1,10 +1,7 @@
 //! The run's recorded config, described from its spec and plan.
 
 use crate::resolve::redact;
-use barrage_engine::{
-    escape, unescape, GrpcSpec, HttpSpec, HttpVersion, McSpec, Mode, ModeSpec, Plan, ProtocolSpec,
-    RedisSpec, Spec, TcpSpec, WsSpec,
-};
+use barrage_engine::{escape, unescape, Mode, ModeSpec, Plan, Spec};
 use barrage_metrics::RunConfig;
 
 /// What the result records of the settings (`RunConfig`), from the spec and its plan: the
@@ -26,53 +23,9 @@ pub fn describe(
     };
     let tls = spec.tls.is_some();
     let protocol = spec.protocol.info().scheme(tls);
-    let (message, first, expect, subprotocol, commands) = match &spec.protocol {
-        ProtocolSpec::Tcp(TcpSpec {
-            message,
-            first_message,
-            ..
-        }) => (
-            Some(message),
-            first_message.as_ref(),
-            plan.framing.describe(),
-            None,
-            Vec::new(),
-        ),
-        ProtocolSpec::Ws(WsSpec {
-            message,
-            subprotocol,
-            ..
-        }) => (
-            Some(message),
-            None,
-            plan.framing.describe(),
-            subprotocol.clone(),
-            Vec::new(),
-        ),
-        ProtocolSpec::Http(HttpSpec { .. }) => {
-            (None, None, "http response".to_string(), None, Vec::new())
-        }
-        ProtocolSpec::Grpc(GrpcSpec { .. }) => {
-            (None, None, "grpc reply".to_string(), None, Vec::new())
-        }
-        ProtocolSpec::Redis(RedisSpec { commands, .. }) => {
-            (None, None, "RESP reply".to_string(), None, commands.clone())
-        }
-        ProtocolSpec::Memcache(McSpec { commands }) => (
-            None,
-            None,
-            "memcached reply".to_string(),
-            None,
-            commands.clone(),
-        ),
-        ProtocolSpec::Mqtt(m) => (
-            m.publish.as_ref().map(|_| &m.message),
-            None,
-            super::mqtt::describe(m),
-            None,
-            Vec::new(),
-        ),
-    };
+    let said = (super::protocol::for_row(spec.protocol.info()).said)(&spec.protocol);
+    let (message, first) = (said.message, said.first_message);
+    let expect = said.expect.unwrap_or_else(|| plan.framing.describe());
     let mode: Mode = spec.mode.into();
     let secs = |ns: u64| ns as f64 / 1e9;
     let msecs = |ns: u64| ns as f64 / 1e6;
@@ -90,21 +43,13 @@ pub fn describe(
         warmup_s: secs(spec.warmup_ns),
         mode: if plan.users.as_ref().is_some_and(|u| u.stages.is_none()) {
             "users".into()
-        } else if matches!(&spec.protocol, ProtocolSpec::Mqtt(m) if m.publish.is_none()) {
+        } else if said.holds {
             "hold".into()
         } else {
             mode.name().into()
         },
         pipeline: spec.pipeline,
-        streams: match &spec.protocol {
-            ProtocolSpec::Http(HttpSpec {
-                version: HttpVersion::H2 | HttpVersion::Auto,
-                streams,
-                ..
-            })
-            | ProtocolSpec::Grpc(GrpcSpec { streams, .. }) => Some(*streams),
-            _ => None,
-        },
+        streams: said.streams,
         think_ms: match spec.mode {
             ModeSpec::Think { ns } => Some(msecs(ns)),
             _ => None,
@@ -138,8 +83,8 @@ pub fn describe(
                 "verified".into()
             }
         }),
-        subprotocol,
-        commands,
+        subprotocol: said.subprotocol,
+        commands: said.commands,
         rate_stages: spec.rate_stages.clone(),
         conn_stages: spec.conn_stages.clone(),
         planned_connections: plan

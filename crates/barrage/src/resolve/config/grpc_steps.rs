@@ -77,7 +77,7 @@ fn resolve_with(
     use std::collections::BTreeMap;
     let compiled = match &a.grpc.proto {
         Some(p) => Some((
-            super::grpc::pb::compile(&a.grpc.import_path, p)?,
+            super::protocol::grpc::pb::compile(&a.grpc.import_path, p)?,
             p.display().to_string(),
         )),
         None => None,
@@ -126,10 +126,16 @@ fn encode(
     pool: &prost_reflect::DescriptorPool,
     shown: &str,
     at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
-) -> Result<(barrage_engine::spec::RpcStepSpec, super::grpc::pb::Compiled), Usage> {
+) -> Result<
+    (
+        barrage_engine::spec::RpcStepSpec,
+        super::protocol::grpc::pb::Compiled,
+    ),
+    Usage,
+> {
     let (svc, method) = method(key, step, at)?;
     let line = step.rpc.as_ref().map_or(step.line, |r| r.line);
-    let m = super::grpc::pb::method_in(pool, svc, method, shown)
+    let m = super::protocol::grpc::pb::method_in(pool, svc, method, shown)
         .map_err(|(v, why)| at(line, &format!("{key}.rpc"), &format!("{v}: {why}")))?;
     let (data, line) = match &step.data {
         Some(d) => (d.value.clone(), d.line),
@@ -213,7 +219,7 @@ fn check_proto(
     let p = checked.file.protocol.as_ref().expect("it has proto");
     let imports: Vec<_> = p.import_path.iter().map(|d| dir.join(&d.value)).collect();
     let file = dir.join(&proto.value);
-    let pool = super::grpc::pb::compile(&imports, &file)
+    let pool = super::protocol::grpc::pb::compile(&imports, &file)
         .map_err(|e| at(proto.line, "protocol.proto", &e))?;
     for (key, step) in calls {
         encode(key, step, &pool, &proto.value, &at)?;

@@ -10,19 +10,15 @@ use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
 use barrage_engine::spec::ns;
 use barrage_engine::{
-    unescape, Framing, GrpcSpec, HttpSpec, HttpVersion, McSpec, Mode, Plan, ProtocolSpec,
-    RedisSpec, Spec, SpecError, TcpSpec, TlsSpec, WsSpec,
+    unescape, Framing, GrpcSpec, HttpSpec, HttpVersion, Mode, Plan, ProtocolSpec, Spec, SpecError,
+    TlsSpec,
 };
 use barrage_metrics::RunConfig;
 use barrage_scenario::protocol::GRPC as PROTO_GRPC;
 use std::time::Duration;
 
 mod describe;
-mod grpc;
 mod grpc_steps;
-mod http;
-mod kv;
-mod mqtt;
 pub use grpc_steps::check_file as check_rpc_steps;
 pub use script::check_file as check_scenario_script;
 mod protocol;
@@ -31,9 +27,7 @@ mod reflect;
 mod script;
 mod shard;
 mod stages;
-mod tcp;
 mod vertical;
-mod ws;
 
 pub use describe::describe;
 use protocol::{check_flags_fit, protocol};
@@ -434,51 +428,15 @@ pub fn record(spec: &Spec, plan: &Plan, secret_body: bool, redact: &[String]) ->
             *text = redact::hidden(len);
         }
     };
-    match &mut s.protocol {
-        ProtocolSpec::Tcp(TcpSpec {
-            message,
-            first_message,
-            ..
-        }) => {
-            hide(message, plan.message.raw().len());
-            if let (Some(f), Some(t)) = (first_message.as_mut(), plan.first_message.as_ref()) {
-                hide(f, t.raw().len());
-            }
-        }
-        ProtocolSpec::Ws(WsSpec { message, path, .. }) => {
-            hide(message, plan.message.raw().len());
-            *path = redact::url(path, redact);
-        }
-        ProtocolSpec::Http(HttpSpec { body, path, .. }) => {
-            if let Some(b) = body.as_mut() {
-                let len = unescape(b).map_or(0, |v| v.len());
-                hide(b, len);
-            }
-            *path = redact::url(path, redact);
-        }
-        ProtocolSpec::Grpc(GrpcSpec { message, .. }) => {
-            if secret_body {
-                hide_parts(message, &hide);
-            }
-        }
-        ProtocolSpec::Redis(RedisSpec { .. }) | ProtocolSpec::Memcache(McSpec { .. }) => {}
-        ProtocolSpec::Mqtt(m) => hide(&mut m.message, plan.message.raw().len()),
-    }
+    let recording = vertical::Recording {
+        message_len: plan.message.raw().len(),
+        first_len: plan.first_message.as_ref().map(|t| t.raw().len()),
+        hide: &hide,
+        secret_body,
+        redact,
+    };
+    (protocol::for_row(s.protocol.info()).record)(&mut s.protocol, &recording);
     s
-}
-
-/// A gRPC message's bytes and texts shown by size only (`--secret-body`).
-fn hide_parts(parts: &mut [barrage_engine::spec::PbPartSpec], hide: &dyn Fn(&mut String, usize)) {
-    use barrage_engine::spec::PbPartSpec as P;
-    for p in parts {
-        match p {
-            P::Bytes { bytes: t } | P::Text { value: t, .. } => {
-                let len = unescape(t).map_or(0, |v| v.len());
-                hide(t, len);
-            }
-            P::Message { parts, .. } => hide_parts(parts, hide),
-        }
-    }
 }
 
 /// A spec the checks above let through cannot fail to make a plan; should it, the error

@@ -2,6 +2,13 @@
 //! (`tcp.rs`, `http.rs`, `grpc.rs`, `ws.rs`, `kv.rs`, `mqtt.rs`, each written against
 //! `vertical.rs`); [`check_flags_fit`] and [`protocol`] run the target's.
 
+pub(super) mod grpc;
+mod http;
+mod kv;
+mod mqtt;
+mod tcp;
+mod ws;
+
 use super::vertical::{Vertical, Words};
 use crate::resolve::cli::RunArgs;
 use crate::resolve::redact::Secrets;
@@ -12,22 +19,27 @@ use barrage_scenario::protocol::ProtocolInfo;
 
 /// One vertical per row of the protocol table, in the order their flags are checked.
 pub(super) static VERTICALS: [&Vertical; 7] = [
-    &super::tcp::VERTICAL,
-    &super::http::VERTICAL,
-    &super::grpc::VERTICAL,
-    &super::ws::VERTICAL,
-    &super::kv::REDIS,
-    &super::kv::MEMCACHE,
-    &super::mqtt::VERTICAL,
+    &tcp::VERTICAL,
+    &http::VERTICAL,
+    &grpc::VERTICAL,
+    &ws::VERTICAL,
+    &kv::REDIS,
+    &kv::MEMCACHE,
+    &mqtt::VERTICAL,
 ];
 
 /// The target's vertical.
 pub(super) fn vertical(scheme: Scheme) -> &'static Vertical {
+    for_row(scheme.info)
+}
+
+/// The vertical of a row of the protocol table (every row has one: a test says so).
+pub(super) fn for_row(row: &ProtocolInfo) -> &'static Vertical {
     VERTICALS
         .iter()
         .copied()
-        .find(|v| v.rows.iter().any(|r| scheme.is(r)))
-        .unwrap_or(&super::tcp::VERTICAL)
+        .find(|v| v.rows.iter().any(|r| r.name == row.name))
+        .unwrap_or(&tcp::VERTICAL)
 }
 
 /// `http(s)://`, `h2c://`, `mqtt:// and mqtts://`: how the rows are written, joined.

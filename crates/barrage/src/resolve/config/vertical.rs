@@ -32,7 +32,43 @@ pub(super) struct Vertical {
     pub check: fn(&RunArgs, Scheme) -> Result<(), Usage>,
     /// Its spec from the flags, and a note for the run header.
     pub spec: SpecFn,
+    /// What the result's config says of its spec's words.
+    pub said: fn(&ProtocolSpec) -> Said<'_>,
+    /// Its spec as the result records it: messages and bodies hidden under `--secret-body`,
+    /// query tokens of a path redacted.
+    pub record: fn(&mut ProtocolSpec, &Recording),
 }
+
+/// What the result's config says of a protocol's own words ([`Vertical::said`]).
+#[derive(Default)]
+pub(super) struct Said<'a> {
+    /// The message as the spec writes it, when the protocol sends one of the flags' kind.
+    pub message: Option<&'a str>,
+    pub first_message: Option<&'a str>,
+    /// What a reply is; `None`: the plan's framing says.
+    pub expect: Option<String>,
+    pub subprotocol: Option<String>,
+    pub commands: Vec<String>,
+    /// HTTP/2 streams per connection, where they apply.
+    pub streams: Option<u32>,
+    /// The connections only hold (MQTT without `--publish`).
+    pub holds: bool,
+}
+
+/// How a spec is recorded ([`Vertical::record`]).
+pub(super) struct Recording<'a> {
+    /// The filled lengths of the message and the first message (what `hide` shows).
+    pub message_len: usize,
+    pub first_len: Option<usize>,
+    /// Shows a text by its length under `--secret-body`; leaves it otherwise.
+    pub hide: &'a dyn Fn(&mut String, usize),
+    pub secret_body: bool,
+    /// `--redact`: more query parameters to hide in a path.
+    pub redact: &'a [String],
+}
+
+/// A spec without its own words recorded as written.
+pub(super) fn record_as_is(_: &mut ProtocolSpec, _: &Recording) {}
 
 /// A protocol's spec (with its run-header note) from the flags, the URL, the words
 /// (`--message`, `-H`, ...), the headers with their secrets filled, and the secrets.

@@ -1,11 +1,12 @@
 //! WebSocket's vertical: `--subprotocol`, `--binary`, `-H` on the handshake, the message
 //! flags; a reply is one message (`--expect echo` or `none`).
 
-use super::vertical::MAX_MESSAGE;
-use super::vertical::{
-    flag, request_usage, Flag, Vertical, Words, EXPECT, HEADER, MESSAGE, MESSAGE_FILE, VERIFY,
-};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::MAX_MESSAGE;
+use crate::resolve::config::vertical::{
+    flag, request_usage, Flag, Recording, Said, Vertical, Words, EXPECT, HEADER, MESSAGE,
+    MESSAGE_FILE, VERIFY,
+};
 use crate::resolve::redact::Secrets;
 use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
@@ -18,6 +19,8 @@ pub(super) static VERTICAL: Vertical = Vertical {
     own_words: None,
     check,
     spec,
+    said,
+    record,
 };
 
 const FLAGS: [Flag; 7] = [
@@ -73,4 +76,22 @@ fn spec(
         verify: a.verify,
     };
     Ok((ProtocolSpec::Ws(spec), None))
+}
+
+fn said(spec: &ProtocolSpec) -> Said<'_> {
+    let ProtocolSpec::Ws(s) = spec else {
+        return Said::default();
+    };
+    Said {
+        message: Some(&s.message),
+        subprotocol: s.subprotocol.clone(),
+        ..Said::default()
+    }
+}
+
+fn record(spec: &mut ProtocolSpec, r: &Recording) {
+    if let ProtocolSpec::Ws(s) = spec {
+        (r.hide)(&mut s.message, r.message_len);
+        s.path = crate::resolve::redact::url(&s.path, r.redact);
+    }
 }

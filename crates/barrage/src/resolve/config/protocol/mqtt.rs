@@ -1,8 +1,10 @@
 //! MQTT's flags checked and turned into its spec: `--publish` (the load), `--subscribe`,
 //! `--qos`, the CONNECT fields and the keep-alive. Every mistake is one line naming its flag.
 
-use super::vertical::{flag, Flag, Vertical, Words, FIELDS, MAX_FRAME, MESSAGE, MESSAGE_FILE};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::{
+    flag, Flag, Recording, Said, Vertical, Words, FIELDS, MAX_FRAME, MESSAGE, MESSAGE_FILE,
+};
 use crate::resolve::redact::Secrets;
 use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
@@ -16,6 +18,8 @@ pub(super) static VERTICAL: Vertical = Vertical {
     own_words: None,
     check,
     spec,
+    said,
+    record,
 };
 
 const FLAGS: [Flag; 14] = [
@@ -237,7 +241,7 @@ fn run_tag(a: &RunArgs) -> u32 {
 }
 
 /// What the result says a reply is.
-pub(super) fn describe(m: &MqttSpec) -> String {
+fn describe(m: &MqttSpec) -> String {
     let what = match (&m.publish, m.qos) {
         (None, _) => "nothing published".to_string(),
         (Some(_), 0) => "PUBLISH QoS 0 (done when written)".to_string(),
@@ -247,5 +251,23 @@ pub(super) fn describe(m: &MqttSpec) -> String {
     match &m.subscribe {
         Some(s) => format!("{what}; subscribed to {s} (QoS {})", m.sub_qos),
         None => what,
+    }
+}
+
+fn said(spec: &ProtocolSpec) -> Said<'_> {
+    let ProtocolSpec::Mqtt(m) = spec else {
+        return Said::default();
+    };
+    Said {
+        message: m.publish.as_ref().map(|_| m.message.as_str()),
+        expect: Some(describe(m)),
+        holds: m.publish.is_none(),
+        ..Said::default()
+    }
+}
+
+fn record(spec: &mut ProtocolSpec, r: &Recording) {
+    if let ProtocolSpec::Mqtt(m) = spec {
+        (r.hide)(&mut m.message, r.message_len);
     }
 }

@@ -94,7 +94,7 @@ pub fn compile(
 
 /// The method `svc`/`method` from the server's reflection (`--reflect`).
 pub fn reflected(a: &RunArgs, url: &url::Url, svc: &str, method: &str) -> Result<Compiled, Usage> {
-    let pool = super::super::reflect::pool(a, url, svc)?;
+    let pool = crate::resolve::config::reflect::pool(a, url, svc)?;
     method_in(&pool, svc, method, "the server's reflection")
         .map_err(|(v, why)| Usage::value("target", v, why))
 }

@@ -3,9 +3,11 @@
 //! encoded once, here, into the spec's protobuf parts: a string that holds placeholders (or a
 //! `{secret:NAME}`) stays a hole the engine fills per call, everything else is bytes.
 
-use super::vertical::DEFAULT_TIMEOUT;
-use super::vertical::{flag, read_capped, request_usage, Flag, Vertical, Words, HEADER, STREAMS};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::DEFAULT_TIMEOUT;
+use crate::resolve::config::vertical::{
+    flag, read_capped, request_usage, Flag, Recording, Said, Vertical, Words, HEADER, STREAMS,
+};
 use crate::resolve::redact::Secrets;
 use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
@@ -19,6 +21,8 @@ pub(super) static VERTICAL: Vertical = Vertical {
     own_words: Some("a gRPC call's message is --data (or --data-bin)"),
     check,
     spec,
+    said,
+    record,
 };
 
 const FLAGS: [Flag; 7] = [
@@ -253,7 +257,37 @@ impl NoProto {
 }
 
 #[cfg(feature = "grpc")]
-pub(super) mod pb;
+pub(crate) mod pb;
+
+fn said(spec: &ProtocolSpec) -> Said<'_> {
+    let ProtocolSpec::Grpc(s) = spec else {
+        return Said::default();
+    };
+    Said {
+        expect: Some("grpc reply".into()),
+        streams: Some(s.streams),
+        ..Said::default()
+    }
+}
+
+/// A gRPC message's bytes and texts shown by size only (`--secret-body`).
+fn record(spec: &mut ProtocolSpec, r: &Recording) {
+    if let (ProtocolSpec::Grpc(s), true) = (spec, r.secret_body) {
+        hide_parts(&mut s.message, r.hide);
+    }
+}
+
+fn hide_parts(parts: &mut [PbPartSpec], hide: &dyn Fn(&mut String, usize)) {
+    for p in parts {
+        match p {
+            PbPartSpec::Bytes { bytes: t } | PbPartSpec::Text { value: t, .. } => {
+                let len = barrage_engine::unescape(t).map_or(0, |v| v.len());
+                hide(t, len);
+            }
+            PbPartSpec::Message { parts, .. } => hide_parts(parts, hide),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,11 @@
 //! Raw TCP's vertical: the message flags, `--expect` and `--verify` (the script's flags are
 //! `script.rs`'s).
 
-use super::vertical::{
-    Flag, Vertical, Words, EXPECT, FIELDS, FIRST_MESSAGE, MAX_FRAME, MESSAGE, MESSAGE_FILE, VERIFY,
-};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::{
+    Flag, Recording, Said, Vertical, Words, EXPECT, FIELDS, FIRST_MESSAGE, MAX_FRAME, MESSAGE,
+    MESSAGE_FILE, VERIFY,
+};
 use crate::resolve::redact::Secrets;
 use crate::resolve::url;
 use crate::usage::Usage;
@@ -17,6 +18,8 @@ pub(super) static VERTICAL: Vertical = Vertical {
     own_words: None,
     check: |_, _| Ok(()),
     spec,
+    said,
+    record,
 };
 
 const FLAGS: [Flag; 7] = [
@@ -48,4 +51,24 @@ fn spec(
         verify: a.verify,
     };
     Ok((ProtocolSpec::Tcp(spec), None))
+}
+
+fn said(spec: &ProtocolSpec) -> Said<'_> {
+    let ProtocolSpec::Tcp(s) = spec else {
+        return Said::default();
+    };
+    Said {
+        message: Some(&s.message),
+        first_message: s.first_message.as_deref(),
+        ..Said::default()
+    }
+}
+
+fn record(spec: &mut ProtocolSpec, r: &Recording) {
+    if let ProtocolSpec::Tcp(s) = spec {
+        (r.hide)(&mut s.message, r.message_len);
+        if let (Some(f), Some(len)) = (s.first_message.as_mut(), r.first_len) {
+            (r.hide)(f, len);
+        }
+    }
 }

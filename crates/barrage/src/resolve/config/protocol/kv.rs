@@ -1,7 +1,7 @@
 //! redis's and memcached's verticals: a request is a `--command` mix; `--resp3` is redis's.
 
-use super::vertical::{flag, Vertical, Words, COMMAND};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::{flag, record_as_is, Said, Vertical, Words, COMMAND};
 use crate::resolve::redact::Secrets;
 use crate::resolve::url;
 use crate::usage::Usage;
@@ -14,6 +14,11 @@ pub(super) static REDIS: Vertical = Vertical {
     own_words: Some("a redis:// request is --command"),
     check: |_, _| Ok(()),
     spec: redis,
+    said: |spec| match spec {
+        ProtocolSpec::Redis(s) => said("RESP reply", &s.commands),
+        _ => Said::default(),
+    },
+    record: record_as_is,
 };
 
 pub(super) static MEMCACHE: Vertical = Vertical {
@@ -22,6 +27,11 @@ pub(super) static MEMCACHE: Vertical = Vertical {
     own_words: Some("a memcache:// request is --command"),
     check: |_, _| Ok(()),
     spec: memcache,
+    said: |spec| match spec {
+        ProtocolSpec::Memcache(s) => said("memcached reply", &s.commands),
+        _ => Said::default(),
+    },
+    record: record_as_is,
 };
 
 fn redis(
@@ -64,4 +74,12 @@ fn commands(
     };
     compile(&given).map_err(|e| Usage::new("--command", e))?;
     Ok(given)
+}
+
+fn said<'a>(expect: &str, commands: &[String]) -> Said<'a> {
+    Said {
+        expect: Some(expect.into()),
+        commands: commands.to_vec(),
+        ..Said::default()
+    }
 }

@@ -2,10 +2,11 @@
 //! `--http2`/`--http1.1` and `--streams`; the request is built once here, so a bad one fails
 //! before any load.
 
-use super::vertical::{
-    flag, read_capped, request_usage, status_set, Flag, Vertical, Words, HEADER, STREAMS,
-};
 use crate::resolve::cli::RunArgs;
+use crate::resolve::config::vertical::{
+    flag, read_capped, request_usage, status_set, Flag, Recording, Said, Vertical, Words, HEADER,
+    STREAMS,
+};
 use crate::resolve::redact::{self, Secrets};
 use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
@@ -18,6 +19,8 @@ pub(super) static VERTICAL: Vertical = Vertical {
     own_words: Some("an HTTP request is -X, -H and --body"),
     check,
     spec,
+    said,
+    record,
 };
 
 const FLAGS: [Flag; 7] = [
@@ -165,4 +168,25 @@ fn spec(
         streams: streams(a),
     };
     Ok((ProtocolSpec::Http(spec), Some(note)))
+}
+
+fn said(spec: &ProtocolSpec) -> Said<'_> {
+    let ProtocolSpec::Http(s) = spec else {
+        return Said::default();
+    };
+    Said {
+        expect: Some("http response".into()),
+        streams: (s.version != HttpVersion::H1).then_some(s.streams),
+        ..Said::default()
+    }
+}
+
+fn record(spec: &mut ProtocolSpec, r: &Recording) {
+    if let ProtocolSpec::Http(s) = spec {
+        if let Some(b) = s.body.as_mut() {
+            let len = barrage_engine::unescape(b).map_or(0, |v| v.len());
+            (r.hide)(b, len);
+        }
+        s.path = redact::url(&s.path, r.redact);
+    }
 }
