@@ -7,7 +7,7 @@
 
 use crate::clock::{mono_ns, TimeSource};
 use crate::plan::{Plan, Protocol, Share};
-use crate::session::{self, Session};
+use crate::session::Session;
 use crate::spec::Clock;
 use crate::stop::hurried;
 pub use crate::stop::hurry;
@@ -115,16 +115,14 @@ pub fn run_session<S: Session>(
 
 /// The worker of the plan's protocol.
 fn spawn_for(protocol: &Protocol) -> Spawn {
-    match protocol {
-        Protocol::Tcp => spawn::<session::tcp::Tcp>,
-        Protocol::Http(_) => spawn::<session::http::Http>,
-        Protocol::H2(_) => spawn::<session::h2::H2>,
-        Protocol::HttpAuto(_) => spawn::<session::https::AnyHttp>,
-        Protocol::Ws(_) => spawn::<session::ws::Ws>,
-        Protocol::Redis(_) => spawn::<session::redis::Redis>,
-        Protocol::Memcache(_) => spawn::<session::memcache::Memcache>,
-        Protocol::Mqtt(_) => spawn::<session::mqtt::Mqtt>,
+    struct Spawner;
+    impl crate::protocols::WithSession for Spawner {
+        type Out = Spawn;
+        fn with<S: Session>(self) -> Spawn {
+            spawn::<S>
+        }
     }
+    crate::protocols::with_session(protocol, Spawner)
 }
 
 /// Starts one worker thread.

@@ -17,6 +17,7 @@ pub use crate::http::spec::{HttpSpec, HttpVersion};
 pub use crate::memcache::spec::McSpec;
 pub use crate::mqtt::spec::MqttSpec;
 pub use crate::plan::{Clock, ShareSet};
+pub use crate::protocols::ProtocolSpec;
 pub use crate::redis::spec::RedisSpec;
 pub use crate::ws::spec::WsSpec;
 pub use cx::SpecError;
@@ -24,7 +25,7 @@ pub use cx::SpecError;
 use crate::framing::Framing;
 use crate::message::escape;
 use crate::plan::{Mode, Plan, Protocol, Target, TlsPlan};
-use cx::{invalid, PlanCx, Spoken};
+use cx::{invalid, PlanCx};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -215,66 +216,6 @@ pub const DEFAULT_TIMER_SLACK_NS: u64 = 1_000_000;
 
 /// `-n` without `-d` also stops after this long: every run is bounded in time.
 pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
-
-/// What is spoken on each connection, in the user's words: each protocol's spec lives beside
-/// its codec and plans itself (`XSpec::plan`, through [`cx::PlanCx`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ProtocolSpec {
-    Tcp(TcpSpec),
-    Http(HttpSpec),
-    /// gRPC calls (h2c, or TLS with ALPN h2).
-    Grpc(GrpcSpec),
-    Ws(WsSpec),
-    Redis(RedisSpec),
-    Memcache(McSpec),
-    /// MQTT: each connection CONNECTs, subscribes when told, and publishes the load.
-    Mqtt(Box<MqttSpec>),
-}
-
-impl ProtocolSpec {
-    /// Its row of the protocol table (name, schemes, ports, ...).
-    pub fn info(&self) -> &'static barrage_scenario::protocol::ProtocolInfo {
-        use barrage_scenario::protocol as p;
-        match self {
-            ProtocolSpec::Tcp(_) => &p::TCP,
-            ProtocolSpec::Http(h) => h.info(),
-            ProtocolSpec::Grpc(_) => &p::GRPC,
-            ProtocolSpec::Ws(_) => &p::WS,
-            ProtocolSpec::Redis(_) => &p::REDIS,
-            ProtocolSpec::Memcache(_) => &p::MEMCACHE,
-            ProtocolSpec::Mqtt(_) => &p::MQTT,
-        }
-    }
-
-    /// What the protocol's spec makes for the plan.
-    fn plan(&self, cx: &PlanCx) -> Result<Spoken, SpecError> {
-        match self {
-            ProtocolSpec::Tcp(s) => s.plan(cx),
-            ProtocolSpec::Http(s) => s.plan(cx),
-            ProtocolSpec::Grpc(s) => s.plan(cx),
-            ProtocolSpec::Ws(s) => s.plan(cx),
-            ProtocolSpec::Redis(s) => s.plan(),
-            ProtocolSpec::Memcache(s) => s.plan(),
-            ProtocolSpec::Mqtt(s) => s.plan(cx),
-        }
-    }
-
-    /// Header values hidden (they may hold secrets that are not placeholders); an MQTT user
-    /// name and password always.
-    fn redact(&mut self) {
-        let headers = match self {
-            ProtocolSpec::Http(s) => &mut s.headers,
-            ProtocolSpec::Ws(s) => &mut s.headers,
-            ProtocolSpec::Grpc(s) => &mut s.headers,
-            ProtocolSpec::Mqtt(m) => return m.redact(),
-            ProtocolSpec::Tcp(_) | ProtocolSpec::Redis(_) | ProtocolSpec::Memcache(_) => return,
-        };
-        for (_, v) in headers.iter_mut() {
-            *v = "<redacted>".into();
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TlsSpec {
