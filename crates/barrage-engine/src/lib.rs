@@ -34,7 +34,7 @@ pub mod os;
 pub mod pacer;
 pub mod plan;
 pub mod ports;
-mod protocols;
+pub mod protocols;
 pub mod redis;
 pub mod run;
 pub mod session;
