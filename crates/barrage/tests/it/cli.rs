@@ -1401,3 +1401,57 @@ fn baseline_regression_exits_3() {
         &["--max-regression", "p50=10", "%"],
     );
 }
+
+/// The recipe's stub protocol end to end (docs/protocol-recipe.md): its flag, its counter and
+/// its report line.
+#[test]
+fn a_stub_target_runs_with_its_flag_counter_and_report_line() {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                for line in BufReader::new(s).lines() {
+                    let Ok(line) = line else { return };
+                    let Some(seq) = line.strip_prefix("HELLO ") else {
+                        return;
+                    };
+                    if w.write_all(format!("OK {seq}\n").as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let url = format!("stub://127.0.0.1:{port}");
+    let args = [
+        &url,
+        "--stub-word",
+        "HELLO",
+        "-c",
+        "2",
+        "-n",
+        "100",
+        "-d",
+        "60s",
+    ];
+    let v = run_result(&args, &[]);
+    assert_eq!(s(&v, "config.protocol"), "stub");
+    assert_eq!(u(&v, "summary.exchanges.completed"), 100);
+    assert_eq!(u(&v, "summary.totals.stub_oks"), 100);
+    let out = barrage().args(args).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("100 OK replies"), "{text}");
+    let out = barrage()
+        .args(["tcp://127.0.0.1:9", "--stub-word", "X"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.starts_with("error: --stub-word applies to stub:// targets, not tcp://"),
+        "{err}"
+    );
+}
