@@ -33,8 +33,6 @@ pub enum Protocol {
     Memcache(McPlan),
     /// MQTT: CONNECT, then PUBLISH (the load), SUBSCRIBE (the opening) or neither (held).
     Mqtt(Box<MqttPlan>),
-    /// The recipe's stub: `WORD <seq>` lines.
-    Stub(StubPlan),
 }
 
 impl Protocol {
@@ -50,7 +48,6 @@ impl Protocol {
             Protocol::Redis(_) => &protocol::REDIS,
             Protocol::Memcache(_) => &protocol::MEMCACHE,
             Protocol::Mqtt(_) => &protocol::MQTT,
-            Protocol::Stub(_) => &protocol::STUB,
         }
     }
 
@@ -485,10 +482,4 @@ pub(crate) mod tests {
             50e6
         );
     }
-}
-
-/// The stub's plan: the word each request line starts with.
-#[derive(Clone, Debug)]
-pub struct StubPlan {
-    pub word: Vec<u8>,
 }

@@ -3,8 +3,6 @@
 //! `Plan`'s [`Protocol`] ([`with_session`]). A protocol adds a variant and an arm to each, and
 //! its plan's variant in `plan.rs`; its spec, plan struct and session live in its own module.
 
-pub mod stub;
-
 use crate::plan::Protocol;
 use crate::session::{self, Session};
 use crate::spec::cx::{PlanCx, SpecError, Spoken};
@@ -25,7 +23,6 @@ pub enum ProtocolSpec {
     Memcache(McSpec),
     /// MQTT: each connection CONNECTs, subscribes when told, and publishes the load.
     Mqtt(Box<MqttSpec>),
-    Stub(stub::StubSpec),
 }
 
 impl ProtocolSpec {
@@ -40,7 +37,6 @@ impl ProtocolSpec {
             ProtocolSpec::Redis(_) => &p::REDIS,
             ProtocolSpec::Memcache(_) => &p::MEMCACHE,
             ProtocolSpec::Mqtt(_) => &p::MQTT,
-            ProtocolSpec::Stub(_) => &p::STUB,
         }
     }
 
@@ -54,7 +50,6 @@ impl ProtocolSpec {
             ProtocolSpec::Redis(s) => s.plan(),
             ProtocolSpec::Memcache(s) => s.plan(),
             ProtocolSpec::Mqtt(s) => s.plan(cx),
-            ProtocolSpec::Stub(s) => s.plan(cx),
         }
     }
 
@@ -66,10 +61,7 @@ impl ProtocolSpec {
             ProtocolSpec::Ws(s) => &mut s.headers,
             ProtocolSpec::Grpc(s) => &mut s.headers,
             ProtocolSpec::Mqtt(m) => return m.redact(),
-            ProtocolSpec::Tcp(_)
-            | ProtocolSpec::Redis(_)
-            | ProtocolSpec::Memcache(_)
-            | ProtocolSpec::Stub(_) => return,
+            ProtocolSpec::Tcp(_) | ProtocolSpec::Redis(_) | ProtocolSpec::Memcache(_) => return,
         };
         for (_, v) in headers.iter_mut() {
             *v = "<redacted>".into();
@@ -94,6 +86,5 @@ pub(crate) fn with_session<W: WithSession>(protocol: &Protocol, w: W) -> W::Out 
         Protocol::Redis(_) => w.with::<session::redis::Redis>(),
         Protocol::Memcache(_) => w.with::<session::memcache::Memcache>(),
         Protocol::Mqtt(_) => w.with::<session::mqtt::Mqtt>(),
-        Protocol::Stub(_) => w.with::<stub::Stub>(),
     }
 }

@@ -79,13 +79,6 @@ pub struct Counters {
     /// What the errors said: the first few distinct reasons per class (bounded).
     #[serde(default, skip_serializing_if = "ErrorReasons::is_empty")]
     pub reasons: ErrorReasons,
-    /// The recipe's stub: OK replies.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub stub_oks: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// What MQTT connections counted. The load's PUBLISHes are the exchanges (`sent`,
@@ -482,7 +475,6 @@ impl Counters {
         self.grpc.merge(&o.grpc);
         self.mqtt.merge(&o.mqtt);
         self.reasons.merge(&o.reasons);
-        self.stub_oks += o.stub_oks;
     }
 }
 
@@ -509,7 +501,6 @@ mod tests {
             errors: ErrorCounts::default(),
             failed_by: ErrorCounts::default(),
             reasons: ErrorReasons::default(),
-            stub_oks: 18,
             scheduled: 14,
             first_ready: 15,
             replies: 13,
@@ -578,7 +569,6 @@ mod tests {
             "a reason merged once"
         );
         assert_eq!(a.misses, 32);
-        assert_eq!(a.stub_oks, 36);
         assert_eq!(a.pushed, 34);
         let h = &a.h2;
         assert_eq!(

@@ -15,17 +15,7 @@ pub(crate) use part::{Item, Part};
 
 /// Each protocol's part (none when the run did not speak it), in the order the reports show
 /// them.
-const PARTS: [fn(&RunResult) -> Option<Part>; 4] = [h2::part, grpc::part, mqtt::part, stub];
-
-/// The recipe's stub: its OK replies.
-fn stub(r: &RunResult) -> Option<Part> {
-    let n = r.summary.totals.stub_oks;
-    (n > 0).then(|| Part {
-        title: "Stub",
-        lines: vec![format!("{} OK replies", crate::fmt::thousands(n))],
-        doc: Vec::new(),
-    })
-}
+const PARTS: [fn(&RunResult) -> Option<Part>; 3] = [h2::part, grpc::part, mqtt::part];
 
 /// The parts of the protocols this run spoke.
 pub(crate) fn parts(r: &RunResult) -> Vec<Part> {

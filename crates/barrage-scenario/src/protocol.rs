@@ -157,19 +157,7 @@ pub const MQTT: ProtocolInfo = ProtocolInfo {
 };
 
 /// Every protocol barrage speaks, in the order messages list them.
-/// A stub: `STUB <seq>` lines out, `OK <seq>` lines back (the recipe's example).
-pub const STUB: ProtocolInfo = ProtocolInfo {
-    name: "stub",
-    aliases: &[],
-    tls_scheme: None,
-    port: Some(7777),
-    tls_port: None,
-    path: false,
-    steps: TargetKind::Kv,
-    pushes: false,
-};
-
-pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, GRPC, WS, REDIS, MEMCACHE, MQTT, STUB];
+pub const PROTOCOLS: &[ProtocolInfo] = &[TCP, HTTP, H2, GRPC, WS, REDIS, MEMCACHE, MQTT];
 
 impl ProtocolInfo {
     /// The scheme a URL of this protocol is written with (`https` for HTTP over TLS).

@@ -159,10 +159,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub mqtt: super::mqtt::MqttArgs,
 
-    /// stub://: the word each request line starts with [default: STUB]
-    #[arg(long, value_name = "WORD", help_heading = "Stub")]
-    pub stub_word: Option<String>,
-
     /// Reply framing: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le, none
     /// (ws: echo or none) [default: echo]
     #[arg(long, value_name = "SPEC", help_heading = "Messages")]

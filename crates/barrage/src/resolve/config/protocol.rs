@@ -6,7 +6,6 @@ pub(super) mod grpc;
 mod http;
 mod kv;
 mod mqtt;
-mod stub;
 mod tcp;
 mod ws;
 
@@ -19,7 +18,7 @@ use barrage_engine::ProtocolSpec;
 use barrage_scenario::protocol::ProtocolInfo;
 
 /// One vertical per row of the protocol table, in the order their flags are checked.
-pub(super) static VERTICALS: [&Vertical; 8] = [
+pub(super) static VERTICALS: [&Vertical; 7] = [
     &tcp::VERTICAL,
     &http::VERTICAL,
     &grpc::VERTICAL,
@@ -27,7 +26,6 @@ pub(super) static VERTICALS: [&Vertical; 8] = [
     &kv::REDIS,
     &kv::MEMCACHE,
     &mqtt::VERTICAL,
-    &stub::VERTICAL,
 ];
 
 /// The target's vertical.
