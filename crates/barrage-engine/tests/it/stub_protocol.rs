@@ -2,9 +2,9 @@
 //! and a `Session`, both written here, outside the engine and the table's crate. The row is
 //! read by the same lookups URL parsing, the scenario checker and `barrage dist` use (over a
 //! table that adds it to [`PROTOCOLS`]); the session runs through the engine's seam
-//! (`run_session`), ordered like redis and memcached. What this test does not wire is the
-//! binary's dispatch (`url.rs`, `config.rs`) and the engine's `Protocol` enum: the recipe
-//! lists those files.
+//! (`run_session`), ordered like redis and memcached. The engine's and the binary's tables
+//! (`protocols.rs`, `plan.rs`, `resolve/config/protocol.rs`) are not wired here:
+//! `docs/protocol-stub.patch` wires them for real, in the ten files the recipe lists.
 
 use crate::common::*;
 use barrage_engine::session::{Msg, Out, ProtoError, Rendered, Replies, Session};
