@@ -17,7 +17,8 @@
 //! rebuilt from the seconds it recorded, marked incomplete. A torn last line (the process died
 //! while writing it) is left out; a bad line before the last is an error.
 
-use crate::ReportError;
+use crate::file::{read_json, write_whole, ReportError};
+use crate::render::Renderer as _;
 use barrage_metrics::result::{Environment, RunConfig, Status};
 use barrage_metrics::{
     Aggregator, Delta, HostSample, LatencyBasis, MonitorSeries, ProcSample, ProcessSeries,
@@ -156,7 +157,7 @@ impl Writer {
             Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(dir)?,
             Err(e) => return Err(e),
         }
-        crate::write_whole(&dir.join(HEADER), |w| {
+        write_whole(&dir.join(HEADER), |w| {
             serde_json::to_writer_pretty(&mut *w, header)?;
             w.write_all(b"\n")
         })?;
@@ -216,8 +217,8 @@ impl Writer {
 
     /// Writes `DIR/result.json` whole.
     pub fn finish(&self, result: &RunResult) -> io::Result<()> {
-        crate::write_whole(&self.dir.join(RESULT), |w| {
-            crate::Format::Json.renderer().render(result, w)
+        write_whole(&self.dir.join(RESULT), |w| {
+            crate::json::JsonRenderer.render(result, w)
         })
     }
 
@@ -514,7 +515,7 @@ fn header_of(dir: &Path) -> Result<Header, ReportError> {
 pub fn load_dir(dir: &Path) -> Result<RunResult, ReportError> {
     let result = dir.join(RESULT);
     if result.is_file() {
-        return crate::load(&result);
+        return read_json(&result);
     }
     // A second at a time: a long run's seconds (a histogram each) do not fit in memory.
     let (header, mut seconds) = seconds_iter(dir)?;

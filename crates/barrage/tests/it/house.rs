@@ -153,7 +153,6 @@ const CIRCLES: &[&str] = &[
     "barrage: resolve/mod.rs resolve/scenario.rs",
     "barrage-engine: capture/extract.rs capture/json.rs capture/mod.rs capture/vars.rs message.rs message/binary.rs message/parse.rs message/render.rs",
     "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
-    "barrage-report: lib.rs stream.rs",
 ];
 
 /// Each crate's import circles, as `crate: file file ..` lines.
