@@ -6,7 +6,8 @@
 
 use super::binary::NumSrc;
 use super::render::{least_len, put_piece};
-use super::{Fill, Piece, Template};
+use super::template::Piece;
+use super::{Fill, Template};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EscapeError {

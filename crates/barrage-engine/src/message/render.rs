@@ -3,8 +3,9 @@
 //! `{seq}` fields marked for patching in place, binary numbers encoded, and length fields
 //! patched in one pass ([`Lengths`]); `{rand%N}` is a stateless hash ([`rand_mod`]).
 
-use super::binary::{self, IntKind, NumSrc};
-use super::{digits, push_u64, Fill, Piece, Reserved, SeqMarks, Template};
+use super::int::{self, IntKind, NumSrc};
+use super::template::Piece;
+use super::{digits, push_u64, Fill, Reserved, SeqMarks, Template};
 use crate::capture::Vars;
 
 /// splitmix64's finalizer: a bijective mix of 64 bits.
@@ -250,7 +251,7 @@ impl Writes for Vec<u8> {
 /// the pieces); a variable-width one (varint) then moves what it covers back over the bytes
 /// its value did not need.
 /// Lengths patched in one pass, nested this deep; a deeper one is computed before it is written
-/// (nesting is at most `binary::MAX_DEPTH`, so that walk is bounded).
+/// (nesting is at most `int::MAX_DEPTH`, so that walk is bounded).
 pub(super) const LENGTHS_OPEN: usize = 4;
 
 pub(super) struct Lengths {
@@ -446,7 +447,7 @@ pub(super) fn num_of(src: NumSrc, fill: Fill, vars: Option<&Vars>) -> u64 {
         NumSrc::SeqMod(n) => fill.seq % n,
         NumSrc::ConnMod(n) => fill.conn % n,
         NumSrc::RandMod(n) => rand_mod(fill.conn, fill.seq, n),
-        NumSrc::Var(slot) => binary::parse_num(var(vars, slot)),
+        NumSrc::Var(slot) => int::parse_num(var(vars, slot)),
     }
 }
 
