@@ -10,6 +10,7 @@ macro_rules! say {
 }
 
 mod cmd;
+mod probe;
 mod resolve;
 mod run;
 mod shard;

@@ -49,7 +49,7 @@ pub fn resolve(
                 ),
             ));
         }
-        local(*ip).map_err(|e| Usage::value("--source-ip", text, e))?;
+        crate::probe::local::bindable(*ip).map_err(|e| Usage::value("--source-ip", text, e))?;
     }
     Ok(list)
 }
@@ -148,17 +148,6 @@ fn item_addrs(item: &str) -> Result<Vec<IpAddr>, String> {
     }
     let ip: IpAddr = item.parse().map_err(|_| bad("an address"))?;
     Ok(vec![ip])
-}
-
-/// Whether `ip` is an address of this machine (a socket can bind it).
-fn local(ip: IpAddr) -> Result<(), String> {
-    match std::net::UdpSocket::bind(SocketAddr::new(ip, 0)) {
-        Ok(_) => Ok(()),
-        Err(e) if barrage_engine::os::net::addr_not_available(&e) => Err(format!(
-            "{ip} is not an address of this machine; add it to an interface (ip addr add {ip}/32 dev IFACE) or leave it out"
-        )),
-        Err(e) => Err(format!("{ip}: cannot bind it: {e}")),
-    }
 }
 
 /// `--url`: more addresses of the target's server, of the target's scheme.

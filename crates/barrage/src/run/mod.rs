@@ -264,10 +264,11 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Strin
         Some(("grpcs", _)) => "grpc",
         _ => "http",
     };
-    crate::resolve::tls::preflight(plan.target.addr, tls, plain, plan.connect_timeout, stop)
-        .map_err(|why| {
+    crate::probe::tls::preflight(plan.target.addr, tls, plain, plan.connect_timeout, stop).map_err(
+        |why| {
             let msg = format!("{}: {why}", plan.target.url);
             crate::sys::err_line(format_args!("error: {msg}"));
             msg
-        })
+        },
+    )
 }

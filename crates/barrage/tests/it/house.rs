@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The binary's layers, highest first: a file may import its own layer and those below it.
-const LAYERS: [&[&str]; 6] = [
+const LAYERS: [&[&str]; 7] = [
     &["cmd"],
     &["shard"],
     &["run"],
     &["resolve"],
+    &["probe"],
     &["sinks"],
     &["sys", "usage", "units"],
 ];
@@ -323,6 +324,40 @@ fn no_module_outside_tests_imports_its_parent_with_a_glob() {
         files.len(),
         crates.display()
     );
+}
+
+/// `resolve/` turns the user's words into a run and opens no socket (issue 44, item 5): the
+/// clients that talk to the target before the load, and the bind that asks whether an address
+/// is this machine's, are `probe/`'s.
+#[test]
+fn resolve_opens_no_socket() {
+    let dir = root().join("crates/barrage/src/resolve");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let code = imports::code_only(&std::fs::read_to_string(f).unwrap());
+        for word in [
+            "TcpStream",
+            "TcpListener",
+            "UdpSocket",
+            "mio::net",
+            "socket2",
+        ] {
+            if code.contains(word) {
+                found.push(format!(
+                    "{}: {word}",
+                    f.strip_prefix(&dir).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a socket in resolve/ (move it to probe/):\n{}",
+        found.join("\n")
+    );
+    assert!(files.len() > 20, "found only {} files", files.len());
 }
 
 #[test]
