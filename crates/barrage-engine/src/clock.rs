@@ -60,8 +60,22 @@ impl TimeSource {
     }
 }
 
-/// Timer entry: (when, connection index, kind). Kinds are the worker's constants.
-pub type TimerEntry = Reverse<(u64, u32, u8)>;
+/// What a timer is for (one byte: the heap's entries stay 16 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum TimerKind {
+    /// A connection's next message falls due (its `wake_at`).
+    Wake,
+    /// A connection's oldest exchange, or its connect, times out (its `timeout_at`).
+    Timeout,
+    /// The worker's connect pacing.
+    Connect,
+    /// A session's keep-alive tick (`Session::tick_at`).
+    Tick,
+}
+
+/// Timer entry: (when, connection index, kind).
+pub type TimerEntry = Reverse<(u64, u32, TimerKind)>;
 
 /// A min-heap of timers. Entries are never removed early: a handler checks whether an entry
 /// is still wanted when it fires, which keeps arming O(log n) and cancelling free.
@@ -71,7 +85,7 @@ pub struct Timers {
 }
 
 impl Timers {
-    pub fn push(&mut self, when: u64, conn: u32, kind: u8) {
+    pub fn push(&mut self, when: u64, conn: u32, kind: TimerKind) {
         self.heap.push(Reverse((when, conn, kind)));
     }
 
@@ -80,7 +94,7 @@ impl Timers {
     }
 
     /// Pop the earliest entry if it is due at `now`.
-    pub fn pop_due(&mut self, now: u64) -> Option<(u64, u32, u8)> {
+    pub fn pop_due(&mut self, now: u64) -> Option<(u64, u32, TimerKind)> {
         match self.heap.peek() {
             Some(Reverse((t, _, _))) if *t <= now => self.heap.pop().map(|Reverse(e)| e),
             _ => None,
@@ -95,13 +109,13 @@ mod tests {
     #[test]
     fn timers_pop_in_time_order_only_when_due() {
         let mut t = Timers::default();
-        t.push(30, 1, 0);
-        t.push(10, 2, 1);
-        t.push(20, 3, 0);
+        t.push(30, 1, TimerKind::Wake);
+        t.push(10, 2, TimerKind::Timeout);
+        t.push(20, 3, TimerKind::Wake);
         assert_eq!(t.next(), Some(10));
         assert_eq!(t.pop_due(5), None);
-        assert_eq!(t.pop_due(25), Some((10, 2, 1)));
-        assert_eq!(t.pop_due(25), Some((20, 3, 0)));
+        assert_eq!(t.pop_due(25), Some((10, 2, TimerKind::Timeout)));
+        assert_eq!(t.pop_due(25), Some((20, 3, TimerKind::Wake)));
         assert_eq!(t.pop_due(25), None);
         assert_eq!(t.next(), Some(30));
     }

@@ -20,7 +20,7 @@
 //! stops virtual time.
 
 use crate::classify::classify;
-use crate::clock::{Alarm, TimeSource, Timers};
+use crate::clock::{Alarm, TimeSource, TimerKind, Timers};
 use crate::conn::{Conn, State};
 use crate::pacer::{Rng, Schedule};
 use crate::plan::{Plan, Share};
@@ -38,10 +38,6 @@ use std::sync::Arc;
 pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 const ALARM: Token = Token(usize::MAX - 2);
 const WORKER: u32 = u32::MAX;
-const T_WAKE: u8 = 0;
-pub(crate) const T_TIMEOUT: u8 = 1;
-const T_CONNECT: u8 = 2;
-const T_TICK: u8 = 3;
 const READ_BUF: usize = 64 * 1024;
 /// Reads of one connection per turn of the loop (1 MiB): a server that sends faster than its
 /// replies are decoded must not keep the loop from its clock, its timers and the stop flag.
@@ -501,7 +497,7 @@ impl<S: Session> Worker<S> {
         let c = &mut self.conns[idx as usize];
         if at < c.wake_at {
             c.wake_at = at;
-            self.timers.push(at, idx, T_WAKE);
+            self.timers.push(at, idx, TimerKind::Wake);
         }
     }
 
@@ -509,25 +505,25 @@ impl<S: Session> Worker<S> {
         let c = &mut self.conns[idx as usize];
         if c.timeout_at == u64::MAX {
             c.timeout_at = at;
-            self.timers.push(at, idx, T_TIMEOUT);
+            self.timers.push(at, idx, TimerKind::Timeout);
         }
     }
 
-    fn on_timer(&mut self, at: u64, idx: u32, kind: u8, now: u64) {
+    fn on_timer(&mut self, at: u64, idx: u32, kind: TimerKind, now: u64) {
         if idx == WORKER {
             return; // connect pacing: pump_connects runs every iteration
         }
         let c = &mut self.conns[idx as usize];
         match kind {
-            T_WAKE if c.wake_at == at => {
+            TimerKind::Wake if c.wake_at == at => {
                 c.wake_at = u64::MAX;
                 self.service(idx, now);
             }
-            T_TIMEOUT if c.timeout_at == at => {
+            TimerKind::Timeout if c.timeout_at == at => {
                 c.timeout_at = u64::MAX;
                 self.check_timeout(idx, now);
             }
-            T_TICK if c.session.tick_at() == at => {
+            TimerKind::Tick if c.session.tick_at() == at => {
                 c.session.set_tick_at(u64::MAX);
                 self.keepalive(idx, now);
             }
@@ -540,7 +536,7 @@ impl<S: Session> Worker<S> {
         if let Some(period) = self.conns[idx as usize].session.tick_ns(&self.cfg) {
             let at = now + period.max(1);
             self.conns[idx as usize].session.set_tick_at(at);
-            self.timers.push(at, idx, T_TICK);
+            self.timers.push(at, idx, TimerKind::Tick);
         }
     }
 
@@ -695,7 +691,8 @@ impl<S: Session> Worker<S> {
                 if self.next_connect > now {
                     if self.connect_timer != self.next_connect {
                         self.connect_timer = self.next_connect;
-                        self.timers.push(self.next_connect, WORKER, T_CONNECT);
+                        self.timers
+                            .push(self.next_connect, WORKER, TimerKind::Connect);
                     }
                     return;
                 }

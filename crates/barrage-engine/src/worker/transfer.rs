@@ -6,8 +6,9 @@
 //! with one `write`; a static message sent alone is written straight from its template.
 
 use super::wire::{classify_tls, write_to};
-use super::{sched_of, Worker, WorkerEvent, READS_PER_TURN, T_TIMEOUT};
+use super::{sched_of, Worker, WorkerEvent, READS_PER_TURN};
 use crate::classify::classify;
+use crate::clock::TimerKind;
 use crate::conn::State;
 use crate::exchange::{Exchange, OPENING};
 use crate::message::Fill;
@@ -369,7 +370,7 @@ impl<S: Session> Worker<S> {
         if !self.on_write && c.timeout_at == u64::MAX {
             let at = now + self.plan.timeout.as_nanos() as u64;
             c.timeout_at = at;
-            self.timers.push(at, idx, T_TIMEOUT);
+            self.timers.push(at, idx, TimerKind::Timeout);
         }
         if let Some(e) = c.session.failed() {
             // A request could not be rendered (a script's error): what was opened fails.

@@ -8,8 +8,9 @@
 //! departure time it runs its `leave` steps, waits for what is in flight, and closes for good.
 
 use super::wire::write_to;
-use super::{Period, Worker, T_TIMEOUT};
+use super::{Period, Worker};
 use crate::classify::classify;
+use crate::clock::TimerKind;
 use crate::conn::State;
 use crate::exchange::Exchange;
 use crate::message::Fill;
@@ -392,7 +393,7 @@ impl<S: Session> Worker<S> {
             if c.timeout_at == u64::MAX {
                 let t = now.saturating_add(step.timeout_ns);
                 c.timeout_at = t;
-                self.timers.push(t, idx, T_TIMEOUT);
+                self.timers.push(t, idx, TimerKind::Timeout);
             }
         } else {
             // No reply: done once handed to the connection.
