@@ -10,7 +10,6 @@
 use super::wire::write_to;
 use super::{Period, Worker};
 use crate::classify::classify;
-use crate::clock::TimerKind;
 use crate::conn::State;
 use crate::exchange::Exchange;
 use crate::message::Fill;
@@ -390,11 +389,7 @@ impl<S: Session> Worker<S> {
         if awaits {
             c.ex.push(Exchange::new(key, intended, now, len, s));
             self.rec.in_flight += 1;
-            if c.timeout_at == u64::MAX {
-                let t = now.saturating_add(step.timeout_ns);
-                c.timeout_at = t;
-                self.timers.push(t, idx, TimerKind::Timeout);
-            }
+            self.arm_timeout(idx, now.saturating_add(step.timeout_ns));
         } else {
             // No reply: done once handed to the connection.
             self.rec.counters.completed += 1;
