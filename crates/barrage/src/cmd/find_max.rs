@@ -93,48 +93,52 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
     let r = &a.run;
     let owned = [
         (
-            r.rate.is_some(),
+            r.modes.rate.is_some(),
             "--rate",
             "the search sets the rate of each step",
         ),
-        (r.duration.is_some(), "-d/--duration", "use --step-duration"),
         (
-            r.warmup.is_some_and(|w| !w.is_zero()),
+            r.load.duration.is_some(),
+            "-d/--duration",
+            "use --step-duration",
+        ),
+        (
+            r.load.warmup.is_some_and(|w| !w.is_zero()),
             "--warmup",
             "use --step-warmup",
         ),
         (
-            r.requests.is_some(),
+            r.load.requests.is_some(),
             "-n/--requests",
             "each step runs for --step-duration",
         ),
         (
-            r.interval.is_some(),
+            r.modes.interval.is_some(),
             "--interval",
             "the search offers --rate steps",
         ),
         (
-            r.think.is_some(),
+            r.modes.think.is_some(),
             "--think",
             "the search offers open-loop --rate steps",
         ),
         (
-            !r.threshold.is_empty(),
+            !r.watch.threshold.is_empty(),
             "--threshold",
             "give the limits as --slo",
         ),
         (
-            r.baseline.is_some(),
+            r.output.baseline.is_some(),
             "--baseline",
             "compare saved step results with barrage compare",
         ),
         (
-            r.csv.is_some() || r.hdr_log.is_some() || r.out.is_some(),
+            r.output.csv.is_some() || r.output.hdr_log.is_some() || r.output.out.is_some(),
             "--csv/--hdr-log/--out",
             "find-max writes --json and --report; for one rate's seconds, barrage run --rate R",
         ),
         (
-            !r.monitor.is_empty() || r.spawn.is_some() || r.recovery.is_some(),
+            !r.watch.monitor.is_empty() || r.watch.spawn.is_some() || r.watch.recovery.is_some(),
             "--monitor/--spawn/--recovery",
             "not supported by find-max yet; SLOs use client figures",
         ),
@@ -178,11 +182,11 @@ fn resolve(a: &FindMaxArgs) -> Result<Setup, Usage> {
         config::plan(&step_args(a, rate))?;
     }
     let (plan, _, _) = config::plan(&step_args(a, a.start_rate))?;
-    let json = a.run.json.clone();
+    let json = a.run.output.json.clone();
     if let Some(p) = json.as_deref().filter(|p| *p != "-") {
         crate::sinks::outfile::check_writable("--json", p)?;
     }
-    let report = match &a.run.report {
+    let report = match &a.run.output.report {
         Some(p) => {
             let f = crate::sinks::output::report_format("--report", p, false)?;
             crate::sinks::outfile::check_writable("--report", p)?;

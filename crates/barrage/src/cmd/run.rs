@@ -10,8 +10,12 @@ pub fn run(a: &RunArgs, argv: Vec<String>) -> anyhow::Result<i32> {
     let file = crate::resolve::scenario::load(a)?;
     if let Some(n) = crate::resolve::processes(a, file.as_ref())? {
         let n = n as usize;
-        let children =
-            crate::shard::processes::Children::new(&argv, n, a.threads, a.monitor_interval)?;
+        let children = crate::shard::processes::Children::new(
+            &argv,
+            n,
+            a.load.threads,
+            a.watch.monitor_interval,
+        )?;
         let resolved = crate::resolve::split(a, argv, n, file)?;
         return crate::run::run(resolved, children);
     }

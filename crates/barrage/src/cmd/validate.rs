@@ -53,9 +53,9 @@ fn as_run_plans_it(a: &ValidateArgs, shown: &str) -> Result<(), Usage> {
     let crate::resolve::cli::Command::Run(mut run) = parsed.command else {
         return Ok(());
     };
-    run.users = a.users;
-    run.hold = a.hold;
-    run.arrive = a.arrive;
+    run.file.users = a.users;
+    run.file.hold = a.hold;
+    run.file.arrive = a.arrive;
     let Some(loaded) = crate::resolve::scenario::load(&run)? else {
         return Ok(());
     };

@@ -38,10 +38,10 @@ pub fn versus(a: &VersusArgs, argv: Vec<String>) -> anyhow::Result<i32> {
         }
     }
     for (flag, given) in [
-        ("--json", a.run.json.is_some()),
-        ("--report", a.run.report.is_some()),
-        ("--out", a.run.out.is_some()),
-        ("--processes", a.run.processes.is_some()),
+        ("--json", a.run.output.json.is_some()),
+        ("--report", a.run.output.report.is_some()),
+        ("--out", a.run.output.out.is_some()),
+        ("--processes", a.run.output.processes.is_some()),
     ] {
         if given {
             return Err(Usage::says(
@@ -100,9 +100,9 @@ pub fn versus(a: &VersusArgs, argv: Vec<String>) -> anyhow::Result<i32> {
 fn side_args(run: &RunArgs, url: &str, json: Option<&std::path::Path>) -> RunArgs {
     let mut args = run.clone();
     args.target = url.to_string();
-    args.json = json.map(|p| p.display().to_string());
-    args.quiet = true;
-    args.no_tui = true;
+    args.output.json = json.map(|p| p.display().to_string());
+    args.output.quiet = true;
+    args.output.no_tui = true;
     args
 }
 

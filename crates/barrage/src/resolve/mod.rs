@@ -34,11 +34,11 @@ pub fn split(
     file: Option<scenario::File>,
 ) -> Result<Resolved, Usage> {
     let mut whole = a.clone();
-    whole.parent_of = Some(n as u64);
+    whole.output.parent_of = Some(n as u64);
     let resolved = run(&whole, argv, file)?;
     // Child i runs thread shares i x t ..: it owns a connection only when there are more
     // than i x t of them.
-    let t = a.threads.unwrap_or(1).max(1);
+    let t = a.load.threads.unwrap_or(1).max(1);
     let least = (n as u64 - 1).saturating_mul(t).saturating_add(1);
     if resolved.plan.connections < least {
         return Err(Usage::says(
@@ -74,8 +74,8 @@ pub fn run(
 /// `None` for one (this one), and always for a shard (a shard is one process).
 pub fn processes(a: &RunArgs, file: Option<&scenario::File>) -> Result<Option<u64>, Usage> {
     use barrage_scenario::model::Processes;
-    if a.shard.is_some() {
-        if a.processes.is_some() {
+    if a.output.shard.is_some() {
+        if a.output.processes.is_some() {
             return Err(Usage::says(
                 "--processes",
                 "does not go with --shard: a shard is one process; split the run with more \
@@ -84,7 +84,7 @@ pub fn processes(a: &RunArgs, file: Option<&scenario::File>) -> Result<Option<u6
         }
         return Ok(None);
     }
-    let p = match a.processes.or_else(|| file?.processes()) {
+    let p = match a.output.processes.or_else(|| file?.processes()) {
         Some(p) => p,
         None => return Ok(None),
     };
@@ -96,7 +96,11 @@ pub fn processes(a: &RunArgs, file: Option<&scenario::File>) -> Result<Option<u6
                 None => crate::resolve::config::plan(a)?.0.connections,
             };
             let m = crate::resolve::preflight::Machine::read();
-            crate::resolve::preflight::processes_for(conns, a.threads.unwrap_or(1), m.nofile_hard)
+            crate::resolve::preflight::processes_for(
+                conns,
+                a.load.threads.unwrap_or(1),
+                m.nofile_hard,
+            )
         }
     };
     Ok((n > 1).then_some(n))

@@ -9,7 +9,7 @@ use crate::usage::Usage;
 /// Every output of the run, each destination checked now; nothing is written (or truncated)
 /// before the end.
 pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
-    let json = match a.json.as_deref() {
+    let json = match a.output.json.as_deref() {
         None => None,
         Some("-") => Some(JsonOut::Stdout),
         Some(p) => {
@@ -17,7 +17,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
             Some(JsonOut::File(p.into()))
         }
     };
-    let report = match &a.report {
+    let report = match &a.output.report {
         Some(p) if p == "-" && matches!(json, Some(JsonOut::Stdout)) => {
             return Err(Usage::value(
                 "--report",
@@ -32,10 +32,10 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         }
         None => None,
     };
-    if let Some(dir) = &a.out {
+    if let Some(dir) = &a.output.out {
         crate::sinks::output::check_out_dir(dir)?;
     }
-    if let Some(p) = &a.csv {
+    if let Some(p) = &a.output.csv {
         if p == "-" {
             return Err(Usage::value(
                 "--csv",
@@ -47,16 +47,18 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         crate::sinks::outfile::check_writable("--csv", p)?;
     }
     let prometheus = a
+        .output
         .prometheus
         .as_deref()
-        .map(|v| crate::sinks::prom::parse_addr(v, a.listen_any))
+        .map(|v| crate::sinks::prom::parse_addr(v, a.output.listen_any))
         .transpose()?;
     let web = a
+        .output
         .web
         .as_deref()
-        .map(|v| crate::sinks::web::parse_addr(v, a.listen_any))
+        .map(|v| crate::sinks::web::parse_addr(v, a.output.listen_any))
         .transpose()?;
-    if let Some(p) = &a.hdr_log {
+    if let Some(p) = &a.output.hdr_log {
         if p == "-" {
             return Err(Usage::value(
                 "--hdr-log",
@@ -67,20 +69,21 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         }
         crate::sinks::outfile::check_writable("--hdr-log", p)?;
     }
-    let opts = crate::sinks::baseline::options(a.noise_floor.as_deref())?;
+    let opts = crate::sinks::baseline::options(a.output.noise_floor.as_deref())?;
     let baseline = a
+        .output
         .baseline
         .as_ref()
-        .map(|b| Baseline::load(b.clone(), a.max_regression.as_deref(), opts))
+        .map(|b| Baseline::load(b.clone(), a.output.max_regression.as_deref(), opts))
         .transpose()?;
     Ok(Outputs {
-        summary: !a.process_of_parent,
+        summary: !a.output.process_of_parent,
         json,
         files: crate::sinks::recorders::Paths {
-            out: a.out.clone(),
-            csv: a.csv.clone(),
-            hdr_log: a.hdr_log.clone(),
-            embed: a.shard.is_some() && a.json.is_some(),
+            out: a.output.out.clone(),
+            csv: a.output.csv.clone(),
+            hdr_log: a.output.hdr_log.clone(),
+            embed: a.output.shard.is_some() && a.output.json.is_some(),
         },
         rec: Default::default(),
         prometheus,
@@ -88,10 +91,10 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         report,
         baseline,
         baseline_lines: Vec::new(),
-        quiet: a.quiet,
-        explain: a.explain,
-        no_tui: a.no_tui,
-        note: (a.requests.is_some() && a.duration.is_none()).then(|| {
+        quiet: a.output.quiet,
+        explain: a.output.explain,
+        no_tui: a.output.no_tui,
+        note: (a.load.requests.is_some() && a.load.duration.is_none()).then(|| {
             format!(
                 "-n without -d: the run also stops after {} s; give -d to change that bound",
                 crate::resolve::config::REQUESTS_TIME_BOUND.as_secs()

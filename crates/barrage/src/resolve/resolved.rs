@@ -33,11 +33,15 @@ pub struct Resolved {
 
 pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     let (plan, spec, config) = config::plan(a)?;
-    let spec = config::record(&spec, &plan, a.secret_body, &a.redact);
+    let spec = config::record(&spec, &plan, a.output.secret_body, &a.output.redact);
     let watch = crate::resolve::watch::plan(a, plan.target.addr)?;
     let metrics = crate::resolve::watch::metrics_plan(a)?;
     // A shard of --processes leaves the thresholds to its parent (which has the monitor).
-    let judged: &[String] = if a.skip_thresholds { &[] } else { &a.threshold };
+    let judged: &[String] = if a.output.skip_thresholds {
+        &[]
+    } else {
+        &a.watch.threshold
+    };
     let thresholds = judged
         .iter()
         .map(|e| thresholds::parse(e).map_err(|e| Usage::new("--threshold", e)))
@@ -46,48 +50,52 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
     measurable(
         &thresholds,
         watch.as_ref().is_some_and(WatchPlan::asked),
-        a.recovery,
+        a.watch.recovery,
         &names,
     )?;
     // A shard opens only its own connections; a --processes parent none (its children
     // are checked together here, as the machine holds them).
     let mine: u64 = plan.my_shares().iter().map(|s| s.connections).sum();
-    if let (Some(set), None) = (&plan.shares, a.parent_of) {
+    if let (Some(set), None) = (&plan.shares, a.output.parent_of) {
         if mine == 0 {
             return Err(idle_shard(set, plan.connections));
         }
     }
     let threads = plan.my_shares().len() as u64;
     let facts = crate::resolve::preflight::Facts {
-        connections: if a.parent_of.is_some() {
+        connections: if a.output.parent_of.is_some() {
             plan.connections
         } else {
             mine
         },
-        processes: a.parent_of.unwrap_or(1),
-        threads: if a.parent_of.is_some() { 1 } else { threads },
+        processes: a.output.parent_of.unwrap_or(1),
+        threads: if a.output.parent_of.is_some() {
+            1
+        } else {
+            threads
+        },
         targets: plan.target.addrs(),
         sources: plan.target.sources.len() as u64,
         paced: plan.connect_rate.is_some() || plan.users.is_some(),
-        count_flag: match (&plan.users, a.users) {
+        count_flag: match (&plan.users, a.file.users) {
             (Some(u), _) if u.stages.is_some() => "--conn-stages",
             (Some(_), Some(_)) => "--users",
             (Some(_), None) => "users.count",
             (None, _) => "-c/--connections",
         },
-        gave_processes: a.parent_of.is_some(),
+        gave_processes: a.output.parent_of.is_some(),
     };
     let items =
         crate::resolve::preflight::check(&facts, &crate::resolve::preflight::Machine::read());
     if let Some(refused) = crate::resolve::preflight::refusal(&items, &facts) {
         return Err(refused);
     }
-    if a.parent_of.is_none() {
+    if a.output.parent_of.is_none() {
         crate::sys::ensure_fds(
             crate::sys::fds_needed(mine, plan.threads),
             "-c/--connections",
         )?;
-        if !a.quiet {
+        if !a.output.quiet {
             for i in items
                 .iter()
                 .filter(|i| i.level == crate::resolve::preflight::Level::Warn)
@@ -110,10 +118,10 @@ pub fn resolve(a: &RunArgs, argv: Vec<String>) -> Result<Resolved, Usage> {
         metrics,
         thresholds,
         outputs,
-        argv: crate::resolve::redact::argv(&argv, &a.redact, a.secret_body),
-        insecure: a.insecure,
+        argv: crate::resolve::redact::argv(&argv, &a.output.redact, a.output.secret_body),
+        insecure: a.tls.insecure,
         // A shard of --processes, or of --shard: the merge judges the whole run.
-        lenient_exit: a.lenient_exit || a.skip_thresholds || a.shard.is_some(),
+        lenient_exit: a.watch.lenient_exit || a.output.skip_thresholds || a.output.shard.is_some(),
     })
 }
 

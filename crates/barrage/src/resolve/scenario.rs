@@ -53,7 +53,7 @@ pub fn load(a: &RunArgs) -> Result<Option<File>, Usage> {
     let mut checked = barrage_scenario::load_str(&name, &text, format, &dir)
         .map_err(|e| Usage::file(&name, e))?;
     checked
-        .override_users(a.users, a.hold, a.arrive)
+        .override_users(a.file.users, a.file.hold, a.file.arrive)
         .map_err(|e| Usage::file(&name, e))?;
     Ok(Some(File {
         name,
@@ -77,7 +77,7 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
         checked,
     } = loaded;
     let path = Path::new(&file);
-    if let Some(t) = &a.target_url {
+    if let Some(t) = &a.file.target_url {
         // The same protocol, with or without TLS, under any of its schemes.
         let protocol = |u: &str| barrage_scenario::protocol::of_url(u).map(|(p, _)| p.name);
         if protocol(t) != protocol(&checked.file.target.value) {
@@ -105,35 +105,40 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
     };
     let mut args = a.clone();
     args.target = a
+        .file
         .target_url
         .clone()
         .unwrap_or_else(|| f.target.value.clone());
-    args.target_url = None;
-    args.connections = checked.users;
-    args.duration = None;
+    args.file.target_url = None;
+    args.load.connections = checked.users;
+    args.load.duration = None;
     args.scenario = Some(ScenarioSpec {
         file: file.clone(),
         text,
         yaml: barrage_scenario::Format::of(path) == Some(barrage_scenario::Format::Yaml),
         dir: dir.clone(),
-        users: a.users,
-        hold_ns: a.hold.map(barrage_engine::spec::ns),
-        arrive: a.arrive,
-        max_duration_ns: a.duration.or(file_duration).map(barrage_engine::spec::ns),
+        users: a.file.users,
+        hold_ns: a.file.hold.map(barrage_engine::spec::ns),
+        arrive: a.file.arrive,
+        max_duration_ns: a
+            .load
+            .duration
+            .or(file_duration)
+            .map(barrage_engine::spec::ns),
         checked: Some(barrage_engine::spec::Checked(checked.clone())),
         rpc: Vec::new(),
         replies: None,
     });
-    if args.more_urls.is_empty() {
-        args.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
+    if args.load.more_urls.is_empty() {
+        args.load.more_urls = f.urls.iter().map(|u| u.value.clone()).collect();
     }
-    if let (None, Some(sc)) = (&args.script, &f.script) {
+    if let (None, Some(sc)) = (&args.msg.script, &f.script) {
         // The file's script, as `--script` (which overrides it) would give it.
-        args.script = Some(dir.join(&sc.value));
+        args.msg.script = Some(dir.join(&sc.value));
     }
     if let Some(p) = &f.protocol {
-        if args.expect.is_none() {
-            args.expect = p.framing.as_ref().map(|v| v.value.clone());
+        if args.msg.expect.is_none() {
+            args.msg.expect = p.framing.as_ref().map(|v| v.value.clone());
         }
         let mut headers: Vec<String> = p.headers.iter().map(|h| h.value.clone()).collect();
         headers.append(&mut args.http.headers);
@@ -143,9 +148,9 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
         }
         args.ws.binary |= p.binary.unwrap_or(false);
         args.kv.resp3 |= p.resp3.unwrap_or(false);
-        args.insecure |= p.insecure.unwrap_or(false);
-        if args.cacert.is_none() {
-            args.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
+        args.tls.insecure |= p.insecure.unwrap_or(false);
+        if args.tls.cacert.is_none() {
+            args.tls.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
         }
         // gRPC: where the steps' methods are described (the command line's, if it gave one).
         if args.grpc.proto.is_none() && !args.grpc.reflect {
@@ -171,48 +176,50 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
                 })
                 .transpose()
         };
-        if args.warmup.is_none() {
-            args.warmup = dur(&r.warmup, "warmup", false)?;
+        if args.load.warmup.is_none() {
+            args.load.warmup = dur(&r.warmup, "warmup", false)?;
         }
-        if args.timeout.is_none() {
-            args.timeout = dur(&r.timeout, "timeout", true)?;
+        if args.limits.timeout.is_none() {
+            args.limits.timeout = dur(&r.timeout, "timeout", true)?;
         }
-        if args.connect_timeout.is_none() {
-            args.connect_timeout = dur(&r.connect_timeout, "connect_timeout", true)?;
+        if args.limits.connect_timeout.is_none() {
+            args.limits.connect_timeout = dur(&r.connect_timeout, "connect_timeout", true)?;
         }
         // A child of --processes (told to skip thresholds) leaves the run's outputs and its
         // watch of the server (the monitor, the spawn, the recovery window after the load) to
         // the parent: N children must not each write the file's `json`, or each spawn its
         // server, or wait out a recovery window with no monitor to watch it.
-        let parent_does_it = args.skip_thresholds;
+        let parent_does_it = args.output.skip_thresholds;
         let recovery = dur(&r.recovery, "recovery", false)?;
-        if args.recovery.is_none() && !parent_does_it {
-            args.recovery = recovery;
+        if args.watch.recovery.is_none() && !parent_does_it {
+            args.watch.recovery = recovery;
         }
-        if args.threads.is_none() {
-            args.threads = r.threads.as_ref().map(|t| t.value);
+        if args.load.threads.is_none() {
+            args.load.threads = r.threads.as_ref().map(|t| t.value);
         }
         let mut thresholds: Vec<String> = r.thresholds.iter().map(|t| t.value.clone()).collect();
-        thresholds.append(&mut args.threshold);
-        args.threshold = thresholds;
-        if args.json.is_none() && !parent_does_it {
-            args.json = r.json.as_ref().map(|v| v.value.clone());
+        thresholds.append(&mut args.watch.threshold);
+        args.watch.threshold = thresholds;
+        if args.output.json.is_none() && !parent_does_it {
+            args.output.json = r.json.as_ref().map(|v| v.value.clone());
         }
-        if args.report.is_none() && !parent_does_it {
-            args.report = r.report.as_ref().map(|v| v.value.clone());
+        if args.output.report.is_none() && !parent_does_it {
+            args.output.report = r.report.as_ref().map(|v| v.value.clone());
         }
-        if args.monitor.is_empty() && !parent_does_it {
-            args.monitor = r.monitor.iter().map(|m| m.value.clone()).collect();
+        if args.watch.monitor.is_empty() && !parent_does_it {
+            args.watch.monitor = r.monitor.iter().map(|m| m.value.clone()).collect();
         }
-        if args.spawn.is_none() && !parent_does_it {
-            args.spawn = r.spawn.as_ref().map(|v| v.value.clone());
+        if args.watch.spawn.is_none() && !parent_does_it {
+            args.watch.spawn = r.spawn.as_ref().map(|v| v.value.clone());
         }
-        args.redact.extend(r.redact.iter().map(|v| v.value.clone()));
-        if args.source_ip.is_none() {
-            args.source_ip = r.source_ip.as_ref().map(|v| v.value.clone());
+        args.output
+            .redact
+            .extend(r.redact.iter().map(|v| v.value.clone()));
+        if args.load.source_ip.is_none() {
+            args.load.source_ip = r.source_ip.as_ref().map(|v| v.value.clone());
         }
     }
-    for t in &args.threshold {
+    for t in &args.watch.threshold {
         if let Some((name, _)) =
             barrage_metrics::thresholds::step_metric(t.split_whitespace().next().unwrap_or(""))
         {
@@ -236,22 +243,22 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
 /// Flags that say what each connection sends: in a scenario the steps say it.
 fn refuse_load_flags(a: &RunArgs) -> Result<(), Usage> {
     let given = [
-        ("-m/--message", a.message.is_some()),
-        ("--message-file", a.message_file.is_some()),
-        ("--first-message", a.first_message.is_some()),
+        ("-m/--message", a.msg.message.is_some()),
+        ("--message-file", a.msg.message_file.is_some()),
+        ("--first-message", a.msg.first_message.is_some()),
         ("--command", !a.kv.command.is_empty()),
         ("-X/--method", a.http.method.is_some()),
         ("--body", a.http.body.is_some()),
         ("--data", a.grpc.data.is_some()),
         ("--data-bin", a.grpc.data_bin.is_some()),
         ("--expect-status", a.http.expect_status.is_some()),
-        ("--verify", a.verify),
-        ("--rate", a.rate.is_some()),
-        ("--interval", a.interval.is_some()),
-        ("--think", a.think.is_some()),
-        ("-n/--requests", a.requests.is_some()),
-        ("--pipeline", a.pipeline != 1),
-        ("--connect-rate", a.connect_rate.is_some()),
+        ("--verify", a.msg.verify),
+        ("--rate", a.modes.rate.is_some()),
+        ("--interval", a.modes.interval.is_some()),
+        ("--think", a.modes.think.is_some()),
+        ("-n/--requests", a.load.requests.is_some()),
+        ("--pipeline", a.modes.pipeline != 1),
+        ("--connect-rate", a.load.connect_rate.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
         return Err(Usage::says(

@@ -70,8 +70,8 @@ impl WatchPlan {
 
 /// `None` when nothing is to be watched.
 pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage> {
-    if a.monitor.is_empty() && a.spawn.is_none() {
-        if a.recovery.is_some() {
+    if a.watch.monitor.is_empty() && a.watch.spawn.is_none() {
+        if a.watch.recovery.is_some() {
             return Err(Usage::says(
                 "--recovery",
                 "watches the server after the load: add --monitor PID|auto or --spawn CMD",
@@ -86,9 +86,9 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         ));
     }
     let mut pids = Vec::new();
-    for m in &a.monitor {
+    for m in &a.watch.monitor {
         if m == "auto" {
-            if a.spawn.is_some() {
+            if a.watch.spawn.is_some() {
                 return Err(Usage::new(
                     "--monitor auto and --spawn",
                     "the spawned server is watched anyway; drop --monitor auto",
@@ -118,7 +118,7 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         }
     }
     let mut secrets = crate::resolve::redact::Secrets::default();
-    let spawn = match &a.spawn {
+    let spawn = match &a.watch.spawn {
         Some(cmd) => Some((cmd.clone(), secrets.fill_str(cmd, "--spawn")?)),
         None => None,
     };
@@ -126,8 +126,8 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
         pids,
         spawn,
         secrets,
-        interval: a.monitor_interval,
-        recovery: a.recovery.unwrap_or(Duration::from_secs(10)),
+        interval: a.watch.monitor_interval,
+        recovery: a.watch.recovery.unwrap_or(Duration::from_secs(10)),
         target,
         self_children: false,
         unasked: false,
@@ -141,7 +141,7 @@ pub fn plan(a: &RunArgs, target: SocketAddr) -> Result<Option<WatchPlan>, Usage>
 /// in a shard (the parent of `--processes` watches its children; separate shards are
 /// merged without their monitors).
 fn unasked(a: &RunArgs, target: SocketAddr) -> Option<WatchPlan> {
-    if !barrage_monitor::SUPPORTED || a.shard.is_some() || a.process_of_parent {
+    if !barrage_monitor::SUPPORTED || a.output.shard.is_some() || a.output.process_of_parent {
         return None;
     }
     // (Under wine the socket owners read 0 and their table takes seconds: not looked for.)
@@ -153,7 +153,7 @@ fn unasked(a: &RunArgs, target: SocketAddr) -> Option<WatchPlan> {
         pids: listener.into_iter().collect(),
         spawn: None,
         secrets: Default::default(),
-        interval: a.monitor_interval,
+        interval: a.watch.monitor_interval,
         recovery: Duration::ZERO,
         target,
         self_children: false,
@@ -369,7 +369,10 @@ impl MetricsPlan {
 
 /// `None` without `--server-metrics`.
 pub fn metrics_plan(a: &RunArgs) -> Result<Option<MetricsPlan>, Usage> {
-    match (a.server_metrics.is_empty(), a.server_metric.is_empty()) {
+    match (
+        a.watch.server_metrics.is_empty(),
+        a.watch.server_metric.is_empty(),
+    ) {
         (true, true) => return Ok(None),
         (true, false) => {
             return Err(Usage::says(
@@ -386,10 +389,10 @@ pub fn metrics_plan(a: &RunArgs) -> Result<Option<MetricsPlan>, Usage> {
         (false, false) => {}
     }
     let mut urls = Vec::new();
-    for u in &a.server_metrics {
+    for u in &a.watch.server_metrics {
         let url =
             barrage_monitor::MetricsUrl::parse(u).map_err(|e| Usage::new("--server-metrics", e))?;
-        if !a.listen_any && !url.is_loopback() {
+        if !a.output.listen_any && !url.is_loopback() {
             return Err(Usage::value(
                 "--server-metrics",
                 u,
@@ -399,7 +402,7 @@ pub fn metrics_plan(a: &RunArgs) -> Result<Option<MetricsPlan>, Usage> {
         urls.push(url);
     }
     let mut selectors: Vec<barrage_monitor::Selector> = Vec::new();
-    for s in &a.server_metric {
+    for s in &a.watch.server_metric {
         let sel =
             barrage_monitor::Selector::parse(s).map_err(|e| Usage::new("--server-metric", e))?;
         if selectors.iter().any(|o| o.alias == sel.alias) {
@@ -417,6 +420,6 @@ pub fn metrics_plan(a: &RunArgs) -> Result<Option<MetricsPlan>, Usage> {
     Ok(Some(MetricsPlan {
         urls,
         selectors,
-        interval: a.monitor_interval,
+        interval: a.watch.monitor_interval,
     }))
 }

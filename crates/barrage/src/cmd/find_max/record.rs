@@ -66,7 +66,7 @@ pub fn record(
         bounds: *bounds,
         step_duration_s: a.step_duration.as_secs_f64(),
         step_warmup_s: a.step_warmup.as_secs_f64(),
-        connections: a.run.connections,
+        connections: a.run.load.connections,
         steps,
         result: Conclusion {
             end,

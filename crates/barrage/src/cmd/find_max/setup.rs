@@ -22,10 +22,10 @@ pub(crate) struct Setup {
 /// The run flags of one step: the user's, with the step's rate, length and warm-up.
 pub(crate) fn step_args(a: &FindMaxArgs, rate: f64) -> crate::resolve::cli::RunArgs {
     let mut r = a.run.clone();
-    r.rate = Some(rate);
-    r.duration = Some(a.step_duration);
-    r.warmup = Some(a.step_warmup);
-    r.json = None;
-    r.report = None;
+    r.modes.rate = Some(rate);
+    r.load.duration = Some(a.step_duration);
+    r.load.warmup = Some(a.step_warmup);
+    r.output.json = None;
+    r.output.report = None;
     r
 }

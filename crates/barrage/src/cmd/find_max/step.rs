@@ -42,10 +42,10 @@ pub(super) fn run_step(
     signals: &Signals,
 ) -> anyhow::Result<StepEnd> {
     let (plan, spec, config) = config::plan(&step_args(a, rate))?;
-    let spec = config::record(&spec, &plan, a.run.secret_body, &a.run.redact);
+    let spec = config::record(&spec, &plan, a.run.output.secret_body, &a.run.output.redact);
     let threads = plan.threads;
     let target = config.target.clone();
-    if !a.run.quiet {
+    if !a.run.output.quiet {
         eprintln!(
             "step {n}: offering {} for {:?} after {:?} of warm-up ...",
             render::rate(rate),
@@ -62,7 +62,7 @@ pub(super) fn run_step(
         thresholds: setup.slos.clone(),
         outputs: Outputs::none(),
         argv: argv.to_vec(),
-        insecure: a.run.insecure,
+        insecure: a.run.tls.insecure,
         // The search judges each step by its own rules.
         lenient_exit: true,
     };
@@ -86,7 +86,7 @@ pub(super) fn run_step(
     let measured = measure(&result, rate, cpu_pct, threads);
     let verdict = search::judge(&measured);
     let step = record::step(n, &result, measured, cpu_pct, verdict);
-    if !a.run.quiet {
+    if !a.run.output.quiet {
         eprintln!("{}", render::step_line(&step));
     }
     Ok(StepEnd::Done(Box::new(step)))

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod dist;
+mod groups;
 mod grpc;
 mod http;
 mod kv;

@@ -50,7 +50,7 @@ pub fn plan(a: &RunArgs) -> Result<(Plan, Spec, RunConfig), Usage> {
 fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfig), Usage> {
     // What is shown (results, live line, messages) keeps placeholders and hides query tokens;
     // what is connected to has the secrets filled in.
-    let shown_target = redact::url(&a.target, &a.redact);
+    let shown_target = redact::url(&a.target, &a.output.redact);
     let filled_target = secrets.fill_str(&a.target, "target")?;
     let url = url::parse(&filled_target)
         .map_err(|e| e.map(|s| s.replace(&filled_target, &shown_target)))?;
@@ -70,19 +70,19 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let tls = if url.scheme.tls() {
         Some(crate::resolve::tls::plan(
             &url,
-            a.insecure,
-            a.cacert.as_deref(),
+            a.tls.insecure,
+            a.tls.cacert.as_deref(),
             version,
         )?)
     } else {
         None
     };
-    let more_addrs = crate::resolve::sources::more_addrs(&a.more_urls, &url)?;
+    let more_addrs = crate::resolve::sources::more_addrs(&a.load.more_urls, &url)?;
     let targets: Vec<_> = std::iter::once(url.addr)
         .chain(more_addrs.iter().copied())
         .collect();
     let source_ips =
-        crate::resolve::sources::resolve(a.source_ip.as_deref(), &targets, load.connections)?;
+        crate::resolve::sources::resolve(a.load.source_ip.as_deref(), &targets, load.connections)?;
     let aim = Aim {
         target: shown_target,
         addr: url.addr,
@@ -91,8 +91,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         more_addrs,
         source_ips,
         tls: tls.as_ref().map(|_| TlsSpec {
-            insecure: a.insecure,
-            cacert: a.cacert.clone(),
+            insecure: a.tls.insecure,
+            cacert: a.tls.cacert.clone(),
         }),
     };
     let script = script::check(a, url.scheme)?;
@@ -110,7 +110,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         })
         .map_err(spec_usage)?;
     script::attach(&mut plan, script, spec.max_frame);
-    let config = describe(&spec, &plan, a.secret_body, http_note);
+    let config = describe(&spec, &plan, a.output.secret_body, http_note);
     Ok((plan, spec, config))
 }
 
@@ -120,10 +120,10 @@ fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
         return Ok(());
     }
     for (flag, given) in [
-        ("--target", a.target_url.is_some()),
-        ("--users", a.users.is_some()),
-        ("--hold", a.hold.is_some()),
-        ("--arrive", a.arrive.is_some()),
+        ("--target", a.file.target_url.is_some()),
+        ("--users", a.file.users.is_some()),
+        ("--hold", a.file.hold.is_some()),
+        ("--arrive", a.file.arrive.is_some()),
     ] {
         if given {
             return Err(Usage::says(
@@ -138,10 +138,13 @@ fn scenario_flags_need_a_file(a: &RunArgs) -> Result<(), Usage> {
 /// What is sent and expected: `--expect`, `--message`/`--message-file`, `--first-message`
 /// (`-H` is added by the caller); the secrets they name are filled (and checked) here.
 fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Usage> {
-    let expect_spec = a.expect.as_deref().unwrap_or("echo");
+    let expect_spec = a.msg.expect.as_deref().unwrap_or("echo");
     let framing = expect(expect_spec)?;
     let mqtt = scheme.is(&barrage_scenario::protocol::MQTT);
-    if a.max_frame.is_some() && !matches!(framing, Framing::Field(_)) && !mqtt && a.script.is_none()
+    if a.msg.max_frame.is_some()
+        && !matches!(framing, Framing::Field(_))
+        && !mqtt
+        && a.msg.script.is_none()
     {
         return Err(Usage::says(
             "--max-frame",
@@ -151,27 +154,29 @@ fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Us
             ),
         ));
     }
-    if a.verify && framing != Framing::Echo {
+    if a.msg.verify && framing != Framing::Echo {
         return Err(Usage::says(
             "--verify",
             format!("compares echoed bytes and needs --expect echo (got --expect {expect_spec})"),
         ));
     }
-    if let Some(f) = &a.fields {
+    if let Some(f) = &a.msg.fields {
         // Checked now, compiled again by each process's plan.
         barrage_engine::message::binary::compile(f, None, Some(&|_| Some(Vec::new())))
             .map_err(|e| Usage::value("--fields", format!("'{f}'"), e))?;
         secrets.fill(f.as_bytes(), "--fields")?;
     }
-    let raw = match (&a.message, &a.message_file) {
-        (None, None) if a.fields.is_some() => a.fields.clone().unwrap_or_default().into_bytes(),
+    let raw = match (&a.msg.message, &a.msg.message_file) {
+        (None, None) if a.msg.fields.is_some() => {
+            a.msg.fields.clone().unwrap_or_default().into_bytes()
+        }
         (Some(m), _) => unescape(m).map_err(|e| Usage::new("--message", e))?,
         (None, Some(path)) => read_capped("--message-file", path, &path.display(), "a message")?,
         (None, None) => DEFAULT_MESSAGE.to_vec(),
     };
     if raw.is_empty() {
-        return Err(match &a.message_file {
-            Some(p) if a.message.is_none() => Usage::value(
+        return Err(match &a.msg.message_file {
+            Some(p) if a.msg.message.is_none() => Usage::value(
                 "--message-file",
                 p.display(),
                 "the file is empty; a message needs at least one byte",
@@ -182,13 +187,13 @@ fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Us
             ),
         });
     }
-    let message_flag = if a.message.is_some() {
+    let message_flag = if a.msg.message.is_some() {
         "--message"
     } else {
         "--message-file"
     };
     secrets.fill(&raw, message_flag)?;
-    let first_shown = match &a.first_message {
+    let first_shown = match &a.msg.first_message {
         Some(m) => {
             let b = unescape(m).map_err(|e| Usage::new("--first-message", e))?;
             if b.is_empty() {
@@ -205,7 +210,7 @@ fn words(a: &RunArgs, secrets: &mut Secrets, scheme: Scheme) -> Result<Words, Us
         secrets.fill(b, "--first-message")?;
     }
     Ok(Words {
-        fields: a.fields.is_some(),
+        fields: a.msg.fields.is_some(),
         message: raw,
         first: first_shown,
         expect: expect_spec.to_string(),
@@ -225,13 +230,23 @@ struct Load {
 /// The mode, connections, threads and length of the run, in the order the checks ran before
 /// they were split (the first mistake is the one reported).
 fn load(a: &RunArgs) -> Result<Load, Usage> {
-    let stages = a.rate_stages.as_deref().map(rate_stages).transpose()?;
-    let conns = a.conn_stages.as_deref().map(conn_stages).transpose()?;
+    let stages = a
+        .modes
+        .rate_stages
+        .as_deref()
+        .map(rate_stages)
+        .transpose()?;
+    let conns = a
+        .modes
+        .conn_stages
+        .as_deref()
+        .map(conn_stages)
+        .transpose()?;
     if conns.is_some() {
         for (flag, given) in [
-            ("--pipeline", a.pipeline != 1),
-            ("--first-message", a.first_message.is_some()),
-            ("--verify", a.verify),
+            ("--pipeline", a.modes.pipeline != 1),
+            ("--first-message", a.msg.first_message.is_some()),
+            ("--verify", a.msg.verify),
         ] {
             if given {
                 return Err(Usage::says(
@@ -241,11 +256,11 @@ fn load(a: &RunArgs) -> Result<Load, Usage> {
             }
         }
     }
-    let connections = conns.map_or(a.connections, |(peak, _)| peak);
+    let connections = conns.map_or(a.load.connections, |(peak, _)| peak);
     let mode = mode(a, stages.map(|(peak, _)| peak))?;
-    let max_backlog = a.max_backlog.unwrap_or(1024);
+    let max_backlog = a.modes.max_backlog.unwrap_or(1024);
     let threads = limits(a, connections)?;
-    let duration = match (a.duration, a.requests) {
+    let duration = match (a.load.duration, a.load.requests) {
         (Some(d), _) => Some(d),
         // `--rate-stages` or `--conn-stages` alone: until the last point.
         (None, _) if stages.is_some() => stages.map(|(_, end)| end),
@@ -267,14 +282,14 @@ fn load(a: &RunArgs) -> Result<Load, Usage> {
 /// The pacing mode from `--think`, `--interval`, `--rate` and `--rate-stages`' peak, and the
 /// flags that belong to another mode.
 fn mode(a: &RunArgs, stage_peak: Option<f64>) -> Result<Mode, Usage> {
-    let mode = match (a.think, a.interval, a.rate, stage_peak) {
+    let mode = match (a.modes.think, a.modes.interval, a.modes.rate, stage_peak) {
         (Some(d), _, _, _) => Mode::Think(d),
         (_, Some(d), _, _) => Mode::Interval(d),
         (_, _, Some(r), _) => Mode::Rate(r),
         (_, _, _, Some(peak)) => Mode::Rate(peak),
         _ => Mode::PingPong,
     };
-    if mode.is_open_loop() && a.pipeline != 1 {
+    if mode.is_open_loop() && a.modes.pipeline != 1 {
         return Err(Usage::says(
             "--pipeline",
             "applies to closed-loop modes (ping-pong, --think); open-loop modes \
@@ -283,8 +298,8 @@ fn mode(a: &RunArgs, stage_peak: Option<f64>) -> Result<Mode, Usage> {
     }
     // A flag of another mode is a mistake, not silently ignored.
     for (flag, set) in [
-        ("--max-backlog", a.max_backlog.is_some()),
-        ("--timer-slack", a.timer_slack.is_some()),
+        ("--max-backlog", a.modes.max_backlog.is_some()),
+        ("--timer-slack", a.modes.timer_slack.is_some()),
     ] {
         if set && !mode.is_open_loop() {
             return Err(Usage::says(
@@ -296,7 +311,8 @@ fn mode(a: &RunArgs, stage_peak: Option<f64>) -> Result<Mode, Usage> {
             ));
         }
     }
-    if a.timer_slack
+    if a.modes
+        .timer_slack
         .is_some_and(|d| d > Duration::from_millis(100))
     {
         return Err(Usage::new(
@@ -309,7 +325,7 @@ fn mode(a: &RunArgs, stage_peak: Option<f64>) -> Result<Mode, Usage> {
 
 /// The caps on one process's load; the worker threads (`-t`, default one per core).
 fn limits(a: &RunArgs, connections: u64) -> Result<usize, Usage> {
-    if a.pipeline > 1 << 20 {
+    if a.modes.pipeline > 1 << 20 {
         return Err(Usage::new(
             "--pipeline",
             "at most 1048576 exchanges in flight per connection",
@@ -322,12 +338,12 @@ fn limits(a: &RunArgs, connections: u64) -> Result<usize, Usage> {
         ));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = a.threads.map_or(cores, |t| t as usize);
+    let threads = a.load.threads.map_or(cores, |t| t as usize);
     if threads > 1024 {
         return Err(Usage::new("-t/--threads", "at most 1024"));
     }
-    if let Some(d) = a.interval {
-        let total = a.connections as f64 / d.as_secs_f64();
+    if let Some(d) = a.modes.interval {
+        let total = a.load.connections as f64 / d.as_secs_f64();
         if total > crate::units::MAX_RATE {
             return Err(Usage::value(
                 "--interval",
@@ -336,12 +352,12 @@ fn limits(a: &RunArgs, connections: u64) -> Result<usize, Usage> {
                     "with -c {} that is {total:.3e} messages/s in total, more \
                      than the 100M/s barrage can schedule; use a longer --interval or fewer \
                      connections",
-                    a.connections
+                    a.load.connections
                 ),
             ));
         }
     }
-    if a.requests.is_some_and(|n| n > MAX_REQUESTS) {
+    if a.load.requests.is_some_and(|n| n > MAX_REQUESTS) {
         return Err(Usage::new(
             "-n/--requests",
             "at most 1,000,000,000,000,000 (1e15) exchanges per run",
@@ -363,8 +379,8 @@ struct Aim {
 
 /// The run as data: where the load goes, and its load, timing and split.
 fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
-    let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
-    let connect_timeout = a.connect_timeout.unwrap_or(timeout);
+    let timeout = a.limits.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let connect_timeout = a.limits.connect_timeout.unwrap_or(timeout);
     Ok(Spec {
         target: aim.target,
         addr: aim.addr,
@@ -375,45 +391,48 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
         tls: aim.tls,
         connections: load.connections,
         threads: load.threads,
-        connect_rate: a.connect_rate,
-        max_connecting: a.max_connecting.min(u32::MAX as u64) as u32,
+        connect_rate: a.load.connect_rate,
+        max_connecting: a.load.max_connecting.min(u32::MAX as u64) as u32,
         // `-n` alone: no duration; the plan bounds the run all the same.
         duration_ns: a
+            .load
             .duration
             .map(ns)
-            .or(load.duration.filter(|_| a.requests.is_none()).map(ns)),
-        rate_stages: a.rate_stages.clone(),
-        conn_stages: a.conn_stages.clone(),
-        max_frame: a.max_frame,
+            .or(load.duration.filter(|_| a.load.requests.is_none()).map(ns)),
+        rate_stages: a.modes.rate_stages.clone(),
+        conn_stages: a.modes.conn_stages.clone(),
+        max_frame: a.msg.max_frame,
         script: None,
-        requests: a.requests,
-        warmup_ns: ns(a.warmup.unwrap_or_default()),
+        requests: a.load.requests,
+        warmup_ns: ns(a.load.warmup.unwrap_or_default()),
         mode: load.mode.into(),
         // HTTP/2 keeps its streams in flight as HTTP/1.1 its pipeline (closed loop).
         pipeline: a
             .http
             .streams
             .filter(|_| !load.mode.is_open_loop())
-            .unwrap_or(a.pipeline) as u32,
+            .unwrap_or(a.modes.pipeline) as u32,
         max_backlog: load.max_backlog,
         timer_slack_ns: a
+            .modes
             .timer_slack
             .map_or(barrage_engine::spec::DEFAULT_TIMER_SLACK_NS, ns),
         timeout_ns: ns(timeout),
         connect_timeout_ns: ns(connect_timeout),
         drain_ns: ns(DRAIN),
         clock: start_at(
-            a.start_at.as_deref(),
-            a.duration
+            a.output.start_at.as_deref(),
+            a.load
+                .duration
                 .filter(|_| a.scenario.is_none())
-                .map(|d| d + a.warmup.unwrap_or_default()),
+                .map(|d| d + a.load.warmup.unwrap_or_default()),
         )?,
         shares: shard(
-            a.shard.as_deref(),
-            a.threads.map(|t| t as usize),
-            a.start_at.is_some(),
+            a.output.shard.as_deref(),
+            a.load.threads.map(|t| t as usize),
+            a.output.start_at.is_some(),
         )?,
-        one_clock: a.one_clock,
+        one_clock: a.output.one_clock,
         scenario: a.scenario.clone(),
     })
 }

@@ -89,7 +89,7 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
             ));
         }
     }
-    if !scheme.tls() && (a.insecure || a.cacert.is_some()) {
+    if !scheme.tls() && (a.tls.insecure || a.tls.cacert.is_some()) {
         let tls: Vec<String> = barrage_scenario::protocol::PROTOCOLS
             .iter()
             .filter_map(|r| r.tls_scheme.map(|t| format!("{t}://")))

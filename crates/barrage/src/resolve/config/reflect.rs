@@ -12,12 +12,16 @@ use prost_reflect::DescriptorPool;
 /// The descriptors of `svc` (and its imports) from the server at `url`.
 pub(super) fn pool(a: &RunArgs, url: &url::Url, svc: &str) -> Result<DescriptorPool, Usage> {
     let fail = |why: String| Usage::says("--reflect", format!("{}: {why}", url.addr));
-    let timeout = a.connect_timeout.or(a.timeout).unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = a
+        .limits
+        .connect_timeout
+        .or(a.limits.timeout)
+        .unwrap_or(DEFAULT_TIMEOUT);
     let tls = if url.scheme.tls() {
         let plan = crate::resolve::tls::plan(
             url,
-            a.insecure,
-            a.cacert.as_deref(),
+            a.tls.insecure,
+            a.tls.cacert.as_deref(),
             barrage_engine::HttpVersion::H2,
         )
         .map_err(|e| fail(e.to_string()))?;

@@ -18,14 +18,14 @@ pub(super) struct Checked {
 
 /// `--script` read and compiled, and the flags it makes pointless refused.
 pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usage> {
-    let Some(path) = &a.script else {
-        if a.script_budget.is_some() {
+    let Some(path) = &a.msg.script else {
+        if a.msg.script_budget.is_some() {
             return Err(Usage::says(
                 "--script-budget",
                 "bounds the calls of a script: give --script FILE",
             ));
         }
-        if a.script_unsafe {
+        if a.msg.script_unsafe {
             return Err(Usage::says(
                 "--script-unsafe",
                 "gives a script the full libraries: give --script FILE",
@@ -43,15 +43,15 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
     let raw = read_capped("--script", path, &shown, "a script")?;
     let text = String::from_utf8(raw)
         .map_err(|_| Usage::value("--script", &shown, "is not UTF-8 text"))?;
-    let budget = a.script_budget.unwrap_or(DEFAULT_BUDGET);
+    let budget = a.msg.script_budget.unwrap_or(DEFAULT_BUDGET);
     if budget > MAX_BUDGET {
         return Err(Usage::says(
             "--script-budget",
             format!("{budget} is over the cap of {MAX_BUDGET} instructions per call"),
         ));
     }
-    let hook =
-        compile(&shown, &text, budget, a.script_unsafe).map_err(|e| Usage::says("--script", e))?;
+    let hook = compile(&shown, &text, budget, a.msg.script_unsafe)
+        .map_err(|e| Usage::says("--script", e))?;
     if a.scenario.is_none() && hook.fns() == HookFns::default() {
         return Err(Usage::says(
             "--script",
@@ -71,7 +71,7 @@ pub(super) fn check(a: &RunArgs, scheme: Scheme) -> Result<Option<Checked>, Usag
         spec: ScriptSpec {
             file: shown,
             budget,
-            unsafe_libs: a.script_unsafe,
+            unsafe_libs: a.msg.script_unsafe,
         },
         hook,
     }))
@@ -157,31 +157,31 @@ fn refuse_replaced(a: &RunArgs, fns: HookFns, file: &str) -> Result<(), Usage> {
         (
             fns.request,
             "-m/--message",
-            a.message.is_some(),
+            a.msg.message.is_some(),
             "request() builds each request",
         ),
         (
             fns.request,
             "--message-file",
-            a.message_file.is_some(),
+            a.msg.message_file.is_some(),
             "request() builds each request",
         ),
         (
             fns.request,
             "--fields",
-            a.fields.is_some(),
+            a.msg.fields.is_some(),
             "request() builds each request",
         ),
         (
             fns.frame,
             "--expect",
-            a.expect.is_some(),
+            a.msg.expect.is_some(),
             "frame() says where a reply ends",
         ),
         (
             fns.init,
             "--first-message",
-            a.first_message.is_some(),
+            a.msg.first_message.is_some(),
             "init() sends the login",
         ),
     ];
@@ -193,7 +193,7 @@ fn refuse_replaced(a: &RunArgs, fns: HookFns, file: &str) -> Result<(), Usage> {
             ));
         }
     }
-    if a.verify {
+    if a.msg.verify {
         return Err(Usage::says(
             "--verify",
             format!(
@@ -202,7 +202,7 @@ fn refuse_replaced(a: &RunArgs, fns: HookFns, file: &str) -> Result<(), Usage> {
             ),
         ));
     }
-    let nothing_back = a.expect.as_deref().map(str::trim) == Some("none") && !fns.frame;
+    let nothing_back = a.msg.expect.as_deref().map(str::trim) == Some("none") && !fns.frame;
     if nothing_back && (fns.init || fns.response) {
         return Err(Usage::says(
             "--expect",

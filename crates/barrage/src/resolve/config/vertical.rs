@@ -105,14 +105,15 @@ const fn message_flag(name: &'static str, given: fn(&RunArgs) -> bool) -> Flag {
 }
 
 // Flags more than one protocol takes.
-pub(super) const MESSAGE: Flag = message_flag("-m/--message", |a| a.message.is_some());
-pub(super) const MESSAGE_FILE: Flag = message_flag("--message-file", |a| a.message_file.is_some());
-pub(super) const FIELDS: Flag = message_flag("--fields", |a| a.fields.is_some());
+pub(super) const MESSAGE: Flag = message_flag("-m/--message", |a| a.msg.message.is_some());
+pub(super) const MESSAGE_FILE: Flag =
+    message_flag("--message-file", |a| a.msg.message_file.is_some());
+pub(super) const FIELDS: Flag = message_flag("--fields", |a| a.msg.fields.is_some());
 pub(super) const FIRST_MESSAGE: Flag =
-    message_flag("--first-message", |a| a.first_message.is_some());
-pub(super) const EXPECT: Flag = message_flag("--expect", |a| a.expect.is_some());
-pub(super) const MAX_FRAME: Flag = message_flag("--max-frame", |a| a.max_frame.is_some());
-pub(super) const VERIFY: Flag = message_flag("--verify", |a| a.verify);
+    message_flag("--first-message", |a| a.msg.first_message.is_some());
+pub(super) const EXPECT: Flag = message_flag("--expect", |a| a.msg.expect.is_some());
+pub(super) const MAX_FRAME: Flag = message_flag("--max-frame", |a| a.msg.max_frame.is_some());
+pub(super) const VERIFY: Flag = message_flag("--verify", |a| a.msg.verify);
 pub(super) const HEADER: Flag = flag("-H/--header", |a| !a.http.headers.is_empty());
 pub(super) const STREAMS: Flag = flag("--streams", |a| a.http.streams.is_some());
 pub(super) const COMMAND: Flag = flag("--command", |a| !a.kv.command.is_empty());

@@ -104,17 +104,21 @@ pub(super) fn prepare(s: &Shared, kind: Kind) -> Result<Prepared, Usage> {
              http://HOST/PATH, ws://, redis://, memcache://)",
         ));
     };
-    let host = match &run.target_url {
+    let host = match &run.file.target_url {
         Some(t) => url_host(t, "--target")?,
         None => host,
     };
-    let threads = run.threads.or(file.threads).unwrap_or(1);
+    let threads = run.load.threads.or(file.threads).unwrap_or(1);
     // Shard i runs thread shares i x t ..: it owns a connection only when there are more
     // than i x t of them (as `--processes` checks its own).
     // (A --conn-stages ramp's peak is checked by each shard, as it starts.)
     let connections = match &spec {
-        Spec::File(_) => Some(run.users.unwrap_or(file.users)),
-        Spec::Url(_) => run.conn_stages.is_none().then_some(run.connections),
+        Spec::File(_) => Some(run.file.users.unwrap_or(file.users)),
+        Spec::Url(_) => run
+            .modes
+            .conn_stages
+            .is_none()
+            .then_some(run.load.connections),
     };
     let least = (shards - 1)
         .saturating_mul(threads.max(1))
@@ -134,21 +138,22 @@ pub(super) fn prepare(s: &Shared, kind: Kind) -> Result<Prepared, Usage> {
     if flags.first().map(String::as_str) == Some("--") {
         flags.remove(0);
     }
-    if run.threads.is_none() {
+    if run.load.threads.is_none() {
         // Every shard needs the same -t (the split is by thread shares).
         flags.extend(["-t".to_string(), threads.to_string()]);
     }
-    if !run.no_tui {
+    if !run.output.no_tui {
         flags.push("--no-tui".into());
     }
-    let warmup = run.warmup.or(file.warmup).unwrap_or_default();
-    let length = match (&spec, run.duration.or(file.duration)) {
+    let warmup = run.load.warmup.or(file.warmup).unwrap_or_default();
+    let length = match (&spec, run.load.duration.or(file.duration)) {
         (_, Some(d)) => Some(d + warmup),
         // A scenario lasts until its users are gone.
         (Spec::File(_), None) => None,
         (Spec::Url(_), None) => {
-            let own_length =
-                run.requests.is_some() || run.rate_stages.is_some() || run.conn_stages.is_some();
+            let own_length = run.load.requests.is_some()
+                || run.modes.rate_stages.is_some()
+                || run.modes.conn_stages.is_some();
             (!own_length).then(|| Duration::from_secs(10) + warmup)
         }
     };
@@ -206,19 +211,19 @@ pub(super) fn refuse_set_by_dist(r: &RunArgs, kind: Kind) -> Result<(), Usage> {
         Kind::Slurm => "RESULTS/merged.json",
         Kind::K8s => "the merged result",
     };
-    if r.shard.is_some() {
+    if r.output.shard.is_some() {
         return Err(Usage::says(
             "--shard",
             "is set by barrage dist for every shard (--shard auto); leave it out",
         ));
     }
-    if r.start_at.is_some() {
+    if r.output.start_at.is_some() {
         return Err(Usage::says(
             "--start-at",
             "is a flag of barrage dist: give it before the run's flags",
         ));
     }
-    if r.out.is_some() {
+    if r.output.out.is_some() {
         let instead = match kind {
             Kind::Slurm => "give barrage dist --results DIR",
             Kind::K8s => "they go to /results (--results-pvc NAME to keep them on a claim)",
@@ -228,17 +233,17 @@ pub(super) fn refuse_set_by_dist(r: &RunArgs, kind: Kind) -> Result<(), Usage> {
             format!("is set by barrage dist, one directory per shard: {instead}"),
         ));
     }
-    if r.processes.is_some() {
+    if r.output.processes.is_some() {
         return Err(Usage::says(
             "--processes",
             "does not go with barrage dist: each shard is one process; give more --shards",
         ));
     }
     let own_files = [
-        ("--json", r.json.is_some()),
-        ("--report", r.report.is_some()),
-        ("--csv", r.csv.is_some()),
-        ("--hdr-log", r.hdr_log.is_some()),
+        ("--json", r.output.json.is_some()),
+        ("--report", r.output.report.is_some()),
+        ("--csv", r.output.csv.is_some()),
+        ("--hdr-log", r.output.hdr_log.is_some()),
     ];
     if let Some((flag, _)) = own_files.iter().find(|(_, on)| *on) {
         return Err(Usage::says(
@@ -249,7 +254,7 @@ pub(super) fn refuse_set_by_dist(r: &RunArgs, kind: Kind) -> Result<(), Usage> {
             ),
         ));
     }
-    if r.baseline.is_some() {
+    if r.output.baseline.is_some() {
         return Err(Usage::says(
             "--baseline",
             format!("would judge each shard alone; compare {results}: barrage compare BASE MERGED"),

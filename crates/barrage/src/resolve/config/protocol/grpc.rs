@@ -92,7 +92,7 @@ fn spec(
     })
     .map_err(request_usage)?;
     // The server is told the deadline the run holds each call to.
-    let timeout = barrage_engine::grpc::timeout_value(a.timeout.unwrap_or(DEFAULT_TIMEOUT));
+    let timeout = barrage_engine::grpc::timeout_value(a.limits.timeout.unwrap_or(DEFAULT_TIMEOUT));
     let spec = GrpcSpec {
         path: url.path.clone(),
         host_header: host,

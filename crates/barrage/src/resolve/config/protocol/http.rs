@@ -74,7 +74,7 @@ pub(super) fn streams_fit(a: &RunArgs) -> Result<(), Usage> {
             "from 1 to 1048576 streams per connection",
         ));
     }
-    if a.pipeline != 1 {
+    if a.modes.pipeline != 1 {
         return Err(Usage::says(
             "--pipeline",
             "is HTTP/1.1's; HTTP/2 keeps --streams in flight per connection",
@@ -86,7 +86,8 @@ pub(super) fn streams_fit(a: &RunArgs) -> Result<(), Usage> {
 /// HTTP/2 streams in flight per connection: `--streams`, or one in closed loop and as many as
 /// the server allows (0) in open loop.
 pub(super) fn streams(a: &RunArgs) -> u32 {
-    let open = a.rate.is_some() || a.interval.is_some() || a.rate_stages.is_some();
+    let open =
+        a.modes.rate.is_some() || a.modes.interval.is_some() || a.modes.rate_stages.is_some();
     a.http.streams.map_or(u32::from(!open), |n| n as u32)
 }
 
@@ -144,7 +145,7 @@ fn spec(
     };
     let note = format!(
         "{method} {}{}",
-        redact::url(&url.path, &a.redact),
+        redact::url(&url.path, &a.output.redact),
         filled_body
             .as_ref()
             .map(|b| format!(", body {} B", b.len()))

@@ -45,15 +45,15 @@ fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     for (flag, on, why) in [
         (
             "--first-message",
-            a.first_message.is_some(),
+            a.msg.first_message.is_some(),
             "CONNECT opens each connection",
         ),
         (
             "--expect",
-            a.expect.is_some(),
+            a.msg.expect.is_some(),
             "an acknowledgement is what --qos says",
         ),
-        ("--verify", a.verify, "a PUBLISH has no echo"),
+        ("--verify", a.msg.verify, "a PUBLISH has no echo"),
     ] {
         if on {
             return Err(Usage::says(
@@ -64,16 +64,16 @@ fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
     }
     if m.publish.is_none() {
         let sends = [
-            ("-m/--message", a.message.is_some()),
-            ("--message-file", a.message_file.is_some()),
-            ("--fields", a.fields.is_some()),
+            ("-m/--message", a.msg.message.is_some()),
+            ("--message-file", a.msg.message_file.is_some()),
+            ("--fields", a.msg.fields.is_some()),
             ("--retain", m.retain),
-            ("-n/--requests", a.requests.is_some()),
-            ("--rate", a.rate.is_some()),
-            ("--interval", a.interval.is_some()),
-            ("--think", a.think.is_some()),
-            ("--rate-stages", a.rate_stages.is_some()),
-            ("--pipeline", a.pipeline != 1),
+            ("-n/--requests", a.load.requests.is_some()),
+            ("--rate", a.modes.rate.is_some()),
+            ("--interval", a.modes.interval.is_some()),
+            ("--think", a.modes.think.is_some()),
+            ("--rate-stages", a.modes.rate_stages.is_some()),
+            ("--pipeline", a.modes.pipeline != 1),
         ];
         for (flag, on) in sends {
             if on {
@@ -231,7 +231,14 @@ fn run_tag(a: &RunArgs) -> u32 {
     let m = &a.mqtt;
     let words = format!(
         "{}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
-        a.target, m.publish, m.subscribe, m.qos, a.connections, a.message, a.start_at, a.more_urls
+        a.target,
+        m.publish,
+        m.subscribe,
+        m.qos,
+        a.load.connections,
+        a.msg.message,
+        a.output.start_at,
+        a.load.more_urls
     );
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in words.bytes() {

@@ -48,7 +48,7 @@ fn spec(
         fields: words.fields,
         first_message: words.first.as_deref().map(escape),
         expect: words.expect.clone(),
-        verify: a.verify,
+        verify: a.msg.verify,
     };
     Ok((ProtocolSpec::Tcp(spec), None))
 }

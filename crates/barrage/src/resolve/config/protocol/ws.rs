@@ -34,7 +34,7 @@ const FLAGS: [Flag; 7] = [
 ];
 
 fn check(a: &RunArgs, _: Scheme) -> Result<(), Usage> {
-    if let Some(e) = &a.expect {
+    if let Some(e) = &a.msg.expect {
         if e != "echo" && e != "none" {
             return Err(Usage::value(
                 "--expect",
@@ -73,7 +73,7 @@ fn spec(
         max_message: MAX_MESSAGE,
         message: escape(&words.message),
         expect: words.expect.clone(),
-        verify: a.verify,
+        verify: a.msg.verify,
     };
     Ok((ProtocolSpec::Ws(spec), None))
 }
