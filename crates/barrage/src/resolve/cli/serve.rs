@@ -189,6 +189,15 @@ pub struct H2Knobs {
     pub window: Option<u64>,
 }
 
+/// `Server-Timing` (http, h2).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Timing {
+    /// Say in a `Server-Timing: app;dur=MS` header how long each request was held (read to
+    /// response), so barrage can show server time next to client time
+    #[arg(long)]
+    pub server_timing: bool,
+}
+
 /// The gRPC service's knobs.
 #[derive(Args, Debug, Clone, Default)]
 pub struct GrpcKnobs {
@@ -243,10 +252,8 @@ pub struct HttpArgs {
     #[arg(long, value_parser = units::positive_duration, allow_hyphen_values = true, value_name = "D")]
     pub service_time: Option<Duration>,
 
-    /// Say in a `Server-Timing: app;dur=MS` header how long each request was held (read to
-    /// response), so barrage can show server time next to client time
-    #[arg(long)]
-    pub server_timing: bool,
+    #[command(flatten)]
+    pub timing: Timing,
 }
 
 /// `serve h2`.
@@ -258,11 +265,8 @@ pub struct H2Args {
     pub tls: Tls,
     #[command(flatten)]
     pub h2: H2Knobs,
-
-    /// Say in a `Server-Timing: app;dur=MS` header how long each request was held (read to
-    /// response), so barrage can show server time next to client time
-    #[arg(long)]
-    pub server_timing: bool,
+    #[command(flatten)]
+    pub timing: Timing,
 }
 
 /// `serve grpc`.
@@ -333,7 +337,7 @@ impl Server {
                     stall: a.stall.clone(),
                     tls: a.tls.clone(),
                     service_time: a.service_time,
-                    server_timing: a.server_timing,
+                    server_timing: a.timing.server_timing,
                     ..ServerArgs::default()
                 },
             ),
@@ -344,7 +348,7 @@ impl Server {
                     common: a.common.clone(),
                     tls: a.tls.clone(),
                     h2: a.h2.clone(),
-                    server_timing: a.server_timing,
+                    server_timing: a.timing.server_timing,
                     ..ServerArgs::default()
                 },
             ),
