@@ -9,15 +9,17 @@ mod contention;
 mod correctness;
 mod fit;
 mod memory;
+mod run;
 mod saturation;
 mod stability;
 #[cfg(test)]
 pub(crate) mod testutil;
 mod trend;
 
+pub use crate::figures::{below_parts, BELOW_PARTS_SHARE, BELOW_PARTS_TOLERANCE_PCT};
 pub use contention::{
-    below_parts, classify, contention, other_cpu, Cause, Contention, CpuShares, OtherCpu,
-    CONTENTION_RULE, MACHINE_FULL_PCT, OTHER_MATERIAL_PCT,
+    classify, contention, other_cpu, Cause, Contention, CpuShares, OtherCpu, CONTENTION_RULE,
+    MACHINE_FULL_PCT, OTHER_MATERIAL_PCT,
 };
 pub use correctness::{correctness, Correctness, CORRECTNESS_RULE, UNEXPECTED_MAX_PCT};
 pub use fit::{linear_fit, t_quantile_975, Fit};
@@ -25,36 +27,22 @@ pub use memory::{
     connection_rss_pairs, leak, per_connection_cost, recovery, LeakStatus, LeakVerdict, Recovery,
     DEFAULT_TOLERANCE_PCT, LEAK_RULE, RECOVERY_SLACK_BYTES,
 };
+pub use run::analyze;
+pub(crate) use run::run_steady_state;
 pub use saturation::{
     saturation, saturation_summary, sign as saturation_sign, CpuSeries, SaturationSummary, Sign,
     CPU_SATURATED, LAG_SATURATED_US,
 };
-pub use stability::{stability, steady_state, steady_ticks, Schedule, Stability, RAMP_DONE};
+pub use stability::{stability, steady_state, Schedule, Stability, RAMP_DONE};
 pub use trend::{
     error_rate_trend, fd_trend, p99_trend, rss_trend, trend, Trend, TrendMetric, Verdict,
 };
 
-use crate::monitor::{MonitorSeries, ProcSample, ProcessSeries};
-use crate::result::RunResult;
+pub use crate::monitor::combined_server;
+pub use crate::window::{steady_ticks, Window};
+
+use crate::monitor::ProcSample;
 use serde::{Deserialize, Serialize};
-
-/// A span of the run's clock: samples with `from_s < t ≤ to_s`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Window {
-    pub from_s: f64,
-    pub to_s: f64,
-}
-
-impl Window {
-    pub fn contains(&self, t: f64) -> bool {
-        t > self.from_s && t <= self.to_s
-    }
-
-    pub fn select<'a>(&self, samples: &'a [ProcSample]) -> impl Iterator<Item = &'a ProcSample> {
-        let w = *self;
-        samples.iter().filter(move |s| w.contains(s.t))
-    }
-}
 
 /// What the monitored server processes used, under load (see [`crate::figures`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,42 +60,6 @@ pub struct ServerUsage {
     /// Under load.
     pub fds_max: u64,
     pub threads_max: u64,
-}
-
-/// The monitored processes as one server: each sample of the longest series plus, from every
-/// other series, the sample nearest in time (within half an interval).
-pub fn combined_server(monitor: &MonitorSeries) -> Vec<ProcSample> {
-    let mut series: Vec<&ProcessSeries> = monitor.processes.iter().collect();
-    series.sort_by_key(|p| std::cmp::Reverse(p.samples.len()));
-    let Some((first, rest)) = series.split_first() else {
-        return Vec::new();
-    };
-    let half = if monitor.interval_s > 0.0 {
-        monitor.interval_s / 2.0
-    } else {
-        0.5
-    };
-    let mut out = first.samples.clone();
-    for s in &mut out {
-        for p in rest {
-            let near = p
-                .samples
-                .iter()
-                .filter(|o| (o.t - s.t).abs() <= half)
-                .min_by(|a, b| (a.t - s.t).abs().total_cmp(&(b.t - s.t).abs()));
-            if let Some(o) = near {
-                s.cpu_pct += o.cpu_pct;
-                s.cpu_user_pct += o.cpu_user_pct;
-                s.cpu_sys_pct += o.cpu_sys_pct;
-                s.cpu_machine_pct += o.cpu_machine_pct;
-                s.rss_bytes += o.rss_bytes;
-                s.rss_peak_bytes += o.rss_peak_bytes;
-                s.threads += o.threads;
-                s.fds += o.fds;
-            }
-        }
-    }
-    out
 }
 
 /// Usage of the server samples under load ([`crate::figures::process`] over `under_load`).
@@ -178,99 +130,11 @@ impl AnalysisReport {
     }
 }
 
-/// The steady state of a run: a users scenario's by its schedule, else by its connections.
-pub(crate) fn run_steady_state(result: &RunResult) -> Window {
-    let schedule = result.config.users.as_ref().map(|u| Schedule {
-        last_arrival_s: u.last_arrival_s,
-        depart_from_s: u.last_arrival_s + u.hold_s,
-        pacing_after_s: u.pacing_after_s,
-    });
-    steady_state(
-        &result.timeseries,
-        result.summary.connections.target,
-        schedule,
-    )
-}
-
-/// Analyse one run. `recovery_s`: length of the recovery phase (sampling without load after
-/// the load ended), `None` or 0 when there was none. Idle samples are those at `t ≤ 0`, taken
-/// before the load started; the recovery's samples are all those after the load's end.
-pub fn analyze(
-    result: &RunResult,
-    monitor: Option<&MonitorSeries>,
-    recovery_s: Option<f64>,
-) -> AnalysisReport {
-    let ticks = &result.timeseries;
-    let steady = run_steady_state(result);
-    let load_end_s = crate::figures::load_end(ticks);
-    let generator = monitor.map_or(&[][..], |m| &m.generator[..]);
-    // An unasked series' listener is there only to be told from other processes: no finding
-    // of the server's comes from it.
-    let shown = MonitorSeries::shown(monitor);
-    let procs = shown.map_or(0, |m| m.processes.len());
-    let listener = monitor.map(combined_server).unwrap_or_default();
-    let server = if shown.is_some() {
-        listener.clone()
-    } else {
-        Vec::new()
-    };
-    let usage = server_usage(&server, crate::figures::load_window(ticks), procs);
-    let rec = recovery_s.filter(|r| *r > 0.0).and_then(|_| {
-        recovery(
-            &server,
-            0.0,
-            load_end_s,
-            f64::INFINITY,
-            DEFAULT_TOLERANCE_PCT,
-        )
-    });
-    let under_load: Vec<ProcSample> = steady.select(&server).cloned().collect();
-    let other = monitor.map_or_else(Vec::new, |m| {
-        other_cpu(m, &listener, result.environment.cores)
-    });
-    let ramp = Window {
-        from_s: 0.0,
-        to_s: steady.from_s,
-    };
-    let cpu = CpuSeries {
-        generator,
-        server: &listener,
-        other: &other,
-        host: monitor.map_or(&[][..], |m| &m.host[..]),
-        cores: result.environment.cores,
-    };
-    AnalysisReport {
-        steady_from_s: steady.from_s,
-        steady_to_s: steady.to_s,
-        load_end_s,
-        stability: stability(ticks, steady),
-        p99_trend: p99_trend(ticks, steady),
-        error_rate_trend: error_rate_trend(ticks, steady),
-        saturation: saturation_summary(
-            ticks,
-            cpu,
-            // A generator cannot use more cores than the machine has.
-            result.config.threads.min(result.environment.cores.max(1)),
-            steady,
-        ),
-        contention: contention(other, crate::figures::load_window(ticks)),
-        correctness: Some(correctness(&result.summary.exchanges)),
-        rss_trend: rss_trend(&server, steady),
-        fd_trend: fd_trend(&server, ticks, steady),
-        leak: usage.as_ref().map(|_| leak(&under_load, rec.as_ref())),
-        bytes_per_connection: per_connection_cost(&connection_rss_pairs(ticks, &server, ramp)),
-        server: usage,
-        recovery: rec,
-        network: shown.map_or_else(Vec::new, |m| {
-            crate::figures::network(&m.host, crate::figures::load_window(ticks))
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::testutil::{proc, result, MIB};
     use super::*;
+    use crate::monitor::{MonitorSeries, ProcessSeries};
 
     fn monitor(rss: impl Fn(f64) -> f64, until: i32) -> MonitorSeries {
         let samples = (-2..=until)

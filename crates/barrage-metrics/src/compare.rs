@@ -4,7 +4,7 @@
 //! Key decision: a difference is judged against the runs' own measured variability, their
 //! per-second series: every full second is one observation (its rate, its own p50/p90/p99/p999,
 //! a CPU sample), and two runs differ when their trimmed means differ beyond what their seconds
-//! scatter ([`stats::between_runs`], Yuen's test at 95 %, allowing for seconds that wander
+//! scatter (`stats::between_runs`, Yuen's test at 95 %, allowing for seconds that wander
 //! together). No fixed floor stands in for drift the runs did not show (a 50 % floor called a
 //! 24 % slower protocol "within noise"). The rule for every figure is written down in [`RULES`]
 //! so that a report can say why it marked what it marked. A figure with too few observations
@@ -14,7 +14,11 @@
 //! target, protocol, mode or connection count) are listed in [`Comparison::mismatches`].
 
 mod noise;
+mod record;
 mod stats;
+
+pub use noise::{Options, DEFAULT_NOISE_FLOOR};
+pub use record::{BaselineCheck, Better, Regression, Unit};
 
 use noise::{judge, Noise};
 
@@ -79,30 +83,6 @@ pub const RULES: [(&str, &str); 9] = [
          rps.avg, on the host samples",
     ),
 ];
-
-/// Which direction of change is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-}
-
-/// The unit a figure is stored in, for renderers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Unit {
-    /// Microseconds.
-    Duration,
-    /// Per second.
-    Rate,
-    /// A fraction in [0, 1].
-    Fraction,
-    /// Percent of one core.
-    Percent,
-    Bytes,
-    Count,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -207,26 +187,6 @@ pub fn describe(metric: &str) -> Option<(Unit, Better)> {
     Some((c.unit, c.better))
 }
 
-/// The smallest change (a fraction: 0.2 = 20 %) the per-second test calls significant by
-/// default: none. The runs' own seconds decide; `--noise-floor` adds a floor for a user who
-/// knows their machine drifts between runs by more than its seconds show.
-pub const DEFAULT_NOISE_FLOOR: f64 = 0.0;
-
-/// How [`compare_with`] judges.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Options {
-    /// See [`DEFAULT_NOISE_FLOOR`].
-    pub noise_floor: f64,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            noise_floor: DEFAULT_NOISE_FLOOR,
-        }
-    }
-}
-
 /// Compare `runs` (the first is the reference) on every figure of [`metrics`] that at least
 /// one of them has, with the default [`Options`].
 pub fn compare(runs: &[RunResult]) -> Comparison {
@@ -309,71 +269,6 @@ fn cell(
         delta_pct: (va != 0.0).then(|| delta / va * 100.0),
         mark: Some(mark),
         worse: (delta != 0.0).then(|| (delta > 0.0) == (better == Better::Lower)),
-    }
-}
-
-/// One `--max-regression` limit checked against a baseline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Regression {
-    pub metric: String,
-    /// `None` when the run does not have the figure.
-    pub reference: Option<f64>,
-    pub candidate: Option<f64>,
-    /// `(candidate − reference) / reference · 100`; `None` when not computable (a figure is
-    /// missing, or the reference is 0 and the candidate is not).
-    pub change_pct: Option<f64>,
-    pub limit_pct: f64,
-    /// Worse by more than `limit_pct` (higher for latency, errors, cpu, rss; lower for rps and
-    /// connections) and significant. From a reference of 0, any significant worsening counts.
-    pub regressed: bool,
-    pub significant: bool,
-    /// The runs held enough data to judge the difference (the mark is not `?`).
-    #[serde(default = "yes")]
-    pub judged: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Regression {
-    /// Whether both runs have the figure, i.e. the limit could be checked at all.
-    pub fn measured(&self) -> bool {
-        self.reference.is_some() && self.candidate.is_some()
-    }
-
-    /// Whether the limit was checked: both runs have the figure and enough data to judge it.
-    pub fn checked(&self) -> bool {
-        self.measured() && self.judged
-    }
-
-    /// Whether this limit fails the `--max-regression` gate: it regressed, or it could not be
-    /// checked (as a threshold that cannot be measured fails).
-    pub fn fails(&self) -> bool {
-        self.regressed || !self.checked()
-    }
-}
-
-/// `--baseline FILE` with `--max-regression`: every limit checked against the earlier run, as
-/// the result records it (`baseline` in the JSON), so every report names the regression that
-/// failed the run (exit 3) where its verdict is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BaselineCheck {
-    /// The baseline file as given.
-    pub file: String,
-    /// One per limit, in the order given.
-    pub regressions: Vec<Regression>,
-}
-
-impl BaselineCheck {
-    /// The limits that fail the gate: regressed, or could not be checked.
-    pub fn failed(&self) -> impl Iterator<Item = &Regression> {
-        self.regressions.iter().filter(|r| r.fails())
-    }
-
-    /// Whether the run regressed against the baseline (exit 3).
-    pub fn regressed(&self) -> bool {
-        self.failed().next().is_some()
     }
 }
 

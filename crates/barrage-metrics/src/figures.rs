@@ -9,11 +9,13 @@
 //! (median of the last three recovery samples).
 
 use crate::aggregate::Tick;
-use crate::analysis::Window;
-use crate::monitor::{HostSample, MonitorSeries, ProcSample};
-use crate::result::RunResult;
+use crate::monitor::{combined_server, HostSample, MonitorSeries, ProcSample};
 use crate::timeline::Phase;
+use crate::window::Window;
 use serde::{Deserialize, Serialize};
+
+mod run;
+pub use run::{headline_rate, HeadlineRate};
 
 /// What the labels say the window is.
 pub const LOAD_WINDOW: &str = "under load";
@@ -35,49 +37,18 @@ pub fn load_window(ticks: &[Tick]) -> Window {
     }
 }
 
-/// The one throughput figure a run is summed up by (the summary's Answer line, the readiness
-/// performance row, the reports' overview, `barrage versus`), and the window it covers.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HeadlineRate {
-    /// Completed exchanges per second.
-    pub rps: f64,
-    /// `Some((from_s, to_s))`: the steady state's mean rate, because the run ramped (the
-    /// connections or users came up after the measured window began, or left before the load
-    /// ended), so the measured average covers the ramp too. `None`: the measured window's
-    /// average, `summary.rps.avg`.
-    pub steady: Option<(f64, f64)>,
-}
+/// How far below the server's and barrage's own CPU a machine reading may fall before it is
+/// not measured: this much of one core, plus [`BELOW_PARTS_SHARE`] of their sum (their
+/// samples cover slightly different moments than the machine's).
+pub const BELOW_PARTS_TOLERANCE_PCT: f64 = 5.0;
+pub const BELOW_PARTS_SHARE: f64 = 0.1;
 
-/// The run's [`HeadlineRate`]: the steady state's rate when the run ramped, else the measured
-/// window's average. `a`: the analysis when it is not in `r` yet (readiness is assessed
-/// before it is stored).
-pub fn headline_rate(r: &RunResult, a: Option<&crate::analysis::AnalysisReport>) -> HeadlineRate {
-    let avg = HeadlineRate {
-        rps: r.summary.rps.avg,
-        steady: None,
-    };
-    let Some(a) = a.or(r.analysis.as_ref()) else {
-        return avg;
-    };
-    let Some(st) = &a.stability else {
-        return avg;
-    };
-    // The steady state of a run that did not ramp begins with the measured window (at the
-    // warm-up's end) or at the end of its first second (the first tick with every connection
-    // open): it is then the measured window, and its average says the same.
-    let first_end = r
-        .timeseries
-        .iter()
-        .find(|t| t.phase == Phase::Measured)
-        .map_or(0.0, |t| t.t);
-    let ramped = a.steady_from_s > first_end + 1e-6 || a.steady_to_s < a.load_end_s - 1e-6;
-    if !ramped {
-        return avg;
-    }
-    HeadlineRate {
-        rps: st.mean_rps,
-        steady: Some((a.steady_from_s, a.steady_to_s)),
-    }
+/// Whether a machine reading (`machine`: busy share of all `cores`, %) is below what the
+/// server and barrage used by themselves (`parts`: % of one core) beyond the tolerance: then
+/// it did not count them, and it measures nothing. `cores` 0: unknown, never below.
+pub fn below_parts(machine: f64, cores: usize, parts: f64) -> bool {
+    cores > 0
+        && machine * cores as f64 + BELOW_PARTS_TOLERANCE_PCT + BELOW_PARTS_SHARE * parts < parts
 }
 
 /// One process (or several summed) over one window.
@@ -231,7 +202,7 @@ pub struct Machine {
     pub mem_used_max_bytes: u64,
     pub mem_total_bytes: u64,
     /// Samples in the window whose CPU read below what the server and barrage used by
-    /// themselves ([`crate::analysis::below_parts`]): /proc/stat undercounting (some VMs).
+    /// themselves ([`below_parts`]): /proc/stat undercounting (some VMs).
     #[serde(default)]
     pub below_parts: usize,
 }
@@ -252,7 +223,7 @@ pub fn machine(m: &MonitorSeries, cores: usize, w: Window) -> Option<Machine> {
     let s: Vec<&HostSample> = host.iter().filter(|h| w.contains(h.t)).collect();
     let last = s.last()?;
     let cpu: Vec<(f64, f64)> = host.iter().map(|h| (h.t, h.cpu_pct)).collect();
-    let server = crate::analysis::combined_server(m);
+    let server = combined_server(m);
     let half = if m.interval_s > 0.0 {
         m.interval_s / 2.0
     } else {
@@ -269,7 +240,7 @@ pub fn machine(m: &MonitorSeries, cores: usize, w: Window) -> Option<Machine> {
         .iter()
         .filter(|h| {
             let parts = near(&server, h.t) + near(&m.generator, h.t);
-            crate::analysis::below_parts(h.cpu_pct, cores, parts)
+            below_parts(h.cpu_pct, cores, parts)
         })
         .count();
     Some(Machine {
@@ -395,17 +366,11 @@ pub struct RunFigures {
 }
 
 impl RunFigures {
-    /// `None` without monitoring (or with only the samples every run takes unasked).
-    pub fn of(r: &RunResult) -> Option<Self> {
-        let m = MonitorSeries::shown(r.monitor.as_ref())?;
-        Self::from_monitor(&r.timeseries, m, r.environment.cores)
-    }
-
     /// `cores`: the machine's (0: unknown), see [`machine`].
     pub fn from_monitor(ticks: &[Tick], m: &MonitorSeries, cores: usize) -> Option<Self> {
         let w = load_window(ticks);
         let mem = |s: &[ProcSample]| memory(s, w.from_s, w.to_s, f64::INFINITY);
-        let server = crate::analysis::combined_server(m);
+        let server = combined_server(m);
         Some(RunFigures {
             window: w,
             processes: m

@@ -8,15 +8,23 @@
 //! are mergeable (counts add, histograms merge exactly) and serializable, so threads,
 //! processes and shards merge the same way.
 //!
-//! Over the records: [`figures`] (one function per server, generator and machine figure),
-//! [`vocabulary`] (the one registry of named figures, `vocabulary::FIGURES`, through which
-//! thresholds, compare and readiness read them), [`analysis`], [`thresholds`], [`readiness`]
-//! and [`compare`]. Nothing here does I/O, spawns threads or knows sockets.
+//! Over the records: [`figures`] (one function per server, generator and machine figure, over
+//! a [`window`]), [`vocabulary`] (the one registry of named figures, `vocabulary::FIGURES`,
+//! through which thresholds, compare and readiness read them), [`analysis`], [`thresholds`],
+//! [`readiness`] and [`compare`]; `RunResult::conclude` runs the judges in order. Nothing here
+//! does I/O, spawns threads or knows sockets.
+//!
+//! Imports go one way, and the house test keeps the crate free of import circles: the
+//! records the judges leave in a [`RunResult`] (`AnalysisReport`, `ThresholdCheck`, readiness
+//! `Row`, `BaselineCheck`) are types in files that import no judge, so `result.rs` sits below
+//! the judges that read it (`analysis/run.rs`, `figures/run.rs`, `vocabulary.rs`,
+//! `thresholds/`, `compare/`, `readiness/`), and `conclude.rs` above them all.
 
 pub mod aggregate;
 pub mod analysis;
 pub mod codes;
 pub mod compare;
+mod conclude;
 pub mod counters;
 pub mod error;
 pub mod failure;
@@ -31,6 +39,7 @@ pub mod steps;
 pub mod thresholds;
 pub mod timeline;
 pub mod vocabulary;
+pub mod window;
 
 pub use aggregate::{
     Aggregator, BroadcastSummary, Connections, Exchanges, Io, LatencyBasis, Outcome, PhaseSummary,

@@ -220,6 +220,42 @@ impl MonitorSeries {
     }
 }
 
+/// The monitored processes as one server: each sample of the longest series plus, from every
+/// other series, the sample nearest in time (within half an interval).
+pub fn combined_server(monitor: &MonitorSeries) -> Vec<ProcSample> {
+    let mut series: Vec<&ProcessSeries> = monitor.processes.iter().collect();
+    series.sort_by_key(|p| std::cmp::Reverse(p.samples.len()));
+    let Some((first, rest)) = series.split_first() else {
+        return Vec::new();
+    };
+    let half = if monitor.interval_s > 0.0 {
+        monitor.interval_s / 2.0
+    } else {
+        0.5
+    };
+    let mut out = first.samples.clone();
+    for s in &mut out {
+        for p in rest {
+            let near = p
+                .samples
+                .iter()
+                .filter(|o| (o.t - s.t).abs() <= half)
+                .min_by(|a, b| (a.t - s.t).abs().total_cmp(&(b.t - s.t).abs()));
+            if let Some(o) = near {
+                s.cpu_pct += o.cpu_pct;
+                s.cpu_user_pct += o.cpu_user_pct;
+                s.cpu_sys_pct += o.cpu_sys_pct;
+                s.cpu_machine_pct += o.cpu_machine_pct;
+                s.rss_bytes += o.rss_bytes;
+                s.rss_peak_bytes += o.rss_peak_bytes;
+                s.threads += o.threads;
+                s.fds += o.fds;
+            }
+        }
+    }
+    out
+}
+
 /// One series of the server's own metrics (`--server-metrics URL --server-metric SELECTOR`),
 /// on the run's timeline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -341,32 +341,6 @@ impl RunResult {
 }
 
 impl RunResult {
-    /// Analyse the run (with its monitoring, if any), evaluate `thresholds` and assess
-    /// readiness; everything lands in the record. `recovery_s` is the length of the recovery
-    /// window after the load, when one was sampled.
-    pub fn conclude(
-        &mut self,
-        thresholds: &[crate::thresholds::Threshold],
-        recovery_s: Option<f64>,
-    ) {
-        let analysis = crate::analysis::analyze(self, self.monitor.as_ref(), recovery_s);
-        let facts = crate::thresholds::Facts::from_result(self, Some(&analysis));
-        self.thresholds = crate::thresholds::evaluate_all(thresholds, &facts);
-        self.readiness = crate::readiness::assess(self, &analysis, &self.thresholds);
-        // Both lists are end times of ticks, in order: one pass, not a search per tick.
-        let sat = &analysis.saturation;
-        let (mut steady, mut ramp) = (
-            sat.times.iter().peekable(),
-            sat.ramp_times.iter().peekable(),
-        );
-        for tick in &mut self.timeseries {
-            let in_steady = steady.next_if(|t| **t == tick.t).is_some();
-            let in_ramp = ramp.next_if(|t| **t == tick.t).is_some();
-            tick.saturated = in_steady || in_ramp;
-        }
-        self.analysis = Some(analysis);
-    }
-
     /// Whether any threshold failed (or could not be measured).
     pub fn thresholds_failed(&self) -> bool {
         crate::thresholds::any_failed(&self.thresholds)

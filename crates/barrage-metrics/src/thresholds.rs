@@ -26,21 +26,14 @@
 //! gate that could not be checked must not let a run through.
 
 mod facts;
+mod names;
 mod parse;
 
-pub use facts::Facts;
+pub use facts::{evaluate, evaluate_all, Facts};
+pub use names::{kind_of, metrics, needs};
 pub use parse::{parse, ThresholdError};
 
 use serde::{Deserialize, Serialize};
-
-/// Every metric a threshold can name, with its meaning and unit kind (the figures of
-/// [`crate::vocabulary::FIGURES`] that have a kind), in the registry's order.
-pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
-    crate::vocabulary::FIGURES
-        .iter()
-        .filter(|f| f.kind.is_some())
-        .map(|f| (f.name, f.doc))
-}
 
 /// How a metric's value is written and stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,17 +121,6 @@ pub fn server_metric(metric: &str) -> Option<(&str, &str)> {
     (!name.is_empty() && SERVER_METRIC_STATS.contains(&stat)).then_some((name, stat))
 }
 
-/// The kind of a metric name; `None` for an unknown metric.
-pub fn kind_of(metric: &str) -> Option<Kind> {
-    if server_metric(metric).is_some() {
-        return Some(Kind::Count);
-    }
-    if let Some((_, m)) = step_metric(metric) {
-        return STEP_METRICS.iter().find(|(n, _)| *n == m).map(|(_, k)| *k);
-    }
-    crate::vocabulary::find(metric)?.kind
-}
-
 /// What a metric needs beyond the load itself, so that a threshold that could never be
 /// measured is refused before the run instead of failing after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,14 +133,6 @@ pub enum Needs {
     Recovery,
     /// The server's own metrics: `--server-metrics URL --server-metric SELECTOR`.
     ServerMetrics,
-}
-
-/// What `metric` needs to be measured (unknown metrics need nothing: the parser refuses them).
-pub fn needs(metric: &str) -> Needs {
-    if metric.starts_with("server.metric.") {
-        return Needs::ServerMetrics;
-    }
-    crate::vocabulary::find(metric).map_or(Needs::Nothing, |f| f.needs)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,51 +202,6 @@ pub struct ThresholdCheck {
     pub passed: Option<bool>,
     /// One line for people: the figure, the limit and the result, or why it is missing.
     pub reason: String,
-}
-
-/// Why a metric may be missing, for the outcome's reason.
-fn missing_hint(metric: &str) -> &'static str {
-    match metric {
-        "server.rss.after" => "no recovery phase was measured",
-        "leak" => "no leak verdict: needs server monitoring",
-        "stability.cv" => "no steady-state seconds to analyse",
-        "errors.rate" => "nothing completed or failed",
-        m if m.starts_with("broadcast.") => "no broadcast step was sent (or nothing expected)",
-        m if m.starts_with("server.") => "the server was not monitored",
-        _ => "no exchange or connect was timed",
-    }
-}
-
-pub fn evaluate(t: &Threshold, facts: &Facts) -> ThresholdCheck {
-    let actual = facts.get(&t.metric);
-    let passed = actual.map(|a| t.op.holds(a, t.limit));
-    let limit = format!("{} {}", t.op.as_str(), t.kind.format(t.limit));
-    let reason = match (actual, passed) {
-        (Some(a), Some(p)) => format!(
-            "{} = {} (limit {limit}): {}",
-            t.metric,
-            t.kind.format(a),
-            if p { "passed" } else { "failed" }
-        ),
-        _ => format!(
-            "{}: not measured ({}), counted as failed",
-            t.metric,
-            missing_hint(&t.metric)
-        ),
-    };
-    ThresholdCheck {
-        expr: t.expr.clone(),
-        metric: t.metric.clone(),
-        op: t.op,
-        limit: t.limit,
-        actual,
-        passed,
-        reason,
-    }
-}
-
-pub fn evaluate_all(ts: &[Threshold], facts: &Facts) -> Vec<ThresholdCheck> {
-    ts.iter().map(|t| evaluate(t, facts)).collect()
 }
 
 /// Whether any threshold failed or could not be checked.

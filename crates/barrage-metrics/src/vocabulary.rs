@@ -12,12 +12,13 @@
 //! completed nothing as not measured (a comparison shows them as recorded, 0). The names and
 //! meanings are those of docs/thresholds.md and docs/compare.md.
 
-use crate::analysis::{combined_server, AnalysisReport, LeakStatus, Window};
+use crate::analysis::{AnalysisReport, LeakStatus};
 use crate::compare::{Better, Unit};
 use crate::error::ErrorClass;
-use crate::monitor::{MonitorSeries, ProcSample};
+use crate::monitor::{combined_server, MonitorSeries, ProcSample};
 use crate::result::RunResult;
 use crate::thresholds::{Kind, Needs};
+use crate::window::Window;
 
 /// One figure of a run.
 pub struct Figure {

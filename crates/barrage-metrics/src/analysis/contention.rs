@@ -16,8 +16,9 @@
 //! barrage at 13 %, issue 42). Such a sample tells nothing of other processes: it is left out
 //! of their CPU, and a saturated second it covers has no cause but barrage's own limit.
 
-use crate::analysis::Window;
+use crate::figures::below_parts;
 use crate::monitor::{MonitorSeries, ProcSample};
+use crate::window::Window;
 use serde::{Deserialize, Serialize};
 
 /// Other processes' CPU, % of one core, from which it counts as material.
@@ -34,20 +35,6 @@ pub struct OtherCpu {
     pub t: f64,
     /// % of one core.
     pub pct: f64,
-}
-
-/// How far below the server's and barrage's own CPU a machine reading may fall before it is
-/// not measured: this much of one core, plus [`BELOW_PARTS_SHARE`] of their sum (their
-/// samples cover slightly different moments than the machine's).
-pub const BELOW_PARTS_TOLERANCE_PCT: f64 = 5.0;
-pub const BELOW_PARTS_SHARE: f64 = 0.1;
-
-/// Whether a machine reading (`machine`: busy share of all `cores`, %) is below what the
-/// server and barrage used by themselves (`parts`: % of one core) beyond the tolerance: then
-/// it did not count them, and it measures nothing. `cores` 0: unknown, never below.
-pub fn below_parts(machine: f64, cores: usize, parts: f64) -> bool {
-    cores > 0
-        && machine * cores as f64 + BELOW_PARTS_TOLERANCE_PCT + BELOW_PARTS_SHARE * parts < parts
 }
 
 /// The sample of `series` nearest to `t`, within `half`.

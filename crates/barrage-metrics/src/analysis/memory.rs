@@ -7,9 +7,9 @@
 
 use super::fit::{linear_fit, Fit};
 use super::trend::{trend, TrendMetric, Verdict};
-use super::Window;
 use crate::aggregate::Tick;
 use crate::monitor::ProcSample;
+use crate::window::Window;
 use serde::{Deserialize, Serialize};
 
 const MIB: f64 = 1024.0 * 1024.0;

@@ -7,10 +7,10 @@
 //! understate what the server can do; reports should say so rather than hide it.
 
 use super::contention::{classify, Cause, CpuShares, OtherCpu, MACHINE_FULL_PCT};
-use super::Window;
 use crate::aggregate::Tick;
 use crate::monitor::{HostSample, ProcSample};
 use crate::timeline::Phase;
+use crate::window::Window;
 use serde::{Deserialize, Serialize};
 
 /// Share of `threads × 100 %` CPU at which the generator counts as saturated.
@@ -140,7 +140,7 @@ pub struct CpuSeries<'a> {
     pub other: &'a [OtherCpu],
     pub host: &'a [HostSample],
     /// The machine's cores (0: unknown), to tell a machine reading below the server's and
-    /// barrage's own CPU ([`super::contention::below_parts`]).
+    /// barrage's own CPU ([`crate::figures::below_parts`]).
     pub cores: usize,
 }
 
@@ -150,7 +150,7 @@ impl CpuSeries<'_> {
         let server = cpu_near(tk, self.server);
         let machine = mean_near(tk, self.host, |h| (h.t, h.cpu_pct));
         let parts = generator.unwrap_or(0.0) + server.unwrap_or(0.0);
-        let below = machine.is_some_and(|m| super::contention::below_parts(m, self.cores, parts));
+        let below = machine.is_some_and(|m| crate::figures::below_parts(m, self.cores, parts));
         CpuShares {
             generator,
             server,

@@ -12,9 +12,9 @@
 //! ends have noisy rates.
 
 use super::trend::{trend, Trend, TrendMetric};
-use super::Window;
 use crate::aggregate::Tick;
 use crate::timeline::Phase;
+use crate::window::{steady_ticks, Window};
 use serde::{Deserialize, Serialize};
 
 /// Share of the target connections that counts as "ramped up".
@@ -84,17 +84,6 @@ pub fn steady_state(ticks: &[Tick], target_connections: u64, schedule: Option<Sc
         return empty;
     }
     Window { from_s, to_s }
-}
-
-/// The full measured seconds of the steady state: those that began at or after its start (a
-/// second that began before, say during the last arrivals, is not steady) and ended by its end.
-pub fn steady_ticks(ticks: &[Tick], steady: Window) -> impl Iterator<Item = &Tick> {
-    ticks.iter().filter(move |t| {
-        t.phase == Phase::Measured
-            && t.dt >= 0.999
-            && t.t - t.dt >= steady.from_s - 1e-6
-            && t.t <= steady.to_s
-    })
 }
 
 /// How even the per-second rate was in the steady state.

@@ -20,10 +20,9 @@
 //! | error rate | percentage points /h | 0.1 points or 5 % of the mean rate, whichever is larger |
 
 use super::fit::linear_fit;
-use super::stability::steady_ticks;
-use super::Window;
 use crate::aggregate::Tick;
 use crate::monitor::ProcSample;
+use crate::window::{steady_ticks, Window};
 use serde::{Deserialize, Serialize};
 
 const MIB: f64 = 1024.0 * 1024.0;

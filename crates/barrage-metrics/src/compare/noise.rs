@@ -1,12 +1,32 @@
 //! What one run knows about its own noise, and the judgement of a difference against the
 //! noise of two runs ([`judge`]), by the rules in [`RULES`](super::RULES).
 
-use super::{stats, Options};
-use crate::analysis::{combined_server, Window};
+use super::stats;
 use crate::histogram::LatencyHistogram;
-use crate::monitor::ProcSample;
+use crate::monitor::{combined_server, ProcSample};
 use crate::result::RunResult;
 use crate::timeline::Phase;
+use crate::window::Window;
+
+/// The smallest change (a fraction: 0.2 = 20 %) the per-second test calls significant by
+/// default: none. The runs' own seconds decide; `--noise-floor` adds a floor for a user who
+/// knows their machine drifts between runs by more than its seconds show.
+pub const DEFAULT_NOISE_FLOOR: f64 = 0.0;
+
+/// How [`compare_with`](super::compare_with) judges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// See [`DEFAULT_NOISE_FLOOR`].
+    pub noise_floor: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            noise_floor: DEFAULT_NOISE_FLOOR,
+        }
+    }
+}
 
 /// What one run knows about its own noise.
 pub(super) struct Noise<'a> {

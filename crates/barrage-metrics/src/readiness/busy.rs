@@ -4,8 +4,9 @@
 //! A server is not failed for the noise of the machine that loads it (issue 43).
 
 use crate::aggregate::Tick;
-use crate::analysis::{steady_ticks, AnalysisReport, Window, MACHINE_FULL_PCT, OTHER_MATERIAL_PCT};
+use crate::analysis::{AnalysisReport, MACHINE_FULL_PCT, OTHER_MATERIAL_PCT};
 use crate::result::RunResult;
+use crate::window::{steady_ticks, Window};
 
 /// A steady second this far below the steady mean (a share of it) is a dip.
 pub const DIP: f64 = 0.05;

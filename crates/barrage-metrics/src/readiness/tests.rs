@@ -1,7 +1,9 @@
+use super::assess::duration;
 use super::*;
 use crate::analysis::analyze;
 use crate::analysis::testutil::{proc, result, MIB};
 use crate::monitor::{MonitorSeries, ProcessSeries};
+use crate::result::RunResult;
 use crate::thresholds::{evaluate_all, parse, Facts};
 
 fn server(rss: impl Fn(f64) -> f64, cpu: f64) -> MonitorSeries {

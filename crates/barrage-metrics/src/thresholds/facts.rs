@@ -3,9 +3,10 @@
 //!
 //! A plain map: a metric that was not measured is simply absent, which evaluation reports as
 //! "not measured". Server figures come from the analysis (which combines the monitored
-//! processes), so a run without monitoring has none of them.
+//! processes), so a run without monitoring has none of them. [`evaluate`] checks one
+//! threshold against them.
 
-use super::metrics;
+use super::{metrics, Threshold, ThresholdCheck};
 use crate::analysis::AnalysisReport;
 use crate::error::ErrorClass;
 use crate::result::RunResult;
@@ -83,6 +84,51 @@ impl Facts {
         }
         f
     }
+}
+
+/// Why a metric may be missing, for the outcome's reason.
+fn missing_hint(metric: &str) -> &'static str {
+    match metric {
+        "server.rss.after" => "no recovery phase was measured",
+        "leak" => "no leak verdict: needs server monitoring",
+        "stability.cv" => "no steady-state seconds to analyse",
+        "errors.rate" => "nothing completed or failed",
+        m if m.starts_with("broadcast.") => "no broadcast step was sent (or nothing expected)",
+        m if m.starts_with("server.") => "the server was not monitored",
+        _ => "no exchange or connect was timed",
+    }
+}
+
+pub fn evaluate(t: &Threshold, facts: &Facts) -> ThresholdCheck {
+    let actual = facts.get(&t.metric);
+    let passed = actual.map(|a| t.op.holds(a, t.limit));
+    let limit = format!("{} {}", t.op.as_str(), t.kind.format(t.limit));
+    let reason = match (actual, passed) {
+        (Some(a), Some(p)) => format!(
+            "{} = {} (limit {limit}): {}",
+            t.metric,
+            t.kind.format(a),
+            if p { "passed" } else { "failed" }
+        ),
+        _ => format!(
+            "{}: not measured ({}), counted as failed",
+            t.metric,
+            missing_hint(&t.metric)
+        ),
+    };
+    ThresholdCheck {
+        expr: t.expr.clone(),
+        metric: t.metric.clone(),
+        op: t.op,
+        limit: t.limit,
+        actual,
+        passed,
+        reason,
+    }
+}
+
+pub fn evaluate_all(ts: &[Threshold], facts: &Facts) -> Vec<ThresholdCheck> {
+    ts.iter().map(|t| evaluate(t, facts)).collect()
 }
 
 #[cfg(test)]

@@ -102,7 +102,6 @@ fn the_binarys_folders_import_only_downward() {
 /// only shrinks). One entry per line, `crate/src/path.rs`.
 const LONG: &[(&str, usize)] = &[
     ("barrage-metrics/src/aggregate.rs", 643),
-    ("barrage-metrics/src/readiness.rs", 678),
     ("barrage-report/src/text.rs", 886),
     ("barrage-servers/src/chat.rs", 987),
 ];
@@ -150,9 +149,7 @@ fn no_file_is_over_600_code_lines() {
 /// to the file that defines it), so a facade that re-exports is not in a circle by that alone.
 /// A circle not inside a listed one fails the test (a new circle, or a listed one grown); a
 /// listed circle that is gone must be removed (one that shrank may stay, or be narrowed).
-const CIRCLES: &[&str] = &[
-    "barrage-metrics: analysis.rs analysis/contention.rs analysis/memory.rs analysis/stability.rs analysis/trend.rs compare.rs compare/noise.rs figures.rs readiness.rs readiness/busy.rs result.rs thresholds.rs thresholds/facts.rs vocabulary.rs",
-];
+const CIRCLES: &[&str] = &[];
 
 /// Each crate's import circles, as `crate: file file ..` lines.
 fn circles_now() -> Vec<String> {
