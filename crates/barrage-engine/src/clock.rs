@@ -70,7 +70,7 @@ pub enum TimerKind {
     Timeout,
     /// The worker's connect pacing.
     Connect,
-    /// A session's keep-alive tick (`Session::tick_at`).
+    /// A session's keep-alive tick (`KeepAlive::at`).
     Tick,
 }
 

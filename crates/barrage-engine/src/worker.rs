@@ -24,7 +24,7 @@ use crate::clock::{Alarm, TimeSource, TimerKind, Timers};
 use crate::conn::{Conn, State};
 use crate::pacer::{Rng, Schedule};
 use crate::plan::{Plan, Share};
-use crate::session::{Out, Session};
+use crate::session::{KeepAlive, Out, Owed, Session, Streams};
 use crate::transport::Transport;
 use crate::users::Program;
 use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
@@ -261,11 +261,12 @@ impl<S: Session> Worker<S> {
     /// while something is awaited from the network, else none (the clock jumps at once).
     fn wait_until(&mut self, next: u64, now: u64) -> Option<std::time::Duration> {
         if self.time.is_virtual() {
-            let awaited = self.conns.iter().any(|c| {
+            let awaited = self.conns.iter_mut().any(|c| {
                 c.pending_write()
                     || !c.ex.is_empty()
                     || matches!(c.state, State::Connecting | State::Tls | State::Handshake)
-                    || (c.stream.is_some() && c.session.awaits_answer())
+                    || (c.stream.is_some()
+                        && c.session.keepalive().is_some_and(|k| k.awaits_answer()))
             });
             return Some(if awaited {
                 VIRTUAL_QUIET
@@ -523,19 +524,24 @@ impl<S: Session> Worker<S> {
                 c.timeout_at = u64::MAX;
                 self.check_timeout(idx, now);
             }
-            TimerKind::Tick if c.session.tick_at() == at => {
-                c.session.set_tick_at(u64::MAX);
-                self.keepalive(idx, now);
+            TimerKind::Tick => {
+                if let Some(k) = c.session.keepalive().filter(|k| k.at() == at) {
+                    k.set_at(u64::MAX);
+                    self.keepalive(idx, now);
+                }
             }
             _ => {} // superseded entry
         }
     }
 
-    /// Arm the session's keep-alive tick (`Session::tick_ns`) from now.
+    /// Arm the session's keep-alive tick (`KeepAlive::every_ns`) from now.
     fn arm_tick(&mut self, idx: u32, now: u64) {
-        if let Some(period) = self.conns[idx as usize].session.tick_ns(&self.cfg) {
+        let Some(k) = self.conns[idx as usize].session.keepalive() else {
+            return;
+        };
+        if let Some(period) = k.every_ns() {
             let at = now + period.max(1);
-            self.conns[idx as usize].session.set_tick_at(at);
+            k.set_at(at);
             self.timers.push(at, idx, TimerKind::Tick);
         }
     }
@@ -548,7 +554,11 @@ impl<S: Session> Worker<S> {
             return;
         }
         self.scratch.clear();
-        if let Err(why) = c.session.tick(&self.cfg, &mut self.scratch, &mut self.rec) {
+        let ticked = c
+            .session
+            .keepalive()
+            .map(|k| k.tick(&mut self.scratch, &mut self.rec));
+        if let Some(Err(why)) = ticked {
             return self.fail(idx, ErrorClass::Timeout, Some(&why), now);
         }
         if !self.scratch.is_empty() {
@@ -572,6 +582,10 @@ impl<S: Session> Worker<S> {
     fn check_timeout(&mut self, idx: u32, now: u64) {
         const SILENT: &str = "no byte since the connect: the server never answered this \
             connection (one that stopped accepting, e.g. out of open files, looks like this)";
+        let cancels = self.conns[idx as usize]
+            .session
+            .streams()
+            .is_some_and(|s| s.cancels());
         let c = &self.conns[idx as usize];
         let ct = self.plan.connect_timeout.as_nanos() as u64;
         let (deadline, class) = match c.state {
@@ -581,7 +595,7 @@ impl<S: Session> Worker<S> {
                 c.since + self.plan.timeout.as_nanos() as u64,
                 ErrorClass::Timeout,
             ),
-            State::Ready if c.session.cancels() && !self.at_scenario_op(idx) => {
+            State::Ready if cancels && !self.at_scenario_op(idx) => {
                 return self.cancel_late(idx, now);
             }
             State::Login | State::Ready => match c.ex.front() {
@@ -620,7 +634,10 @@ impl<S: Session> Worker<S> {
             }
             let c = &mut self.conns[idx as usize];
             let Some(ex) = c.ex.pop_front() else { break };
-            done |= c.session.cancel(&self.cfg, ex.key, &mut ctl);
+            done |= c
+                .session
+                .streams()
+                .is_some_and(|s| s.cancel(ex.key, &mut ctl));
             n += 1;
         }
         if n > 0 {
@@ -640,10 +657,14 @@ impl<S: Session> Worker<S> {
         let mut res = Ok(0);
         if !ctl.is_empty() {
             if c.backlogged() {
-                c.session.owe(&ctl);
+                if let Some(o) = c.session.owed() {
+                    o.owe(&ctl);
+                }
             } else {
                 self.joined.clear();
-                c.session.drain_owed(&mut self.joined);
+                if let Some(o) = c.session.owed() {
+                    o.drain(&mut self.joined);
+                }
                 self.joined.extend_from_slice(&ctl);
                 res = wire::write_to(c, &mut self.rec, &self.joined);
             }

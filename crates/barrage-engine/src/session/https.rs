@@ -4,7 +4,7 @@
 
 use super::h2::{self, H2};
 use super::http::{self, Http};
-use super::{Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Msg, Out, Owed, ProtoError, Rendered, Replies, Session, Streams};
 use crate::message::Fill;
 use crate::plan::{Plan, Protocol};
 use barrage_metrics::Recorder;
@@ -83,15 +83,6 @@ impl Session for AnyHttp {
         each!(self, cfg, s, c => s.frame_step(c, out, start))
     }
 
-    fn room(&self, cfg: &Cfg) -> u64 {
-        each!(self, cfg, s, c => s.room(c))
-    }
-
-    fn waited_for_room(rec: &mut Recorder, n: u64) {
-        // Only an HTTP/2 connection has less room than asked for.
-        <super::h2::H2 as Session>::waited_for_room(rec, n);
-    }
-
     fn render(&mut self, cfg: &Cfg, msg: Msg, fill: Fill, out: &mut Out) -> Rendered {
         each!(self, cfg, s, c => s.render(c, msg, fill, out))
     }
@@ -99,17 +90,6 @@ impl Session for AnyHttp {
     fn counts(&mut self, rec: &mut Recorder) {
         if let AnyHttp::H2(s) = self {
             s.counts(rec)
-        }
-    }
-
-    fn cancels(&self) -> bool {
-        matches!(self, AnyHttp::H2(_))
-    }
-
-    fn cancel(&mut self, cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) -> bool {
-        match self {
-            AnyHttp::H2(s) => s.cancel(&cfg.h2, key, ctl),
-            AnyHttp::H1(_) => false,
         }
     }
 
@@ -125,24 +105,18 @@ impl Session for AnyHttp {
         each!(self, cfg, s, c => s.goodbye(c, out))
     }
 
-    const OWED_IN_ORDER: bool = true;
-
-    fn owe(&mut self, ctl: &[u8]) {
-        if let AnyHttp::H2(s) = self {
-            s.owe(ctl)
-        }
-    }
-
-    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+    // Only an HTTP/2 connection has streams under a limit, and control answers to keep.
+    fn streams(&mut self) -> Option<&mut impl Streams> {
         match self {
-            AnyHttp::H2(s) => s.take_owed(),
+            AnyHttp::H2(s) => s.streams(),
             AnyHttp::H1(_) => None,
         }
     }
 
-    fn drain_owed(&mut self, out: &mut Vec<u8>) {
-        if let AnyHttp::H2(s) = self {
-            s.drain_owed(out)
+    fn owed(&mut self) -> Option<&mut impl Owed> {
+        match self {
+            AnyHttp::H2(s) => s.owed(),
+            AnyHttp::H1(_) => None,
         }
     }
 }

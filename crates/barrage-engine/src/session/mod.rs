@@ -23,6 +23,7 @@ use crate::plan::Plan;
 use barrage_metrics::{ErrorClass, Recorder};
 use std::collections::VecDeque;
 
+mod caps;
 pub mod h2;
 pub mod http;
 pub mod https;
@@ -34,6 +35,7 @@ mod replies;
 pub mod tcp;
 pub mod ws;
 
+pub use caps::{KeepAlive, Never, Owed, Streams};
 pub(crate) use replies::{feed_collecting, OkRun};
 pub use replies::{Replies, Verify};
 
@@ -179,16 +181,6 @@ pub trait Session: Sized + Send + 'static {
         (out.buf.len() - start) as u32
     }
 
-    /// How many more exchanges the connection can open now (HTTP/2: the streams the server
-    /// allows, less those in flight); what is owed beyond it waits for an exchange to end.
-    fn room(&self, _cfg: &Self::Cfg) -> u64 {
-        u64::MAX
-    }
-
-    /// Messages of an open loop fell due while [`Session::room`] said none could go: count
-    /// them as the protocol names that limit (HTTP/2: waits for a stream).
-    fn waited_for_room(_rec: &mut Recorder, _n: u64) {}
-
     /// Request ids taken from the exchange keys in a ring of this many (MQTT's 65,535 packet
     /// ids; 0: none): the worker opens no exchange whose id the oldest one in flight still
     /// holds.
@@ -202,19 +194,6 @@ pub trait Session: Sized + Send + 'static {
     /// of writing the batch (what it opened fails with the class).
     fn failed(&mut self) -> Option<ProtoError> {
         None
-    }
-
-    /// Whether one exchange can be given up on alone (HTTP/2: RST_STREAM with CANCEL), so that
-    /// a timeout fails that exchange and the connection carries the others on.
-    fn cancels(&self) -> bool {
-        false
-    }
-
-    /// Give up on the exchange with this key ([`Session::cancels`]): forget it, and append to
-    /// `ctl` what tells the server. Returns whether the connection has nothing left to do
-    /// (HTTP/2: its last stream after a GOAWAY), so that it is closed and opened again.
-    fn cancel(&mut self, _cfg: &Self::Cfg, _key: u64, _ctl: &mut Vec<u8>) -> bool {
-        false
     }
 
     /// Hand over what the session counted where no recorder was at hand (HTTP/2's frames
@@ -240,61 +219,21 @@ pub trait Session: Sized + Send + 'static {
     /// Bytes to send when the run closes a healthy connection (a WebSocket close frame).
     fn goodbye(&mut self, _cfg: &Self::Cfg, _out: &mut Out) {}
 
-    /// A control answer (`ctl`, a pong) the socket had no room for: kept, the latest only,
-    /// and written once it drains ([`Session::take_owed`]). Others than WebSocket have none.
-    fn owe(&mut self, _ctl: &[u8]) {}
-
-    /// The control answer kept by [`Session::owe`], to write now.
-    fn take_owed(&mut self) -> Option<Box<[u8]>> {
-        None
+    /// Several exchanges open at once, as many as the server allows ([`Streams`]: HTTP/2,
+    /// MQTT). Without: no limit but the flags', and a timeout fails the connection.
+    fn streams(&mut self) -> Option<&mut impl Streams> {
+        None::<&mut Never>
     }
 
-    /// Append what [`Session::owe`] kept to `out` and forget it, keeping the session's buffer
-    /// (no allocation: HTTP/2 sends its control answers this way with the next request).
-    fn drain_owed(&mut self, out: &mut Vec<u8>) {
-        if let Some(k) = self.take_owed() {
-            out.extend_from_slice(&k);
-        }
+    /// Control answers kept while the socket is backlogged ([`Owed`]: WebSocket, HTTP/2,
+    /// MQTT). Without: the protocol answers no control frame.
+    fn owed(&mut self) -> Option<&mut impl Owed> {
+        None::<&mut Never>
     }
 
-    /// What [`Session::owe`] kept must go out before newer control bytes, not be replaced by
-    /// them (HTTP/2: every acknowledgement and window update counts; a WebSocket pong does not).
-    /// Such a session's control answers also wait for the requests its replies free, and go
-    /// out in the same write (an HTTP/2 PING answered with the next request: one system call,
-    /// not two); what no request takes is written when the connection's events are done.
-    const OWED_IN_ORDER: bool = false;
-
-    /// How often [`Session::tick`] runs on a connection that is up (after its handshake),
-    /// in nanoseconds: a keep-alive (MQTT's PINGREQ). `None`: never.
-    fn tick_ns(&self, _cfg: &Self::Cfg) -> Option<u64> {
-        None
-    }
-
-    /// The time of the connection's pending tick (`u64::MAX`: none), kept by the session so
-    /// that a connection of a protocol without ticks carries no field for it; a timer entry
-    /// at another time is stale (an earlier connection's).
-    fn tick_at(&self) -> u64 {
-        u64::MAX
-    }
-
-    fn set_tick_at(&mut self, _at: u64) {}
-
-    /// An answer is awaited that no exchange stands for (MQTT: the PINGRESP to a PINGREQ):
-    /// on virtual time the clock waits for a quiet moment before it jumps, as for a reply.
-    fn awaits_answer(&self) -> bool {
-        false
-    }
-
-    /// A keep-alive tick: append to `out` what keeps the connection alive (written as
-    /// control bytes, not an exchange). `Err`: the connection is dead (no answer to the last
-    /// keep-alive) and fails as `timeout` with this message.
-    fn tick(
-        &mut self,
-        _cfg: &Self::Cfg,
-        _out: &mut Vec<u8>,
-        _rec: &mut Recorder,
-    ) -> Result<(), String> {
-        Ok(())
+    /// A keep-alive tick ([`KeepAlive`]: MQTT's PINGREQ).
+    fn keepalive(&mut self) -> Option<&mut impl KeepAlive> {
+        None::<&mut Never>
     }
 
     /// Requests are a mix of commands: counted per command (`Rendered::step`).

@@ -7,7 +7,7 @@
 //! since the last tick, and a connection whose PINGRESP has not come a keep-alive later fails
 //! as `timeout`.
 
-use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Close, KeepAlive, Msg, Out, Owed, ProtoError, Rendered, Replies, Session, Streams};
 use crate::message::{Fill, Template};
 use crate::mqtt::{self, ConnectSpec, Decoder, PublishHead};
 use crate::plan::{MqttPlan, Plan, Protocol};
@@ -42,7 +42,7 @@ struct State {
     ping_ticks: u8,
     /// Of the PUBLISH being received: a scenario user's copy is collected.
     delivering: bool,
-    /// The pending keep-alive tick (`Session::tick_at`), and the keep-alive in force: the
+    /// The pending keep-alive tick (`KeepAlive::at`), and the keep-alive in force: the
     /// client's, or the broker's Server Keep Alive (5.0), which the client must use.
     tick_at: u64,
     keepalive_s: u16,
@@ -142,14 +142,6 @@ impl Session for Mqtt {
         Ok(true)
     }
 
-    fn room(&self, _cfg: &Cfg) -> u64 {
-        u64::from(self.st.receive_max.saturating_sub(self.st.inflight))
-    }
-
-    fn waited_for_room(rec: &mut Recorder, n: u64) {
-        rec.counters.mqtt.receive_max_waits += n;
-    }
-
     const KEY_RING: u64 = 65_535;
 
     #[inline]
@@ -235,23 +227,54 @@ impl Session for Mqtt {
         cfg.on_write
     }
 
-    const OWED_IN_ORDER: bool = true;
+    fn streams(&mut self) -> Option<&mut impl Streams> {
+        Some(self)
+    }
+
+    fn owed(&mut self) -> Option<&mut impl Owed> {
+        Some(self)
+    }
+
+    fn keepalive(&mut self) -> Option<&mut impl KeepAlive> {
+        Some(self)
+    }
+}
+
+/// MQTT's packets in flight, under the broker's receive maximum.
+impl Streams for Mqtt {
+    fn room(&self) -> u64 {
+        u64::from(self.st.receive_max.saturating_sub(self.st.inflight))
+    }
+
+    fn waited(&self, rec: &mut Recorder, n: u64) {
+        rec.counters.mqtt.receive_max_waits += n;
+    }
+}
+
+/// MQTT's acknowledgements to the broker's publishes, every one kept, in order.
+impl Owed for Mqtt {
+    fn in_order(&self) -> bool {
+        true
+    }
 
     fn owe(&mut self, ctl: &[u8]) {
         self.st.owed.extend_from_slice(ctl);
     }
 
-    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+    fn take(&mut self) -> Option<Box<[u8]>> {
         let o = &mut self.st.owed;
         (!o.is_empty()).then(|| std::mem::take(o).into_boxed_slice())
     }
 
-    fn drain_owed(&mut self, out: &mut Vec<u8>) {
+    fn drain(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.st.owed);
         self.st.owed.clear();
     }
+}
 
-    fn tick_ns(&self, _cfg: &Cfg) -> Option<u64> {
+/// MQTT's keep-alive: a PINGREQ when the connection was idle for half the keep-alive.
+impl KeepAlive for Mqtt {
+    fn every_ns(&self) -> Option<u64> {
         let k = self.st.keepalive_s;
         (k > 0).then(|| u64::from(k) * 500_000_000)
     }
@@ -260,15 +283,15 @@ impl Session for Mqtt {
         self.st.ping_ticks > 0
     }
 
-    fn tick_at(&self) -> u64 {
+    fn at(&self) -> u64 {
         self.st.tick_at
     }
 
-    fn set_tick_at(&mut self, at: u64) {
+    fn set_at(&mut self, at: u64) {
         self.st.tick_at = at;
     }
 
-    fn tick(&mut self, _cfg: &Cfg, out: &mut Vec<u8>, rec: &mut Recorder) -> Result<(), String> {
+    fn tick(&mut self, out: &mut Vec<u8>, rec: &mut Recorder) -> Result<(), String> {
         // Ticks come every half keep-alive. A PINGREQ counts as sending: an idle connection
         // pings once per keep-alive, and fails when a whole keep-alive passed without its
         // PINGRESP.

@@ -2,7 +2,7 @@
 //! message from the server completes the oldest request. Pings are answered, close frames
 //! answered and recorded.
 
-use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Close, Msg, Out, Owed, ProtoError, Rendered, Replies, Session};
 use crate::http::Limits;
 use crate::message::{Fill, Template};
 use crate::plan::{Plan, Protocol, WsPlan};
@@ -23,11 +23,11 @@ pub struct Ws {
     /// The pong owed for the latest ping while the socket was backlogged (RFC 6455 lets only
     /// the most recent ping be answered); written when it drains. A thin box: 8 bytes on
     /// every connection, allocated only when a pong had to wait.
-    owed: Option<Box<Owed>>,
+    owed: Option<Box<Pong>>,
 }
 
 /// A masked pong frame: at most 2 + 4 + 125 bytes.
-struct Owed {
+struct Pong {
     len: u8,
     bytes: [u8; 131],
 }
@@ -145,12 +145,24 @@ impl Session for Ws {
         cfg.on_write
     }
 
+    fn owed(&mut self) -> Option<&mut impl Owed> {
+        Some(self)
+    }
+}
+
+/// The pong for the latest ping only (RFC 6455 lets a ping go unanswered when a newer one
+/// came).
+impl Owed for Ws {
+    fn in_order(&self) -> bool {
+        false
+    }
+
     fn owe(&mut self, ctl: &[u8]) {
         // `ctl` holds one pong (pings are coalesced to the latest) unless a close came too,
         // and a close answer is never kept.
         if ctl.len() <= 131 {
             let o = self.owed.get_or_insert_with(|| {
-                Box::new(Owed {
+                Box::new(Pong {
                     len: 0,
                     bytes: [0; 131],
                 })
@@ -160,7 +172,7 @@ impl Session for Ws {
         }
     }
 
-    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+    fn take(&mut self) -> Option<Box<[u8]>> {
         self.owed
             .take()
             .map(|o| o.bytes[..o.len as usize].to_vec().into_boxed_slice())

@@ -4,14 +4,14 @@
 //! open-loop backlog) is rendered into one buffer and written with one `write`. A message
 //! without placeholders sent alone is written straight from the template, with no copy.
 
-use super::wire::write_to;
+use super::wire::{drain_in_order, write_to};
 use super::{sched_of, Period, Worker, WorkerEvent};
 use crate::classify::classify;
 use crate::conn::State;
 use crate::exchange::{Exchange, OPENING};
 use crate::message::Fill;
 use crate::pacer::backoff_ns;
-use crate::session::{Msg, Out, Session};
+use crate::session::{Msg, Out, Session, Streams};
 use crate::transport::Transport;
 use crate::users::Op;
 use barrage_metrics::ErrorClass;
@@ -267,16 +267,14 @@ impl<S: Session> Worker<S> {
         } else if c.owed > 0 || (self.program.schedule_period().is_some() && c.due_k > c.sent_k) {
             self.service(idx, now);
         }
-        if S::OWED_IN_ORDER {
-            // HTTP/2 control answers no request took along: out now.
-            let c = &mut self.conns[idx as usize];
-            if c.stream.is_some() && !c.backlogged() {
-                self.joined.clear();
-                c.session.drain_owed(&mut self.joined);
-                if !self.joined.is_empty() {
-                    if let Err(e) = write_to(c, &mut self.rec, &self.joined) {
-                        return self.fail(idx, classify(&e), Some(&e), now);
-                    }
+        // HTTP/2 control answers no request took along: out now.
+        let c = &mut self.conns[idx as usize];
+        if c.stream.is_some() && !c.backlogged() {
+            self.joined.clear();
+            drain_in_order(&mut c.session, &mut self.joined);
+            if !self.joined.is_empty() {
+                if let Err(e) = write_to(c, &mut self.rec, &self.joined) {
+                    return self.fail(idx, classify(&e), Some(&e), now);
                 }
             }
         }
@@ -333,7 +331,9 @@ impl<S: Session> Worker<S> {
                 let room = self.room(i);
                 if room < backlog {
                     // Messages that fell due with no stream free: the server's limit showing.
-                    S::waited_for_room(&mut self.rec, new_due.min(backlog - room));
+                    if let Some(s) = self.conns[i].session.streams() {
+                        s.waited(&mut self.rec, new_due.min(backlog - room));
+                    }
                 }
                 let n = self.allow(backlog.min(room));
                 self.send(idx, n, now);
@@ -364,12 +364,13 @@ impl<S: Session> Worker<S> {
         }
     }
 
-    /// How many more exchanges connection `i` can open now: what its session allows and, for
-    /// a protocol whose request ids come from the keys in a ring (`Session::KEY_RING`), no
-    /// more than keeps the newest id clear of the oldest still in flight.
-    fn room(&self, i: usize) -> u64 {
-        let c = &self.conns[i];
-        let room = c.session.room(&self.cfg);
+    /// How many more exchanges connection `i` can open now: what its session's streams allow
+    /// (`Streams::room`; no limit without) and, for a protocol whose request ids come from the
+    /// keys in a ring (`Session::KEY_RING`), no more than keeps the newest id clear of the
+    /// oldest still in flight.
+    fn room(&mut self, i: usize) -> u64 {
+        let c = &mut self.conns[i];
+        let room = c.session.streams().map_or(u64::MAX, |s| s.room());
         match (S::KEY_RING, c.ex.front()) {
             (0, _) | (_, None) => room,
             (ring, Some(f)) => {

@@ -5,14 +5,14 @@
 //! moment (a pipeline refill, an open-loop backlog) is rendered into one buffer and written
 //! with one `write`; a static message sent alone is written straight from its template.
 
-use super::wire::{classify_tls, write_to};
+use super::wire::{classify_tls, drain_in_order, write_to};
 use super::{sched_of, Worker, WorkerEvent, READS_PER_TURN};
 use crate::classify::classify;
 use crate::clock::TimerKind;
 use crate::conn::State;
 use crate::exchange::{Exchange, OPENING};
 use crate::message::Fill;
-use crate::session::{Close, Msg, Out, Replies, Session};
+use crate::session::{Close, Msg, Out, Owed, Replies, Session};
 use crate::transport::Transport;
 use barrage_metrics::ErrorClass;
 use std::io::{self, Read, Write};
@@ -225,25 +225,31 @@ impl<S: Session> Worker<S> {
             }
             return self.fail(idx, e.class, Some(&e.why), now);
         }
-        if !self.ctl.is_empty() && (c.backlogged() || S::OWED_IN_ORDER) && close.is_none() {
-            // A peer that does not read what it is sent gets no more control answers than
-            // fit: the latest pong is kept (one per connection) and written once the socket
-            // drains (`flush`). A close answer goes out in any case: the connection ends.
-            // HTTP/2's answers wait for the requests the replies free (`send`), or for the
-            // end of the connection's events (`after_io`), whichever comes first.
-            c.session.owe(&self.ctl);
-            self.ctl.clear();
+        let backlogged = c.backlogged();
+        if let Some(o) = c.session.owed() {
+            if !self.ctl.is_empty() && (backlogged || o.in_order()) && close.is_none() {
+                // A peer that does not read what it is sent gets no more control answers
+                // than fit: the latest pong is kept (one per connection) and written once the
+                // socket drains (`flush`). A close answer goes out in any case: the
+                // connection ends. HTTP/2's answers wait for the requests the replies free
+                // (`send`), or for the end of the connection's events (`after_io`),
+                // whichever comes first.
+                o.owe(&self.ctl);
+                self.ctl.clear();
+            }
+            if !self.ctl.is_empty() {
+                let kept = o.take();
+                if o.in_order() {
+                    // What was kept goes first (HTTP/2 drops no control frame).
+                    if let Some(k) = kept {
+                        let mut all = k.into_vec();
+                        all.extend_from_slice(&self.ctl);
+                        self.ctl = all;
+                    }
+                } // else a newer answer supersedes one kept (a WebSocket pong)
+            }
         }
         if !self.ctl.is_empty() {
-            let kept = c.session.take_owed();
-            if S::OWED_IN_ORDER {
-                // What was kept goes first (HTTP/2 drops no control frame).
-                if let Some(k) = kept {
-                    let mut all = k.into_vec();
-                    all.extend_from_slice(&self.ctl);
-                    self.ctl = all;
-                }
-            } // else a newer answer supersedes one kept (a WebSocket pong)
             let res = write_to(c, &mut self.rec, &self.ctl);
             self.ctl.clear();
             if let Err(e) = res {
@@ -380,10 +386,10 @@ impl<S: Session> Worker<S> {
             Some((b, _)) => b,
             None => &self.scratch,
         };
-        if S::OWED_IN_ORDER && !c.backlogged() {
+        if !c.backlogged() {
             // Control answers kept for this write go first, in the same system call.
             self.joined.clear();
-            c.session.drain_owed(&mut self.joined);
+            drain_in_order(&mut c.session, &mut self.joined);
             if !self.joined.is_empty() {
                 self.joined.extend_from_slice(data);
                 let res = write_to(c, &mut self.rec, &self.joined);
@@ -453,7 +459,7 @@ impl<S: Session> Worker<S> {
         if c.stream.is_none() || c.backlogged() {
             return;
         }
-        if let Some(owed) = c.session.take_owed() {
+        if let Some(owed) = c.session.owed().and_then(|o| o.take()) {
             if let Err(e) = write_to(c, &mut self.rec, &owed) {
                 self.fail(idx, classify(&e), Some(&e), now);
             }

@@ -1,10 +1,20 @@
 //! Moving bytes between a connection and its socket: plain writes with the short-write
 //! queue (TLS takes them through its [`Transport`](crate::transport::Transport)), and the
-//! classes of TLS failures.
+//! classes of TLS failures; the control answers a session keeps go out with a write.
 
 use crate::conn::Conn;
+use crate::session::{Owed, Session};
 use barrage_metrics::{ErrorClass, Recorder};
 use std::io::{self, Write};
+
+/// Append the control answers `s` keeps in order (HTTP/2's, MQTT's: [`Owed::in_order`]) to
+/// `out`, to go out with the next write; one that keeps only the latest (a WebSocket pong,
+/// written when the socket drains) or none appends nothing.
+pub(super) fn drain_in_order<S: Session>(s: &mut S, out: &mut Vec<u8>) {
+    if let Some(o) = s.owed().filter(|o| o.in_order()) {
+        o.drain(out);
+    }
+}
 
 /// Write `data`, or queue it behind bytes already waiting; a short write queues the rest (on
 /// Windows only once a write said `WouldBlock`: `os::net::SHORT_WRITE_FILLS`).

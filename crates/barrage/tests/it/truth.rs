@@ -116,7 +116,7 @@ fn a_stop_signal_ends_a_run_waiting_on_a_silent_tls_server() {
     // Regression: the TLS pre-flight handshake waited the whole connect timeout before a
     // stop signal was seen. A server that accepts and never speaks TLS, a 20 s connect
     // timeout, SIGTERM after 300 ms: the run ends as interrupted long before 20 s.
-    let port = silent_listener();
+    let (port, accepted) = silent_listener_telling();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let url = format!("https://127.0.0.1:{port}/");
@@ -136,6 +136,11 @@ fn a_stop_signal_ends_a_run_waiting_on_a_silent_tls_server() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The pre-flight's connect came in: the stop flags are installed (they are before the
+    // pre-flight), so the signal finds them, however slowly a busy machine started the run.
+    accepted
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the pre-flight connected");
     std::thread::sleep(std::time::Duration::from_millis(300));
     send_signal(child.id(), "TERM");
     let status = wait_at_most(&mut child, std::time::Duration::from_secs(10))
@@ -170,6 +175,21 @@ fn a_server_that_never_answers_fails_the_run() {
         "at most one per connection: {sent}"
     );
     assert_eq!(u(&r, "summary.exchanges.in_flight_at_end"), sent);
+}
+
+/// [`silent_listener`], telling each connection it accepts.
+fn silent_listener_telling() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s); // accept, never answer
+            let _ = tx.send(());
+        }
+    });
+    (port, rx)
 }
 
 /// A port of 127.0.0.1 whose listener accepts every connection, holds it, and never sends a

@@ -6,7 +6,7 @@ use crate::h2::frame::{self, kind};
 use crate::h2::H2Request;
 use crate::message::Fill;
 use crate::plan::{GrpcMode, StatusSet};
-use crate::session::{Msg, Out, Replies, Session};
+use crate::session::{Msg, Out, Owed, Replies, Session};
 use barrage_metrics::Recorder;
 
 /// What [`fuzz_feed`] sets up: `n` requests in flight, gRPC calls (server-streaming or not)
@@ -119,7 +119,7 @@ pub fn fuzz_feed(parts: &[&[u8]], case: FuzzCase) -> Result<(u64, u64, u64, u64)
         feed(&mut s, &mut ex, &mut rec, p)?;
         if owe && k % 2 == 1 {
             drained.clear();
-            s.drain_owed(&mut drained);
+            s.drain(&mut drained);
         }
     }
     let data_out = data_out + data_bytes(&buf);

@@ -3,7 +3,7 @@
 //! The connection opens with the preface, this side's SETTINGS and a WINDOW_UPDATE that
 //! lifts the connection's receive window; the server's first SETTINGS (acknowledged) ends
 //! the handshake, so its SETTINGS_MAX_CONCURRENT_STREAMS is known before a request goes out:
-//! [`Session::room`] keeps the streams in flight under it, and what a connection owes beyond
+//! [`Streams::room`](super::Streams::room) keeps the streams in flight under it, and what a connection owes beyond
 //! that waits for a stream to end. Responses are read frame by frame ([`FrameReader`]):
 //! header blocks are decoded with the connection's HPACK table, bodies are counted (and
 //! given to a scenario step that looks into them) and never kept, and the receive windows
@@ -30,7 +30,7 @@ mod write;
 pub use cfg::Cfg;
 pub use fuzz::{fuzz_feed, FuzzCase};
 
-use super::{Close, Msg, Out, ProtoError, Rendered, Replies, Session};
+use super::{Close, Msg, Out, Owed, ProtoError, Rendered, Replies, Session, Streams};
 use crate::h2::frame::{self, code, FrameReader};
 use crate::h2::hpack::Decoder;
 use crate::h2::ours;
@@ -43,6 +43,8 @@ use stream::{Pending, St, Stream, LAST_ID, MAX_OWED};
 pub struct H2 {
     rd: FrameReader,
     st: St,
+    /// `--streams`: the most streams in flight (0: no cap but the server's).
+    cap: u32,
 }
 
 impl Session for H2 {
@@ -55,10 +57,11 @@ impl Session for H2 {
         }
     }
 
-    fn new(_cfg: &Cfg) -> Self {
+    fn new(cfg: &Cfg) -> Self {
         Self {
             rd: FrameReader::new(ours::MAX_FRAME),
             st: St::new(),
+            cap: cfg.streams,
         }
     }
 
@@ -174,47 +177,8 @@ impl Session for H2 {
         (out.buf.len() - start) as u32
     }
 
-    fn cancels(&self) -> bool {
-        true
-    }
-
-    /// A stream given up on (it timed out): RST_STREAM CANCEL. What the server still sends
-    /// on it is read and dropped (its id is below `next_id`); its window is not given back
-    /// per stream, the connection's is as data arrives.
-    fn cancel(&mut self, _cfg: &Cfg, key: u64, ctl: &mut Vec<u8>) -> bool {
-        let st = &mut self.st;
-        st.ctl_data = 0;
-        if let Some(i) = st.streams.iter().position(|s| s.key == key) {
-            let s = st.streams.swap_remove(i);
-            st.pending.retain(|p| p.stream != s.id);
-            st.reset_here(ctl, s.id, code::CANCEL);
-        }
-        // After a GOAWAY, or with every stream id used, the last stream ending ends the
-        // connection (as `input` says when a reply ends it).
-        st.streams.is_empty() && (st.goaway.is_some() || st.next_id > LAST_ID)
-    }
-
     fn counts(&mut self, rec: &mut Recorder) {
         rec.counters.h2.frames_written += std::mem::take(&mut self.st.frames_out);
-    }
-
-    fn waited_for_room(rec: &mut barrage_metrics::Recorder, n: u64) {
-        rec.counters.h2.stream_waits += n;
-    }
-
-    fn room(&self, cfg: &Cfg) -> u64 {
-        let st = &self.st;
-        if !st.settled || st.goaway.is_some() || st.next_id > LAST_ID || st.unframed {
-            return 0;
-        }
-        // `--streams` 0: no cap but the server's (open loop without --streams).
-        let ours = if cfg.streams == 0 {
-            u32::MAX
-        } else {
-            cfg.streams
-        };
-        let max = self.st.peer.max_streams.min(ours);
-        u64::from(max).saturating_sub(self.st.streams.len() as u64)
     }
 
     fn input(&mut self, cfg: &Cfg, data: &[u8], r: &mut Replies) -> Result<(), ProtoError> {
@@ -293,7 +257,60 @@ impl Session for H2 {
         self.st.frames_out += 1;
     }
 
-    const OWED_IN_ORDER: bool = true;
+    fn streams(&mut self) -> Option<&mut impl Streams> {
+        Some(self)
+    }
+
+    fn owed(&mut self) -> Option<&mut impl Owed> {
+        Some(self)
+    }
+}
+
+/// HTTP/2's streams: as many as the server's SETTINGS_MAX_CONCURRENT_STREAMS and `--streams`
+/// allow, each one given up alone with RST_STREAM.
+impl Streams for H2 {
+    fn waited(&self, rec: &mut Recorder, n: u64) {
+        rec.counters.h2.stream_waits += n;
+    }
+
+    fn room(&self) -> u64 {
+        let st = &self.st;
+        if !st.settled || st.goaway.is_some() || st.next_id > LAST_ID || st.unframed {
+            return 0;
+        }
+        // `--streams` 0: no cap but the server's (open loop without --streams).
+        let ours = if self.cap == 0 { u32::MAX } else { self.cap };
+        let max = self.st.peer.max_streams.min(ours);
+        u64::from(max).saturating_sub(self.st.streams.len() as u64)
+    }
+
+    fn cancels(&self) -> bool {
+        true
+    }
+
+    /// A stream given up on (it timed out): RST_STREAM CANCEL. What the server still sends
+    /// on it is read and dropped (its id is below `next_id`); its window is not given back
+    /// per stream, the connection's is as data arrives.
+    fn cancel(&mut self, key: u64, ctl: &mut Vec<u8>) -> bool {
+        let st = &mut self.st;
+        st.ctl_data = 0;
+        if let Some(i) = st.streams.iter().position(|s| s.key == key) {
+            let s = st.streams.swap_remove(i);
+            st.pending.retain(|p| p.stream != s.id);
+            st.reset_here(ctl, s.id, code::CANCEL);
+        }
+        // After a GOAWAY, or with every stream id used, the last stream ending ends the
+        // connection (as `input` says when a reply ends it).
+        st.streams.is_empty() && (st.goaway.is_some() || st.next_id > LAST_ID)
+    }
+}
+
+/// HTTP/2's control answers (SETTINGS and PING acknowledgements, WINDOW_UPDATEs, RST_STREAMs):
+/// every one kept, in order.
+impl Owed for H2 {
+    fn in_order(&self) -> bool {
+        true
+    }
 
     fn owe(&mut self, ctl: &[u8]) {
         // Unlike a WebSocket pong, none of these may be dropped: keep them all. The request
@@ -302,12 +319,12 @@ impl Session for H2 {
         self.st.owed_data += std::mem::take(&mut self.st.ctl_data).min(ctl.len());
     }
 
-    fn take_owed(&mut self) -> Option<Box<[u8]>> {
+    fn take(&mut self) -> Option<Box<[u8]>> {
         self.st.owed_data = 0;
         (!self.st.owed.is_empty()).then(|| std::mem::take(&mut self.st.owed).into_boxed_slice())
     }
 
-    fn drain_owed(&mut self, out: &mut Vec<u8>) {
+    fn drain(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.st.owed);
         self.st.owed.clear();
         self.st.owed_data = 0;

@@ -81,7 +81,7 @@ fn ready(cfg: &Cfg, n: usize, max_streams: u32) -> (H2, Conn) {
         r.ctl.clear();
     });
     assert!(!useful, "a handshake alone does not end the backoff");
-    assert_eq!(s.room(cfg), u64::from(max_streams.min(cfg.streams)));
+    assert_eq!(s.room(), u64::from(max_streams.min(cfg.streams)));
     for k in 0..n {
         let mut buf = Vec::new();
         let mut out = Out {
@@ -345,7 +345,7 @@ fn goaway_fails_the_unprocessed_streams_and_lets_the_rest_finish() {
         s.input(&cfg, &input, r).unwrap();
         assert!(r.close.is_none());
     });
-    assert_eq!(s.room(&cfg), 0, "no new stream after GOAWAY");
+    assert_eq!(s.room(), 0, "no new stream after GOAWAY");
     let mut input = Vec::new();
     headers(&mut input, 1, flag::END_STREAM, &[0x88]);
     headers(&mut input, 3, flag::END_STREAM, &[0x88]);
@@ -393,7 +393,7 @@ fn a_connection_whose_stream_ids_ran_out_starts_over() {
     let cfg = cfg(10);
     let (mut s, mut c) = ready(&cfg, 1, 100);
     s.st.next_id = LAST_ID + 2;
-    assert_eq!(s.room(&cfg), 0);
+    assert_eq!(s.room(), 0);
     let mut input = Vec::new();
     headers(&mut input, 1, flag::END_STREAM, &[0x88]);
     c.input(|r| {
@@ -407,9 +407,9 @@ fn a_connection_whose_stream_ids_ran_out_starts_over() {
 fn room_is_the_servers_stream_limit_less_what_is_in_flight() {
     let cfg = cfg(10);
     let (s, _) = ready(&cfg, 2, 3);
-    assert_eq!(s.room(&cfg), 1);
+    assert_eq!(s.room(), 1);
     let (s, _) = ready(&cfg, 0, 1000);
-    assert_eq!(s.room(&cfg), 10, "--streams caps it too");
+    assert_eq!(s.room(), 10, "--streams caps it too");
 }
 
 /// What breaks the protocol is a protocol error naming the frame, never a panic.
@@ -567,7 +567,7 @@ fn body_bytes_released_by_window_update_do_not_count_as_owed_answers() {
     c.input(|r| s.input(&cfg, &ping, r).expect("DATA owed is not a flood"));
     // Drained: nothing owed. Then answers alone past the cap.
     let mut all = Vec::new();
-    s.drain_owed(&mut all);
+    s.drain(&mut all);
     assert!(all.len() > MAX_OWED);
     s.owe(&vec![0; MAX_OWED + 1]);
     let mut got = None;
@@ -590,7 +590,7 @@ fn frames_on_closed_streams_are_refused_unless_this_side_reset_them() {
     c.input(|r| s.input(&cfg, &done, r).unwrap());
     // Stream 3 given up on (timed out): RST_STREAM CANCEL.
     let mut ctl = Vec::new();
-    assert!(!s.cancel(&cfg, 3, &mut ctl));
+    assert!(!s.cancel(3, &mut ctl));
     assert_eq!(ctl[3], kind::RST_STREAM);
     let mut late = Vec::new();
     headers(&mut late, 3, 0, &[0x88]);
