@@ -224,6 +224,15 @@ pub struct TlsSpec {
     /// Extra trusted certificates (`--cacert`), read by each process that builds the plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cacert: Option<std::path::PathBuf>,
+    /// The client's certificate chain for mutual TLS (`--cert`), and its key's file when apart
+    /// (`--key`): paths only, read by each process that builds the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<std::path::PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<std::path::PathBuf>,
+    /// The name the server's certificate is checked against (`--servername`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servername: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -655,6 +664,9 @@ mod tests {
         s.tls = Some(TlsSpec {
             insecure: false,
             cacert: None,
+            cert: None,
+            key: None,
+            servername: None,
         });
         let e = s.plan(&mut env, &no_tls).unwrap_err().to_string();
         assert_eq!(e, "TLS: no TLS here");

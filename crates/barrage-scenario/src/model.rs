@@ -64,6 +64,15 @@ pub struct Protocol {
     pub insecure: Option<bool>,
     /// Also trust the CA certificates in this PEM file (relative to the scenario file).
     pub cacert: Option<At<String>>,
+    /// Mutual TLS: the client certificate chain to present, a PEM file (relative to the
+    /// scenario file; --cert).
+    pub cert: Option<At<String>>,
+    /// The PEM private key of `cert`, when not in its file (relative to the scenario file;
+    /// --key).
+    pub key: Option<At<String>>,
+    /// The name the server's certificate is checked against and sent as SNI, instead of the
+    /// target's host (--servername).
+    pub servername: Option<At<String>>,
     /// gRPC: the .proto file that defines the methods the steps call (relative to the
     /// scenario file; --proto).
     pub proto: Option<At<String>>,

@@ -25,6 +25,9 @@ use std::sync::Arc;
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// Mutual TLS: every client must present a certificate signed by a CA in this PEM file
+    /// (`--tls-client-ca`); a handshake without one, or with another, fails and is counted.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// What one read gave.
@@ -64,20 +67,43 @@ pub(crate) fn load(
     let key = PrivateKeyDer::from_pem_file(&files.key)
         .map_err(|err| fail(&files.key, pem_reason(err, "private key")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|err| fail(&files.cert, err.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|err| {
-            fail(
-                &files.key,
-                format!(
-                    "does not fit the certificate in {}: {err}",
-                    files.cert.display()
-                ),
+        .map_err(|err| fail(&files.cert, err.to_string()))?;
+    let builder = match &files.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            let cas = CertificateDer::pem_file_iter(ca)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|err| fail(ca, pem_reason(err, "certificate")))?;
+            if cas.is_empty() {
+                return Err(fail(
+                    ca,
+                    "no PEM certificate (BEGIN CERTIFICATE) in the file".to_owned(),
+                ));
+            }
+            for c in cas {
+                roots.add(c).map_err(|err| fail(ca, err.to_string()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
             )
-        })?;
+            .build()
+            .map_err(|err| fail(ca, err.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(certs, key).map_err(|err| {
+        fail(
+            &files.key,
+            format!(
+                "does not fit the certificate in {}: {err}",
+                files.cert.display()
+            ),
+        )
+    })?;
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     // Check once here what every accepted connection will do, so that it cannot fail later.
     ServerConnection::new(Arc::new(config.clone()))

@@ -140,17 +140,25 @@ pub(super) fn protocol(
             ));
         }
     }
-    if let Some(c) = &p.cacert {
+    for (key, file) in [("cacert", &p.cacert), ("cert", &p.cert), ("key", &p.key)] {
+        let Some(c) = file else { continue };
         if !cx.path(c).is_file() {
             return Err(cx.err(
                 c.line,
-                "protocol.cacert",
+                format!("protocol.{key}"),
                 format!(
                     "{} is not a file (paths are relative to the scenario file)",
                     c.value
                 ),
             ));
         }
+    }
+    if let (Some(k), None) = (&p.key, &p.cert) {
+        return Err(cx.err(
+            k.line,
+            "protocol.key",
+            "is the key of a client certificate: give `cert` too",
+        ));
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ fn self_signed(dir: &Path) -> (TlsFiles, Vec<u8>) {
     let files = TlsFiles {
         cert: dir.join("cert.pem"),
         key: dir.join("key.pem"),
+        client_ca: None,
     };
     std::fs::write(&files.cert, certified.cert.pem()).expect("write cert");
     std::fs::write(&files.key, certified.key_pair.serialize_pem()).expect("write key");
@@ -138,7 +139,12 @@ fn unusable_tls_files_are_errors_that_name_the_file() {
         (files.cert.clone(), other_key.clone(), &other_key),
     ];
     for (cert, key, named) in cases {
-        let err = http::start(tls_config(TlsFiles { cert, key })).expect_err("unusable TLS files");
+        let err = http::start(tls_config(TlsFiles {
+            cert,
+            key,
+            client_ca: None,
+        }))
+        .expect_err("unusable TLS files");
         assert!(matches!(err, ServerError::Tls { .. }), "{err:?}");
         let message = err.to_string();
         assert!(message.contains(&named.display().to_string()), "{message}");
@@ -223,6 +229,7 @@ fn unusable_tls_files_for_echo_and_ws_are_errors_that_name_the_file() {
     let bad = TlsFiles {
         cert: missing.clone(),
         key: files.key,
+        client_ca: None,
     };
     let echo = barrage_servers::echo::start(barrage_servers::echo::EchoConfig {
         tls: Some(bad.clone()),

@@ -88,6 +88,7 @@ pub fn serve(a: &ServeArgs) -> anyhow::Result<i32> {
         (Some(cert), Some(key)) => Some(barrage_servers::TlsFiles {
             cert: cert.clone(),
             key: key.clone(),
+            client_ca: args.tls.tls_client_ca.clone(),
         }),
         _ => None,
     };

@@ -1,6 +1,7 @@
 //! The pre-flight TLS handshake ([`preflight`]): one blocking handshake before the load, so
 //! that a target whose certificate fails verification, which refuses the protocols offered by
-//! ALPN, or which answers in plain text stops the run with the reason, before any load.
+//! ALPN or the client's certificate (mutual TLS), or which answers in plain text stops the run
+//! with the reason, before any load.
 
 use barrage_engine::TlsPlan;
 use rustls::pki_types::ServerName;
@@ -112,6 +113,21 @@ fn handshake(
             }
         }
     }
+    // TLS 1.3: a server that wants a client certificate, or refuses the one sent, says so
+    // only after the client's last flight; read its next records (a session ticket, or that
+    // alert) for a slice.
+    while conn.wants_write() {
+        if conn.write_tls(&mut sock).is_err() {
+            break;
+        }
+    }
+    if let Ok(n) = conn.read_tls(&mut sock) {
+        if n > 0 {
+            if let Err(e @ rustls::Error::AlertReceived(_)) = conn.process_new_packets() {
+                return Err(describe(&e));
+            }
+        }
+    }
     let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
@@ -192,6 +208,30 @@ fn plaintext(first: &[u8]) -> Option<String> {
 }
 
 fn describe(e: &rustls::Error) -> String {
+    use rustls::AlertDescription as A;
+    match e {
+        rustls::Error::AlertReceived(A::CertificateRequired) => {
+            return format!(
+                "the server asks for a client certificate ({e}); pass --cert FILE (and --key \
+                 FILE) for mutual TLS"
+            )
+        }
+        rustls::Error::AlertReceived(
+            A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied,
+        ) => {
+            return format!(
+                "the server refused the client certificate ({e}); check that --cert is valid \
+                 and signed by a CA the server trusts"
+            )
+        }
+        _ => {}
+    }
     let class = barrage_engine::classify_tls(e);
     let (what, fix) = match class.as_str() {
         "tls_expired" => (

@@ -152,6 +152,13 @@ pub(crate) fn run_args(a: &RunArgs, loaded: File) -> Result<RunArgs, Usage> {
         if args.tls.cacert.is_none() {
             args.tls.cacert = p.cacert.as_ref().map(|c| dir.join(&c.value));
         }
+        if args.tls.cert.is_none() {
+            args.tls.cert = p.cert.as_ref().map(|c| dir.join(&c.value));
+            args.tls.key = p.key.as_ref().map(|c| dir.join(&c.value));
+        }
+        if args.tls.servername.is_none() {
+            args.tls.servername = p.servername.as_ref().map(|n| n.value.clone());
+        }
         // gRPC: where the steps' methods are described (the command line's, if it gave one).
         if args.grpc.proto.is_none() && !args.grpc.reflect {
             args.grpc.proto = p.proto.as_ref().map(|f| dir.join(&f.value));

@@ -124,6 +124,7 @@ http {
             return 200 '{"user":"ann"}';
         }
     }
+    # EXTRA
 }
 "#;
 
@@ -135,12 +136,27 @@ pub(crate) struct Nginx {
 
 impl Nginx {
     pub(crate) fn start() -> Option<Nginx> {
-        Self::start_with(0)
+        Self::start_conf(0, "").map(|(n, _)| n)
+    }
+
+    fn start_with(workers: u32) -> Option<Nginx> {
+        Self::start_conf(workers, "").map(|(n, _)| n)
+    }
+
+    /// With `extra` in the `http` block (its `DIR` the server's directory, `TLSPORT` a port
+    /// of its own, returned with it): another server, e.g. one that speaks TLS.
+    pub(crate) fn start_extra(extra: &str) -> Option<(Nginx, u16)> {
+        Self::start_conf(0, extra)
+    }
+
+    /// The file `name` in the server's directory (its logs).
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
     }
 
     /// With `workers` > 0: a master process and that many workers (nginx's usual shape),
     /// which [`Nginx::stop_master`] must stop (a killed master leaves its workers behind).
-    fn start_with(workers: u32) -> Option<Nginx> {
+    fn start_conf(workers: u32, extra: &str) -> Option<(Nginx, u16)> {
         let bin = nginx_bin();
         if !available("nginx", bin.is_some()) {
             return None;
@@ -163,8 +179,9 @@ impl Nginx {
         }
         // A free port can be taken between probing and binding: try a few.
         for _ in 0..3 {
-            let port = refused_port();
+            let (port, tls_port) = (refused_port(), refused_port());
             let mut conf = NGINX_CONF
+                .replace("# EXTRA", &extra.replace("TLSPORT", &tls_port.to_string()))
                 .replace("DIR", d.to_str().unwrap())
                 .replace("PORT", &port.to_string());
             if workers > 0 {
@@ -195,11 +212,12 @@ impl Nginx {
                 .spawn()
                 .expect("spawn nginx");
             if wait_listening(&mut child, port) {
-                return Some(Nginx {
+                let nginx = Nginx {
                     child: Guard(child),
                     port,
                     dir,
-                });
+                };
+                return Some((nginx, tls_port));
             }
             drop(Guard(child));
         }
@@ -244,7 +262,7 @@ impl Nginx {
         self.dir.path().join(name)
     }
 
-    fn stop(self) {
+    pub(crate) fn stop(self) {
         drop(self.child);
     }
 

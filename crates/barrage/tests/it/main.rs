@@ -65,6 +65,8 @@ mod live_web;
 mod merge;
 // `--spawn`, `--monitor`, `--recovery`, leak and saturation verdicts.
 mod monitor;
+// Mutual TLS and --servername against the reference servers.
+mod mtls;
 // The pre-flight refuses a plan that does not fit this machine.
 mod preflight;
 // `--prometheus` scraped by a real Prometheus server.

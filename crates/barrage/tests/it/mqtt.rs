@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 struct Broker {
     child: Option<Guard>,
     port: u16,
+    /// The port of `extra`'s listener (`TLSPORT` in it), if it has one.
+    tls_port: u16,
     started: Instant,
     conf: std::path::PathBuf,
     _dir: tempfile::TempDir,
@@ -22,6 +24,11 @@ struct Broker {
 
 impl Broker {
     fn start() -> Option<Broker> {
+        Self::start_with("")
+    }
+
+    /// With `extra` after the plain listener's settings: another listener (on `TLSPORT`).
+    fn start_with(extra: &str) -> Option<Broker> {
         if !available(
             "mosquitto",
             on_path("mosquitto") && on_path("mosquitto_sub"),
@@ -32,19 +39,21 @@ impl Broker {
         let mut b = Broker {
             child: None,
             port: 0,
+            tls_port: 0,
             started: Instant::now(),
             conf: dir.path().join("mosquitto.conf"),
             _dir: dir,
         };
         // A free port can be taken between probing and binding: try a few.
         for _ in 0..3 {
-            b.port = free_port();
+            (b.port, b.tls_port) = (free_port(), free_port());
             std::fs::write(
                 &b.conf,
                 format!(
                     "listener {} 127.0.0.1\nallow_anonymous true\nsys_interval 1\n\
-                     persistence false\nmax_queued_messages 0\n",
-                    b.port
+                     persistence false\nmax_queued_messages 0\n{}",
+                    b.port,
+                    extra.replace("TLSPORT", &b.tls_port.to_string())
                 ),
             )
             .unwrap();
@@ -654,4 +663,61 @@ fn an_on_rule_that_matches_anything_takes_deliveries_not_acknowledgements() {
         received(&v, 0) + received(&v, 1)
     );
     assert!(u(&v, "summary.totals.pushed") >= 3);
+}
+
+/// mqtts:// with a client certificate (issue 45, item 4): mosquitto's TLS listener with
+/// `require_certificate true` takes the PUBLISHes of a client that presents one, as many as
+/// its `$SYS` counters say it received; without one the run stops before any load.
+#[test]
+fn mqtts_with_a_client_certificate_reconciles_with_mosquitto() {
+    let m = crate::pki::mtls(&["localhost"]);
+    // Debian's mosquitto drops root to its own user: it must read the certificates.
+    let _ = StdCommand::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(m.pki.dir.path())
+        .status();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let extra = format!(
+        "listener TLSPORT 127.0.0.1\ncafile {}\ncertfile {}\nkeyfile {}\nrequire_certificate true\n",
+        path(&m.pki.ca),
+        path(&m.pki.cert),
+        path(&m.pki.key)
+    );
+    let Some(b) = Broker::start_with(&extra) else {
+        return;
+    };
+    let url = format!("mqtts://localhost:{}", b.tls_port);
+    let ca = path(&m.pki.ca);
+    let (cert, key) = (path(&m.client_cert), path(&m.client_key));
+    let base = [
+        url.as_str(),
+        "--cacert",
+        &ca,
+        "--publish",
+        "t/{conn}",
+        "--qos",
+        "1",
+    ];
+    let load = ["-c", "2", "-n", "500", "--pipeline", "4"];
+    let id = ["--cert", cert.as_str(), "--key", key.as_str()];
+    let v = run_result(&[&base[..], &load, &id].concat(), &[]);
+    conserved(&v);
+    assert_eq!(u(&v, "summary.exchanges.completed"), 500);
+    assert_eq!(mq(&v, "puback"), 500);
+    let out = barrage()
+        .args([&base[..], &load].concat())
+        .args(["-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("client certificate"), "{err}");
+    let ended = b.started.elapsed();
+    std::thread::sleep(Duration::from_millis(3000));
+    let sys = b.sys();
+    assert!(
+        sys["uptime"] as f64 >= ended.as_secs_f64().floor(),
+        "the $SYS snapshot predates the runs' end: {sys:?}"
+    );
+    assert_eq!(sys["publish/messages/received"], 500, "{sys:?}");
 }

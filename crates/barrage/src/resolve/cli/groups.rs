@@ -151,7 +151,7 @@ pub struct MessageArgs {
     pub verify: bool,
 }
 
-/// TLS verification.
+/// TLS: verification, and the client's identity.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "HTTP and WebSocket")]
 pub struct TlsArgs {
@@ -162,6 +162,31 @@ pub struct TlsArgs {
     /// Also trust the CA certificates in this PEM file
     #[arg(long, value_name = "FILE", help_heading = "HTTP and WebSocket")]
     pub cacert: Option<PathBuf>,
+
+    /// Mutual TLS: present this PEM client certificate chain (leaf first) to the server
+    /// (https://, h2, grpcs://, wss://, mqtts://)
+    #[arg(long, value_name = "FILE", help_heading = "HTTP and WebSocket")]
+    pub cert: Option<PathBuf>,
+
+    /// The PEM private key of --cert [default: the key in the --cert file]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "cert",
+        help_heading = "HTTP and WebSocket"
+    )]
+    pub key: Option<PathBuf>,
+
+    /// The name the server's certificate is checked against and sent as SNI, instead of the
+    /// target's host (ghz's --cname): for a server reached by its address whose certificate
+    /// names a host
+    #[arg(
+        long,
+        alias = "cname",
+        value_name = "NAME",
+        help_heading = "HTTP and WebSocket"
+    )]
+    pub servername: Option<String>,
 }
 
 /// How the load is paced.

@@ -17,6 +17,7 @@ mod serve;
 mod ws;
 
 pub use dist::{DistArgs, Engine, K8sArgs, Shared, SlurmArgs};
+pub use groups::TlsArgs;
 pub use run::RunArgs;
 use serve::serve_about;
 pub use serve::{ServeArgs, Server, ServerArgs};

@@ -136,6 +136,11 @@ pub struct Tls {
     /// The PEM private key for --tls-cert
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+
+    /// Mutual TLS: require every client to present a certificate signed by a CA in this PEM
+    /// file (with --tls-cert)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// The chat rooms and their faults (chat, frames).

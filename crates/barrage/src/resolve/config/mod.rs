@@ -68,12 +68,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         _ => HttpVersion::H1,
     };
     let tls = if url.scheme.tls() {
-        Some(crate::resolve::tls::plan(
-            &url,
-            a.tls.insecure,
-            a.tls.cacert.as_deref(),
-            version,
-        )?)
+        Some(crate::resolve::tls::plan(&url, &a.tls, version)?)
     } else {
         None
     };
@@ -93,6 +88,9 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         tls: tls.as_ref().map(|_| TlsSpec {
             insecure: a.tls.insecure,
             cacert: a.tls.cacert.clone(),
+            cert: a.tls.cert.clone(),
+            key: a.tls.key.clone(),
+            servername: a.tls.servername.clone(),
         }),
     };
     let script = script::check(a, url.scheme)?;

@@ -89,13 +89,20 @@ pub(super) fn check_flags_fit(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> 
             ));
         }
     }
-    if !scheme.tls() && (a.tls.insecure || a.tls.cacert.is_some()) {
+    let t = &a.tls;
+    let identity = t.cert.is_some() || t.servername.is_some();
+    if !scheme.tls() && (t.insecure || t.cacert.is_some() || identity) {
         let tls: Vec<String> = barrage_scenario::protocol::PROTOCOLS
             .iter()
             .filter_map(|r| r.tls_scheme.map(|t| format!("{t}://")))
             .collect();
+        let flags = if identity {
+            "--cert, --key and --servername"
+        } else {
+            "--insecure and --cacert"
+        };
         return Err(Usage::says(
-            "--insecure and --cacert",
+            flags,
             format!(
                 "apply to TLS targets ({}), not {}://",
                 tls.join(", "),

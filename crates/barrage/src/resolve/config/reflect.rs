@@ -18,13 +18,8 @@ pub(super) fn pool(a: &RunArgs, url: &url::Url, svc: &str) -> Result<DescriptorP
         .or(a.limits.timeout)
         .unwrap_or(DEFAULT_TIMEOUT);
     let tls = if url.scheme.tls() {
-        let plan = crate::resolve::tls::plan(
-            url,
-            a.tls.insecure,
-            a.tls.cacert.as_deref(),
-            barrage_engine::HttpVersion::H2,
-        )
-        .map_err(|e| fail(e.to_string()))?;
+        let plan = crate::resolve::tls::plan(url, &a.tls, barrage_engine::HttpVersion::H2)
+            .map_err(|e| fail(e.to_string()))?;
         Some((plan.config.clone(), plan.server_name.clone()))
     } else {
         None

@@ -40,7 +40,7 @@ pub(super) struct ScenarioFile {
     pub(super) path: PathBuf,
     pub(super) name: String,
     pub(super) text: String,
-    /// `users.data`, `protocol.cacert`: (the path as written, the file).
+    /// `users.data`, `protocol.cacert`, `.cert`, `.key`: (the path as written, the file).
     pub(super) extra: Vec<(String, PathBuf)>,
 }
 
@@ -323,8 +323,10 @@ pub(super) fn scenario_file(shown: &str) -> Result<(ScenarioFile, FileRun, Strin
     if let Some(d) = &f.users.value.data {
         extra.push((d.value.clone(), dir.join(&d.value)));
     }
-    if let Some(c) = f.protocol.as_ref().and_then(|p| p.cacert.as_ref()) {
-        extra.push((c.value.clone(), dir.join(&c.value)));
+    if let Some(p) = f.protocol.as_ref() {
+        for c in [&p.cacert, &p.cert, &p.key].into_iter().flatten() {
+            extra.push((c.value.clone(), dir.join(&c.value)));
+        }
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| Usage::file(shown, format!("{shown}: cannot read it: {e}")))?;

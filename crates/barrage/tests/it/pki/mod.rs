@@ -14,9 +14,12 @@ struct Ca {
 }
 
 fn ca() -> Ca {
+    named_ca("barrage test CA")
+}
+
+fn named_ca(name: &str) -> Ca {
     let mut p = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    p.distinguished_name
-        .push(DnType::CommonName, "barrage test CA");
+    p.distinguished_name.push(DnType::CommonName, name);
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -102,4 +105,60 @@ pub fn pki(names: &[&str], validity: Validity) -> Pki {
         write("server.key", &key),
     );
     Pki { dir, ca, cert, key }
+}
+
+/// Mutual TLS: a server PKI plus client certificates (`clientAuth`) signed by its CA, one
+/// with its key in the same file, and a stranger's certificate signed by another CA.
+pub struct Mtls {
+    pub pki: Pki,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    /// The client's certificate and key in one PEM file (`--cert` alone).
+    pub client_both: PathBuf,
+    pub stranger_cert: PathBuf,
+    pub stranger_key: PathBuf,
+}
+
+fn client_leaf(ca: &Ca) -> (String, String) {
+    let mut p = CertificateParams::new(Vec::<String>::new()).expect("client params");
+    p.distinguished_name
+        .push(DnType::CommonName, "barrage test client");
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let key = KeyPair::generate().expect("client key");
+    let cert = p
+        .signed_by(&key, &ca.cert, &ca.key)
+        .expect("sign the client");
+    (cert.pem(), key.serialize_pem())
+}
+
+pub fn mtls(names: &[&str]) -> Mtls {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = self::ca();
+    let (cert, key) = leaf(&ca, names, Validity::Now);
+    let (ccert, ckey) = client_leaf(&ca);
+    let (scert, skey) = client_leaf(&named_ca("another CA"));
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write PEM");
+        p
+    };
+    let (ca, cert, key) = (
+        write("ca.pem", &ca.cert.pem()),
+        write("server.pem", &cert),
+        write("server.key", &key),
+    );
+    let client_cert = write("client.pem", &ccert);
+    let client_key = write("client.key", &ckey);
+    let client_both = write("client-both.pem", &format!("{ccert}{ckey}"));
+    let stranger_cert = write("stranger.pem", &scert);
+    let stranger_key = write("stranger.key", &skey);
+    Mtls {
+        pki: Pki { dir, ca, cert, key },
+        client_cert,
+        client_key,
+        client_both,
+        stranger_cert,
+        stranger_key,
+    }
 }
