@@ -27,8 +27,10 @@ use crate::plan::{Plan, Share};
 use crate::session::{KeepAlive, Out, Owed, Session, Streams};
 use crate::transport::Transport;
 use crate::users::Program;
-use barrage_metrics::{Delta, ErrorClass, Recorder, Timeline, DRAIN_KEY};
+use barrage_metrics::{Delta, ErrorClass, Recorder, DRAIN_KEY};
+use connects::{Connects, WORKER};
 use mio::{Events, Poll, Token, Waker};
+use parts::{Bufs, Segments, Told};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,19 +39,11 @@ use std::sync::Arc;
 
 pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 const ALARM: Token = Token(usize::MAX - 2);
-const WORKER: u32 = u32::MAX;
-const READ_BUF: usize = 64 * 1024;
 /// Reads of one connection per turn of the loop (1 MiB): a server that sends faster than its
 /// replies are decoded must not keep the loop from its clock, its timers and the stop flag.
 /// What is left is read in the next turn (the connection waits in the read queue, since
 /// edge-triggered epoll will not report those bytes again).
 const READS_PER_TURN: u32 = 16;
-/// Connects started per turn of the event loop (see `pump_connects`).
-const CONNECTS_PER_TURN: u32 = 64;
-/// Time a turn of the loop may spend starting connects: when the kernel's port search is slow
-/// (a port range crowded with TIME_WAIT), fewer connects start per turn instead of the loop
-/// stalling for hundreds of milliseconds.
-const CONNECT_TIME_PER_TURN_NS: u64 = 2_000_000;
 /// Virtual time: how long (real time) the loop waits for an event it awaits before it takes
 /// the network to be silent and moves the clock to its next deadline.
 const VIRTUAL_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
@@ -96,51 +90,31 @@ pub struct Worker<S: Session> {
     timers: Timers,
     conns: Vec<Conn<S>>,
     rec: Recorder,
-    rbuf: Box<[u8]>,
-    /// TLS plaintext, decrypted out of `rbuf`'s ciphertext.
-    pbuf: Box<[u8]>,
-    scratch: Vec<u8>,
-    /// HTTP/2: control answers kept by the session, and the requests written with them.
-    joined: Vec<u8>,
-    /// Control bytes a session answers with while decoding (pongs, close answers).
-    ctl: Vec<u8>,
-    connect_queue: VecDeque<u32>,
+    /// The buffers every connection reads, renders and answers through (`worker/parts.rs`).
+    bufs: Bufs,
+    /// Connect pacing: the queue, the in-flight bound, the rate, the turn's budget, the
+    /// dialer (`worker/connects.rs`).
+    connects: Connects,
     /// Connections to service in the next turn (`--expect none` refills of a closed loop).
     ready: VecDeque<u32>,
     /// Connections whose read budget ran out with bytes left in the socket.
     reads: VecDeque<u32>,
-    connecting: u32,
-    next_connect: u64,
-    connect_timer: u64,
-    /// Connects this turn of the loop may still start, and whether `pump_connects` stopped
-    /// at that budget with connects still waiting.
-    connect_budget: u32,
-    /// When this turn started connecting (`u64::MAX`: not yet).
-    connect_turn_start: u64,
-    connect_more: bool,
     /// Requests this share may still start (`-n`): quota - completed - in flight.
     allowance: Option<u64>,
     rng: Rng,
     period: Period,
-    timeline: Timeline,
-    seg_start: u64,
-    seg_end: u64,
+    /// The segment of the timeline under way (`worker/parts.rs`).
+    segs: Segments,
     /// The one clock this worker reads (see the module docs).
     time: TimeSource,
     wall_base_us: u64,
-    ever_connected: bool,
-    fails_unconnected: u32,
-    /// The "use https://" hint was sent (once per worker).
-    told_tls: bool,
-    /// Where connections go from and to, with this worker's stride of local ports.
-    dialer: crate::ports::Dialer,
+    /// What was told the coordinator once: connected, unreachable, misdirected.
+    told: Told,
     /// Scenario runs: each connection's user (empty otherwise).
     users: Vec<crate::users::UserState>,
     /// Connections that have not left for good: a scenario's user departs, a connection of
     /// the flag modes stays until the load ends. The load is over when none is left.
     staying: u64,
-    /// Scratch space for an HTTP step's body.
-    stepbuf: Vec<u8>,
     /// A script's `call` failed while a user's messages were made (`worker/users.rs`).
     script_fail: Option<crate::hook::HookError>,
     /// A scenario step's message its values made unsayable (`StepMsg::fault`): the
@@ -176,7 +150,6 @@ impl<S: Session> Worker<S> {
             Some(u) => Arc::clone(&u.program),
             None => Arc::new(crate::modes::compile(&plan)),
         };
-        let timeline = plan.timeline();
         let dialer = crate::ports::Dialer::new(
             &plan.target.addrs(),
             &plan.target.sources,
@@ -184,7 +157,8 @@ impl<S: Session> Worker<S> {
             share.count,
             std::process::id().wrapping_mul(7919),
         );
-        let plan_tls = plan.tls.is_some();
+        let bufs = Bufs::new(plan.tls.is_some());
+        let segs = Segments::new(plan.timeline());
         use crate::plan::Protocol as P;
         let skip_unmatched = !matches!(plan.protocol, P::Http(_) | P::H2(_) | P::HttpAuto(_));
         let mut w = Self {
@@ -194,44 +168,24 @@ impl<S: Session> Worker<S> {
             program,
             allowance: share.requests,
             rng: Rng::new(0xB4A2_2A6E ^ share.index as u64),
-            connect_queue: (0..share.connections as u32).collect(),
+            connects: Connects::new(share.connections as u32, dialer),
             plan,
             poll,
             alarm,
             timers: Timers::default(),
             conns,
             rec: Recorder::new(),
-            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
-            pbuf: if plan_tls {
-                vec![0u8; READ_BUF].into_boxed_slice()
-            } else {
-                Box::default()
-            },
-            scratch: Vec::with_capacity(4096),
-            joined: Vec::new(),
-            ctl: Vec::new(),
+            bufs,
             ready: VecDeque::new(),
             reads: VecDeque::new(),
-            connecting: 0,
-            next_connect: 0,
-            connect_timer: u64::MAX,
-            connect_budget: CONNECTS_PER_TURN,
-            connect_turn_start: u64::MAX,
-            connect_more: false,
             period: Period::Load,
-            seg_start: 0,
-            seg_end: timeline.next_boundary(0),
-            timeline,
+            segs,
             time,
             wall_base_us,
-            ever_connected: false,
-            fails_unconnected: 0,
-            told_tls: false,
-            dialer,
+            told: Told::default(),
             staying: share.connections,
             share,
             users: Vec::new(),
-            stepbuf: Vec::new(),
             script_fail: None,
             step_fail: None,
             skip_unmatched,
@@ -295,9 +249,7 @@ impl<S: Session> Worker<S> {
         }
         loop {
             let now = self.now();
-            self.connect_budget = CONNECTS_PER_TURN;
-            self.connect_turn_start = u64::MAX;
-            self.connect_more = false;
+            self.connects.new_turn();
             self.advance_segments(now);
             if self.check_phase(now) {
                 break;
@@ -326,7 +278,7 @@ impl<S: Session> Worker<S> {
             }
             // Timers above may have queued reconnects: start them now, not at the next wake.
             self.pump_connects(self.now());
-            let mut next = self.seg_end;
+            let mut next = self.segs.end;
             if let Some(t) = self.timers.next() {
                 next = next.min(t);
             }
@@ -335,7 +287,7 @@ impl<S: Session> Worker<S> {
             }
             let now = self.now();
             let busy = !self.ready.is_empty() || !self.reads.is_empty();
-            let idle = !(busy || self.connect_more || next <= now);
+            let idle = !(busy || self.connects.more || next <= now);
             let timeout = if idle {
                 self.wait_until(next, now)
             } else {
@@ -364,18 +316,14 @@ impl<S: Session> Worker<S> {
 
     /// Close finished segments, handing their deltas to the aggregator.
     fn advance_segments(&mut self, now: u64) {
-        if now >= self.seg_end && self.seg_end != DRAIN_KEY {
+        if now >= self.segs.end && !self.segs.over() {
             // The boundary is a deadline too: how late it is handled measures the loop's lag
             // in every mode, also when no other timer is due.
-            self.rec.lag_max_ns = self.rec.lag_max_ns.max(now - self.seg_end);
+            self.rec.lag_max_ns = self.rec.lag_max_ns.max(now - self.segs.end);
         }
-        while now >= self.seg_end && self.seg_end != DRAIN_KEY {
-            let d = self
-                .rec
-                .take(self.id, self.seg_start, self.seg_start, self.seg_end);
+        while let Some((start, end)) = self.segs.pass(now) {
+            let d = self.rec.take(self.id, start, start, end);
             let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
-            self.seg_start = self.seg_end;
-            self.seg_end = self.timeline.next_boundary(self.seg_start);
         }
     }
 
@@ -384,7 +332,7 @@ impl<S: Session> Worker<S> {
         match self.period {
             Period::Load => {
                 let stopped = self.stop.load(Ordering::Relaxed);
-                let out_of_time = self.seg_end == DRAIN_KEY;
+                let out_of_time = self.segs.over();
                 let quota_done = self.allowance == Some(0) && self.rec.in_flight == 0;
                 let all_gone = self.staying == 0;
                 // (By the mode, not the program: a `--conn-stages` ramp of an open loop too.)
@@ -411,13 +359,14 @@ impl<S: Session> Worker<S> {
     }
 
     fn enter_drain(&mut self, now: u64, quota_done: bool) {
-        if self.seg_end != DRAIN_KEY {
+        if !self.segs.over() {
             // Stopped early (signal or request count): close the current segment now.
-            let d = self.rec.take(self.id, self.seg_start, self.seg_start, now);
+            let d = self
+                .rec
+                .take(self.id, self.segs.start, self.segs.start, now);
             let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
         }
-        self.seg_start = now;
-        self.seg_end = DRAIN_KEY;
+        self.segs.drain(now);
         let until = now + self.plan.drain.min(self.plan.timeout).as_nanos() as u64;
         self.period = Period::Drain { until };
         crate::hook::rewatch(until, false);
@@ -442,7 +391,7 @@ impl<S: Session> Worker<S> {
         for i in 0..self.users.len() {
             self.user_every_unsent(i, at);
         }
-        self.connect_queue.clear();
+        self.connects.queue.clear();
         for c in &mut self.conns {
             c.owed = 0;
             if let Some(t) = c.thinking.as_deref_mut() {
@@ -469,18 +418,18 @@ impl<S: Session> Worker<S> {
                 self.rec.conn_closed();
             }
             if c.state == State::Ready && c.stream.is_some() {
-                self.scratch.clear();
+                self.bufs.scratch.clear();
                 let mut out = Out {
                     conn: c.gid,
-                    buf: &mut self.scratch,
+                    buf: &mut self.bufs.scratch,
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
                     streaming: false,
                 };
                 c.session.goodbye(&self.cfg, &mut out);
-                if !self.scratch.is_empty() {
-                    let _ = wire::write_to(c, &mut self.rec, &self.scratch);
+                if !self.bufs.scratch.is_empty() {
+                    let _ = wire::write_to(c, &mut self.rec, &self.bufs.scratch);
                 }
             }
             c.session.counts(&mut self.rec);
@@ -490,7 +439,7 @@ impl<S: Session> Worker<S> {
             c.state = State::Closed;
         }
         // Exchanges still in flight stay counted in the `in_flight` gauge.
-        let d = self.rec.take(self.id, DRAIN_KEY, self.seg_start, now);
+        let d = self.rec.take(self.id, DRAIN_KEY, self.segs.start, now);
         let _ = self.tx.send(WorkerEvent::Delta(Box::new(d)));
     }
 
@@ -553,16 +502,16 @@ impl<S: Session> Worker<S> {
         if c.stream.is_none() || !matches!(c.state, State::Login | State::Ready) {
             return;
         }
-        self.scratch.clear();
+        self.bufs.scratch.clear();
         let ticked = c
             .session
             .keepalive()
-            .map(|k| k.tick(&mut self.scratch, &mut self.rec));
+            .map(|k| k.tick(&mut self.bufs.scratch, &mut self.rec));
         if let Some(Err(why)) = ticked {
             return self.fail(idx, ErrorClass::Timeout, Some(&why), now);
         }
-        if !self.scratch.is_empty() {
-            if let Err(e) = wire::write_to(c, &mut self.rec, &self.scratch) {
+        if !self.bufs.scratch.is_empty() {
+            if let Err(e) = wire::write_to(c, &mut self.rec, &self.bufs.scratch) {
                 return self.fail(idx, classify(&e), Some(&e), now);
             }
         }
@@ -619,7 +568,7 @@ impl<S: Session> Worker<S> {
     /// past its deadline fails as `timeout` on its own (cancelled, RST_STREAM), the others
     /// carry on, and a closed loop sends as many anew.
     fn cancel_late(&mut self, idx: u32, now: u64) {
-        let mut ctl = std::mem::take(&mut self.ctl);
+        let mut ctl = std::mem::take(&mut self.bufs.ctl);
         ctl.clear();
         let closed_loop = self.program.window().is_some();
         let (mut n, mut done) = (0, false);
@@ -661,16 +610,16 @@ impl<S: Session> Worker<S> {
                     o.owe(&ctl);
                 }
             } else {
-                self.joined.clear();
+                self.bufs.joined.clear();
                 if let Some(o) = c.session.owed() {
-                    o.drain(&mut self.joined);
+                    o.drain(&mut self.bufs.joined);
                 }
-                self.joined.extend_from_slice(&ctl);
-                res = wire::write_to(c, &mut self.rec, &self.joined);
+                self.bufs.joined.extend_from_slice(&ctl);
+                res = wire::write_to(c, &mut self.rec, &self.bufs.joined);
             }
         }
         ctl.clear();
-        self.ctl = ctl;
+        self.bufs.ctl = ctl;
         if let Err(e) = res {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
@@ -688,43 +637,17 @@ impl<S: Session> Worker<S> {
     }
 
     /// Start queued connects while the in-flight bound and the connect rate allow, at most
-    /// `CONNECTS_PER_TURN` and `CONNECT_TIME_PER_TURN_NS` per turn of the loop: connections
-    /// already up are served between batches, so a ramp of thousands of connects does not
-    /// stall their schedules.
+    /// a turn's budget of them (`Connects::take`): connections already up are served between
+    /// batches, so a ramp of thousands of connects does not stall their schedules.
     fn pump_connects(&mut self, now: u64) {
         if self.period != Period::Load {
             return;
         }
-        while self.connecting < self.share.max_connecting {
-            let spent = match self.connect_turn_start {
-                u64::MAX => 0,
-                t => self.now().saturating_sub(t),
-            };
-            if self.connect_budget == 0 || spent >= CONNECT_TIME_PER_TURN_NS {
-                self.connect_more = !self.connect_queue.is_empty();
-                return;
-            }
-            let Some(&idx) = self.connect_queue.front() else {
-                return;
-            };
-            if let Some(rate) = self.share.connect_rate {
-                let period = (1e9 / rate) as u64;
-                if self.next_connect > now {
-                    if self.connect_timer != self.next_connect {
-                        self.connect_timer = self.next_connect;
-                        self.timers
-                            .push(self.next_connect, WORKER, TimerKind::Connect);
-                    }
-                    return;
-                }
-                self.next_connect = self.next_connect.max(now.saturating_sub(period)) + period;
-            }
-            self.connect_queue.pop_front();
-            if self.connect_turn_start == u64::MAX {
-                self.connect_turn_start = self.now();
-            }
+        while let Some(idx) = self
+            .connects
+            .take(now, &self.time, &self.share, &mut self.timers)
+        {
             self.start_connect(idx, now);
-            self.connect_budget -= 1;
         }
     }
 }
@@ -742,6 +665,8 @@ fn sched_of(program: &Program, plan: &Plan, gid: u64) -> Option<Schedule> {
 }
 
 mod conn_io;
+mod connects;
+mod parts;
 mod sniff;
 mod transfer;
 mod users;

@@ -22,7 +22,7 @@ impl<S: Session> Worker<S> {
     pub(super) fn start_connect(&mut self, idx: u32, now: u64) {
         self.rec.counters.connect_attempts += 1;
         let c = &mut self.conns[idx as usize];
-        let stream = self.dialer.connect(c.gid).and_then(|mut s| {
+        let stream = self.connects.dialer.connect(c.gid).and_then(|mut s| {
             let _ = s.set_nodelay(true);
             self.poll.registry().register(
                 &mut s,
@@ -37,13 +37,13 @@ impl<S: Session> Worker<S> {
                 c.heard = false;
                 c.state = State::Connecting;
                 c.since = now;
-                self.connecting += 1;
+                self.connects.connecting += 1;
                 let ct = self.plan.connect_timeout.as_nanos() as u64;
                 self.arm_timeout(idx, now + ct);
             }
             Err(e) => {
                 c.state = State::Connecting;
-                self.connecting += 1;
+                self.connects.connecting += 1;
                 self.fail(idx, classify(&e), Some(&e), now);
             }
         }
@@ -83,7 +83,7 @@ impl<S: Session> Worker<S> {
         if let Some(e) = err {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
-        self.connecting -= 1;
+        self.connects.connecting -= 1;
         self.rec.counters.connects += 1;
         self.rec.connect.record_ns(now - c.since);
         self.rec.conn_opened();
@@ -120,10 +120,10 @@ impl<S: Session> Worker<S> {
             return self.fail(idx, e.class, Some(&e.why), now);
         }
         let c = &mut self.conns[idx as usize];
-        self.scratch.clear();
+        self.bufs.scratch.clear();
         let mut out = Out {
             conn: c.gid,
-            buf: &mut self.scratch,
+            buf: &mut self.bufs.scratch,
             key: 0,
             rng: &mut self.rng,
             keep: None,
@@ -142,7 +142,7 @@ impl<S: Session> Worker<S> {
         }
         c.state = State::Handshake;
         c.timeout_at = u64::MAX;
-        let res = write_to(c, &mut self.rec, &self.scratch);
+        let res = write_to(c, &mut self.rec, &self.bufs.scratch);
         if let Err(e) = res {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
@@ -159,7 +159,7 @@ impl<S: Session> Worker<S> {
             _ => return self.start_mode(idx, now),
         };
         c.state = State::Login;
-        self.scratch.clear();
+        self.bufs.scratch.clear();
         let fill = Fill {
             conn: c.gid,
             seq: 0,
@@ -168,7 +168,7 @@ impl<S: Session> Worker<S> {
         let key = c.opening_key();
         let mut out = Out {
             conn: c.gid,
-            buf: &mut self.scratch,
+            buf: &mut self.bufs.scratch,
             key,
             rng: &mut self.rng,
             keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
@@ -177,7 +177,7 @@ impl<S: Session> Worker<S> {
         let r = c.session.render(&self.cfg, msg, fill, &mut out);
         // Under `--expect none` an exchange is its wire bytes, done when they are written.
         let len = if self.on_write {
-            self.scratch.len() as u32
+            self.bufs.scratch.len() as u32
         } else {
             r.len
         };
@@ -185,7 +185,7 @@ impl<S: Session> Worker<S> {
         if let Some(e) = c.session.failed() {
             return self.fail(idx, e.class, Some(&e.why), now);
         }
-        let res = write_to(c, &mut self.rec, &self.scratch);
+        let res = write_to(c, &mut self.rec, &self.bufs.scratch);
         if self.on_write {
             // Nothing to await: the opening goes on (its bytes complete no exchange).
             c.pc += 1;
@@ -248,8 +248,7 @@ impl<S: Session> Worker<S> {
     /// stop (`Unreachable`): a server that refuses the opening on every connection stops the
     /// run with its reason, as one that refuses connections does.
     fn connected(&mut self) {
-        if !self.ever_connected {
-            self.ever_connected = true;
+        if self.told.connect() {
             let _ = self.tx.send(WorkerEvent::Connected);
         }
     }
@@ -270,10 +269,10 @@ impl<S: Session> Worker<S> {
         // HTTP/2 control answers no request took along: out now.
         let c = &mut self.conns[idx as usize];
         if c.stream.is_some() && !c.backlogged() {
-            self.joined.clear();
-            drain_in_order(&mut c.session, &mut self.joined);
-            if !self.joined.is_empty() {
-                if let Err(e) = write_to(c, &mut self.rec, &self.joined) {
+            self.bufs.joined.clear();
+            drain_in_order(&mut c.session, &mut self.bufs.joined);
+            if !self.bufs.joined.is_empty() {
+                if let Err(e) = write_to(c, &mut self.rec, &self.bufs.joined) {
                     return self.fail(idx, classify(&e), Some(&e), now);
                 }
             }
@@ -297,7 +296,7 @@ impl<S: Session> Worker<S> {
         if state == State::Waiting && load {
             if self.conns[i].retry_at <= now {
                 // retry_at = MAX marks "queued to connect".
-                self.connect_queue.push_back(idx);
+                self.connects.queue.push_back(idx);
                 self.conns[i].retry_at = u64::MAX;
             } else if self.conns[i].retry_at != u64::MAX {
                 wake = self.conns[i].retry_at;
@@ -405,7 +404,7 @@ impl<S: Session> Worker<S> {
         let c = &mut self.conns[idx as usize];
         match c.state {
             State::Connecting => {
-                self.connecting -= 1;
+                self.connects.connecting -= 1;
                 self.rec.counters.connect_failures += 1;
             }
             State::Tls | State::Handshake | State::Login | State::Ready => {
@@ -416,12 +415,9 @@ impl<S: Session> Worker<S> {
             }
             State::Waiting | State::Closed => {}
         }
-        if !self.ever_connected && !matches!(c.state, State::Waiting | State::Closed) {
-            self.fails_unconnected += 1;
-            if self.fails_unconnected == 3 {
-                let detail = why.map_or_else(|| class.to_string(), |w| w.to_string());
-                let _ = self.tx.send(WorkerEvent::Unreachable { detail });
-            }
+        if !matches!(c.state, State::Waiting | State::Closed) && self.told.fail() {
+            let detail = why.map_or_else(|| class.to_string(), |w| w.to_string());
+            let _ = self.tx.send(WorkerEvent::Unreachable { detail });
         }
         if let Some(w) = why {
             self.rec.reason(class, now, w);

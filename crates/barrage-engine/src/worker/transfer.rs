@@ -25,7 +25,7 @@ impl<S: Session> Worker<S> {
     /// read on to the EOF; and except on Windows, where only `WouldBlock` re-arms the socket
     /// (`os::net::SHORT_READ_DRAINS`).
     pub(super) fn read_ready(&mut self, idx: u32, now: u64, peer_closed: bool) {
-        let mut rbuf = std::mem::take(&mut self.rbuf);
+        let mut rbuf = std::mem::take(&mut self.bufs.read);
         let mut budget = READS_PER_TURN;
         loop {
             let c = &mut self.conns[idx as usize];
@@ -63,7 +63,7 @@ impl<S: Session> Worker<S> {
                 }
             }
         }
-        self.rbuf = rbuf;
+        self.bufs.read = rbuf;
     }
 
     /// The next turn's share of a connection whose read budget ran out.
@@ -98,7 +98,7 @@ impl<S: Session> Worker<S> {
             now,
             &[],
             self.program.window().is_some(),
-            &mut self.ctl,
+            &mut self.bufs.ctl,
             &mut self.rng,
         );
         r.user = Self::user_ctx(
@@ -109,7 +109,7 @@ impl<S: Session> Worker<S> {
             self.wall_base_us,
         );
         let outcome = c.session.eof(&self.cfg, &mut r);
-        self.ctl.clear();
+        self.bufs.ctl.clear();
         match outcome {
             Ok(true) => {
                 self.rec.counters.closed_by_peer += 1;
@@ -123,7 +123,7 @@ impl<S: Session> Worker<S> {
 
     /// Ciphertext from the socket: through rustls, then the plaintext to the codec.
     fn tls_input(&mut self, idx: u32, mut data: &[u8], now: u64) {
-        let mut pbuf = std::mem::take(&mut self.pbuf);
+        let mut pbuf = std::mem::take(&mut self.bufs.plain);
         while !data.is_empty() {
             let c = &mut self.conns[idx as usize];
             let Transport::Tls(tls) = &mut c.transport else {
@@ -164,7 +164,7 @@ impl<S: Session> Worker<S> {
                 }
             }
         }
-        self.pbuf = pbuf;
+        self.bufs.plain = pbuf;
         let c = &mut self.conns[idx as usize];
         if let Err(e) = c.transport.flush(c.stream.as_mut(), &mut self.rec) {
             self.fail(idx, classify(&e), Some(&e), now);
@@ -186,7 +186,7 @@ impl<S: Session> Worker<S> {
             now,
             if stat { self.plan.message.raw() } else { &[] },
             self.program.window().is_some(),
-            &mut self.ctl,
+            &mut self.bufs.ctl,
             &mut self.rng,
         );
         r.user = Self::user_ctx(
@@ -204,21 +204,21 @@ impl<S: Session> Worker<S> {
         }
         c.owed += freed;
         if let Err(e) = res {
-            self.ctl.clear();
-            if e.tls_answer && self.rec.counters.completed == 0 && !self.told_tls {
+            self.bufs.ctl.clear();
+            if e.tls_answer && self.rec.counters.completed == 0 && !self.told.misdirected {
                 // A plain-text client at a TLS port: a mistake in the target, not a fault
                 // of the server. Say so once, so the run stops with the remedy.
-                self.told_tls = true;
+                self.told.misdirected = true;
                 let detail = "the server answered with TLS: use https:// (or wss://)".into();
                 let _ = self.tx.send(WorkerEvent::Misdirected { detail });
             } else if e.class == ErrorClass::Protocol
                 && self.rec.counters.completed == 0
-                && !self.told_tls
+                && !self.told.misdirected
             {
                 // Another protocol's answer (HTTP/2 frames to an HTTP/1.1 client, HTTP to
                 // a redis client): the target's scheme is wrong, as for a TLS answer.
                 if let Some(remedy) = super::sniff::misdirected(&self.plan.protocol, data) {
-                    self.told_tls = true;
+                    self.told.misdirected = true;
                     let detail = remedy.to_string();
                     let _ = self.tx.send(WorkerEvent::Misdirected { detail });
                 }
@@ -227,31 +227,31 @@ impl<S: Session> Worker<S> {
         }
         let backlogged = c.backlogged();
         if let Some(o) = c.session.owed() {
-            if !self.ctl.is_empty() && (backlogged || o.in_order()) && close.is_none() {
+            if !self.bufs.ctl.is_empty() && (backlogged || o.in_order()) && close.is_none() {
                 // A peer that does not read what it is sent gets no more control answers
                 // than fit: the latest pong is kept (one per connection) and written once the
                 // socket drains (`flush`). A close answer goes out in any case: the
                 // connection ends. HTTP/2's answers wait for the requests the replies free
                 // (`send`), or for the end of the connection's events (`after_io`),
                 // whichever comes first.
-                o.owe(&self.ctl);
-                self.ctl.clear();
+                o.owe(&self.bufs.ctl);
+                self.bufs.ctl.clear();
             }
-            if !self.ctl.is_empty() {
+            if !self.bufs.ctl.is_empty() {
                 let kept = o.take();
                 if o.in_order() {
                     // What was kept goes first (HTTP/2 drops no control frame).
                     if let Some(k) = kept {
                         let mut all = k.into_vec();
-                        all.extend_from_slice(&self.ctl);
-                        self.ctl = all;
+                        all.extend_from_slice(&self.bufs.ctl);
+                        self.bufs.ctl = all;
                     }
                 } // else a newer answer supersedes one kept (a WebSocket pong)
             }
         }
-        if !self.ctl.is_empty() {
-            let res = write_to(c, &mut self.rec, &self.ctl);
-            self.ctl.clear();
+        if !self.bufs.ctl.is_empty() {
+            let res = write_to(c, &mut self.rec, &self.bufs.ctl);
+            self.bufs.ctl.clear();
             if let Err(e) = res {
                 if close.is_none() {
                     return self.fail(idx, classify(&e), Some(&e), now);
@@ -314,7 +314,7 @@ impl<S: Session> Worker<S> {
             1 => S::static_request(&self.cfg, Msg::Load, c.seq),
             _ => None,
         };
-        self.scratch.clear();
+        self.bufs.scratch.clear();
         for _ in 0..n {
             let start = match &sched {
                 Some(s) => {
@@ -342,10 +342,10 @@ impl<S: Session> Worker<S> {
                         seq: c.seq,
                         ts_us,
                     };
-                    let at = self.scratch.len();
+                    let at = self.bufs.scratch.len();
                     let mut out = Out {
                         conn: c.gid,
-                        buf: &mut self.scratch,
+                        buf: &mut self.bufs.scratch,
                         key,
                         rng: &mut self.rng,
                         keep: c.verify.as_deref_mut().map(|v| &mut v.pending),
@@ -354,7 +354,7 @@ impl<S: Session> Worker<S> {
                     let r = c.session.render(&self.cfg, Msg::Load, fill, &mut out);
                     if self.on_write {
                         crate::session::Rendered {
-                            len: (self.scratch.len() - at) as u32,
+                            len: (self.bufs.scratch.len() - at) as u32,
                             ..r
                         }
                     } else {
@@ -384,15 +384,15 @@ impl<S: Session> Worker<S> {
         }
         let data: &[u8] = match stat {
             Some((b, _)) => b,
-            None => &self.scratch,
+            None => &self.bufs.scratch,
         };
         if !c.backlogged() {
             // Control answers kept for this write go first, in the same system call.
-            self.joined.clear();
-            drain_in_order(&mut c.session, &mut self.joined);
-            if !self.joined.is_empty() {
-                self.joined.extend_from_slice(data);
-                let res = write_to(c, &mut self.rec, &self.joined);
+            self.bufs.joined.clear();
+            drain_in_order(&mut c.session, &mut self.bufs.joined);
+            if !self.bufs.joined.is_empty() {
+                self.bufs.joined.extend_from_slice(data);
+                let res = write_to(c, &mut self.rec, &self.bufs.joined);
                 return self.wrote(idx, res, now);
             }
         }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 impl<S: Session> Worker<S> {
     /// Arrivals: every user waits for its arrival time (instead of connecting at once).
     pub(super) fn user_init(&mut self, users: &Users) {
-        self.connect_queue.clear();
+        self.connects.queue.clear();
         self.users = self
             .conns
             .iter_mut()
@@ -51,7 +51,7 @@ impl<S: Session> Worker<S> {
             State::Waiting => {
                 let r = self.conns[i].retry_at;
                 if r <= now {
-                    self.connect_queue.push_back(idx);
+                    self.connects.queue.push_back(idx);
                     self.conns[i].retry_at = u64::MAX;
                 } else if r != u64::MAX {
                     self.schedule_wake(idx, r);
@@ -105,7 +105,7 @@ impl<S: Session> Worker<S> {
         }
         let prog = self.program_arc();
         let i = idx as usize;
-        self.scratch.clear();
+        self.bufs.scratch.clear();
         let mut wake = u64::MAX;
         loop {
             if self.step_fail.is_some() {
@@ -122,7 +122,7 @@ impl<S: Session> Worker<S> {
             let pc = c.pc as usize;
             let Some(&op) = prog.ops.get(pc) else {
                 // The departure steps are done: close once nothing is in flight.
-                if c.ex.is_empty() && self.scratch.is_empty() {
+                if c.ex.is_empty() && self.bufs.scratch.is_empty() {
                     return self.user_gone(idx, now);
                 }
                 break;
@@ -267,24 +267,24 @@ impl<S: Session> Worker<S> {
         }
         if let Some(e) = self.script_fail.take() {
             // A step's message could not be made: what it opened fails with the connection.
-            self.scratch.clear();
+            self.bufs.scratch.clear();
             return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
         }
         if let Some(e) = self.step_fail.take() {
             // Its values made a message that cannot be said (a length below zero, a topic
             // over 65,535 bytes): the same, as `other` with the reason.
-            self.scratch.clear();
+            self.bufs.scratch.clear();
             return self.fail(idx, barrage_metrics::ErrorClass::Other, Some(&e), now);
         }
         if let Some(e) = self.conns[i].session.failed() {
             // A request the session could not render (`--conn-stages` with a script).
-            self.scratch.clear();
+            self.bufs.scratch.clear();
             return self.fail(idx, e.class, Some(&e.why), now);
         }
-        if !self.scratch.is_empty() {
+        if !self.bufs.scratch.is_empty() {
             let c = &mut self.conns[i];
-            let res = write_to(c, &mut self.rec, &self.scratch);
-            self.scratch.clear();
+            let res = write_to(c, &mut self.rec, &self.bufs.scratch);
+            self.bufs.scratch.clear();
             self.wrote(idx, res, now);
         }
         let st = &self.users[i];
@@ -324,9 +324,9 @@ impl<S: Session> Worker<S> {
             }
             self.rec.counters.broadcast.sent += 1;
             if let Some(t) = &b.expect {
-                self.stepbuf.clear();
-                t.render_vars_into(fill, &st.vars, &mut self.stepbuf);
-                let n = std::str::from_utf8(&self.stepbuf)
+                self.bufs.step.clear();
+                t.render_vars_into(fill, &st.vars, &mut self.bufs.step);
+                let n = std::str::from_utf8(&self.bufs.step)
                     .ok()
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .unwrap_or(0);
@@ -348,12 +348,12 @@ impl<S: Session> Worker<S> {
         if let Some(why) = fault {
             self.step_fail.get_or_insert(why);
         }
-        let at = self.scratch.len();
+        let at = self.bufs.scratch.len();
         step.msg.render(
             fill,
             &self.users[i].vars,
-            &mut self.scratch,
-            &mut self.stepbuf,
+            &mut self.bufs.scratch,
+            &mut self.bufs.step,
         );
         if let Some(f) = &step.call {
             let gid = c.gid;
@@ -363,7 +363,7 @@ impl<S: Session> Worker<S> {
         let key = c.load_key();
         let mut out = Out {
             conn: c.gid,
-            buf: &mut self.scratch,
+            buf: &mut self.bufs.scratch,
             key,
             rng: &mut self.rng,
             keep: None,
@@ -407,7 +407,7 @@ impl<S: Session> Worker<S> {
         if !self.users[i].pushes.is_empty() {
             let program = self.program_arc();
             let pushes = std::mem::take(&mut self.users[i].pushes);
-            self.scratch.clear();
+            self.bufs.scratch.clear();
             for &r in &pushes {
                 let Some(t) = program.on[r as usize].reply.as_ref() else {
                     continue;
@@ -418,8 +418,8 @@ impl<S: Session> Worker<S> {
                     seq: c.seq,
                     ts_us: self.wall_base_us + now / 1000,
                 };
-                let at = self.scratch.len();
-                t.render_vars_into(fill, &self.users[i].vars, &mut self.scratch);
+                let at = self.bufs.scratch.len();
+                t.render_vars_into(fill, &self.users[i].vars, &mut self.bufs.scratch);
                 if let Some(f) = &program.on[r as usize].call {
                     let gid = c.gid;
                     self.script_call(f, gid, at);
@@ -427,7 +427,7 @@ impl<S: Session> Worker<S> {
                 let c = &mut self.conns[i];
                 let mut out = Out {
                     conn: c.gid,
-                    buf: &mut self.scratch,
+                    buf: &mut self.bufs.scratch,
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
@@ -439,13 +439,13 @@ impl<S: Session> Worker<S> {
             pushes.clear();
             self.users[i].pushes = pushes;
             if let Some(e) = self.script_fail.take() {
-                self.scratch.clear();
+                self.bufs.scratch.clear();
                 return self.fail(idx, barrage_metrics::ErrorClass::ScriptError, Some(&e), now);
             }
-            if !self.scratch.is_empty() {
+            if !self.bufs.scratch.is_empty() {
                 let c = &mut self.conns[i];
-                let res = write_to(c, &mut self.rec, &self.scratch);
-                self.scratch.clear();
+                let res = write_to(c, &mut self.rec, &self.bufs.scratch);
+                self.bufs.scratch.clear();
                 if let Err(e) = res {
                     return self.fail(idx, classify(&e), Some(&e), now);
                 }
@@ -571,26 +571,26 @@ impl<S: Session> Worker<S> {
         let c = &mut self.conns[i];
         match c.state {
             State::Ready if c.stream.is_some() => {
-                self.scratch.clear();
+                self.bufs.scratch.clear();
                 let mut out = Out {
                     conn: c.gid,
-                    buf: &mut self.scratch,
+                    buf: &mut self.bufs.scratch,
                     key: 0,
                     rng: &mut self.rng,
                     keep: None,
                     streaming: false,
                 };
                 c.session.goodbye(&self.cfg, &mut out);
-                if !self.scratch.is_empty() {
-                    let _ = write_to(c, &mut self.rec, &self.scratch);
-                    self.scratch.clear();
+                if !self.bufs.scratch.is_empty() {
+                    let _ = write_to(c, &mut self.rec, &self.bufs.scratch);
+                    self.bufs.scratch.clear();
                 }
                 self.rec.conn_closed();
             }
             State::Tls | State::Handshake | State::Login | State::Ready => self.rec.conn_closed(),
-            State::Connecting => self.connecting -= 1,
+            State::Connecting => self.connects.connecting -= 1,
             State::Waiting if c.retry_at == u64::MAX => {
-                self.connect_queue.retain(|&q| q != idx);
+                self.connects.queue.retain(|&q| q != idx);
             }
             _ => {}
         }
@@ -658,17 +658,13 @@ impl<S: Session> Worker<S> {
         })
     }
 
-    /// A script's `call`: the message rendered at `scratch[at..]` replaced by what function
-    /// `func` makes of it. A script error is kept for the caller to fail the connection with.
+    /// A script's `call` on the message rendered at `scratch[at..]` (`Bufs::call`); a script
+    /// error is kept for the caller to fail the connection with.
     fn script_call(&mut self, func: &str, gid: u64, at: usize) {
         let Some(s) = self.plan.script.as_ref() else {
             return;
         };
-        self.stepbuf.clear();
-        self.stepbuf.extend_from_slice(&self.scratch[at..]);
-        self.scratch.truncate(at);
-        if let Err(e) = s.hook.call(func, gid, &self.stepbuf, &mut self.scratch) {
-            self.scratch.truncate(at);
+        if let Err(e) = self.bufs.call(&s.hook, func, gid, at) {
             self.script_fail.get_or_insert(e);
         }
     }
