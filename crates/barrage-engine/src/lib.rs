@@ -47,6 +47,7 @@ mod worker;
 pub mod ws;
 
 pub use framing::{Delimiter, Framing, LenPrefix};
+pub use h2::H2Settings;
 pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
     GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, ScriptPlan, Share,

@@ -71,6 +71,8 @@ pub struct H2Plan {
     pub streams: u32,
     /// gRPC calls over the streams (the request's body is the call's message).
     pub grpc: Option<GrpcMode>,
+    /// The windows and header table the connections advertise.
+    pub settings: crate::h2::H2Settings,
 }
 
 /// How a gRPC call goes.

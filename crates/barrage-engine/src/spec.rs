@@ -565,6 +565,7 @@ mod tests {
                 expect_status: vec![(200, 299)],
                 version: HttpVersion::H1,
                 streams: 1,
+                h2: Default::default(),
             }),
             ProtocolSpec::Http(HttpSpec {
                 method: "GET".into(),
@@ -575,6 +576,7 @@ mod tests {
                 expect_status: vec![(200, 299)],
                 version: HttpVersion::H2,
                 streams: 10,
+                h2: Default::default(),
             }),
             ProtocolSpec::Redis(RedisSpec {
                 commands: vec!["3*GET k:{rand%10}".into(), "SET k v".into()],
@@ -600,6 +602,11 @@ mod tests {
                 streaming: true,
                 timeout: Some("5000000u".into()),
                 streams: 0,
+                h2: crate::h2::H2Settings {
+                    stream_window: 65_535,
+                    conn_window: 1 << 20,
+                    header_table: 0,
+                },
             }),
         ] {
             let s = spec(p);
@@ -683,6 +690,7 @@ mod tests {
             expect_status: vec![(200, 399)],
             version: HttpVersion::H1,
             streams: 1,
+            h2: Default::default(),
         }));
         let json = serde_json::to_string(&s.redacted()).unwrap();
         assert!(

@@ -31,6 +31,9 @@ pub struct GrpcSpec {
     /// Calls in flight per connection at most; 0: the server's limit alone.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
+    /// The windows and header table advertised (`--h2-window`, ...).
+    #[serde(default, skip_serializing_if = "crate::h2::H2Settings::is_default")]
+    pub h2: crate::h2::H2Settings,
 }
 
 impl GrpcSpec {
@@ -64,6 +67,7 @@ impl GrpcSpec {
             grpc: Some(GrpcMode {
                 streaming: self.streaming,
             }),
+            settings: self.h2,
         });
         // A scenario's calls carry the same metadata (and their own deadlines); they fill its
         // secrets themselves, literally.

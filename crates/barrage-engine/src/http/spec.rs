@@ -1,6 +1,7 @@
 //! An HTTP run in the spec's words ([`HttpSpec`]): HTTP/1.1, HTTP/2, or either as each TLS
 //! connection's ALPN says.
 
+use crate::h2::H2Settings;
 use crate::plan::{AutoPlan, H2Plan, HttpPlan, Protocol, StatusSet};
 use crate::spec::cx::{is_one, one, PlanCx, SpecError, Spoken};
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,9 @@ pub struct HttpSpec {
     /// limit alone, an open loop's default).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
+    /// HTTP/2: the windows and header table advertised (`--h2-window`, ...).
+    #[serde(default, skip_serializing_if = "H2Settings::is_default")]
+    pub h2: H2Settings,
 }
 
 /// Which HTTP a run speaks.
@@ -72,6 +76,7 @@ impl HttpSpec {
                 expect_status: StatusSet(self.expect_status.clone()),
                 streams: self.streams,
                 grpc: None,
+                settings: self.h2,
             })
         };
         let protocol = if self.version == HttpVersion::H2 {

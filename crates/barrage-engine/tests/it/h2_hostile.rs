@@ -43,6 +43,7 @@ fn h2_plan(addr: SocketAddr, connections: u64, body: Option<&[u8]>) -> Plan {
         expect_status: StatusSet::default(),
         streams: 4,
         grpc: None,
+        settings: barrage_engine::H2Settings::default(),
     });
     p.pipeline = 4;
     p
@@ -71,6 +72,7 @@ fn grpc_plan(addr: SocketAddr, connections: u64, streaming: bool) -> Plan {
         expect_status: StatusSet(vec![(200, 200)]),
         streams: 4,
         grpc: Some(barrage_engine::GrpcMode { streaming }),
+        settings: barrage_engine::H2Settings::default(),
     });
     p
 }

@@ -4,6 +4,7 @@
 
 use crate::common::*;
 use crate::pki;
+use serde_json::Value;
 use std::process::{Command as StdCommand, Stdio};
 
 /// Streams in flight on a few connections, two routes: every request the server answered is
@@ -390,7 +391,28 @@ fn nginx_h2c_reconciles_with_its_access_log() {
         "{}",
         field(&f, "summary")
     );
-    assert_eq!(h2_log(&n, 200), 4000 + 200);
+    // The 100 KB file through a 16 KiB stream window and the connection's initial 65,535
+    // (--h2-window, --h2-conn-window): nginx waits for each WINDOW_UPDATE, every body arrives.
+    let small = run_json(
+        &[
+            &url("/file"),
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "100",
+            "--h2-window",
+            "16KiB",
+            "--h2-conn-window",
+            "65535",
+        ],
+        &dir.path().join("small.json"),
+    );
+    assert_eq!(u(&small, "summary.exchanges.completed"), 100);
+    assert_eq!(u(&small, "summary.errors.total"), 0);
+    assert!(u(&small, "summary.totals.h2.frames_written") >= 100 + 100 * 5);
+    assert_eq!(h2_log(&n, 200), 4000 + 200 + 100);
     assert_eq!(h2_log(&n, 404), 100);
     // nginx indexes nothing in its HPACK table; the block is still smaller than HTTP/1.1.
     let h = field(&a, "summary.totals.h2");
@@ -749,4 +771,75 @@ fn reference_servers_pass_h2spec() {
         assert_eq!(skipped, want, "serve h2 {knobs:?}");
         server.stop();
     }
+}
+
+/// `--h2-window`, `--h2-conn-window`, `--h2-header-table` (issue 45, item 6), against the
+/// reference server: 150,000-byte bodies through a 16 KiB stream window and the connection's
+/// initial 65,535 complete exactly, each refilled by the client's WINDOW_UPDATEs (many more
+/// frames written than with the default 1 GiB windows), and a header table of 0 leaves the
+/// server no dynamic table to index into. Each flag is refused where HTTP/2 is not spoken, and
+/// out of its range.
+#[test]
+fn small_h2_windows_and_no_header_table_complete_every_body() {
+    let server = EchoServer::serve("h2", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let big = format!("{}bytes/150000", server.url());
+    let base = [big.as_str(), "-c", "2", "--streams", "2", "-n", "40"];
+    let plain = run_json(&base, &dir.path().join("plain.json"));
+    let small = run_json(
+        &[
+            &base[..],
+            &[
+                "--h2-window",
+                "16KiB",
+                "--h2-conn-window",
+                "65535",
+                "--h2-header-table",
+                "0",
+            ],
+        ]
+        .concat(),
+        &dir.path().join("small.json"),
+    );
+    for v in [&plain, &small] {
+        conserved(v);
+        assert_eq!(u(v, "summary.exchanges.completed"), 40);
+        assert_eq!(u(v, "summary.errors.total"), 0);
+    }
+    let frames = |v: &Value| u(v, "summary.totals.h2.frames_written");
+    // The default: a HEADERS per request, and per connection its SETTINGS, the WINDOW_UPDATE
+    // that raises its window, the SETTINGS acknowledgement and the GOAWAY.
+    assert_eq!(frames(&plain), 40 + 2 * 4);
+    // A stream's 150,000 bytes through a 16 KiB window: at least 150,000 / 16,384 - 1 = 8
+    // WINDOW_UPDATEs of its own (and the connection's), none to raise the connection's.
+    assert!(
+        frames(&small) >= 40 + 2 * 3 + 40 * 8,
+        "{} frames written",
+        frames(&small)
+    );
+    assert_eq!(field(&small, "spec.protocol.h2.stream_window"), 16384);
+    let stats = server.stop();
+    assert_eq!(u(&stats, "http.requests"), 80);
+    // Bad values, and HTTP/1.1: one line each, exit 2.
+    let url = server_url_refused();
+    let cases: [(&[&str], &str); 5] = [
+        (&[&url, "--h2-window", "3GiB"], "--h2-window"),
+        (&[&url, "--h2-conn-window", "1000"], "--h2-conn-window"),
+        (&[&url, "--h2-header-table", "32MiB"], "--h2-header-table"),
+        (&[&url, "--h2-window", "x"], "--h2-window"),
+        (
+            &["http://127.0.0.1:9/", "--h2-window", "64KiB"],
+            "apply to HTTP/2",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = barrage().args(args).args(["-n", "1"]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+fn server_url_refused() -> String {
+    format!("h2c://127.0.0.1:{}/", refused_port())
 }

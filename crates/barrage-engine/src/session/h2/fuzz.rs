@@ -63,6 +63,7 @@ pub fn fuzz_feed(parts: &[&[u8]], case: FuzzCase) -> Result<(u64, u64, u64, u64)
         expect: StatusSet::default(),
         streams: n as u32,
         grpc: grpc.map(|streaming| GrpcMode { streaming }),
+        settings: crate::h2::H2Settings::default(),
     };
     let mut s = H2::new(&cfg);
     let (mut ex, mut rec, mut rng, mut ctl) = (

@@ -60,14 +60,14 @@ impl Session for H2 {
     fn new(cfg: &Cfg) -> Self {
         Self {
             rd: FrameReader::new(ours::MAX_FRAME),
-            st: St::new(),
+            st: St::new(cfg.settings.header_table),
             cap: cfg.streams,
         }
     }
 
-    fn reset(&mut self, _cfg: &Cfg) {
+    fn reset(&mut self, cfg: &Cfg) {
         self.rd.reset();
-        let mut st = St::new();
+        let mut st = St::new(cfg.settings.header_table);
         // Keep the allocations: a reconnect is not a new connection's worth of heap.
         st.hp = std::mem::replace(&mut self.st.hp, Decoder::new(0));
         st.hp.reset();
@@ -78,20 +78,25 @@ impl Session for H2 {
         self.st = st;
     }
 
-    fn open(&mut self, _cfg: &Cfg, out: &mut Out) -> Result<bool, ProtoError> {
+    fn open(&mut self, cfg: &Cfg, out: &mut Out) -> Result<bool, ProtoError> {
         out.buf.extend_from_slice(frame::PREFACE);
         use frame::setting as s;
+        let set = &cfg.settings;
         frame::put_settings(
             out.buf,
             &[
                 (s::ENABLE_PUSH, 0),
-                (s::INITIAL_WINDOW_SIZE, ours::STREAM_WINDOW),
-                (s::HEADER_TABLE_SIZE, ours::HEADER_TABLE),
+                (s::INITIAL_WINDOW_SIZE, set.stream_window),
+                (s::HEADER_TABLE_SIZE, set.header_table),
                 (s::MAX_HEADER_LIST_SIZE, ours::MAX_HEADER_LIST),
             ],
         );
-        frame::put_window_update(out.buf, 0, ours::CONN_WINDOW - 65_535);
-        self.st.frames_out += 2;
+        self.st.frames_out += 1;
+        // The connection's window starts at 65,535: raised when asked for more.
+        if set.conn_window > 65_535 {
+            frame::put_window_update(out.buf, 0, set.conn_window - 65_535);
+            self.st.frames_out += 1;
+        }
         Ok(true)
     }
 

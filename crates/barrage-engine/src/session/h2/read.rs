@@ -298,7 +298,8 @@ impl Sink<'_, '_, '_, '_> {
     pub(super) fn consumed(&mut self, stream: Option<usize>, n: u32) {
         let st = &mut *self.st;
         st.conn_unacked += n;
-        if st.conn_unacked >= ours::CONN_WINDOW / 2 {
+        let set = &self.cfg.settings;
+        if st.conn_unacked >= set.conn_window / 2 {
             frame::put_window_update(self.r.ctl, 0, st.conn_unacked);
             st.frames_out += 1;
             st.conn_unacked = 0;
@@ -306,7 +307,7 @@ impl Sink<'_, '_, '_, '_> {
         if let Some(i) = stream {
             let s = &mut st.streams[i];
             s.unacked += n;
-            if s.unacked >= ours::STREAM_WINDOW / 2 {
+            if s.unacked >= set.stream_window / 2 {
                 frame::put_window_update(self.r.ctl, s.id, s.unacked);
                 st.frames_out += 1;
                 s.unacked = 0;

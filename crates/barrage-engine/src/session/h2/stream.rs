@@ -6,7 +6,7 @@
 use crate::grpc::MsgReader;
 use crate::h2::frame;
 use crate::h2::hpack::Decoder;
-use crate::h2::{ours, Encoder};
+use crate::h2::Encoder;
 use crate::message::Fill;
 
 /// A stream in flight.
@@ -167,9 +167,10 @@ pub(super) const MAX_OWED: usize = 1 << 20;
 pub(super) const RESET_KEPT: usize = 1024;
 
 impl St {
-    pub(super) fn new() -> Self {
+    /// `header_table`: the SETTINGS_HEADER_TABLE_SIZE advertised, the decoder's limit.
+    pub(super) fn new(header_table: u32) -> Self {
         Self {
-            hp: Decoder::new(ours::HEADER_TABLE as usize),
+            hp: Decoder::new(header_table as usize),
             enc: Encoder::new(),
             streams: Vec::new(),
             next_id: 1,

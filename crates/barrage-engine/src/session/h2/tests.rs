@@ -40,6 +40,7 @@ fn cfg_grpc(streams: u32, grpc: Option<GrpcMode>) -> Cfg {
         expect: StatusSet::default(),
         streams,
         grpc,
+        settings: crate::h2::H2Settings::default(),
     }
 }
 
@@ -460,6 +461,7 @@ fn a_body_waits_for_window_and_goes_on_after_window_update() {
         expect: StatusSet::default(),
         streams: 1,
         grpc: None,
+        settings: crate::h2::H2Settings::default(),
     };
     let (mut s, mut c) = ready(&cfg, 0, 100);
     let mut rng = Rng::new(1);
@@ -523,6 +525,7 @@ fn post_cfg(body: &[u8]) -> Cfg {
         expect: StatusSet::default(),
         streams: 4,
         grpc: None,
+        settings: crate::h2::H2Settings::default(),
     }
 }
 
@@ -806,4 +809,65 @@ fn an_early_response_resets_the_stream_whose_body_still_waits() {
     assert_eq!(ctl, rst, "the reset alone, no more DATA");
     assert!(s.st.pending.is_empty());
     assert_eq!(c.rec.take(0, 0, 0, 1).counters.completed, 1);
+}
+
+/// `--h2-window`, `--h2-conn-window`, `--h2-header-table`: what a connection advertises, and
+/// a WINDOW_UPDATE for every half of a window consumed.
+#[test]
+fn the_settings_asked_for_are_advertised_and_small_windows_refilled_by_half() {
+    let mut cfg = cfg(4);
+    cfg.settings = crate::h2::H2Settings {
+        stream_window: 16_384,
+        conn_window: 65_535,
+        header_table: 0,
+    };
+    let mut s = H2::new(&cfg);
+    let (mut rng, mut buf) = (Rng::new(1), Vec::new());
+    let mut out = Out {
+        conn: 0,
+        buf: &mut buf,
+        key: 0,
+        rng: &mut rng,
+        keep: None,
+        streaming: false,
+    };
+    s.open(&cfg, &mut out).unwrap();
+    let rest = &buf[frame::PREFACE.len()..];
+    assert_eq!(rest[3], kind::SETTINGS);
+    let len = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
+    let settings: Vec<(u16, u32)> = rest[9..9 + len]
+        .chunks(6)
+        .map(|e| {
+            let id = u16::from_be_bytes([e[0], e[1]]);
+            (id, u32::from_be_bytes([e[2], e[3], e[4], e[5]]))
+        })
+        .collect();
+    assert!(settings.contains(&(frame::setting::INITIAL_WINDOW_SIZE, 16_384)));
+    assert!(settings.contains(&(frame::setting::HEADER_TABLE_SIZE, 0)));
+    // The connection's window stays at its initial 65,535: no WINDOW_UPDATE after the preface.
+    assert_eq!(rest.len(), 9 + len, "nothing after the SETTINGS");
+    // 10,000 bytes of a body on a 16 KiB stream window (the stream goes on): more than half
+    // of it, so the stream's window is refilled; the connection's 65,535 is not half used.
+    let (mut s, mut c) = ready(&cfg, 1, 100);
+    let mut input = Vec::new();
+    headers(&mut input, 1, 0, &[0x88]);
+    put_head(&mut input, 10_000, kind::DATA, 0, 1);
+    input.extend_from_slice(&[b'x'; 10_000]);
+    let mut ctl = Vec::new();
+    c.input(|r| {
+        s.input(&cfg, &input, r).unwrap();
+        ctl = std::mem::take(r.ctl);
+    });
+    let mut updates = Vec::new();
+    let mut at = 0;
+    while at + 9 <= ctl.len() {
+        let len = u32::from_be_bytes([0, ctl[at], ctl[at + 1], ctl[at + 2]]) as usize;
+        if ctl[at + 3] == kind::WINDOW_UPDATE {
+            let stream = u32::from_be_bytes([ctl[at + 5], ctl[at + 6], ctl[at + 7], ctl[at + 8]]);
+            let b = &ctl[at + 9..at + 13];
+            updates.push((stream, u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
+        }
+        at += 9 + len;
+    }
+    assert_eq!(updates, [(1, 10_000)]);
 }

@@ -116,6 +116,12 @@ pub(super) const MAX_FRAME: Flag = message_flag("--max-frame", |a| a.msg.max_fra
 pub(super) const VERIFY: Flag = message_flag("--verify", |a| a.msg.verify);
 pub(super) const HEADER: Flag = flag("-H/--header", |a| !a.http.headers.is_empty());
 pub(super) const STREAMS: Flag = flag("--streams", |a| a.http.streams.is_some());
+/// HTTP/2's settings (HTTP/2 and gRPC).
+pub(super) const H2_SETTINGS: Flag =
+    flag("--h2-window, --h2-conn-window and --h2-header-table", |a| {
+        let h = &a.http;
+        h.h2_window.is_some() || h.h2_conn_window.is_some() || h.h2_header_table.is_some()
+    });
 pub(super) const COMMAND: Flag = flag("--command", |a| !a.kv.command.is_empty());
 
 /// `-H 'Name: value'` into pairs; the HTTP codec checks names and values for injection.

@@ -6,7 +6,8 @@
 use crate::resolve::cli::RunArgs;
 use crate::resolve::config::vertical::DEFAULT_TIMEOUT;
 use crate::resolve::config::vertical::{
-    flag, read_capped, request_usage, Flag, Recording, Said, Vertical, Words, HEADER, STREAMS,
+    flag, read_capped, request_usage, Flag, Recording, Said, Vertical, Words, H2_SETTINGS, HEADER,
+    STREAMS,
 };
 use crate::resolve::redact::Secrets;
 use crate::resolve::url::{self, Scheme};
@@ -25,7 +26,7 @@ pub(super) static VERTICAL: Vertical = Vertical {
     record,
 };
 
-const FLAGS: [Flag; 7] = [
+const FLAGS: [Flag; 8] = [
     flag("--proto", |a| a.grpc.proto.is_some()),
     flag("--import-path", |a| !a.grpc.import_path.is_empty()),
     flag("--data", |a| a.grpc.data.is_some()),
@@ -33,6 +34,7 @@ const FLAGS: [Flag; 7] = [
     flag("--reflect", |a| a.grpc.reflect),
     HEADER,
     STREAMS,
+    H2_SETTINGS,
 ];
 
 /// A gRPC call is a POST over HTTP/2: HTTP's request flags are refused in those words.
@@ -102,6 +104,7 @@ fn spec(
         streaming: call.streaming,
         timeout: Some(timeout),
         streams: super::http::streams(a),
+        h2: super::http::h2_settings(a)?,
     };
     Ok((ProtocolSpec::Grpc(spec), Some(call.note)))
 }

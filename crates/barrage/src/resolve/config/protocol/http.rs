@@ -4,13 +4,13 @@
 
 use crate::resolve::cli::RunArgs;
 use crate::resolve::config::vertical::{
-    flag, read_capped, request_usage, status_set, Flag, Recording, Said, Vertical, Words, HEADER,
-    STREAMS,
+    flag, read_capped, request_usage, status_set, Flag, Recording, Said, Vertical, Words,
+    H2_SETTINGS, HEADER, STREAMS,
 };
 use crate::resolve::redact::{self, Secrets};
 use crate::resolve::url::{self, Scheme};
 use crate::usage::Usage;
-use barrage_engine::{escape, HttpSpec, HttpVersion, ProtocolSpec, StatusSet};
+use barrage_engine::{escape, H2Settings, HttpSpec, HttpVersion, ProtocolSpec, StatusSet};
 use barrage_scenario::protocol;
 
 pub(super) static VERTICAL: Vertical = Vertical {
@@ -23,7 +23,7 @@ pub(super) static VERTICAL: Vertical = Vertical {
     record,
 };
 
-const FLAGS: [Flag; 7] = [
+const FLAGS: [Flag; 8] = [
     flag("-X/--method", |a| a.http.method.is_some()),
     HEADER,
     flag("--body", |a| a.http.body.is_some()),
@@ -31,6 +31,7 @@ const FLAGS: [Flag; 7] = [
     flag("--http2", |a| a.http.http2),
     flag("--http1.1", |a| a.http.http1_1),
     STREAMS,
+    H2_SETTINGS,
 ];
 
 fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
@@ -60,7 +61,53 @@ fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
             "applies to HTTP/2: h2c://, https:// (when the server chooses h2), or --http2",
         ));
     }
+    if (H2_SETTINGS.given)(a) && !h2 {
+        return Err(Usage::says(
+            H2_SETTINGS.name,
+            "apply to HTTP/2: h2c://, https:// (when the server chooses h2), or --http2",
+        ));
+    }
+    h2_settings(a)?;
     streams_fit(a)
+}
+
+/// HTTP/2's settings (HTTP/2 and gRPC): `--h2-window`, `--h2-conn-window`,
+/// `--h2-header-table`, each in the range the protocol allows.
+pub(super) fn h2_settings(a: &RunArgs) -> Result<H2Settings, Usage> {
+    let h = &a.http;
+    let mut s = H2Settings::default();
+    let max = u64::from(H2Settings::MAX_WINDOW);
+    if let Some(w) = h.h2_window {
+        if w > max {
+            return Err(Usage::value(
+                "--h2-window",
+                w,
+                "a window is at most 2^31-1 bytes",
+            ));
+        }
+        s.stream_window = w as u32;
+    }
+    if let Some(w) = h.h2_conn_window {
+        if !(65_535..=max).contains(&w) {
+            return Err(Usage::value(
+                "--h2-conn-window",
+                w,
+                "the connection's window is from 65535 (HTTP/2's initial one) to 2^31-1 bytes",
+            ));
+        }
+        s.conn_window = w as u32;
+    }
+    if let Some(t) = h.h2_header_table {
+        if t > u64::from(H2Settings::MAX_HEADER_TABLE) {
+            return Err(Usage::value(
+                "--h2-header-table",
+                t,
+                "at most 16MiB (the server may fill it on every connection)",
+            ));
+        }
+        s.header_table = t as u32;
+    }
+    Ok(s)
 }
 
 /// `--streams` (HTTP/2 and gRPC): a count in range, and no `--pipeline` beside it.
@@ -167,6 +214,7 @@ fn spec(
         },
         // Open loop: as many as the server allows unless --streams caps them.
         streams: streams(a),
+        h2: h2_settings(a)?,
     };
     Ok((ProtocolSpec::Http(spec), Some(note)))
 }
