@@ -1,9 +1,15 @@
 //! The scenario file as the user writes it (TOML or YAML, one schema): strings for durations,
 //! rates and templates, exactly as written, each with its line ([`At`]). Nothing here is
 //! checked beyond its shape; `check.rs` turns it into a [`crate::Checked`] scenario.
+//! A step's keys are [`Step`]'s (`model/step.rs`): those of every step, then a table per
+//! protocol, with [`KEY_TABLES`] saying where each protocol's keys go (the checker applies it).
 //!
 //! Every table denies unknown keys, so a typo is an error with its line, not a silently
 //! ignored setting. Doc comments are the JSON Schema's descriptions (`docs/scenario.schema.json`).
+
+mod step;
+
+pub use step::{GrpcKeys, HttpKeys, KeyTable, MqttKeys, Step, KEY_TABLES};
 
 use crate::at::At;
 use schemars::JsonSchema;
@@ -122,88 +128,6 @@ pub struct Stage {
     /// How long the stage lasts, e.g. "1m".
     #[serde(rename = "for")]
     pub for_: At<String>,
-}
-
-/// One step of a user's list. A step does one thing: `send` (with an optional `expect` and
-/// `capture`), an HTTP request (`method`/`path`...), `pause`, `think`, or a block of `steps`
-/// under `repeat`/`every`. `every` and `repeat` also apply to a single send or request.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Step {
-    /// Name for per-step metrics (`steps.NAME.p99` in thresholds).
-    pub name: Option<At<String>>,
-    /// Message template to send (raw TCP, WebSocket, redis, memcached); `{var}` filled.
-    pub send: Option<At<String>>,
-    /// Raw TCP: the message as typed binary fields, as --fields reads them
-    /// ("u8 1, len:u16be(u32be {seq}, str:u8 \"{name}\")"); `{var}` filled.
-    pub fields: Option<At<String>>,
-    /// gRPC: the method to call, "package.Service/Method" (a grpc:// target).
-    pub rpc: Option<At<String>>,
-    /// gRPC: the request message as data (a table, as JSON maps to protobuf), with
-    /// `{var}` placeholders in its strings [default: the empty message].
-    pub data: Option<At<serde_json::Value>>,
-    /// HTTP: request method (default GET when `path` is given).
-    pub method: Option<At<String>>,
-    /// HTTP: request path and query, a template (`/users/{user_id}`).
-    pub path: Option<At<String>>,
-    /// HTTP: request headers 'Name: value', templates.
-    #[serde(default)]
-    pub headers: Vec<At<String>>,
-    /// HTTP: request body, a template.
-    pub body: Option<At<String>>,
-    /// HTTP: statuses that count as success: 200, 2xx, 200-299, lists with commas
-    /// [default: 2xx,3xx].
-    pub status: Option<At<String>>,
-    /// What the reply must look like, and how long to wait for it.
-    pub expect: Option<At<Expect>>,
-    /// Values to take from the reply: `{name}` in later steps.
-    #[serde(default)]
-    pub capture: BTreeMap<String, At<Capture>>,
-    /// Wait this long (a duration, e.g. "2s").
-    pub pause: Option<At<String>>,
-    /// Wait a random time in a range ("1s..3s") or a fixed time, like a person reading.
-    pub think: Option<At<String>>,
-    /// Open loop: run this step (or block) every D, on a schedule that starts when the user
-    /// is connected; without `repeat`, until the user departs.
-    pub every: Option<At<String>>,
-    /// Run this step (or block) N times.
-    pub repeat: Option<At<u64>>,
-    /// A block of steps for `repeat`/`every`.
-    #[serde(default)]
-    pub steps: Vec<At<Step>>,
-    /// Time allowed for this step's reply (default: `expect.timeout`, then `run.timeout`).
-    pub timeout: Option<At<String>>,
-    /// HTTP: where the server reports its own time for this request, when not in a
-    /// `Server-Timing` header: `{ header = "X-Response-Time" }` or `{ json = "/took_ms" }`; the
-    /// value is milliseconds, or a number with a unit (`150us`, `1.5ms`, `0.002s`).
-    pub server_time: Option<At<ServerTime>>,
-    /// One-to-many delivery: this send is a message the server broadcasts to a group (a
-    /// room); its `{stamp}` is found in what every user receives, and deliveries are counted
-    /// against `expect` (see docs/scenarios.md, "Broadcast").
-    pub broadcast: Option<At<Broadcast>>,
-    /// MQTT: the topic a send (or fields) step publishes its message to, a template
-    /// ("room/{room}").
-    pub topic: Option<At<String>>,
-    /// MQTT: subscribe to this topic filter (a template; wildcards + and # allowed); the step
-    /// awaits the SUBACK, and what the broker then delivers goes to `on` rules and broadcast
-    /// counting.
-    pub subscribe: Option<At<String>>,
-    /// MQTT: unsubscribe from this topic filter; the step awaits the UNSUBACK.
-    pub unsubscribe: Option<At<String>>,
-    /// MQTT: the QoS of a publish (0: done when written; 1: PUBACK; 2: PUBCOMP) or of a
-    /// subscription [default: 0].
-    pub qos: Option<At<u8>>,
-    /// MQTT: publish with the retain flag.
-    pub retain: Option<At<bool>>,
-    /// A function of the file's `script` that makes the message sent: it is given the
-    /// connection's state and the step's `send` rendered (placeholders, variables, `{stamp}`;
-    /// empty without `send`), and returns the bytes to send.
-    pub call: Option<At<String>>,
-    /// A function of the file's `script` that judges the step's reply: given the connection's
-    /// state and the reply, it returns nothing or true (the reply), false (not this step's
-    /// reply: taken as a push, and the step waits on), or an error class's name (the step
-    /// fails with it).
-    pub check: Option<At<String>>,
 }
 
 /// What a broadcast step expects.

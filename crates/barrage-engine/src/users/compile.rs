@@ -263,10 +263,10 @@ impl Builder<'_> {
                     let inner = &inner.value;
                     if inner.send.is_none()
                         && inner.fields.is_none()
-                        && inner.path.is_none()
-                        && inner.rpc.is_none()
-                        && inner.subscribe.is_none()
-                        && inner.unsubscribe.is_none()
+                        && inner.http.path.is_none()
+                        && inner.grpc.rpc.is_none()
+                        && inner.mqtt.subscribe.is_none()
+                        && inner.mqtt.unsubscribe.is_none()
                     {
                         return Err(err(k, "an every block holds only send, request or rpc steps (it sends them all at each tick); put pauses outside it"));
                     }
@@ -336,7 +336,7 @@ impl Builder<'_> {
             .as_ref()
             .map_or_else(|| format!("step {}", index + 1), |n| n.value.clone());
         let mut call = None;
-        let msg = match (&s.send, &s.path, &s.rpc) {
+        let msg = match (&s.send, &s.http.path, &s.grpc.rpc) {
             _ if self.cx.mqtt.is_some() => self.mqtt(s, key)?,
             (Some(t), _, _) => StepMsg::Bytes(self.template(&t.value, &format!("{key}.send"))?),
             (None, None, None) if s.fields.is_some() => {
@@ -414,13 +414,13 @@ impl Builder<'_> {
             Some(t) => dur(&t.value, &format!("{key}.timeout"))?,
             None => self.cx.timeout.as_nanos().min(u64::MAX as u128) as u64,
         };
-        let status = match &s.status {
+        let status = match &s.http.status {
             Some(st) => {
                 Some(StatusSet::parse(&st.value).map_err(|e| err(format!("{key}.status"), e))?)
             }
             None => None,
         };
-        let server_time = match &s.server_time {
+        let server_time = match &s.http.server_time {
             None => None,
             Some(t) => Some(match (&t.value.header, &t.value.json) {
                 (Some(h), _) => super::ServerTimeFrom::Header(h.trim().to_ascii_lowercase().into()),

@@ -15,7 +15,7 @@ use super::scope::{FileScope, SecretUse, StepCount};
 use super::settings::framing;
 use super::values::{pointer, regex, think};
 use crate::at::At;
-use crate::model::{Expect, File, Match, Step};
+use crate::model::{Expect, File, Match, Step, KEY_TABLES};
 use crate::protocol::TargetKind;
 use crate::{data, units, ScenarioError};
 
@@ -190,7 +190,7 @@ impl StepsCheck<'_> {
         self.script_keys(s, key, kind)?;
         match kind {
             "send" | "path" if self.target == TargetKind::Grpc => {
-                let v = s.send.as_ref().or(s.path.as_ref());
+                let v = s.send.as_ref().or(s.http.path.as_ref());
                 return Err(cx.err(
                     v.map_or(s.line, |v| v.line),
                     format!("{key}.{kind}"),
@@ -323,12 +323,12 @@ impl StepsCheck<'_> {
                 s.send.is_some() || (s.call.is_some() && s.fields.is_none()),
             ),
             ("fields", s.fields.is_some()),
-            ("path", s.path.is_some()),
-            ("rpc", s.rpc.is_some()),
+            ("path", s.http.path.is_some()),
+            ("rpc", s.grpc.rpc.is_some()),
             ("pause", s.pause.is_some()),
             ("think", s.think.is_some()),
-            ("subscribe", s.subscribe.is_some()),
-            ("unsubscribe", s.unsubscribe.is_some()),
+            ("subscribe", s.mqtt.subscribe.is_some()),
+            ("unsubscribe", s.mqtt.unsubscribe.is_some()),
             ("steps", !s.steps.is_empty()),
         ]
         .into_iter()
@@ -349,37 +349,20 @@ impl StepsCheck<'_> {
         }
     }
 
-    /// Keys that only make sense with some kinds of step: HTTP keys with `path`, reply keys
-    /// with an exchange, repetition not on a lone pause or think.
+    /// Keys that only make sense with some kinds of step: each protocol's where its row of
+    /// [`KEY_TABLES`] says, reply keys with an exchange, repetition not on a lone pause or think.
     fn keys_fit(&self, s: &At<Step>, key: &str, kind: &str) -> CheckResult {
         let cx = self.cx;
         let exchange = matches!(
             kind,
             "send" | "fields" | "path" | "rpc" | "subscribe" | "unsubscribe"
         );
-        let http_keys = [
-            ("method", s.method.as_ref().map(|v| v.line)),
-            ("body", s.body.as_ref().map(|v| v.line)),
-            ("status", s.status.as_ref().map(|v| v.line)),
-            ("server_time", s.server_time.as_ref().map(|v| v.line)),
-            ("headers", s.headers.first().map(|v| v.line)),
-        ];
-        for (k, line) in http_keys {
-            let fits = kind == "path" || (kind == "rpc" && k == "headers");
-            if let (Some(line), false) = (line, fits) {
-                return Err(cx.err(
-                    line,
-                    format!("{key}.{k}"),
-                    "HTTP request keys go with path = \"/...\"",
-                ));
+        for table in &KEY_TABLES {
+            for (k, line) in (table.given)(s) {
+                if !(table.fits)(s, k, self.target) {
+                    return Err(cx.err(line, format!("{key}.{k}"), table.misplaced));
+                }
             }
-        }
-        if let (Some(d), false) = (&s.data, kind == "rpc") {
-            return Err(cx.err(
-                d.line,
-                format!("{key}.data"),
-                "data is a gRPC call's message: it goes with rpc = \"package.Service/Method\"",
-            ));
         }
         if !exchange {
             let reply_keys = [

@@ -340,9 +340,9 @@ pub(crate) fn binary_checks(file: &str, c: &Checked) -> Result<(), Usage> {
         barrage_scenario::protocol::of_url(&c.file.target).is_some_and(|(p, _)| p.name == "mqtt");
     for (key, s) in steps.iter().filter(|_| mqtt) {
         for (t, k, what) in [
-            (&s.topic, "topic", "the topic"),
-            (&s.subscribe, "subscribe", "the topic filter"),
-            (&s.unsubscribe, "unsubscribe", "the topic filter"),
+            (&s.mqtt.topic, "topic", "the topic"),
+            (&s.mqtt.subscribe, "subscribe", "the topic filter"),
+            (&s.mqtt.unsubscribe, "unsubscribe", "the topic filter"),
         ] {
             let Some(t) = t else { continue };
             // A bad escape or placeholder is the engine's to name.

@@ -10,7 +10,7 @@ impl Builder<'_> {
     pub(super) fn mqtt(&self, s: &Step, key: &str) -> Result<StepMsg, CompileError> {
         use crate::users::{MqttStep, MqttStepKind};
         let version = self.cx.mqtt.unwrap_or(crate::mqtt::V311);
-        let qos = s.qos.as_ref().map_or(0, |q| q.value);
+        let qos = s.mqtt.qos.as_ref().map_or(0, |q| q.value);
         // Over 65,535 bytes cannot be said: refused here when known (a `{name}`'s value is
         // checked per message).
         let string = |text: &str, k: String, what: &str| -> Result<Template, CompileError> {
@@ -20,17 +20,18 @@ impl Builder<'_> {
                 None => Ok(t),
             }
         };
-        let kind = if let Some(f) = &s.subscribe {
+        let kind = if let Some(f) = &s.mqtt.subscribe {
             MqttStepKind::Subscribe {
                 filter: string(&f.value, format!("{key}.subscribe"), "the topic filter")?,
                 qos,
             }
-        } else if let Some(f) = &s.unsubscribe {
+        } else if let Some(f) = &s.mqtt.unsubscribe {
             MqttStepKind::Unsubscribe {
                 filter: string(&f.value, format!("{key}.unsubscribe"), "the topic filter")?,
             }
         } else {
             let t = s
+                .mqtt
                 .topic
                 .as_ref()
                 .ok_or_else(|| err(key, "a publish names its topic: topic = \"...\""))?;
@@ -52,7 +53,7 @@ impl Builder<'_> {
                 topic,
                 payload,
                 qos,
-                retain: s.retain.as_ref().is_some_and(|r| r.value),
+                retain: s.mqtt.retain.as_ref().is_some_and(|r| r.value),
             }
         };
         Ok(StepMsg::Mqtt(Box::new(MqttStep { version, kind })))
@@ -65,14 +66,14 @@ impl Builder<'_> {
                 "requests are for http:// targets",
             ));
         }
-        let method = s.method.as_ref().map_or("GET", |m| m.value.as_str());
+        let method = s.http.method.as_ref().map_or("GET", |m| m.value.as_str());
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\n",
             self.cx.host_header
         );
         let given = |name: &str| {
             let n = name.to_ascii_lowercase();
-            s.headers.iter().any(|h| {
+            s.http.headers.iter().any(|h| {
                 h.value
                     .split_once(':')
                     .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(&n))
@@ -94,7 +95,7 @@ impl Builder<'_> {
         let head =
             Template::with_vars_and_secrets(head.into_bytes(), self.resolve(), self.cx.secret)
                 .map_err(|e| err(format!("{key}.path"), e))?;
-        let body = match &s.body {
+        let body = match &s.http.body {
             Some(b) => Some(self.template(&b.value, &format!("{key}.body"))?),
             None => None,
         };
@@ -106,7 +107,7 @@ impl Builder<'_> {
         for (k, v) in self.cx.headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
-        for h in &s.headers {
+        for h in &s.http.headers {
             let Some((k, v)) = h.value.split_once(':') else {
                 return Err(err(
                     format!("{key}.headers"),

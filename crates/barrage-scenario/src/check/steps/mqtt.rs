@@ -1,5 +1,6 @@
 //! MQTT's step keys: `topic` (a send or fields step publishes to it), `subscribe`,
-//! `unsubscribe`, `qos`, `retain`; checked against the target and against each other.
+//! `unsubscribe`, `qos`, `retain`; checked against each other (against the target: by MQTT's
+//! row of `model::KEY_TABLES`).
 
 use super::{CheckResult, Part, StepsCheck};
 use crate::at::At;
@@ -9,26 +10,13 @@ use crate::protocol::TargetKind;
 impl StepsCheck<'_> {
     pub(super) fn mqtt(&mut self, s: &At<Step>, key: &str, kind: &str, part: Part) -> CheckResult {
         let cx = self.cx;
-        let keys = [
-            ("topic", s.topic.as_ref().map(|v| v.line)),
-            ("subscribe", s.subscribe.as_ref().map(|v| v.line)),
-            ("unsubscribe", s.unsubscribe.as_ref().map(|v| v.line)),
-            ("qos", s.qos.as_ref().map(|v| v.line)),
-            ("retain", s.retain.as_ref().map(|v| v.line)),
-        ];
         if self.target != TargetKind::Mqtt {
-            if let Some((k, Some(line))) = keys.iter().find(|(_, l)| l.is_some()) {
-                return Err(cx.err(
-                    *line,
-                    format!("{key}.{k}"),
-                    "is MQTT's: it goes in a file whose target is mqtt:// or mqtts://",
-                ));
-            }
             return Ok(());
         }
+        let m = &s.mqtt;
         let publish = matches!(kind, "send" | "fields");
         if publish {
-            let Some(t) = &s.topic else {
+            let Some(t) = &m.topic else {
                 return Err(cx.err(
                     s.line,
                     key,
@@ -50,14 +38,14 @@ impl StepsCheck<'_> {
                 ));
             }
             self.template(t, &format!("{key}.topic"), part)?;
-        } else if let Some(t) = &s.topic {
+        } else if let Some(t) = &m.topic {
             return Err(cx.err(
                 t.line,
                 format!("{key}.topic"),
                 "goes with a send (or fields) step: the topic its message is published to",
             ));
         }
-        for (k, f) in [("subscribe", &s.subscribe), ("unsubscribe", &s.unsubscribe)] {
+        for (k, f) in [("subscribe", &m.subscribe), ("unsubscribe", &m.unsubscribe)] {
             if let Some(f) = f {
                 if f.is_empty() {
                     return Err(cx.err(
@@ -72,7 +60,7 @@ impl StepsCheck<'_> {
                 self.template(f, &format!("{key}.{k}"), part)?;
             }
         }
-        if let Some(q) = &s.qos {
+        if let Some(q) = &m.qos {
             if q.value > 2 {
                 return Err(cx.err(
                     q.line,
@@ -88,7 +76,7 @@ impl StepsCheck<'_> {
                 ));
             }
         }
-        if let (Some(r), false) = (&s.retain, publish) {
+        if let (Some(r), false) = (&m.retain, publish) {
             return Err(cx.err(
                 r.line,
                 format!("{key}.retain"),

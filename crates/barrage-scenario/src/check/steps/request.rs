@@ -11,7 +11,7 @@ use crate::protocol::TargetKind;
 impl StepsCheck<'_> {
     pub(super) fn request(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
         let cx = self.cx;
-        let path = s.path.as_ref().expect("kind path");
+        let path = s.http.path.as_ref().expect("kind path");
         if self.target != TargetKind::Http {
             return Err(cx.err(
                 path.line,
@@ -27,7 +27,7 @@ impl StepsCheck<'_> {
             ));
         }
         self.template(path, &format!("{key}.path"), part)?;
-        if let Some(m) = &s.method {
+        if let Some(m) = &s.http.method {
             if m.is_empty() || !m.bytes().all(|b| b.is_ascii_uppercase()) {
                 return Err(cx.err(
                     m.line,
@@ -40,13 +40,13 @@ impl StepsCheck<'_> {
             }
         }
         self.headers(s, key, part)?;
-        if let Some(b) = &s.body {
+        if let Some(b) = &s.http.body {
             self.template(b, &format!("{key}.body"), part)?;
         }
-        if let Some(st) = &s.status {
+        if let Some(st) = &s.http.status {
             status(st).map_err(|e| cx.err(st.line, format!("{key}.status"), e))?;
         }
-        if let Some(t) = &s.server_time {
+        if let Some(t) = &s.http.server_time {
             let k = format!("{key}.server_time");
             match (&t.header, &t.json) {
                 (Some(h), None) if !h.trim().is_empty() => {}
@@ -74,14 +74,14 @@ impl StepsCheck<'_> {
 
     /// A request's or call's header lines, each a template.
     pub(super) fn headers(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
-        if let Some(h) = s.headers.get(MAX_HEADERS) {
+        if let Some(h) = s.http.headers.get(MAX_HEADERS) {
             return Err(self.cx.err(
                 h.line,
                 format!("{key}.headers"),
                 format!("more than {} headers", MAX_HEADERS),
             ));
         }
-        for (i, h) in s.headers.iter().enumerate() {
+        for (i, h) in s.http.headers.iter().enumerate() {
             let k = format!("{key}.headers[{i}]");
             header(self.cx, h, &k)?;
             self.template(h, &k, part)?;
@@ -94,7 +94,7 @@ impl StepsCheck<'_> {
     /// binary against the .proto).
     pub(super) fn call(&mut self, s: &Step, key: &str, part: Part) -> CheckResult {
         let cx = self.cx;
-        let rpc = s.rpc.as_ref().expect("kind rpc");
+        let rpc = s.grpc.rpc.as_ref().expect("kind rpc");
         if self.target != TargetKind::Grpc {
             return Err(cx.err(
                 rpc.line,
@@ -104,7 +104,7 @@ impl StepsCheck<'_> {
         }
         crate::protocol::grpc_method(rpc).map_err(|e| cx.err(rpc.line, format!("{key}.rpc"), e))?;
         self.headers(s, key, part)?;
-        if let Some(d) = &s.data {
+        if let Some(d) = &s.grpc.data {
             let tables = d
                 .as_array()
                 .is_some_and(|a| a.iter().all(serde_json::Value::is_object));

@@ -112,7 +112,7 @@ fn method<'s>(
     step: &'s At<Step>,
     at: &dyn Fn(u32, &str, &dyn std::fmt::Display) -> Usage,
 ) -> Result<(&'s str, &'s str), Usage> {
-    let rpc = step.rpc.as_ref().expect("collected for its rpc");
+    let rpc = step.grpc.rpc.as_ref().expect("collected for its rpc");
     barrage_scenario::protocol::grpc_method(rpc)
         .map_err(|e| at(rpc.line, &format!("{key}.rpc"), &e))
 }
@@ -134,10 +134,10 @@ fn encode(
     Usage,
 > {
     let (svc, method) = method(key, step, at)?;
-    let line = step.rpc.as_ref().map_or(step.line, |r| r.line);
+    let line = step.grpc.rpc.as_ref().map_or(step.line, |r| r.line);
     let m = super::protocol::grpc::pb::method_in(pool, svc, method, shown)
         .map_err(|(v, why)| at(line, &format!("{key}.rpc"), &format!("{v}: {why}")))?;
-    let (data, line) = match &step.data {
+    let (data, line) = match &step.grpc.data {
         Some(d) => (d.value.clone(), d.line),
         None => (serde_json::json!({}), step.line),
     };
@@ -162,7 +162,7 @@ fn types_given(file: &str, key: &str, step: &At<Step>, given: bool) -> Result<()
     if given {
         return Ok(());
     }
-    let line = step.rpc.as_ref().map_or(step.line, |r| r.line);
+    let line = step.grpc.rpc.as_ref().map_or(step.line, |r| r.line);
     Err(Usage::file(
         file,
         format!(
@@ -243,7 +243,7 @@ fn check_proto(
 fn collect<'a>(steps: &'a [At<Step>], key: &str, out: &mut Vec<(String, &'a At<Step>)>) {
     for (i, s) in steps.iter().enumerate() {
         let k = format!("{key}[{i}]");
-        if s.rpc.is_some() {
+        if s.grpc.rpc.is_some() {
             out.push((k.clone(), s));
         }
         collect(&s.steps, &format!("{k}.steps"), out);
