@@ -1,5 +1,5 @@
 //! The command line as the user writes it (clap). Nothing here is validated beyond the shape
-//! of single values; `config.rs` turns it into a plan.
+//! of single values; `resolve/config/` turns it into a plan.
 
 use crate::units;
 use clap::{Args, Parser, Subcommand};
