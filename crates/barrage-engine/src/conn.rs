@@ -29,7 +29,7 @@ pub enum State {
 pub struct Conn<S> {
     pub gid: u64,
     pub state: State,
-    /// The op of the run's program the connection is at (see [`crate::script`]).
+    /// The op of the run's program the connection is at (see [`crate::modes`]).
     pub pc: u16,
     /// In the worker's ready queue already.
     pub ready_queued: bool,

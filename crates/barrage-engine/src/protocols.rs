@@ -10,7 +10,7 @@ use crate::spec::{GrpcSpec, HttpSpec, McSpec, MqttSpec, RedisSpec, TcpSpec, WsSp
 use serde::{Deserialize, Serialize};
 
 /// What is spoken on each connection, in the user's words: each protocol's spec lives beside
-/// its codec and plans itself (`XSpec::plan`, through [`cx::PlanCx`]).
+/// its codec and plans itself (`XSpec::plan`, through [`PlanCx`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProtocolSpec {

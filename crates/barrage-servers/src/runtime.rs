@@ -2,7 +2,7 @@
 //! [`ServerHandle`] that reads their counters and stops them.
 //!
 //! Key decision: one listening socket *per thread*, so that no accept lock or hand-off queue
-//! exists; how the threads share the port is platform code ([`bind`]): on Unix each binds its
+//! exists; how the threads share the port is platform code ([`mod@bind`]): on Unix each binds its
 //! own with `SO_REUSEPORT` and the kernel spreads connections over them, on Windows each polls
 //! a duplicate of one socket and takes what it accepts first. Everything that can fail (bind,
 //! the poll, the waker, spawn) happens in [`spawn`] before it returns, so a caller may connect

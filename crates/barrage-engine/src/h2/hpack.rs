@@ -7,8 +7,9 @@
 //!
 //! Encoding is what barrage's requests need, no more: a request's header list is the same on
 //! every request of a run but for its placeholders, so each connection's first request adds
-//! its fixed fields to the server's table ([`Block`] with incremental indexing) and every later
-//! one names them by index, a byte each. Strings are sent raw (no Huffman): after the first
+//! its fixed fields to the server's table with incremental indexing
+//! ([`H2Request::render_block`](super::request::H2Request::render_block)) and every later one
+//! names them by index, a byte each. Strings are sent raw (no Huffman): after the first
 //! request there are none left but the values with placeholders.
 
 use super::huffman;

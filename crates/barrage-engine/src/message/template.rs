@@ -212,7 +212,7 @@ pub(super) enum Piece {
     ConnMod(u64),
     /// `{name}`: the value in this slot of the user's [`Vars`](crate::capture::Vars).
     Var(u32),
-    /// A binary number ([`binary`]).
+    /// A binary number ([`binary`](super::binary)).
     Int(IntKind, NumSrc),
     /// The byte length of the next `span` pieces plus `adjust`, as a binary number.
     Len {

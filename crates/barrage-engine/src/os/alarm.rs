@@ -1,8 +1,8 @@
 //! The monotonic clock and the precise wake-up of a worker's event loop.
 //!
 //! An open-loop send is timed from its intended time, so a loop that wakes late adds its
-//! lateness to every latency it measures (the run's `lag_max` shows the worst). How each
-//! platform wakes a loop on time:
+//! lateness to every latency it measures (the timeline's `lag_us_max` shows the worst). How
+//! each platform wakes a loop on time:
 //!
 //! * **Linux**: a timerfd armed at an absolute CLOCK_MONOTONIC time, registered in the poll,
 //!   with the thread's timer slack set to 1 ns: wake-ups within tens of microseconds.

@@ -4,7 +4,7 @@
 //! pushed messages by its `on` rules, and departs at its departure time, running its `leave`
 //! steps first.
 //!
-//! Key design decision: a scenario is compiled once ([`compile`]) into a flat [`Program`] of
+//! Key design decision: a scenario is compiled once ([`compile()`]) into a flat [`Program`] of
 //! [`Op`]s and per-step definitions shared by every user; a user's own state
 //! ([`UserState`]) is its program counter, loop counters, variables and the reply being
 //! collected, so no interpreter or tree is walked per user. The worker runs the program

@@ -338,7 +338,7 @@ pub struct OnRule {
 }
 
 /// One operation of a program. A scenario's users run `Send` ... `End` (`worker/users.rs`);
-/// the flag modes compile into `Opening`, `Window` and `Schedule` (`crate::script`, run by
+/// the flag modes compile into `Opening`, `Window` and `Schedule` (`crate::modes`, run by
 /// `worker/conn_io.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {

@@ -10,7 +10,7 @@ use crate::shape::Shape;
 use crate::ScenarioError;
 
 /// `--expect`'s grammar: echo, bytes:N, line, delim:TEXT, len:u16be|u16le|u32be|u32le,
-/// field:OFFSET:TYPE[:ADJUST[:STRIP]], mqtt, none (a field's parts are judged by the engine's
+/// `field:OFFSET:TYPE[:ADJUST[:STRIP]]`, mqtt, none (a field's parts are judged by the engine's
 /// parser when the run is planned).
 pub(crate) fn framing(s: &str) -> Result<(), String> {
     let ok = match s.trim() {

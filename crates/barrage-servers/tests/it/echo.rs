@@ -1,6 +1,6 @@
 //! The echo server through its public API: echo correctness, exact counters, backpressure,
-//! closes and resets, bind errors. Fault-knob timing lives in `tests/faults.rs`, thread
-//! accounting in `tests/shutdown.rs`.
+//! closes and resets, bind errors. Fault-knob timing lives in `tests/it/faults.rs`, thread
+//! accounting in `tests/it/shutdown.rs`.
 
 use crate::common::{self, config, connect, exchange, pattern, start, wait_for};
 use barrage_servers::echo::{self, EchoConfig};

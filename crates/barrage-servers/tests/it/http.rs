@@ -1,5 +1,5 @@
 //! The http server through its public API with std blocking clients: keep-alive, pipelining,
-//! every route, closes, errors, exact counters and the fault knobs. TLS is in `tests/tls.rs`.
+//! every route, closes, errors, exact counters and the fault knobs. TLS is in `tests/it/tls.rs`.
 
 use crate::common::http_client::{expected_body, read_response, Counting, Response};
 use crate::common::{connect, wait_for};

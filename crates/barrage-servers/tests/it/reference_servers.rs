@@ -101,7 +101,8 @@ fn attack(addr: SocketAddr, refs: usize, stop: &AtomicBool, sent: &AtomicU64) ->
 }
 
 /// By hand: the attacker against a running server, for measuring a fresh client beside it
-/// (notes/servers.md). `BARRAGE_HOSTILE_ADDR=127.0.0.1:8443 BARRAGE_HOSTILE_REFS=3000
+/// (the figures in CHANGELOG.md, issue 42 item 6).
+/// `BARRAGE_HOSTILE_ADDR=127.0.0.1:8443 BARRAGE_HOSTILE_REFS=3000
 /// BARRAGE_HOSTILE_SECS=20 cargo test --release -p barrage-servers --test it
 /// reference_servers_attacker_by_hand -- --ignored --nocapture`
 #[test]

@@ -1,9 +1,9 @@
 //! Resolve: every bad-input check of `barrage run`, before anything starts.
 //!
 //! One step turns the user's words into what the run needs, or into one `Usage` error naming
-//! the flag: the engine's plan and the recorded config (`config.rs`), what to watch
+//! the flag: the engine's plan and the recorded config (`config/`), what to watch
 //! (`watch.rs`), the thresholds (and whether the run can measure them), the open-file limit,
-//! and every output destination (`output.rs`). Nothing here starts a thread, a process or a
+//! and every output destination (`outputs.rs`). Nothing here starts a thread, a process or a
 //! connection, and no file is written.
 
 pub mod cli;

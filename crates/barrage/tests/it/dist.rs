@@ -1,7 +1,7 @@
 //! `barrage dist slurm|k8s`: the launchers of one run as N shards.
 //!
 //! - Slurm: the printed sbatch script runs for real on the two-node cluster of
-//!   `deploy/slurm/slurm-local.sh` (as `tests/slurm.rs`: skipped without slurm-wlm and munge,
+//!   `deploy/slurm/slurm-local.sh` (as `tests/it/slurm.rs`: skipped without slurm-wlm and munge,
 //!   a failure under CI), once with a URL and once with a scenario file in a folder whose
 //!   name needs quoting, and the merged result reconciles exactly with the echo server's own
 //!   counts; a threshold that fails on the whole run is the job's exit code 3.

@@ -151,7 +151,7 @@ fn a_hangup_stops_the_run_and_writes_the_results() {
 
 /// A second signal while replies are awaited does not end the process: the results are still
 /// written, what was awaited counted as in flight at the end. (That it cuts the drain short
-/// is shown by counts in crates/barrage-engine/tests/hurry.rs.)
+/// is shown by counts in crates/barrage-engine/tests/it/hurry.rs.)
 #[test]
 fn a_second_signal_keeps_the_results() {
     let r = stopped_by(&["INT", "INT"], &["--delay", "5s"]);

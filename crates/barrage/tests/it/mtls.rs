@@ -2,7 +2,7 @@
 //! or `protocol.cert`/`.key` in a scenario file) and the name the server's certificate is
 //! checked against (`--servername`). The servers are barrage's own, `serve http|h2|ws|grpc
 //! --tls-client-ca` (rustls' WebPKI client verifier), with certificates made by rcgen
-//! (tests/pki); nginx with `ssl_verify_client on` is in interop.rs. Every run is bounded and
+//! (tests/it/pki); nginx with `ssl_verify_client on` is in interop.rs. Every run is bounded and
 //! goes to 127.0.0.1 (`localhost` resolves there); every server is killed by its guard.
 
 use crate::common::*;

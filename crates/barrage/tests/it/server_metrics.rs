@@ -1,7 +1,7 @@
 //! `--server-metrics URL --server-metric SELECTOR`: the server's own metrics on the run's
 //! timeline, against `barrage serve chat --metrics` (OpenMetrics): a counter's rate adds up
 //! to what the server says it did, a gauge is kept as scraped, thresholds judge them, and bad
-//! input is one line. (Against a third-party exposition: tests/prometheus.rs reads
+//! input is one line. (Against a third-party exposition: tests/it/prometheus.rs reads
 //! Prometheus's own /metrics.)
 
 use crate::common::*;

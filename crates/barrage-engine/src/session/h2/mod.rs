@@ -3,7 +3,7 @@
 //! The connection opens with the preface, this side's SETTINGS and a WINDOW_UPDATE that
 //! lifts the connection's receive window; the server's first SETTINGS (acknowledged) ends
 //! the handshake, so its SETTINGS_MAX_CONCURRENT_STREAMS is known before a request goes out:
-//! [`Streams::room`](super::Streams::room) keeps the streams in flight under it, and what a connection owes beyond
+//! [`Streams::room`] keeps the streams in flight under it, and what a connection owes beyond
 //! that waits for a stream to end. Responses are read frame by frame ([`FrameReader`]):
 //! header blocks are decoded with the connection's HPACK table, bodies are counted (and
 //! given to a scenario step that looks into them) and never kept, and the receive windows

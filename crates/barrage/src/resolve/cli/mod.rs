@@ -1,5 +1,8 @@
 //! The command line as the user writes it (clap). Nothing here is validated beyond the shape
-//! of single values; `config.rs` turns it into a plan.
+//! of single values; `resolve/config/` turns it into a plan.
+
+// The args' `///` are clap's --help text: `HOST[:PORT]` and `/delay/<ms>` are not links or HTML.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use crate::units;
 use clap::{Args, Parser, Subcommand};

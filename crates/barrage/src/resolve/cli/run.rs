@@ -1,4 +1,4 @@
-//! `barrage run`'s flags (the user's words; `config.rs` turns them into a plan).
+//! `barrage run`'s flags (the user's words; `resolve/config/` turns them into a plan).
 
 use clap::Args;
 
@@ -28,7 +28,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub file: super::groups::FileArgs,
 
-    /// A scenario file's run, set by `scenario.rs` (not a flag).
+    /// A scenario file's run, set by `resolve/scenario.rs` (not a flag).
     #[arg(skip)]
     pub scenario: Option<barrage_engine::ScenarioSpec>,
 

@@ -264,7 +264,8 @@ fn load(a: &RunArgs) -> Result<Load, Usage> {
         (None, _) if stages.is_some() => stages.map(|(_, end)| end),
         (None, _) if conns.is_some() => conns.map(|(_, end)| end),
         // Every run is bounded in time: `-n` alone also stops after a default bound, so a
-        // server that never answers cannot keep it going forever (run.rs prints the rule).
+        // server that never answers cannot keep it going forever (`resolve/outputs.rs` notes
+        // the rule).
         (None, Some(_)) => Some(REQUESTS_TIME_BOUND),
         (None, None) => Some(Duration::from_secs(10)),
     };

@@ -76,7 +76,7 @@ pub(super) fn shard(
 }
 
 /// `--start-at`: RFC 3339 UTC (`2026-11-23T08:00:00Z`) or `@UNIX_SECONDS`, checked against
-/// now (see `start_at.rs`); `load`: the load's length when known.
+/// now (see `resolve/start_at.rs`); `load`: the load's length when known.
 pub(super) fn start_at(v: Option<&str>, load: Option<Duration>) -> Result<Clock, Usage> {
     let Some(v) = v else { return Ok(Clock::Now) };
     let unix_ns = crate::resolve::start_at::check(v, crate::resolve::start_at::now_ns(), load)?;

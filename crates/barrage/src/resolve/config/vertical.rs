@@ -1,7 +1,8 @@
-//! The port each protocol's vertical (`tcp.rs`, `http.rs`, `grpc.rs`, `ws.rs`, `kv.rs`,
-//! `mqtt.rs`) is written against: [`Vertical`] (its flags, its own checks, its spec), the flags
-//! several protocols take, the user's [`Words`], and what the verticals share (headers,
-//! statuses, what a reply is, files read with a cap). `protocol.rs` dispatches on the target's.
+//! The port each protocol's vertical (`protocol/`: `tcp.rs`, `http.rs`, `grpc.rs`, `ws.rs`,
+//! `kv.rs`, `mqtt.rs`) is written against: [`Vertical`] (its flags, its own checks, its
+//! spec), the flags several protocols take, the user's [`Words`], and what the verticals share
+//! (headers, statuses, what a reply is, files read with a cap). `protocol.rs` dispatches on the
+//! target's.
 
 use crate::resolve::cli::RunArgs;
 use crate::resolve::redact::Secrets;

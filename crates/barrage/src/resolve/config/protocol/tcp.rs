@@ -1,5 +1,5 @@
 //! Raw TCP's vertical: the message flags, `--expect` and `--verify` (the script's flags are
-//! `script.rs`'s).
+//! `config/script.rs`'s).
 
 use crate::resolve::cli::RunArgs;
 use crate::resolve::config::vertical::{
