@@ -52,6 +52,12 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         .as_deref()
         .map(|v| crate::sinks::prom::parse_addr(v, a.output.listen_any))
         .transpose()?;
+    let influx = a
+        .output
+        .influx
+        .as_deref()
+        .map(crate::sinks::influx::InfluxTarget::parse)
+        .transpose()?;
     let web = a
         .output
         .web
@@ -88,6 +94,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         rec: Default::default(),
         prometheus,
         web,
+        influx,
         report,
         baseline,
         baseline_lines: Vec::new(),

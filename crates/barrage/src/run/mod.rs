@@ -160,6 +160,18 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         w.run_starts_at(at);
     }
     let live = outputs.live(&r.plan, &signals.stop);
+    // The wall-clock time of the run's t = 0, which stamps the points --influx pushes.
+    let t0 = starts.map_or_else(std::time::SystemTime::now, |at| {
+        std::time::SystemTime::now() + at.saturating_duration_since(Instant::now())
+    });
+    let influx = outputs.influx.take().map(|t| {
+        let tags = crate::sinks::influx::RunTags {
+            run: started_at.clone(),
+            target: r.config.target.clone(),
+            shard: source.shard_label(&r.plan),
+        };
+        crate::sinks::influx::Pusher::start(t, tags, t0)
+    });
     let scraper = r
         .metrics
         .map(|m| m.start(starts.unwrap_or_else(Instant::now)));
@@ -167,14 +179,20 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         &live,
         Watch::asked(watch.as_ref()),
         outputs.recorders(),
-        prom.as_ref(),
-        web.as_ref(),
+        observer::Served {
+            prom: prom.as_ref(),
+            web: web.as_ref(),
+            influx: influx.as_ref(),
+        },
         scraper.as_ref(),
         &signals.stop,
     );
     let source_says = source.says_errors();
     let fed = source.feed(r.plan, signals.stop.clone(), &mut observer)?;
     let out_failed = observer.out_failed;
+    if let Some(i) = influx {
+        i.finish();
+    }
     // The server's metrics up to the end of the load, with a last scrape before a spawned
     // server is stopped (after the recovery window there would be nothing left to read).
     let server_metrics = scraper

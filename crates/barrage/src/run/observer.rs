@@ -1,5 +1,5 @@
-//! What watches a run as it goes: the live view, the files written as it goes, `/metrics`
-//! and the live page, fed a second at a time by whatever source runs the load.
+//! What watches a run as it goes: the live view, the files written as it goes, `/metrics`,
+//! the live page and `--influx`, fed a second at a time by whatever source runs the load.
 
 use crate::resolve::watch::Watch;
 use crate::sinks::output::Live;
@@ -72,6 +72,14 @@ pub(crate) fn finish_web(web: Option<crate::sinks::web::Web>, result: &RunResult
     }
 }
 
+/// What serves or pushes the run while it goes: `--prometheus`, `--web`, `--influx`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Served<'a> {
+    pub prom: Option<&'a crate::sinks::prom::Exporter>,
+    pub web: Option<&'a crate::sinks::web::Web>,
+    pub influx: Option<&'a crate::sinks::influx::Pusher>,
+}
+
 /// What watches the run as it goes: the live view, and the files written as it goes. Fed by
 /// the engine's coordinator, or by the parent of `--processes` with its children's merged
 /// seconds.
@@ -81,6 +89,7 @@ pub(crate) struct Observer<'a> {
     files: &'a mut crate::sinks::recorders::Recorders,
     prom: Option<&'a crate::sinks::prom::Exporter>,
     web: Option<&'a crate::sinks::web::Web>,
+    influx: Option<&'a crate::sinks::influx::Pusher>,
     scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
@@ -122,17 +131,18 @@ impl<'a> Observer<'a> {
         live: &'a Live,
         watch: Option<&'a Watch>,
         files: &'a mut crate::sinks::recorders::Recorders,
-        prom: Option<&'a crate::sinks::prom::Exporter>,
-        web: Option<&'a crate::sinks::web::Web>,
+        outs: Served<'a>,
         scraper: Option<&'a barrage_monitor::Scraper>,
         stop: &'a AtomicBool,
     ) -> Observer<'a> {
+        let Served { prom, web, influx } = outs;
         let mut observer = Observer {
             live,
             watch,
             files,
             prom,
             web,
+            influx,
             scraper,
             stop,
             out_failed: false,
@@ -178,6 +188,9 @@ impl barrage_engine::Observer for Observer<'_> {
         if let Some(p) = self.prom {
             p.tick(tick, server.as_ref().map(|s| (s.cpu_pct, s.rss_bytes)));
             p.server_metrics(&metrics);
+        }
+        if let Some(i) = self.influx {
+            i.tick(tick);
         }
         if let Some(w) = self.web {
             let net = self.watch.and_then(Watch::latest_net);

@@ -25,7 +25,7 @@ mod temp_root;
 /// Flags the parent keeps for itself (with whether they take a value): its outputs, the
 /// watch of the server (one monitor, one scrape of its metrics for the whole run) and the
 /// thresholds (judged on the merged run; the children are told to skip theirs).
-const PARENT_ONLY: [(&str, bool); 22] = [
+const PARENT_ONLY: [(&str, bool); 23] = [
     ("--monitor", true),
     ("--spawn", true),
     ("--monitor-interval", true),
@@ -46,6 +46,7 @@ const PARENT_ONLY: [(&str, bool); 22] = [
     ("--hdr-log", true),
     ("--prometheus", true),
     ("--web", true),
+    ("--influx", true),
     ("--server-metrics", true),
     ("--server-metric", true),
 ];

@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod httpd;
+pub mod influx;
 pub mod live;
 pub mod outfile;
 pub mod output;

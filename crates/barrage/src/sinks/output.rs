@@ -118,6 +118,8 @@ pub struct Outputs {
     pub prometheus: Option<std::net::SocketAddr>,
     /// `--web`: where to serve the live page.
     pub web: Option<std::net::SocketAddr>,
+    /// `--influx`: where each second's points go.
+    pub influx: Option<crate::sinks::influx::InfluxTarget>,
     pub(crate) report: Option<(String, Format)>,
     pub(crate) baseline: Option<crate::sinks::baseline::Baseline>,
     /// The comparison with the baseline, printed after the summary ([`Outputs::judge_baseline`]).
@@ -146,6 +148,7 @@ impl Outputs {
             rec: Default::default(),
             prometheus: None,
             web: None,
+            influx: None,
             report: None,
             baseline: None,
             baseline_lines: Vec::new(),

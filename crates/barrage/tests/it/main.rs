@@ -67,6 +67,8 @@ mod merge;
 mod monitor;
 // Mutual TLS and --servername against the reference servers.
 mod mtls;
+// --influx against a real InfluxDB.
+mod push;
 // The pre-flight refuses a plan that does not fit this machine.
 mod preflight;
 // `--prometheus` scraped by a real Prometheus server.

@@ -363,6 +363,12 @@ pub struct OutputArgs {
     )]
     pub web: Option<String>,
 
+    /// Push each second's figures to InfluxDB as line protocol while the run goes:
+    /// http://HOST:8086/write?db=NAME (1.x), or http://HOST:8086/api/v2/write?org=O&bucket=B
+    /// (2.x, its token in INFLUX_TOKEN)
+    #[arg(long, value_name = "URL", help_heading = "Output")]
+    pub influx: Option<String>,
+
     /// Let --prometheus and --web listen on an address other than loopback (reachable from
     /// other machines), and --server-metrics read a URL that is not on loopback
     #[arg(long, help_heading = "Output")]
