@@ -58,6 +58,12 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         .as_deref()
         .map(crate::sinks::influx::InfluxTarget::parse)
         .transpose()?;
+    let statsd = a
+        .output
+        .statsd
+        .as_deref()
+        .map(|v| crate::sinks::statsd::StatsdTarget::parse(v, a.output.statsd_prefix.as_deref()))
+        .transpose()?;
     let web = a
         .output
         .web
@@ -95,6 +101,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         prometheus,
         web,
         influx,
+        statsd,
         report,
         baseline,
         baseline_lines: Vec::new(),

@@ -172,6 +172,10 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
         };
         crate::sinks::influx::Pusher::start(t, tags, t0)
     });
+    let statsd = outputs
+        .statsd
+        .take()
+        .map(crate::sinks::statsd::Statsd::start);
     let scraper = r
         .metrics
         .map(|m| m.start(starts.unwrap_or_else(Instant::now)));
@@ -183,6 +187,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
             prom: prom.as_ref(),
             web: web.as_ref(),
             influx: influx.as_ref(),
+            statsd: statsd.as_ref(),
         },
         scraper.as_ref(),
         &signals.stop,
@@ -192,6 +197,9 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
     let out_failed = observer.out_failed;
     if let Some(i) = influx {
         i.finish();
+    }
+    if let Some(s) = statsd {
+        s.finish();
     }
     // The server's metrics up to the end of the load, with a last scrape before a spawned
     // server is stopped (after the recovery window there would be nothing left to read).

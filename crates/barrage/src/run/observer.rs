@@ -1,5 +1,6 @@
 //! What watches a run as it goes: the live view, the files written as it goes, `/metrics`,
-//! the live page and `--influx`, fed a second at a time by whatever source runs the load.
+//! the live page, `--influx` and `--statsd`, fed a second at a time by whatever source runs
+//! the load.
 
 use crate::resolve::watch::Watch;
 use crate::sinks::output::Live;
@@ -72,12 +73,14 @@ pub(crate) fn finish_web(web: Option<crate::sinks::web::Web>, result: &RunResult
     }
 }
 
-/// What serves or pushes the run while it goes: `--prometheus`, `--web`, `--influx`.
+/// What serves or pushes the run while it goes: `--prometheus`, `--web`, `--influx`,
+/// `--statsd`.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Served<'a> {
     pub prom: Option<&'a crate::sinks::prom::Exporter>,
     pub web: Option<&'a crate::sinks::web::Web>,
     pub influx: Option<&'a crate::sinks::influx::Pusher>,
+    pub statsd: Option<&'a crate::sinks::statsd::Statsd>,
 }
 
 /// What watches the run as it goes: the live view, and the files written as it goes. Fed by
@@ -90,6 +93,7 @@ pub(crate) struct Observer<'a> {
     prom: Option<&'a crate::sinks::prom::Exporter>,
     web: Option<&'a crate::sinks::web::Web>,
     influx: Option<&'a crate::sinks::influx::Pusher>,
+    statsd: Option<&'a crate::sinks::statsd::Statsd>,
     scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
     /// The durable stream failed and stopped the load.
@@ -135,7 +139,12 @@ impl<'a> Observer<'a> {
         scraper: Option<&'a barrage_monitor::Scraper>,
         stop: &'a AtomicBool,
     ) -> Observer<'a> {
-        let Served { prom, web, influx } = outs;
+        let Served {
+            prom,
+            web,
+            influx,
+            statsd,
+        } = outs;
         let mut observer = Observer {
             live,
             watch,
@@ -143,6 +152,7 @@ impl<'a> Observer<'a> {
             prom,
             web,
             influx,
+            statsd,
             scraper,
             stop,
             out_failed: false,
@@ -191,6 +201,9 @@ impl barrage_engine::Observer for Observer<'_> {
         }
         if let Some(i) = self.influx {
             i.tick(tick);
+        }
+        if let Some(s) = self.statsd {
+            s.tick(tick);
         }
         if let Some(w) = self.web {
             let net = self.watch.and_then(Watch::latest_net);

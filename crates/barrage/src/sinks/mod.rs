@@ -9,5 +9,6 @@ pub mod outfile;
 pub mod output;
 pub mod prom;
 pub mod recorders;
+pub mod statsd;
 pub mod tui;
 pub mod web;

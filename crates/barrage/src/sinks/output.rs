@@ -120,6 +120,8 @@ pub struct Outputs {
     pub web: Option<std::net::SocketAddr>,
     /// `--influx`: where each second's points go.
     pub influx: Option<crate::sinks::influx::InfluxTarget>,
+    /// `--statsd`: where each second's metrics go.
+    pub statsd: Option<crate::sinks::statsd::StatsdTarget>,
     pub(crate) report: Option<(String, Format)>,
     pub(crate) baseline: Option<crate::sinks::baseline::Baseline>,
     /// The comparison with the baseline, printed after the summary ([`Outputs::judge_baseline`]).
@@ -149,6 +151,7 @@ impl Outputs {
             prometheus: None,
             web: None,
             influx: None,
+            statsd: None,
             report: None,
             baseline: None,
             baseline_lines: Vec::new(),

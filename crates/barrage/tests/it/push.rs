@@ -201,3 +201,138 @@ fn an_influx_that_refuses_or_is_absent_costs_a_line_not_the_run() {
         assert!(!err.contains("db="), "the URL's query is not shown: {err}");
     }
 }
+
+/// Etsy's StatsD (npm `statsd`, tests/statsd) on free ports of 127.0.0.1, flushing never
+/// during the test, so its counters hold the whole run; read through its management port.
+struct StatsdDaemon {
+    _child: Guard,
+    port: u16,
+    mgmt: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl StatsdDaemon {
+    fn start() -> Option<StatsdDaemon> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/statsd");
+        let stats = root.join("node_modules/statsd/stats.js");
+        let node = on_path("node");
+        let what = if node {
+            "tests/statsd/node_modules (npm ci in tests/statsd)"
+        } else {
+            "node"
+        };
+        if !available(what, node && stats.is_file()) {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..3 {
+            let (port, mgmt) = (refused_port(), refused_port());
+            let conf = dir.path().join("statsd.js");
+            std::fs::write(
+                &conf,
+                format!(
+                    "{{ port: {port}, address: \"127.0.0.1\", mgmt_address: \"127.0.0.1\", \
+                     mgmt_port: {mgmt}, backends: [], flushInterval: 3600000 }}"
+                ),
+            )
+            .unwrap();
+            let mut child = StdCommand::new("node")
+                .arg(&stats)
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn statsd");
+            if wait_listening(&mut child, mgmt) {
+                return Some(StatsdDaemon {
+                    _child: Guard(child),
+                    port,
+                    mgmt,
+                    _dir: dir,
+                });
+            }
+            drop(Guard(child));
+        }
+        panic!("statsd did not start");
+    }
+
+    /// The management port's answer to `what` (`counters`, `gauges`): `'name': value` lines.
+    fn dump(&self, what: &str) -> std::collections::HashMap<String, f64> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.mgmt)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        writeln!(s, "{what}").unwrap();
+        let mut text = String::new();
+        let mut buf = [0u8; 4096];
+        while !text.contains("END") {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "statsd closed before END: {text}");
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        text.lines()
+            .filter_map(|l| {
+                let (k, v) = l.trim().trim_end_matches(',').split_once(": ")?;
+                Some((k.trim_matches('\'').to_string(), v.parse().ok()?))
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn statsd_counters_summed_over_the_run_are_the_runs_figures() {
+    let Some(d) = StatsdDaemon::start() else {
+        return;
+    };
+    let server = EchoServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", d.port);
+    let v = run_json(
+        &[
+            server.url(),
+            "-c",
+            "4",
+            "-n",
+            "3000",
+            "--rate",
+            "1500",
+            "--statsd",
+            &addr,
+            "--statsd-prefix",
+            "lt.run1",
+        ],
+        &dir.path().join("r.json"),
+    );
+    let stats = server.stop();
+    // UDP on loopback: give the daemon a moment to read the last datagrams.
+    std::thread::sleep(Duration::from_millis(300));
+    let c = d.dump("counters");
+    assert_eq!(c["lt.run1.exchanges.completed"] as u64, 3000, "{c:?}");
+    assert_eq!(
+        c["lt.run1.exchanges.sent"] as u64,
+        u(&v, "summary.exchanges.sent")
+    );
+    assert_eq!(c["lt.run1.bytes.written"] as u64, u(&stats, "bytes_read"));
+    assert_eq!(c["lt.run1.connects"] as u64, 4);
+    assert!(
+        !c.contains_key("lt.run1.errors"),
+        "no error, none sent: {c:?}"
+    );
+    assert_eq!(c["statsd.bad_lines_seen"] as u64, 0, "{c:?}");
+    let g = d.dump("gauges");
+    assert!(g.contains_key("lt.run1.connections.open"), "{g:?}");
+    // A StatsD that is not there: the run is unharmed, one line says what was not sent (the
+    // kernel reports the port unreachable to the datagrams after the first).
+    let server = EchoServer::start(&[]);
+    let nobody = format!("127.0.0.1:{}", refused_port());
+    let out = barrage()
+        .args([server.url(), "-c", "2", "-n", "1500", "--rate", "500", "-q"])
+        .args(["--statsd", &nobody])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("warning: --statsd {nobody}:")) && err.contains("datagrams not sent"),
+        "{err}"
+    );
+}

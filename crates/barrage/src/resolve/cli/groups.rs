@@ -369,6 +369,21 @@ pub struct OutputArgs {
     #[arg(long, value_name = "URL", help_heading = "Output")]
     pub influx: Option<String>,
 
+    /// Send each second's figures to a StatsD daemon over UDP while the run goes: HOST:PORT,
+    /// or PORT on 127.0.0.1 (counters of exchanges, errors, connects and bytes; gauges of open
+    /// connections, in flight, the rate and latency percentiles)
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    pub statsd: Option<String>,
+
+    /// The names' prefix for --statsd [default: barrage]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "statsd",
+        help_heading = "Output"
+    )]
+    pub statsd_prefix: Option<String>,
+
     /// Let --prometheus and --web listen on an address other than loopback (reachable from
     /// other machines), and --server-metrics read a URL that is not on loopback
     #[arg(long, help_heading = "Output")]
