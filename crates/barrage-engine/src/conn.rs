@@ -15,6 +15,8 @@ pub enum State {
     /// Not connected: waiting for its turn to connect (first time, or backoff after a failure).
     Waiting,
     Connecting,
+    /// TCP connected to the proxy; its answer to CONNECT is awaited (the tunnel).
+    Proxy,
     /// TCP connected; the TLS handshake is under way.
     Tls,
     /// The protocol's handshake (e.g. the WebSocket upgrade) is sent and its answer awaited.
@@ -66,6 +68,9 @@ pub struct Conn<S> {
     pub failures: u32,
     #[allow(clippy::box_collection)] // boxed: 8 bytes on connections that never think
     pub thinking: Option<Box<VecDeque<u64>>>,
+    /// Through a proxy: what it answered to CONNECT so far (its head, read in pieces).
+    #[allow(clippy::box_collection)] // boxed: 8 bytes on connections without a proxy
+    pub proxy_head: Option<Box<Vec<u8>>>,
     pub retry_at: u64,
     /// Times of the pending wake and timeout timer entries (u64::MAX: none pending).
     pub wake_at: u64,
@@ -96,6 +101,7 @@ impl<S: Session> Conn<S> {
             owed: 0,
             failures: 0,
             thinking: None,
+            proxy_head: None,
             retry_at: u64::MAX,
             wake_at: u64::MAX,
             timeout_at: u64::MAX,

@@ -58,7 +58,7 @@ pub use run::{
     RunOutput,
 };
 pub use spec::{
-    Clock, GrpcSpec, HttpSpec, HttpVersion, McSpec, ModeSpec, MqttSpec, ProtocolSpec, RedisSpec,
-    ScenarioSpec, ScriptSpec, ShareSet, Spec, SpecError, TcpSpec, TlsSpec, WsSpec,
+    Clock, GrpcSpec, HttpSpec, HttpVersion, McSpec, ModeSpec, MqttSpec, ProtocolSpec, ProxySpec,
+    RedisSpec, ScenarioSpec, ScriptSpec, ShareSet, Spec, SpecError, TcpSpec, TlsSpec, WsSpec,
 };
 pub use worker::classify_tls;

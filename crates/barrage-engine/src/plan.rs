@@ -157,6 +157,19 @@ pub struct Target {
     pub more: Vec<SocketAddr>,
     /// Source addresses to connect from (`--source-ip`); empty: the kernel's choice.
     pub sources: Vec<std::net::IpAddr>,
+    /// An HTTP proxy the connections go through (`--proxy`, `https_proxy`): each connects to
+    /// it and asks for a tunnel to the target (CONNECT) before anything else.
+    pub proxy: Option<ProxyPlan>,
+}
+
+/// An HTTP proxy's CONNECT tunnel to the target.
+#[derive(Clone, Debug)]
+pub struct ProxyPlan {
+    /// Where the connections go.
+    pub addr: SocketAddr,
+    /// The CONNECT request, whole (with `Proxy-Authorization` when the proxy's URL had
+    /// credentials).
+    pub connect: Box<[u8]>,
 }
 
 impl Target {
@@ -167,14 +180,23 @@ impl Target {
             addr,
             more: Vec::new(),
             sources: Vec::new(),
+            proxy: None,
         }
     }
 
-    /// Every address connections go to: `addr` first.
+    /// Every address of the target: `addr` first.
     pub fn addrs(&self) -> Vec<SocketAddr> {
         std::iter::once(self.addr)
             .chain(self.more.iter().copied())
             .collect()
+    }
+
+    /// Where connections go: the proxy's address when there is one, else the target's.
+    pub fn dial_addrs(&self) -> Vec<SocketAddr> {
+        match &self.proxy {
+            Some(p) => vec![p.addr],
+            None => self.addrs(),
+        }
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Spec {
     pub source_ips: Vec<std::net::IpAddr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSpec>,
+    /// An HTTP proxy the connections tunnel through (CONNECT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySpec>,
     pub connections: u64,
     pub threads: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +220,38 @@ pub const DEFAULT_TIMER_SLACK_NS: u64 = 1_000_000;
 /// `-n` without `-d` also stops after this long: every run is bounded in time.
 pub const REQUESTS_TIME_BOUND: Duration = Duration::from_secs(600);
 
+/// An HTTP proxy's CONNECT tunnel (`--proxy`, `https_proxy`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProxySpec {
+    /// As shown: `http://HOST:PORT`, without credentials.
+    pub url: String,
+    /// Where the connections go.
+    pub addr: SocketAddr,
+    /// `Proxy-Authorization: Basic` credentials (base64 of `USER:PASSWORD`); hidden in the
+    /// result ([`Spec::redacted`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+}
+
+impl ProxySpec {
+    /// The CONNECT request to `host` (the target's name as written) at `port`.
+    pub fn connect(&self, host: &str, port: u16) -> Box<[u8]> {
+        let authority = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let auth = self
+            .auth
+            .as_ref()
+            .map(|a| format!("Proxy-Authorization: Basic {a}\r\n"))
+            .unwrap_or_default();
+        format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n")
+            .into_bytes()
+            .into_boxed_slice()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TlsSpec {
     /// Verification off (`--insecure`).
@@ -345,6 +380,7 @@ impl Spec {
             more_addrs: Vec::new(),
             source_ips: Vec::new(),
             tls: None,
+            proxy: None,
             connections: 10,
             threads: 1,
             connect_rate: None,
@@ -445,6 +481,10 @@ impl Spec {
                 addr: self.addr,
                 more: self.more_addrs.clone(),
                 sources: self.source_ips.clone(),
+                proxy: self.proxy.as_ref().map(|p| crate::plan::ProxyPlan {
+                    addr: p.addr,
+                    connect: p.connect(&self.host, self.addr.port()),
+                }),
             },
             protocol,
             tls,
@@ -483,6 +523,9 @@ impl Spec {
     pub fn redacted(&self) -> Spec {
         let mut s = self.clone();
         s.protocol.redact();
+        if let Some(a) = s.proxy.as_mut().and_then(|p| p.auth.as_mut()) {
+            *a = "[redacted]".into();
+        }
         s
     }
 
@@ -511,6 +554,7 @@ mod tests {
             protocol,
             more_addrs: Vec::new(),
             source_ips: Vec::new(),
+            proxy: None,
             tls: None,
             connections: 10,
             threads: 2,

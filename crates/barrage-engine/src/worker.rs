@@ -151,7 +151,7 @@ impl<S: Session> Worker<S> {
             None => Arc::new(crate::modes::compile(&plan)),
         };
         let dialer = crate::ports::Dialer::new(
-            &plan.target.addrs(),
+            &plan.target.dial_addrs(),
             &plan.target.sources,
             share.index,
             share.count,
@@ -218,7 +218,10 @@ impl<S: Session> Worker<S> {
             let awaited = self.conns.iter_mut().any(|c| {
                 c.pending_write()
                     || !c.ex.is_empty()
-                    || matches!(c.state, State::Connecting | State::Tls | State::Handshake)
+                    || matches!(
+                        c.state,
+                        State::Connecting | State::Proxy | State::Tls | State::Handshake
+                    )
                     || (c.stream.is_some()
                         && c.session.keepalive().is_some_and(|k| k.awaits_answer()))
             });
@@ -413,7 +416,7 @@ impl<S: Session> Worker<S> {
             let c = &mut self.conns[i];
             if matches!(
                 c.state,
-                State::Tls | State::Handshake | State::Login | State::Ready
+                State::Proxy | State::Tls | State::Handshake | State::Login | State::Ready
             ) {
                 self.rec.conn_closed();
             }
@@ -538,7 +541,7 @@ impl<S: Session> Worker<S> {
         let c = &self.conns[idx as usize];
         let ct = self.plan.connect_timeout.as_nanos() as u64;
         let (deadline, class) = match c.state {
-            State::Connecting => (c.since + ct, ErrorClass::ConnectTimeout),
+            State::Connecting | State::Proxy => (c.since + ct, ErrorClass::ConnectTimeout),
             State::Tls => (c.since + ct, ErrorClass::TlsHandshakeTimeout),
             State::Handshake => (
                 c.since + self.plan.timeout.as_nanos() as u64,
@@ -667,6 +670,7 @@ fn sched_of(program: &Program, plan: &Plan, gid: u64) -> Option<Schedule> {
 mod conn_io;
 mod connects;
 mod parts;
+mod proxy;
 mod sniff;
 mod transfer;
 mod users;

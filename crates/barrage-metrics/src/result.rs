@@ -73,6 +73,10 @@ pub struct RunConfig {
     /// TLS: "verified" or "verification off (--insecure)".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<String>,
+    /// The HTTP proxy the connections tunnelled through, and what named it:
+    /// `http://HOST:PORT (--proxy)`, `... (https_proxy)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subprotocol: Option<String>,
     /// redis:// and memcache://: the `--command` mix as written, in order (the per-command

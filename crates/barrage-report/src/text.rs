@@ -175,11 +175,12 @@ fn header(r: &RunResult) -> Vec<String> {
     match &c.http {
         Some(req) => what += &format!("; {req}"),
         None if !c.commands.is_empty() => {
-            what += &format!(
-                "; {} {}",
-                plural_word(c.commands.len()),
-                c.commands.join(", ")
-            )
+            let word = if c.commands.len() == 1 {
+                "command"
+            } else {
+                "commands"
+            };
+            what += &format!("; {word} {}", c.commands.join(", "))
         }
         None => {
             what += &format!(
@@ -195,18 +196,13 @@ fn header(r: &RunResult) -> Vec<String> {
     if let Some(tls) = crate::fmt::tls_setting(r) {
         lines.push(format!("  TLS {tls}"));
     }
+    if let Some(p) = &c.proxy {
+        lines.push(format!("  through proxy {p}"));
+    }
     if let Some(p) = &c.subprotocol {
         lines.push(format!("  subprotocol {p}"));
     }
     lines
-}
-
-fn plural_word(n: usize) -> &'static str {
-    if n == 1 {
-        "command"
-    } else {
-        "commands"
-    }
 }
 
 /// `, timer slack 1 ms` (open loop; nothing when exact or not recorded).

@@ -55,6 +55,15 @@ impl<S: Session> Worker<S> {
         };
         match c.state {
             State::Connecting => self.on_connect_event(idx, now),
+            State::Proxy => {
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.on_proxy_answer(idx, now);
+                }
+                let c = &self.conns[idx as usize];
+                if ev.is_writable() && c.stream.is_some() && c.pending_write() {
+                    self.flush(idx, now);
+                }
+            }
             State::Tls | State::Handshake | State::Login | State::Ready => {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.read_ready(idx, now, ev.is_read_closed() || ev.is_error());
@@ -89,6 +98,25 @@ impl<S: Session> Worker<S> {
         self.rec.conn_opened();
         c.timeout_at = u64::MAX;
         c.since = now;
+        if let Some(p) = &self.plan.target.proxy {
+            // Through a proxy: the tunnel first (its answer is read by `on_proxy_answer`).
+            c.state = State::Proxy;
+            let at = now + self.plan.connect_timeout.as_nanos() as u64;
+            let res = write_to(c, &mut self.rec, &p.connect);
+            self.arm_timeout(idx, at);
+            if let Err(e) = res {
+                self.fail(idx, classify(&e), Some(&e), now);
+            }
+        } else {
+            self.start_transport(idx, now);
+        }
+        self.pump_connects(now);
+    }
+
+    /// The connection reaches the target (directly, or through the proxy's tunnel): TLS's
+    /// handshake, or the protocol's own.
+    pub(super) fn start_transport(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
         if let Some(tls) = &self.plan.tls {
             match rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone()) {
                 Ok(mut t) => {
@@ -107,7 +135,6 @@ impl<S: Session> Worker<S> {
         } else {
             self.transport_ready(idx, now);
         }
-        self.pump_connects(now);
     }
 
     /// TCP (and TLS) is up: start the protocol's own handshake, or the script.
@@ -407,7 +434,7 @@ impl<S: Session> Worker<S> {
                 self.connects.connecting -= 1;
                 self.rec.counters.connect_failures += 1;
             }
-            State::Tls | State::Handshake | State::Login | State::Ready => {
+            State::Proxy | State::Tls | State::Handshake | State::Login | State::Ready => {
                 self.rec.conn_closed();
                 if matches!(class, ErrorClass::ClosedByPeer | ErrorClass::Reset) {
                     self.rec.counters.closed_by_peer += 1;

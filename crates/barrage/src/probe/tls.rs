@@ -16,15 +16,20 @@ use std::time::Duration;
 ///
 /// A server that answers the hello in plain text (an HTTP server on an `https://` target's
 /// port) is named as such: `plain` is the scheme to use instead (`http`, `ws`).
+///
+/// Through a proxy (`via`: its CONNECT request), `addr` is the proxy's and the handshake goes
+/// through its tunnel; a proxy that refuses the tunnel is named as such.
 pub fn preflight(
     addr: std::net::SocketAddr,
+    via: Option<&[u8]>,
     tls: &TlsPlan,
     plain: &str,
     timeout: Duration,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
     let offered = &tls.config.alpn_protocols;
-    match handshake(addr, &tls.config, &tls.server_name, plain, timeout, stop)? {
+    let to = Dial { addr, via };
+    match handshake(to, &tls.config, &tls.server_name, plain, timeout, stop)? {
         Shook::Done(alpn) if offered.len() == 1 && alpn.as_ref() != Some(&offered[0]) => {
             Err(alpn_refused(offered, plain))
         }
@@ -34,7 +39,7 @@ pub fn preflight(
             let mut both = (*tls.config).clone();
             both.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
             let both = Arc::new(both);
-            match handshake(addr, &both, &tls.server_name, plain, timeout, stop) {
+            match handshake(to, &both, &tls.server_name, plain, timeout, stop) {
                 Ok(Shook::Done(Some(p))) if p != offered[0] => Err(alpn_refused(offered, plain)),
                 _ => Ok(()),
             }
@@ -53,8 +58,15 @@ enum Shook {
     Unknown,
 }
 
-fn handshake(
+/// Where the handshake goes: an address, or a proxy's tunnel (its CONNECT request).
+#[derive(Clone, Copy)]
+struct Dial<'a> {
     addr: std::net::SocketAddr,
+    via: Option<&'a [u8]>,
+}
+
+fn handshake(
+    to: Dial,
     config: &Arc<ClientConfig>,
     server_name: &ServerName<'static>,
     plain: &str,
@@ -66,11 +78,17 @@ fn handshake(
     // Waits in slices so that a stop signal is seen within a slice, whatever the server does.
     const SLICE: Duration = Duration::from_millis(100);
     let deadline = std::time::Instant::now() + timeout;
-    let Ok(sock) = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(1))) else {
+    let Ok(mut sock) = TcpStream::connect_timeout(&to.addr, timeout.min(Duration::from_secs(1)))
+    else {
         return Ok(Shook::Unknown); // the run will classify it
     };
     let _ = sock.set_read_timeout(Some(SLICE));
     let _ = sock.set_write_timeout(Some(SLICE));
+    if let Some(connect) = to.via {
+        if !tunnel(&mut sock, connect, deadline, stop)? {
+            return Ok(Shook::Unknown);
+        }
+    }
     let mut conn = rustls::ClientConnection::new(config.clone(), server_name.clone())
         .map_err(|e| e.to_string())?;
     let mut sock = Peek::new(sock);
@@ -134,6 +152,55 @@ fn handshake(
     let _ = sock.flush();
     let _ = sock.read(&mut [0u8; 1]);
     Ok(Shook::Done(alpn))
+}
+
+/// Asks the proxy on `sock` for its tunnel: `Ok(true)` once open, `Ok(false)` when it said
+/// nothing in time (or the run was stopped), `Err` when it refused, with its status line.
+fn tunnel(
+    sock: &mut TcpStream,
+    connect: &[u8],
+    deadline: std::time::Instant,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<bool, String> {
+    use std::io::ErrorKind;
+    if sock.write_all(connect).is_err() {
+        return Ok(false);
+    }
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    // A byte at a time: nothing past the head may be taken from what TLS reads next.
+    loop {
+        match sock.read(&mut byte) {
+            Ok(0) => return Ok(false),
+            Ok(_) => head.push(byte[0]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(std::sync::atomic::Ordering::Relaxed)
+                    || std::time::Instant::now() >= deadline
+                {
+                    return Ok(false);
+                }
+            }
+            Err(_) => return Ok(false),
+        }
+        if head.ends_with(b"\r\n\r\n") {
+            break;
+        }
+        if head.len() > 16 * 1024 {
+            return Err("the proxy's answer to CONNECT has no end".into());
+        }
+    }
+    let line = head.split(|b| *b == b'\r').next().unwrap_or(&[]);
+    let line = String::from_utf8_lossy(line).into_owned();
+    let code = line.split(' ').nth(1).unwrap_or("");
+    if line.starts_with("HTTP/1.") && code.starts_with('2') {
+        return Ok(true);
+    }
+    let hint = if code == "407" {
+        ": it wants credentials, --proxy http://USER:PASSWORD@HOST:PORT"
+    } else {
+        ""
+    };
+    Err(format!("the proxy refused the tunnel ({line}){hint}"))
 }
 
 /// The server took none of the protocols offered by ALPN: which flag asked for them.

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod outputs;
 pub mod preflight;
+pub mod proxy;
 pub mod redact;
 mod resolved;
 pub mod scenario;

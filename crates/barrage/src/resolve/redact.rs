@@ -58,9 +58,11 @@ fn is_secret_param(name: &str, extra: &[String]) -> bool {
         || extra.iter().any(|x| x.trim().eq_ignore_ascii_case(&lower))
 }
 
-/// `url` with the values of secret query parameters (the built-in list and `extra`, from
-/// `--redact`) replaced by `[redacted]`. Anything without a query comes back unchanged.
+/// `url` with its user info (`USER:PASSWORD@`, a `--proxy`'s credentials) and the values of
+/// secret query parameters (the built-in list and `extra`, from `--redact`) replaced by
+/// `[redacted]`. Anything without either comes back unchanged.
 pub fn url(url: &str, extra: &[String]) -> String {
+    let url = &userinfo(url);
     let Some((head, rest)) = url.split_once('?') else {
         return url.to_string();
     };
@@ -81,6 +83,19 @@ pub fn url(url: &str, extra: &[String]) -> String {
         out.push_str(f);
     }
     out
+}
+
+/// `SCHEME://USER:PASSWORD@HOST...` as `SCHEME://[redacted]@HOST...`.
+fn userinfo(u: &str) -> String {
+    let Some((scheme, rest)) = u.split_once("://") else {
+        return u.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{REDACTED}@{host}{tail}"),
+        None => u.to_string(),
+    }
 }
 
 /// The command line with secrets replaced: values of secret headers (the built-in list and

@@ -290,11 +290,13 @@ fn preflight(plan: &Plan, insecure: bool, stop: &AtomicBool) -> Result<(), Strin
         Some(("grpcs", _)) => "grpc",
         _ => "http",
     };
-    crate::probe::tls::preflight(plan.target.addr, tls, plain, plan.connect_timeout, stop).map_err(
-        |why| {
-            let msg = format!("{}: {why}", plan.target.url);
-            crate::sys::err_line(format_args!("error: {msg}"));
-            msg
-        },
-    )
+    let (addr, via) = match &plan.target.proxy {
+        Some(p) => (p.addr, Some(&p.connect[..])),
+        None => (plan.target.addr, None),
+    };
+    crate::probe::tls::preflight(addr, via, tls, plain, plan.connect_timeout, stop).map_err(|why| {
+        let msg = format!("{}: {why}", plan.target.url);
+        crate::sys::err_line(format_args!("error: {msg}"));
+        msg
+    })
 }

@@ -69,6 +69,8 @@ mod monitor;
 mod mtls;
 // --influx against a real InfluxDB.
 mod push;
+// --proxy through tinyproxy.
+mod proxy;
 // The pre-flight refuses a plan that does not fit this machine.
 mod preflight;
 // `--prometheus` scraped by a real Prometheus server.

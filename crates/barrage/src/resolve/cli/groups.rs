@@ -51,6 +51,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "LIST")]
     pub source_ip: Option<String>,
 
+    /// Reach the target through this HTTP proxy's tunnel (CONNECT):
+    /// http://[USER:PASSWORD@]HOST[:PORT]; without it, https_proxy, http_proxy and all_proxy
+    /// (less no_proxy) apply to http, ws and grpc targets that are not on loopback
+    #[arg(long, value_name = "URL", conflicts_with = "no_proxy")]
+    pub proxy: Option<String>,
+
+    /// Ignore https_proxy, http_proxy and all_proxy: connect directly
+    #[arg(long)]
+    pub no_proxy: bool,
+
     /// Another address of the same server (repeatable): connections are spread over the
     /// target and these, round robin, so each target port holds its own range of local ports
     #[arg(long = "url", value_name = "URL")]

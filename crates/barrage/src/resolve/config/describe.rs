@@ -76,6 +76,7 @@ pub fn describe(
         expect,
         verify: plan.verify,
         http: http_note,
+        proxy: None,
         tls: spec.tls.as_ref().map(|t| {
             if t.insecure {
                 "verification off (--insecure)".into()

@@ -60,6 +60,24 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
     let load = load(a)?;
     // After the load's checks, as before the split: the first mistake is the one reported.
     words.headers = headers(&a.http.headers)?;
+    let proxy = crate::resolve::proxy::choose(a, &url)?;
+    if let Some(p) = &proxy {
+        if !a.load.more_urls.is_empty() {
+            return Err(Usage::says(
+                p.from.clone(),
+                "tunnels to one address: drop --url (or --proxy)",
+            ));
+        }
+        if a.grpc.reflect {
+            return Err(Usage::says(
+                "--reflect",
+                format!(
+                    "asks the server directly, not through the proxy ({}): give --proto",
+                    p.from
+                ),
+            ));
+        }
+    }
     let (protocol, http_note) = protocol(a, &url, &words, secrets)?;
     let http_note = http_note.map(|n| secrets.scrub(&n));
     let version = match &protocol {
@@ -85,6 +103,7 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         protocol,
         more_addrs,
         source_ips,
+        proxy: proxy.as_ref().map(|p| p.spec.clone()),
         tls: tls.as_ref().map(|_| TlsSpec {
             insecure: a.tls.insecure,
             cacert: a.tls.cacert.clone(),
@@ -108,7 +127,8 @@ fn plan_with(a: &RunArgs, secrets: &mut Secrets) -> Result<(Plan, Spec, RunConfi
         })
         .map_err(spec_usage)?;
     script::attach(&mut plan, script, spec.max_frame);
-    let config = describe(&spec, &plan, a.output.secret_body, http_note);
+    let mut config = describe(&spec, &plan, a.output.secret_body, http_note);
+    config.proxy = proxy.map(|p| format!("{} ({})", p.spec.url, p.from));
     Ok((plan, spec, config))
 }
 
@@ -373,6 +393,7 @@ struct Aim {
     protocol: ProtocolSpec,
     more_addrs: Vec<std::net::SocketAddr>,
     source_ips: Vec<std::net::IpAddr>,
+    proxy: Option<barrage_engine::ProxySpec>,
     tls: Option<TlsSpec>,
 }
 
@@ -387,6 +408,7 @@ fn spec(a: &RunArgs, load: &Load, aim: Aim) -> Result<Spec, Usage> {
         protocol: aim.protocol,
         more_addrs: aim.more_addrs,
         source_ips: aim.source_ips,
+        proxy: aim.proxy,
         tls: aim.tls,
         connections: load.connections,
         threads: load.threads,
