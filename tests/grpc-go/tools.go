@@ -6,6 +6,7 @@ package tools
 
 import (
 	_ "google.golang.org/grpc/examples/helloworld/greeter_server"
+	_ "google.golang.org/grpc/examples/features/compression/server"
 	_ "google.golang.org/grpc/examples/features/reflection/server"
 	_ "google.golang.org/grpc/examples/route_guide/server"
 )

@@ -68,9 +68,6 @@ pub struct Conn<S> {
     pub failures: u32,
     #[allow(clippy::box_collection)] // boxed: 8 bytes on connections that never think
     pub thinking: Option<Box<VecDeque<u64>>>,
-    /// Through a proxy: what it answered to CONNECT so far (its head, read in pieces).
-    #[allow(clippy::box_collection)] // boxed: 8 bytes on connections without a proxy
-    pub proxy_head: Option<Box<Vec<u8>>>,
     pub retry_at: u64,
     /// Times of the pending wake and timeout timer entries (u64::MAX: none pending).
     pub wake_at: u64,
@@ -101,7 +98,6 @@ impl<S: Session> Conn<S> {
             owed: 0,
             failures: 0,
             thinking: None,
-            proxy_head: None,
             retry_at: u64::MAX,
             wake_at: u64::MAX,
             timeout_at: u64::MAX,

@@ -81,6 +81,9 @@ pub struct GrpcMode {
     /// Server streaming: any number of reply messages, each timed from the call's start;
     /// unary: exactly one.
     pub streaming: bool,
+    /// `grpc-encoding: gzip` (`--compression gzip`): messages sent gzipped, and compressed
+    /// ones accepted.
+    pub gzip: bool,
 }
 
 /// Both requests of an `https://` run: the server's ALPN choice picks one per connection.

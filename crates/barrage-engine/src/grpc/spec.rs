@@ -31,6 +31,10 @@ pub struct GrpcSpec {
     /// Calls in flight per connection at most; 0: the server's limit alone.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
+    /// `grpc-encoding: gzip` (`--compression gzip`): messages sent gzipped, compressed
+    /// replies accepted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gzip: bool,
     /// The windows and header table advertised (`--h2-window`, ...).
     #[serde(default, skip_serializing_if = "crate::h2::H2Settings::is_default")]
     pub h2: crate::h2::H2Settings,
@@ -41,6 +45,10 @@ impl GrpcSpec {
         let mut headers = cx.headers(&self.headers)?;
         if let Some(t) = &self.timeout {
             headers.push(("grpc-timeout".into(), t.clone()));
+        }
+        if self.gzip {
+            headers.push(("grpc-encoding".into(), "gzip".into()));
+            headers.push(("grpc-accept-encoding".into(), "gzip".into()));
         }
         let mut body = Vec::with_capacity(1 + self.more_messages.len());
         for m in std::iter::once(&self.message).chain(&self.more_messages) {
@@ -59,13 +67,14 @@ impl GrpcSpec {
             content_type: Some("application/grpc"),
             te_trailers: true,
         })?
-        .with_grpc_messages(body);
+        .with_grpc_messages(body, self.gzip);
         let protocol = Protocol::H2(H2Plan {
             request,
             expect_status: StatusSet(vec![(200, 200)]),
             streams: self.streams,
             grpc: Some(GrpcMode {
                 streaming: self.streaming,
+                gzip: self.gzip,
             }),
             settings: self.h2,
         });

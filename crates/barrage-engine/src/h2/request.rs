@@ -310,17 +310,23 @@ impl H2Request {
     }
 
     /// A gRPC call's request: `messages` as its body (one; a client stream's in order), each
-    /// with its 5-byte prefix.
-    pub fn with_grpc_messages(mut self, messages: Vec<crate::grpc::PbTemplate>) -> Self {
+    /// with its 5-byte prefix (and gzipped with `gzip`: once here when they are the same
+    /// every time).
+    pub fn with_grpc_messages(
+        mut self,
+        messages: Vec<crate::grpc::PbTemplate>,
+        gzip: bool,
+    ) -> Self {
         self.body = if messages.iter().all(|m| m.is_static()) {
             let mut b = Vec::new();
             for m in &messages {
-                m.write_framed(
+                m.write_framed_as(
                     Fill {
                         conn: 0,
                         seq: 0,
                         ts_us: 0,
                     },
+                    gzip,
                     &mut b,
                 );
             }

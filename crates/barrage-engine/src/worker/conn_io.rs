@@ -101,6 +101,7 @@ impl<S: Session> Worker<S> {
         if let Some(p) = &self.plan.target.proxy {
             // Through a proxy: the tunnel first (its answer is read by `on_proxy_answer`).
             c.state = State::Proxy;
+            self.connects.proxy_done(idx); // what an earlier attempt left
             let at = now + self.plan.connect_timeout.as_nanos() as u64;
             let res = write_to(c, &mut self.rec, &p.connect);
             self.arm_timeout(idx, at);

@@ -34,6 +34,9 @@ pub(super) struct Connects {
     turn_start: u64,
     /// Where connections go from and to, with this worker's stride of local ports.
     pub(super) dialer: Dialer,
+    /// Through a proxy: what it answered to CONNECT so far, per connection waiting for its
+    /// tunnel (a few at a time; kept here, not on every connection).
+    pub(super) proxy_heads: Vec<(u32, Vec<u8>)>,
 }
 
 impl Connects {
@@ -48,6 +51,27 @@ impl Connects {
             more: false,
             turn_start: u64::MAX,
             dialer,
+            proxy_heads: Vec::new(),
+        }
+    }
+
+    /// Connection `idx`'s proxy answer so far (a new, empty one when it has none).
+    pub(super) fn proxy_head(&mut self, idx: u32) -> &mut Vec<u8> {
+        let i = match self.proxy_heads.iter().position(|(k, _)| *k == idx) {
+            Some(i) => i,
+            None => {
+                self.proxy_heads.push((idx, Vec::new()));
+                self.proxy_heads.len() - 1
+            }
+        };
+        &mut self.proxy_heads[i].1
+    }
+
+    /// Forget connection `idx`'s proxy answer (its tunnel opened, or it failed or starts over).
+    pub(super) fn proxy_done(&mut self, idx: u32) -> Vec<u8> {
+        match self.proxy_heads.iter().position(|(k, _)| *k == idx) {
+            Some(i) => self.proxy_heads.swap_remove(i).1,
+            None => Vec::new(),
         }
     }
 

@@ -61,7 +61,7 @@ impl<S: Session> Worker<S> {
     pub(super) fn on_proxy_answer(&mut self, idx: u32, now: u64) {
         let c = &mut self.conns[idx as usize];
         let Some(s) = c.stream.as_mut() else { return };
-        let head = c.proxy_head.get_or_insert_with(Box::default);
+        let head = self.connects.proxy_head(idx);
         let res = loop {
             match s.read(&mut self.bufs.read) {
                 Ok(0) => break Err(None),
@@ -77,35 +77,33 @@ impl<S: Session> Worker<S> {
                 Err(e) => break Err(Some(e)),
             }
         };
+        let (verdict, got) = (answer(head), head.len());
+        if res.is_err() || verdict != Answer::More {
+            self.connects.proxy_done(idx);
+        }
         match res {
             Err(None) => {
-                c.proxy_head = None;
                 let why = "the proxy closed the connection before it answered CONNECT";
                 return self.fail(idx, ErrorClass::ClosedByPeer, Some(&why), now);
             }
-            Err(Some(e)) => {
-                c.proxy_head = None;
-                return self.fail(idx, classify(&e), Some(&e), now);
-            }
+            Err(Some(e)) => return self.fail(idx, classify(&e), Some(&e), now),
             Ok(()) => {}
         }
-        let verdict = c.proxy_head.as_deref().map_or(Answer::More, |h| answer(h));
         match verdict {
             Answer::More => {}
             Answer::Open(len) => {
-                let head = c.proxy_head.take().unwrap_or_default();
-                if head.len() > len {
+                if got > len {
                     // Nothing may come through the tunnel before the client spoke.
                     let why = "the proxy sent bytes after its answer to CONNECT, before the \
                                client spoke";
                     return self.fail(idx, ErrorClass::Protocol, Some(&why), now);
                 }
+                let c = &mut self.conns[idx as usize];
                 c.timeout_at = u64::MAX;
                 c.since = now;
                 self.start_transport(idx, now);
             }
             Answer::Refused(line) => {
-                c.proxy_head = None;
                 let hint = if line.contains(" 407") {
                     ": it wants credentials, http://USER:PASSWORD@HOST:PORT"
                 } else {
@@ -114,10 +112,7 @@ impl<S: Session> Worker<S> {
                 let why = format!("the proxy refused the tunnel: {line}{hint}");
                 self.fail(idx, ErrorClass::Refused, Some(&why), now);
             }
-            Answer::Malformed(why) => {
-                c.proxy_head = None;
-                self.fail(idx, ErrorClass::Protocol, Some(&why), now);
-            }
+            Answer::Malformed(why) => self.fail(idx, ErrorClass::Protocol, Some(&why), now),
         }
     }
 }

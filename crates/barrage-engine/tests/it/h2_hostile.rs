@@ -64,14 +64,18 @@ fn grpc_plan(addr: SocketAddr, connections: u64, streaming: bool) -> Plan {
         te_trailers: true,
     })
     .expect("a valid request")
-    .with_grpc_messages(vec![barrage_engine::grpc::PbTemplate::bytes(vec![
-        0x08, 0x01,
-    ])]);
+    .with_grpc_messages(
+        vec![barrage_engine::grpc::PbTemplate::bytes(vec![0x08, 0x01])],
+        false,
+    );
     p.protocol = Protocol::H2(H2Plan {
         request,
         expect_status: StatusSet(vec![(200, 200)]),
         streams: 4,
-        grpc: Some(barrage_engine::GrpcMode { streaming }),
+        grpc: Some(barrage_engine::GrpcMode {
+            streaming,
+            gzip: false,
+        }),
         settings: barrage_engine::H2Settings::default(),
     });
     p

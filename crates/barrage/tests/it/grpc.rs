@@ -239,6 +239,78 @@ impl GoServer {
     }
 }
 
+/// `--compression gzip` (issue 45, item 6) against grpc-go's compression example (gzip
+/// registered; it answers a gzipped call gzipped): every call OK with its one reply, as many
+/// as the server logged, and a compressible message costs far fewer bytes than without.
+#[test]
+fn grpc_go_takes_gzipped_calls_and_answers_them_gzipped() {
+    let name = "features_compression_server";
+    let bin = go_dir().join("bin").join(name);
+    if !available(&format!("grpc-go's {name}"), bin.is_file()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let port = free_port();
+    let mut child = StdCommand::new(&bin)
+        .arg(format!("-port={port}"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the grpc-go server");
+    assert!(wait_listening(&mut child, port), "{name} did not listen");
+    let _guard = Guard(child);
+    let proto = go_dir().join("echo.proto");
+    let url = format!("grpc://127.0.0.1:{port}/grpc.examples.echo.Echo/UnaryEcho");
+    let text = "a".repeat(4000);
+    let data = format!(r#"{{"message":"{{seq}} {text}"}}"#);
+    let run = |extra: &[&str], file: &str| {
+        let mut args = vec![
+            url.as_str(),
+            "--proto",
+            proto.to_str().unwrap(),
+            "--data",
+            &data,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "300",
+        ];
+        args.extend_from_slice(extra);
+        run_json(&args, &dir.path().join(file))
+    };
+    let gz = run(&["--compression", "gzip"], "gz.json");
+    let plain = run(&[], "plain.json");
+    for v in [&gz, &plain] {
+        conserved(v);
+        assert_eq!(u(v, "summary.exchanges.completed"), 300);
+        assert_eq!(u(v, "summary.totals.grpc.status.0"), 300);
+        assert_eq!(u(v, "summary.totals.grpc.messages_received"), 300);
+    }
+    assert!(gz["spec"]["protocol"]["gzip"].as_bool().unwrap_or(false));
+    // 300 messages of 4 KB: gzipped, a few dozen bytes each.
+    let (gz_out, plain_out) = (
+        u(&gz, "summary.totals.bytes_written"),
+        u(&plain, "summary.totals.bytes_written"),
+    );
+    assert!(
+        gz_out * 5 < plain_out,
+        "gzip wrote {gz_out} bytes, plain {plain_out}"
+    );
+    // The answers came back gzipped too (grpc-go answers in the call's encoding): fewer
+    // bytes read as well.
+    assert!(u(&gz, "summary.totals.bytes_read") * 5 < u(&plain, "summary.totals.bytes_read"));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let served = calls
+        .lines()
+        .filter(|l| l.starts_with("UnaryEcho called"))
+        .count();
+    assert_eq!(served, 600, "the server logged {served} calls");
+}
+
 /// grpc-go's greeter: unary calls with a placeholder in the name, on streams and
 /// connections; every call OK with its one reply.
 #[test]

@@ -56,13 +56,17 @@ pub fn fuzz_feed(parts: &[&[u8]], case: FuzzCase) -> Result<(u64, u64, u64, u64)
     })
     .map_err(|e| e.to_string())?;
     if grpc.is_some() {
-        request = request.with_grpc_messages(vec![crate::grpc::PbTemplate::bytes(vec![8, 1])]);
+        request =
+            request.with_grpc_messages(vec![crate::grpc::PbTemplate::bytes(vec![8, 1])], false);
     }
     let cfg = Cfg {
         request,
         expect: StatusSet::default(),
         streams: n as u32,
-        grpc: grpc.map(|streaming| GrpcMode { streaming }),
+        grpc: grpc.map(|streaming| GrpcMode {
+            streaming,
+            gzip: false,
+        }),
         settings: crate::h2::H2Settings::default(),
     };
     let mut s = H2::new(&cfg);

@@ -15,8 +15,9 @@ impl Sink<'_, '_, '_, '_> {
         let Some(i) = self.st.streams.iter().position(|s| s.id == h.stream) else {
             return Ok(()); // given up on; data_end judges the stream id
         };
+        let gzip = self.cfg.grpc.is_some_and(|g| g.gzip);
         let s = &mut self.st.streams[i];
-        let n = s.msgs.feed(bytes).map_err(|e| bad(h, e))?;
+        let n = s.msgs.feed(bytes, gzip).map_err(|e| bad(h, e))?;
         s.n_msgs = s.n_msgs.saturating_add(n);
         let r = &mut *self.r;
         r.rec.counters.grpc.messages_received += u64::from(n);

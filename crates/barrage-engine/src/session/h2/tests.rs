@@ -16,12 +16,15 @@ fn cfg(streams: u32) -> Cfg {
 
 fn cfg_grpc(streams: u32, grpc: Option<GrpcMode>) -> Cfg {
     let grpc_request = |r: H2Request| match grpc {
-        Some(_) => r.with_grpc_messages(vec![crate::grpc::PbTemplate::new(vec![
-            crate::grpc::Part::Text {
-                tag: crate::grpc::len_tag(1),
-                value: crate::message::Template::new(b"n{seq}".to_vec()),
-            },
-        ])]),
+        Some(_) => r.with_grpc_messages(
+            vec![crate::grpc::PbTemplate::new(vec![
+                crate::grpc::Part::Text {
+                    tag: crate::grpc::len_tag(1),
+                    value: crate::message::Template::new(b"n{seq}".to_vec()),
+                },
+            ])],
+            false,
+        ),
         None => r,
     };
     Cfg {
@@ -171,7 +174,13 @@ fn run_grpc(cfg: &Cfg, n: usize, input: &[u8]) -> barrage_metrics::Delta {
 
 #[test]
 fn a_grpc_call_is_sent_as_a_prefixed_message_with_te_trailers() {
-    let cfg = cfg_grpc(4, Some(GrpcMode { streaming: false }));
+    let cfg = cfg_grpc(
+        4,
+        Some(GrpcMode {
+            streaming: false,
+            gzip: false,
+        }),
+    );
     let mut s = H2::new(&cfg);
     let (mut rng, mut buf) = (Rng::new(1), Vec::new());
     let mut out = Out {
@@ -211,7 +220,13 @@ fn a_grpc_call_is_sent_as_a_prefixed_message_with_te_trailers() {
 
 #[test]
 fn grpc_calls_are_judged_by_their_status_and_messages() {
-    let unary = cfg_grpc(10, Some(GrpcMode { streaming: false }));
+    let unary = cfg_grpc(
+        10,
+        Some(GrpcMode {
+            streaming: false,
+            gzip: false,
+        }),
+    );
     // OK, one message split over frames.
     let d = run_grpc(&unary, 1, &grpc_reply(1, 1, 20, Some("0")));
     assert_eq!(d.counters.completed, 1);
@@ -245,7 +260,13 @@ fn grpc_calls_are_judged_by_their_status_and_messages() {
     assert_eq!(d.counters.failed_by.get(ErrorClass::Protocol), 2);
     assert_eq!(d.counters.grpc.no_status, 1);
     // Streaming: every message timed, the call completes.
-    let streaming = cfg_grpc(10, Some(GrpcMode { streaming: true }));
+    let streaming = cfg_grpc(
+        10,
+        Some(GrpcMode {
+            streaming: true,
+            gzip: false,
+        }),
+    );
     let d = run_grpc(&streaming, 1, &grpc_reply(1, 5, 10, Some("0")));
     assert_eq!(d.counters.completed, 1);
     assert_eq!(d.counters.grpc.messages_received, 5);
@@ -264,7 +285,13 @@ fn grpc_status_is_read_only_in_grpc_mode() {
     let (mut s, mut c) = ready(&plain, 1, 100);
     c.input(|r| s.input(&plain, &input, r).unwrap());
     assert_eq!(c.rec.take(0, 0, 0, 1).counters.completed, 1);
-    let grpc = cfg_grpc(4, Some(GrpcMode { streaming: false }));
+    let grpc = cfg_grpc(
+        4,
+        Some(GrpcMode {
+            streaming: false,
+            gzip: false,
+        }),
+    );
     let (mut s, mut c) = ready(&grpc, 1, 100);
     c.input(|r| assert!(s.input(&grpc, &input, r).is_err()));
 }

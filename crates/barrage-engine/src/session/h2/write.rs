@@ -27,8 +27,9 @@ impl St {
                         t.render_into(fill, &mut self.held);
                     }
                     Body::Grpc(ms) => {
+                        let gzip = cfg.grpc.is_some_and(|g| g.gzip);
                         for t in ms.iter() {
-                            t.write_framed(fill, &mut self.held);
+                            t.write_framed_as(fill, gzip, &mut self.held);
                         }
                     }
                     _ => {}

@@ -42,4 +42,14 @@ pub struct GrpcArgs {
         help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
     )]
     pub data_bin: Option<PathBuf>,
+
+    /// Compress each call's messages: gzip (grpc-encoding: gzip; compressed replies are
+    /// taken too)
+    #[arg(
+        long,
+        value_name = "gzip",
+        value_parser = ["gzip"],
+        help_heading = "gRPC (grpc://HOST:PORT/package.Service/Method)"
+    )]
+    pub compression: Option<String>,
 }

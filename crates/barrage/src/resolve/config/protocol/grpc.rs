@@ -26,12 +26,13 @@ pub(super) static VERTICAL: Vertical = Vertical {
     record,
 };
 
-const FLAGS: [Flag; 8] = [
+const FLAGS: [Flag; 9] = [
     flag("--proto", |a| a.grpc.proto.is_some()),
     flag("--import-path", |a| !a.grpc.import_path.is_empty()),
     flag("--data", |a| a.grpc.data.is_some()),
     flag("--data-bin", |a| a.grpc.data_bin.is_some()),
     flag("--reflect", |a| a.grpc.reflect),
+    flag("--compression", |a| a.grpc.compression.is_some()),
     HEADER,
     STREAMS,
     H2_SETTINGS,
@@ -61,6 +62,12 @@ fn check(a: &RunArgs, scheme: Scheme) -> Result<(), Usage> {
         return Err(Usage::says(
             "--reflect",
             "and --proto both say where the method is described: give one",
+        ));
+    }
+    if a.grpc.compression.is_some() && a.scenario.is_some() {
+        return Err(Usage::says(
+            "--compression",
+            "applies to a URL run's calls; a scenario's steps send theirs uncompressed",
         ));
     }
     if !a.grpc.import_path.is_empty() && a.grpc.proto.is_none() {
@@ -104,6 +111,7 @@ fn spec(
         streaming: call.streaming,
         timeout: Some(timeout),
         streams: super::http::streams(a),
+        gzip: a.grpc.compression.is_some(),
         h2: super::http::h2_settings(a)?,
     };
     Ok((ProtocolSpec::Grpc(spec), Some(call.note)))
