@@ -58,6 +58,12 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         .as_deref()
         .map(crate::sinks::influx::InfluxTarget::parse)
         .transpose()?;
+    let otlp = a
+        .output
+        .otlp
+        .as_deref()
+        .map(crate::sinks::otlp::OtlpTarget::parse)
+        .transpose()?;
     let statsd = a
         .output
         .statsd
@@ -101,6 +107,7 @@ pub fn outputs(a: &RunArgs) -> Result<Outputs, Usage> {
         prometheus,
         web,
         influx,
+        otlp,
         statsd,
         report,
         baseline,

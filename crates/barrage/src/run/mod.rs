@@ -164,14 +164,19 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
     let t0 = starts.map_or_else(std::time::SystemTime::now, |at| {
         std::time::SystemTime::now() + at.saturating_duration_since(Instant::now())
     });
-    let influx = outputs.influx.take().map(|t| {
-        let tags = crate::sinks::influx::RunTags {
-            run: started_at.clone(),
-            target: r.config.target.clone(),
-            shard: source.shard_label(&r.plan),
-        };
-        crate::sinks::influx::Pusher::start(t, tags, t0)
-    });
+    let tags = || crate::sinks::influx::RunTags {
+        run: started_at.clone(),
+        target: r.config.target.clone(),
+        shard: source.shard_label(&r.plan),
+    };
+    let influx = outputs
+        .influx
+        .take()
+        .map(|t| crate::sinks::influx::Influx::start(t, tags(), t0));
+    let otlp = outputs
+        .otlp
+        .take()
+        .map(|t| crate::sinks::otlp::Otlp::start(t, tags(), t0));
     let statsd = outputs
         .statsd
         .take()
@@ -187,6 +192,7 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
             prom: prom.as_ref(),
             web: web.as_ref(),
             influx: influx.as_ref(),
+            otlp: otlp.as_ref(),
             statsd: statsd.as_ref(),
         },
         scraper.as_ref(),
@@ -200,6 +206,9 @@ pub fn drive(r: Resolved, mut source: impl Source, signals: &Signals) -> anyhow:
     }
     if let Some(s) = statsd {
         s.finish();
+    }
+    if let Some(o) = otlp {
+        o.finish();
     }
     // The server's metrics up to the end of the load, with a last scrape before a spawned
     // server is stopped (after the recovery window there would be nothing left to read).

@@ -1,5 +1,5 @@
 //! What watches a run as it goes: the live view, the files written as it goes, `/metrics`,
-//! the live page, `--influx` and `--statsd`, fed a second at a time by whatever source runs
+//! the live page, `--influx`, `--otlp` and `--statsd`, fed a second at a time by whatever source runs
 //! the load.
 
 use crate::resolve::watch::Watch;
@@ -74,12 +74,13 @@ pub(crate) fn finish_web(web: Option<crate::sinks::web::Web>, result: &RunResult
 }
 
 /// What serves or pushes the run while it goes: `--prometheus`, `--web`, `--influx`,
-/// `--statsd`.
+/// `--otlp`, `--statsd`.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Served<'a> {
     pub prom: Option<&'a crate::sinks::prom::Exporter>,
     pub web: Option<&'a crate::sinks::web::Web>,
-    pub influx: Option<&'a crate::sinks::influx::Pusher>,
+    pub influx: Option<&'a crate::sinks::influx::Influx>,
+    pub otlp: Option<&'a crate::sinks::otlp::Otlp>,
     pub statsd: Option<&'a crate::sinks::statsd::Statsd>,
 }
 
@@ -92,7 +93,8 @@ pub(crate) struct Observer<'a> {
     files: &'a mut crate::sinks::recorders::Recorders,
     prom: Option<&'a crate::sinks::prom::Exporter>,
     web: Option<&'a crate::sinks::web::Web>,
-    influx: Option<&'a crate::sinks::influx::Pusher>,
+    influx: Option<&'a crate::sinks::influx::Influx>,
+    otlp: Option<&'a crate::sinks::otlp::Otlp>,
     statsd: Option<&'a crate::sinks::statsd::Statsd>,
     scraper: Option<&'a barrage_monitor::Scraper>,
     stop: &'a AtomicBool,
@@ -143,6 +145,7 @@ impl<'a> Observer<'a> {
             prom,
             web,
             influx,
+            otlp,
             statsd,
         } = outs;
         let mut observer = Observer {
@@ -152,6 +155,7 @@ impl<'a> Observer<'a> {
             prom,
             web,
             influx,
+            otlp,
             statsd,
             scraper,
             stop,
@@ -204,6 +208,9 @@ impl barrage_engine::Observer for Observer<'_> {
         }
         if let Some(s) = self.statsd {
             s.tick(tick);
+        }
+        if let Some(o) = self.otlp {
+            o.tick(tick);
         }
         if let Some(w) = self.web {
             let net = self.watch.and_then(Watch::latest_net);

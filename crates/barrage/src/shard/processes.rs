@@ -25,7 +25,7 @@ mod temp_root;
 /// Flags the parent keeps for itself (with whether they take a value): its outputs, the
 /// watch of the server (one monitor, one scrape of its metrics for the whole run) and the
 /// thresholds (judged on the merged run; the children are told to skip theirs).
-const PARENT_ONLY: [(&str, bool); 25] = [
+const PARENT_ONLY: [(&str, bool); 26] = [
     ("--monitor", true),
     ("--spawn", true),
     ("--monitor-interval", true),
@@ -47,6 +47,7 @@ const PARENT_ONLY: [(&str, bool); 25] = [
     ("--prometheus", true),
     ("--web", true),
     ("--influx", true),
+    ("--otlp", true),
     ("--statsd", true),
     ("--statsd-prefix", true),
     ("--server-metrics", true),

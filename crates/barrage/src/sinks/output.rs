@@ -120,6 +120,8 @@ pub struct Outputs {
     pub web: Option<std::net::SocketAddr>,
     /// `--influx`: where each second's points go.
     pub influx: Option<crate::sinks::influx::InfluxTarget>,
+    /// `--otlp`: the collector each second's metrics go to.
+    pub otlp: Option<crate::sinks::otlp::OtlpTarget>,
     /// `--statsd`: where each second's metrics go.
     pub statsd: Option<crate::sinks::statsd::StatsdTarget>,
     pub(crate) report: Option<(String, Format)>,
@@ -151,6 +153,7 @@ impl Outputs {
             prometheus: None,
             web: None,
             influx: None,
+            otlp: None,
             statsd: None,
             report: None,
             baseline: None,

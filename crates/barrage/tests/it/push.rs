@@ -336,3 +336,101 @@ fn statsd_counters_summed_over_the_run_are_the_runs_figures() {
         "{err}"
     );
 }
+
+/// `--otlp` through a real OpenTelemetry Collector (tests/otelcol: its OTLP/HTTP receiver
+/// and file exporter, built by `.ci/install`): the collector takes every second barrage sends,
+/// and the sums it wrote are the run's figures.
+#[test]
+fn an_opentelemetry_collector_takes_every_second_and_its_sums_are_the_runs_figures() {
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/otelcol/bin/otelcol-barrage");
+    if !available(
+        "tests/otelcol/bin/otelcol-barrage (.ci/install)",
+        bin.is_file(),
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("metrics.json");
+    let port = refused_port();
+    let conf = dir.path().join("otelcol.yaml");
+    std::fs::write(
+        &conf,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  file:\n    path: {}\nservice:\n  telemetry:\n    metrics:\n      \
+             level: none\n  pipelines:\n    metrics:\n      receivers: [otlp]\n      \
+             exporters: [file]\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut child = StdCommand::new(&bin)
+        .arg(format!("--config={}", conf.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the collector");
+    assert!(
+        wait_listening(&mut child, port),
+        "the collector did not listen"
+    );
+    let _collector = Guard(child);
+    let server = EchoServer::start(&[]);
+    let v = run_json(
+        &[
+            server.url(),
+            "-c",
+            "4",
+            "-n",
+            "3000",
+            "--rate",
+            "1500",
+            "--otlp",
+            &format!("http://127.0.0.1:{port}/v1/metrics"),
+        ],
+        &dir.path().join("r.json"),
+    );
+    let stats = server.stop();
+    // The file exporter writes each request as it comes: wait for all of them.
+    let seconds = v["timeseries"].as_array().unwrap().len();
+    let sum_of = |name: &str| -> (u64, usize) {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let mut total = (0, 0);
+        for line in text.lines() {
+            // The last line may still be being written.
+            let Ok(d) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            for m in d["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+                .as_array()
+                .unwrap()
+            {
+                if m["name"] == name {
+                    for p in m["sum"]["dataPoints"].as_array().unwrap() {
+                        total.0 += p["asInt"].as_str().unwrap().parse::<u64>().unwrap();
+                        total.1 += 1;
+                    }
+                }
+            }
+        }
+        total
+    };
+    let t = Instant::now();
+    while sum_of("barrage.exchanges.completed").1 < seconds {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the collector wrote {} of {seconds} seconds",
+            sum_of("barrage.exchanges.completed").1
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(sum_of("barrage.exchanges.completed"), (3000, seconds));
+    assert_eq!(
+        sum_of("barrage.exchanges.sent").0,
+        u(&v, "summary.exchanges.sent")
+    );
+    assert_eq!(sum_of("barrage.bytes.written").0, u(&stats, "bytes_read"));
+    assert_eq!(sum_of("barrage.errors").1, 0);
+}

@@ -379,6 +379,11 @@ pub struct OutputArgs {
     #[arg(long, value_name = "URL", help_heading = "Output")]
     pub influx: Option<String>,
 
+    /// Push each second's figures as OpenTelemetry metrics (OTLP over HTTP, JSON) while the
+    /// run goes: a collector's http://HOST:4318/v1/metrics
+    #[arg(long, value_name = "URL", help_heading = "Output")]
+    pub otlp: Option<String>,
+
     /// Send each second's figures to a StatsD daemon over UDP while the run goes: HOST:PORT,
     /// or PORT on 127.0.0.1 (counters of exchanges, errors, connects and bytes; gauges of open
     /// connections, in flight, the rate and latency percentiles)
