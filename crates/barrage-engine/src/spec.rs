@@ -645,6 +645,7 @@ mod tests {
                 more_messages: vec![PbPartSpec::bytes(b"\x08\x02")],
                 streaming: true,
                 timeout: Some("5000000u".into()),
+                in_turn: false,
                 gzip: true,
                 streams: 0,
                 h2: crate::h2::H2Settings {

@@ -22,6 +22,11 @@ pub struct GrpcSpec {
     /// `message` in order before the call is half-closed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_messages: Vec<Vec<PbPartSpec>>,
+    /// A unary or server-streaming call: `message` and `more_messages` are not one call's
+    /// stream but each call's message in turn (call `seq` of a connection sends the
+    /// `seq % n`th).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_turn: bool,
     /// Server streaming (any number of replies), or unary (one).
     #[serde(default)]
     pub streaming: bool,
@@ -66,8 +71,12 @@ impl GrpcSpec {
             body: None,
             content_type: Some("application/grpc"),
             te_trailers: true,
-        })?
-        .with_grpc_messages(body, self.gzip);
+        })?;
+        let request = if self.in_turn {
+            request.with_grpc_turns(body)
+        } else {
+            request.with_grpc_messages(body, self.gzip)
+        };
         let protocol = Protocol::H2(H2Plan {
             request,
             expect_status: StatusSet(vec![(200, 200)]),

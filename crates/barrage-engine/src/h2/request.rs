@@ -57,6 +57,9 @@ pub enum Body {
     /// gRPC messages with holes (one, or a client stream's), each rendered with its prefix
     /// per call.
     Grpc(Box<[crate::grpc::PbTemplate]>),
+    /// A unary or server-streaming call's message, one of these in turn: call `seq` of a
+    /// connection sends message `seq % n` (ghz's list of call data).
+    GrpcEach(Box<[crate::grpc::PbTemplate]>),
 }
 
 /// A compiled request.
@@ -334,6 +337,13 @@ impl H2Request {
         } else {
             Body::Grpc(messages.into())
         };
+        self
+    }
+
+    /// A unary or server-streaming call whose message is each of `messages` in turn
+    /// ([`Body::GrpcEach`]), gzipped with `gzip`.
+    pub fn with_grpc_turns(mut self, messages: Vec<crate::grpc::PbTemplate>) -> Self {
+        self.body = Body::GrpcEach(messages.into());
         self
     }
 

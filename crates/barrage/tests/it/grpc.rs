@@ -176,7 +176,7 @@ fn grpc_mistakes_are_one_line() {
             &["grpc://127.0.0.1:9/p.S/C", "--proto", p, "--data", "[]"],
             "--data",
         ),
-        (&[url, "--proto", p, "--data", "[{}]"], "--data"),
+        (&[url, "--proto", p, "--data", "[]"], "--data"),
         (&[url, "--proto", p, "--data", "{not json"], "--data"),
         (&[url, "--proto", p, "--data", r#"{"n":"x"}"#], "--data"),
         (&[url, "--proto", p, "--data", r#"{"nope":1}"#], "--data"),
@@ -309,6 +309,40 @@ fn grpc_go_takes_gzipped_calls_and_answers_them_gzipped() {
         .filter(|l| l.starts_with("UnaryEcho called"))
         .count();
     assert_eq!(served, 600, "the server logged {served} calls");
+    // A list of messages for a unary method (issue 45, item 6, as ghz takes one): each call
+    // sends the next in turn, so 300 calls on 2 connections send each of 3 messages 100 times.
+    let list = r#"[{"message":"first {seq}"},{"message":"second"},{"message":"third"}]"#;
+    let v = run_json(
+        &[
+            url.as_str(),
+            "--proto",
+            proto.to_str().unwrap(),
+            "--data",
+            list,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "300",
+            "--compression",
+            "gzip",
+        ],
+        &dir.path().join("turns.json"),
+    );
+    conserved(&v);
+    assert_eq!(u(&v, "summary.totals.grpc.status.0"), 300);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let sent = |m: &str| {
+        calls
+            .lines()
+            .filter(|l| l.starts_with(&format!("UnaryEcho called with message \"{m}")))
+            .count()
+    };
+    assert_eq!(
+        (sent("first "), sent("second"), sent("third")),
+        (100, 100, 100)
+    );
 }
 
 /// grpc-go's greeter: unary calls with a placeholder in the name, on streams and

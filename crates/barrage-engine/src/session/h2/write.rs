@@ -20,7 +20,7 @@ impl St {
         let body_len = match &req.body {
             Body::None => return,
             Body::Fixed(b) => b.len(),
-            Body::Dyn(_) | Body::Grpc(_) => {
+            Body::Dyn(_) | Body::Grpc(_) | Body::GrpcEach(_) => {
                 let h = self.held.len();
                 match &req.body {
                     Body::Dyn(t) => {
@@ -31,6 +31,11 @@ impl St {
                         for t in ms.iter() {
                             t.write_framed_as(fill, gzip, &mut self.held);
                         }
+                    }
+                    Body::GrpcEach(ms) => {
+                        let gzip = cfg.grpc.is_some_and(|g| g.gzip);
+                        let t = &ms[(fill.seq % ms.len() as u64) as usize];
+                        t.write_framed_as(fill, gzip, &mut self.held);
                     }
                     _ => {}
                 }

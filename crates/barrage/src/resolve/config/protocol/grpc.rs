@@ -108,6 +108,7 @@ fn spec(
         headers: words.headers.clone(),
         message: call.message,
         more_messages: call.more,
+        in_turn: call.in_turn,
         streaming: call.streaming,
         timeout: Some(timeout),
         streams: super::http::streams(a),
@@ -120,8 +121,10 @@ fn spec(
 /// What a gRPC target calls.
 pub(super) struct Call {
     pub message: Vec<PbPartSpec>,
-    /// A client stream's messages after the first.
+    /// A client stream's messages after the first (or, `in_turn`, the other calls').
     pub more: Vec<Vec<PbPartSpec>>,
+    /// Each call sends one message, the next in turn (a list for a unary method).
+    pub in_turn: bool,
     /// Server streaming (from the method in the .proto).
     pub streaming: bool,
     /// For the run header: the method and the message's size.
@@ -157,6 +160,7 @@ fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         return Ok(Call {
             message: Vec::new(),
             more: Vec::new(),
+            in_turn: false,
             streaming: false,
             note: "the scenario's calls".into(),
         });
@@ -182,6 +186,7 @@ fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         return Ok(Call {
             message: PbPartSpec::bytes(&bytes),
             more: Vec::new(),
+            in_turn: false,
             streaming,
             note: format!("{name} ({kind}), message {} B", bytes.len()),
         });
@@ -198,6 +203,7 @@ fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         return Ok(Call {
             message: Vec::new(),
             more: Vec::new(),
+            in_turn: false,
             streaming: false,
             note: format!("{name}, empty message"),
         });
@@ -220,11 +226,12 @@ fn call(a: &RunArgs, url: &url::Url) -> Result<Call, Usage> {
         },
     };
     let m = m?;
-    let (messages, note) = m.encode_call(&json)?;
+    let (messages, note, in_turn) = m.encode_call(&json)?;
     let mut messages = messages.into_iter();
     Ok(Call {
         message: messages.next().unwrap_or_default(),
         more: messages.collect(),
+        in_turn,
         streaming: m.streaming(),
         note: format!("{name} ({}), {note}", m.kind()),
     })
@@ -262,7 +269,7 @@ impl NoProto {
     fn kind(&self) -> &'static str {
         match *self {}
     }
-    fn encode_call(&self, _: &str) -> Result<(Vec<Vec<PbPartSpec>>, String), Usage> {
+    fn encode_call(&self, _: &str) -> Result<(Vec<Vec<PbPartSpec>>, String, bool), Usage> {
         match *self {}
     }
 }
@@ -285,6 +292,9 @@ fn said(spec: &ProtocolSpec) -> Said<'_> {
 fn record(spec: &mut ProtocolSpec, r: &Recording) {
     if let (ProtocolSpec::Grpc(s), true) = (spec, r.secret_body) {
         hide_parts(&mut s.message, r.hide);
+        for m in &mut s.more_messages {
+            hide_parts(m, r.hide);
+        }
     }
 }
 
@@ -334,7 +344,7 @@ mod tests {
         // `unused` is not a field: refused.
         assert!(c.encode_call(json).is_err());
         let json = json.replace(r#","unused":null"#, "");
-        let (mut messages, _) = c.encode_call(&json).unwrap();
+        let (mut messages, _, _) = c.encode_call(&json).unwrap();
         let parts = messages.remove(0);
         assert!(parts.iter().any(|p| matches!(p, PbPartSpec::Text { .. })));
         let t = PbPartSpec::template(&parts, &mut |_| None).unwrap();

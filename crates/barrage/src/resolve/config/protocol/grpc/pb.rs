@@ -203,9 +203,11 @@ impl Compiled {
         self.0.input()
     }
 
-    /// The request's messages from `json` (one, or a client stream's list), and what the
-    /// run header says of them (their encoded size, holes as they are written).
-    pub fn encode_call(&self, json: &str) -> Result<(Vec<Vec<PbPartSpec>>, String), Usage> {
+    /// The request's messages from `json` (one, or a client stream's list, or for a unary
+    /// or server-streaming method a list of messages its calls send in turn, as ghz takes
+    /// one), what the run header says of them (their encoded size, holes as they are
+    /// written), and whether they go in turn.
+    pub fn encode_call(&self, json: &str) -> Result<(Vec<Vec<PbPartSpec>>, String, bool), Usage> {
         let shown = if json.len() > 60 {
             format!("'{}...'", &json[..json.floor_char_boundary(57)])
         } else {
@@ -213,15 +215,35 @@ impl Compiled {
         };
         let v: serde_json::Value =
             serde_json::from_str(json).map_err(|e| Usage::value("--data", &shown, not_json(&e)))?;
-        let ms = self
-            .encode_messages(v, false)
-            .map_err(|e| Usage::value("--data", &shown, e))?;
+        let in_turn = matches!(v, serde_json::Value::Array(_)) && !self.client_streaming();
+        let ms = match v {
+            serde_json::Value::Array(items) if in_turn => {
+                if items.is_empty() {
+                    return Err(Usage::value(
+                        "--data",
+                        &shown,
+                        "an empty list: give at least one message for the calls to send in turn",
+                    ));
+                }
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, m)| {
+                        self.encode_value(m, false)
+                            .map_err(|e| format!("message {i}: {e}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            }
+            v => self.encode_messages(v, false),
+        }
+        .map_err(|e| Usage::value("--data", &shown, e))?;
         let bytes: usize = ms.iter().map(|(_, n)| n).sum();
         let note = match ms.len() {
             1 => format!("message {bytes} B"),
+            n if in_turn => format!("{n} messages in turn, one per call, {bytes} B"),
             n => format!("{n} messages, {bytes} B"),
         };
-        Ok((ms.into_iter().map(|(p, _)| p).collect(), note))
+        Ok((ms.into_iter().map(|(p, _)| p).collect(), note, in_turn))
     }
 
     /// The request message from `v`; `vars`: a scenario step's data, whose strings may
