@@ -50,8 +50,8 @@ pub use framing::{Delimiter, Framing, LenPrefix};
 pub use h2::H2Settings;
 pub use message::{escape, unescape, EscapeError, Fill, Template, TemplateError, VarTemplateError};
 pub use plan::{
-    GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, RedisPlan, ScriptPlan, Share,
-    StatusSet, Target, TlsPlan, WsPlan,
+    GrpcMode, H2Plan, HttpPlan, McPlan, Mode, Plan, Protocol, ProxyPlan, RedisPlan, ScriptPlan,
+    Share, StatusSet, Target, TlsPlan, WsPlan,
 };
 pub use run::{
     hurry, observe, run, run_observed, run_session, run_virtual, End, EngineError, Observer,

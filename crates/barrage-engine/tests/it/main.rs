@@ -27,6 +27,8 @@ mod mqtt_hostile;
 mod pacing;
 // HTTP and WebSocket through the same engine; counts reconcile with the servers.
 mod protocols;
+// Scripted proxies: an open tunnel, refusals, garbage, silence.
+mod proxy_hostile;
 // The protocol recipe proven by a throw-away protocol.
 mod stub_protocol;
 // Users running scenario steps: captures, rooms, broadcasts.
