@@ -17,6 +17,7 @@ mod request;
 mod response;
 pub mod spec;
 pub mod status;
+pub mod tunnel;
 
 pub(crate) use head::{has_token, header_values, list_items, Head, HeadReader, Progress};
 pub(crate) use request::{
