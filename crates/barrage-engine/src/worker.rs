@@ -401,7 +401,7 @@ impl<S: Session> Worker<S> {
                 t.clear();
             }
             c.due_k = c.sent_k;
-            if c.state == State::Connecting || c.state == State::Waiting {
+            if matches!(c.state, State::Connecting | State::Proxy | State::Waiting) {
                 c.stream = None;
                 c.state = State::Closed;
             }
@@ -416,7 +416,7 @@ impl<S: Session> Worker<S> {
             let c = &mut self.conns[i];
             if matches!(
                 c.state,
-                State::Proxy | State::Tls | State::Handshake | State::Login | State::Ready
+                State::Tls | State::Handshake | State::Login | State::Ready
             ) {
                 self.rec.conn_closed();
             }

@@ -92,26 +92,32 @@ impl<S: Session> Worker<S> {
         if let Some(e) = err {
             return self.fail(idx, classify(&e), Some(&e), now);
         }
+        if let Some(p) = &self.plan.target.proxy {
+            // Through a proxy: the tunnel first (its answer is read by `on_proxy_answer`).
+            // The connect is still under way (counted, timed) until the tunnel opens, within
+            // the one connect timeout.
+            c.state = State::Proxy;
+            self.connects.proxy_done(idx); // what an earlier attempt left
+            if let Err(e) = write_to(c, &mut self.rec, &p.connect) {
+                self.fail(idx, classify(&e), Some(&e), now);
+            }
+        } else {
+            self.reached(idx, now);
+            self.start_transport(idx, now);
+        }
+        self.pump_connects(now);
+    }
+
+    /// The connection reaches the target (TCP up, or the proxy's tunnel open): counted and
+    /// timed as a connect.
+    pub(super) fn reached(&mut self, idx: u32, now: u64) {
+        let c = &mut self.conns[idx as usize];
         self.connects.connecting -= 1;
         self.rec.counters.connects += 1;
         self.rec.connect.record_ns(now - c.since);
         self.rec.conn_opened();
         c.timeout_at = u64::MAX;
         c.since = now;
-        if let Some(p) = &self.plan.target.proxy {
-            // Through a proxy: the tunnel first (its answer is read by `on_proxy_answer`).
-            c.state = State::Proxy;
-            self.connects.proxy_done(idx); // what an earlier attempt left
-            let at = now + self.plan.connect_timeout.as_nanos() as u64;
-            let res = write_to(c, &mut self.rec, &p.connect);
-            self.arm_timeout(idx, at);
-            if let Err(e) = res {
-                self.fail(idx, classify(&e), Some(&e), now);
-            }
-        } else {
-            self.start_transport(idx, now);
-        }
-        self.pump_connects(now);
     }
 
     /// The connection reaches the target (directly, or through the proxy's tunnel): TLS's
@@ -431,11 +437,12 @@ impl<S: Session> Worker<S> {
     ) {
         let c = &mut self.conns[idx as usize];
         match c.state {
-            State::Connecting => {
+            State::Connecting | State::Proxy => {
                 self.connects.connecting -= 1;
                 self.rec.counters.connect_failures += 1;
+                self.connects.proxy_done(idx);
             }
-            State::Proxy | State::Tls | State::Handshake | State::Login | State::Ready => {
+            State::Tls | State::Handshake | State::Login | State::Ready => {
                 self.rec.conn_closed();
                 if matches!(class, ErrorClass::ClosedByPeer | ErrorClass::Reset) {
                     self.rec.counters.closed_by_peer += 1;

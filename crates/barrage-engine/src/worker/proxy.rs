@@ -54,9 +54,7 @@ impl<S: Session> Worker<S> {
                                client spoke";
                     return self.fail(idx, ErrorClass::Protocol, Some(&why), now);
                 }
-                let c = &mut self.conns[idx as usize];
-                c.timeout_at = u64::MAX;
-                c.since = now;
+                self.reached(idx, now);
                 self.start_transport(idx, now);
             }
             Answer::Refused(line) => {

@@ -587,10 +587,8 @@ impl<S: Session> Worker<S> {
                 }
                 self.rec.conn_closed();
             }
-            State::Proxy | State::Tls | State::Handshake | State::Login | State::Ready => {
-                self.rec.conn_closed()
-            }
-            State::Connecting => self.connects.connecting -= 1,
+            State::Tls | State::Handshake | State::Login | State::Ready => self.rec.conn_closed(),
+            State::Connecting | State::Proxy => self.connects.connecting -= 1,
             State::Waiting if c.retry_at == u64::MAX => {
                 self.connects.queue.retain(|&q| q != idx);
             }

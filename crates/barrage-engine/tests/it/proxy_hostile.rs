@@ -125,20 +125,22 @@ fn through_an_open_tunnel_the_run_completes_exactly() {
             s.errors
         );
         assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+        assert_eq!(s.connections.succeeded, 3, "{:?}", s.connections);
         let heads = heads.lock().unwrap();
         assert_eq!(heads.len(), 3, "one tunnel per connection");
         assert!(heads.iter().all(|h| h.as_bytes() == CONNECT), "{heads:?}");
     }
 }
 
+/// A refused tunnel is a failed connect: nothing reached the target.
 #[test]
 fn a_proxy_that_refuses_fails_every_connect_as_refused() {
     let (server, _) = proxy(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n", false);
-    only(
-        &go_virtual(through(server.addr, 2)).0,
-        ErrorClass::Refused,
-        2,
-    );
+    let (o, _) = go_virtual(through(server.addr, 2));
+    only(&o, ErrorClass::Refused, 2);
+    let c = &o.outcome.summary.connections;
+    assert_eq!(c.succeeded, 0, "{c:?}");
+    assert_eq!(c.failed, c.attempts, "{c:?}");
 }
 
 #[test]

@@ -112,6 +112,17 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
     const BODIES: [&str; 4] = ["--body", "--message", "-m", "--first-message"];
     // Values that are secret whatever is asked (MQTT's CONNECT credentials).
     const CREDENTIALS: [&str; 2] = ["--username", "--password"];
+    // Outputs whose URLs hold credentials in their own ways: a proxy's user info even without
+    // a scheme (`--proxy u:pw@host:port`), InfluxDB 1.x's `u` and `p` parameters.
+    let output = |flag: &str, v: &str| -> String {
+        match flag {
+            "--proxy" if !v.contains("://") => userinfo(&format!("http://{v}"))
+                .trim_start_matches("http://")
+                .to_string(),
+            "--influx" => url(v, &["u".into(), "p".into()]),
+            _ => v.to_string(),
+        }
+    };
     let mut out = Vec::with_capacity(argv.len());
     let mut next: Option<&str> = None;
     for a in argv {
@@ -119,6 +130,10 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
         match next.take() {
             Some("-H") => {
                 out.push(header(&a).unwrap_or(a));
+                continue;
+            }
+            Some(flag @ ("--proxy" | "--influx")) => {
+                out.push(output(flag, &a));
                 continue;
             }
             Some("credential") => {
@@ -134,6 +149,15 @@ pub fn argv(argv: &[String], extra: &[String], secret_body: bool) -> Vec<String>
         if a == "-H" || a == "--header" {
             next = Some("-H");
             out.push(a);
+        } else if a == "--proxy" || a == "--influx" {
+            next = Some(if a == "--proxy" {
+                "--proxy"
+            } else {
+                "--influx"
+            });
+            out.push(a);
+        } else if let Some((flag @ ("--proxy" | "--influx"), v)) = a.split_once('=') {
+            out.push(format!("{flag}={}", output(flag, v)));
         } else if let Some(h) = a.strip_prefix("--header=") {
             out.push(header(h).map_or_else(|| a.clone(), |r| format!("--header={r}")));
         } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
@@ -217,6 +241,31 @@ mod tests {
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn proxy_and_influx_credentials_are_redacted_in_every_spelling() {
+        let args: Vec<String> = [
+            "barrage",
+            "http://127.0.0.1:1/",
+            "--proxy",
+            "ann:pw1@127.0.0.1:3128",
+            "--proxy=http://bob:pw2@127.0.0.1:3128",
+            "--influx",
+            "http://127.0.0.1:8086/write?db=x&u=me&p=pw3",
+            "--influx=http://127.0.0.1:8086/write?p=pw4",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = argv(&args, &[], false).join(" ");
+        for pw in ["pw1", "pw2", "pw3", "pw4", "u=me"] {
+            assert!(!out.contains(pw), "{pw} in {out}");
+        }
+        assert!(
+            out.contains("127.0.0.1:3128") && out.contains("db=x"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -93,8 +93,8 @@ fn tag(v: &str) -> String {
         if matches!(c, ',' | ' ' | '=' | '\\') {
             out.push('\\');
         }
-        if c == '\n' {
-            out.push(' ');
+        if c == '\n' || c == '\r' {
+            out.push_str("\\ ");
             continue;
         }
         out.push(c);

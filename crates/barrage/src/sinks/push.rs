@@ -78,43 +78,50 @@ impl Endpoint {
 /// The writer thread and the queue to it.
 pub struct Pusher {
     tx: Option<SyncSender<String>>,
-    thread: Option<JoinHandle<Written>>,
+    thread: Option<JoinHandle<()>>,
+    /// Seconds handed to the writer, and those dropped because it was too far behind.
+    queued: AtomicU64,
     dropped: AtomicU64,
+    written: std::sync::Arc<Written>,
     to: Endpoint,
 }
 
-/// What the writer managed.
+/// What the writer managed, as it goes (so that the end does not wait for it).
 #[derive(Default)]
 struct Written {
-    ok: u64,
-    failed: u64,
-    first_error: Option<String>,
+    ok: AtomicU64,
+    failed: AtomicU64,
+    first_error: std::sync::Mutex<Option<String>>,
 }
 
 impl Pusher {
     pub fn start(to: Endpoint) -> Pusher {
         let (tx, rx) = sync_channel::<String>(QUEUE);
         let t = to.clone();
+        let written = std::sync::Arc::new(Written::default());
+        let w = std::sync::Arc::clone(&written);
         let thread = std::thread::Builder::new()
             .name(to.flag.trim_start_matches('-').into())
             .spawn(move || {
-                let mut w = Written::default();
                 for body in rx {
                     match post(&t, &body) {
-                        Ok(()) => w.ok += 1,
+                        Ok(()) => w.ok.fetch_add(1, Ordering::Relaxed),
                         Err(e) => {
-                            w.failed += 1;
-                            w.first_error.get_or_insert(e);
+                            if let Ok(mut f) = w.first_error.lock() {
+                                f.get_or_insert(e);
+                            }
+                            w.failed.fetch_add(1, Ordering::Relaxed)
                         }
-                    }
+                    };
                 }
-                w
             })
             .ok();
         Pusher {
             tx: Some(tx),
             thread,
+            queued: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            written,
             to,
         }
     }
@@ -123,32 +130,45 @@ impl Pusher {
     pub fn send(&self, body: String) {
         let Some(tx) = &self.tx else { return };
         match tx.try_send(body) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.queued.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
-    /// Waits for the queued seconds to be written; a line on stderr when some were not.
+    /// Waits for the queued seconds to be written, one [`DEADLINE`] at most in all (a
+    /// receiver that takes the connection and never answers does not hold the run's end; the
+    /// writer is left to give up on its own); a line on stderr when some were not written.
     pub fn finish(mut self) {
         drop(self.tx.take());
-        let w = self
-            .thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default();
-        let lost = w.failed + self.dropped.into_inner();
+        let until = std::time::Instant::now() + DEADLINE;
+        if let Some(t) = self.thread.take() {
+            while !t.is_finished() && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+        let w = &self.written;
+        let ok = w.ok.load(Ordering::Relaxed);
+        let seconds = self.queued.load(Ordering::Relaxed) + self.dropped.load(Ordering::Relaxed);
+        let lost = seconds.saturating_sub(ok);
         if lost > 0 {
             let why = w
                 .first_error
+                .lock()
+                .ok()
+                .and_then(|f| f.clone())
                 .map(|e| format!(": {e}"))
                 .unwrap_or_else(|| ": the receiver took them too slowly".into());
             crate::sys::err_line(format_args!(
-                "warning: {} {}: {lost} of {} seconds not written{why}",
+                "warning: {} {}: {lost} of {seconds} seconds not written{why}",
                 self.to.flag,
                 self.to.shown(),
-                lost + w.ok
             ));
         }
     }
