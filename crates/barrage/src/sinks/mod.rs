@@ -11,6 +11,7 @@ pub mod output;
 pub mod prom;
 pub mod push;
 pub mod recorders;
+pub mod second;
 pub mod statsd;
 pub mod tui;
 pub mod web;

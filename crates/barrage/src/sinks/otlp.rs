@@ -14,7 +14,7 @@
 
 use crate::sinks::push::{Endpoint, Pusher};
 use crate::usage::Usage;
-use barrage_metrics::{ErrorClass, Tick};
+use barrage_metrics::Tick;
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -104,74 +104,25 @@ fn body(t: &Tick, resource: &str, start: u128, end: u128) -> String {
             points.join(",")
         )
     };
-    metrics.push(sum(
-        "barrage.exchanges.sent",
-        "{exchange}",
-        &[(None, t.sent)],
-    ));
-    metrics.push(sum(
-        "barrage.exchanges.completed",
-        "{exchange}",
-        &[(None, t.requests)],
-    ));
-    metrics.push(sum(
-        "barrage.exchanges.failed",
-        "{exchange}",
-        &[(None, t.failed_requests)],
-    ));
-    let errors: Vec<(Option<(&str, &str)>, u64)> = ErrorClass::ALL
-        .into_iter()
-        .filter(|c| t.errors.get(*c) > 0)
-        .map(|c| (Some(("error.class", c.as_str())), t.errors.get(c)))
+    for (name, unit, n) in crate::sinks::second::counters(t) {
+        metrics.push(sum(&format!("barrage.{name}"), unit, &[(None, n)]));
+    }
+    let errors: Vec<(Option<(&str, &str)>, u64)> = t
+        .errors
+        .nonzero()
+        .map(|(c, n)| (Some(("error.class", c.as_str())), n))
         .collect();
     if !errors.is_empty() {
         metrics.push(sum("barrage.errors", "{error}", &errors));
     }
-    metrics.push(sum(
-        "barrage.connects",
-        "{connection}",
-        &[(None, t.connects)],
-    ));
-    metrics.push(sum("barrage.bytes.read", "By", &[(None, t.bytes_read)]));
-    metrics.push(sum(
-        "barrage.bytes.written",
-        "By",
-        &[(None, t.bytes_written)],
-    ));
-    let gauge = |name: &str, unit: &str, v: String| {
-        format!(
-            r#"{{"name":"{name}","unit":"{unit}","gauge":{{"dataPoints":[{{"timeUnixNano":"{end}",{v}}}]}}}}"#
-        )
-    };
-    metrics.push(gauge(
-        "barrage.connections.open",
-        "{connection}",
-        format!(r#""asInt":"{}""#, t.open),
-    ));
-    metrics.push(gauge(
-        "barrage.in_flight",
-        "{exchange}",
-        format!(r#""asInt":"{}""#, t.in_flight),
-    ));
-    metrics.push(gauge(
-        "barrage.rps",
-        "{exchange}/s",
-        format!(r#""asDouble":{}"#, t.rps),
-    ));
-    let l = &t.latency_us;
-    if l.count > 0 {
-        for (name, v) in [
-            ("p50", l.p50),
-            ("p90", l.p90),
-            ("p99", l.p99),
-            ("max", l.max),
-        ] {
-            metrics.push(gauge(
-                &format!("barrage.latency.{name}"),
-                "us",
-                format!(r#""asInt":"{v}""#),
-            ));
-        }
+    for (name, unit, v) in crate::sinks::second::gauges(t) {
+        let v = match v {
+            crate::sinks::second::Value::Int(n) => format!(r#""asInt":"{n}""#),
+            crate::sinks::second::Value::Float(x) => format!(r#""asDouble":{x}"#),
+        };
+        metrics.push(format!(
+            r#"{{"name":"barrage.{name}","unit":"{unit}","gauge":{{"dataPoints":[{{"timeUnixNano":"{end}",{v}}}]}}}}"#
+        ));
     }
     let mut out = String::with_capacity(4096);
     let _ = write!(
@@ -186,6 +137,7 @@ fn body(t: &Tick, resource: &str, start: u128, end: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use barrage_metrics::ErrorClass;
 
     #[test]
     fn a_second_is_valid_json_with_delta_sums_and_gauges() {

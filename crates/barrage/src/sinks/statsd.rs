@@ -15,8 +15,7 @@
 //! at the end.
 
 use crate::usage::Usage;
-use barrage_metrics::{ErrorClass, Tick};
-use std::fmt::Write as _;
+use barrage_metrics::Tick;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -134,39 +133,32 @@ impl Statsd {
     }
 }
 
-/// One second's metrics, packed into datagrams of at most [`DATAGRAM`] bytes.
+/// One second's metrics ([`crate::sinks::second`]), packed into datagrams of at most
+/// [`DATAGRAM`] bytes.
 fn datagrams(t: &Tick, p: &str) -> Vec<String> {
+    use crate::sinks::second::{counters, gauges, Value};
     let mut lines: Vec<String> = Vec::with_capacity(24);
     let mut count = |name: &str, n: u64| {
         if n > 0 {
             lines.push(format!("{p}.{name}:{n}|c"));
         }
     };
-    count("exchanges.sent", t.sent);
-    count("exchanges.completed", t.requests);
-    count("exchanges.failed", t.failed_requests);
-    count("errors", t.errors.total());
-    for class in ErrorClass::ALL {
-        count(&format!("errors.{}", class.as_str()), t.errors.get(class));
+    let all = counters(t);
+    for (name, _, n) in &all[..3] {
+        count(name, *n);
     }
-    count("connects", t.connects);
-    count("bytes.read", t.bytes_read);
-    count("bytes.written", t.bytes_written);
-    lines.push(format!("{p}.connections.open:{}|g", t.open));
-    lines.push(format!("{p}.in_flight:{}|g", t.in_flight));
-    let mut rps = String::new();
-    let _ = write!(rps, "{p}.rps:{:.3}|g", t.rps);
-    lines.push(rps);
-    let l = &t.latency_us;
-    if l.count > 0 {
-        for (name, v) in [
-            ("p50", l.p50),
-            ("p90", l.p90),
-            ("p99", l.p99),
-            ("max", l.max),
-        ] {
-            lines.push(format!("{p}.latency.{name}_us:{v}|g"));
-        }
+    count("errors", t.errors.total());
+    for (class, n) in t.errors.nonzero() {
+        count(&format!("errors.{}", class.as_str()), n);
+    }
+    for (name, _, n) in &all[3..] {
+        count(name, *n);
+    }
+    for (name, _, v) in gauges(t) {
+        lines.push(match v {
+            Value::Int(n) => format!("{p}.{name}:{n}|g"),
+            Value::Float(x) => format!("{p}.{name}:{x:.3}|g"),
+        });
     }
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -188,6 +180,7 @@ fn datagrams(t: &Tick, p: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use barrage_metrics::ErrorClass;
 
     #[test]
     fn a_second_is_its_counters_and_gauges_and_zero_counters_are_not_sent() {
